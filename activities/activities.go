@@ -1,0 +1,124 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/temporal"
+
+	"ctxlab/activities/cas"
+	"ctxlab/activities/swebench"
+	"ctxlab/specs"
+)
+
+// Activities holds the dependencies of every activity. Its exported methods are the activities.
+type Activities struct {
+	// Runs is the folder holding one folder per experiment.
+	Runs string
+	Log  zerolog.Logger
+
+	mu     sync.Mutex
+	stores map[string]*cas.Dir
+}
+
+// New returns activities writing under the runs folder.
+func New(runs string, log zerolog.Logger) *Activities {
+	return &Activities{Runs: runs, Log: log, stores: map[string]*cas.Dir{}}
+}
+
+// InstanceRef points at one dataset row stored in the run's content store.
+type InstanceRef struct {
+	ID  string  `json:"id"`
+	Ref cas.Ref `json:"ref"`
+}
+
+// NodeInput is what every DAG node activity receives.
+type NodeInput struct {
+	Run      string      `json:"run"`
+	Instance InstanceRef `json:"instance"`
+	// Node is the node's key; Step one of the "method.step" labels that use it, for messages.
+	Node   string         `json:"node"`
+	Step   string         `json:"step"`
+	Params map[string]any `json:"params,omitempty"`
+	// Inputs are the outputs of the nodes this one depends on, by input name.
+	Inputs  map[string]NodeOutput `json:"inputs,omitempty"`
+	Dataset specs.Dataset         `json:"dataset"`
+	Debug   specs.Debug           `json:"debug,omitempty"`
+}
+
+// NodeOutput is what every DAG node activity returns: a reference to its large output, and the small fields it
+// contributes to the results rows of the methods that use it.
+type NodeOutput struct {
+	Ref cas.Ref        `json:"ref,omitempty"`
+	Row map[string]any `json:"row,omitempty"`
+}
+
+// Functions maps activity names to their functions, for registration with a worker.
+func (a *Activities) Functions() map[string]any {
+	return map[string]any{
+		"checkout":     a.Checkout,
+		"no_source":    a.NoSource,
+		"oracle_files": a.OracleFiles,
+		"patch":        a.Patch,
+		"measure":      a.Measure,
+		"grade":        a.Grade,
+
+		LoadDatasetName: a.LoadDataset,
+		LoadPlanName:    a.LoadPlan,
+		RecordName:      a.Record,
+		SummarizeName:   a.Summarize,
+	}
+}
+
+// RunDir is the folder of one experiment.
+func (a *Activities) RunDir(run string) string { return filepath.Join(a.Runs, run) }
+
+// Store returns the content store of a run.
+func (a *Activities) Store(run string) (*cas.Dir, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.stores[run]; ok {
+		return s, nil
+	}
+	s, err := cas.NewDir(filepath.Join(a.RunDir(run), "cas"))
+	if err != nil {
+		return nil, err
+	}
+	a.stores[run] = s
+	return s, nil
+}
+
+// Error types of failures that retrying cannot fix; the Issue workflow records them on the row.
+const (
+	ErrBadInput    = "BadInput"    // a dataset row, parameter or input that cannot be used
+	ErrRepo        = "RepoError"   // a repository or commit that cannot be found
+	ErrUnsupported = "Unsupported" // a provider or option this build does not offer
+	ErrPanic       = "Panic"       // a bug in ctxlab: recorded, never retried in a loop
+)
+
+func permanent(kind string, err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), kind, err)
+}
+
+func permanentf(kind, format string, args ...any) error {
+	return permanent(kind, fmt.Errorf(format, args...))
+}
+
+// isPermanent reports whether err is already a non-retryable application error.
+func isPermanent(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.NonRetryable()
+}
+
+// loadInstance reads an instance row from the run's store.
+func loadInstance(ctx context.Context, s cas.Store, ref InstanceRef) (swebench.Instance, error) {
+	var in swebench.Instance
+	if err := cas.GetJSON(ctx, s, ref.Ref, &in); err != nil {
+		return in, fmt.Errorf("instance %s: %w", ref.ID, err)
+	}
+	return in, nil
+}

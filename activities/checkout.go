@@ -1,0 +1,39 @@
+package activities
+
+import (
+	"context"
+	"path/filepath"
+
+	"ctxlab/activities/repo"
+)
+
+// Checkout opens (or clones once into the run folder) the instance's repository and snapshots it at base_commit
+// into the content store. Its output is the snapshot's manifest.
+func (a *Activities) Checkout(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "checkout", func(ctx context.Context, j *job) (NodeOutput, error) {
+		inst, err := j.instance(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		src := repo.SourceFor(in.Dataset.Repos, inst, filepath.Dir(in.Dataset.File))
+		r, err := repo.Open(ctx, src, filepath.Join(a.RunDir(in.Run), "repos"))
+		if err != nil {
+			return NodeOutput{}, permanentf(ErrRepo, "instance %s: repository %s: %v", inst.InstanceID, src, err)
+		}
+		m, ref, err := repo.Snapshot(ctx, r, inst.BaseCommit, j.store)
+		if err != nil {
+			return NodeOutput{}, permanentf(ErrRepo, "instance %s: %s at %s: %v", inst.InstanceID, src,
+				inst.BaseCommit, err)
+		}
+		return NodeOutput{Ref: ref, Row: map[string]any{"repo_files": len(m.Files)}}, nil
+	})
+}
+
+// snapshot loads the manifest a checkout input points at.
+func (j *job) snapshot(ctx context.Context) (repo.Manifest, error) {
+	in, err := j.input("checkout")
+	if err != nil {
+		return repo.Manifest{}, err
+	}
+	return repo.LoadManifest(ctx, j.store, in.Ref)
+}

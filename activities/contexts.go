@@ -1,0 +1,72 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"ctxlab/activities/cas"
+	"ctxlab/activities/contexts"
+	"ctxlab/activities/diff"
+)
+
+// NoSource is the lower bound: the issue text and no repository text.
+func (a *Activities) NoSource(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "no_source", func(ctx context.Context, j *job) (NodeOutput, error) {
+		inst, err := j.instance(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		return j.putContext(ctx, contexts.Context{Issue: inst.ProblemStatement})
+	})
+}
+
+// OracleFiles is the upper bound: every file the gold patch edits, whole and verbatim.
+func (a *Activities) OracleFiles(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "oracle_files", func(ctx context.Context, j *job) (NodeOutput, error) {
+		inst, err := j.instance(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		gold, err := diff.ChangedFiles(inst.Patch)
+		if err != nil {
+			return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
+		}
+		m, err := j.snapshot(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		c := contexts.Context{Issue: inst.ProblemStatement}
+		for _, p := range gold {
+			if _, ok := m.Lookup(p); !ok {
+				continue // created by the fix: nothing to show
+			}
+			text, err := m.Read(ctx, j.store, p)
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			c.Blocks = append(c.Blocks, contexts.Block{Path: p, Kind: contexts.KindFile, Start: 1, Text: string(text)})
+		}
+		return j.putContext(ctx, c)
+	})
+}
+
+func (j *job) putContext(ctx context.Context, c contexts.Context) (NodeOutput, error) {
+	ref, err := cas.PutJSON(ctx, j.store, c)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	return NodeOutput{Ref: ref, Row: map[string]any{"files_shown": len(c.Files())}}, nil
+}
+
+// loadContext reads the context a named input points at.
+func (j *job) loadContext(ctx context.Context, name string) (contexts.Context, error) {
+	var c contexts.Context
+	in, err := j.input(name)
+	if err != nil {
+		return c, err
+	}
+	if err := cas.GetJSON(ctx, j.store, in.Ref, &c); err != nil {
+		return c, fmt.Errorf("input %s: %w", name, err)
+	}
+	return c, nil
+}

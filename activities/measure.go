@@ -1,0 +1,113 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"ctxlab/activities/contexts"
+	"ctxlab/activities/diff"
+	"ctxlab/activities/repo"
+	"ctxlab/activities/tokens"
+)
+
+// MeasureParams are the measure step's parameters; Tokenizer is filled in by the plan.
+type MeasureParams struct {
+	Tokenizer string `json:"tokenizer"`
+}
+
+// Measure computes the offline metrics of a context (rho, epsilon, share of lines in gold files, tokens) and
+// whether the patch, if any, applies strictly at base_commit.
+func (a *Activities) Measure(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "measure", func(ctx context.Context, j *job) (NodeOutput, error) {
+		var p MeasureParams
+		if err := j.params(&p); err != nil {
+			return NodeOutput{}, err
+		}
+		inst, err := j.instance(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		m, err := j.snapshot(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		c, err := j.loadContext(ctx, "context")
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		gold, err := diff.ChangedFiles(inst.Patch)
+		if err != nil {
+			return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
+		}
+		var readErr error
+		read := func(path string) (string, bool) {
+			if _, ok := m.Lookup(path); !ok {
+				return "", false
+			}
+			b, err := m.Read(ctx, j.store, path)
+			if err != nil {
+				readErr = err
+				return "", false
+			}
+			return string(b), true
+		}
+		met := contexts.Measure(c, gold, read)
+		if readErr != nil {
+			return NodeOutput{}, readErr
+		}
+		tokens, err := countTokens(p.Tokenizer, c.Render())
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		row := map[string]any{
+			"context_tokens":    tokens,
+			"context_lines":     met.Lines,
+			"rho":               met.Rho,
+			"epsilon":           met.Epsilon,
+			"gold_line_share":   met.GoldLineShare,
+			"gold_files_missed": met.GoldFilesMissed,
+		}
+		if pin, ok := j.in.Inputs["patch"]; ok {
+			text, err := j.store.Get(ctx, pin.Ref)
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			applied, empty, why := applies(ctx, j, m, string(text))
+			row["patch_applied"], row["patch_empty"] = applied, empty
+			if why != "" {
+				row["patch_apply_error"] = why
+			}
+		}
+		return NodeOutput{Row: row}, nil
+	})
+}
+
+// applies tries the patch strictly, in memory, on the snapshot.
+func applies(ctx context.Context, j *job, m repo.Manifest, patch string) (applied, empty bool, why string) {
+	if strings.TrimSpace(patch) == "" {
+		return false, true, ""
+	}
+	_, err := diff.ApplyFiles(func(path string) ([]byte, bool) {
+		if _, ok := m.Lookup(path); !ok {
+			return nil, false
+		}
+		b, err := m.Read(ctx, j.store, path)
+		return b, err == nil
+	}, patch)
+	if errors.Is(err, diff.ErrEmpty) {
+		return false, true, ""
+	}
+	if err != nil {
+		return false, false, err.Error()
+	}
+	return true, false, ""
+}
+
+func countTokens(tokenizer, text string) (int, error) {
+	n, err := tokens.Count(tokenizer, text)
+	if err != nil {
+		return 0, permanent(ErrBadInput, err)
+	}
+	return n, nil
+}

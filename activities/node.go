@@ -1,0 +1,219 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"ctxlab/activities/cas"
+	"ctxlab/activities/swebench"
+)
+
+// heartbeatEvery is how often a running node tells Temporal it is alive; the workflow's heartbeat timeout is a few
+// times this, so a dead worker's node is retried within seconds.
+const heartbeatEvery = 2 * time.Second
+
+// job is one attempt of a node activity, with lazily loaded shared inputs.
+type job struct {
+	a     *Activities
+	in    NodeInput
+	store cas.Store
+	inst  *swebench.Instance
+}
+
+// params decodes the node's parameters into v (a struct with json tags).
+func (j *job) params(v any) error {
+	b, err := json.Marshal(j.in.Params)
+	if err != nil {
+		return permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
+	}
+	return nil
+}
+
+// instance returns the dataset row this node works on.
+func (j *job) instance(ctx context.Context) (swebench.Instance, error) {
+	if j.inst != nil {
+		return *j.inst, nil
+	}
+	in, err := loadInstance(ctx, j.store, j.in.Instance)
+	if err != nil {
+		return in, err
+	}
+	j.inst = &in
+	return in, nil
+}
+
+// input returns a named input's output.
+func (j *job) input(name string) (NodeOutput, error) {
+	out, ok := j.in.Inputs[name]
+	if !ok {
+		return out, permanentf(ErrBadInput, "%s: missing input %q", j.in.Step, name)
+	}
+	return out, nil
+}
+
+// attempt is one line of the run's attempts.jsonl: every start and end of every node activity, including attempts
+// that Temporal's history does not keep.
+type attempt struct {
+	Time       time.Time `json:"time"`
+	Event      string    `json:"event"` // start, done, fail, memo
+	Instance   string    `json:"instance"`
+	Node       string    `json:"node"`
+	Step       string    `json:"step"`
+	Activity   string    `json:"activity"`
+	Attempt    int32     `json:"attempt,omitempty"`
+	Workflow   string    `json:"workflow,omitempty"`
+	DurationMS int64     `json:"duration_ms,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	Output     cas.Ref   `json:"output,omitempty"`
+}
+
+// node runs body as the activity name with memoization, attempt logging, heartbeats and panic capture.
+func (a *Activities) node(ctx context.Context, in NodeInput, name string,
+	body func(context.Context, *job) (NodeOutput, error)) (out NodeOutput, err error) {
+	store, err := a.Store(in.Run)
+	if err != nil {
+		return out, err
+	}
+	rec := attempt{Instance: in.Instance.ID, Node: in.Node, Step: in.Step, Activity: name}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		rec.Attempt, rec.Workflow = info.Attempt, info.WorkflowExecution.ID
+	}
+	memo := a.memoPath(in)
+	if cached, ok := readMemo(memo); ok {
+		rec.Event, rec.Output = "memo", cached.Ref
+		a.logAttempt(in.Run, rec)
+		return cached, nil
+	}
+	rec.Event = "start"
+	a.logAttempt(in.Run, rec)
+	started := time.Now()
+
+	stop := a.heartbeat(ctx)
+	defer stop()
+	defer func() {
+		if r := recover(); r != nil {
+			a.Log.Error().Str("step", in.Step).Str("instance", in.Instance.ID).Interface("panic", r).
+				Str("stack", string(debug.Stack())).Msg("activity panicked")
+			err = permanentf(ErrPanic, "%s: internal error: %v", in.Step, r)
+		}
+		rec.DurationMS = time.Since(started).Milliseconds()
+		if err != nil {
+			rec.Event, rec.Error = "fail", err.Error()
+		} else {
+			rec.Event, rec.Output = "done", out.Ref
+		}
+		a.logAttempt(in.Run, rec)
+	}()
+
+	if d := in.Debug.SlowActivities.D(); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return out, ctx.Err()
+		}
+	}
+	out, err = body(ctx, &job{a: a, in: in, store: store})
+	if err != nil {
+		if !isPermanent(err) && !errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("%s: %w", in.Step, err)
+		}
+		return out, err
+	}
+	// Written before Temporal records completion: a worker killed in between does not redo the work.
+	if werr := writeMemo(memo, out); werr != nil {
+		a.Log.Warn().Err(werr).Str("node", in.Node).Msg("could not memoize node output")
+	}
+	return out, nil
+}
+
+func (a *Activities) memoPath(in NodeInput) string {
+	return filepath.Join(a.RunDir(in.Run), "nodes", safeName(in.Instance.ID), in.Node+".json")
+}
+
+func readMemo(path string) (NodeOutput, bool) {
+	var out NodeOutput
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &out) != nil {
+		return out, false
+	}
+	return out, true
+}
+
+func writeMemo(path string, out NodeOutput) error {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (a *Activities) logAttempt(run string, rec attempt) {
+	rec.Time = time.Now().UTC()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return
+	}
+	path := filepath.Join(a.RunDir(run), "attempts.jsonl")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		a.Log.Warn().Err(err).Msg("attempt log")
+		return
+	}
+	defer f.Close()
+	// One write of a short line with O_APPEND keeps lines whole across processes.
+	_, _ = f.Write(append(b, '\n'))
+}
+
+// heartbeat records heartbeats until stop is called, when ctx belongs to an activity.
+func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// safeName makes an instance id usable as a folder name.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+}

@@ -1,0 +1,133 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"ctxlab/activities/cas"
+	"ctxlab/activities/swebench"
+	"ctxlab/results"
+	"ctxlab/specs"
+)
+
+// Names of the sweep's bookkeeping activities. They are not DAG steps, so specs cannot name them.
+const (
+	LoadDatasetName = "ctxlab.load_dataset"
+	LoadPlanName    = "ctxlab.load_plan"
+	RecordName      = "ctxlab.record"
+	SummarizeName   = "ctxlab.summarize"
+)
+
+// LoadDatasetInput names the dataset of a run.
+type LoadDatasetInput struct {
+	Run     string        `json:"run"`
+	Dataset specs.Dataset `json:"dataset"`
+}
+
+// LoadDataset reads and validates the dataset, stores each row in the content store and returns references in
+// dataset order (filtered by the spec's instances and limit).
+func (a *Activities) LoadDataset(ctx context.Context, in LoadDatasetInput) ([]InstanceRef, error) {
+	store, err := a.Store(in.Run)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := swebench.ReadFile(in.Dataset.File)
+	if err != nil {
+		return nil, permanent(ErrBadInput, err)
+	}
+	rows, err = Select(rows, in.Dataset)
+	if err != nil {
+		return nil, permanent(ErrBadInput, err)
+	}
+	refs := make([]InstanceRef, 0, len(rows))
+	for _, r := range rows {
+		ref, err := cas.PutJSON(ctx, store, r)
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, InstanceRef{ID: r.InstanceID, Ref: ref})
+	}
+	return refs, nil
+}
+
+// Select applies a dataset's instance filter and limit.
+func Select(rows []swebench.Instance, d specs.Dataset) ([]swebench.Instance, error) {
+	if len(d.Instances) > 0 {
+		byID := map[string]swebench.Instance{}
+		for _, r := range rows {
+			byID[r.InstanceID] = r
+		}
+		var out []swebench.Instance
+		for _, id := range d.Instances {
+			r, ok := byID[id]
+			if !ok {
+				return nil, fmt.Errorf("dataset %s: instance %q named in the spec is not in the file", d.File, id)
+			}
+			out = append(out, r)
+		}
+		rows = out
+	}
+	if d.Limit > 0 && d.Limit < len(rows) {
+		rows = rows[:d.Limit]
+	}
+	return rows, nil
+}
+
+// LoadPlanInput points at a compiled plan in the run's store.
+type LoadPlanInput struct {
+	Run  string  `json:"run"`
+	Plan cas.Ref `json:"plan"`
+}
+
+// LoadPlan reads the compiled plan, so that each Issue workflow's history holds it once instead of every child's
+// start event in the Sweep's history.
+func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan, error) {
+	var p specs.Plan
+	store, err := a.Store(in.Run)
+	if err != nil {
+		return p, err
+	}
+	if err := cas.GetJSON(ctx, store, in.Plan, &p); err != nil {
+		return p, permanent(ErrBadInput, err)
+	}
+	return p, nil
+}
+
+// RecordInput carries one issue's rows.
+type RecordInput struct {
+	Run  string        `json:"run"`
+	Rows []results.Row `json:"rows"`
+}
+
+// Record appends rows to the run's results.jsonl, once per (instance, method, model) however often it is retried.
+func (a *Activities) Record(_ context.Context, in RecordInput) (int, error) {
+	return results.Store{Path: filepath.Join(a.RunDir(in.Run), "results.jsonl")}.Append(in.Rows)
+}
+
+// SummarizeInput names a run and the order of its methods.
+type SummarizeInput struct {
+	Run   string        `json:"run"`
+	Title string        `json:"title"`
+	Order []results.Key `json:"order"`
+}
+
+// Summarize writes summary.md from results.jsonl and returns its text.
+func (a *Activities) Summarize(_ context.Context, in SummarizeInput) (string, error) {
+	dir := a.RunDir(in.Run)
+	rows, bad, err := results.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		return "", err
+	}
+	md := results.Markdown(in.Title, results.Summarize(rows, in.Order))
+	if len(bad) > 0 {
+		md += fmt.Sprintf("\n%d line(s) of results.jsonl could not be read (first: line %d: %v).\n", len(bad),
+			bad[0].Line, bad[0].Err)
+	}
+	path := filepath.Join(dir, "summary.md")
+	if err := os.WriteFile(path+".tmp", []byte(md), 0o644); err != nil {
+		return "", err
+	}
+	return md, os.Rename(path+".tmp", path)
+}

@@ -1,0 +1,235 @@
+// Package testlog turns test-runner output into per-test outcomes and decides whether an instance is resolved. It
+// only parses and decides; running tests is activities/testrun's job.
+package testlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Status is the outcome of one test.
+type Status string
+
+// Test outcomes. A test that started but never reported a result (its binary crashed, timed out or was killed) is
+// StatusFail.
+const (
+	StatusPass Status = "pass"
+	StatusFail Status = "fail"
+	StatusSkip Status = "skip"
+)
+
+// TestResult is one run of a test in one package.
+type TestResult struct {
+	Package string  `json:"package"`
+	Status  Status  `json:"status"`
+	Elapsed float64 `json:"elapsed,omitempty"` // seconds
+	// Output is the tail of the test's own output, kept for failed tests only.
+	Output string `json:"output,omitempty"`
+}
+
+// Report is what a test run showed.
+type Report struct {
+	// Tests maps a test name ("TestA", or "TestA/sub" for a subtest, as go test prints it) to its results, one per
+	// package (and per run) that has a test of that name.
+	Tests map[string][]TestResult `json:"tests"`
+	// Packages maps each package seen to its overall outcome (skip means it has no test files or ran no tests).
+	Packages map[string]Status `json:"packages,omitempty"`
+	// BuildFailed lists, sorted, the packages whose tests could not be built (compile or setup errors).
+	BuildFailed []string `json:"build_failed,omitempty"`
+	// BuildOutput is the compiler's and go command's error text (capped).
+	BuildOutput string `json:"build_output,omitempty"`
+	// Unparsed counts non-empty lines that were not go test JSON events (stderr noise, old-style build errors).
+	Unparsed int `json:"unparsed,omitempty"`
+}
+
+// Results returns the results for a test name (nil if it never ran).
+func (r Report) Results(name string) []TestResult { return r.Tests[name] }
+
+// Limits on text kept in a Report.
+const (
+	maxTestOutput  = 8 << 10
+	maxBuildOutput = 64 << 10
+	maxLine        = 64 << 20 // a longer line is an error
+)
+
+// event is one line of `go test -json` (cmd/test2json), including the build events of Go 1.24+.
+type event struct {
+	Action      string   `json:"Action"`
+	Package     string   `json:"Package"`
+	Test        string   `json:"Test"`
+	Elapsed     *float64 `json:"Elapsed"`
+	Output      string   `json:"Output"`
+	ImportPath  string   `json:"ImportPath"`
+	FailedBuild string   `json:"FailedBuild"`
+}
+
+type testKey struct{ pkg, name string }
+
+type running struct {
+	out []byte // tail of the output
+}
+
+// oldBuildFail matches the plain-text summary line of older toolchains: "FAIL\tpkg [build failed]".
+var oldBuildFail = regexp.MustCompile(`^FAIL\s+(\S+)\s+\[(build|setup) failed\]`)
+
+// ParseGoTestJSON reads the output of `go test -json` (stdout, or stdout and stderr together). Lines that are not
+// JSON events are counted and otherwise ignored, except old-style "FAIL pkg [build failed]" lines; a JSON event
+// preceded on its line by other text (interleaved stderr) is still read. Only a read error (or a line over 64 MiB)
+// is an error, and the report of what was read before it is still returned, complete in form.
+func ParseGoTestJSON(r io.Reader) (Report, error) {
+	rep := Report{Tests: map[string][]TestResult{}, Packages: map[string]Status{}}
+	open := map[testKey]*running{}
+	var order []testKey // tests in start order, to close unterminated ones deterministically
+	buildFailed := map[string]bool{}
+	var build bytes.Buffer
+
+	br := bufio.NewReaderSize(r, 64<<10)
+	var readErr error
+	for {
+		line, err := readLine(br)
+		if len(line) > 0 {
+			ev, ok := decode(line)
+			if !ok {
+				rep.Unparsed++
+				if m := oldBuildFail.FindSubmatch(bytes.TrimSpace(line)); m != nil {
+					buildFailed[string(m[1])] = true
+				}
+			} else {
+				apply(&rep, ev, open, &order, buildFailed, &build)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			readErr = fmt.Errorf("testlog: reading go test output: %w", err)
+			break
+		}
+	}
+	// Tests that started but never finished: the binary died under them (panic in another goroutine, os.Exit,
+	// timeout, kill).
+	for _, k := range order {
+		ru, ok := open[k]
+		if !ok {
+			continue
+		}
+		rep.Tests[k.name] = append(rep.Tests[k.name], TestResult{
+			Package: k.pkg, Status: StatusFail,
+			Output: tail(string(ru.out)+"\n[ctxlab: no result reported; the test binary exited or was killed while this test ran]\n", maxTestOutput),
+		})
+		delete(open, k)
+	}
+	for p := range buildFailed {
+		rep.BuildFailed = append(rep.BuildFailed, p)
+	}
+	sort.Strings(rep.BuildFailed)
+	rep.BuildOutput = build.String()
+	return rep, readErr
+}
+
+// readLine returns the next line without its newline; overlong lines are an error.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var acc []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		acc = append(acc, chunk...)
+		if len(acc) > maxLine {
+			return nil, fmt.Errorf("line longer than %d bytes", maxLine)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(acc, "\r\n"), err
+	}
+}
+
+func decode(line []byte) (event, bool) {
+	var ev event
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
+		return ev, false
+	}
+	if trimmed[0] != '{' {
+		// Interleaved text before an event: look for the start of one.
+		i := bytes.Index(trimmed, []byte(`{"`))
+		if i < 0 {
+			return ev, false
+		}
+		trimmed = trimmed[i:]
+	}
+	if err := json.Unmarshal(trimmed, &ev); err != nil || ev.Action == "" {
+		return event{}, false
+	}
+	return ev, true
+}
+
+func apply(rep *Report, ev event, open map[testKey]*running, order *[]testKey, buildFailed map[string]bool, build *bytes.Buffer) {
+	switch ev.Action {
+	case "build-output":
+		if build.Len() < maxBuildOutput {
+			build.WriteString(ev.Output)
+		}
+		return
+	case "build-fail":
+		return // the package's own fail event (with FailedBuild) names the package
+	}
+	if ev.Test == "" {
+		// A package-level event.
+		switch ev.Action {
+		case "pass", "fail", "skip":
+			rep.Packages[ev.Package] = Status(ev.Action)
+			if ev.Action == "fail" && ev.FailedBuild != "" {
+				buildFailed[ev.Package] = true
+			}
+		case "output":
+			if s := strings.TrimSpace(ev.Output); strings.HasSuffix(s, "[build failed]") || strings.HasSuffix(s, "[setup failed]") {
+				buildFailed[ev.Package] = true
+			}
+		}
+		return
+	}
+	k := testKey{ev.Package, ev.Test}
+	switch ev.Action {
+	case "run":
+		if _, ok := open[k]; !ok {
+			open[k] = &running{}
+			*order = append(*order, k)
+		}
+	case "output":
+		ru, ok := open[k]
+		if !ok {
+			return
+		}
+		ru.out = append(ru.out, ev.Output...)
+		if len(ru.out) > 2*maxTestOutput {
+			ru.out = append([]byte(nil), ru.out[len(ru.out)-maxTestOutput:]...)
+		}
+	case "pass", "fail", "skip":
+		res := TestResult{Package: ev.Package, Status: Status(ev.Action)}
+		if ev.Elapsed != nil {
+			res.Elapsed = *ev.Elapsed
+		}
+		if ru, ok := open[k]; ok {
+			if res.Status == StatusFail {
+				res.Output = tail(string(ru.out), maxTestOutput)
+			}
+			delete(open, k)
+		}
+		rep.Tests[ev.Test] = append(rep.Tests[ev.Test], res)
+	}
+	// "pause", "cont", "bench", "start": nothing to record.
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "[...]\n" + s[len(s)-n:]
+}

@@ -1,0 +1,248 @@
+// Package tokens counts tokens offline with the BPE encodings of github.com/tiktoken-go/tokenizer (whose ranks are
+// compiled in, so no download ever happens). Counts are cached by (encoding, sha256 of the text) so that budget
+// fitting never tokenizes the same text twice. Everything here is safe for concurrent use.
+package tokens
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// Names of the supported encodings.
+const (
+	O200kBase  = "o200k_base"
+	Cl100kBase = "cl100k_base"
+)
+
+type codecSlot struct {
+	once  sync.Once
+	codec tokenizer.Codec
+	err   error
+}
+
+var codecs = map[string]*codecSlot{
+	O200kBase:  {},
+	Cl100kBase: {},
+}
+
+// Known lists the supported encoding names, sorted.
+func Known() []string {
+	out := make([]string, 0, len(codecs))
+	for n := range codecs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// codec returns the codec for name, building it on first use only.
+func codec(name string) (tokenizer.Codec, error) {
+	slot, ok := codecs[name]
+	if !ok {
+		return nil, fmt.Errorf("tokens: unknown encoding %q (known: %s)", name, strings.Join(Known(), ", "))
+	}
+	slot.once.Do(func() {
+		slot.codec, slot.err = tokenizer.Get(tokenizer.Encoding(name))
+		if slot.err != nil {
+			slot.err = fmt.Errorf("tokens: loading %s: %w", name, slot.err)
+		}
+	})
+	return slot.codec, slot.err
+}
+
+// DefaultCacheEntries bounds the count cache. An entry is about 100 bytes, so the default costs a few MiB at most.
+const DefaultCacheEntries = 1 << 16
+
+type cacheKey struct {
+	name string
+	sum  [sha256.Size]byte
+}
+
+type lru struct {
+	mu    sync.Mutex
+	max   int
+	ll    *list.List // front = most recently used; values are *cacheItem
+	items map[cacheKey]*list.Element
+}
+
+type cacheItem struct {
+	key   cacheKey
+	count int
+}
+
+func (c *lru) get(k cacheKey) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[k]
+	if !ok {
+		return 0, false
+	}
+	c.ll.MoveToFront(el)
+	return el.Value.(*cacheItem).count, true
+}
+
+func (c *lru) put(k cacheKey, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.ll.MoveToFront(el)
+		el.Value.(*cacheItem).count = n
+		return
+	}
+	c.items[k] = c.ll.PushFront(&cacheItem{key: k, count: n})
+	for c.ll.Len() > c.max {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.items, last.Value.(*cacheItem).key)
+	}
+}
+
+func (c *lru) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len()
+}
+
+var (
+	cache          atomic.Pointer[lru]
+	hits, tokenize atomic.Uint64
+)
+
+func init() { cache.Store(newLRU(DefaultCacheEntries)) }
+
+func newLRU(max int) *lru {
+	return &lru{max: max, ll: list.New(), items: map[cacheKey]*list.Element{}}
+}
+
+// SetCacheSize replaces the cache with an empty one holding at most n entries (n < 1 means 1). Meant for start-up
+// configuration and tests.
+func SetCacheSize(n int) {
+	cache.Store(newLRU(max(n, 1)))
+}
+
+// Stats reports cache hits, texts actually tokenized by Count, and entries held.
+type Stats struct {
+	Hits, Tokenized uint64
+	Entries         int
+}
+
+// CacheStats returns counters since the process started.
+func CacheStats() Stats {
+	return Stats{Hits: hits.Load(), Tokenized: tokenize.Load(), Entries: cache.Load().len()}
+}
+
+// Count returns the number of tokens text has in the named encoding (o200k_base or cl100k_base). Special-token
+// strings such as "<|endoftext|>" are counted as ordinary text, which is what a prompt containing them costs.
+func Count(name, text string) (int, error) {
+	c, err := codec(name)
+	if err != nil {
+		return 0, err
+	}
+	if text == "" {
+		return 0, nil
+	}
+	// Hash the string's bytes in place: converting a large text to []byte would copy it.
+	k := cacheKey{name: name, sum: sha256.Sum256(unsafe.Slice(unsafe.StringData(text), len(text)))}
+	lc := cache.Load()
+	if n, ok := lc.get(k); ok {
+		hits.Add(1)
+		return n, nil
+	}
+	n, err := c.Count(text)
+	if err != nil {
+		return 0, fmt.Errorf("tokens: %s: %w", name, err)
+	}
+	tokenize.Add(1)
+	lc.put(k, n)
+	return n, nil
+}
+
+// Truncate returns the longest prefix of text made of whole lines (each with its "\n"; a last line without one
+// counts as a line) whose token count is at most maxTokens, and that count. A text that fits is returned whole; if even
+// the first line is too long the result is "" and 0.
+//
+// Tokenization is not additive across line boundaries, so the cut is first estimated from one encoding of the whole
+// text and then checked (and moved line by line if needed) by counting the candidate prefix exactly.
+func Truncate(name, text string, maxTokens int) (string, int, error) {
+	c, err := codec(name)
+	if err != nil {
+		return "", 0, err
+	}
+	total, err := Count(name, text)
+	if err != nil {
+		return "", 0, err
+	}
+	if total <= maxTokens {
+		return text, total, nil
+	}
+	if maxTokens <= 0 {
+		return "", 0, nil
+	}
+	// ends[i] is the byte offset just after line i.
+	var ends []int
+	for i := 0; i < len(text); {
+		j := strings.IndexByte(text[i:], '\n')
+		if j < 0 {
+			ends = append(ends, len(text))
+			break
+		}
+		i += j + 1
+		ends = append(ends, i)
+	}
+	// Estimate: number of tokens of the full encoding that end at or before each line end.
+	_, toks, err := c.Encode(text)
+	if err != nil {
+		return "", 0, fmt.Errorf("tokens: %s: %w", name, err)
+	}
+	est := make([]int, len(ends))
+	off, ti := 0, 0
+	for li, end := range ends {
+		for ti < len(toks) && off+len(toks[ti]) <= end {
+			off += len(toks[ti])
+			ti++
+		}
+		est[li] = ti
+	}
+	// k = number of whole lines kept; start from the estimate.
+	k := sort.Search(len(ends), func(i int) bool { return est[i] > maxTokens })
+	exact := func(k int) (int, error) {
+		if k == 0 {
+			return 0, nil
+		}
+		return c.Count(text[:ends[k-1]])
+	}
+	n, err := exact(k)
+	if err != nil {
+		return "", 0, fmt.Errorf("tokens: %s: %w", name, err)
+	}
+	movedDown := false
+	for n > maxTokens && k > 0 {
+		k--
+		movedDown = true
+		if n, err = exact(k); err != nil {
+			return "", 0, fmt.Errorf("tokens: %s: %w", name, err)
+		}
+	}
+	for !movedDown && k < len(ends) {
+		next, err := exact(k + 1)
+		if err != nil {
+			return "", 0, fmt.Errorf("tokens: %s: %w", name, err)
+		}
+		if next > maxTokens {
+			break
+		}
+		k, n = k+1, next
+	}
+	if k == 0 {
+		return "", 0, nil
+	}
+	return text[:ends[k-1]], n, nil
+}

@@ -1,0 +1,87 @@
+// Package workers starts ctxlab's Temporal workers: one for workflows and one per kind of activity queue (llm,
+// cpu, grade), so a cluster can run each kind where it fits. The starter runs all of them in-process; the
+// standalone worker runs the ones it is told to.
+package workers
+
+import (
+	"fmt"
+	"runtime"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"ctxlab/activities"
+	"ctxlab/specs"
+	"ctxlab/workflows"
+)
+
+// Kinds a worker process can serve.
+const (
+	KindWorkflow = "workflow"
+	KindLLM      = specs.QueueLLM
+	KindCPU      = specs.QueueCPU
+	KindGrade    = specs.QueueGrade
+)
+
+// AllKinds is what an embedded starter serves.
+var AllKinds = []string{KindWorkflow, KindLLM, KindCPU, KindGrade}
+
+// Options configure Start.
+type Options struct {
+	Queues workflows.Queues
+	Kinds  []string
+	// Slots caps concurrent activities per kind; zero picks a default for the kind.
+	Slots map[string]int
+}
+
+// Start starts the workers and returns a function that stops them all.
+func Start(c client.Client, a *activities.Activities, o Options) (stop func(), err error) {
+	q := o.Queues
+	if q == (workflows.Queues{}) {
+		q = workflows.DefaultQueues
+	}
+	var started []worker.Worker
+	stop = func() {
+		for _, w := range started {
+			w.Stop()
+		}
+	}
+	for _, kind := range o.Kinds {
+		var w worker.Worker
+		switch kind {
+		case KindWorkflow:
+			w = worker.New(c, q.Workflow, worker.Options{})
+			workflows.Register(w)
+		case KindLLM, KindCPU, KindGrade:
+			slots := o.Slots[kind]
+			if slots <= 0 {
+				slots = defaultSlots(kind)
+			}
+			w = worker.New(c, q.For(kind), worker.Options{MaxConcurrentActivityExecutionSize: slots})
+			for name, fn := range a.Functions() {
+				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+			}
+		default:
+			stop()
+			return nil, fmt.Errorf("unknown worker kind %q (want %v)", kind, AllKinds)
+		}
+		if err := w.Start(); err != nil {
+			stop()
+			return nil, fmt.Errorf("starting %s worker: %w", kind, err)
+		}
+		started = append(started, w)
+	}
+	return stop, nil
+}
+
+func defaultSlots(kind string) int {
+	switch kind {
+	case KindLLM:
+		return 16
+	case KindGrade:
+		return max(1, runtime.NumCPU())
+	default:
+		return 2 * runtime.NumCPU()
+	}
+}

@@ -1,0 +1,208 @@
+package jsonnet
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"ctxlab/specs"
+)
+
+// decode turns the evaluated spec into an Experiment strictly: every unknown field and every value of the wrong type
+// is a ValidationError with its path, all of them, not just the first.
+func decode(data []byte) (*specs.Experiment, []*specs.ValidationError) {
+	var generic any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
+		return nil, []*specs.ValidationError{{Msg: fmt.Sprintf("spec output is not JSON: %v", err)}}
+	}
+	if _, ok := generic.(map[string]any); !ok {
+		return nil, []*specs.ValidationError{{Msg: fmt.Sprintf(
+			"a spec must evaluate to an experiment object, got %s", jsonKind(generic))}}
+	}
+	var errs []*specs.ValidationError
+	check(generic, reflect.TypeFor[specs.Experiment](), "", &errs)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	var e specs.Experiment
+	strict := json.NewDecoder(bytes.NewReader(data))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(&e); err != nil {
+		// check should have found it; report it anyway rather than run a half-decoded experiment.
+		return nil, []*specs.ValidationError{{Msg: err.Error()}}
+	}
+	return &e, nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// check compares a decoded JSON value with the Go type it will be decoded into.
+func check(v any, t reflect.Type, path string, errs *[]*specs.ValidationError) {
+	if v == nil {
+		return // null leaves the zero value, as encoding/json does
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		leaf(v, t, path, errs)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		check(v, t.Elem(), path, errs)
+	case reflect.Interface:
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			typeError(v, "an object", path, errs)
+			return
+		}
+		fields := jsonFields(t)
+		for _, k := range sortedKeys(obj) {
+			f, ok := fields[k]
+			if !ok {
+				*errs = append(*errs, &specs.ValidationError{Path: join(path, k), Value: k, Key: true,
+					Msg: fmt.Sprintf("unknown field %q (fields here: %s)", k, strings.Join(sortedKeys(fields), ", "))})
+				continue
+			}
+			check(obj[k], f.Type, join(path, k), errs)
+		}
+	case reflect.Slice:
+		arr, ok := v.([]any)
+		if !ok {
+			typeError(v, "an array", path, errs)
+			return
+		}
+		for i, x := range arr {
+			check(x, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			typeError(v, "an object", path, errs)
+			return
+		}
+		for _, k := range sortedKeys(obj) {
+			check(obj[k], t.Elem(), join(path, k), errs)
+		}
+	default:
+		leaf(v, t, path, errs)
+	}
+}
+
+// leaf decodes one scalar (or a type with its own UnmarshalJSON) on its own and reports why it does not fit.
+func leaf(v any, t reflect.Type, path string, errs *[]*specs.ValidationError) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		typeError(v, goKind(t), path, errs)
+		return
+	}
+	if err := json.Unmarshal(b, reflect.New(t).Interface()); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			typeError(v, goKind(t), path, errs)
+			return
+		}
+		s, _ := v.(string)
+		*errs = append(*errs, &specs.ValidationError{Path: path, Value: s, Msg: err.Error()})
+	}
+}
+
+func typeError(v any, want, path string, errs *[]*specs.ValidationError) {
+	s, _ := v.(string)
+	*errs = append(*errs, &specs.ValidationError{Path: path, Value: s,
+		Msg: fmt.Sprintf("expected %s, got %s", want, describe(v))})
+}
+
+// jsonFields maps the JSON names of a struct's fields to the fields.
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f
+	}
+	return out
+}
+
+func goKind(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[specs.Duration]():
+		return `a duration like "30m" or a number of seconds`
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return t.String()
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// describe names a value's JSON kind and, for scalars, the value.
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		if len(x) > 40 {
+			x = x[:40] + "..."
+		}
+		return fmt.Sprintf("string %q", x)
+	case json.Number:
+		return "number " + x.String()
+	case bool:
+		return fmt.Sprintf("boolean %t", x)
+	}
+	return jsonKind(v)
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

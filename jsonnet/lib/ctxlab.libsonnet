@@ -1,0 +1,105 @@
+// ctxlab.libsonnet: the library experiment specs are written with.
+//
+//   local ctxlab = import 'ctxlab.libsonnet';
+//   ctxlab.experiment({ name: 'demo', dataset: ctxlab.datasets.demo, models: [ctxlab.models.offline],
+//                       methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files] })
+//
+// It is embedded in the ctxlab binary (package ctxlab/jsonnet), so specs need no library path. Everything it returns
+// is plain data: a spec may build the same objects by hand. The compiled form is documented in specs/experiment.go;
+// the activities a step may name, and the inputs each takes, are in specs/catalog.go.
+//
+// Adding a method: write its context step (and any steps it needs before that) and hand them to ctxlab.method,
+// which adds the shared head (checkout) and tail (patch, measure, grade). Steps with equal activity, params and
+// inputs are run once per issue however many methods declare them, so methods may repeat shared work freely.
+{
+  // Defaults ctxlab.experiment fills in; the same as specs.Experiment.SetDefaults, so compiled JSON is explicit.
+  defaults:: {
+    tokenizer: 'o200k_base',
+    dataset: { repos: '{dataset_dir}/repos/{repo}' },
+    grading: { executor: 'local', timeout: '30m' },
+    limits: { concurrency: 4, retries: 3 },
+  },
+
+  // experiment(cfg) is a whole experiment: cfg with the defaults filled in where it leaves them out. Nested objects
+  // merge (limits: { concurrency: 8 } keeps retries: 3); lists, such as models and methods, are taken as given.
+  experiment(cfg)::
+    assert std.isObject(cfg) : 'ctxlab.experiment: cfg must be an object, got ' + std.type(cfg);
+    std.mergePatch(self.defaults, cfg),
+
+  // ext(name, default) is the value of the external variable name (--ext-str or --ext-code), or default when it was
+  // not given. It reads the ctxlab_ext variable, which ctxlab's compiler always defines; std.extVar(name) also works
+  // but fails when the variable is not given.
+  ext(name, default)::
+    std.get(std.extVar('ctxlab_ext'), name, default),
+
+  // step(id, activity, params, inputs) is one node of a method's DAG. inputs maps the activity's input names to ids
+  // of other steps of the same method, e.g. { checkout: 'checkout' }.
+  step(id, activity, params={}, inputs={})::
+    assert std.isString(id) : 'ctxlab.step: id must be a string, got ' + std.type(id);
+    assert std.isString(activity) : 'ctxlab.step %s: activity must be a string, got %s' % [id, std.type(activity)];
+    assert std.isObject(params) : 'ctxlab.step %s: params must be an object, got %s' % [id, std.type(params)];
+    assert std.isObject(inputs) : 'ctxlab.step %s: inputs must be an object, got %s' % [id, std.type(inputs)];
+    { id: id, activity: activity }
+    + (if std.length(params) > 0 then { params: params } else {})
+    + (if std.length(inputs) > 0 then { inputs: inputs } else {}),
+
+  // head is the step every method starts with: the instance's repository at its base commit.
+  head:: [self.step('checkout', 'checkout')],
+
+  // tail(context, patch) is the steps every method ends with, reading the context from the step named context: the
+  // model writes a patch (patch holds the patch step's params), measure computes rho, epsilon and tokens, grade runs
+  // the tests.
+  tail(context='context', patch={ format: 'diff' }):: [
+    self.step('patch', 'patch', patch, { checkout: 'checkout', context: context }),
+    self.step('measure', 'measure', {}, { checkout: 'checkout', context: context, patch: 'patch' }),
+    self.step('grade', 'grade', {}, { checkout: 'checkout', patch: 'patch' }),
+  ],
+
+  // method(name, context, steps, patch) is a whole method: checkout, then steps (the work between checkout and the
+  // context, such as an inventory or a localizer, each a ctxlab.step), then the context step, then the tail.
+  method(name, context, steps=[], patch={ format: 'diff' })::
+    assert std.isString(name) : 'ctxlab.method: name must be a string, got ' + std.type(name);
+    assert std.isObject(context) && std.objectHas(context, 'id')
+           : 'ctxlab.method %s: context must be a step (ctxlab.step), got %s' % [name, std.type(context)];
+    { name: name, steps: $.head + steps + [context] + $.tail(context.id, patch) },
+
+  // override(method, id, fields) is method with its step id merged with fields, for variants and ablations:
+  //   ctxlab.override(m, 'patch', { params+: { format: 'whole' } }) + { name: 'm_whole' }
+  override(method, id, fields)::
+    assert std.member([s.id for s in method.steps], id)
+           : 'ctxlab.override: method %s has no step %s' % [method.name, id];
+    method { steps: [if s.id == id then s + fields else s for s in method.steps] },
+
+  // Methods ready to use. Each is a ctxlab.method; its context step is named 'context'.
+  methods:: {
+    // no_source: the issue text only.
+    no_source: $.method('no_source', $.step('context', 'no_source', inputs={ checkout: 'checkout' })),
+    // oracle_files: the whole files the gold patch edits (an upper reference, not a method an agent could use).
+    oracle_files: $.method('oracle_files', $.step('context', 'oracle_files', inputs={ checkout: 'checkout' })),
+  },
+
+  // Models every method runs under. API keys come from the environment, never from a spec.
+  models:: {
+    // offline: a deterministic stand-in that needs no network; not a language model.
+    offline: { name: 'offline', provider: 'offline' },
+    // openai(id, ...): a model behind an OpenAI-compatible endpoint; price is dollars per million tokens.
+    openai(id, price={ input: 0, output: 0 }, temperature=0, max_tokens=4096, seed=0):: {
+      name: id,
+      provider: 'openai',
+      id: id,
+      price: price,
+      temperature: temperature,
+      max_tokens: max_tokens,
+      seed: seed,
+    },
+  },
+
+  // Datasets. file is relative to the spec's folder; repos is a template with {repo}, {owner}, {name} and
+  // {dataset_dir} (the folder of file).
+  datasets:: {
+    // demo: small repositories with real bugs that ctxlab generates itself into the run folder.
+    demo: { generate: 'demo', file: 'demo.jsonl', repos: '{dataset_dir}/repos/{repo}' },
+    // swebench(file, repos): a SWE-bench-format JSONL file and where each instance's repository is.
+    swebench(file, repos='{dataset_dir}/repos/{repo}'):: { file: file, repos: repos },
+  },
+}

@@ -1,0 +1,90 @@
+package results
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func row(inst, method string, resolved bool, rho float64, tokens int) Row {
+	return Row{FieldInstance: inst, FieldMethod: method, FieldModel: "m", FieldResolved: resolved,
+		FieldPatchApplied: resolved, FieldRho: rho, FieldEpsilon: 1.0, FieldContextTokens: float64(tokens),
+		FieldError: nil}
+}
+
+func TestAppendWritesEachKeyOnce(t *testing.T) {
+	s := Store{Path: filepath.Join(t.TempDir(), "results.jsonl")}
+	n, err := s.Append([]Row{row("i1", "a", true, 1, 10), row("i1", "b", false, 0, 0)})
+	if err != nil || n != 2 {
+		t.Fatalf("append = %d, %v", n, err)
+	}
+	// A retried record activity sends the same rows again.
+	n, err = s.Append([]Row{row("i1", "a", true, 1, 10), row("i2", "a", true, 1, 12)})
+	if err != nil || n != 1 {
+		t.Fatalf("second append wrote %d rows, want only the new one", n)
+	}
+	rows, bad, err := ReadFile(s.Path)
+	if err != nil || len(bad) != 0 || len(rows) != 3 {
+		t.Fatalf("read %d rows, %d bad, %v", len(rows), len(bad), err)
+	}
+}
+
+func TestAppendConcurrentAndTornLine(t *testing.T) {
+	s := Store{Path: filepath.Join(t.TempDir(), "results.jsonl")}
+	// A crash left half a line behind.
+	if err := os.WriteFile(s.Path, []byte(`{"instance_id":"i0","method":"a","model":"m"}`+"\n"+`{"instance_id":"i9","met`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if _, err := s.Append([]Row{row("i1", "a", true, 1, 1), row(string(rune('A'+i)), "a", true, 1, 1)}); err != nil {
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	rows, bad, err := ReadFile(s.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 10 {
+		t.Errorf("rows = %d, want 10 (i0, i1 once, 8 others)", len(rows))
+	}
+	if len(bad) != 1 || bad[0].Line != 2 {
+		t.Errorf("torn line should be reported as line 2, got %+v", bad)
+	}
+}
+
+func TestSummarizeAndMarkdown(t *testing.T) {
+	rows := []Row{
+		row("i1", "b", true, 1, 100), row("i2", "b", false, 0.5, 300),
+		row("i1", "a", false, 0, 0), row("i2", "a", false, 0, 0),
+	}
+	rows[3][FieldEpsilon] = nil
+	rows[2][FieldEpsilon] = nil
+	rows[3][FieldError] = "step patch: boom"
+	sums := Summarize(rows, []Key{{Method: "a", Model: "m"}, {Method: "b", Model: "m"}})
+	if len(sums) != 2 || sums[0].Method != "a" || sums[1].Method != "b" {
+		t.Fatalf("order = %+v", sums)
+	}
+	b := sums[1]
+	if b.N != 2 || b.Resolved != 50 || b.Applied != 50 || b.MeanRho != 0.75 || b.MeanTokens != 200 || !b.HasEpsilon {
+		t.Errorf("b = %+v", b)
+	}
+	a := sums[0]
+	if a.Resolved != 0 || a.HasEpsilon || a.Errors != 1 {
+		t.Errorf("a = %+v", a)
+	}
+	md := Markdown("demo", sums)
+	if !strings.Contains(md, "| b | m | 2 | 50.0 | 50.0 | 0.750 | 1.000 | 200 | 0 |") {
+		t.Errorf("markdown row for b wrong:\n%s", md)
+	}
+	if !strings.Contains(md, "| a | m | 2 | 0.0 | 0.0 | 0.000 | – | 0 | 1 |") {
+		t.Errorf("markdown row for a wrong:\n%s", md)
+	}
+}

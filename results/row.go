@@ -1,0 +1,175 @@
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Row is one results row. Activities contribute fields, so a row is an open map; the fields every row has are
+// named by the constants below.
+type Row map[string]any
+
+// Fields every row carries (null when the step that sets them did not run).
+const (
+	FieldInstance      = "instance_id"
+	FieldMethod        = "method"
+	FieldModel         = "model"
+	FieldContextTokens = "context_tokens"
+	FieldRho           = "rho"
+	FieldEpsilon       = "epsilon"
+	FieldPatchApplied  = "patch_applied"
+	FieldResolved      = "resolved"
+	FieldError         = "error"
+)
+
+// Required lists the fields every row has.
+var Required = []string{FieldInstance, FieldMethod, FieldModel, FieldContextTokens, FieldRho, FieldEpsilon,
+	FieldPatchApplied, FieldResolved, FieldError}
+
+// Key identifies a row: one per instance, method and model.
+type Key struct{ Instance, Method, Model string }
+
+// Key returns the row's identity.
+func (r Row) Key() Key {
+	return Key{r.String(FieldInstance), r.String(FieldMethod), r.String(FieldModel)}
+}
+
+// String returns a string field, or "".
+func (r Row) String(k string) string {
+	s, _ := r[k].(string)
+	return s
+}
+
+// Float returns a numeric field; false when absent or null.
+func (r Row) Float(k string) (float64, bool) {
+	switch v := r[k].(type) {
+	case float64:
+		return v, true
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case json.Number:
+		f, err := v.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Bool returns a boolean field; false when absent or null.
+func (r Row) Bool(k string) (value, ok bool) {
+	b, ok := r[k].(bool)
+	return b, ok
+}
+
+// Store appends rows to a results.jsonl file, once per key, safely across processes.
+type Store struct {
+	Path string
+}
+
+// Append writes the rows whose key the file does not hold yet and returns how many it wrote. A retried activity
+// calling it again writes nothing twice.
+func (s Store) Append(rows []Row) (int, error) {
+	if err := os.MkdirAll(filepath.Dir(s.Path), 0o755); err != nil {
+		return 0, fmt.Errorf("results: %w", err)
+	}
+	f, err := os.OpenFile(s.Path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("results: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return 0, fmt.Errorf("results: locking %s: %w", s.Path, err)
+	}
+	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
+
+	existing, _, err := read(f)
+	if err != nil {
+		return 0, fmt.Errorf("results: %s: %w", s.Path, err)
+	}
+	have := map[Key]bool{}
+	for _, r := range existing {
+		have[r.Key()] = true
+	}
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, fmt.Errorf("results: %w", err)
+	}
+	var buf bytes.Buffer
+	if end > 0 {
+		// A process killed mid-write may leave a line without its newline; start on a fresh line.
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, end-1); err == nil && last[0] != '\n' {
+			buf.WriteByte('\n')
+		}
+	}
+	n := 0
+	for _, r := range rows {
+		if have[r.Key()] {
+			continue
+		}
+		have[r.Key()] = true
+		b, err := json.Marshal(r)
+		if err != nil {
+			return 0, fmt.Errorf("results: row %v: %w", r.Key(), err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		return 0, fmt.Errorf("results: writing %s: %w", s.Path, err)
+	}
+	return n, f.Sync()
+}
+
+// BadLine is a line of a results file that is not a row.
+type BadLine struct {
+	Line int
+	Err  error
+}
+
+// ReadFile reads every row of a results file. Lines that are not rows (a torn last line after a crash) are
+// returned separately, never silently dropped.
+func ReadFile(path string) ([]Row, []BadLine, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("results: %w", err)
+	}
+	defer f.Close()
+	return read(f)
+}
+
+func read(r io.Reader) ([]Row, []BadLine, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var rows []Row
+	var bad []BadLine
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var row Row
+		if err := json.Unmarshal(b, &row); err != nil {
+			bad = append(bad, BadLine{Line: line, Err: err})
+			continue
+		}
+		if row.String(FieldInstance) == "" || row.String(FieldMethod) == "" {
+			bad = append(bad, BadLine{Line: line, Err: errors.New("row lacks instance_id or method")})
+			continue
+		}
+		rows = append(rows, row)
+	}
+	return rows, bad, sc.Err()
+}

@@ -1,0 +1,60 @@
+package specs
+
+import "sort"
+
+// Task queues by kind of work, so a cluster can scale model callers, CPU work and test runs separately.
+const (
+	QueueLLM   = "llm"
+	QueueCPU   = "cpu"
+	QueueGrade = "grade"
+)
+
+// ActivityInfo describes an activity a step may name.
+type ActivityInfo struct {
+	Name string
+	// Queue is the task queue kind the activity runs on.
+	Queue string
+	// Inputs are the input names the activity requires; Optional ones may be left out.
+	Inputs   []string
+	Optional []string
+	// UsesModel activities get the model they run under as the "model" parameter, so that the same step under two
+	// models is two nodes, and the same step under one model in two methods is one.
+	UsesModel bool
+	// UsesTokenizer activities get the experiment's tokenizer as the "tokenizer" parameter.
+	UsesTokenizer bool
+	// UsesGrading activities get the experiment's grading settings as the "grading" parameter.
+	UsesGrading bool
+	// Summary is one line for `starter compile` and error messages.
+	Summary string
+}
+
+// Catalog lists every activity a spec may use.
+var Catalog = map[string]ActivityInfo{}
+
+func register(a ActivityInfo) { Catalog[a.Name] = a }
+
+func init() {
+	register(ActivityInfo{Name: "checkout", Queue: QueueCPU,
+		Summary: "open or clone the instance's repository and snapshot it at base_commit"})
+	register(ActivityInfo{Name: "no_source", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+		Summary: "context of the issue text only"})
+	register(ActivityInfo{Name: "oracle_files", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+		Summary: "context of the files the gold patch edits, whole"})
+	register(ActivityInfo{Name: "patch", Queue: QueueLLM, Inputs: []string{"checkout", "context"}, UsesModel: true,
+		Summary: "ask the model for a patch from the context"})
+	register(ActivityInfo{Name: "measure", Queue: QueueCPU, Inputs: []string{"checkout", "context"},
+		Optional: []string{"patch"}, UsesTokenizer: true,
+		Summary: "rho, epsilon, context tokens and whether the patch applies"})
+	register(ActivityInfo{Name: "grade", Queue: QueueGrade, Inputs: []string{"checkout", "patch"}, UsesGrading: true,
+		Summary: "apply test and model patches in a fresh worktree and run FAIL_TO_PASS and PASS_TO_PASS"})
+}
+
+// ActivityNames lists the catalog's names in order, for error messages.
+func ActivityNames() []string {
+	names := make([]string, 0, len(Catalog))
+	for n := range Catalog {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

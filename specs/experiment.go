@@ -1,0 +1,124 @@
+package specs
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Experiment is a compiled spec. Field names follow the Jsonnet a researcher writes.
+type Experiment struct {
+	Name string `json:"name"`
+	// File is the spec file it was compiled from, for error messages.
+	File      string   `json:"file,omitempty"`
+	Dataset   Dataset  `json:"dataset"`
+	Models    []Model  `json:"models"`
+	Tokenizer string   `json:"tokenizer"`
+	Methods   []Method `json:"methods"`
+	Grading   Grading  `json:"grading"`
+	Limits    Limits   `json:"limits"`
+	// Anchor names the method whose context size sets each issue's token budget (empty: none).
+	Anchor string `json:"anchor,omitempty"`
+	Debug  Debug  `json:"debug,omitempty"`
+}
+
+// Dataset says where the issues and their repositories come from.
+type Dataset struct {
+	// File is a SWE-bench-format JSONL file, relative to the spec's folder unless absolute. When Generate is set it is
+	// relative to the generated dataset folder instead.
+	File string `json:"file"`
+	// Generate names a benchmark ctxlab builds itself into the run folder ("demo"); empty for files on disk.
+	Generate string `json:"generate,omitempty"`
+	// Repos is a template for each instance's repository: a local folder or a git URL. Placeholders: {repo}
+	// (owner/name), {owner}, {name}, {dataset_dir} (the folder of File).
+	Repos string `json:"repos"`
+	// Instances, when set, keeps only these instance ids, in this order.
+	Instances []string `json:"instances,omitempty"`
+	// Limit, when positive, keeps the first Limit instances.
+	Limit int `json:"limit,omitempty"`
+}
+
+// Model is one model every method runs under.
+type Model struct {
+	// Name labels rows ("offline", "gpt-5.6").
+	Name string `json:"name"`
+	// Provider is offline, openai or replay.
+	Provider string `json:"provider"`
+	// ID is the provider's model identifier (empty for offline).
+	ID          string   `json:"id,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+	Price       Price    `json:"price,omitempty"`
+}
+
+// Price is dollars per million tokens.
+type Price struct {
+	Input  float64 `json:"input,omitempty"`
+	Output float64 `json:"output,omitempty"`
+}
+
+// Method is one way of filling the context, as a DAG of steps.
+type Method struct {
+	Name  string `json:"name"`
+	Steps []Step `json:"steps"`
+}
+
+// Step is one node of a method's DAG.
+type Step struct {
+	ID       string         `json:"id"`
+	Activity string         `json:"activity"`
+	Params   map[string]any `json:"params,omitempty"`
+	// Inputs maps the activity's input names to ids of other steps of the same method.
+	Inputs map[string]string `json:"inputs,omitempty"`
+}
+
+// Grading says how patches are graded.
+type Grading struct {
+	// Executor runs the tests: local.
+	Executor string `json:"executor"`
+	// Timeout per instance.
+	Timeout Duration `json:"timeout"`
+}
+
+// Limits bound a sweep.
+type Limits struct {
+	// Concurrency is the number of issues in flight at once.
+	Concurrency int `json:"concurrency"`
+	// Retries is the number of attempts of a failing activity before its step is recorded as failed.
+	Retries int `json:"retries"`
+}
+
+// Debug holds knobs for testing ctxlab itself.
+type Debug struct {
+	// SlowActivities delays every activity by this much, so that a test can kill a sweep in the middle.
+	SlowActivities Duration `json:"slow_activities,omitempty"`
+}
+
+// Duration is a time.Duration written as "30m" in specs and JSON.
+type Duration time.Duration
+
+// D returns the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes the duration as a string such as "30m0s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads "30m", "1h30m" or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var secs float64
+		if err2 := json.Unmarshal(b, &secs); err2 != nil {
+			return fmt.Errorf("duration must be a string like \"30m\" or a number of seconds, got %s", b)
+		}
+		*d = Duration(secs * float64(time.Second))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,280 @@
+package specs
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults that SetDefaults fills in. jsonnet/lib/ctxlab.libsonnet's ctxlab.experiment fills the same ones, so that a
+// compiled spec is explicit; keep the two in step.
+const (
+	DefaultTokenizer   = "o200k_base"
+	DefaultExecutor    = "local"
+	DefaultTimeout     = 30 * time.Minute
+	DefaultConcurrency = 4
+	DefaultRetries     = 3
+	DefaultRepos       = "{dataset_dir}/repos/{repo}"
+)
+
+// Allowed values of the enumerated fields, in the order error messages list them.
+var (
+	Providers  = []string{"offline", "openai", "replay"}
+	Tokenizers = []string{"o200k_base", "cl100k_base"}
+	Executors  = []string{"local"}
+	Generators = []string{"demo"}
+)
+
+// SetDefaults fills the fields a spec may leave out. Zero means "not set": a zero concurrency becomes
+// DefaultConcurrency, while a negative one is left for Validate to reject. Models have no default: an experiment must
+// name at least one.
+func (e *Experiment) SetDefaults() {
+	if e.Tokenizer == "" {
+		e.Tokenizer = DefaultTokenizer
+	}
+	if e.Grading.Executor == "" {
+		e.Grading.Executor = DefaultExecutor
+	}
+	if e.Grading.Timeout == 0 {
+		e.Grading.Timeout = Duration(DefaultTimeout)
+	}
+	if e.Limits.Concurrency == 0 {
+		e.Limits.Concurrency = DefaultConcurrency
+	}
+	if e.Limits.Retries == 0 {
+		e.Limits.Retries = DefaultRetries
+	}
+	if e.Dataset.Repos == "" {
+		e.Dataset.Repos = DefaultRepos
+	}
+}
+
+// ValidationError is one problem with an experiment, in one line.
+type ValidationError struct {
+	// Path is where in the compiled experiment the problem is, such as "methods[2].steps[1].activity".
+	Path string
+	// Value is the offending literal as the spec wrote it (an activity name, a step id), so that a compiler can find
+	// the line that wrote it. Empty when there is no such literal (a missing field).
+	Value string
+	// Key says Value is an object field name (an unknown field, an input name) rather than a string value.
+	Key bool
+	// Occurrence says which of several equal literals is meant: 0 the first, 1 the second (a duplicate name).
+	Occurrence int
+	// Msg says what is wrong.
+	Msg string
+}
+
+func (v *ValidationError) Error() string {
+	if v.Path == "" {
+		return v.Msg
+	}
+	return v.Path + ": " + v.Msg
+}
+
+// Validate checks an experiment (after SetDefaults) and returns every problem it finds, in the order of the fields,
+// or nil when there is none.
+func Validate(e *Experiment) []*ValidationError {
+	if e == nil {
+		return []*ValidationError{{Msg: "no experiment"}}
+	}
+	var errs []*ValidationError
+	add := func(path, value, format string, args ...any) *ValidationError {
+		v := &ValidationError{Path: path, Value: value, Msg: fmt.Sprintf(format, args...)}
+		errs = append(errs, v)
+		return v
+	}
+
+	switch {
+	case e.Name == "":
+		add("name", "", "experiment name is empty")
+	case !folderName(e.Name):
+		add("name", e.Name, "experiment name %q must be a folder name: letters, digits, '-', '_' and '.'", e.Name)
+	}
+
+	d := e.Dataset
+	if d.File == "" && d.Generate == "" {
+		add("dataset.file", "", "dataset file is empty (name a JSONL file, or set generate)")
+	}
+	if d.Generate != "" && !slices.Contains(Generators, d.Generate) {
+		add("dataset.generate", d.Generate, "unknown generated dataset %q (known: %s)", d.Generate, list(Generators))
+	}
+	if d.Repos == "" {
+		add("dataset.repos", "", "dataset repos template is empty")
+	}
+	if d.Limit < 0 {
+		add("dataset.limit", "", "dataset limit %d is negative", d.Limit)
+	}
+
+	if len(e.Models) == 0 {
+		add("models", "", "no models: an experiment needs at least one")
+	}
+	modelSeen := map[string]int{}
+	for i, m := range e.Models {
+		p := fmt.Sprintf("models[%d]", i)
+		if m.Name == "" {
+			add(p+".name", "", "model name is empty")
+		} else {
+			if n := modelSeen[m.Name]; n > 0 {
+				add(p+".name", m.Name, "duplicate model name %q", m.Name).Occurrence = n
+			}
+			modelSeen[m.Name]++
+		}
+		if !slices.Contains(Providers, m.Provider) {
+			add(p+".provider", m.Provider, "unknown provider %q (known: %s)", m.Provider, list(Providers))
+		}
+		if m.Provider == "openai" && m.ID == "" {
+			add(p+".id", m.Name, "openai model %q needs an id", m.Name)
+		}
+		if m.MaxTokens < 0 {
+			add(p+".max_tokens", "", "max_tokens %d is negative", m.MaxTokens)
+		}
+	}
+
+	if !slices.Contains(Tokenizers, e.Tokenizer) {
+		add("tokenizer", e.Tokenizer, "unknown tokenizer %q (known: %s)", e.Tokenizer, list(Tokenizers))
+	}
+
+	if len(e.Methods) == 0 {
+		add("methods", "", "no methods: an experiment needs at least one")
+	}
+	methodSeen := map[string]int{}
+	for i, m := range e.Methods {
+		p := fmt.Sprintf("methods[%d]", i)
+		switch {
+		case m.Name == "":
+			add(p+".name", "", "method name is empty")
+		case strings.ContainsAny(m.Name, "/."):
+			add(p+".name", m.Name, "method name %q must not contain '/' or '.'", m.Name)
+		}
+		if m.Name != "" {
+			if n := methodSeen[m.Name]; n > 0 {
+				add(p+".name", m.Name, "duplicate method name %q", m.Name).Occurrence = n
+			}
+			methodSeen[m.Name]++
+		}
+		errs = append(errs, validateSteps(p, m)...)
+	}
+
+	if !slices.Contains(Executors, e.Grading.Executor) {
+		add("grading.executor", e.Grading.Executor, "unknown grading executor %q (known: %s)", e.Grading.Executor,
+			list(Executors))
+	}
+	if e.Grading.Timeout <= 0 {
+		add("grading.timeout", "", "grading timeout %s must be positive", e.Grading.Timeout.D())
+	}
+	if e.Limits.Concurrency < 1 {
+		add("limits.concurrency", "", "concurrency %d must be at least 1", e.Limits.Concurrency)
+	}
+	if e.Limits.Retries < 1 {
+		add("limits.retries", "", "retries %d must be at least 1", e.Limits.Retries)
+	}
+	if e.Anchor != "" && methodSeen[e.Anchor] == 0 {
+		names := make([]string, 0, len(e.Methods))
+		for _, m := range e.Methods {
+			names = append(names, m.Name)
+		}
+		add("anchor", e.Anchor, "anchor %q names no method (methods: %s)", e.Anchor, list(names))
+	}
+	if e.Debug.SlowActivities < 0 {
+		add("debug.slow_activities", "", "slow_activities %s is negative", e.Debug.SlowActivities.D())
+	}
+	return errs
+}
+
+// validateSteps checks one method's steps: ids, activities, inputs against the catalog, and cycles.
+func validateSteps(p string, m Method) []*ValidationError {
+	var errs []*ValidationError
+	add := func(path, value, format string, args ...any) *ValidationError {
+		v := &ValidationError{Path: path, Value: value, Msg: fmt.Sprintf(format, args...)}
+		errs = append(errs, v)
+		return v
+	}
+	if len(m.Steps) == 0 {
+		add(p+".steps", m.Name, "method %q has no steps", m.Name)
+		return errs
+	}
+	ids := map[string]int{}
+	var idList []string
+	for _, s := range m.Steps {
+		if s.ID != "" && ids[s.ID] == 0 {
+			idList = append(idList, s.ID)
+		}
+		ids[s.ID]++
+	}
+	// Cycles are only looked for in a method whose steps are otherwise well formed: TopoOrder stops at the first
+	// missing input, and duplicate ids make "the step named x" ambiguous.
+	wellFormed := true
+	seen := map[string]int{}
+	for j, s := range m.Steps {
+		sp := fmt.Sprintf("%s.steps[%d]", p, j)
+		if s.ID == "" {
+			add(sp+".id", "", "step id is empty")
+			wellFormed = false
+		} else {
+			if n := seen[s.ID]; n > 0 {
+				add(sp+".id", s.ID, "duplicate step id %q in method %q", s.ID, m.Name).Occurrence = n
+				wellFormed = false
+			}
+			seen[s.ID]++
+		}
+		info, known := Catalog[s.Activity]
+		switch {
+		case s.Activity == "":
+			add(sp+".activity", s.ID, "step %q has no activity (known: %s)", s.ID, list(ActivityNames()))
+		case !known:
+			add(sp+".activity", s.Activity, "unknown activity %q (known: %s)", s.Activity, list(ActivityNames()))
+		}
+		for _, name := range sortedKeys(s.Inputs) {
+			from := s.Inputs[name]
+			if known && !slices.Contains(info.Inputs, name) && !slices.Contains(info.Optional, name) {
+				v := add(sp+".inputs."+name, name, "activity %s takes no input %q (takes: %s)", s.Activity, name,
+					list(append(append([]string{}, info.Inputs...), info.Optional...)))
+				v.Key = true
+			}
+			if ids[from] == 0 {
+				add(sp+".inputs."+name, from, "input %s of step %q names missing step %q (steps: %s)", name, s.ID,
+					from, list(idList))
+				wellFormed = false
+			}
+		}
+		if known {
+			for _, name := range info.Inputs {
+				if _, ok := s.Inputs[name]; !ok {
+					add(sp+".inputs", s.ID, "step %q (activity %s) needs input %q", s.ID, s.Activity, name)
+				}
+			}
+		}
+	}
+	if wellFormed {
+		if _, err := TopoOrder(m); err != nil {
+			var cycle *CycleError
+			if errors.As(err, &cycle) && len(cycle.Steps) > 0 {
+				j := slices.IndexFunc(m.Steps, func(s Step) bool { return s.ID == cycle.Steps[0] })
+				add(fmt.Sprintf("%s.steps[%d]", p, j), cycle.Steps[0], "method %q: steps form a cycle: %s", m.Name,
+					strings.Join(cycle.Steps, " -> "))
+			} else {
+				add(p+".steps", m.Name, "%v", err)
+			}
+		}
+	}
+	return errs
+}
+
+// folderName reports whether s is safe as a single folder name on every platform ctxlab runs on.
+func folderName(s string) bool {
+	if s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func list(names []string) string { return strings.Join(names, ", ") }

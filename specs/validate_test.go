@@ -1,0 +1,196 @@
+package specs
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// goodExperiment is a small valid experiment; tests break one thing at a time.
+func goodExperiment() *Experiment {
+	tail := func() []Step {
+		return []Step{
+			{ID: "patch", Activity: "patch", Inputs: map[string]string{"checkout": "checkout", "context": "context"}},
+			{ID: "measure", Activity: "measure",
+				Inputs: map[string]string{"checkout": "checkout", "context": "context", "patch": "patch"}},
+			{ID: "grade", Activity: "grade", Inputs: map[string]string{"checkout": "checkout", "patch": "patch"}},
+		}
+	}
+	method := func(name, activity string) Method {
+		steps := []Step{
+			{ID: "checkout", Activity: "checkout"},
+			{ID: "context", Activity: activity, Inputs: map[string]string{"checkout": "checkout"}},
+		}
+		return Method{Name: name, Steps: append(steps, tail()...)}
+	}
+	e := &Experiment{
+		Name:    "demo",
+		Dataset: Dataset{Generate: "demo", File: "demo.jsonl"},
+		Models:  []Model{{Name: "offline", Provider: "offline"}},
+		Methods: []Method{method("no_source", "no_source"), method("oracle_files", "oracle_files")},
+	}
+	e.SetDefaults()
+	return e
+}
+
+func TestSetDefaults(t *testing.T) {
+	var e Experiment
+	e.SetDefaults()
+	if e.Tokenizer != "o200k_base" || e.Grading.Executor != "local" || e.Grading.Timeout.D() != 30*time.Minute ||
+		e.Limits.Concurrency != 4 || e.Limits.Retries != 3 || e.Dataset.Repos != "{dataset_dir}/repos/{repo}" {
+		t.Errorf("defaults: %+v", e)
+	}
+	if len(e.Models) != 0 {
+		t.Errorf("SetDefaults added models: %+v", e.Models)
+	}
+
+	// Values that are set stay, negative ones included (Validate rejects those).
+	e = Experiment{Tokenizer: "cl100k_base", Limits: Limits{Concurrency: -1, Retries: 7},
+		Grading: Grading{Timeout: Duration(time.Minute)}, Dataset: Dataset{Repos: "https://x/{repo}"}}
+	e.SetDefaults()
+	if e.Tokenizer != "cl100k_base" || e.Limits.Concurrency != -1 || e.Limits.Retries != 7 ||
+		e.Grading.Timeout.D() != time.Minute || e.Dataset.Repos != "https://x/{repo}" {
+		t.Errorf("SetDefaults overwrote set values: %+v", e)
+	}
+}
+
+func TestValidateGood(t *testing.T) {
+	if errs := Validate(goodExperiment()); errs != nil {
+		t.Fatalf("valid experiment: %v", errs)
+	}
+	e := goodExperiment()
+	e.Anchor = "oracle_files"
+	e.Models = append(e.Models, Model{Name: "gpt", Provider: "openai", ID: "gpt-4o-mini"})
+	e.Dataset = Dataset{File: "x.jsonl", Repos: "{dataset_dir}/{repo}"}
+	if errs := Validate(e); errs != nil {
+		t.Fatalf("valid experiment: %v", errs)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(e *Experiment)
+		path   string
+		value  string
+		key    bool
+		occ    int
+		msg    string
+	}{
+		{"empty name", func(e *Experiment) { e.Name = "" }, "name", "", false, 0, "name is empty"},
+		{"name with slash", func(e *Experiment) { e.Name = "a/b" }, "name", "a/b", false, 0, "folder name"},
+		{"name with space", func(e *Experiment) { e.Name = "a b" }, "name", "a b", false, 0, "folder name"},
+		{"name dotdot", func(e *Experiment) { e.Name = ".." }, "name", "..", false, 0, "folder name"},
+		{"no models", func(e *Experiment) { e.Models = nil }, "models", "", false, 0, "at least one"},
+		{"bad provider", func(e *Experiment) { e.Models[0].Provider = "anthropic" }, "models[0].provider",
+			"anthropic", false, 0, `unknown provider "anthropic" (known: offline, openai, replay)`},
+		{"model without name", func(e *Experiment) { e.Models[0].Name = "" }, "models[0].name", "", false, 0,
+			"model name is empty"},
+		{"duplicate model", func(e *Experiment) { e.Models = append(e.Models, e.Models[0]) }, "models[1].name",
+			"offline", false, 1, `duplicate model name "offline"`},
+		{"openai without id", func(e *Experiment) { e.Models[0] = Model{Name: "gpt", Provider: "openai"} },
+			"models[0].id", "gpt", false, 0, `openai model "gpt" needs an id`},
+		{"bad tokenizer", func(e *Experiment) { e.Tokenizer = "gpt2" }, "tokenizer", "gpt2", false, 0,
+			`unknown tokenizer "gpt2"`},
+		{"no methods", func(e *Experiment) { e.Methods = nil }, "methods", "", false, 0, "at least one"},
+		{"duplicate method", func(e *Experiment) { e.Methods[1].Name = "no_source" }, "methods[1].name",
+			"no_source", false, 1, `duplicate method name "no_source"`},
+		{"method name with dot", func(e *Experiment) { e.Methods[0].Name = "a.b" }, "methods[0].name", "a.b",
+			false, 0, "must not contain"},
+		{"method name with slash", func(e *Experiment) { e.Methods[0].Name = "a/b" }, "methods[0].name", "a/b",
+			false, 0, "must not contain"},
+		{"empty method name", func(e *Experiment) { e.Methods[0].Name = "" }, "methods[0].name", "", false, 0,
+			"method name is empty"},
+		{"method without steps", func(e *Experiment) { e.Methods[0].Steps = nil }, "methods[0].steps",
+			"no_source", false, 0, "has no steps"},
+		{"empty step id", func(e *Experiment) { e.Methods[0].Steps[4].ID = "" }, "methods[0].steps[4].id", "",
+			false, 0, "step id is empty"},
+		{"duplicate step id", func(e *Experiment) { e.Methods[0].Steps[4].ID = "measure" },
+			"methods[0].steps[4].id", "measure", false, 1, `duplicate step id "measure" in method "no_source"`},
+		{"unknown activity", func(e *Experiment) { e.Methods[1].Steps[1].Activity = "bm25" },
+			"methods[1].steps[1].activity", "bm25", false, 0,
+			`unknown activity "bm25" (known: checkout, grade, measure, no_source, oracle_files, patch)`},
+		{"input names missing step", func(e *Experiment) { e.Methods[0].Steps[2].Inputs["context"] = "ctx" },
+			"methods[0].steps[2].inputs.context", "ctx", false, 0,
+			`input context of step "patch" names missing step "ctx"`},
+		{"input the activity does not take", func(e *Experiment) { e.Methods[0].Steps[1].Inputs["repo"] = "checkout" },
+			"methods[0].steps[1].inputs.repo", "repo", true, 0, `activity no_source takes no input "repo" (takes: checkout)`},
+		{"required input missing", func(e *Experiment) { delete(e.Methods[0].Steps[4].Inputs, "patch") },
+			"methods[0].steps[4].inputs", "grade", false, 0, `step "grade" (activity grade) needs input "patch"`},
+		{"cycle", func(e *Experiment) { e.Methods[0].Steps[1].Inputs["checkout"] = "patch" }, "methods[0].steps[1]",
+			"context", false, 0, `method "no_source": steps form a cycle: context -> patch -> context`},
+		{"self input", func(e *Experiment) { e.Methods[0].Steps[1].Inputs["checkout"] = "context" },
+			"methods[0].steps[1]", "context", false, 0, "steps form a cycle: context -> context"},
+		{"bad executor", func(e *Experiment) { e.Grading.Executor = "docker" }, "grading.executor", "docker", false,
+			0, `unknown grading executor "docker" (known: local)`},
+		{"negative timeout", func(e *Experiment) { e.Grading.Timeout = Duration(-time.Second) }, "grading.timeout",
+			"", false, 0, "must be positive"},
+		{"zero concurrency after defaults", func(e *Experiment) { e.Limits.Concurrency = -2 }, "limits.concurrency",
+			"", false, 0, "concurrency -2 must be at least 1"},
+		{"negative retries", func(e *Experiment) { e.Limits.Retries = -1 }, "limits.retries", "", false, 0,
+			"retries -1 must be at least 1"},
+		{"unknown anchor", func(e *Experiment) { e.Anchor = "bm25" }, "anchor", "bm25", false, 0,
+			`anchor "bm25" names no method (methods: no_source, oracle_files)`},
+		{"no dataset file", func(e *Experiment) { e.Dataset = Dataset{Repos: "r"} }, "dataset.file", "", false, 0,
+			"dataset file is empty"},
+		{"unknown generator", func(e *Experiment) { e.Dataset.Generate = "swe" }, "dataset.generate", "swe", false,
+			0, `unknown generated dataset "swe"`},
+		{"no repos", func(e *Experiment) { e.Dataset.Repos = "" }, "dataset.repos", "", false, 0,
+			"repos template is empty"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := goodExperiment()
+			c.mutate(e)
+			errs := Validate(e)
+			if len(errs) != 1 {
+				t.Fatalf("want 1 error, got %d: %v", len(errs), errs)
+			}
+			v := errs[0]
+			if v.Path != c.path || v.Value != c.value || v.Key != c.key || v.Occurrence != c.occ ||
+				!strings.Contains(v.Msg, c.msg) {
+				t.Errorf("got %+v\nwant path %q value %q key %v occurrence %d msg containing %q", *v, c.path, c.value,
+					c.key, c.occ, c.msg)
+			}
+			if strings.Contains(v.Error(), "\n") || !strings.HasPrefix(v.Error(), c.path+": ") {
+				t.Errorf("Error() = %q, want one line starting with the path", v.Error())
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	e := goodExperiment()
+	e.Name = "bad name"
+	e.Models = nil
+	e.Methods[0].Steps[1].Activity = "bm25"
+	e.Methods[1].Steps[2].Inputs["context"] = "nowhere"
+	e.Limits.Retries = -1
+	errs := Validate(e)
+	var paths []string
+	for _, v := range errs {
+		paths = append(paths, v.Path)
+	}
+	want := []string{"name", "models", "methods[0].steps[1].activity", "methods[1].steps[2].inputs.context",
+		"limits.retries"}
+	if strings.Join(paths, " ") != strings.Join(want, " ") {
+		t.Errorf("paths = %v, want %v", paths, want)
+	}
+}
+
+func TestValidateNil(t *testing.T) {
+	if errs := Validate(nil); len(errs) != 1 {
+		t.Errorf("Validate(nil) = %v", errs)
+	}
+}
+
+func TestCycleNotReportedWithMissingInput(t *testing.T) {
+	// A method with a missing input gets that error alone, not a misleading cycle error too.
+	e := goodExperiment()
+	e.Methods[0].Steps[1].Inputs["checkout"] = "patch"
+	e.Methods[0].Steps[3].Inputs["context"] = "gone"
+	errs := Validate(e)
+	if len(errs) != 1 || !strings.Contains(errs[0].Msg, `missing step "gone"`) {
+		t.Errorf("errs = %v", errs)
+	}
+}

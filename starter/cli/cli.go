@@ -1,0 +1,127 @@
+// Package cli implements the starter's subcommands. Each has an options struct, a parser for its flags, and a run
+// function that does the work, so tests can drive either part.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the work ran and failed
+	exitUsage = 2 // bad flags, a bad spec or dataset: nothing ran
+)
+
+const usage = `usage: starter <command> [flags]
+
+commands:
+  run SPEC       run (or attach to) the sweep a Jsonnet spec declares; writes runs/NAME/results.jsonl and summary.md
+  compile SPEC   print the compiled DAG of every method as JSON
+
+run "starter <command> -h" for a command's flags.
+`
+
+// Main runs the CLI and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		o, err := parseRun(args[1:], stderr)
+		if err != nil {
+			return usageError(err, stderr)
+		}
+		return runSweep(o, stdout, stderr)
+	case "compile":
+		o, err := parseCompile(args[1:], stderr)
+		if err != nil {
+			return usageError(err, stderr)
+		}
+		return compile(o, stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "starter: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+}
+
+func usageError(err error, stderr io.Writer) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "starter:", err)
+	return exitUsage
+}
+
+// parseInterleaved parses flags that may come before or after positional arguments, as people type them.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if rest[0] == "--" {
+			return append(positional, rest[1:]...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// kvFlag collects repeated K=V flags.
+type kvFlag map[string]string
+
+func (kv kvFlag) String() string {
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + kv[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func (kv kvFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	kv[k] = v
+	return nil
+}
+
+// specFlags are the flags every command that reads a spec takes.
+type specFlags struct {
+	ext, tla kvFlag
+}
+
+func (s *specFlags) register(fs *flag.FlagSet) {
+	s.ext, s.tla = kvFlag{}, kvFlag{}
+	fs.Var(s.ext, "ext-str", "Jsonnet external variable `K=V` (repeatable), as the jsonnet tool's --ext-str")
+	fs.Var(s.tla, "tla-str", "Jsonnet top-level argument `K=V` (repeatable), as the jsonnet tool's --tla-str")
+}
+
+// oneSpec checks that exactly one spec path was given.
+func oneSpec(cmd string, positional []string) (string, error) {
+	if len(positional) != 1 {
+		return "", fmt.Errorf("%s: want exactly one spec file, got %d arguments", cmd, len(positional))
+	}
+	return positional[0], nil
+}

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+
+	"ctxlab/internal/logs"
+	"ctxlab/starter/embedded"
+)
+
+// connection is a Temporal client, and the embedded server behind it when this process runs one.
+type connection struct {
+	client client.Client
+	server *embedded.Server
+	// attached is true when another starter process owns the run's embedded server: this one only watches.
+	attached bool
+	unlock   func()
+}
+
+func (c *connection) close() {
+	if c.client != nil {
+		c.client.Close()
+	}
+	if c.server != nil {
+		_ = c.server.Stop()
+	}
+	if c.unlock != nil {
+		c.unlock()
+	}
+}
+
+// serverFile records the embedded server of a run folder, so a restart reuses its ports and a second starter can
+// attach to a running one.
+type serverFile struct {
+	PID     int            `json:"pid"`
+	Address string         `json:"address"`
+	Ports   embedded.Ports `json:"ports"`
+}
+
+// connect dials --address, or starts the run's embedded server; when another starter already runs it, dials that
+// one instead.
+func connect(ctx context.Context, address, namespace, runDir string, log zerolog.Logger) (*connection, error) {
+	if address != "" {
+		c, err := dial(ctx, address, namespace, log)
+		if err != nil {
+			return nil, err
+		}
+		return &connection{client: c}, nil
+	}
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, held, err := lockRun(filepath.Join(runDir, "starter.lock"))
+	if err != nil {
+		return nil, err
+	}
+	sfPath := filepath.Join(runDir, "server.json")
+	var sf serverFile
+	if b, err := os.ReadFile(sfPath); err == nil {
+		_ = json.Unmarshal(b, &sf)
+	}
+	if held {
+		if sf.Address == "" {
+			return nil, fmt.Errorf("another starter holds %s but has not published its server yet; try again",
+				filepath.Join(runDir, "starter.lock"))
+		}
+		log.Info().Int("pid", sf.PID).Str("address", sf.Address).Msg("another starter runs this sweep; attaching to it")
+		c, err := dial(ctx, sf.Address, namespace, log)
+		if err != nil {
+			return nil, err
+		}
+		return &connection{client: c, attached: true}, nil
+	}
+	srv, err := embedded.Start(ctx, embedded.Options{
+		DBFile:    filepath.Join(runDir, "temporal.db"),
+		LogFile:   filepath.Join(runDir, "temporal.log"),
+		Namespace: namespace,
+		Ports:     sf.Ports,
+	})
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	sf = serverFile{PID: os.Getpid(), Address: srv.HostPort(), Ports: srv.Ports()}
+	if b, err := json.Marshal(sf); err == nil {
+		_ = os.WriteFile(sfPath, b, 0o644)
+	}
+	c, err := dial(ctx, srv.HostPort(), namespace, log)
+	if err != nil {
+		_ = srv.Stop()
+		unlock()
+		return nil, err
+	}
+	return &connection{client: c, server: srv, unlock: unlock}, nil
+}
+
+// dial connects to a Temporal frontend, failing with a clear message when it cannot be reached.
+func dial(ctx context.Context, address, namespace string, log zerolog.Logger) (client.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	c, err := client.DialContext(dctx, client.Options{HostPort: address, Namespace: namespace,
+		Logger: logs.Temporal{L: log}})
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w", address, namespace, err)
+	}
+	return c, nil
+}
+
+// lockRun takes the run folder's lock. held is true (and unlock a no-op) when another process has it.
+func lockRun(path string) (unlock func(), held bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return func() {}, true, nil
+		}
+		return nil, false, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, false, nil
+}

@@ -1,0 +1,305 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"ctxlab/results"
+)
+
+// The end-to-end tests run the starter as a subprocess, the way a researcher does: the test binary re-executes
+// itself with this variable set and becomes the starter, so there is no second build of the Temporal server.
+const asStarter = "CTXLAB_TEST_AS_STARTER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asStarter) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// starter returns a command running the starter with args in dir.
+func starter(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asStarter+"=1")
+	return cmd
+}
+
+// repoRoot is the module root, where specs/ lives.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(wd, "..", "..")
+}
+
+func runStarter(t *testing.T, timeout time.Duration, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := starter(ctx, t, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("starter %v: %v", args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("starter %v did not finish in %s; stderr:\n%s", args, timeout, errb.String())
+	}
+	return out.String(), errb.String(), code
+}
+
+// readRows returns the rows of a run keyed by (instance, method, model), without fields that measure time.
+func readRows(t *testing.T, path string) map[results.Key]results.Row {
+	t.Helper()
+	rows, bad, err := results.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Fatalf("%s has unreadable lines: %+v", path, bad)
+	}
+	out := map[results.Key]results.Row{}
+	for _, r := range rows {
+		if _, dup := out[r.Key()]; dup {
+			t.Errorf("row %v written twice", r.Key())
+		}
+		delete(r, "grade_seconds")
+		out[r.Key()] = r
+	}
+	return out
+}
+
+func TestDemoSweepEndToEnd(t *testing.T) {
+	runs := t.TempDir()
+	spec := filepath.Join(repoRoot(t), "specs", "demo.jsonnet")
+	// A small history limit makes the sweep continue as new on the real server at least once.
+	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--max-history", "15")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	dir := filepath.Join(runs, "demo")
+	rows := readRows(t, filepath.Join(dir, "results.jsonl"))
+	instances := map[string]bool{}
+	for k, r := range rows {
+		instances[k.Instance] = true
+		for _, f := range results.Required {
+			if _, ok := r[f]; !ok {
+				t.Errorf("row %v lacks %s", k, f)
+			}
+		}
+		if r[results.FieldError] != nil {
+			t.Errorf("row %v has error %v", k, r[results.FieldError])
+		}
+		resolved, _ := r.Bool(results.FieldResolved)
+		switch k.Method {
+		case "oracle_files":
+			if !resolved {
+				t.Errorf("oracle_files did not resolve %s: %v", k.Instance, r)
+			}
+			if rho, _ := r.Float(results.FieldRho); rho != 1 {
+				t.Errorf("oracle_files rho = %v on %s", rho, k.Instance)
+			}
+			if eps, _ := r.Float(results.FieldEpsilon); eps != 1 {
+				t.Errorf("oracle_files epsilon = %v on %s", eps, k.Instance)
+			}
+		case "no_source":
+			if resolved {
+				t.Errorf("no_source resolved %s", k.Instance)
+			}
+			if tok, _ := r.Float(results.FieldContextTokens); tok != 0 {
+				t.Errorf("no_source shows %v tokens of source", tok)
+			}
+		default:
+			t.Errorf("unexpected method %s", k.Method)
+		}
+	}
+	if len(instances) < 6 || len(rows) != 2*len(instances) {
+		t.Fatalf("%d rows for %d instances; want two methods on at least 6 instances", len(rows), len(instances))
+	}
+	summary, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(instances)
+	for _, want := range []string{
+		"| no_source | offline | " + strconv.Itoa(n) + " | 0.0 | 0.0 |",
+		"| oracle_files | offline | " + strconv.Itoa(n) + " | 100.0 | 100.0 | 1.000 | 1.000 |",
+	} {
+		if !strings.Contains(string(summary), want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, summary)
+		}
+	}
+	if !strings.Contains(stdout, "oracle_files") {
+		t.Errorf("stdout does not show the summary:\n%s", stdout)
+	}
+	if m := regexp.MustCompile(`generations=(\d+)`).FindStringSubmatch(stderr); m == nil || m[1] == "1" {
+		t.Errorf("the sweep never continued as new although --max-history was small; stderr:\n%s", stderr)
+	}
+
+	// Running it again attaches to the finished sweep: same rows, nothing re-run.
+	before, _ := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	attemptsBefore := countLines(t, filepath.Join(dir, "attempts.jsonl"))
+	stdout2, stderr2, code := runStarter(t, 3*time.Minute, "run", spec, "--runs", runs)
+	if code != 0 {
+		t.Fatalf("second run: exit %d\n%s", code, stderr2)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if !bytes.Equal(before, after) {
+		t.Error("second run changed results.jsonl")
+	}
+	if got := countLines(t, filepath.Join(dir, "attempts.jsonl")); got != attemptsBefore {
+		t.Errorf("second run started %d activities; want none", got-attemptsBefore)
+	}
+	if !strings.Contains(stderr2, "already finished") || !strings.Contains(stdout2, "oracle_files") {
+		t.Errorf("second run did not attach to the finished sweep:\nstdout:\n%s\nstderr:\n%s", stdout2, stderr2)
+	}
+}
+
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+// attemptEvents reads attempts.jsonl.
+type attemptEvent struct {
+	Time     time.Time `json:"time"`
+	Event    string    `json:"event"`
+	Instance string    `json:"instance"`
+	Node     string    `json:"node"`
+}
+
+func readAttempts(t *testing.T, path string) []attemptEvent {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []attemptEvent
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e attemptEvent
+		if json.Unmarshal(sc.Bytes(), &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestCrashResume kills the starter with SIGKILL in the middle of a slowed sweep, starts it again, and checks that
+// the sweep completes with the results of an uninterrupted run and that no activity that had completed ran again.
+func TestCrashResume(t *testing.T) {
+	root := repoRoot(t)
+	specDir := t.TempDir()
+	spec := filepath.Join(specDir, "slow.jsonnet")
+	src := `local ctxlab = import 'ctxlab.libsonnet';
+local demo = import '` + filepath.Join(root, "specs", "demo.jsonnet") + `';
+demo + { name: 'slow', debug: { slow_activities: '400ms' }, limits+: { concurrency: 3 } }
+`
+	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The uninterrupted reference run.
+	refRuns := t.TempDir()
+	if _, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet"); code != 0 {
+		t.Fatalf("reference run: exit %d\n%s", code, stderr)
+	}
+	want := readRows(t, filepath.Join(refRuns, "slow", "results.jsonl"))
+
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "slow")
+	attempts := filepath.Join(dir, "attempts.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := starter(ctx, t, "run", spec, "--runs", runs, "--quiet")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill once some issues have written their rows and others are still running.
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("sweep made no progress; stderr:\n%s", errb.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+		if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil && len(rs) >= 2 {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killedAt := time.Now()
+	doneBeforeKill := map[string]bool{}
+	for _, e := range readAttempts(t, attempts) {
+		if e.Event == "done" {
+			doneBeforeKill[e.Instance+"/"+e.Node] = true
+		}
+	}
+	rowsBefore := 0
+	if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil {
+		rowsBefore = len(rs)
+	}
+	if rowsBefore >= len(want) {
+		t.Fatalf("the kill came too late: all %d rows were already written", rowsBefore)
+	}
+
+	if _, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--quiet"); code != 0 {
+		t.Fatalf("resumed run: exit %d\n%s", code, stderr)
+	}
+	got := readRows(t, filepath.Join(dir, "results.jsonl"))
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("results after a crash differ from an uninterrupted run's:\n got %v\nwant %v", keys(got), keys(want))
+		for k, w := range want {
+			if !reflect.DeepEqual(got[k], w) {
+				t.Errorf("%v:\n got %v\nwant %v", k, got[k], w)
+			}
+		}
+	}
+	for _, e := range readAttempts(t, attempts) {
+		if e.Time.After(killedAt) && e.Event == "start" && doneBeforeKill[e.Instance+"/"+e.Node] {
+			t.Errorf("activity %s of %s had completed before the kill but started again", e.Node, e.Instance)
+		}
+	}
+	t.Logf("killed with %d activities done and %d rows written; resumed to %d rows", len(doneBeforeKill),
+		rowsBefore, len(got))
+}
+
+func keys(m map[results.Key]results.Row) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k.Instance+"/"+k.Method)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"ctxlab/activities"
+	"ctxlab/activities/swebench"
+	"ctxlab/demobench"
+	"ctxlab/jsonnet"
+	"ctxlab/specs"
+)
+
+// compileSpec evaluates and validates a spec.
+func compileSpec(path string, sf specFlags) (*specs.Experiment, error) {
+	return jsonnet.Compile(path, jsonnet.Options{ExtStr: sf.ext, TLAStr: sf.tla})
+}
+
+// prepareDataset builds a generated dataset into the run folder if needed, then reads and validates every row, so a
+// broken dataset stops the run before anything is paid for.
+func prepareDataset(e *specs.Experiment, runDir string) ([]swebench.Instance, error) {
+	switch e.Dataset.Generate {
+	case "":
+	case "demo":
+		res, err := demobench.Generate(filepath.Join(runDir, "dataset"))
+		if err != nil {
+			return nil, fmt.Errorf("building the demo benchmark: %w", err)
+		}
+		abs, err := filepath.Abs(res.File)
+		if err != nil {
+			return nil, err
+		}
+		e.Dataset.File = abs
+	default:
+		return nil, fmt.Errorf("%s: dataset: unknown generator %q", e.File, e.Dataset.Generate)
+	}
+	rows, err := swebench.ReadFile(e.Dataset.File)
+	if err != nil {
+		return nil, err
+	}
+	return activities.Select(rows, e.Dataset)
+}

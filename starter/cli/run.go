@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"ctxlab/activities"
+	"ctxlab/activities/cas"
+	"ctxlab/internal/logs"
+	"ctxlab/internal/workers"
+	"ctxlab/results"
+	"ctxlab/specs"
+	"ctxlab/workflows"
+)
+
+type runOptions struct {
+	spec      string
+	runs      string
+	address   string
+	namespace string
+	quiet     bool
+	noWorker  bool
+	// maxHistory overrides the sweep's continue-as-new threshold (for tests).
+	maxHistory int
+	specFlags
+}
+
+func parseRun(args []string, stderr io.Writer) (runOptions, error) {
+	var o runOptions
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.register(fs)
+	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
+	fs.StringVar(&o.address, "address", "", "use the Temporal server at `HOST:PORT` instead of an embedded one")
+	fs.StringVar(&o.namespace, "namespace", "default", "Temporal namespace")
+	fs.BoolVar(&o.quiet, "quiet", false, "print no progress, only the summary")
+	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
+	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: starter run SPEC [flags]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return o, err
+	}
+	o.spec, err = oneSpec("run", pos)
+	return o, err
+}
+
+func runSweep(o runOptions, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	e, err := compileSpec(o.spec, o.specFlags)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	runDir := filepath.Join(o.runs, e.Name)
+	consoleLevel := zerolog.InfoLevel
+	if o.quiet {
+		consoleLevel = zerolog.WarnLevel
+	}
+	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: consoleLevel,
+		File: filepath.Join(runDir, "ctxlab.log")})
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	defer closeLog()
+
+	instances, err := prepareDataset(e, runDir)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
+		return exitUsage
+	}
+	acts := activities.New(o.runs, log)
+	store, err := acts.Store(e.Name)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	planRef, err := cas.PutJSON(ctx, store, plan)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	in := sweepInput(e, plan, planRef, o.maxHistory)
+	hash, err := specHash(in)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	log.Info().Str("spec", o.spec).Int("instances", len(instances)).Int("methods", len(plan.Arms)).
+		Int("nodes_per_issue", len(plan.Nodes)).Str("run", runDir).Msg("sweep")
+
+	conn, err := connect(ctx, o.address, o.namespace, runDir, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	defer conn.close()
+	if !o.noWorker && !conn.attached {
+		stopWorkers, err := workers.Start(conn.client, acts, workers.Options{Kinds: workers.AllKinds})
+		if err != nil {
+			fmt.Fprintln(stderr, "starter:", err)
+			return exitFail
+		}
+		defer stopWorkers()
+	}
+
+	run, how, err := startOrAttach(ctx, conn.client, "sweep/"+e.Name, in, hash)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	log.Info().Str("workflow", run.GetID()).Msg(how)
+
+	done := make(chan struct{})
+	if !o.quiet {
+		go watch(ctx, conn.client, run.GetID(), filepath.Join(runDir, "results.jsonl"), len(plan.Arms), stderr, done)
+	}
+	var res workflows.SweepResult
+	err = run.Get(ctx, &res)
+	close(done)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "starter: interrupted; the sweep is saved in", runDir, "and continues when run again")
+			return exitFail
+		}
+		fmt.Fprintln(stderr, "starter: sweep failed:", err)
+		return exitFail
+	}
+	log.Info().Int("issues", res.Issues).Int("failed", len(res.Failed)).Int("generations", res.Generations).
+		Msg("sweep finished")
+	fmt.Fprint(stdout, res.Summary)
+	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
+		filepath.Join(runDir, "summary.md"))
+	if len(res.Failed) > 0 {
+		fmt.Fprintf(stderr, "starter: %d issue(s) failed without rows: %v (see %s)\n", len(res.Failed), res.Failed,
+			filepath.Join(runDir, "ctxlab.log"))
+		return exitFail
+	}
+	return exitOK
+}
+
+func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHistory int) workflows.SweepInput {
+	in := workflows.SweepInput{
+		Run: e.Name, Title: "ctxlab: " + e.Name, Plan: planRef, Dataset: e.Dataset, Grading: e.Grading,
+		Concurrency: e.Limits.Concurrency, Retries: e.Limits.Retries, Debug: e.Debug, Queues: workflows.DefaultQueues,
+		MaxHistory: maxHistory,
+	}
+	for _, arm := range plan.Arms {
+		in.Order = append(in.Order, results.Key{Method: arm.Method, Model: arm.Model})
+	}
+	return in
+}
+
+// specHash identifies what a sweep computes; settings that only change how fast it runs are left out, so changing
+// them does not restart a finished sweep.
+func specHash(in workflows.SweepInput) (string, error) {
+	in.Concurrency, in.MaxHistory = 0, 0
+	b, err := json.Marshal(in)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+const specHashMemo = "spec_hash"
+
+// startOrAttach attaches to a running sweep, or to a finished one of the same spec; otherwise it starts a new run.
+func startOrAttach(ctx context.Context, c client.Client, id string, in workflows.SweepInput, hash string) (
+	client.WorkflowRun, string, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case err == nil:
+		info := desc.GetWorkflowExecutionInfo()
+		old := ""
+		if p, ok := info.GetMemo().GetFields()[specHashMemo]; ok {
+			_ = converter.GetDefaultDataConverter().FromPayload(p, &old)
+		}
+		switch info.GetStatus() {
+		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			how := "attached to the running sweep"
+			if old != "" && old != hash {
+				how += " (it was started from a different spec; it finishes as it began)"
+			}
+			return c.GetWorkflow(ctx, id, ""), how, nil
+		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+			if old == hash {
+				return c.GetWorkflow(ctx, id, ""), "the sweep had already finished; showing its results", nil
+			}
+		}
+	case errors.As(err, &notFound):
+	default:
+		return nil, "", fmt.Errorf("looking up workflow %s: %w", id, err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                in.Queues.Workflow,
+		Memo:                     map[string]any{specHashMemo: hash},
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, workflows.SweepName, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("starting workflow %s: %w", id, err)
+	}
+	return run, "started the sweep", nil
+}

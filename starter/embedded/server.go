@@ -1,0 +1,264 @@
+// Package embedded runs a single-process Temporal server backed by a SQLite file, so that a sweep needs no server
+// installed and survives being killed: the database lives in the run folder and a restart continues from it.
+//
+// It is the only package of ctxlab that imports go.temporal.io/server; linking it makes binaries large and slow to
+// build, so everything else stays free of it.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+// Options configure an embedded server.
+type Options struct {
+	// DBFile is the SQLite database; its schema is created only when the file does not exist yet.
+	DBFile string
+	// LogFile receives the server's own logs (they are too noisy for a console).
+	LogFile string
+	// Namespace is created when missing.
+	Namespace string
+	// Ports, when non-zero, are the frontend, history, matching and worker gRPC ports and the frontend HTTP port.
+	// Zero picks free ports.
+	Ports Ports
+	// DynamicConfig overrides server defaults (history size limits in tests, for example).
+	DynamicConfig dynamicconfig.StaticClient
+}
+
+// Ports of the services of one embedded server.
+type Ports struct {
+	Frontend, History, Matching, Worker, HTTP int
+}
+
+// Server is a running embedded Temporal server.
+type Server struct {
+	srv   temporal.Server
+	ports Ports
+	ns    string
+}
+
+const host = "127.0.0.1"
+
+// Start creates the schema and namespace if needed and starts every service. It returns once the frontend answers.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if err := os.MkdirAll(filepath.Dir(o.DBFile), 0o755); err != nil {
+		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
+	ports, err := o.Ports.fill()
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: choosing ports: %w", err)
+	}
+	sqlCfg := &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: o.DBFile,
+		ConnectAttributes: map[string]string{
+			"mode":          "rwc",
+			"_journal_mode": "wal",
+			"_synchronous":  "2",
+		},
+	}
+	if _, err := os.Stat(o.DBFile); errors.Is(err, os.ErrNotExist) {
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			return nil, fmt.Errorf("embedded temporal: creating schema in %s: %w", o.DBFile, err)
+		}
+	}
+	const clusterName = "active"
+	nsCfg, err := sqlite.NewNamespaceConfig(clusterName, o.Namespace, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
+	if err := sqlite.CreateNamespaces(sqlCfg, nsCfg); err != nil {
+		return nil, fmt.Errorf("embedded temporal: creating namespace %q in %s: %w", o.Namespace, o.DBFile, err)
+	}
+
+	cfg := serverConfig(sqlCfg, ports, clusterName)
+	logger, err := fileLogger(o.LogFile)
+	if err != nil {
+		return nil, err
+	}
+	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
+	addr := func(p int) string { return net.JoinHostPort(host, strconv.Itoa(p)) }
+	dc := o.DynamicConfig
+	if dc == nil {
+		dc = dynamicconfig.StaticClient{}
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+			primitives.FrontendService: static.SingleLocalHost(addr(ports.Frontend)),
+			primitives.HistoryService:  static.SingleLocalHost(addr(ports.History)),
+			primitives.MatchingService: static.SingleLocalHost(addr(ports.Matching)),
+			primitives.WorkerService:   static.SingleLocalHost(addr(ports.Worker)),
+		}),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dc),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("embedded temporal: starting (database %s, log %s): %w", o.DBFile, o.LogFile, err)
+	}
+	s := &Server{srv: srv, ports: ports, ns: o.Namespace}
+	if err := s.waitReady(ctx); err != nil {
+		_ = srv.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// HostPort is the frontend's gRPC address, for clients and workers.
+func (s *Server) HostPort() string { return net.JoinHostPort(host, strconv.Itoa(s.ports.Frontend)) }
+
+// Ports returns the ports in use, so a restart can ask for the same ones.
+func (s *Server) Ports() Ports { return s.ports }
+
+// Namespace is the namespace the server was started with.
+func (s *Server) Namespace() string { return s.ns }
+
+// Stop shuts every service down.
+func (s *Server) Stop() error { return s.srv.Stop() }
+
+func (s *Server) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := client.Dial(client.Options{HostPort: s.HostPort(), Namespace: s.ns, Logger: quietSDKLogger{}})
+		if err == nil {
+			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("embedded temporal: frontend %s not ready: %w", s.HostPort(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func serverConfig(sqlCfg *config.SQL, p Ports, clusterName string) *config.Config {
+	svc := func(port, httpPort int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: port, HTTPPort: httpPort, BindOnIP: host}}
+	}
+	frontend := net.JoinHostPort(host, strconv.Itoa(p.Frontend))
+	return &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        clusterName,
+			CurrentClusterName:       clusterName,
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": svc(p.Frontend, p.HTTP),
+			"history":  svc(p.History, 0),
+			"matching": svc(p.Matching, 0),
+			"worker":   svc(p.Worker, 0),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		// The server's internal worker dials itself through this address.
+		PublicClient: config.PublicClient{HostPort: frontend},
+	}
+}
+
+func fileLogger(path string) (log.Logger, error) {
+	if path == "" {
+		return log.NewNoopLogger(), nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("embedded temporal: log folder: %w", err)
+	}
+	return log.NewZapLogger(log.BuildZapLogger(log.Config{Level: "warn", OutputFile: path, Format: "json"})), nil
+}
+
+// fill replaces zero ports with free ones, keeping the ones asked for when they are still free.
+func (p Ports) fill() (Ports, error) {
+	out := p
+	for _, port := range []*int{&out.Frontend, &out.History, &out.Matching, &out.Worker, &out.HTTP} {
+		if *port != 0 && portFree(*port) {
+			continue
+		}
+		free, err := freePort()
+		if err != nil {
+			return p, err
+		}
+		*port = free
+	}
+	return out, nil
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// quietSDKLogger drops the SDK client's readiness-probe chatter.
+type quietSDKLogger struct{}
+
+func (quietSDKLogger) Debug(string, ...interface{}) {}
+func (quietSDKLogger) Info(string, ...interface{})  {}
+func (quietSDKLogger) Warn(string, ...interface{})  {}
+func (quietSDKLogger) Error(string, ...interface{}) {}

@@ -1,0 +1,154 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"ctxlab/activities"
+	"ctxlab/activities/cas"
+	"ctxlab/results"
+	"ctxlab/specs"
+)
+
+// IssueInput is one instance of a sweep.
+type IssueInput struct {
+	Run      string                 `json:"run"`
+	Instance activities.InstanceRef `json:"instance"`
+	Plan     cas.Ref                `json:"plan"`
+	Dataset  specs.Dataset          `json:"dataset"`
+	Grading  specs.Grading          `json:"grading"`
+	Retries  int                    `json:"retries"`
+	Debug    specs.Debug            `json:"debug,omitempty"`
+	Queues   Queues                 `json:"queues"`
+}
+
+// IssueResult says how one instance went.
+type IssueResult struct {
+	Instance string `json:"instance"`
+	Rows     int    `json:"rows"`
+	// FailedSteps counts nodes that failed (their rows carry the error).
+	FailedSteps int `json:"failed_steps"`
+}
+
+// Issue runs every node of the plan for one instance: a node starts as soon as all its inputs are done, independent
+// nodes run in parallel, and a node shared by several methods runs once. A failed node fails only the rows of the
+// methods that need it; the rest go on. Rows are recorded at the end.
+func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
+	q := in.Queues.withDefaults()
+	res := IssueResult{Instance: in.Instance.ID}
+	var plan specs.Plan
+	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), activities.LoadPlanName,
+		activities.LoadPlanInput{Run: in.Run, Plan: in.Plan}).Get(ctx, &plan); err != nil {
+		return res, fmt.Errorf("instance %s: loading plan: %w", in.Instance.ID, err)
+	}
+
+	outputs := map[string]activities.NodeOutput{}
+	failures := map[string]string{} // node key -> why (set for failed and skipped nodes)
+	rootFailure := map[string]bool{}
+	started := map[string]bool{}
+	remaining := len(plan.Nodes)
+	sel := workflow.NewSelector(ctx)
+	for remaining > 0 {
+		for _, n := range plan.Nodes {
+			if started[n.Key] {
+				continue
+			}
+			ready, blockedBy := true, ""
+			for _, name := range sortedKeys(n.Inputs) {
+				k := n.Inputs[name]
+				if _, bad := failures[k]; bad {
+					blockedBy = name
+					break
+				}
+				if _, ok := outputs[k]; !ok {
+					ready = false
+				}
+			}
+			if blockedBy != "" {
+				started[n.Key] = true
+				failures[n.Key] = "skipped: input " + blockedBy + " failed"
+				remaining--
+				continue
+			}
+			if !ready {
+				continue
+			}
+			started[n.Key] = true
+			node := n
+			nin := activities.NodeInput{
+				Run: in.Run, Instance: in.Instance, Node: node.Key, Step: node.Steps[0], Params: node.Params,
+				Inputs: map[string]activities.NodeOutput{}, Dataset: in.Dataset, Debug: in.Debug,
+			}
+			for name, k := range node.Inputs {
+				nin.Inputs[name] = outputs[k]
+			}
+			actx := activityOptions(ctx, q, specs.Catalog[node.Activity].Queue, in.Retries, in.Grading.Timeout.D())
+			sel.AddFuture(workflow.ExecuteActivity(actx, node.Activity, nin), func(f workflow.Future) {
+				var out activities.NodeOutput
+				if err := f.Get(ctx, &out); err != nil {
+					failures[node.Key] = describe(err)
+					rootFailure[node.Key] = true
+					res.FailedSteps++
+				} else {
+					outputs[node.Key] = out
+				}
+				remaining--
+			})
+		}
+		if remaining > 0 {
+			sel.Select(ctx)
+		}
+	}
+
+	rows := make([]results.Row, 0, len(plan.Arms))
+	for _, arm := range plan.Arms {
+		row := results.Row{results.FieldInstance: in.Instance.ID, results.FieldMethod: arm.Method,
+			results.FieldModel: arm.Model}
+		for _, f := range results.Required[3:] {
+			row[f] = nil
+		}
+		for _, s := range arm.Steps {
+			for k, v := range outputs[s.Key].Row {
+				row[k] = v
+			}
+			if rootFailure[s.Key] && row[results.FieldError] == nil {
+				row[results.FieldError] = fmt.Sprintf("step %s: %s", s.ID, failures[s.Key])
+			}
+		}
+		rows = append(rows, row)
+	}
+	var n int
+	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), activities.RecordName,
+		activities.RecordInput{Run: in.Run, Rows: rows}).Get(ctx, &n); err != nil {
+		return res, fmt.Errorf("instance %s: recording rows: %w", in.Instance.ID, err)
+	}
+	res.Rows = len(rows)
+	return res, nil
+}
+
+// describe turns an activity failure into the message recorded on rows: the innermost application error's
+// message, or what timed out.
+func describe(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Error()
+	}
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) {
+		return "timed out (" + to.TimeoutType().String() + ")"
+	}
+	return err.Error()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

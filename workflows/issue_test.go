@@ -1,0 +1,184 @@
+package workflows
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"ctxlab/activities"
+	"ctxlab/results"
+	"ctxlab/specs"
+)
+
+// twoMethods is an experiment whose methods share checkout and differ in their context step.
+func twoMethods() *specs.Experiment {
+	tail := func(ctxActivity string) []specs.Step {
+		return []specs.Step{
+			{ID: "checkout", Activity: "checkout"},
+			{ID: "context", Activity: ctxActivity, Inputs: map[string]string{"checkout": "checkout"}},
+			{ID: "patch", Activity: "patch", Params: map[string]any{"format": "diff"},
+				Inputs: map[string]string{"checkout": "checkout", "context": "context"}},
+			{ID: "measure", Activity: "measure",
+				Inputs: map[string]string{"checkout": "checkout", "context": "context", "patch": "patch"}},
+			{ID: "grade", Activity: "grade", Inputs: map[string]string{"checkout": "checkout", "patch": "patch"}},
+		}
+	}
+	return &specs.Experiment{
+		Name: "t", Tokenizer: "o200k_base",
+		Models:  []specs.Model{{Name: "offline", Provider: "offline"}},
+		Methods: []specs.Method{{Name: "a", Steps: tail("no_source")}, {Name: "b", Steps: tail("oracle_files")}},
+	}
+}
+
+// fakeNodes registers every node activity under its name with a function that the mocks replace.
+type fakeNodes struct {
+	mu    sync.Mutex
+	calls map[string]int // activity name -> calls
+	fail  map[string]bool
+	delay time.Duration
+}
+
+func (f *fakeNodes) register(env *testsuite.TestWorkflowEnvironment, plan *specs.Plan) {
+	for name := range specs.Catalog {
+		name := name
+		fn := func(ctx context.Context, in activities.NodeInput) (activities.NodeOutput, error) {
+			f.mu.Lock()
+			f.calls[name]++
+			fail := f.fail[name]
+			f.mu.Unlock()
+			if f.delay > 0 {
+				time.Sleep(f.delay)
+			}
+			if fail {
+				return activities.NodeOutput{}, temporal.NewNonRetryableApplicationError(name+" broke", "Test", nil)
+			}
+			return activities.NodeOutput{Ref: "", Row: map[string]any{name + "_ran": true, "last_input_count": len(in.Inputs)}}, nil
+		}
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	env.RegisterActivityWithOptions(func(context.Context, activities.LoadPlanInput) (specs.Plan, error) {
+		return *plan, nil
+	}, activity.RegisterOptions{Name: activities.LoadPlanName})
+}
+
+func runIssue(t *testing.T, f *fakeNodes) (IssueResult, []results.Row, *testsuite.TestWorkflowEnvironment) {
+	t.Helper()
+	plan, err := specs.BuildPlan(twoMethods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f.register(env, plan)
+	var recorded []results.Row
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+		recorded = append(recorded, in.Rows...)
+		return len(in.Rows), nil
+	}, activity.RegisterOptions{Name: activities.RecordName})
+	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	var res IssueResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res, recorded, env
+}
+
+func TestIssueRunsSharedNodesOnce(t *testing.T) {
+	f := &fakeNodes{calls: map[string]int{}}
+	res, rows, _ := runIssue(t, f)
+	if f.calls["checkout"] != 1 {
+		t.Errorf("checkout ran %d times, want once for both methods", f.calls["checkout"])
+	}
+	if f.calls["patch"] != 2 || f.calls["grade"] != 2 {
+		t.Errorf("patch ran %d, grade %d times; want 2 each (their inputs differ)", f.calls["patch"], f.calls["grade"])
+	}
+	if res.Rows != 2 || len(rows) != 2 {
+		t.Fatalf("rows: result %d, recorded %d; want 2", res.Rows, len(rows))
+	}
+	for _, r := range rows {
+		for _, k := range results.Required {
+			if _, ok := r[k]; !ok {
+				t.Errorf("row %v lacks field %s", r.Key(), k)
+			}
+		}
+		if r[results.FieldError] != nil {
+			t.Errorf("row %v has error %v", r.Key(), r[results.FieldError])
+		}
+		if r["grade_ran"] != true || r["measure_ran"] != true {
+			t.Errorf("row %v misses fields of its steps: %v", r.Key(), r)
+		}
+	}
+	if rows[0].String(results.FieldMethod) != "a" || rows[1].String(results.FieldMethod) != "b" {
+		t.Errorf("rows not in method order: %v, %v", rows[0].Key(), rows[1].Key())
+	}
+	if rows[0]["no_source_ran"] != true || rows[0]["oracle_files_ran"] != nil {
+		t.Errorf("method a's row carries another method's fields: %v", rows[0])
+	}
+}
+
+func TestIssueRunsIndependentNodesInParallel(t *testing.T) {
+	f := &fakeNodes{calls: map[string]int{}}
+	plan, _ := specs.BuildPlan(twoMethods())
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f.register(env, plan)
+	env.RegisterActivityWithOptions(func(context.Context, activities.RecordInput) (int, error) { return 0, nil },
+		activity.RegisterOptions{Name: activities.RecordName})
+	var mu sync.Mutex
+	running, peak := 0, 0
+	env.SetOnActivityStartedListener(func(_ *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		mu.Lock()
+		defer mu.Unlock()
+		running++
+		peak = max(peak, running)
+	})
+	env.SetOnActivityCompletedListener(func(_ *activity.Info, _ converter.EncodedValue, _ error) {
+		mu.Lock()
+		defer mu.Unlock()
+		running--
+	})
+	f.delay = 50 * time.Millisecond
+	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	// After checkout, both context steps are ready at once; so are both methods' measure and grade later.
+	if peak < 2 {
+		t.Errorf("at most %d activity ran at a time; independent nodes should overlap", peak)
+	}
+}
+
+func TestIssueFailedNodeFailsOnlyItsMethods(t *testing.T) {
+	f := &fakeNodes{calls: map[string]int{}, fail: map[string]bool{"oracle_files": true}}
+	res, rows, _ := runIssue(t, f)
+	if res.FailedSteps != 1 {
+		t.Errorf("failed steps = %d, want 1", res.FailedSteps)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("want a row per method even when one fails, got %d", len(rows))
+	}
+	a, b := rows[0], rows[1]
+	if a[results.FieldError] != nil || a["grade_ran"] != true {
+		t.Errorf("method a should be unaffected: %v", a)
+	}
+	msg, _ := b[results.FieldError].(string)
+	if msg == "" || !strings.Contains(msg, "step context") || !strings.Contains(msg, "oracle_files broke") {
+		t.Errorf("method b's error should name the failed step and cause, got %q", msg)
+	}
+	if b["grade_ran"] != nil {
+		t.Errorf("method b's grade ran although its context failed: %v", b)
+	}
+	if f.calls["grade"] != 1 {
+		t.Errorf("grade ran %d times, want 1 (only method a)", f.calls["grade"])
+	}
+}

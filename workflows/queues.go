@@ -1,0 +1,96 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"ctxlab/specs"
+)
+
+// Queues are the task queue names a sweep uses: one for workflows and one per kind of activity.
+type Queues struct {
+	Workflow string `json:"workflow"`
+	LLM      string `json:"llm"`
+	CPU      string `json:"cpu"`
+	Grade    string `json:"grade"`
+}
+
+// DefaultQueues are the queue names workers and starters agree on unless told otherwise.
+var DefaultQueues = Queues{Workflow: "ctxlab", LLM: "ctxlab-llm", CPU: "ctxlab-cpu", Grade: "ctxlab-grade"}
+
+// For returns the queue of an activity kind.
+func (q Queues) For(kind string) string {
+	switch kind {
+	case specs.QueueLLM:
+		return q.LLM
+	case specs.QueueGrade:
+		return q.Grade
+	default:
+		return q.CPU
+	}
+}
+
+// withDefaults fills empty names from DefaultQueues.
+func (q Queues) withDefaults() Queues {
+	if q.Workflow == "" {
+		q.Workflow = DefaultQueues.Workflow
+	}
+	if q.LLM == "" {
+		q.LLM = DefaultQueues.LLM
+	}
+	if q.CPU == "" {
+		q.CPU = DefaultQueues.CPU
+	}
+	if q.Grade == "" {
+		q.Grade = DefaultQueues.Grade
+	}
+	return q
+}
+
+// heartbeatTimeout is how long a silent activity is trusted; node activities heartbeat every 2 s, so a worker that
+// died is noticed and its work retried within this.
+const heartbeatTimeout = 15 * time.Second
+
+// activityOptions are the options of one kind of activity.
+func activityOptions(ctx workflow.Context, q Queues, kind string, attempts int, grading time.Duration) workflow.Context {
+	if attempts < 1 {
+		attempts = 3
+	}
+	timeout := 30 * time.Minute
+	switch kind {
+	case specs.QueueLLM:
+		timeout = 20 * time.Minute
+	case specs.QueueGrade:
+		if grading <= 0 {
+			grading = 30 * time.Minute
+		}
+		timeout = grading + 10*time.Minute
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           q.For(kind),
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    heartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    int32(attempts),
+		},
+	})
+}
+
+// bookkeepingOptions are for the sweep's own short activities (loading the dataset and plan, recording rows).
+func bookkeepingOptions(ctx workflow.Context, q Queues) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           q.CPU,
+		StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    10,
+		},
+	})
+}

@@ -1,0 +1,134 @@
+package workflows
+
+import (
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/workflow"
+
+	"ctxlab/activities"
+	"ctxlab/activities/cas"
+	"ctxlab/results"
+	"ctxlab/specs"
+)
+
+// ProgressQuery is the query name that returns a sweep's Progress.
+const ProgressQuery = "progress"
+
+// DefaultMaxHistory is the history length past which a sweep drains its running children and continues as new.
+const DefaultMaxHistory = 4000
+
+// SweepInput is one experiment. The fields after Queues are carried across continue-as-new.
+type SweepInput struct {
+	Run         string        `json:"run"`
+	Title       string        `json:"title"`
+	Plan        cas.Ref       `json:"plan"`
+	Dataset     specs.Dataset `json:"dataset"`
+	Grading     specs.Grading `json:"grading"`
+	Concurrency int           `json:"concurrency"`
+	Retries     int           `json:"retries"`
+	Debug       specs.Debug   `json:"debug,omitempty"`
+	Order       []results.Key `json:"order"`
+	Queues      Queues        `json:"queues"`
+	// MaxHistory overrides DefaultMaxHistory (tests make it small).
+	MaxHistory int `json:"max_history,omitempty"`
+
+	Instances []activities.InstanceRef `json:"instances,omitempty"`
+	Next      int                      `json:"next,omitempty"`
+	Done      int                      `json:"done,omitempty"`
+	Failed    []string                 `json:"failed,omitempty"`
+	Runs      int                      `json:"runs,omitempty"`
+}
+
+// Progress is what the progress query returns.
+type Progress struct {
+	Total   int      `json:"total"`
+	Done    int      `json:"done"`
+	Running int      `json:"running"`
+	Failed  []string `json:"failed,omitempty"`
+	// Runs counts continue-as-new generations before this one.
+	Runs int `json:"runs"`
+}
+
+// SweepResult is a finished sweep.
+type SweepResult struct {
+	Issues  int      `json:"issues"`
+	Failed  []string `json:"failed,omitempty"`
+	Summary string   `json:"summary"`
+	// Generations counts the runs of the sweep workflow (1 + continue-as-new count).
+	Generations int `json:"generations"`
+}
+
+// Sweep runs one Issue child per instance, at most Concurrency at a time. Before its history grows past MaxHistory
+// events it lets the running children finish and continues as new, carrying its position.
+func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
+	q := in.Queues.withDefaults()
+	in.Queues = q
+	if in.Concurrency < 1 {
+		in.Concurrency = 1
+	}
+	maxHistory := in.MaxHistory
+	if maxHistory <= 0 {
+		maxHistory = DefaultMaxHistory
+	}
+	bctx := bookkeepingOptions(ctx, q)
+	running := 0
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) {
+		return Progress{Total: len(in.Instances), Done: in.Done, Running: running, Failed: in.Failed, Runs: in.Runs}, nil
+	}); err != nil {
+		return SweepResult{}, err
+	}
+	if in.Instances == nil {
+		if err := workflow.ExecuteActivity(bctx, activities.LoadDatasetName,
+			activities.LoadDatasetInput{Run: in.Run, Dataset: in.Dataset}).Get(ctx, &in.Instances); err != nil {
+			return SweepResult{}, fmt.Errorf("loading dataset: %w", err)
+		}
+	}
+
+	sel := workflow.NewSelector(ctx)
+	draining := false
+	for in.Next < len(in.Instances) || running > 0 {
+		for !draining && running < in.Concurrency && in.Next < len(in.Instances) {
+			inst := in.Instances[in.Next]
+			in.Next++
+			running++
+			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+				WorkflowID:            fmt.Sprintf("issue/%s/%s", in.Run, inst.ID),
+				TaskQueue:             q.Workflow,
+				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			})
+			fut := workflow.ExecuteChildWorkflow(cctx, Issue, IssueInput{
+				Run: in.Run, Instance: inst, Plan: in.Plan, Dataset: in.Dataset, Grading: in.Grading,
+				Retries: in.Retries, Debug: in.Debug, Queues: q,
+			})
+			id := inst.ID
+			sel.AddFuture(fut, func(f workflow.Future) {
+				running--
+				in.Done++
+				var r IssueResult
+				if err := f.Get(ctx, &r); err != nil {
+					workflow.GetLogger(ctx).Error("issue failed", "instance", id, "error", err)
+					in.Failed = append(in.Failed, id)
+				}
+			})
+		}
+		if running == 0 {
+			break
+		}
+		sel.Select(ctx)
+		if !draining && in.Next < len(in.Instances) && workflow.GetInfo(ctx).GetCurrentHistoryLength() > maxHistory {
+			draining = true
+		}
+		if draining && running == 0 {
+			in.Runs++
+			return SweepResult{}, workflow.NewContinueAsNewError(ctx, Sweep, in)
+		}
+	}
+
+	var summary string
+	if err := workflow.ExecuteActivity(bctx, activities.SummarizeName, activities.SummarizeInput{
+		Run: in.Run, Title: in.Title, Order: in.Order}).Get(ctx, &summary); err != nil {
+		return SweepResult{}, fmt.Errorf("writing summary: %w", err)
+	}
+	return SweepResult{Issues: len(in.Instances), Failed: in.Failed, Summary: summary, Generations: in.Runs + 1}, nil
+}
