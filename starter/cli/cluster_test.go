@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"ctxlab/starter/embedded"
+	"ctxlab/workflows"
+)
+
+// TestRunAgainstExistingServer runs the demo sweep with --address against a server the test started, then replays
+// the recorded workflow histories with the current workflow code, which fails on any non-deterministic change.
+func TestRunAgainstExistingServer(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv, err := embedded.Start(ctx, embedded.Options{DBFile: filepath.Join(dir, "temporal.db"),
+		LogFile: filepath.Join(dir, "temporal.log"), Namespace: "ctxlab-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+
+	runs := filepath.Join(dir, "runs")
+	spec := filepath.Join(repoRoot(t), "specs", "demo.jsonnet")
+	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--address", srv.HostPort(),
+		"--namespace", "ctxlab-test", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "| oracle_files | offline |") {
+		t.Errorf("no summary on stdout:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(runs, "demo", "temporal.db")); err == nil {
+		t.Error("an embedded server was started although --address was given")
+	}
+
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "ctxlab-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	replayer := worker.NewWorkflowReplayer()
+	replayer.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.SweepName})
+	replayer.RegisterWorkflowWithOptions(workflows.Issue, workflow.RegisterOptions{Name: workflows.IssueName})
+	for _, id := range []string{"sweep/demo", "issue/demo/acme__humanize-1"} {
+		h := history(ctx, t, c, id)
+		if len(h.Events) < 5 {
+			t.Fatalf("%s: only %d events", id, len(h.Events))
+		}
+		if err := replayer.ReplayWorkflowHistory(nil, h); err != nil {
+			t.Errorf("replaying %s: %v", id, err)
+		}
+	}
+}
+
+func history(ctx context.Context, t *testing.T, c client.Client, id string) *historypb.History {
+	t.Helper()
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	return h
+}
+
+func TestAddressUnreachableFailsClearly(t *testing.T) {
+	spec := filepath.Join(repoRoot(t), "specs", "demo.jsonnet")
+	_, stderr, code := runStarter(t, 2*time.Minute, "run", spec, "--runs", t.TempDir(), "--address", "127.0.0.1:1",
+		"--quiet")
+	if code == 0 || !strings.Contains(stderr, "cannot reach Temporal at 127.0.0.1:1") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestSecondStarterAttaches starts a slowed sweep, then a second starter on the same run folder: it must attach to
+// the running sweep instead of starting another, and both must report the same finished sweep.
+func TestSecondStarterAttaches(t *testing.T) {
+	root := repoRoot(t)
+	spec := filepath.Join(t.TempDir(), "slow.jsonnet")
+	src := "(import '" + filepath.Join(root, "specs", "demo.jsonnet") + "') + { name: 'attach', debug: { slow_activities: '300ms' } }\n"
+	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	first := starter(ctx, t, "run", spec, "--runs", runs, "--quiet")
+	var out1, err1 bytes.Buffer
+	first.Stdout, first.Stderr = &out1, &err1
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(runs, "attach", "attempts.jsonl")); err == nil && len(b) > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("first starter never started working")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out2, err2, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs)
+	if code != 0 {
+		t.Fatalf("second starter: exit %d\n%s", code, err2)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first starter: %v\n%s", err, err1.String())
+	}
+	if !strings.Contains(err2, "another starter runs this sweep") || !strings.Contains(err2, "attached to the running sweep") {
+		t.Errorf("second starter did not attach:\n%s", err2)
+	}
+	if out1.String() != out2 {
+		t.Errorf("the two starters report different sweeps:\n%s\n---\n%s", out1.String(), out2)
+	}
+}
