@@ -1,0 +1,242 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"ctxlab/activities/cas"
+	"ctxlab/activities/diff"
+	"ctxlab/activities/swebench"
+	"ctxlab/demobench"
+	"ctxlab/specs"
+)
+
+// fixture is a run folder with the demo benchmark loaded, and a Temporal activity environment.
+type fixture struct {
+	t       *testing.T
+	a       *Activities
+	env     *testsuite.TestActivityEnvironment
+	dataset specs.Dataset
+	refs    map[string]InstanceRef
+	rows    map[string]swebench.Instance
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	res, err := demobench.Generate(filepath.Join(root, "dataset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	f := &fixture{t: t, a: New(filepath.Join(root, "runs"), zerolog.Nop()), env: s.NewTestActivityEnvironment(),
+		dataset: specs.Dataset{File: res.File, Repos: "{dataset_dir}/repos/{repo}"},
+		refs:    map[string]InstanceRef{}, rows: map[string]swebench.Instance{}}
+	for name, fn := range f.a.Functions() {
+		f.env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	refs, err := f.a.LoadDataset(context.Background(), LoadDatasetInput{Run: "t", Dataset: f.dataset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range refs {
+		f.refs[r.ID] = r
+		f.rows[r.ID] = res.Instances[i]
+	}
+	return f
+}
+
+// node runs one node activity of an instance.
+func (f *fixture) node(activity, instance string, params map[string]any, inputs map[string]NodeOutput) (NodeOutput, error) {
+	f.t.Helper()
+	in := NodeInput{Run: "t", Instance: f.refs[instance], Node: activity + "-" + instance + "-" + keyOf(params, inputs),
+		Step: "m." + activity, Params: params, Inputs: inputs, Dataset: f.dataset}
+	v, err := f.env.ExecuteActivity(activity, in)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	var out NodeOutput
+	if err := v.Get(&out); err != nil {
+		f.t.Fatal(err)
+	}
+	return out, nil
+}
+
+func (f *fixture) must(out NodeOutput, err error) NodeOutput {
+	f.t.Helper()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+// keyOf makes distinct memo keys for distinct parameters and inputs, as the plan's node keys do.
+func keyOf(params map[string]any, inputs map[string]NodeOutput) string {
+	b, _ := json.Marshal([]any{params, inputs})
+	return string(cas.RefOf(b))[7:23]
+}
+
+const inst = "acme__humanize-1"
+
+func TestCheckoutContextsAndMeasure(t *testing.T) {
+	f := newFixture(t)
+	co := f.must(f.node("checkout", inst, nil, nil))
+	if n, _ := co.Row["repo_files"].(float64); n < 30 {
+		t.Errorf("snapshot has %v files, want the demo repo's dozens", co.Row["repo_files"])
+	}
+	oracle := f.must(f.node("oracle_files", inst, nil, map[string]NodeOutput{"checkout": co}))
+	none := f.must(f.node("no_source", inst, nil, map[string]NodeOutput{"checkout": co}))
+	tok := map[string]any{"tokenizer": "o200k_base"}
+	mo := f.must(f.node("measure", inst, tok, map[string]NodeOutput{"checkout": co, "context": oracle}))
+	if mo.Row["rho"] != 1.0 || mo.Row["epsilon"] != 1.0 || mo.Row["context_tokens"].(float64) < 50 {
+		t.Errorf("oracle metrics: %v", mo.Row)
+	}
+	mn := f.must(f.node("measure", inst, tok, map[string]NodeOutput{"checkout": co, "context": none}))
+	if mn.Row["rho"] != 0.0 || mn.Row["epsilon"] != nil || mn.Row["context_tokens"] != 0.0 {
+		t.Errorf("no-source metrics: %v", mn.Row)
+	}
+	if _, err := f.node("measure", inst, map[string]any{"tokenizer": "nope"},
+		map[string]NodeOutput{"checkout": co, "context": oracle}); !nonRetryable(err) {
+		t.Errorf("unknown tokenizer should be a non-retryable failure, got %v", err)
+	}
+}
+
+func TestCheckoutUnknownCommitNamesInstance(t *testing.T) {
+	f := newFixture(t)
+	row := f.rows[inst]
+	row.BaseCommit = strings.Repeat("0", 40)
+	ref, err := cas.PutJSON(context.Background(), mustStore(t, f.a), row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+	_, err = f.node("checkout", inst, nil, nil)
+	if !nonRetryable(err) || !strings.Contains(err.Error(), inst) || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("err = %v; want a non-retryable error naming the instance and the missing commit", err)
+	}
+}
+
+func TestGradeOutcomes(t *testing.T) {
+	f := newFixture(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // graders' worktrees go here, so escapes are visible
+	co := f.must(f.node("checkout", inst, nil, nil))
+	store := mustStore(t, f.a)
+	patch := func(text string) NodeOutput {
+		ref, err := store.Put(context.Background(), []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NodeOutput{Ref: ref}
+	}
+	grading := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
+	grade := func(p NodeOutput, params map[string]any) map[string]any {
+		t.Helper()
+		return f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": p})).Row
+	}
+
+	if r := grade(patch(f.rows[inst].Patch), grading); r["resolved"] != true || r["grade_status"] != GradeResolved {
+		t.Errorf("gold patch: %v", r)
+	}
+	if r := grade(patch(""), grading); r["resolved"] != false || r["grade_status"] != GradeEmptyPatch {
+		t.Errorf("empty patch: %v", r)
+	}
+	escape := diff.Unified("../outside.txt", nil, []byte("pwned\n"))
+	if r := grade(patch(escape), grading); r["resolved"] != false || r["grade_status"] != GradePatchFailed {
+		t.Errorf("escaping patch: %v", r)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "outside.txt")); err == nil {
+		t.Error("a patch wrote outside its worktree")
+	}
+	if r := grade(patch("this is not a diff\n"), grading); r["resolved"] != false {
+		t.Errorf("garbage patch resolved: %v", r)
+	}
+	left, _ := os.ReadDir(tmp)
+	if len(left) != 0 {
+		t.Errorf("grading left %d entries in its temporary folder", len(left))
+	}
+}
+
+func TestGradeKillsHangingTests(t *testing.T) {
+	f := newFixture(t)
+	row := f.rows[inst]
+	row.TestPatch += diff.Unified("hang/hang_test.go", nil, []byte(
+		"package hang\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestHang(t *testing.T) { time.Sleep(time.Hour) }\n"))
+	row.FailToPass = append(row.FailToPass, "TestHang")
+	ref, err := cas.PutJSON(context.Background(), mustStore(t, f.a), row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+	co := f.must(f.node("checkout", inst, nil, nil))
+	gold, _ := mustStore(t, f.a).Put(context.Background(), []byte(row.Patch))
+	start := time.Now()
+	out := f.must(f.node("grade", inst, map[string]any{"grading": map[string]any{"timeout": "4s"}},
+		map[string]NodeOutput{"checkout": co, "patch": {Ref: gold}}))
+	if out.Row["grade_status"] != GradeTimeout || out.Row["resolved"] != false {
+		t.Errorf("hanging tests: %v", out.Row)
+	}
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("grading took %s despite a 4s timeout", d)
+	}
+	if out.Ref == "" {
+		t.Error("no test log stored for a timed-out run")
+	}
+}
+
+func TestNodeOutputIsMemoized(t *testing.T) {
+	f := newFixture(t)
+	first := f.must(f.node("checkout", inst, nil, nil))
+	second := f.must(f.node("checkout", inst, nil, nil))
+	if first.Ref != second.Ref {
+		t.Fatalf("memoized output differs: %s vs %s", first.Ref, second.Ref)
+	}
+	b, err := os.ReadFile(filepath.Join(f.a.RunDir("t"), "attempts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	if strings.Count(log, `"event":"start"`) != 1 || strings.Count(log, `"event":"memo"`) != 1 {
+		t.Errorf("want one real run and one memo hit; attempts.jsonl:\n%s", log)
+	}
+}
+
+func TestLoadDatasetSelects(t *testing.T) {
+	f := newFixture(t)
+	d := f.dataset
+	d.Instances = []string{"acme__semver-2", inst}
+	refs, err := f.a.LoadDataset(context.Background(), LoadDatasetInput{Run: "t", Dataset: d})
+	if err != nil || len(refs) != 2 || refs[0].ID != "acme__semver-2" || refs[1].ID != inst {
+		t.Fatalf("refs = %v, %v", refs, err)
+	}
+	d.Instances = []string{"nope"}
+	if _, err := f.a.LoadDataset(context.Background(), LoadDatasetInput{Run: "t", Dataset: d}); err == nil ||
+		!strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("unknown instance: %v", err)
+	}
+}
+
+func mustStore(t *testing.T, a *Activities) *cas.Dir {
+	t.Helper()
+	s, err := a.Store("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func nonRetryable(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.NonRetryable()
+}
