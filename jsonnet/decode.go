@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"ctxlab/specs"
@@ -62,11 +63,11 @@ func check(v any, t reflect.Type, path string, errs *[]*specs.ValidationError) {
 			return
 		}
 		fields := jsonFields(t)
-		for _, k := range sortedKeys(obj) {
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			f, ok := fields[k]
 			if !ok {
 				*errs = append(*errs, &specs.ValidationError{Path: join(path, k), Value: k, Key: true,
-					Msg: fmt.Sprintf("unknown field %q (fields here: %s)", k, strings.Join(sortedKeys(fields), ", "))})
+					Msg: fmt.Sprintf("unknown field %q (fields here: %s)", k, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))})
 				continue
 			}
 			check(obj[k], f.Type, join(path, k), errs)
@@ -86,7 +87,7 @@ func check(v any, t reflect.Type, path string, errs *[]*specs.ValidationError) {
 			typeError(v, "an object", path, errs)
 			return
 		}
-		for _, k := range sortedKeys(obj) {
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			check(obj[k], t.Elem(), join(path, k), errs)
 		}
 	default:
@@ -196,13 +197,4 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

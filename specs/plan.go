@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // Plan is every (model, method) arm of an experiment merged into one DAG of nodes. Two steps with the same
@@ -146,7 +147,7 @@ func TopoOrder(m Method) ([]Step, error) {
 		}
 		state[i] = visiting
 		stack = append(stack, m.Steps[i].ID)
-		for _, name := range sortedKeys(m.Steps[i].Inputs) {
+		for _, name := range slices.Sorted(maps.Keys(m.Steps[i].Inputs)) {
 			from := m.Steps[i].Inputs[name]
 			j, ok := byID[from]
 			if !ok {
@@ -209,13 +210,4 @@ func toParam(v any) (any, error) {
 	var out any
 	err = json.Unmarshal(b, &out)
 	return out, err
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

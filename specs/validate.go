@@ -3,6 +3,7 @@ package specs
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -226,7 +227,7 @@ func validateSteps(p string, m Method) []*ValidationError {
 		case !known:
 			add(sp+".activity", s.Activity, "unknown activity %q (known: %s)", s.Activity, list(ActivityNames()))
 		}
-		for _, name := range sortedKeys(s.Inputs) {
+		for _, name := range slices.Sorted(maps.Keys(s.Inputs)) {
 			from := s.Inputs[name]
 			if known && !slices.Contains(info.Inputs, name) && !slices.Contains(info.Optional, name) {
 				v := add(sp+".inputs."+name, name, "activity %s takes no input %q (takes: %s)", s.Activity, name,

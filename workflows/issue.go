@@ -3,7 +3,8 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -58,7 +59,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 				continue
 			}
 			ready, blockedBy := true, ""
-			for _, name := range sortedKeys(n.Inputs) {
+			for _, name := range slices.Sorted(maps.Keys(n.Inputs)) {
 				k := n.Inputs[name]
 				if _, bad := failures[k]; bad {
 					blockedBy = name
@@ -142,13 +143,4 @@ func describe(err error) string {
 		return "timed out (" + to.TimeoutType().String() + ")"
 	}
 	return err.Error()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
