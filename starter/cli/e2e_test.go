@@ -303,3 +303,59 @@ func keys(m map[results.Key]results.Row) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestChangedSpecStartsOver runs a spec, then a changed spec of the same name: the new sweep's results hold only
+// its own rows (the old ones are put aside), and nodes the two specs share are not run again.
+func TestChangedSpecStartsOver(t *testing.T) {
+	demo := filepath.Join(repoRoot(t), "specs", "demo.jsonnet")
+	specDir := t.TempDir()
+	write := func(name, extra string) string {
+		p := filepath.Join(specDir, name)
+		src := "(import '" + demo + "') + { name: 'chg', dataset+: { limit: 2 } }" + extra + "\n"
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	both := write("both.jsonnet", "")
+	one := write("one.jsonnet", " + { methods: [super.methods[0]] }")
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "chg")
+	if _, stderr, code := runStarter(t, 10*time.Minute, "run", both, "--runs", runs, "--quiet"); code != 0 {
+		t.Fatalf("first spec: exit %d\n%s", code, stderr)
+	}
+	startsBefore := 0
+	for _, e := range readAttempts(t, filepath.Join(dir, "attempts.jsonl")) {
+		if e.Event == "start" {
+			startsBefore++
+		}
+	}
+	if _, stderr, code := runStarter(t, 10*time.Minute, "run", one, "--runs", runs, "--quiet"); code != 0 {
+		t.Fatalf("changed spec: exit %d\n%s", code, stderr)
+	}
+	rows := readRows(t, filepath.Join(dir, "results.jsonl"))
+	if len(rows) != 2 {
+		t.Errorf("results.jsonl has %d rows, want the changed spec's 2", len(rows))
+	}
+	for k := range rows {
+		if k.Method != "no_source" {
+			t.Errorf("row of a method the changed spec does not have: %v", k)
+		}
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "previous", "*", "results.jsonl"))
+	if len(old) != 1 || len(readRows(t, old[0])) != 4 {
+		t.Errorf("the first spec's 4 rows were not put aside: %v", old)
+	}
+	starts, memo := 0, 0
+	for _, e := range readAttempts(t, filepath.Join(dir, "attempts.jsonl")) {
+		switch e.Event {
+		case "start":
+			starts++
+		case "memo":
+			memo++
+		}
+	}
+	if starts != startsBefore || memo == 0 {
+		t.Errorf("the changed spec ran %d activities again (memo hits %d); all its nodes were shared", starts-startsBefore, memo)
+	}
+}

@@ -131,7 +131,9 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		defer stopWorkers()
 	}
 
-	run, how, err := startOrAttach(ctx, conn.client, "sweep/"+e.Name, in, hash)
+	run, how, err := startOrAttach(ctx, conn.client, "sweep/"+e.Name, in, hash, func(old string) error {
+		return archiveResults(runDir, old, log)
+	})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
@@ -193,8 +195,10 @@ func specHash(in workflows.SweepInput) (string, error) {
 const specHashMemo = "spec_hash"
 
 // startOrAttach attaches to a running sweep, or to a finished one of the same spec; otherwise it starts a new run.
-func startOrAttach(ctx context.Context, c client.Client, id string, in workflows.SweepInput, hash string) (
-	client.WorkflowRun, string, error) {
+// Before a new run replaces a finished sweep of another spec, replaced is called with that spec's hash, so its rows
+// can be put aside instead of being mistaken for the new spec's.
+func startOrAttach(ctx context.Context, c client.Client, id string, in workflows.SweepInput, hash string,
+	replaced func(oldHash string) error) (client.WorkflowRun, string, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	var notFound *serviceerror.NotFound
 	switch {
@@ -216,6 +220,11 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 				return c.GetWorkflow(ctx, id, ""), "the sweep had already finished; showing its results", nil
 			}
 		}
+		if old != "" && old != hash {
+			if err := replaced(old); err != nil {
+				return nil, "", err
+			}
+		}
 	case errors.As(err, &notFound):
 	default:
 		return nil, "", fmt.Errorf("looking up workflow %s: %w", id, err)
@@ -231,4 +240,29 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 		return nil, "", fmt.Errorf("starting workflow %s: %w", id, err)
 	}
 	return run, "started the sweep", nil
+}
+
+// archiveResults moves the rows and summary of a sweep of another spec to previous/<hash>/, so the new sweep's
+// results.jsonl holds only its own rows. Node outputs stay: they are keyed by content, so the new sweep reuses
+// every node the two specs share.
+func archiveResults(runDir, oldHash string, log zerolog.Logger) error {
+	dest := filepath.Join(runDir, "previous", oldHash[:12])
+	moved := false
+	for _, name := range []string{"results.jsonl", "summary.md"} {
+		src := filepath.Join(runDir, name)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		if err := os.MkdirAll(dest, 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(src, filepath.Join(dest, name)); err != nil {
+			return fmt.Errorf("putting aside the previous spec's %s: %w", name, err)
+		}
+		moved = true
+	}
+	if moved {
+		log.Info().Str("moved_to", dest).Msg("the spec changed since the last sweep; its results were put aside")
+	}
+	return nil
 }
