@@ -98,6 +98,10 @@ const (
 	ErrRepo        = "RepoError"   // a repository or commit that cannot be found
 	ErrUnsupported = "Unsupported" // a provider or option this build does not offer
 	ErrPanic       = "Panic"       // a bug in ctxlab: recorded, never retried in a loop
+
+	// ErrWorkerStopped is retryable: the worker shut down while the node ran. The Issue workflow does not count
+	// it against the node.
+	ErrWorkerStopped = "WorkerStopped"
 )
 
 func permanent(kind string, err error) error {

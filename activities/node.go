@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/cas"
 	"ctxlab/activities/swebench"
@@ -126,6 +127,9 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		}
 	}
 	out, err = body(ctx, &job{a: a, in: in, store: store})
+	if err != nil && ctx.Err() != nil && workerStopping(ctx) {
+		return out, temporal.NewApplicationError(in.Step+": worker stopped while the step ran", ErrWorkerStopped)
+	}
 	if err != nil {
 		if !isPermanent(err) && !errors.Is(err, context.Canceled) {
 			err = fmt.Errorf("%s: %w", in.Step, err)
@@ -205,6 +209,19 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// workerStopping reports whether the activity's worker is shutting down.
+func workerStopping(ctx context.Context) bool {
+	if !activity.IsActivity(ctx) {
+		return false
+	}
+	select {
+	case <-activity.GetWorkerStopChannel(ctx):
+		return true
+	default:
+		return false
+	}
 }
 
 // safeName makes an instance id usable as a folder name.

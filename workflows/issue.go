@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -51,6 +52,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	failures := map[string]string{} // node key -> why (set for failed and skipped nodes)
 	rootFailure := map[string]bool{}
 	started := map[string]bool{}
+	rounds := map[string]int{} // node key -> times rescheduled after losing its workers
 	remaining := len(plan.Nodes)
 	sel := workflow.NewSelector(ctx)
 	for remaining > 0 {
@@ -88,17 +90,29 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 				nin.Inputs[name] = outputs[k]
 			}
 			actx := activityOptions(ctx, q, specs.Catalog[node.Activity].Queue, in.Retries, in.Grading.Timeout.D())
-			sel.AddFuture(workflow.ExecuteActivity(actx, node.Activity, nin), func(f workflow.Future) {
-				var out activities.NodeOutput
-				if err := f.Get(ctx, &out); err != nil {
-					failures[node.Key] = describe(err)
-					rootFailure[node.Key] = true
-					res.FailedSteps++
-				} else {
-					outputs[node.Key] = out
-				}
-				remaining--
-			})
+			var run func()
+			run = func() {
+				sel.AddFuture(workflow.ExecuteActivity(actx, node.Activity, nin), func(f workflow.Future) {
+					var out activities.NodeOutput
+					err := f.Get(ctx, &out)
+					if err != nil && lostWorker(err) && rounds[node.Key] < maxRounds {
+						// Every attempt ended with its worker gone: that says nothing about the node, so it
+						// gets a fresh set of attempts instead of failing the rows that need it.
+						rounds[node.Key]++
+						run()
+						return
+					}
+					if err != nil {
+						failures[node.Key] = describe(err)
+						rootFailure[node.Key] = true
+						res.FailedSteps++
+					} else {
+						outputs[node.Key] = out
+					}
+					remaining--
+				})
+			}
+			run()
 		}
 		if remaining > 0 {
 			sel.Select(ctx)
@@ -129,6 +143,20 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	}
 	res.Rows = len(rows)
 	return res, nil
+}
+
+// maxRounds bounds how often a node is rescheduled after all its attempts lost their workers.
+const maxRounds = 10
+
+// lostWorker reports whether an activity failed because its worker went away (it stopped heartbeating, or it
+// was shut down mid-run) rather than because of anything the node did.
+func lostWorker(err error) bool {
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) && to.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
+		return true
+	}
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == activities.ErrWorkerStopped
 }
 
 // describe turns an activity failure into the message recorded on rows: the innermost application error's

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -180,5 +181,59 @@ func TestIssueFailedNodeFailsOnlyItsMethods(t *testing.T) {
 	}
 	if f.calls["grade"] != 1 {
 		t.Errorf("grade ran %d times, want 1 (only method a)", f.calls["grade"])
+	}
+}
+
+// A node whose worker keeps going away (killed, or stopped mid-run) is not failed for it: once its attempts are
+// used up that way it gets fresh ones.
+func TestIssueReschedulesNodesThatLostTheirWorker(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  func() error
+	}{
+		{"worker stopped", func() error {
+			return temporal.NewApplicationError("patch: worker stopped", activities.ErrWorkerStopped)
+		}},
+		{"heartbeat timeout", func() error { return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeNodes{calls: map[string]int{}}
+			plan, _ := specs.BuildPlan(twoMethods())
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			f.register(env, plan)
+			lost := 0
+			// Replace checkout: the first five attempts lose their worker (more than one round of 3 attempts).
+			env.RegisterActivityWithOptions(func(context.Context, activities.NodeInput) (activities.NodeOutput, error) {
+				if lost < 5 {
+					lost++
+					return activities.NodeOutput{}, tc.err()
+				}
+				return activities.NodeOutput{Row: map[string]any{"checkout_ran": true}}, nil
+			}, activity.RegisterOptions{Name: "checkout"})
+			var rows []results.Row
+			env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+				rows = in.Rows
+				return len(rows), nil
+			}, activity.RegisterOptions{Name: activities.RecordName})
+			env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}, Retries: 3})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			if lost != 5 || len(rows) != 2 {
+				t.Fatalf("lost %d attempts, %d rows", lost, len(rows))
+			}
+			for _, r := range rows {
+				if r[results.FieldError] != nil || r["checkout_ran"] != true {
+					t.Errorf("row %v failed although only its workers were lost: %v", r.Key(), r)
+				}
+			}
+		})
+	}
+	// A real failure is still a failure after its attempts.
+	f := &fakeNodes{calls: map[string]int{}, fail: map[string]bool{"checkout": true}}
+	res, rows, _ := runIssue(t, f)
+	if res.FailedSteps != 1 || rows[0][results.FieldError] == nil {
+		t.Errorf("a failing node was not recorded as failed: %+v %v", res, rows[0])
 	}
 }
