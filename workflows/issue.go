@@ -123,8 +123,10 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	for _, arm := range plan.Arms {
 		row := results.Row{results.FieldInstance: in.Instance.ID, results.FieldMethod: arm.Method,
 			results.FieldModel: arm.Model}
-		for _, f := range results.Required[3:] {
-			row[f] = nil
+		for _, f := range results.Required {
+			if _, set := row[f]; !set {
+				row[f] = nil // every row names every required field, null until a step sets it
+			}
 		}
 		for _, s := range arm.Steps {
 			for k, v := range outputs[s.Key].Row {
