@@ -29,7 +29,7 @@ func TestParseRunFlagsAnywhere(t *testing.T) {
 
 func TestCompilePrintsSharedNodes(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := Main([]string{"compile", filepath.Join(repoRoot(t), "specs", "demo.jsonnet")}, &out, &errb)
+	code := Main([]string{"compile", demoSpec(t)}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

@@ -32,7 +32,7 @@ func TestRunAgainstExistingServer(t *testing.T) {
 	defer srv.Stop()
 
 	runs := filepath.Join(dir, "runs")
-	spec := filepath.Join(repoRoot(t), "specs", "demo.jsonnet")
+	spec := demoSpec(t)
 	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--address", srv.HostPort(),
 		"--namespace", "ctxlab-test", "--quiet")
 	if code != 0 {
@@ -79,7 +79,7 @@ func history(ctx context.Context, t *testing.T, c client.Client, id string) *his
 }
 
 func TestAddressUnreachableFailsClearly(t *testing.T) {
-	spec := filepath.Join(repoRoot(t), "specs", "demo.jsonnet")
+	spec := demoSpec(t)
 	_, stderr, code := runStarter(t, 2*time.Minute, "run", spec, "--runs", t.TempDir(), "--address", "127.0.0.1:1",
 		"--quiet")
 	if code == 0 || !strings.Contains(stderr, "cannot reach Temporal at 127.0.0.1:1") {
@@ -90,12 +90,7 @@ func TestAddressUnreachableFailsClearly(t *testing.T) {
 // TestSecondStarterAttaches starts a slowed sweep, then a second starter on the same run folder: it must attach to
 // the running sweep instead of starting another, and both must report the same finished sweep.
 func TestSecondStarterAttaches(t *testing.T) {
-	root := repoRoot(t)
-	spec := filepath.Join(t.TempDir(), "slow.jsonnet")
-	src := "(import '" + filepath.Join(root, "specs", "demo.jsonnet") + "') + { name: 'attach', debug: { slow_activities: '300ms' } }\n"
-	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	spec := demoVariant(t, "{ name: 'attach', debug: { slow_activities: '300ms' } }")
 	runs := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -49,6 +49,20 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(wd, "..", "..")
 }
 
+// demoSpec is the path of specs/demo.jsonnet.
+func demoSpec(t *testing.T) string { return filepath.Join(repoRoot(t), "specs", "demo.jsonnet") }
+
+// demoVariant writes a spec that is the demo spec with overrides (a Jsonnet object) applied, and returns its path.
+func demoVariant(t *testing.T, overrides string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "variant.jsonnet")
+	src := "(import '" + demoSpec(t) + "') + " + overrides + "\n"
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func runStarter(t *testing.T, timeout time.Duration, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -92,7 +106,7 @@ func readRows(t *testing.T, path string) map[results.Key]results.Row {
 
 func TestDemoSweepEndToEnd(t *testing.T) {
 	runs := t.TempDir()
-	spec := filepath.Join(repoRoot(t), "specs", "demo.jsonnet")
+	spec := demoSpec(t)
 	// A small history limit makes the sweep continue as new on the real server at least once.
 	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--max-history", "15")
 	if code != 0 {
@@ -214,16 +228,7 @@ func readAttempts(t *testing.T, path string) []attemptEvent {
 // TestCrashResume kills the starter with SIGKILL in the middle of a slowed sweep, starts it again, and checks that
 // the sweep completes with the results of an uninterrupted run and that no activity that had completed ran again.
 func TestCrashResume(t *testing.T) {
-	root := repoRoot(t)
-	specDir := t.TempDir()
-	spec := filepath.Join(specDir, "slow.jsonnet")
-	src := `local ctxlab = import 'ctxlab.libsonnet';
-local demo = import '` + filepath.Join(root, "specs", "demo.jsonnet") + `';
-demo + { name: 'slow', debug: { slow_activities: '400ms' }, limits+: { concurrency: 3 } }
-`
-	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	spec := demoVariant(t, "{ name: 'slow', debug: { slow_activities: '400ms' }, limits+: { concurrency: 3 } }")
 
 	// The uninterrupted reference run.
 	refRuns := t.TempDir()
@@ -307,18 +312,9 @@ func keys(m map[results.Key]results.Row) []string {
 // TestChangedSpecStartsOver runs a spec, then a changed spec of the same name: the new sweep's results hold only
 // its own rows (the old ones are put aside), and nodes the two specs share are not run again.
 func TestChangedSpecStartsOver(t *testing.T) {
-	demo := filepath.Join(repoRoot(t), "specs", "demo.jsonnet")
-	specDir := t.TempDir()
-	write := func(name, extra string) string {
-		p := filepath.Join(specDir, name)
-		src := "(import '" + demo + "') + { name: 'chg', dataset+: { limit: 2 } }" + extra + "\n"
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	both := write("both.jsonnet", "")
-	one := write("one.jsonnet", " + { methods: [super.methods[0]] }")
+	const base = "{ name: 'chg', dataset+: { limit: 2 } }"
+	both := demoVariant(t, base)
+	one := demoVariant(t, base+" + { methods: [super.methods[0]] }")
 	runs := t.TempDir()
 	dir := filepath.Join(runs, "chg")
 	if _, stderr, code := runStarter(t, 10*time.Minute, "run", both, "--runs", runs, "--quiet"); code != 0 {
