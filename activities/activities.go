@@ -57,21 +57,39 @@ type NodeOutput struct {
 	Row map[string]any `json:"row,omitempty"`
 }
 
+// nodeActivities maps the name a step uses to its activity; each activity's file registers itself, so adding an
+// activity touches only its own file (and its entry in specs' catalog).
+var nodeActivities = map[string]func(*Activities) any{}
+
+// registerNode records a node activity under its catalog name.
+func registerNode(name string, fn func(*Activities) any) {
+	if _, dup := nodeActivities[name]; dup {
+		panic("activities: " + name + " registered twice")
+	}
+	nodeActivities[name] = fn
+}
+
+func init() {
+	registerNode("checkout", func(a *Activities) any { return a.Checkout })
+	registerNode("no_source", func(a *Activities) any { return a.NoSource })
+	registerNode("oracle_files", func(a *Activities) any { return a.OracleFiles })
+	registerNode("patch", func(a *Activities) any { return a.Patch })
+	registerNode("measure", func(a *Activities) any { return a.Measure })
+	registerNode("grade", func(a *Activities) any { return a.Grade })
+}
+
 // Functions maps activity names to their functions, for registration with a worker.
 func (a *Activities) Functions() map[string]any {
-	return map[string]any{
-		"checkout":     a.Checkout,
-		"no_source":    a.NoSource,
-		"oracle_files": a.OracleFiles,
-		"patch":        a.Patch,
-		"measure":      a.Measure,
-		"grade":        a.Grade,
-
+	fns := map[string]any{
 		LoadDatasetName: a.LoadDataset,
 		LoadPlanName:    a.LoadPlan,
 		RecordName:      a.Record,
 		SummarizeName:   a.Summarize,
 	}
+	for name, fn := range nodeActivities {
+		fns[name] = fn(a)
+	}
+	return fns
 }
 
 // RunDir is the folder of one experiment.

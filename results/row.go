@@ -29,6 +29,23 @@ const (
 	FieldError         = "error"
 )
 
+// Fields that rows carry when a method's steps set them (CQ2-CARE, the baselines, budget fitting, grading).
+const (
+	FieldFilesSelected    = "files_selected"    // how many files the method put in its context
+	FieldFallback         = "fallback"          // the method fell back (e.g. empty intersection -> L0)
+	FieldLocPrecision     = "loc_precision"     // localization against the gold files
+	FieldLocRecall        = "loc_recall"        //
+	FieldLocF1            = "loc_f1"            //
+	FieldModelCalls       = "model_calls"       // paid or offline model calls of the row's steps
+	FieldPromptTokens     = "prompt_tokens"     //
+	FieldCompletionTokens = "completion_tokens" //
+	FieldCostUSD          = "cost_usd"          //
+	FieldBudget           = "budget_tokens"     // B_i, the anchor's context tokens on the issue
+	FieldBudgetEvals      = "budget_evals"      // knob evaluations budget fitting needed
+	FieldBudgetError      = "budget_error"      // why a budget could not be met, when it could not
+	FieldGoldLineShare    = "gold_line_share"   // share of context lines in gold files
+)
+
 // Required lists the fields every row has.
 var Required = []string{FieldInstance, FieldMethod, FieldModel, FieldContextTokens, FieldRho, FieldEpsilon,
 	FieldPatchApplied, FieldResolved, FieldError}

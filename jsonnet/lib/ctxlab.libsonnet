@@ -76,7 +76,12 @@
     no_source: $.method('no_source', $.step('context', 'no_source', inputs={ checkout: 'checkout' })),
     // oracle_files: the whole files the gold patch edits (an upper reference, not a method an agent could use).
     oracle_files: $.method('oracle_files', $.step('context', 'oracle_files', inputs={ checkout: 'checkout' })),
-  },
+  } + $.cq2care.methods + $.baselines.methods,
+
+  // CQ2-CARE, its prompts and ablations (cq2care.libsonnet), and the baselines (baselines.libsonnet) live in files of
+  // their own; each is a function of this library.
+  cq2care:: (import 'cq2care.libsonnet')($),
+  baselines:: (import 'baselines.libsonnet')($),
 
   // Models every method runs under. API keys come from the environment, never from a spec.
   models:: {

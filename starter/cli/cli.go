@@ -34,24 +34,35 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch args[0] {
-	case "run":
-		o, err := parseRun(args[1:], stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "starter: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	return cmd(args[1:], stdout, stderr)
+}
+
+// commands maps each subcommand to its entry point; each command's file registers itself in an init function.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{}
+
+func init() {
+	commands["run"] = func(args []string, stdout, stderr io.Writer) int {
+		o, err := parseRun(args, stderr)
 		if err != nil {
 			return usageError(err, stderr)
 		}
 		return runSweep(o, stdout, stderr)
-	case "compile":
-		o, err := parseCompile(args[1:], stderr)
+	}
+	commands["compile"] = func(args []string, stdout, stderr io.Writer) int {
+		o, err := parseCompile(args, stderr)
 		if err != nil {
 			return usageError(err, stderr)
 		}
 		return compile(o, stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "starter: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
 	}
 }
 

@@ -1,0 +1,106 @@
+// Package llm is the one interface every model provider implements. A provider answers a chat request with text
+// and its token usage; the activities build prompts and parse answers, so every provider goes through the same
+// prompt and parsing code. Providers: openai (this package, any OpenAI-compatible endpoint) and offline
+// (activities/llm/offline, a deterministic stand-in that is not a language model).
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Tasks a request can be for. A language model reads the prompt; the offline stand-in answers by task.
+const (
+	TaskLocalize = "localize" // a ranked list of the files to edit
+	TaskEvidence = "evidence" // a plan of searches over the repository
+	TaskPatch    = "patch"    // an edit, as a unified diff or search/replace blocks
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"` // system, user or assistant
+	Content string `json:"content"`
+}
+
+// Request is one model call.
+type Request struct {
+	Task     string    `json:"task"`
+	Messages []Message `json:"messages"`
+	// Sample numbers independent samples of the same prompt (0, 1, 2, ...): it seeds the offline stand-in, and a
+	// response cache keys on it so that two samples are two calls.
+	Sample int `json:"sample"`
+	// Offline carries what the offline stand-in reads instead of the prompt (see package offline). It is never
+	// sent to a remote model and never serialized.
+	Offline any `json:"-"`
+}
+
+// Usage is the token usage a provider reports for a call.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// Response is a model's answer.
+type Response struct {
+	Text  string `json:"text"`
+	Usage Usage  `json:"usage"`
+	// CostUSD is the usage priced with the spec's price table.
+	CostUSD float64 `json:"cost_usd"`
+	// Model is the model that answered, as the endpoint names it.
+	Model string `json:"model,omitempty"`
+}
+
+// Provider answers requests for one model.
+type Provider interface {
+	Complete(ctx context.Context, req Request) (Response, error)
+}
+
+// Kind classifies a failed call.
+type Kind string
+
+// Kinds of failure. Retryable ones are worth another attempt after a backoff.
+const (
+	KindRateLimit     Kind = "rate_limit"     // 429
+	KindServer        Kind = "server"         // 5xx
+	KindTimeout       Kind = "timeout"        // no answer in time, or the connection broke
+	KindContextLength Kind = "context_length" // the prompt does not fit the model: retrying cannot help
+	KindAuth          Kind = "auth"           // 401/403: a missing or wrong key
+	KindBadRequest    Kind = "bad_request"    // another 4xx
+	KindBadResponse   Kind = "bad_response"   // the endpoint answered with something that is not a completion
+)
+
+// Retryable reports whether a call that failed this way is worth retrying.
+func (k Kind) Retryable() bool {
+	switch k {
+	case KindRateLimit, KindServer, KindTimeout, KindBadResponse:
+		return true
+	}
+	return false
+}
+
+// Error is a failed call. Its message never contains the API key.
+type Error struct {
+	Kind   Kind
+	Status int // HTTP status, 0 when there was none
+	Msg    string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("model call failed (%s, HTTP %d): %s", e.Kind, e.Status, e.Msg)
+	}
+	return fmt.Sprintf("model call failed (%s): %s", e.Kind, e.Msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf returns the kind of a failed call; errors that are not *Error are KindBadResponse.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindBadResponse
+}
