@@ -18,7 +18,10 @@ type Bootstrap struct {
 }
 
 // Interval is a two-sided percentile confidence interval.
-type Interval struct{ Lo, Hi float64 }
+type Interval struct {
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
+}
 
 // Contains reports whether v lies in the closed interval.
 func (iv Interval) Contains(v float64) bool { return v >= iv.Lo && v <= iv.Hi }

@@ -16,14 +16,26 @@ func McNemarExact(b, c int) float64 {
 	return binomialUpperHalf(b+c, b)
 }
 
-// binomialUpperHalf returns P(X >= k) for X ~ Binomial(n, 1/2) by summing the probabilities of k..n directly, each
-// from log-gamma, so tails as small as 1e-300 keep their relative precision (1 - CDF would lose them).
+// binomialUpperHalf returns P(X >= k) for X ~ Binomial(n, 1/2) by summing the probabilities of k..n directly (never
+// as 1 - CDF, which would lose small tails), from exact coefficients for n <= 1000 and from log-gamma beyond.
 func binomialUpperHalf(n, k int) float64 {
 	if k <= 0 {
 		return 1
 	}
 	if k > n {
 		return 0
+	}
+	if n <= 1000 {
+		// Binomial coefficients by the recurrence C(n, i+1) = C(n, i)(n-i)/(i+1): exact integers up to n = 56,
+		// within n ulps beyond, and no overflow below n = 1030. Dividing by 2^n is exact.
+		c, s := 1.0, 0.0
+		for i := 0; i <= n; i++ {
+			if i >= k {
+				s += c
+			}
+			c = c * float64(n-i) / float64(i+1)
+		}
+		return math.Min(1, math.Ldexp(s, -n))
 	}
 	lgn, _ := math.Lgamma(float64(n + 1))
 	logHalf := float64(n) * math.Ln2

@@ -19,7 +19,7 @@ func exactUpperTail(n, k int) float64 {
 }
 
 func TestMcNemarExactAgainstBinomialSums(t *testing.T) {
-	cases := [][2]int{{48, 7}, {7, 48}, {28, 20}, {0, 0}, {0, 5}, {5, 0}, {1, 1}, {10, 10}, {3, 9}, {300, 200}, {40, 2}}
+	cases := [][2]int{{48, 7}, {7, 48}, {28, 20}, {0, 0}, {0, 5}, {5, 0}, {1, 1}, {10, 10}, {3, 9}, {300, 200}, {40, 2}, {600, 500}, {530, 540}}
 	for _, c := range cases {
 		got := McNemarExact(c[0], c[1])
 		want := exactUpperTail(c[0]+c[1], c[0])

@@ -1,0 +1,160 @@
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Markdown renders report.md.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", r.Title)
+	nm := map[string]bool{}
+	for _, m := range r.Methods {
+		nm[m.Method] = true
+	}
+	fmt.Fprintf(&b, "Computed by `starter report` from `%s`: %d rows, %d issues, %d methods, %d method × model arms.",
+		r.Source, r.Rows, r.Instances, len(nm), len(r.Methods))
+	if len(r.Bad) > 0 {
+		var lines []string
+		for _, l := range r.Bad {
+			lines = append(lines, fmt.Sprintf("line %d (%v)", l.Line, l.Err))
+		}
+		fmt.Fprintf(&b, " %d lines are not rows and were skipped: %s.", len(r.Bad), strings.Join(lines, "; "))
+	}
+	errs := 0
+	for _, m := range r.Methods {
+		errs += m.Errors
+	}
+	if errs > 0 {
+		fmt.Fprintf(&b, " %d rows carry an error; they are counted, as not resolved (column errors).", errs)
+	}
+	b.WriteString("\n\n")
+	for _, n := range r.Notes {
+		b.WriteString("- " + n + "\n")
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n")
+	}
+
+	tables := r.Tables()
+	byName := map[string]Table{}
+	for _, t := range tables {
+		byName[t.Name] = t
+	}
+	section := func(title, name, after string) {
+		t, ok := byName[name]
+		if !ok {
+			return
+		}
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n%s", title, t.Caption+".", t.Markdown())
+		if after != "" {
+			b.WriteString("\n" + after + "\n")
+		}
+		fmt.Fprintf(&b, "\nAlso as [CSV](tables/%s.csv) and [LaTeX](tables/%s.tex).\n\n", name, name)
+	}
+	section("Per method", "methods", "n: issues with a row. resolved % and applied %: share of the n rows (a row with "+
+		"an error counts as neither). mean rho, mean epsilon, gold-line share, tokens, cost, loc F1: over the rows "+
+		"that carry the field. no gold shown %: rows with rho = 0 among rows with rho. fallback %: among rows that "+
+		"carry the field. – : no row carries the field.")
+	alt := "in the direction the data point (the side with more discordant wins, column better); this is half the " +
+		"two-sided exact p"
+	if r.Alternative == AltAnchor {
+		alt = "for \"the anchor resolves more\", fixed before looking at the data"
+	}
+	section("Paired comparisons", "comparisons", fmt.Sprintf("Anchor: %s (%s). Pairs are the issues both methods "+
+		"have. only anchor / only method: discordant pairs. p one-sided: exact McNemar, P(X ≥ wins) with X ~ "+
+		"Binomial(discordant, 1/2), %s. p Holm: Holm's step-down adjustment over all comparisons of this report. "+
+		"sig: *** p < 0.001, ** p < 0.01, * p < 0.05 (Holm-adjusted); blank: not significant. diff pts: anchor − "+
+		"method on the paired issues, with its paired bootstrap interval.", r.Anchor, r.AnchorFrom, alt))
+	section("Budget sweep", "budget", "Methods at several budgets: a row field budget_multiplier, or a name "+
+		"METHOD@0.5x; the plain METHOD is 1x when multiplied variants exist.")
+	var regNotes []string
+	for _, g := range r.Regressions {
+		s := fmt.Sprintf("%s: fitted on %s (%d rows", g.Model, strings.Join(g.Methods, ", "), g.N)
+		if g.Skipped > 0 {
+			s += fmt.Sprintf("; %d rows lacked a feature and were left out", g.Skipped)
+		}
+		s += ")"
+		if len(g.Features) > 0 {
+			s += "; features " + strings.Join(g.Features, ", ")
+		}
+		if len(g.Dropped) > 0 {
+			s += "; left out: " + strings.Join(g.Dropped, "; ")
+		}
+		if g.Err != "" {
+			s += "; no fit: " + g.Err
+		} else if !g.Converged {
+			s += "; did not converge"
+		}
+		regNotes = append(regNotes, "- "+s+".")
+	}
+	if _, ok := byName["regression"]; ok {
+		section("Logistic regression of resolve", "regression", strings.Join(regNotes, "\n")+"\n\nFirth's "+
+			"penalised likelihood keeps coefficients finite when a feature separates resolved from unresolved "+
+			"rows. log_tokens = log(1 + context_tokens).")
+		section("Regression fit per method", "calibration", "")
+	} else if len(regNotes) > 0 {
+		b.WriteString("## Logistic regression of resolve\n\n" + strings.Join(regNotes, "\n") + "\n\n")
+	}
+	var seen []string
+	for _, c := range r.Checks {
+		if c.OutcomesSeen > 0 {
+			seen = append(seen, fmt.Sprintf("%s (%s) was frozen when %d of its rows already had outcomes: not a blind prediction.", c.Method, c.Model, c.OutcomesSeen))
+		}
+	}
+	section("Frozen predictions", "predictions", "Each file is named by the SHA-256 of its bytes and was checked "+
+		"against it. predicted % and its 95% prediction interval (coefficient uncertainty from issue-level "+
+		"bootstrap refits and the outcomes' own binomial noise) are recomputed from the frozen file on the issues "+
+		"graded so far. "+strings.Join(seen, " "))
+	if len(r.Figures) > 0 {
+		b.WriteString("## Figures\n\n")
+		for _, f := range r.Figures {
+			if strings.HasSuffix(f, ".png") {
+				fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(filepath.Base(f), ".png"), filepath.ToSlash(f))
+			}
+		}
+		b.WriteString("Each figure is also an SVG next to its PNG.\n\n")
+	}
+	fmt.Fprintf(&b, "## Definitions\n\nrho: share of the gold patch's files shown in the context. epsilon: share of "+
+		"the context's lines found verbatim in the file they came from. gold-line share: share of context lines "+
+		"that lie in gold files. Intervals: %.0f%% percentile intervals from %d issue-level bootstrap resamples, "+
+		"seed %d (the same seed gives the same report).\n", 100*r.Level, r.Resamples, r.Seed)
+	return b.String()
+}
+
+// Write writes report.md into dir and every table as CSV and LaTeX under dir/tables, and returns the paths.
+func (r *Report) Write(dir string) ([]string, error) {
+	tdir := filepath.Join(dir, "tables")
+	if err := os.MkdirAll(tdir, 0o755); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	// Tables of sections this report no longer has (a prediction file removed) must not linger.
+	for _, name := range []string{"methods", "comparisons", "budget", "regression", "calibration", "predictions"} {
+		for _, ext := range []string{".csv", ".tex"} {
+			_ = os.Remove(filepath.Join(tdir, name+ext))
+		}
+	}
+	var paths []string
+	write := func(path, text string) error {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		paths = append(paths, path)
+		return nil
+	}
+	for _, t := range r.Tables() {
+		if err := write(filepath.Join(tdir, t.Name+".csv"), t.CSV()); err != nil {
+			return nil, err
+		}
+		if err := write(filepath.Join(tdir, t.Name+".tex"), t.LaTeX()); err != nil {
+			return nil, err
+		}
+	}
+	if err := write(filepath.Join(dir, "report.md"), r.Markdown()); err != nil {
+		return nil, err
+	}
+	return paths, nil
+}

@@ -1,0 +1,460 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"ctxlab/results"
+	"ctxlab/results/stats"
+)
+
+// FieldBudgetMultiplier is the row field that says which multiple of the anchor's budget a method ran at (0.5 for
+// half of B_i). Methods whose rows lack it may carry the multiplier in their name instead, as NAME@0.5x.
+const FieldBudgetMultiplier = "budget_multiplier"
+
+// Alternatives of the one-sided McNemar test.
+const (
+	// AltObserved tests in the direction the data point: the side with more discordant wins is the claimed better
+	// one (the paper states each result as "A beats B", with its one-sided p). Equal to half the two-sided exact p.
+	AltObserved = "observed"
+	// AltAnchor always tests "the anchor resolves more", a direction fixed before looking at the data.
+	AltAnchor = "anchor"
+)
+
+// Options configure a report.
+type Options struct {
+	Title  string
+	Source string
+	// Order lists (method, model) pairs in the order the spec declares them; other pairs follow in the order they
+	// first appear in the rows.
+	Order []results.Key
+	// Anchor is the method every other method is compared against; AnchorFrom says where it came from. Empty: the
+	// first method.
+	Anchor, AnchorFrom string
+	// Resamples (default 20,000) and Seed drive every bootstrap interval; Level is the confidence level (0.95).
+	Resamples int
+	Seed      uint64
+	Level     float64
+	// Alternative is AltObserved (default) or AltAnchor.
+	Alternative string
+	// Fit names the methods the regression is fitted on (empty: all); Features its features (empty: Default).
+	Fit      []string
+	Features []string
+	// Predictions are frozen predictions to check against the outcomes.
+	Predictions []Prediction
+}
+
+// DefaultFeatures are the context features of the regression: gold-file recall, verbatim rate, share of context
+// lines in gold files, and log(1 + context tokens).
+var DefaultFeatures = []string{results.FieldRho, results.FieldEpsilon, results.FieldGoldLineShare, FeatureLogTokens}
+
+// FeatureLogTokens is log(1 + context_tokens); every other feature name is a numeric row field.
+const FeatureLogTokens = "log_tokens"
+
+// Value is a statistic that may be missing: OK is false when no row carried the field (shown as "–", never 0).
+type Value struct {
+	V  float64
+	OK bool
+}
+
+func some(v float64) Value { return Value{V: v, OK: true} }
+
+// MethodStats is one (method, model) line of the main table.
+type MethodStats struct {
+	Method, Model string
+	// N is the number of issues with a row; Errors how many of those rows carry an error (they count as not
+	// resolved and not applied).
+	N, Errors int
+	Resolved  int
+	// ResolvedPct is 100·Resolved/N; CI its bootstrap interval in percent.
+	ResolvedPct float64
+	CI          stats.Interval
+	// AppliedPct is the share of the N rows whose patch applied.
+	AppliedPct Value
+	// Means over the rows that carry the field.
+	MeanRho, MeanEpsilon, GoldLineShare Value
+	// NoGoldPct is the share of rows with rho = 0 (no gold file shown), among rows that carry rho.
+	NoGoldPct                Value
+	TokensMean, TokensMedian Value
+	CostPerIssue             Value
+	FallbackPct              Value
+	LocF1                    Value
+	// Multiplier is the budget multiplier (OK when the rows or the name carry one); Base the method it scales.
+	Multiplier Value
+	Base       string
+}
+
+// Comparison is one paired comparison of a method against the anchor under one model, on the issues both have.
+type Comparison struct {
+	Model, Anchor, Method string
+	Paired                int
+	// AnchorPct and MethodPct are resolve rates on the paired issues.
+	AnchorPct, MethodPct float64
+	// DiffPts is AnchorPct - MethodPct, with its paired bootstrap interval.
+	DiffPts float64
+	DiffCI  stats.Interval
+	// OnlyAnchor and OnlyMethod are the discordant pairs.
+	OnlyAnchor, OnlyMethod int
+	// Better is the side the one-sided test claims is better (Anchor or Method).
+	Better string
+	P      float64
+	PHolm  float64
+	Stars  string
+}
+
+// BudgetPoint is one method at one budget multiplier.
+type BudgetPoint struct {
+	Base, Model, Method string
+	Multiplier          float64
+	N                   int
+	ResolvedPct         float64
+	CI                  stats.Interval
+}
+
+// Report is everything report.md shows.
+type Report struct {
+	Title, Source string
+	Rows          int
+	Instances     int
+	Bad           []results.BadLine
+	Duplicates    int
+	Methods       []MethodStats
+	Anchor        string
+	AnchorFrom    string
+	Alternative   string
+	Comparisons   []Comparison
+	Budget        []BudgetPoint
+	Regressions   []Regression
+	Checks        []PredictionCheck
+	// Figures are paths relative to the report's folder, filled in by whoever draws them.
+	Figures   []string
+	Resamples int
+	Seed      uint64
+	Level     float64
+	Notes     []string
+}
+
+// Build computes a report from rows (bad lines are only counted and listed).
+func Build(rows []results.Row, bad []results.BadLine, o Options) (*Report, error) {
+	if o.Resamples <= 0 {
+		o.Resamples = stats.DefaultResamples
+	}
+	if o.Level <= 0 || o.Level >= 1 {
+		o.Level = 0.95
+	}
+	if o.Alternative == "" {
+		o.Alternative = AltObserved
+	}
+	if o.Alternative != AltObserved && o.Alternative != AltAnchor {
+		return nil, fmt.Errorf("report: alternative %q: want %q or %q", o.Alternative, AltObserved, AltAnchor)
+	}
+	if len(o.Features) == 0 {
+		o.Features = DefaultFeatures
+	}
+	r := &Report{Title: o.Title, Source: o.Source, Bad: bad, Alternative: o.Alternative, Resamples: o.Resamples,
+		Seed: o.Seed, Level: o.Level}
+	g := group(rows, o.Order)
+	r.Rows, r.Duplicates, r.Instances = g.rows, g.duplicates, len(g.instances)
+	if r.Duplicates > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d duplicate rows (same instance, method and model) were ignored; the first of each was kept.", r.Duplicates))
+	}
+	boot := func(label string) stats.Bootstrap {
+		return stats.Bootstrap{Resamples: o.Resamples, Seed: stats.SeedFor(o.Seed, label)}
+	}
+	for _, k := range g.keys {
+		r.Methods = append(r.Methods, methodStats(k, g.rows_[k], boot(k.Method+"\x00"+k.Model), o.Level))
+	}
+	assignBudgets(r.Methods, g)
+	for _, m := range r.Methods {
+		if m.N < r.Instances {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s has rows for %d of the %d issues in the file (partial run).",
+				label(m.Method, m.Model, len(g.models)), m.N, r.Instances))
+		}
+	}
+	if err := r.compare(g, o, boot); err != nil {
+		return nil, err
+	}
+	r.budget(g, boot)
+	r.Regressions = regressions(g, o)
+	r.Checks = checkPredictions(g, o.Predictions)
+	return r, nil
+}
+
+func label(method, model string, models int) string {
+	if models > 1 {
+		return method + " (" + model + ")"
+	}
+	return method
+}
+
+// grouped holds the rows by (method, model) in report order.
+type grouped struct {
+	keys       []results.Key // Method and Model only
+	rows_      map[results.Key][]results.Row
+	models     []string
+	instances  map[string]bool
+	rows       int
+	duplicates int
+}
+
+func group(rows []results.Row, order []results.Key) grouped {
+	g := grouped{rows_: map[results.Key][]results.Row{}, instances: map[string]bool{}}
+	seen := map[results.Key]bool{}
+	var appear []results.Key
+	for _, row := range rows {
+		id := row.Key()
+		if seen[id] {
+			g.duplicates++
+			continue
+		}
+		seen[id] = true
+		g.rows++
+		g.instances[id.Instance] = true
+		k := results.Key{Method: id.Method, Model: id.Model}
+		if _, ok := g.rows_[k]; !ok {
+			appear = append(appear, k)
+		}
+		g.rows_[k] = append(g.rows_[k], row)
+	}
+	placed := map[results.Key]bool{}
+	for _, k := range order {
+		k = results.Key{Method: k.Method, Model: k.Model}
+		if _, ok := g.rows_[k]; ok && !placed[k] {
+			g.keys = append(g.keys, k)
+			placed[k] = true
+		}
+	}
+	for _, k := range appear {
+		if !placed[k] {
+			g.keys = append(g.keys, k)
+		}
+	}
+	for _, k := range g.keys {
+		if !slices.Contains(g.models, k.Model) {
+			g.models = append(g.models, k.Model)
+		}
+	}
+	return g
+}
+
+func resolved(r results.Row) bool {
+	v, _ := r.Bool(results.FieldResolved)
+	return v
+}
+
+func mean(xs []float64) Value {
+	if len(xs) == 0 {
+		return Value{}
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return some(s / float64(len(xs)))
+}
+
+func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level float64) MethodStats {
+	m := MethodStats{Method: k.Method, Model: k.Model, N: len(rows)}
+	outcome := make([]float64, len(rows))
+	var rho, eps, gls, tok, cost, f1 []float64
+	applied, hasApplied := 0, false
+	fallback, nFallback := 0, 0
+	noGold := 0
+	for i, r := range rows {
+		if r.String(results.FieldError) != "" {
+			m.Errors++
+		}
+		if resolved(r) {
+			m.Resolved++
+			outcome[i] = 1
+		}
+		if v, ok := r.Bool(results.FieldPatchApplied); ok {
+			hasApplied = true
+			if v {
+				applied++
+			}
+		}
+		if v, ok := r.Bool(results.FieldFallback); ok {
+			nFallback++
+			if v {
+				fallback++
+			}
+		}
+		if v, ok := r.Float(results.FieldRho); ok {
+			rho = append(rho, v)
+			if v == 0 {
+				noGold++
+			}
+		}
+		for _, f := range []struct {
+			name string
+			dst  *[]float64
+		}{{results.FieldEpsilon, &eps}, {results.FieldGoldLineShare, &gls}, {results.FieldContextTokens, &tok},
+			{results.FieldCostUSD, &cost}, {results.FieldLocF1, &f1}} {
+			if v, ok := r.Float(f.name); ok {
+				*f.dst = append(*f.dst, v)
+			}
+		}
+	}
+	n := float64(m.N)
+	m.ResolvedPct = 100 * float64(m.Resolved) / n
+	ci := boot.MeanCI(outcome, level)
+	m.CI = stats.Interval{Lo: 100 * ci.Lo, Hi: 100 * ci.Hi}
+	if hasApplied {
+		m.AppliedPct = some(100 * float64(applied) / n)
+	}
+	m.MeanRho, m.MeanEpsilon, m.GoldLineShare = mean(rho), mean(eps), mean(gls)
+	if len(rho) > 0 {
+		m.NoGoldPct = some(100 * float64(noGold) / float64(len(rho)))
+	}
+	m.TokensMean = mean(tok)
+	if len(tok) > 0 {
+		m.TokensMedian = some(stats.Median(tok))
+	}
+	m.CostPerIssue = mean(cost)
+	if nFallback > 0 {
+		m.FallbackPct = some(100 * float64(fallback) / float64(nFallback))
+	}
+	m.LocF1 = mean(f1)
+	return m
+}
+
+var multiplierName = regexp.MustCompile(`^(.+)@([0-9]*\.?[0-9]+)x$`)
+
+// assignBudgets finds each method's budget multiplier: from the rows' budget_multiplier when they all agree, else
+// from a NAME@MULTx name. A method whose name is the base of another's multiplied name runs at 1x.
+func assignBudgets(ms []MethodStats, g grouped) {
+	bases := map[string]bool{}
+	for i := range ms {
+		m := &ms[i]
+		m.Base = m.Method
+		if sub := multiplierName.FindStringSubmatch(m.Method); sub != nil {
+			m.Base = sub[1]
+			if v, err := strconv.ParseFloat(sub[2], 64); err == nil && v > 0 {
+				m.Multiplier = some(v)
+			}
+		}
+		var vals []float64
+		for _, r := range g.rows_[results.Key{Method: m.Method, Model: m.Model}] {
+			if v, ok := r.Float(FieldBudgetMultiplier); ok {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) > 0 && slices.Min(vals) == slices.Max(vals) && vals[0] > 0 {
+			m.Multiplier = some(vals[0])
+		}
+		if m.Multiplier.OK {
+			bases[m.Base] = true
+		}
+	}
+	for i := range ms {
+		if !ms[i].Multiplier.OK && bases[ms[i].Method] {
+			ms[i].Multiplier = some(1)
+		}
+	}
+}
+
+func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap) error {
+	if len(g.keys) == 0 {
+		return nil
+	}
+	r.Anchor, r.AnchorFrom = o.Anchor, o.AnchorFrom
+	if r.Anchor == "" {
+		r.Anchor, r.AnchorFrom = g.keys[0].Method, "the first method"
+	}
+	found := false
+	for _, k := range g.keys {
+		found = found || k.Method == r.Anchor
+	}
+	if !found {
+		var names []string
+		for _, k := range g.keys {
+			if !slices.Contains(names, k.Method) {
+				names = append(names, k.Method)
+			}
+		}
+		return fmt.Errorf("report: anchor %q (%s) has no rows; methods: %v", r.Anchor, r.AnchorFrom, names)
+	}
+	for _, model := range g.models {
+		anchorRows := g.rows_[results.Key{Method: r.Anchor, Model: model}]
+		if len(anchorRows) == 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("model %s has no rows of the anchor %s: no comparisons for it.", model, r.Anchor))
+			continue
+		}
+		byInst := map[string]results.Row{}
+		for _, row := range anchorRows {
+			byInst[row.String(results.FieldInstance)] = row
+		}
+		for _, k := range g.keys {
+			if k.Model != model || k.Method == r.Anchor {
+				continue
+			}
+			c := Comparison{Model: model, Anchor: r.Anchor, Method: k.Method}
+			var a, b []float64
+			for _, row := range g.rows_[k] {
+				ar, ok := byInst[row.String(results.FieldInstance)]
+				if !ok {
+					continue
+				}
+				ra, rb := resolved(ar), resolved(row)
+				a, b = append(a, b2f(ra)), append(b, b2f(rb))
+				switch {
+				case ra && !rb:
+					c.OnlyAnchor++
+				case rb && !ra:
+					c.OnlyMethod++
+				}
+			}
+			c.Paired = len(a)
+			if c.Paired == 0 {
+				c.P, c.PHolm = math.NaN(), math.NaN()
+				r.Notes = append(r.Notes, fmt.Sprintf("%s and the anchor share no issue: not compared.", label(k.Method, model, len(g.models))))
+				r.Comparisons = append(r.Comparisons, c)
+				continue
+			}
+			c.AnchorPct, c.MethodPct = 100*mean(a).V, 100*mean(b).V
+			c.DiffPts = c.AnchorPct - c.MethodPct
+			iv := boot("pair\x00"+r.Anchor+"\x00"+k.Method+"\x00"+model).PairedDiffCI(a, b, o.Level)
+			c.DiffCI = stats.Interval{Lo: 100 * iv.Lo, Hi: 100 * iv.Hi}
+			if o.Alternative == AltAnchor || c.OnlyAnchor >= c.OnlyMethod {
+				c.Better, c.P = r.Anchor, stats.McNemarExact(c.OnlyAnchor, c.OnlyMethod)
+			} else {
+				c.Better, c.P = k.Method, stats.McNemarExact(c.OnlyMethod, c.OnlyAnchor)
+			}
+			r.Comparisons = append(r.Comparisons, c)
+		}
+	}
+	ps := make([]float64, len(r.Comparisons))
+	for i, c := range r.Comparisons {
+		ps[i] = c.P
+	}
+	for i, adj := range stats.Holm(ps) {
+		r.Comparisons[i].PHolm = adj
+		r.Comparisons[i].Stars = stats.Stars(adj)
+	}
+	return nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (r *Report) budget(g grouped, boot func(string) stats.Bootstrap) {
+	for _, m := range r.Methods {
+		if !m.Multiplier.OK {
+			continue
+		}
+		r.Budget = append(r.Budget, BudgetPoint{Base: m.Base, Model: m.Model, Method: m.Method,
+			Multiplier: m.Multiplier.V, N: m.N, ResolvedPct: m.ResolvedPct, CI: m.CI})
+	}
+	slices.SortStableFunc(r.Budget, func(a, b BudgetPoint) int {
+		return cmp.Or(cmp.Compare(a.Model, b.Model), cmp.Compare(a.Base, b.Base), cmp.Compare(a.Multiplier, b.Multiplier))
+	})
+}
