@@ -139,6 +139,9 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
+	if err := writeSpecRecord(runDir, e); err != nil { // for starter report: method order, budget anchor
+		log.Warn().Err(err).Msg("could not record the spec in the run folder")
+	}
 
 	done := make(chan struct{})
 	if !o.quiet {
