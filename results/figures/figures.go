@@ -74,7 +74,7 @@ func resolveCI(r *report.Report, label func(string, string) string) (*plot.Plot,
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Resolve rate with %.0f%% bootstrap interval (%d resamples)", 100*r.Level, r.Resamples)
 	p.Y.Label.Text = "resolved %"
-	p.Y.Min, p.Y.Max = 0, 100
+	p.Y.Min, p.Y.Max = -3, 103 // room for the markers at 0 and 100
 	var pts points
 	var names []string
 	for i, m := range r.Methods {
@@ -96,7 +96,7 @@ func resolveCI(r *report.Report, label func(string, string) string) (*plot.Plot,
 	p.Add(plotter.NewGrid(), bars, dots)
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
-	w := max(4*vg.Inch, vg.Length(len(names))*1.3*vg.Inch)
+	w := max(5*vg.Inch, vg.Length(len(names))*1.3*vg.Inch)
 	return p, w, 4 * vg.Inch, nil
 }
 
@@ -109,7 +109,7 @@ func budgetResolve(r *report.Report, label func(string, string) string) (*plot.P
 	p.Title.Text = "Resolve rate by budget (multiples of the anchor's per-issue budget)"
 	p.X.Label.Text = "budget multiplier (log scale)"
 	p.Y.Label.Text = "resolved %"
-	p.Y.Min, p.Y.Max = 0, 100
+	p.Y.Min, p.Y.Max = -3, 103 // room for the markers at 0 and 100
 	p.X.Scale = plot.LogScale{}
 	p.Legend.Top, p.Legend.Left = false, false
 	type series struct{ base, model string }
