@@ -2,8 +2,10 @@
 //
 // Unified writes a git-style diff of one file. Parse and ChangedFiles read patches (git's own format and plain
 // "--- / +++" unified diffs) with github.com/bluekeyes/go-gitdiff. ApplyFiles applies a patch in memory and ApplyDir
-// applies it to a folder on disk; both are strict (every hunk must match exactly, at its stated position) and all or
-// nothing. ApplyDir refuses any path that would leave the folder.
+// applies it to a folder on disk; both are strict as git apply is (every hunk's lines must match exactly, at their
+// stated position or shifted) and all or nothing. Apply adds SWE-bench's fallbacks (the hunks git apply --reject would
+// reject are recorded, then patch --fuzz style matching) and reports the outcome. All refuse any path that would
+// leave the folder.
 //
 // Errors are classified with sentinel values for errors.Is: ErrEmpty (nothing to apply), ErrMalformed (not a patch),
 // ErrEscapes (a path leaves the worktree), ErrConflict (the patch does not match the files; the error is a
