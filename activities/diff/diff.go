@@ -221,3 +221,28 @@ func cleanPath(p string) (string, error) {
 	}
 	return c, nil
 }
+
+// SafePaths lists the repository paths a patch touches, like ChangedFiles, but refuses (ErrEscapes) any path that
+// leaves the worktree by its spelling, so a caller may copy those paths in and out of a sandbox before applying.
+func SafePaths(patch string) ([]string, error) {
+	files, err := Parse(patch)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range files {
+		for _, p := range targets(f) {
+			c, err := cleanPath(p)
+			if err != nil {
+				return nil, err
+			}
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
