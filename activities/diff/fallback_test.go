@@ -158,11 +158,11 @@ func TestApplyOutcomesOfBadPatches(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string][]byte{"a.txt": []byte("a\n")})
 	for patch, want := range map[string]Outcome{
-		"":                    Empty,
-		"  \n\n":              Empty,
-		"I fixed it!\n":       Malformed,
-		"@@ -1 +1 @@\n-a\n+b": Malformed,
-		Unified("../x", nil, []byte("x\n")):           Escapes,
+		"":                                  Empty,
+		"  \n\n":                            Empty,
+		"I fixed it!\n":                     Malformed,
+		"@@ -1 +1 @@\n-a\n+b":               Malformed,
+		Unified("../x", nil, []byte("x\n")): Escapes,
 		"--- /dev/null\n+++ /tmp/x\n@@ -0,0 +1 @@\n+x\n": Escapes,
 	} {
 		rep, err := Apply(dir, patch, Options{})
