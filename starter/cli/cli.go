@@ -23,6 +23,8 @@ const usage = `usage: starter <command> [flags]
 commands:
   run SPEC       run (or attach to) the sweep a Jsonnet spec declares; writes runs/NAME/results.jsonl and summary.md
   compile SPEC   print the compiled DAG of every method as JSON
+  grade --dataset FILE --predictions FILE   grade SWE-bench predictions with ctxlab's grader (no server needed)
+  predictions NAME   export runs/NAME's patches as SWE-bench predictions JSONL, one file per model and method
 
 run "starter <command> -h" for a command's flags.
 `
