@@ -188,29 +188,8 @@ func applyFile(name string, f *gitdiff.File, src []byte, m mode) ([]byte, []Hunk
 	}
 	sort.SliceStable(frags, func(i, j int) bool { return frags[i].OldPosition < frags[j].OldPosition })
 
-	// Fast path: go-gitdiff's applier, every hunk exactly at its stated position.
-	var out bytes.Buffer
-	ap := gitdiff.NewTextApplier(&out, bytes.NewReader(src))
-	var first error
-	for _, fr := range frags {
-		if err := ap.ApplyFragment(fr); err != nil {
-			ce := &ConflictError{Path: name, Hunk: index[fr], Err: err}
-			var ae *gitdiff.ApplyError
-			if errors.As(err, &ae) && ae.Line > 0 {
-				ce.Line = ae.Line
-			}
-			first = ce
-			break
-		}
-	}
-	if first == nil {
-		if err := ap.Close(); err != nil {
-			first = &ConflictError{Path: name, Err: err}
-		} else {
-			return out.Bytes(), nil, nil, nil
-		}
-	}
-	// Hunks whose lines moved (git apply finds them at an offset), and the fallbacks.
+	// Text hunks go through ctxlab's matcher, which follows git apply (exact lines, nearest position, anchored at
+	// the start or end of the file where git anchors them) and, in fuzz mode, GNU patch.
 	return applyShifted(name, frags, index, src, m)
 }
 

@@ -206,13 +206,23 @@ func applyShifted(name string, frags []*gitdiff.TextFragment, index map[*gitdiff
 		maxFuzz := min(m.fuzz, context)
 		pos, fuzz, skipLead, skipTrail := -1, 0, 0, 0
 		for f := 0; f <= maxFuzz && pos < 0; f++ {
-			pl := clamp(f+lead-context, 0, lead)
-			pt := clamp(f+trail-context, 0, trail)
-			if f == 0 {
-				pl, pt = 0, 0
+			var pl, pt int
+			var atStart, atEnd bool
+			if m.fuzz == 0 {
+				// git apply: a hunk stated at the file's first line must match there, and one without trailing
+				// context must match at the end (apply.c match_beginning, match_end).
+				atStart = fr.OldPosition <= 1
+				atEnd = trail == 0 && fr.LinesAdded+fr.LinesDeleted > 0
+			} else {
+				// GNU patch (locate_hunk): the shorter context is fuzzed less; where that goes below zero the hunk
+				// is anchored to the start (if stated there) or the end of the file.
+				pf, sf := f+lead-context, f+trail-context
+				atStart = pf < 0 && fr.OldPosition <= 1
+				atEnd = sf < 0
+				pl, pt = clamp(pf, 0, lead), clamp(sf, 0, trail)
 			}
 			probe := old[pl : len(old)-pt]
-			if p := find(cur, probe, want+pl, floor); p >= 0 {
+			if p := findAnchored(cur, probe, want+pl, floor, atStart, atEnd); p >= 0 {
 				pos, fuzz, skipLead, skipTrail = p-pl, f, pl, pt
 			}
 		}
@@ -261,6 +271,28 @@ func fuzzNote(f int) string {
 }
 
 func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
+
+// findAnchored is find restricted to the start of lines, its end, or both (the whole file).
+func findAnchored(lines, probe []string, want, floor int, atStart, atEnd bool) int {
+	switch {
+	case atStart && atEnd:
+		if floor == 0 && len(probe) == len(lines) && matchAt(lines, probe, 0) {
+			return 0
+		}
+		return -1
+	case atStart:
+		if floor == 0 && len(probe) <= len(lines) && matchAt(lines, probe, 0) {
+			return 0
+		}
+		return -1
+	case atEnd:
+		if p := len(lines) - len(probe); p >= floor && matchAt(lines, probe, p) {
+			return p
+		}
+		return -1
+	}
+	return find(lines, probe, want, floor)
+}
 
 // find returns the start of the occurrence of probe in lines nearest to want, not before floor; -1 if none. An empty
 // probe matches at want.

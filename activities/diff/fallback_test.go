@@ -206,8 +206,9 @@ func TestApplyAgreesWithGNUPatch(t *testing.T) {
 		t.Skip("patch not installed")
 	}
 	rng := rand.New(rand.NewSource(5))
-	agree, both := 0, 0
-	for c := 0; c < 40; c++ {
+	agree, both, onlyOurs := 0, 0, 0
+	const cases = 150
+	for c := 0; c < cases; c++ {
 		n := 30 + rng.Intn(30)
 		src := lines(n, func(i int) string { return fmt.Sprintf("l%d", i) })
 		dst := edited(src, func(ls []string) []string {
@@ -228,17 +229,23 @@ func TestApplyAgreesWithGNUPatch(t *testing.T) {
 		if patch == "" {
 			continue
 		}
-		// Perturb the target: shift it and change a line somewhere.
+		// Perturb the target: shift it and change one to three lines somewhere.
 		target := edited(src, func(ls []string) []string {
 			ls = append([]string{"top1", "top2"}, ls...)
-			i := rng.Intn(len(ls))
-			ls[i] = "perturbed " + ls[i]
+			for k := 0; k < 1+rng.Intn(3); k++ {
+				i := rng.Intn(len(ls))
+				ls[i] = "perturbed " + ls[i]
+			}
 			return ls
 		})
 		files := map[string][]byte{"f": target}
 		gnu := external(t, files, patch, "patch", "--batch", "--fuzz=5", "-p1", "-i")
 		rep, got, err := applyCopy(t, files, patch)
 		if gnu == nil {
+			if err == nil {
+				onlyOurs++
+				t.Logf("case %d: Apply applied (%s) what GNU patch refused:\n%s", c, rep.Outcome, patch)
+			}
 			continue
 		}
 		both++
@@ -252,8 +259,70 @@ func TestApplyAgreesWithGNUPatch(t *testing.T) {
 		}
 		agree++
 	}
-	t.Logf("GNU patch applied %d of 40 perturbed patches; Apply agreed on %d", both, agree)
-	if both < 10 {
+	t.Logf("GNU patch applied %d of %d perturbed patches; Apply agreed on %d; Apply alone applied %d", both, cases, agree, onlyOurs)
+	if onlyOurs > 0 {
+		t.Errorf("Apply applied %d patches GNU patch refuses: more lenient than the harness", onlyOurs)
+	}
+	if both < cases/4 {
 		t.Errorf("only %d cases applied; the comparison is too weak", both)
+	}
+}
+
+// TestStrictAgreesWithGitApply checks the strict stage against git apply on random edits applied to shifted and
+// perturbed files: both apply the same patches, with the same result.
+func TestStrictAgreesWithGitApply(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	rng := rand.New(rand.NewSource(7))
+	const cases = 150
+	applied, agree := 0, 0
+	for c := 0; c < cases; c++ {
+		src := lines(30+rng.Intn(30), func(i int) string { return fmt.Sprintf("l%d", i) })
+		dst := edited(src, func(ls []string) []string {
+			for k := 0; k < 1+rng.Intn(3); k++ {
+				i := rng.Intn(len(ls))
+				if rng.Intn(2) == 0 {
+					ls[i] = "edit " + ls[i]
+				} else {
+					ls = append(ls[:i], append([]string{"ins"}, ls[i:]...)...)
+				}
+			}
+			return ls
+		})
+		patch := Unified("f", src, dst)
+		target := edited(src, func(ls []string) []string {
+			ls = append(make([]string, rng.Intn(4)), ls...)
+			for i := range ls {
+				if ls[i] == "" {
+					ls[i] = fmt.Sprintf("top%d", i)
+				}
+			}
+			if rng.Intn(2) == 0 {
+				i := rng.Intn(len(ls))
+				ls[i] = "perturbed " + ls[i]
+			}
+			return ls
+		})
+		files := map[string][]byte{"f": target}
+		git := external(t, files, patch, "git", "apply")
+		out, err := ApplyFiles(func(string) ([]byte, bool) { return target, true }, patch)
+		switch {
+		case git == nil && err == nil:
+			t.Errorf("case %d: strict applied what git apply refused:\n%s", c, patch)
+		case git != nil && err != nil:
+			t.Errorf("case %d: git apply applied, strict did not: %v\n%s", c, err, patch)
+		case git != nil && string(git["f"]) != string(out["f"]):
+			t.Errorf("case %d: results differ\nours %q\ngit  %q", c, out["f"], git["f"])
+		case git != nil:
+			applied++
+			agree++
+		default:
+			agree++
+		}
+	}
+	t.Logf("git apply applied %d of %d; strict agreed on %d", applied, cases, agree)
+	if applied < cases/4 || applied == cases {
+		t.Errorf("git apply applied %d of %d: the comparison is too one-sided", applied, cases)
 	}
 }
