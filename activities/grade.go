@@ -183,7 +183,6 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		row["tests_missing"] = last.Missing
 		row["tests_skipped"] = last.Skipped
 	}
-	row["grade_log_ref"] = logRef
 	return NodeOutput{Ref: logRef, Row: row}, nil
 }
 
