@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 )
@@ -191,20 +190,25 @@ func hunkLines(fr *gitdiff.TextFragment) (old, new []string, lead, trail int) {
 // longer context and correspondingly fewer of the shorter one.
 func applyShifted(name string, frags []*gitdiff.TextFragment, index map[*gitdiff.TextFragment]int, src []byte,
 	m mode) ([]byte, []Hunk, []Hunk, error) {
-	cur := splitLines(src)
+	// Hunks apply in order and never overlap, so the result is built front to back: done holds the finished lines,
+	// lines[si:] the part of the source no hunk has touched yet, where the next hunk is searched. Positions "in the
+	// result" are len(done) + (source index - si).
+	lines := splitLines(src)
+	done := make([]string, 0, len(lines)+16)
+	si := 0
 	var shifted, rejected []Hunk
-	floor := 0 // first line a hunk may touch: hunks apply in order and never overlap
-	delta := 0 // net lines added by the hunks applied so far, plus the offset the last one was found at
+	delta := 0 // where the last hunk was found relative to its stated line, plus the lines it added
 	for _, fr := range frags {
 		old, new, lead, trail := hunkLines(fr)
-		want := int(fr.OldPosition) - 1
+		stated := int(fr.OldPosition) - 1
 		if fr.OldLines == 0 {
-			want = int(fr.OldPosition) // an insertion is stated after the line it follows
+			stated = int(fr.OldPosition) // an insertion is stated after the line it follows
 		}
-		want = max(want+delta, floor)
+		want := max(stated+delta, len(done)) // in the result
+		wantSrc := want - len(done) + si
 		context := max(lead, trail)
 		maxFuzz := min(m.fuzz, context)
-		pos, fuzz, skipLead, skipTrail := -1, 0, 0, 0
+		pos, fuzz, skipLead, skipTrail := -1, 0, 0, 0 // pos: source index of the hunk's first line
 		for f := 0; f <= maxFuzz && pos < 0; f++ {
 			var pl, pt int
 			var atStart, atEnd bool
@@ -222,7 +226,7 @@ func applyShifted(name string, frags []*gitdiff.TextFragment, index map[*gitdiff
 				pl, pt = clamp(pf, 0, lead), clamp(sf, 0, trail)
 			}
 			probe := old[pl : len(old)-pt]
-			if p := findAnchored(cur, probe, want+pl, floor, atStart, atEnd); p >= 0 {
+			if p := findAnchored(lines, probe, wantSrc+pl, si, atStart, atEnd); p >= 0 {
 				pos, fuzz, skipLead, skipTrail = p-pl, f, pl, pt
 			}
 		}
@@ -236,29 +240,24 @@ func applyShifted(name string, frags []*gitdiff.TextFragment, index map[*gitdiff
 			return nil, nil, nil, &ConflictError{Path: name, Hunk: index[fr], Reason: "no matching lines found" +
 				fuzzNote(m.fuzz)}
 		}
-		if off := pos - (int(fr.OldPosition) - 1); pos != want || fuzz > 0 {
-			if fr.OldLines == 0 {
-				off = pos - int(fr.OldPosition)
-			}
-			shifted = append(shifted, Hunk{Path: name, Hunk: index[fr], Offset: off, Fuzz: fuzz})
+		at := len(done) + pos - si // the hunk's position in the result
+		if at != want || fuzz > 0 {
+			shifted = append(shifted, Hunk{Path: name, Hunk: index[fr], Offset: at - stated, Fuzz: fuzz})
 		}
-		start := pos + skipLead
-		end := pos + len(old) - skipTrail
-		repl := new[skipLead : len(new)-skipTrail]
-		next := make([]string, 0, len(cur)-(end-start)+len(repl))
-		next = append(next, cur[:start]...)
-		next = append(next, repl...)
-		next = append(next, cur[end:]...)
-		cur = next
-		floor = start + len(repl)
-		delta = pos - (int(fr.OldPosition) - 1) + len(new) - len(old)
-		if fr.OldLines == 0 {
-			delta = pos - int(fr.OldPosition) + len(new) - len(old)
-		}
+		start, end := pos+skipLead, pos+len(old)-skipTrail
+		done = append(done, lines[si:start]...)
+		done = append(done, new[skipLead:len(new)-skipTrail]...)
+		si = end
+		delta = at - stated + len(new) - len(old)
 	}
-	out := []byte(strings.Join(cur, ""))
-	if len(cur) == 0 && src != nil {
-		out = []byte{}
+	done = append(done, lines[si:]...)
+	n := 0
+	for _, l := range done {
+		n += len(l)
+	}
+	out := make([]byte, 0, n)
+	for _, l := range done {
+		out = append(out, l...)
 	}
 	return out, shifted, rejected, nil
 }
