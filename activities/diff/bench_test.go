@@ -63,6 +63,9 @@ func benchApply(b *testing.B, target []byte, want Outcome) {
 	}
 }
 
-func BenchmarkStrictAtPosition(b *testing.B) { src, _, _, _ := benchCase(); benchApply(b, src, Applied) }
-func BenchmarkStrictShifted(b *testing.B)    { _, s, _, _ := benchCase(); benchApply(b, s, Applied) }
-func BenchmarkFuzzDrifted(b *testing.B)      { _, _, d, _ := benchCase(); benchApply(b, d, AppliedWithFuzz) }
+func BenchmarkStrictAtPosition(b *testing.B) {
+	src, _, _, _ := benchCase()
+	benchApply(b, src, Applied)
+}
+func BenchmarkStrictShifted(b *testing.B) { _, s, _, _ := benchCase(); benchApply(b, s, Applied) }
+func BenchmarkFuzzDrifted(b *testing.B)   { _, _, d, _ := benchCase(); benchApply(b, d, AppliedWithFuzz) }
