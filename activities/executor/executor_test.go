@@ -117,6 +117,17 @@ func TestLocalPython(t *testing.T) {
 	if v := decide(in, res); !v.Resolved || res.Apply.Outcome != diff.Applied {
 		t.Fatalf("gold patch: %+v %+v\n%s", v, res.Apply, res.Output)
 	}
+	// As in the harness, the model's edits to the test patch's files are discarded before the test patch applies:
+	// a patch that also breaks a test there still resolves, and does not conflict with the test patch.
+	req.Patch = in.Patch + diff.Unified("tests/test_calc.py", []byte(calcBase["tests/test_calc.py"]),
+		[]byte(strings.Replace(calcBase["tests/test_calc.py"], "== 0", "== 1", 1)))
+	res, err = Local{}.Run(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := decide(in, res); !v.Resolved {
+		t.Fatalf("gold patch with a test edit: %+v\n%s", v, res.Output)
+	}
 	req.Patch = ""
 	res, err = Local{}.Run(ctx, req)
 	if err != nil || res.Ran || res.Apply.Outcome != diff.Empty {

@@ -30,7 +30,10 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	if err := r.Materialize(ctx, dir); err != nil {
 		return res, err
 	}
-	if _, err := diff.ApplyDir(dir, r.Instance.TestPatch); err != nil {
+	// The harness's order: the model patch goes onto base_commit; then the eval script resets the test patch's
+	// files to base_commit (discarding the model's edits to them) and applies the test patch.
+	tests, err := saveFiles(dir, r.Instance.TestPatch)
+	if err != nil {
 		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
 	}
 	rep, err := diff.Apply(dir, r.Patch, diff.Options{})
@@ -38,6 +41,12 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		res.ApplyErr = err.Error()
 		return res, nil
+	}
+	if err := tests.restore(); err != nil {
+		return res, err
+	}
+	if _, err := diff.ApplyDir(dir, r.Instance.TestPatch); err != nil {
+		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
 	}
 
 	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat}
@@ -56,6 +65,64 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
 		run.TimedOut, run.Duration, run.Args
 	return res, err
+}
+
+// savedFiles are the base_commit contents of the test patch's files; absent ones are in missing.
+type savedFiles struct {
+	dir     string
+	files   map[string][]byte
+	missing map[string]bool
+}
+
+func saveFiles(dir, testPatch string) (savedFiles, error) {
+	s := savedFiles{dir: dir, files: map[string][]byte{}, missing: map[string]bool{}}
+	paths, err := diff.SafePaths(testPatch)
+	if err != nil {
+		return s, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return s, err
+	}
+	defer root.Close()
+	for _, p := range paths {
+		b, err := root.ReadFile(p)
+		switch {
+		case os.IsNotExist(err):
+			s.missing[p] = true
+		case err != nil:
+			return s, err
+		default:
+			s.files[p] = b
+		}
+	}
+	return s, nil
+}
+
+// restore puts the saved contents back, as `git checkout base_commit -- files` does, removing files that did not
+// exist. Writes go through an os.Root, so a symbolic link the model patch could not make anyway cannot lead out.
+func (s savedFiles) restore() error {
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for p := range s.missing {
+		if err := root.Remove(p); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("resetting %s: %w", p, err)
+		}
+	}
+	for p, b := range s.files {
+		if d := filepath.Dir(p); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("resetting %s: %w", p, err)
+			}
+		}
+		if err := root.WriteFile(p, b, 0o644); err != nil {
+			return fmt.Errorf("resetting %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // pythonCommand is the local Python test command: Config.TestCmd (split on spaces) or `python -m pytest -rA`, with
