@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 
+	"ctxlab/activities/cas"
 	"ctxlab/activities/diff"
+	"ctxlab/activities/executor"
 	"ctxlab/activities/repo"
+	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
-	"ctxlab/activities/testrun"
 	"ctxlab/specs"
 )
 
@@ -27,21 +29,27 @@ const (
 	GradeResolved     = "resolved"
 	GradeUnresolved   = "unresolved"    // tests ran; some listed test did not pass
 	GradeEmptyPatch   = "empty_patch"   // nothing to apply: never resolved
-	GradePatchFailed  = "patch_failed"  // the model patch does not apply
+	GradeBadPatch     = "malformed"     // the model's text is not a patch: never resolved
+	GradePatchFailed  = "patch_failed"  // the model patch does not apply, or leaves the worktree
 	GradeTimeout      = "timeout"       // the tests ran past the grading timeout and were killed
 	GradeTestsMissing = "tests_missing" // the run produced no result for some listed test
 )
 
+// DefaultGradeTimeout is the per-run timeout when a spec sets none.
+const DefaultGradeTimeout = 30 * time.Minute
+
 // Grade applies the test patch and the model patch to a fresh worktree at base_commit, runs FAIL_TO_PASS and
-// PASS_TO_PASS, and decides resolved from the per-test results, never from the exit code. Its output is the test log.
+// PASS_TO_PASS with the spec's executor, and decides resolved from the per-test results, never from the exit code.
+// Its output is the test log; its row fields say how the patch applied and how every run went.
 func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "grade", func(ctx context.Context, j *job) (NodeOutput, error) {
 		var p GradeParams
 		if err := j.params(&p); err != nil {
 			return NodeOutput{}, err
 		}
-		if p.Grading.Executor != "" && p.Grading.Executor != "local" {
-			return NodeOutput{}, permanentf(ErrUnsupported, "grading executor %q is not available", p.Grading.Executor)
+		exec, err := executor.New(p.Grading.Executor)
+		if err != nil {
+			return NodeOutput{}, permanent(ErrUnsupported, err)
 		}
 		inst, err := j.instance(ctx)
 		if err != nil {
@@ -59,70 +67,173 @@ func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		row := map[string]any{"resolved": false}
-		if strings.TrimSpace(string(patch)) == "" {
-			row["grade_status"] = GradeEmptyPatch
-			return NodeOutput{Row: row}, nil
+		a.cleanStaleOnce()
+		out, err := GradePatch(ctx, exec, j.store, GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
+			Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
+				return repo.Materialize(ctx, j.store, m, dir)
+			}})
+		if errors.Is(err, executor.ErrTestPatch) {
+			return out, permanent(ErrBadInput, err)
 		}
-
-		dir, err := os.MkdirTemp("", "ctxlab-grade-")
 		if err != nil {
-			return NodeOutput{}, err
+			return out, fmt.Errorf("instance %s: %w", inst.InstanceID, err)
 		}
-		defer os.RemoveAll(dir)
-		if err := repo.Materialize(ctx, j.store, m, dir); err != nil {
-			return NodeOutput{}, err
-		}
-		if _, err := diff.ApplyDir(dir, inst.TestPatch); err != nil {
-			return NodeOutput{}, permanentf(ErrBadInput, "instance %s: test patch does not apply: %v", inst.InstanceID, err)
-		}
-		if _, err := diff.ApplyDir(dir, string(patch)); err != nil {
-			row["grade_status"] = GradePatchFailed
-			row["grade_error"] = err.Error()
-			if errors.Is(err, diff.ErrEmpty) {
-				row["grade_status"] = GradeEmptyPatch
-			}
-			return NodeOutput{Row: row}, nil
-		}
-
-		timeout := p.Grading.Timeout.D()
-		if timeout <= 0 {
-			timeout = 30 * time.Minute
-		}
-		tests := append(append([]string{}, inst.FailToPass...), inst.PassToPass...)
-		res, err := testrun.Go(ctx, testrun.Options{
-			Dir: dir, Tests: tests, Timeout: timeout,
-			Heartbeat: func() {
-				if activity.IsActivity(ctx) {
-					activity.RecordHeartbeat(ctx)
-				}
-			},
-		})
-		if err != nil {
-			return NodeOutput{}, fmt.Errorf("instance %s: running tests: %w", inst.InstanceID, err)
-		}
-		logRef, err := j.store.Put(ctx, res.Output)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		v := testlog.Decide(inst.FailToPass, inst.PassToPass, res.Report)
-		row["resolved"] = v.Resolved
-		row["grade_seconds"] = res.Duration.Seconds()
-		switch {
-		case res.TimedOut:
-			row["grade_status"] = GradeTimeout
-			row["resolved"] = false
-		case v.Resolved:
-			row["grade_status"] = GradeResolved
-		case len(v.Missing) > 0 && len(v.Failed) == 0:
-			row["grade_status"] = GradeTestsMissing
-		default:
-			row["grade_status"] = GradeUnresolved
-		}
-		if !v.Resolved {
-			row["tests_failed"] = v.Failed
-			row["tests_missing"] = v.Missing
-		}
-		return NodeOutput{Ref: logRef, Row: row}, nil
+		return out, nil
 	})
+}
+
+var staleOnce sync.Once
+
+// cleanStaleOnce removes, once per process, grading folders left by killed processes.
+func (a *Activities) cleanStaleOnce() {
+	staleOnce.Do(func() {
+		if n, err := executor.CleanStale(""); err != nil {
+			a.Log.Warn().Err(err).Msg("cleaning stale grading folders")
+		} else if n > 0 {
+			a.Log.Info().Int("removed", n).Msg("removed grading folders of killed processes")
+		}
+	})
+}
+
+// GradeRequest is one patch to grade.
+type GradeRequest struct {
+	Instance swebench.Instance
+	Patch    string
+	// PatchRef is recorded on the row (patch_ref), so predictions can be exported from the rows.
+	PatchRef    cas.Ref
+	Grading     specs.Grading
+	Materialize func(ctx context.Context, dir string) error
+}
+
+// GradePatch grades one patch: the grade activity's work, without Temporal, for `starter grade` too. It runs the
+// executor once, and again up to Grading.Reruns times while the patch applied but did not resolve (the flake guard);
+// resolved then needs a majority of the runs. The output holds the stored log of every run and the row fields.
+func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r GradeRequest) (NodeOutput, error) {
+	row := map[string]any{"resolved": false, "grade_executor": r.Grading.Executor}
+	if r.PatchRef != "" {
+		row["patch_ref"] = r.PatchRef
+	}
+	timeout := r.Grading.Timeout.D()
+	if timeout <= 0 {
+		timeout = DefaultGradeTimeout
+	}
+	req := executor.Request{Instance: r.Instance, Patch: r.Patch, Materialize: r.Materialize, Timeout: timeout,
+		Config: executor.Config{TestCmd: r.Grading.TestCmd, LogParser: r.Grading.LogParser, Python: r.Grading.Python,
+			Namespace: r.Grading.Namespace, Network: r.Grading.Network, Docker: r.Grading.Docker},
+		Heartbeat: func() {
+			if activity.IsActivity(ctx) {
+				activity.RecordHeartbeat(ctx)
+			}
+		}}
+
+	var logs strings.Builder
+	var statuses []string
+	resolvedRuns := 0
+	var last testlog.Verdict
+	for attempt := 0; attempt <= max(r.Grading.Reruns, 0); attempt++ {
+		res, err := exec.Run(ctx, req)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		if attempt == 0 {
+			recordApply(row, res)
+			if !res.Ran {
+				return NodeOutput{Row: row}, nil
+			}
+		}
+		v := testlog.Decide(r.Instance.FailToPass, r.Instance.PassToPass, res.Report)
+		status := runStatus(res, v)
+		statuses = append(statuses, status)
+		if status == GradeResolved {
+			resolvedRuns++
+		}
+		last = v
+		fmt.Fprintf(&logs, "===== ctxlab grade run %d of instance %s: %s (%s, %.1fs) =====\n", attempt+1,
+			r.Instance.InstanceID, status, strings.Join(res.Command, " "), res.Duration.Seconds())
+		logs.Write(res.Output)
+		if !strings.HasSuffix(logs.String(), "\n") {
+			logs.WriteByte('\n')
+		}
+		if res.Note != "" {
+			row["grade_note"] = res.Note
+		}
+		row["grade_seconds"] = res.Duration.Seconds()
+		if status == GradeResolved && attempt == 0 {
+			break // only failing grades are re-run; once re-run, every rerun counts
+		}
+	}
+	logRef, err := store.Put(ctx, []byte(logs.String()))
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	resolved := 2*resolvedRuns > len(statuses)
+	row["resolved"] = resolved
+	row["grade_status"] = statuses[0]
+	if resolved {
+		row["grade_status"] = GradeResolved
+	} else if statuses[0] == GradeResolved {
+		row["grade_status"] = GradeUnresolved
+	}
+	if len(statuses) > 1 {
+		row["grade_runs"] = statuses
+		row["grade_flaky"] = resolvedRuns > 0 && resolvedRuns < len(statuses)
+	}
+	if !resolved {
+		row["tests_failed"] = last.Failed
+		row["tests_missing"] = last.Missing
+		row["tests_skipped"] = last.Skipped
+	}
+	return NodeOutput{Ref: logRef, Row: row}, nil
+}
+
+// recordApply puts how the model patch applied on the row.
+func recordApply(row map[string]any, res executor.Result) {
+	rep := res.Apply
+	row["patch_apply"] = string(rep.Outcome)
+	if rep.Stage != "" {
+		row["patch_apply_stage"] = rep.Stage
+	}
+	fuzzed := 0
+	for _, h := range rep.Shifted {
+		if h.Fuzz > 0 {
+			fuzzed++
+		}
+	}
+	if len(rep.Shifted) > 0 {
+		row["patch_hunks_shifted"] = len(rep.Shifted)
+		row["patch_hunks_fuzzed"] = fuzzed
+	}
+	if len(rep.Rejected) > 0 {
+		reasons := make([]string, len(rep.Rejected))
+		for i, h := range rep.Rejected {
+			reasons[i] = h.Reason
+		}
+		row["patch_rejected"] = reasons
+	}
+	if res.Ran {
+		return
+	}
+	row["grade_error"] = res.ApplyErr
+	switch rep.Outcome {
+	case diff.Empty:
+		row["grade_status"] = GradeEmptyPatch
+	case diff.Malformed:
+		row["grade_status"] = GradeBadPatch
+	default:
+		row["grade_status"] = GradePatchFailed
+	}
+}
+
+// runStatus is one run's status.
+func runStatus(res executor.Result, v testlog.Verdict) string {
+	switch {
+	case res.TimedOut:
+		return GradeTimeout
+	case v.Resolved:
+		return GradeResolved
+	case len(v.Missing) > 0 && len(v.Failed) == 0 && len(v.Skipped) == 0:
+		return GradeTestsMissing
+	default:
+		return GradeUnresolved
+	}
 }

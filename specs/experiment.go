@@ -75,11 +75,24 @@ type Step struct {
 
 // Grading says how patches are graded.
 type Grading struct {
-	// Executor runs the tests: local.
+	// Executor runs the tests: local or docker.
 	Executor string `json:"executor"`
-	// Timeout per instance.
+	// Timeout per instance (per run, when reruns are made).
 	Timeout Duration `json:"timeout"`
+	// Reruns re-runs a grade that did not resolve up to this many times (flake guard); the row records every
+	// attempt's outcome and whether they disagreed.
+	Reruns int `json:"reruns,omitempty"`
+	// TestCmd, LogParser, Python, Namespace, Network and Docker configure the executors (activities/executor.Config).
+	TestCmd   string `json:"test_cmd,omitempty"`
+	LogParser string `json:"log_parser,omitempty"`
+	Python    string `json:"python,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Network   string `json:"network,omitempty"`
+	Docker    string `json:"docker,omitempty"`
 }
+
+// Budget is the longest a grade may take: the timeout for the run and for each rerun.
+func (g Grading) Budget() time.Duration { return g.Timeout.D() * time.Duration(1+max(g.Reruns, 0)) }
 
 // Limits bound a sweep.
 type Limits struct {

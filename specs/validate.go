@@ -24,7 +24,7 @@ const (
 var (
 	Providers  = []string{"offline", "openai", "replay"}
 	Tokenizers = []string{"o200k_base", "cl100k_base"}
-	Executors  = []string{"local"}
+	Executors  = []string{"local", "docker"}
 	Generators = []string{"demo"}
 )
 
@@ -161,6 +161,9 @@ func Validate(e *Experiment) []*ValidationError {
 	if !slices.Contains(Executors, e.Grading.Executor) {
 		add("grading.executor", e.Grading.Executor, "unknown grading executor %q (known: %s)", e.Grading.Executor,
 			list(Executors))
+	}
+	if e.Grading.Reruns < 0 || e.Grading.Reruns > 10 {
+		add("grading.reruns", "", "grading reruns %d must be between 0 and 10", e.Grading.Reruns)
 	}
 	if e.Grading.Timeout <= 0 {
 		add("grading.timeout", "", "grading timeout %s must be positive", e.Grading.Timeout.D())

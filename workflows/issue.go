@@ -89,7 +89,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 			for name, k := range node.Inputs {
 				nin.Inputs[name] = outputs[k]
 			}
-			actx := activityOptions(ctx, q, specs.Catalog[node.Activity].Queue, in.Retries, in.Grading.Timeout.D())
+			actx := activityOptions(ctx, q, specs.Catalog[node.Activity].Queue, in.Retries, in.Grading.Budget())
 			var run func()
 			run = func() {
 				sel.AddFuture(workflow.ExecuteActivity(actx, node.Activity, nin), func(f workflow.Future) {

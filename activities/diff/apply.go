@@ -39,15 +39,22 @@ type source func(p string) (data []byte, ok bool, err error)
 // plan applies a parsed patch to an in-memory view of the files, reading each path from src the first time it is
 // needed. Nothing is written; the caller turns the plan into writes only when every file applied.
 //
-// The hunk-level strategy is the strict one; fuzzy fallbacks (fuzz factor, offsets, rejected hunks) belong in
-// applyFile, which sees one file's source and its fragments and reports which hunk failed.
+// How hunks are matched is set by mode: strict (git apply: exact lines, at their stated position or shifted), with
+// rejects (git apply --reject: hunks and files that do not match are set aside and listed), or fuzzy (patch --fuzz).
 type plan struct {
 	src   source
+	mode  mode
 	files map[string]*fileState
 	order []string
+	// hunks lists the hunks that did not apply exactly where the patch put them; rejected those set aside (reject
+	// mode only).
+	hunks    []Hunk
+	rejected []Hunk
 }
 
-func newPlan(src source) *plan { return &plan{src: src, files: map[string]*fileState{}} }
+func newPlan(src source, m mode) *plan {
+	return &plan{src: src, mode: m, files: map[string]*fileState{}}
+}
 
 func (pl *plan) get(p string) (*fileState, error) {
 	if st, ok := pl.files[p]; ok {
@@ -65,7 +72,14 @@ func (pl *plan) get(p string) (*fileState, error) {
 
 func (pl *plan) apply(files []*gitdiff.File) error {
 	for _, f := range files {
-		if err := pl.applyOne(f); err != nil {
+		err := pl.applyOne(f)
+		var ce *ConflictError
+		if err != nil && pl.mode.reject && errors.As(err, &ce) {
+			// git apply --reject sets a file that cannot be patched at all aside and goes on.
+			pl.rejected = append(pl.rejected, Hunk{Path: ce.Path, Hunk: ce.Hunk, Reason: ce.Error()})
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -116,10 +130,12 @@ func (pl *plan) applyOne(f *gitdiff.File) error {
 	if name == "" {
 		name = oldPath
 	}
-	out, err := applyFile(name, f, src)
+	out, hunks, rejected, err := applyFile(name, f, src, pl.mode)
 	if err != nil {
 		return err
 	}
+	pl.hunks = append(pl.hunks, hunks...)
+	pl.rejected = append(pl.rejected, rejected...)
 
 	if f.IsDelete {
 		if len(out) != 0 {
@@ -150,17 +166,18 @@ func (pl *plan) applyOne(f *gitdiff.File) error {
 	return nil
 }
 
-// applyFile applies the changes of one file entry to src (the current content; nil for a created file).
-func applyFile(name string, f *gitdiff.File, src []byte) ([]byte, error) {
+// applyFile applies the changes of one file entry to src (the current content; nil for a created file). It returns
+// the hunks that needed an offset or fuzz and, in reject mode, the hunks it set aside.
+func applyFile(name string, f *gitdiff.File, src []byte, m mode) ([]byte, []Hunk, []Hunk, error) {
 	if f.IsBinary && f.BinaryFragment == nil {
-		return nil, &PathError{Path: name, Reason: "binary change without its data (make the patch with git diff --binary)", Kind: ErrUnsupported}
+		return nil, nil, nil, &PathError{Path: name, Reason: "binary change without its data (make the patch with git diff --binary)", Kind: ErrUnsupported}
 	}
 	if f.IsBinary || f.BinaryFragment != nil {
 		var out bytes.Buffer
 		if err := gitdiff.Apply(&out, bytes.NewReader(src), f); err != nil {
-			return nil, &ConflictError{Path: name, Reason: "binary patch", Err: err}
+			return nil, nil, nil, &ConflictError{Path: name, Reason: "binary patch", Err: err}
 		}
-		return out.Bytes(), nil
+		return out.Bytes(), nil, nil, nil
 	}
 	// Hunks are applied in file order, as git requires; index keeps their number in the patch for messages.
 	index := make(map[*gitdiff.TextFragment]int, len(f.TextFragments))
@@ -171,22 +188,9 @@ func applyFile(name string, f *gitdiff.File, src []byte) ([]byte, error) {
 	}
 	sort.SliceStable(frags, func(i, j int) bool { return frags[i].OldPosition < frags[j].OldPosition })
 
-	var out bytes.Buffer
-	ap := gitdiff.NewTextApplier(&out, bytes.NewReader(src))
-	for _, fr := range frags {
-		if err := ap.ApplyFragment(fr); err != nil {
-			ce := &ConflictError{Path: name, Hunk: index[fr], Err: err}
-			var ae *gitdiff.ApplyError
-			if errors.As(err, &ae) && ae.Line > 0 {
-				ce.Line = ae.Line
-			}
-			return nil, ce
-		}
-	}
-	if err := ap.Close(); err != nil {
-		return nil, &ConflictError{Path: name, Err: err}
-	}
-	return out.Bytes(), nil
+	// Text hunks go through ctxlab's matcher, which follows git apply (exact lines, nearest position, anchored at
+	// the start or end of the file where git anchors them) and, in fuzz mode, GNU patch.
+	return applyShifted(name, frags, index, src, m)
 }
 
 func isSymlink(m fs.FileMode) bool { return m&fs.ModeType == fs.ModeSymlink || m&0o170000 == 0o120000 }
@@ -204,7 +208,7 @@ func ApplyFiles(read func(path string) ([]byte, bool), patch string) (map[string
 	pl := newPlan(func(p string) ([]byte, bool, error) {
 		data, ok := read(p)
 		return data, ok, nil
-	})
+	}, mode{})
 	if err := pl.apply(files); err != nil {
 		return nil, err
 	}
@@ -243,7 +247,7 @@ func ApplyDir(dir, patch string) (Result, error) {
 	}
 	defer root.Close()
 
-	pl := newPlan(func(p string) ([]byte, bool, error) { return readInside(root, realDir, p) })
+	pl := newPlan(func(p string) ([]byte, bool, error) { return readInside(root, realDir, p) }, mode{})
 	if err := pl.apply(files); err != nil {
 		return Result{}, err
 	}

@@ -2,8 +2,10 @@
 //
 // Unified writes a git-style diff of one file. Parse and ChangedFiles read patches (git's own format and plain
 // "--- / +++" unified diffs) with github.com/bluekeyes/go-gitdiff. ApplyFiles applies a patch in memory and ApplyDir
-// applies it to a folder on disk; both are strict (every hunk must match exactly, at its stated position) and all or
-// nothing. ApplyDir refuses any path that would leave the folder.
+// applies it to a folder on disk; both are strict as git apply is (every hunk's lines must match exactly, at their
+// stated position or shifted) and all or nothing. Apply adds SWE-bench's fallbacks (the hunks git apply --reject would
+// reject are recorded, then patch --fuzz style matching) and reports the outcome. All refuse any path that would
+// leave the folder.
 //
 // Errors are classified with sentinel values for errors.Is: ErrEmpty (nothing to apply), ErrMalformed (not a patch),
 // ErrEscapes (a path leaves the worktree), ErrConflict (the patch does not match the files; the error is a
@@ -218,4 +220,29 @@ func cleanPath(p string) (string, error) {
 		return "", &PathError{Path: p, Reason: "names the worktree itself", Kind: ErrMalformed}
 	}
 	return c, nil
+}
+
+// SafePaths lists the repository paths a patch touches, like ChangedFiles, but refuses (ErrEscapes) any path that
+// leaves the worktree by its spelling, so a caller may copy those paths in and out of a sandbox before applying.
+func SafePaths(patch string) ([]string, error) {
+	files, err := Parse(patch)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range files {
+		for _, p := range targets(f) {
+			c, err := cleanPath(p)
+			if err != nil {
+				return nil, err
+			}
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -51,6 +51,10 @@ type Options struct {
 	Heartbeat func()
 	// HeartbeatEvery defaults to DefaultHeartbeatEvery.
 	HeartbeatEvery time.Duration
+	// Command, when set, is run instead of go test (argv; the program is looked up on PATH), and its output is read
+	// with the testlog parser named by Parser (testlog.ParserPytest, ParserUnittest, ParserGo).
+	Command []string
+	Parser  string
 	// ExtraEnv ("K=V") is added after the allowlisted environment and wins over it (including over the forced
 	// GOTOOLCHAIN and GOPROXY), since it is the caller's explicit choice.
 	ExtraEnv []string
@@ -68,7 +72,7 @@ type Result struct {
 	// ExitCode of `go test`; -1 when it was killed by a signal. Informational only: grade with testlog.Decide.
 	ExitCode int
 	Duration time.Duration
-	// Args is the go command line that ran.
+	// Args is the command line that ran.
 	Args []string
 }
 
@@ -78,10 +82,14 @@ var AllowedEnv = []string{"PATH", "HOME", "GOCACHE", "GOPATH", "GOMODCACHE", "GO
 // ForcedEnv is set whatever the worker's environment says: the local toolchain only, no module downloads.
 var ForcedEnv = []string{"GOTOOLCHAIN=local", "GOPROXY=off"}
 
-// Go runs `go test -json -count=1 -vet=off [-run ^(A|B)$] ./...` in o.Dir. A timeout is reported in the Result, not
-// as an error. Errors are for a run that could not start, and for cancellation of ctx (the partial Result is
-// returned with it).
-func Go(ctx context.Context, o Options) (Result, error) {
+// Go runs `go test -json -count=1 -vet=off [-run ^(A|B)$] ./...` in o.Dir (or o.Command, when set). A timeout is
+// reported in the Result, not as an error. Errors are for a run that could not start, and for cancellation of ctx
+// (the partial Result is returned with it).
+func Go(ctx context.Context, o Options) (Result, error) { return Run(ctx, o) }
+
+// Run runs o.Command (go test when empty) in o.Dir, contained as the package comment says, and parses its output
+// with o.Parser.
+func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Dir == "" {
 		return Result{}, errors.New("testrun: no folder to test")
 	}
@@ -100,17 +108,22 @@ func Go(ctx context.Context, o Options) (Result, error) {
 	if every <= 0 {
 		every = DefaultHeartbeatEvery
 	}
-	goBin, err := exec.LookPath("go")
+	prog, args := "go", []string{"test", "-json", "-count=1", "-vet=off", "-timeout=0"}
+	parser := testlog.ParserGo
+	if len(o.Command) > 0 {
+		prog, args, parser = o.Command[0], o.Command[1:], o.Parser
+	} else {
+		// Our deadline is the only one: go test's own -timeout is switched off so it cannot fire first with a
+		// different outcome.
+		if p := RunPattern(o.Tests); p != "" {
+			args = append(args, "-run", p)
+		}
+		args = append(args, "./...")
+	}
+	goBin, err := exec.LookPath(prog)
 	if err != nil {
-		return Result{}, fmt.Errorf("testrun: go command: %w", err)
+		return Result{}, fmt.Errorf("testrun: %s command: %w", prog, err)
 	}
-	// Our deadline is the only one: go test's own -timeout is switched off so it cannot fire first with a
-	// different outcome.
-	args := []string{"test", "-json", "-count=1", "-vet=off", "-timeout=0"}
-	if p := RunPattern(o.Tests); p != "" {
-		args = append(args, "-run", p)
-	}
-	args = append(args, "./...")
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -134,7 +147,7 @@ func Go(ctx context.Context, o Options) (Result, error) {
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
-		return Result{}, fmt.Errorf("testrun: starting go test in %s: %w", o.Dir, err)
+		return Result{}, fmt.Errorf("testrun: starting %s in %s: %w", prog, o.Dir, err)
 	}
 	pw.Close() // the children hold the write end now
 	pgid := cmd.Process.Pid
@@ -145,7 +158,7 @@ func Go(ctx context.Context, o Options) (Result, error) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		rep, parseErr = testlog.ParseGoTestJSON(io.TeeReader(pr, out))
+		rep, parseErr = testlog.Parse(parser, io.TeeReader(pr, out))
 		_, _ = io.Copy(out, pr) // keep draining if the parser stopped early
 	}()
 
@@ -185,7 +198,7 @@ func Go(ctx context.Context, o Options) (Result, error) {
 		Report:      rep,
 		ExitCode:    cmd.ProcessState.ExitCode(),
 		Duration:    time.Since(start),
-		Args:        append([]string{"go"}, args...),
+		Args:        append([]string{prog}, args...),
 	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("testrun: cancelled: %w", ctx.Err())

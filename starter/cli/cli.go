@@ -25,6 +25,10 @@ commands:
   compile SPEC   print the compiled DAG of every method as JSON
   report NAME    tables, statistics and figures of a run (or of a results.jsonl): runs/NAME/report.md, tables/, figures/
   predict NAME   freeze a prediction of a method's resolve rate from its context features (--method M --fit M1,M2)
+  grade --dataset FILE --predictions FILE
+                 grade SWE-bench predictions with ctxlab's grader (no server needed)
+  predictions NAME
+                 export runs/NAME's patches as SWE-bench predictions JSONL, one file per model and method
 
 run "starter <command> -h" for a command's flags.
 `

@@ -1,0 +1,259 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"ctxlab/activities/diff"
+	"ctxlab/activities/testlog"
+	"ctxlab/activities/testrun"
+)
+
+// The SWE-bench harness's constants (swebench/harness/constants): the eval script prints these around the test
+// command's output, and only what lies between them is parsed.
+const (
+	StartTestOutput = ">>>>> Start Test Output"
+	EndTestOutput   = ">>>>> End Test Output"
+	heredoc         = "EOF_114329324912"
+	// Testbed is where instance images hold the repository; condaEnv its environment.
+	Testbed  = "/testbed"
+	condaEnv = "testbed"
+)
+
+// ImageName is the harness's instance image: {namespace}/sweb.eval.x86_64.{instance id, lowercased, "__" replaced
+// by "_1776_"}:latest.
+func ImageName(namespace, instanceID string) string {
+	if namespace == "" {
+		namespace = "swebench"
+	}
+	id := strings.ReplaceAll(strings.ToLower(instanceID), "__", "_1776_")
+	return namespace + "/sweb.eval.x86_64." + id + ":latest"
+}
+
+// Docker grades in a container of the instance's image, through the docker CLI: create (no network unless the spec
+// says otherwise, no variables of this process), copy the files the model patch touches out of /testbed, apply the
+// patch on this side with package diff (same ladder and path checks as Local), copy the results back, run the
+// harness-shaped eval script under the timeout, and remove the container whatever happened.
+type Docker struct{}
+
+// dockerEnv is what the docker CLI itself may see: the allowlist plus the variables that locate the engine.
+func dockerEnv() []string {
+	var extra []string
+	for _, k := range []string{"DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY"} {
+		if v, ok := os.LookupEnv(k); ok {
+			extra = append(extra, k+"="+v)
+		}
+	}
+	return testrun.Env(extra)
+}
+
+// Run implements Executor.
+func (Docker) Run(ctx context.Context, r Request) (Result, error) {
+	var res Result
+	bin := r.Config.Docker
+	if bin == "" {
+		bin = "docker"
+	}
+	docker := func(args ...string) ([]byte, error) {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, bin, args...)
+		cmd.Env = dockerEnv()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return out, fmt.Errorf("docker %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err,
+				bytes.TrimSpace(out))
+		}
+		return out, nil
+	}
+
+	// Paths are checked before any docker call, so an escaping patch never reaches the container.
+	paths, err := diff.SafePaths(r.Patch)
+	if err != nil {
+		res.Apply = diff.Report{Outcome: diff.OutcomeOf(err)}
+		res.ApplyErr = err.Error()
+		return res, nil
+	}
+	tmp, err := TempDir()
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(tmp)
+	tree := filepath.Join(tmp, "files")
+
+	name := fmt.Sprintf("ctxlab-%s-%d", safe(r.Instance.InstanceID), time.Now().UnixNano())
+	network := r.Config.Network
+	if network == "" {
+		network = "none"
+	}
+	if _, err := docker("create", "--name", name, "--network", network, "--init",
+		ImageName(r.Config.Namespace, r.Instance.InstanceID), "tail", "-f", "/dev/null"); err != nil {
+		return res, err
+	}
+	defer func() {
+		// Also kills what a timed-out eval script left running in the container.
+		rm := exec.Command(bin, "rm", "-f", name)
+		rm.Env = dockerEnv()
+		_, _ = rm.CombinedOutput()
+	}()
+	if _, err := docker("start", name); err != nil {
+		return res, err
+	}
+	for _, p := range paths {
+		dst := filepath.Join(tree, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return res, err
+		}
+		// A missing file is one the patch creates (or a conflict the applier reports).
+		_, _ = docker("cp", name+":"+path.Join(Testbed, p), dst)
+	}
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		return res, err
+	}
+	rep, err := diff.Apply(tree, r.Patch, diff.Options{})
+	res.Apply = rep
+	if err != nil {
+		res.ApplyErr = err.Error()
+		return res, nil
+	}
+	for _, p := range rep.Deleted {
+		if _, err := docker("exec", name, "rm", "-f", path.Join(Testbed, p)); err != nil {
+			return res, err
+		}
+	}
+	for _, p := range rep.Files {
+		if contains(rep.Deleted, p) {
+			continue
+		}
+		if _, err := docker("exec", name, "mkdir", "-p", path.Join(Testbed, path.Dir(p))); err != nil {
+			return res, err
+		}
+		if _, err := docker("cp", filepath.Join(tree, filepath.FromSlash(p)), name+":"+path.Join(Testbed, p)); err != nil {
+			return res, err
+		}
+	}
+
+	testCmd, parser := testCommand(r)
+	script := filepath.Join(tmp, "eval.sh")
+	if err := os.WriteFile(script, []byte(EvalScript(r.Instance.BaseCommit, r.Instance.TestPatch, testCmd)), 0o755); err != nil {
+		return res, err
+	}
+	if _, err := docker("cp", script, name+":/eval.sh"); err != nil {
+		return res, err
+	}
+	run, err := testrun.Run(ctx, testrun.Options{Dir: tmp, Timeout: r.Timeout, OutputCap: r.OutputCap,
+		Heartbeat: r.Heartbeat, Command: []string{bin, "exec", name, "/bin/bash", "/eval.sh"},
+		Parser: testlog.ParserNone, ExtraEnv: dockerEnv()})
+	res.Ran, res.Output, res.TimedOut, res.Duration, res.Command = true, run.Output, run.TimedOut, run.Duration, run.Args
+	if err != nil {
+		return res, err
+	}
+	section, ok := Between(string(run.Output))
+	if !ok {
+		res.Note = "the test-output markers are missing from the log: no test counts as run"
+		res.Report = testlog.Report{Tests: map[string][]testlog.TestResult{}}
+		return res, nil
+	}
+	res.Report, err = testlog.Parse(parser, strings.NewReader(section))
+	return res, err
+}
+
+// Between returns the part of an eval log between the harness's start and end markers.
+func Between(log string) (string, bool) {
+	_, after, ok := strings.Cut(log, StartTestOutput)
+	if !ok {
+		return "", false
+	}
+	section, _, ok := strings.Cut(after, EndTestOutput)
+	return section, ok
+}
+
+// testCommand is the spec's command, else the harness's for Django (runtests.py with module directives), else
+// pytest -rA on the test files, as get_test_directives builds them.
+func testCommand(r Request) (string, string) {
+	files := TestFiles(r.Instance.TestPatch)
+	var directives []string
+	django := r.Instance.Repo == "django/django" && r.Config.TestCmd == ""
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".py") {
+			continue
+		}
+		if django {
+			f = strings.TrimSuffix(strings.TrimPrefix(f, "tests/"), ".py")
+			f = strings.ReplaceAll(f, "/", ".")
+		}
+		directives = append(directives, f)
+	}
+	cmd := r.Config.TestCmd
+	switch {
+	case cmd != "":
+	case django:
+		cmd = "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1"
+	default:
+		cmd = "pytest -rA"
+	}
+	return strings.Join(append([]string{cmd}, directives...), " "), parserFor(r.Config, cmd)
+}
+
+// EvalScript is the harness's eval script shape (make_eval_script_list): record the state, reset the test files,
+// apply the test patch, run the tests between the markers, reset the test files again.
+func EvalScript(baseCommit, testPatch, testCmd string) string {
+	files := strings.Join(TestFiles(testPatch), " ")
+	reset := fmt.Sprintf("git checkout %s %s", baseCommit, files)
+	var b strings.Builder
+	lines := []string{
+		"#!/bin/bash",
+		"set -uxo pipefail",
+		"source /opt/miniconda3/bin/activate",
+		"conda activate " + condaEnv,
+		"cd " + Testbed,
+		"git config --global --add safe.directory " + Testbed,
+		"cd " + Testbed,
+		"git status",
+		"git show",
+		"git -c core.fileMode=false diff " + baseCommit,
+		"source /opt/miniconda3/bin/activate",
+		"conda activate " + condaEnv,
+		reset,
+		"git apply -v - <<'" + heredoc + "'\n" + strings.TrimRight(testPatch, "\n") + "\n" + heredoc,
+		": '" + StartTestOutput + "'",
+		testCmd,
+		": '" + EndTestOutput + "'",
+		reset,
+	}
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func safe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return '_'
+	}, s)
+}
+
+var _ Executor = Docker{}

@@ -1,0 +1,150 @@
+// Package executor runs one grading attempt: it applies the test patch and the model patch to a fresh copy of an
+// instance's repository and runs the listed tests, contained. Two executors exist: Local (a temporary worktree on
+// this machine; Go through go test -json, Python through pytest -rA or unittest -v) and Docker (SWE-bench /
+// SWE-rebench instance images through the docker CLI, with the harness's eval script and test-output markers).
+// Executors only run and parse; testlog.Decide decides.
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"ctxlab/activities/diff"
+	"ctxlab/activities/swebench"
+	"ctxlab/activities/testlog"
+)
+
+// Config is the grading section of a spec, as far as executors need it.
+type Config struct {
+	// TestCmd replaces the default test command (local Python and docker); test files are appended to it.
+	TestCmd string `json:"test_cmd,omitempty"`
+	// LogParser names the testlog parser (gotest, pytest, unittest); empty: chosen from the command.
+	LogParser string `json:"log_parser,omitempty"`
+	// Python is the interpreter for local Python tests (default: python3, else /usr/bin/python3, one with pytest).
+	Python string `json:"python,omitempty"`
+	// Namespace of the instance images (docker; default "swebench").
+	Namespace string `json:"namespace,omitempty"`
+	// Network of the container (docker; default "none": model-written code gets no network).
+	Network string `json:"network,omitempty"`
+	// Docker is the docker program (default "docker" on PATH).
+	Docker string `json:"docker,omitempty"`
+}
+
+// Request is one grading attempt.
+type Request struct {
+	Instance swebench.Instance
+	Patch    string
+	// Materialize writes the repository at base_commit into an empty folder (Local only).
+	Materialize func(ctx context.Context, dir string) error
+	Timeout     time.Duration
+	OutputCap   int
+	Heartbeat   func()
+	Config      Config
+}
+
+// Result of an attempt. When the model patch did not apply, Ran is false and nothing else but Apply is set.
+type Result struct {
+	Apply    diff.Report
+	ApplyErr string
+	Ran      bool
+	Output   []byte
+	Report   testlog.Report
+	TimedOut bool
+	Duration time.Duration
+	Command  []string
+	// Note says what else was seen (harness markers missing, ...).
+	Note string
+}
+
+// Executor runs grading attempts.
+type Executor interface {
+	Run(ctx context.Context, r Request) (Result, error)
+}
+
+// ErrTestPatch marks an instance whose own test patch does not apply: the dataset row is at fault, not the model.
+var ErrTestPatch = errors.New("test patch does not apply")
+
+// New returns the executor of a name: local or docker.
+func New(name string) (Executor, error) {
+	switch name {
+	case "", "local":
+		return Local{}, nil
+	case "docker":
+		return Docker{}, nil
+	}
+	return nil, fmt.Errorf("unknown grading executor %q (known: local, docker)", name)
+}
+
+// TempPrefix starts the name of every grading folder; the process id follows, so stale folders of dead processes
+// can be told from live ones.
+const TempPrefix = "ctxlab-grade-"
+
+// TempDir makes a fresh grading folder in the system's temporary folder.
+func TempDir() (string, error) {
+	return os.MkdirTemp("", fmt.Sprintf("%s%d-", TempPrefix, os.Getpid()))
+}
+
+// CleanStale removes grading folders under dir (the system's temporary folder when empty) left by processes that
+// no longer run, such as a worker killed in the middle of a grade. It returns how many it removed.
+func CleanStale(dir string) (int, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), TempPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// TestFiles lists the files a test patch touches, as the harness's get_test_directives does.
+func TestFiles(testPatch string) []string {
+	files, err := diff.ChangedFiles(testPatch)
+	if err != nil {
+		return nil
+	}
+	return files
+}
+
+// parserFor picks the log parser from the config or the command.
+func parserFor(cfg Config, cmd string) string {
+	if cfg.LogParser != "" {
+		return cfg.LogParser
+	}
+	switch {
+	case strings.Contains(cmd, "pytest"):
+		return testlog.ParserPytest
+	case strings.Contains(cmd, "runtests.py"), strings.Contains(cmd, "unittest"):
+		return testlog.ParserUnittest
+	case strings.Contains(cmd, "go test"):
+		return testlog.ParserGo
+	}
+	return testlog.ParserPytest
+}

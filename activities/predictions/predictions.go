@@ -1,0 +1,208 @@
+// Package predictions reads and writes SWE-bench prediction files (instance_id, model_name_or_path, model_patch) and
+// exports them from a finished ctxlab run, so that the same patches can be graded by the official harness and
+// predictions made elsewhere can be graded by ctxlab.
+package predictions
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"ctxlab/activities/cas"
+	"ctxlab/results"
+)
+
+// Prediction is one row of a predictions file.
+type Prediction struct {
+	InstanceID      string `json:"instance_id"`
+	ModelNameOrPath string `json:"model_name_or_path"`
+	ModelPatch      string `json:"model_patch"`
+}
+
+// ReadFile reads predictions as the harness accepts them: JSONL (one object a line), a JSON list, or a JSON object
+// keyed by instance id. Every row needs an instance_id; a missing model_patch is an empty patch (graded as such). A
+// repeated instance_id with the same model is an error naming both lines.
+func ReadFile(path string) ([]Prediction, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("predictions: %w", err)
+	}
+	trimmed := bytes.TrimSpace(b)
+	var out []Prediction
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '[':
+		if err := json.Unmarshal(trimmed, &out); err != nil {
+			return nil, fmt.Errorf("predictions %s: not a JSON list of predictions: %w", path, err)
+		}
+	default:
+		out, err = readJSONL(path, b)
+		if err != nil {
+			// A single JSON object keyed by instance id.
+			var byID map[string]Prediction
+			if jerr := json.Unmarshal(trimmed, &byID); jerr == nil && len(byID) > 0 && !hasField(trimmed, "instance_id") {
+				for id, p := range byID {
+					if p.InstanceID == "" {
+						p.InstanceID = id
+					}
+					out = append(out, p)
+				}
+				slices.SortFunc(out, func(a, b Prediction) int { return strings.Compare(a.InstanceID, b.InstanceID) })
+				err = nil
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	seen := map[[2]string]int{}
+	for i, p := range out {
+		if strings.TrimSpace(p.InstanceID) == "" {
+			return nil, fmt.Errorf("predictions %s: entry %d has no instance_id", path, i+1)
+		}
+		k := [2]string{p.InstanceID, p.ModelNameOrPath}
+		if prev, dup := seen[k]; dup {
+			return nil, fmt.Errorf("predictions %s: entry %d repeats instance %s of model %q (entry %d)", path, i+1,
+				p.InstanceID, p.ModelNameOrPath, prev)
+		}
+		seen[k] = i + 1
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("predictions %s: no predictions", path)
+	}
+	return out, nil
+}
+
+// hasField reports whether the top level of a JSON object has the key, to tell one prediction from a map of them.
+func hasField(obj []byte, key string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return false
+	}
+	_, ok := m[key]
+	return ok
+}
+
+func readJSONL(path string, b []byte) ([]Prediction, error) {
+	var out []Prediction
+	br := bufio.NewReader(bytes.NewReader(b))
+	for line := 1; ; line++ {
+		raw, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(raw)) > 0 {
+			var p Prediction
+			if jerr := json.Unmarshal(raw, &p); jerr != nil {
+				return nil, fmt.Errorf("predictions %s:%d: not a JSON object: %w", path, line, jerr)
+			}
+			out = append(out, p)
+		}
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("predictions %s: %w", path, err)
+		}
+	}
+}
+
+// WriteFile writes predictions as JSONL, atomically.
+func WriteFile(path string, ps []Prediction) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	for _, p := range ps {
+		if err := enc.Encode(p); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ModelName is the model_name_or_path ctxlab writes for a method under a model: "<model>__<method>"; rows that
+// `starter grade` made from another system's predictions (method "predictions") keep their model's name.
+func ModelName(model, method string) string {
+	if method == "predictions" {
+		return model
+	}
+	return model + "__" + method
+}
+
+// SplitModelName undoes ModelName; a name not made by it is the model, under method "predictions".
+func SplitModelName(name string) (model, method string) {
+	if m, meth, ok := strings.Cut(name, "__"); ok && m != "" && meth != "" {
+		return m, meth
+	}
+	return name, "predictions"
+}
+
+// ExportResult says what Export wrote.
+type ExportResult struct {
+	// Files maps each written file to its number of predictions.
+	Files map[string]int
+	// NoPatch counts rows without a patch_ref (their step failed before a patch was made, or the method has no
+	// grade step); they are written with an empty model_patch, so every instance stays accounted for.
+	NoPatch int
+}
+
+// Export writes runDir/predictions/<model>__<method>.jsonl for every method of a run, from the patch_ref field of
+// the rows in runDir/results.jsonl and the patches in runDir/cas.
+func Export(ctx context.Context, runDir string) (ExportResult, error) {
+	res := ExportResult{Files: map[string]int{}}
+	rows, bad, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+	if err != nil {
+		return res, err
+	}
+	if len(bad) > 0 {
+		return res, fmt.Errorf("%s: line %d: %v", filepath.Join(runDir, "results.jsonl"), bad[0].Line, bad[0].Err)
+	}
+	store, err := cas.NewDir(filepath.Join(runDir, "cas"))
+	if err != nil {
+		return res, err
+	}
+	groups := map[string][]Prediction{}
+	for _, r := range rows {
+		name := ModelName(r.String(results.FieldModel), r.String(results.FieldMethod))
+		p := Prediction{InstanceID: r.String(results.FieldInstance), ModelNameOrPath: name}
+		if ref := cas.Ref(r.String("patch_ref")); ref != "" {
+			b, err := store.Get(ctx, ref)
+			if err != nil {
+				return res, fmt.Errorf("instance %s, %s: patch %s: %w", p.InstanceID, name, ref, err)
+			}
+			p.ModelPatch = string(b)
+		} else {
+			res.NoPatch++
+		}
+		groups[name] = append(groups[name], p)
+	}
+	for name, ps := range groups {
+		slices.SortFunc(ps, func(a, b Prediction) int { return strings.Compare(a.InstanceID, b.InstanceID) })
+		path := filepath.Join(runDir, "predictions", safeFile(name)+".jsonl")
+		if err := WriteFile(path, ps); err != nil {
+			return res, err
+		}
+		res.Files[path] = len(ps)
+	}
+	return res, nil
+}
+
+func safeFile(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 {
+			return '_'
+		}
+		return r
+	}, s)
+}

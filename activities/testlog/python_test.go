@@ -1,0 +1,204 @@
+package testlog
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// pythonWith returns a python interpreter that can import module, trying python3 on PATH, then /usr/bin/python3
+// (where Debian's python3-pytest installs; .ci/run installs it).
+func pythonWith(t *testing.T, module string) string {
+	t.Helper()
+	for _, p := range []string{"python3", "/usr/bin/python3"} {
+		path, err := exec.LookPath(p)
+		if err != nil {
+			continue
+		}
+		if exec.Command(path, "-c", "import "+module).Run() == nil {
+			return path
+		}
+	}
+	t.Fatalf("no python3 with %s found (install python3-pytest; .ci/run does)", module)
+	return ""
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// run returns the combined output; the exit code is ignored on purpose (failing tests exit non-zero).
+func runPy(t *testing.T, dir, bin string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, _ := cmd.CombinedOutput()
+	return out
+}
+
+const pytestFile = `import pytest
+
+def test_pass():
+    assert 1 + 1 == 2
+
+def test_fail():
+    assert 1 + 1 == 3
+
+@pytest.mark.skip(reason="not today")
+def test_skip():
+    pass
+
+@pytest.mark.xfail(reason="known")
+def test_xfail():
+    assert False
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("fixture broke")
+
+def test_error(broken):
+    pass
+
+@pytest.mark.parametrize("x", ["a b", "c"])
+def test_param(x):
+    assert x != "c"
+
+class TestGroup:
+    def test_method(self):
+        assert True
+`
+
+func TestParsePytestOnRealRun(t *testing.T) {
+	py := pythonWith(t, "pytest")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"tests/test_sample.py": pytestFile})
+	want := map[string]Status{
+		"tests/test_sample.py::test_pass":              StatusPass,
+		"tests/test_sample.py::test_fail":              StatusFail,
+		"tests/test_sample.py::test_xfail":             StatusPass,
+		"tests/test_sample.py::test_error":             StatusFail,
+		"tests/test_sample.py::test_param[a b]":        StatusPass,
+		"tests/test_sample.py::test_param[a":           StatusPass, // SWE-bench's cut form
+		"tests/test_sample.py::test_param[c]":          StatusFail,
+		"tests/test_sample.py::TestGroup::test_method": StatusPass,
+	}
+	for _, args := range [][]string{
+		{"-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests/test_sample.py"},
+		{"-m", "pytest", "-rA", "-v", "-p", "no:cacheprovider", "tests/test_sample.py"},
+	} {
+		out := runPy(t, dir, py, args...)
+		rep, err := ParsePytest(bytes.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, st := range want {
+			rs := rep.Tests[name]
+			if len(rs) == 0 || rs[0].Status != st {
+				t.Errorf("%v: %s = %v, want %s\n%s", args, name, rs, st, out)
+			}
+		}
+		// -rA names a skip by location only; -v names it.
+		if rs := rep.Tests["tests/test_sample.py::test_skip"]; len(args) == 7 && (len(rs) == 0 || rs[0].Status != StatusSkip) {
+			t.Errorf("-v skip: %v", rs)
+		}
+		v := Decide([]string{"tests/test_sample.py::test_pass"}, []string{"tests/test_sample.py::test_xfail"}, rep)
+		if !v.Resolved {
+			t.Errorf("pass + xfail not resolved: %+v", v)
+		}
+		for _, bad := range []string{"tests/test_sample.py::test_fail", "tests/test_sample.py::test_error",
+			"tests/test_sample.py::test_skip", "tests/test_sample.py::test_absent"} {
+			if Decide([]string{bad}, nil, rep).Resolved {
+				t.Errorf("%v: FAIL_TO_PASS %s resolved", args, bad)
+			}
+		}
+	}
+}
+
+const unittestFile = `import unittest
+
+class TestCalc(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(1 + 1, 2)
+
+    def test_sub(self):
+        self.assertEqual(2 - 1, 0)
+
+    def test_boom(self):
+        raise ValueError("boom")
+
+    @unittest.skip("later")
+    def test_skipped(self):
+        pass
+
+    @unittest.expectedFailure
+    def test_expected(self):
+        self.assertTrue(False)
+
+    def test_doc(self):
+        """A docstring moves the status to the next line."""
+        self.assertTrue(True)
+
+    def test_noisy(self):
+        print("output without a newline", end="")
+        self.assertTrue(True)
+`
+
+func TestParseUnittestOnRealRun(t *testing.T) {
+	py := pythonWith(t, "unittest")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"pkg/__init__.py": "", "pkg/test_calc.py": unittestFile})
+	out := runPy(t, dir, py, "-m", "unittest", "-v", "pkg.test_calc")
+	rep, err := ParseUnittest(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Status{
+		"test_add (pkg.test_calc.TestCalc.test_add)": StatusPass,
+		"test_add (pkg.test_calc.TestCalc)":          StatusPass,
+		"pkg.test_calc.TestCalc.test_add":            StatusPass,
+		"test_sub (pkg.test_calc.TestCalc)":          StatusFail,
+		"test_boom (pkg.test_calc.TestCalc)":         StatusFail,
+		"test_skipped (pkg.test_calc.TestCalc)":      StatusSkip,
+		"test_expected (pkg.test_calc.TestCalc)":     StatusPass,
+		"test_doc (pkg.test_calc.TestCalc)":          StatusPass,
+		"test_noisy (pkg.test_calc.TestCalc)":        StatusPass,
+	}
+	for name, st := range want {
+		rs := rep.Tests[name]
+		if len(rs) == 0 || rs[0].Status != st {
+			t.Errorf("%s = %v, want %s\n%s", name, rs, st, out)
+		}
+	}
+	if !Decide([]string{"test_add (pkg.test_calc.TestCalc)"}, []string{"pkg.test_calc.TestCalc.test_doc"}, rep).Resolved {
+		t.Error("passing tests not resolved")
+	}
+	for _, bad := range []string{"test_sub (pkg.test_calc.TestCalc)", "test_skipped (pkg.test_calc.TestCalc)",
+		"test_missing (pkg.test_calc.TestCalc)"} {
+		if Decide([]string{bad}, nil, rep).Resolved {
+			t.Errorf("FAIL_TO_PASS %s resolved", bad)
+		}
+	}
+}
+
+func TestParseDispatch(t *testing.T) {
+	rep, err := Parse(ParserPytest, bytes.NewReader([]byte("PASSED a.py::t\n")))
+	if err != nil || len(rep.Tests["a.py::t"]) != 1 {
+		t.Fatalf("pytest dispatch: %v %v", rep, err)
+	}
+	rep, err = Parse(ParserGo, bytes.NewReader([]byte(`{"Action":"pass","Package":"p","Test":"TestA"}`+"\n")))
+	if err != nil || len(rep.Tests["TestA"]) != 1 {
+		t.Fatalf("go dispatch: %v %v", rep, err)
+	}
+}

@@ -1,0 +1,144 @@
+// Command fakedocker stands in for the docker CLI in tests of the docker grading executor; no Docker engine runs on
+// the machines that test ctxlab. It records every invocation (arguments and the names of its environment variables)
+// as a JSON line, keeps a "container" as a folder on disk (so docker cp in and out really copies files), and answers
+// `exec NAME /bin/bash /eval.sh` by replaying a recorded log. Its settings come from a JSON file next to the
+// program (PROGRAM.json), since the executor passes the docker CLI an allowlisted environment only.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Config is read from PROGRAM.json.
+type Config struct {
+	// Log receives one JSON line per invocation.
+	Log string `json:"log"`
+	// Root is the container's file system: container path /x is Root/x.
+	Root string `json:"root"`
+	// Replay is printed for `exec NAME /bin/bash /eval.sh` once /eval.sh exists in Root.
+	Replay string `json:"replay"`
+	// Hang makes the eval script print its start and then sleep for an hour.
+	Hang bool `json:"hang"`
+	// FailCreate makes `create` fail as a missing image would.
+	FailCreate bool `json:"fail_create"`
+}
+
+// Call is one recorded invocation.
+type Call struct {
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+}
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	self, err := os.Executable()
+	if err != nil {
+		return fail("%v", err)
+	}
+	var cfg Config
+	b, err := os.ReadFile(self + ".json")
+	if err != nil {
+		return fail("fakedocker: config: %v", err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fail("fakedocker: config: %v", err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		env = append(env, k)
+	}
+	sort.Strings(env)
+	if line, err := json.Marshal(Call{Args: args, Env: env}); err == nil {
+		if f, err := os.OpenFile(cfg.Log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			_, _ = f.Write(append(line, '\n'))
+			f.Close()
+		}
+	}
+	if len(args) == 0 {
+		return fail("usage: docker COMMAND")
+	}
+	inside := func(p string) string { return filepath.Join(cfg.Root, filepath.FromSlash(p)) }
+	switch args[0] {
+	case "create":
+		if cfg.FailCreate {
+			return fail("Unable to find image '%s' locally", args[len(args)-4])
+		}
+		fmt.Println("f4ke0000c0nta1ner")
+	case "start", "rm", "kill":
+		fmt.Println(args[len(args)-1])
+	case "cp":
+		if len(args) != 3 {
+			return fail("docker cp: want SRC DST")
+		}
+		src, dst := args[1], args[2]
+		if _, p, ok := strings.Cut(src, ":"); ok && !filepath.IsAbs(src) {
+			src = inside(p)
+		}
+		if _, p, ok := strings.Cut(dst, ":"); ok && !filepath.IsAbs(dst) {
+			dst = inside(p)
+		}
+		if err := copyFile(src, dst); err != nil {
+			return fail("Error: Could not find the file %s: %v", args[1], err)
+		}
+	case "exec":
+		if len(args) < 3 {
+			return fail("docker exec: want NAME COMMAND")
+		}
+		cmd := args[2:]
+		switch cmd[0] {
+		case "rm":
+			_ = os.Remove(inside(cmd[len(cmd)-1]))
+		case "mkdir":
+			if err := os.MkdirAll(inside(cmd[len(cmd)-1]), 0o755); err != nil {
+				return fail("%v", err)
+			}
+		case "/bin/bash":
+			if _, err := os.Stat(inside(cmd[1])); err != nil {
+				return fail("bash: %s: No such file or directory", cmd[1])
+			}
+			if cfg.Hang {
+				fmt.Println("+ : '>>>>> Start Test Output'")
+				time.Sleep(time.Hour)
+			}
+			f, err := os.Open(cfg.Replay)
+			if err != nil {
+				return fail("%v", err)
+			}
+			defer f.Close()
+			_, _ = io.Copy(os.Stdout, f)
+		default:
+			return fail("fakedocker: exec %s is not faked", cmd[0])
+		}
+	default:
+		return fail("fakedocker: %s is not faked", args[0])
+	}
+	return 0
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
+		dst = filepath.Join(dst, filepath.Base(src))
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}
+
+func fail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	return 1
+}

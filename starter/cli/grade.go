@@ -1,0 +1,302 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"ctxlab/activities"
+	"ctxlab/activities/cas"
+	"ctxlab/activities/diff"
+	"ctxlab/activities/predictions"
+	"ctxlab/activities/swebench"
+	"ctxlab/internal/logs"
+	"ctxlab/results"
+	"ctxlab/specs"
+)
+
+func init() {
+	commands["grade"] = func(args []string, stdout, stderr io.Writer) int {
+		o, err := parseGrade(args, stderr)
+		if err != nil {
+			return usageError(err, stderr)
+		}
+		return gradePredictions(o, stdout, stderr)
+	}
+	commands["predictions"] = func(args []string, stdout, stderr io.Writer) int {
+		o, err := parsePredictions(args, stderr)
+		if err != nil {
+			return usageError(err, stderr)
+		}
+		return exportPredictions(o, stdout, stderr)
+	}
+}
+
+type gradeOptions struct {
+	dataset, predictions string
+	runs, name, repos    string
+	concurrency          int
+	quiet                bool
+	grading              specs.Grading
+}
+
+func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
+	var o gradeOptions
+	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.dataset, "dataset", "", "SWE-bench-format dataset `FILE` (JSONL) holding the predicted instances")
+	fs.StringVar(&o.predictions, "predictions", "", "predictions `FILE` (JSONL, JSON list or map: instance_id, model_name_or_path, model_patch)")
+	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per run")
+	fs.StringVar(&o.name, "name", "", "run name (default: grade-<predictions file name>)")
+	fs.StringVar(&o.repos, "repos", specs.DefaultRepos, "each instance's repository: a folder or git URL `TEMPLATE` ({repo}, {owner}, {name}, {dataset_dir})")
+	fs.IntVar(&o.concurrency, "concurrency", 2, "instances graded at once")
+	fs.BoolVar(&o.quiet, "quiet", false, "print only the summary")
+	timeout := fs.Duration("timeout", specs.DefaultTimeout, "timeout of each instance's test run")
+	fs.StringVar(&o.grading.Executor, "executor", specs.DefaultExecutor, "local or docker")
+	fs.IntVar(&o.grading.Reruns, "reruns", 0, "re-run a failing grade up to N times (flake guard)")
+	fs.StringVar(&o.grading.Namespace, "namespace", "", "docker: image namespace (default swebench)")
+	fs.StringVar(&o.grading.TestCmd, "test-cmd", "", "test command replacing the default (test files are appended)")
+	fs.StringVar(&o.grading.LogParser, "log-parser", "", "gotest, pytest or unittest (default: from the command)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: starter grade --dataset FILE --predictions FILE [flags]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return o, err
+	}
+	if len(pos) > 0 {
+		return o, fmt.Errorf("grade: unexpected arguments %v", pos)
+	}
+	if o.dataset == "" || o.predictions == "" {
+		return o, errors.New("grade: --dataset and --predictions are required")
+	}
+	if o.concurrency < 1 {
+		return o, fmt.Errorf("grade: --concurrency %d must be at least 1", o.concurrency)
+	}
+	if !validExecutor(o.grading.Executor) {
+		return o, fmt.Errorf("grade: unknown executor %q (known: %s)", o.grading.Executor, strings.Join(specs.Executors, ", "))
+	}
+	o.grading.Timeout = specs.Duration(*timeout)
+	if o.name == "" {
+		base := filepath.Base(o.predictions)
+		o.name = "grade-" + strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	return o, nil
+}
+
+func validExecutor(e string) bool { return slices.Contains(specs.Executors, e) }
+
+// gradePredictions grades a predictions file with the grade activity's own code (activities.Checkout and
+// activities.Grade called as plain functions), without Temporal: grading predictions is one node per instance with
+// no model calls, so it needs no DAG, and it runs where no server can. Node outputs are memoized in the run folder
+// as in a sweep, so a killed grade run picks up where it stopped when started again.
+func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	datasetFile, err := filepath.Abs(o.dataset)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitUsage
+	}
+	rows, err := swebench.ReadFile(datasetFile)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	preds, err := predictions.ReadFile(o.predictions)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	byID := map[string]swebench.Instance{}
+	for _, r := range rows {
+		byID[r.InstanceID] = r
+	}
+	var unknown []string
+	for _, p := range preds {
+		if _, ok := byID[p.InstanceID]; !ok {
+			unknown = append(unknown, p.InstanceID)
+		}
+	}
+	if len(unknown) > 0 {
+		fmt.Fprintf(stderr, "%s: %d prediction(s) name instances that are not in %s: %s\n", o.predictions,
+			len(unknown), o.dataset, strings.Join(unknown[:min(len(unknown), 10)], ", "))
+		return exitUsage
+	}
+
+	runDir := filepath.Join(o.runs, o.name)
+	level := zerolog.InfoLevel
+	if o.quiet {
+		level = zerolog.WarnLevel
+	}
+	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: level, File: filepath.Join(runDir, "ctxlab.log")})
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	defer closeLog()
+	acts := activities.New(o.runs, log)
+	store, err := acts.Store(o.name)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	g := grader{acts: acts, store: store, run: o.name, grading: o.grading,
+		dataset: specs.Dataset{File: datasetFile, Repos: o.repos}}
+	log.Info().Int("predictions", len(preds)).Str("executor", o.grading.Executor).Str("run", runDir).Msg("grading")
+
+	out := make([]results.Row, len(preds))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, o.concurrency)
+	for i, p := range preds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			start := time.Now()
+			out[i] = g.grade(ctx, byID[p.InstanceID], p)
+			log.Info().Str("instance", p.InstanceID).Str("model", p.ModelNameOrPath).
+				Interface("status", out[i]["grade_status"]).Dur("took", time.Since(start)).Msg("graded")
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "starter: interrupted; graded instances are kept and skipped when run again")
+		return exitFail
+	}
+	if _, err := (results.Store{Path: filepath.Join(runDir, "results.jsonl")}).Append(out); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	summary, err := acts.Summarize(ctx, activities.SummarizeInput{Run: o.name, Title: "ctxlab grade: " + o.name})
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	fmt.Fprint(stdout, summary)
+	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
+		filepath.Join(runDir, "summary.md"))
+	failed := 0
+	for _, r := range out {
+		if r.String(results.FieldError) != "" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "starter: %d instance(s) could not be graded (see the error field of their rows)\n", failed)
+		return exitFail
+	}
+	return exitOK
+}
+
+// grader runs the checkout and grade activities for one prediction.
+type grader struct {
+	acts    *activities.Activities
+	store   cas.Store
+	run     string
+	grading specs.Grading
+	dataset specs.Dataset
+}
+
+// grade returns the prediction's row; failures land in its error field.
+func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions.Prediction) results.Row {
+	model, method := predictions.SplitModelName(p.ModelNameOrPath)
+	row := results.Row{results.FieldInstance: inst.InstanceID, results.FieldMethod: method, results.FieldModel: model,
+		results.FieldContextTokens: nil, results.FieldRho: nil, results.FieldEpsilon: nil,
+		results.FieldPatchApplied: false, results.FieldResolved: false, results.FieldError: nil}
+	fail := func(err error) results.Row {
+		row[results.FieldError] = err.Error()
+		return row
+	}
+	instRef, err := cas.PutJSON(ctx, g.store, inst)
+	if err != nil {
+		return fail(err)
+	}
+	ref := activities.InstanceRef{ID: inst.InstanceID, Ref: instRef}
+	co, err := g.acts.Checkout(ctx, activities.NodeInput{Run: g.run, Instance: ref, Node: nodeKey("checkout", nil, nil),
+		Step: "grade.checkout", Dataset: g.dataset})
+	if err != nil {
+		return fail(err)
+	}
+	patchRef, err := g.store.Put(ctx, []byte(p.ModelPatch))
+	if err != nil {
+		return fail(err)
+	}
+	params := map[string]any{}
+	b, _ := json.Marshal(map[string]any{"grading": g.grading})
+	_ = json.Unmarshal(b, &params)
+	inputs := map[string]activities.NodeOutput{"checkout": {Ref: co.Ref}, "patch": {Ref: patchRef}}
+	out, err := g.acts.Grade(ctx, activities.NodeInput{Run: g.run, Instance: ref, Node: nodeKey("grade", params, inputs),
+		Step: "grade.grade", Params: params, Inputs: inputs, Dataset: g.dataset})
+	if err != nil {
+		return fail(err)
+	}
+	for k, v := range out.Row {
+		row[k] = v
+	}
+	// As the measure step defines it: the patch applies strictly (git apply).
+	row[results.FieldPatchApplied] = out.Row["patch_apply"] == string(diff.Applied)
+	return row
+}
+
+// nodeKey names a node by what it computes, as the plan's keys do, so a second grade run reuses finished nodes.
+func nodeKey(activity string, params map[string]any, inputs map[string]activities.NodeOutput) string {
+	b, _ := json.Marshal([]any{activity, params, inputs})
+	return activity + "-" + string(cas.RefOf(b))[len("sha256:"):][:16]
+}
+
+type predictionsOptions struct {
+	name, runs string
+}
+
+func parsePredictions(args []string, stderr io.Writer) (predictionsOptions, error) {
+	var o predictionsOptions
+	fs := flag.NewFlagSet("predictions", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: starter predictions NAME [--runs DIR]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return o, err
+	}
+	if len(pos) != 1 {
+		return o, fmt.Errorf("predictions: want exactly one run name, got %d arguments", len(pos))
+	}
+	o.name = pos[0]
+	return o, nil
+}
+
+func exportPredictions(o predictionsOptions, stdout, stderr io.Writer) int {
+	res, err := predictions.Export(context.Background(), filepath.Join(o.runs, o.name))
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	for _, path := range slices.Sorted(maps.Keys(res.Files)) {
+		fmt.Fprintf(stdout, "%s\t%d predictions\n", path, res.Files[path])
+	}
+	if res.NoPatch > 0 {
+		fmt.Fprintf(stderr, "starter: %d row(s) have no patch_ref (their patch step failed, or the method has no "+
+			"grade step); written with an empty model_patch\n", res.NoPatch)
+	}
+	return exitOK
+}
