@@ -106,7 +106,7 @@ function(ctxlab) {
   // compress_files(method, compressor, rate) compresses method's own context at a fixed rate: the same files,
   // other text (PAPER.md: "LLMLingua-2 on the same files").
   compress_files(method, compressor, rate=0.5)::
-    lib.derive('%s_%s%d' % [method.name, compressor, std.round(rate * 100)], method,
+    lib.derive('%s_%s_r%d' % [method.name, compressor, std.round(rate * 100)], method,
                ctxlab.step('context', 'compress', { compressor: compressor, rate: rate },
                            { context: 'base.' + lib.contextOf(method) })),
 
