@@ -138,6 +138,12 @@ func Fit(p Problem, eval func(knob float64) (int, error)) (Result, error) {
 			}
 			next = shrink(hi, nhi, p.Target, k)
 		}
+		// Close to an end of the range, try the end itself: a continuous knob would otherwise creep towards it.
+		if edge := 0.02 * (k.Hi - k.Lo); next-k.Lo < edge {
+			next = k.Lo
+		} else if k.Hi-next < edge {
+			next = k.Hi
+		}
 		next = snap(next)
 		n, err := f(next)
 		if err != nil {

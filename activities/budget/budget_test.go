@@ -74,6 +74,13 @@ func TestUnreachable(t *testing.T) {
 	if r.Evals > 4 {
 		t.Errorf("an unreachable budget took %d evaluations", r.Evals)
 	}
+	// A continuous knob whose least value is over the budget: the fit must try the end of the range itself.
+	rate := func(x float64) (int, error) { return 1000 + int(20000*x), nil }
+	r, err = Fit(Problem{Target: 600, Knob: Knob{Lo: 0.05, Hi: 1, Guess: 0.5}}, rate)
+	if err != nil || r.Reached || r.Tokens != 2000 || !strings.Contains(r.Why, "smallest knob value 0.05 gives 2000") ||
+		r.Evals > 6 {
+		t.Errorf("rate over the budget at its minimum: %+v %v", r, err)
+	}
 }
 
 func TestEvalErrorEndsFit(t *testing.T) {

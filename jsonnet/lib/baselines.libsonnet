@@ -41,21 +41,27 @@ function(ctxlab) {
   local fittable = ['retrieve', 'compress'],
   local mult(m) = std.strReplace(std.toString(m), '.', '_'),
 
-  // fitted(method, anchor, multiplier, tolerance, name) fits method's knob on every issue to multiplier x the
-  // anchor's context tokens, within ±tolerance. The row records budget_tokens, budget_anchor_tokens, budget_evals,
-  // budget_knob, budget_reached and, for a budget no knob value reaches, budget_error.
-  fitted(method, anchor, multiplier=1, tolerance=0.02, name=null)::
+  // fitted(method, anchor, multiplier, tolerance, name, source_factor) fits method's knob on every issue to
+  // multiplier x the anchor's context tokens, within ±tolerance. The row records budget_tokens,
+  // budget_anchor_tokens, budget_evals, budget_knob, budget_reached and, for a budget no knob value reaches,
+  // budget_error. A compressor whose input is a retrieve step also gets that step fitted, to source_factor times
+  // the budget, so its rate is fitted over a source of a size proportional to the budget (about 1/source_factor).
+  fitted(method, anchor, multiplier=1, tolerance=0.02, name=null, source_factor=4)::
     local ctx = lib.contextOf(method);
     local step = [s for s in method.steps if s.id == ctx][0];
     assert std.member(fittable, step.activity)
            : 'baselines.fitted: method %s: its context step %s (activity %s) has no knob to fit (fittable: %s)'
              % [method.name, ctx, step.activity, std.join(', ', fittable)];
     assert multiplier > 0 : 'baselines.fitted: multiplier must be positive, got %s' % multiplier;
+    local sources = if step.activity == 'compress'
+      then [s.id for s in method.steps if s.id == step.inputs.context && s.activity == 'retrieve'] else [];
+    local budget = { budget: 'anchor.' + lib.contextOf(anchor) };
     method {
       name: if name != null then name else if multiplier == 1 then method.name else method.name + '_x' + mult(multiplier),
       steps: lib.prefixed(anchor, 'anchor.') + [
-        if s.id == ctx then s { params+: { multiplier: multiplier, tolerance: tolerance },
-                                inputs+: { budget: 'anchor.' + lib.contextOf(anchor) } }
+        if s.id == ctx then s { params+: { multiplier: multiplier, tolerance: tolerance }, inputs+: budget }
+        else if std.member(sources, s.id)
+        then s { params+: { multiplier: multiplier * source_factor, tolerance: tolerance }, inputs+: budget }
         else s
         for s in method.steps
       ],
