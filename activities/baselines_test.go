@@ -196,6 +196,9 @@ func TestPairings(t *testing.T) {
 	otherM := b.measure(other)
 	sf := b.must(b.node("corrupt", inst, params("mode", "same_files_other_text", "seed", 2),
 		map[string]NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
+	if v, set := sf.Row["budget_tokens"]; !set || v != nil {
+		t.Errorf("a pairing must reset the budget fields its other side set: %v", sf.Row)
+	}
 	m := b.measure(sf)
 	if m["rho"] != 1.0 || math.Abs(m["epsilon"].(float64)-otherM["epsilon"].(float64)) > 0.1 {
 		t.Errorf("same files, other text: %v; other: %v", m, otherM)

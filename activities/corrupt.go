@@ -7,6 +7,7 @@ import (
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/corrupt"
 	"ctxlab/activities/repo"
+	"ctxlab/results"
 )
 
 // Pairing modes of the corrupt step, besides corrupt.ModeTokens and corrupt.ModeLines.
@@ -122,6 +123,8 @@ func (a *Activities) Corrupt(ctx context.Context, in NodeInput) (NodeOutput, err
 		for k, v := range row {
 			res.Row[k] = v
 		}
+		res.Row[results.FieldTemplateShown] = showsTemplate(out.Files())
+		resetInherited(res.Row)
 		return res, nil
 	})
 }

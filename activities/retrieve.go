@@ -139,6 +139,7 @@ func (a *Activities) Retrieve(ctx context.Context, in NodeInput) (NodeOutput, er
 				out.Row[k] = v
 			}
 		}
+		resetInherited(out.Row)
 		return out, nil
 	})
 }
