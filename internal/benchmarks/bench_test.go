@@ -163,6 +163,28 @@ func BenchmarkTokenize(b *testing.B) {
 	report(b, r)
 }
 
+// BenchmarkTokenCount counts o200k_base tokens of every file, as budgets and measures do (cache emptied first).
+func BenchmarkTokenCount(b *testing.B) {
+	r := setup(b)
+	contents := readAll(b)
+	b.ResetTimer()
+	for b.Loop() {
+		tokens.SetCacheSize(tokens.DefaultCacheEntries)
+		total := 0
+		for _, c := range contents {
+			n, err := tokens.Count(tokens.O200kBase, string(c))
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += n
+		}
+		if total == 0 {
+			b.Fatal("no tokens")
+		}
+	}
+	report(b, r)
+}
+
 // BenchmarkBM25IndexQuery chunks every file by function, indexes the chunks and ranks them for the issue.
 func BenchmarkBM25IndexQuery(b *testing.B) {
 	r := setup(b)
