@@ -39,51 +39,58 @@ func (p Params) Check() error {
 	return nil
 }
 
-// Index holds tokenized documents.
+// Index holds tokenized documents as an inverted index: for each term, the documents holding it (in the order
+// added) and how often. Scoring a query touches only the postings of its terms.
 type Index struct {
-	p     Params
-	tf    []map[string]int32
-	lens  []int
-	df    map[string]int
-	total int
+	p       Params
+	post    map[string][]posting
+	lens    []int
+	total   int
+	scratch map[string]int32
+}
+
+type posting struct {
+	doc, tf int32
 }
 
 // New returns an empty index.
-func New(p Params) *Index { return &Index{p: p, df: map[string]int{}} }
+func New(p Params) *Index {
+	return &Index{p: p, post: map[string][]posting{}, scratch: map[string]int32{}}
+}
 
 // Add tokenizes and adds a document; documents are numbered in the order added.
 func (ix *Index) Add(text string) { ix.AddTerms(Tokenize(text)) }
 
 // AddTerms adds an already tokenized document.
 func (ix *Index) AddTerms(terms []string) {
-	tf := make(map[string]int32, len(terms)/2+1)
+	clear(ix.scratch)
 	for _, t := range terms {
-		if tf[t] == 0 {
-			ix.df[t]++
-		}
-		tf[t]++
+		ix.scratch[t]++
 	}
-	ix.tf = append(ix.tf, tf)
+	doc := int32(len(ix.lens))
+	for t, n := range ix.scratch {
+		ix.post[t] = append(ix.post[t], posting{doc, n})
+	}
 	ix.lens = append(ix.lens, len(terms))
 	ix.total += len(terms)
 }
 
 // Len is the number of documents.
-func (ix *Index) Len() int { return len(ix.tf) }
+func (ix *Index) Len() int { return len(ix.lens) }
 
 // IDF is the inverse document frequency of a term.
 func (ix *Index) IDF(term string) float64 {
-	n, df := float64(len(ix.tf)), float64(ix.df[term])
+	n, df := float64(len(ix.lens)), float64(len(ix.post[term]))
 	return math.Log(1 + (n-df+0.5)/(df+0.5))
 }
 
 // Scores returns every document's score for the query.
 func (ix *Index) Scores(query string) []float64 {
-	scores := make([]float64, len(ix.tf))
-	if len(ix.tf) == 0 {
+	scores := make([]float64, len(ix.lens))
+	if len(ix.lens) == 0 {
 		return scores
 	}
-	avg := float64(ix.total) / float64(len(ix.tf))
+	avg := float64(ix.total) / float64(len(ix.lens))
 	if avg == 0 {
 		avg = 1
 	}
@@ -97,16 +104,14 @@ func (ix *Index) Scores(query string) []float64 {
 	}
 	k1, b := ix.p.K1, ix.p.B
 	for _, t := range order {
-		if ix.df[t] == 0 {
+		ps := ix.post[t]
+		if len(ps) == 0 {
 			continue
 		}
 		w := ix.IDF(t) * float64(qtf[t])
-		for d, tf := range ix.tf {
-			f := float64(tf[t])
-			if f == 0 {
-				continue
-			}
-			scores[d] += w * f * (k1 + 1) / (f + k1*(1-b+b*float64(ix.lens[d])/avg))
+		for _, p := range ps {
+			f := float64(p.tf)
+			scores[p.doc] += w * f * (k1 + 1) / (f + k1*(1-b+b*float64(ix.lens[p.doc])/avg))
 		}
 	}
 	return scores
