@@ -37,6 +37,7 @@ function(ctxlab, anchor, offline_only=false, candidates=null)
     // Dense retrieval (OPENAI_BASE_URL / OPENAI_API_KEY name an embeddings endpoint).
     fit(m.dense_function),
     fit(m.whole_files_dense),
+    fit(m.swerank_retrieve),
     // Compressors, each with its rate fitted to the budget (CTXLAB_COMPRESS_URL names the compression server).
     fit(m.llmlingua2),
     fit(m.longllmlingua),

@@ -133,6 +133,10 @@ function(ctxlab) {
                                      { partial: false, embedding_model: lib.embedding_model }),
     // Dense retrieval over functions (CodeRankEmbed-style) through an OpenAI-compatible embeddings endpoint.
     dense_function: lib.retriever('dense_function', 'function', 'dense', { embedding_model: lib.embedding_model }),
+    // SweRank's retrieval stage: dense retrieval of functions with its embedding model, served by the endpoint.
+    // (SweRank's listwise LLM reranking stage is not implemented here.)
+    swerank_retrieve: lib.retriever('swerank_retrieve', 'function', 'dense',
+                                    { embedding_model: 'Salesforce/SweRankEmbed-Small' }),
     // Compressors through the compression server (scripts/compress_server.py; CTXLAB_COMPRESS_URL).
     llmlingua2: lib.compressor('llmlingua2', 'llmlingua2'),
     longllmlingua: lib.compressor('longllmlingua', 'longllmlingua'),
