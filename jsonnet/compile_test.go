@@ -37,7 +37,7 @@ func TestCompileDemo(t *testing.T) {
 	for _, m := range e.Methods {
 		names = append(names, m.Name)
 	}
-	if !slices.Equal(names, []string{"no_source", "oracle_files"}) {
+	if len(names) < 2 || !slices.Equal(names[:2], []string{"no_source", "oracle_files"}) {
 		t.Errorf("methods %v", names)
 	}
 	if e.Tokenizer != "o200k_base" || e.Grading.Executor != "local" || e.Grading.Timeout.D() != 30*time.Minute ||
@@ -63,14 +63,18 @@ func TestCompileDemo(t *testing.T) {
 	for _, n := range plan.Nodes {
 		steps[n.Activity] = append(steps[n.Activity], strings.Join(n.Steps, ","))
 	}
-	if got := steps["checkout"]; !slices.Equal(got, []string{"no_source.checkout,oracle_files.checkout"}) {
-		t.Errorf("checkout nodes %v, want one shared by both methods", got)
+	if got := steps["checkout"]; len(got) != 1 || !strings.HasPrefix(got[0], "no_source.checkout,oracle_files.checkout") {
+		t.Errorf("checkout nodes %v, want one shared by every method", got)
 	}
-	if got := steps["patch"]; len(got) != 2 {
+	if got := steps["patch"]; len(got) != len(names) {
 		t.Errorf("patch nodes %v, want one per method (their contexts differ)", got)
 	}
-	if len(plan.Nodes) != 9 || len(plan.Arms) != 2 {
-		t.Errorf("%d nodes and %d arms, want 9 and 2", len(plan.Nodes), len(plan.Arms))
+	if len(plan.Arms) != len(names) {
+		t.Errorf("%d arms for %d methods", len(plan.Arms), len(names))
+	}
+	// Baselines fitted to oracle_files read its context from the anchor's own node: it runs once per issue.
+	if got := steps["oracle_files"]; len(got) != 1 || !strings.Contains(got[0], "bm25_function.anchor.context") {
+		t.Errorf("oracle_files nodes %v, want one shared with the fitted baselines' anchor steps", got)
 	}
 }
 

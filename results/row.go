@@ -44,6 +44,13 @@ const (
 	FieldBudgetEvals      = "budget_evals"      // knob evaluations budget fitting needed
 	FieldBudgetError      = "budget_error"      // why a budget could not be met, when it could not
 	FieldGoldLineShare    = "gold_line_share"   // share of context lines in gold files
+
+	FieldBudgetAnchor     = "budget_anchor_tokens" // the anchor's context tokens, before the multiplier
+	FieldBudgetMultiplier = "budget_multiplier"    // budget_tokens = multiplier x budget_anchor_tokens
+	FieldBudgetKnob       = "budget_knob"          // the fitted knob: lines or chunks shown, or a compressor's rate
+	FieldBudgetReached    = "budget_reached"       // the context landed within the tolerance of budget_tokens
+	FieldChunksShown      = "chunks_shown"         // ranked chunks a retriever put in its context
+	FieldTemplateShown    = "template_shown"       // the context shows an issue template (the lexical trap)
 )
 
 // Required lists the fields every row has.

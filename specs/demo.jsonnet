@@ -7,6 +7,10 @@ local ctxlab = import 'ctxlab.libsonnet';
 
 local model = ctxlab.ext('model', 'offline');
 
+// Baselines (PAPER.md): every one that needs no external service, each fitted per issue to the anchor's context
+// tokens. The anchor is oracle_files until CQ2-CARE is in the demo.
+local baselines = (import 'paper_baselines.libsonnet')(ctxlab, ctxlab.methods.oracle_files, offline_only=true);
+
 ctxlab.experiment({
   name: 'demo',
   dataset: ctxlab.datasets.demo,
@@ -15,6 +19,6 @@ ctxlab.experiment({
     else if model == 'openai' then ctxlab.models.openai(ctxlab.ext('openai_model', 'gpt-4o-mini'))
     else error "ext var model must be 'offline' or 'openai', got '%s'" % model,
   ],
-  methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files],
+  methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files] + baselines,
   limits: { concurrency: 4 },
 })

@@ -32,7 +32,7 @@ func TestRunAgainstExistingServer(t *testing.T) {
 	defer srv.Stop()
 
 	runs := filepath.Join(dir, "runs")
-	spec := demoSpec(t)
+	spec := demoVariant(t, "{ methods: super.methods[0:2] }") // the reference methods keep the test quick
 	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--address", srv.HostPort(),
 		"--namespace", "ctxlab-test", "--quiet")
 	if code != 0 {
@@ -90,7 +90,7 @@ func TestAddressUnreachableFailsClearly(t *testing.T) {
 // TestSecondStarterAttaches starts a slowed sweep, then a second starter on the same run folder: it must attach to
 // the running sweep instead of starting another, and both must report the same finished sweep.
 func TestSecondStarterAttaches(t *testing.T) {
-	spec := demoVariant(t, "{ name: 'attach', debug: { slow_activities: '300ms' } }")
+	spec := demoVariant(t, "{ name: 'attach', methods: super.methods[0:2], debug: { slow_activities: '300ms' } }")
 	runs := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -1,0 +1,212 @@
+package activities
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// baselineFixture is the demo instance with its checkout and the oracle context (the budget anchor).
+type baselineFixture struct {
+	*fixture
+	co, oracle NodeOutput
+	anchor     float64 // the oracle context's tokens
+}
+
+var tok = map[string]any{"tokenizer": "o200k_base"}
+
+func newBaselineFixture(t *testing.T) *baselineFixture {
+	f := newFixture(t)
+	co := f.must(f.node("checkout", inst, nil, nil))
+	oracle := f.must(f.node("oracle_files", inst, tok, map[string]NodeOutput{"checkout": co}))
+	b := &baselineFixture{fixture: f, co: co, oracle: oracle}
+	b.anchor = b.measure(oracle)["context_tokens"].(float64)
+	return b
+}
+
+func (b *baselineFixture) measure(ctx NodeOutput) map[string]any {
+	return b.must(b.node("measure", inst, tok, map[string]NodeOutput{"checkout": b.co, "context": ctx})).Row
+}
+
+func params(kv ...any) map[string]any {
+	p := map[string]any{"tokenizer": "o200k_base"}
+	for i := 0; i < len(kv); i += 2 {
+		p[kv[i].(string)] = kv[i+1]
+	}
+	return p
+}
+
+func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol*want }
+
+func TestRetrieveFitsTheAnchorBudget(t *testing.T) {
+	b := newBaselineFixture(t)
+	for _, unit := range []string{"definition", "function", "window", "file", "swebench_file"} {
+		for _, m := range []float64{0.5, 1, 2} {
+			out := b.must(b.node("retrieve", inst, params("unit", unit, "multiplier", m),
+				map[string]NodeOutput{"checkout": b.co, "budget": b.oracle}))
+			got := b.measure(out)["context_tokens"].(float64)
+			target := math.Round(b.anchor * m)
+			if out.Row["budget_reached"] != true || !within(got, target, 0.02) || out.Row["budget_tokens"] != target {
+				t.Errorf("%s x%v: %v tokens for a budget of %v: %v", unit, m, got, target, out.Row)
+			}
+			if ev := out.Row["budget_evals"].(float64); ev < 1 || ev > 12 {
+				t.Errorf("%s x%v: %v evaluations", unit, m, ev)
+			}
+		}
+	}
+	// Without a budget input the fixed max_tokens is the budget, and no budget fields are recorded.
+	out := b.must(b.node("retrieve", inst, params("unit", "function", "max_tokens", 500),
+		map[string]NodeOutput{"checkout": b.co}))
+	if got := b.measure(out)["context_tokens"].(float64); !within(got, 500, 0.02) || out.Row["budget_tokens"] != nil {
+		t.Errorf("max_tokens 500: %v tokens, row %v", got, out.Row)
+	}
+}
+
+func TestRetrieveFallsIntoTheTemplateTrap(t *testing.T) {
+	b := newBaselineFixture(t)
+	out := b.must(b.node("retrieve", inst, params("unit", "window"), map[string]NodeOutput{"checkout": b.co,
+		"budget": b.oracle}))
+	if out.Row["template_shown"] != true {
+		t.Errorf("BM25 over windows did not rank the issue template: %v", out.Row)
+	}
+}
+
+func TestWholeFilesUnreachableBudgetIsRecorded(t *testing.T) {
+	b := newBaselineFixture(t)
+	out := b.must(b.node("retrieve", inst, params("unit", "file", "partial", false, "multiplier", 0.3),
+		map[string]NodeOutput{"checkout": b.co, "budget": b.oracle}))
+	why, _ := out.Row["budget_error"].(string)
+	if out.Row["budget_reached"] != false || !strings.Contains(why, "no knob value gives") {
+		t.Errorf("whole files at 0.3x: want an unreachable budget on the row, got %v", out.Row)
+	}
+}
+
+func TestRetrieveBadParams(t *testing.T) {
+	b := newBaselineFixture(t)
+	for _, p := range []map[string]any{params("unit", "paragraph"), params("unit", "file", "scorer", "magic"),
+		params("unit", "file", "b", 3.0), params("unit", "file", "scorer", "dense")} {
+		_, err := b.node("retrieve", inst, p, map[string]NodeOutput{"checkout": b.co})
+		if !nonRetryable(err) || !strings.Contains(err.Error(), "m.retrieve") {
+			t.Errorf("%v: want a non-retryable error naming the step, got %v", p, err)
+		}
+	}
+}
+
+func TestRetrieveDense(t *testing.T) {
+	b := newBaselineFixture(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Input []string }
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		// One dimension per letter: a bag of letters is enough to make a ranking.
+		var data []map[string]any
+		for i, in := range req.Input {
+			v := make([]float64, 26)
+			for _, c := range strings.ToLower(in) {
+				if c >= 'a' && c <= 'z' {
+					v[c-'a']++
+				}
+			}
+			data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": v})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": "m",
+			"usage": map[string]int{"prompt_tokens": len(req.Input), "total_tokens": len(req.Input)}})
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "k")
+	out := b.must(b.node("retrieve", inst, params("unit", "file", "scorer", "dense", "embedding_model", "m"),
+		map[string]NodeOutput{"checkout": b.co, "budget": b.oracle}))
+	if out.Row["budget_reached"] != true || out.Row["embedding_tokens"].(float64) < 30 {
+		t.Errorf("dense: %v", out.Row)
+	}
+	// A second method over the same files embeds nothing again.
+	out = b.must(b.node("retrieve", inst, params("unit", "file", "scorer", "dense", "embedding_model", "m",
+		"multiplier", 2), map[string]NodeOutput{"checkout": b.co, "budget": b.oracle}))
+	if out.Row["embedding_tokens"] != 0.0 || out.Row["embeddings_cached"].(float64) < 30 {
+		t.Errorf("dense, second time: %v", out.Row)
+	}
+}
+
+func TestCompressFitsTheBudget(t *testing.T) {
+	b := newBaselineFixture(t)
+	src := b.must(b.node("retrieve", inst, params("unit", "swebench_file", "max_tokens", 8000),
+		map[string]NodeOutput{"checkout": b.co}))
+	out := b.must(b.node("compress", inst, params("compressor", "fake"),
+		map[string]NodeOutput{"context": src, "budget": b.oracle}))
+	got := b.measure(out)
+	if out.Row["budget_reached"] != true || !within(got["context_tokens"].(float64), b.anchor, 0.02) {
+		t.Errorf("fake compressor: %v tokens for %v: %v", got["context_tokens"], b.anchor, out.Row)
+	}
+	if eps := got["epsilon"].(float64); eps > 0.5 {
+		t.Errorf("compressed text is %.2f verbatim", eps)
+	}
+	// A fixed rate without a budget; a rate out of range; a compressor without a server.
+	if _, err := b.node("compress", inst, params("compressor", "fake", "rate", 0.0),
+		map[string]NodeOutput{"context": src}); !nonRetryable(err) {
+		t.Errorf("rate 0: %v", err)
+	}
+	t.Setenv(CompressEndpointEnv, "")
+	if _, err := b.node("compress", inst, params("compressor", "llmlingua2", "rate", 0.5),
+		map[string]NodeOutput{"context": src}); !nonRetryable(err) || !strings.Contains(err.Error(), CompressEndpointEnv) {
+		t.Errorf("no server: %v", err)
+	}
+}
+
+func TestCorruptionLowersEpsilonAndApplyRate(t *testing.T) {
+	b := newBaselineFixture(t)
+	patchOf := func(c NodeOutput) map[string]any {
+		p := b.must(b.node("patch", inst, map[string]any{"format": "diff",
+			"model": map[string]any{"name": "offline", "provider": "offline"}},
+			map[string]NodeOutput{"checkout": b.co, "context": c}))
+		return b.must(b.node("measure", inst, tok, map[string]NodeOutput{"checkout": b.co, "context": c, "patch": p})).Row
+	}
+	clean := patchOf(b.oracle)
+	in := map[string]NodeOutput{"checkout": b.co, "context": b.oracle}
+	toks := b.must(b.node("corrupt", inst, params("mode", "tokens", "rate", 0.2, "seed", 1), in))
+	again := b.must(b.node("corrupt", inst, params("mode", "tokens", "rate", 0.2, "seed", 1, "x", 1), in))
+	if toks.Ref != again.Ref {
+		t.Error("the same seed gave a different corruption")
+	}
+	bad := patchOf(toks)
+	if bad["epsilon"].(float64) >= clean["epsilon"].(float64) || bad["patch_applied"] != false ||
+		clean["patch_applied"] != true || bad["rho"] != clean["rho"] {
+		t.Errorf("20%% token deletion: clean %v, corrupted %v", clean, bad)
+	}
+	lines := patchOf(b.must(b.node("corrupt", inst, params("mode", "lines", "rate", 0.5, "seed", 1), in)))
+	if lines["epsilon"] != 1.0 || lines["patch_applied"] != false {
+		t.Errorf("50%% line deletion: %v", lines)
+	}
+	if _, err := b.node("corrupt", inst, params("mode", "shuffle"), in); !nonRetryable(err) {
+		t.Errorf("unknown mode: %v", err)
+	}
+}
+
+func TestPairings(t *testing.T) {
+	b := newBaselineFixture(t)
+	other := b.must(b.node("compress", inst, params("compressor", "fake", "rate", 0.5),
+		map[string]NodeOutput{"context": b.must(b.node("retrieve", inst, params("unit", "function"),
+			map[string]NodeOutput{"checkout": b.co}))}))
+	otherM := b.measure(other)
+	sf := b.must(b.node("corrupt", inst, params("mode", "same_files_other_text", "seed", 2),
+		map[string]NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
+	if v, set := sf.Row["budget_tokens"]; !set || v != nil {
+		t.Errorf("a pairing must reset the budget fields its other side set: %v", sf.Row)
+	}
+	m := b.measure(sf)
+	if m["rho"] != 1.0 || math.Abs(m["epsilon"].(float64)-otherM["epsilon"].(float64)) > 0.1 {
+		t.Errorf("same files, other text: %v; other: %v", m, otherM)
+	}
+	st := b.must(b.node("corrupt", inst, params("mode", "same_text_other_files"),
+		map[string]NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
+	m = b.measure(st)
+	if m["epsilon"] != 1.0 || !within(m["context_tokens"].(float64), b.anchor, 0.02) || st.Row["budget_reached"] != true {
+		t.Errorf("same text, other files: %v %v", m, st.Row)
+	}
+}

@@ -1,0 +1,157 @@
+package activities
+
+import (
+	"context"
+
+	"ctxlab/activities/chunk"
+	"ctxlab/activities/contexts"
+	"ctxlab/activities/corrupt"
+	"ctxlab/activities/repo"
+	"ctxlab/results"
+)
+
+// Pairing modes of the corrupt step, besides corrupt.ModeTokens and corrupt.ModeLines.
+const (
+	// ModeSameFilesOtherText keeps the files and lines of the context and makes its verbatim rate that of the
+	// context named other: gold-file recall of one method, epsilon of another.
+	ModeSameFilesOtherText = "same_files_other_text"
+	// ModeSameTextOtherFiles shows the files of other, whole and verbatim in other's order, cut to the context's
+	// tokens: the text form (and size) of one method, the file choice of another.
+	ModeSameTextOtherFiles = "same_text_other_files"
+)
+
+// CorruptParams are the corrupt step's parameters.
+type CorruptParams struct {
+	Tokenizer string  `json:"tokenizer"`
+	Mode      string  `json:"mode"`
+	Rate      float64 `json:"rate,omitempty"`
+	Seed      int64   `json:"seed,omitempty"`
+	FitParams
+}
+
+// Corrupt makes a controlled variant of the input context (see package corrupt): tokens or whole lines deleted at
+// a seeded rate, or one of the two pairings with the context named other.
+func (a *Activities) Corrupt(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "corrupt", func(ctx context.Context, j *job) (NodeOutput, error) {
+		var p CorruptParams
+		if err := j.params(&p); err != nil {
+			return NodeOutput{}, err
+		}
+		c, err := j.loadContext(ctx, "context")
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		row := map[string]any{}
+		var out contexts.Context
+		switch p.Mode {
+		case corrupt.ModeTokens, corrupt.ModeLines:
+			var st corrupt.Stats
+			out, st, err = corrupt.Apply(c, corrupt.Options{Mode: p.Mode, Rate: p.Rate, Seed: p.Seed})
+			if err != nil {
+				return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", in.Step, err)
+			}
+			if p.Mode == corrupt.ModeTokens {
+				row["corrupt_tokens_deleted"] = st.TokensDeleted
+			} else {
+				row["corrupt_lines_deleted"] = st.LinesDeleted
+			}
+		case ModeSameFilesOtherText:
+			other, err := j.loadContext(ctx, "other")
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			m, err := j.snapshot(ctx)
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			eps, err := j.epsilonOf(ctx, m, other)
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			var st corrupt.Stats
+			if out, st, err = corrupt.SameFilesOtherText(c, eps, p.Seed); err != nil {
+				return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", in.Step, err)
+			}
+			row["corrupt_target_epsilon"] = eps
+			row["corrupt_lines_changed"] = st.LinesDeleted
+		case ModeSameTextOtherFiles:
+			other, err := j.loadContext(ctx, "other")
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			m, err := j.snapshot(ctx)
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			var files []chunk.Chunk
+			lines := map[string]int{}
+			for _, path := range corrupt.FilesInOrder(other) {
+				if _, ok := m.Lookup(path); !ok {
+					continue
+				}
+				b, err := m.Read(ctx, j.store, path)
+				if err != nil {
+					return NodeOutput{}, err
+				}
+				cs := chunk.Split(path, b, chunk.File, 0)
+				if len(cs) == 1 {
+					files = append(files, cs[0])
+					lines[path] = cs[0].End
+				}
+			}
+			target, err := countTokens(p.Tokenizer, c.Render())
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			r := newRanked(c.Issue, files, lines, true)
+			o, _, fit, err := r.fit(p.Tokenizer, target, p.FitParams)
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			out = o
+			for k, v := range fitRow(p.FitParams, target, target, fit) {
+				row[k] = v
+			}
+		default:
+			return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown mode %q (known: %s, %s, %s, %s)", in.Step, p.Mode,
+				corrupt.ModeTokens, corrupt.ModeLines, ModeSameFilesOtherText, ModeSameTextOtherFiles)
+		}
+		res, err := j.putContext(ctx, out)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		for k, v := range row {
+			res.Row[k] = v
+		}
+		res.Row[results.FieldTemplateShown] = showsTemplate(out.Files())
+		resetInherited(res.Row)
+		return res, nil
+	})
+}
+
+// epsilonOf measures a context's verbatim rate against the snapshot (1 for a context that shows no lines).
+func (j *job) epsilonOf(ctx context.Context, m repo.Manifest, c contexts.Context) (float64, error) {
+	var readErr error
+	met := contexts.Measure(c, nil, func(path string) (string, bool) {
+		if _, ok := m.Lookup(path); !ok {
+			return "", false
+		}
+		b, err := m.Read(ctx, j.store, path)
+		if err != nil {
+			readErr = err
+			return "", false
+		}
+		return string(b), true
+	})
+	if readErr != nil {
+		return 0, readErr
+	}
+	if met.Epsilon == nil {
+		return 1, nil
+	}
+	return *met.Epsilon, nil
+}
+
+func init() {
+	registerNode("corrupt", func(a *Activities) any { return a.Corrupt })
+}

@@ -1,0 +1,242 @@
+// Package dense ranks texts by embedding similarity through any OpenAI-compatible /v1/embeddings endpoint, with
+// the official openai-go client. The endpoint and key come only from the environment (OPENAI_BASE_URL,
+// OPENAI_API_KEY); embeddings are cached by (model, sha256 of the text), so a re-run or a second method over the
+// same chunks pays for nothing twice.
+package dense
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"ctxlab/activities/tokens"
+)
+
+// MaxInputTokens is where inputs are cut (whole lines, cl100k_base): OpenAI's embedding models take at most 8192.
+const MaxInputTokens = 8000
+
+// DefaultBatch is how many texts go in one request.
+const DefaultBatch = 64
+
+// Cache stores vectors by key.
+type Cache interface {
+	Get(key string) ([]float32, bool)
+	Put(key string, v []float32) error
+}
+
+// DirCache keeps vectors as JSON files under a folder (in ctxlab, the run's content store folder).
+type DirCache struct{ Root string }
+
+func (d DirCache) path(key string) string { return filepath.Join(d.Root, key[:2], key+".json") }
+
+// Get returns a cached vector.
+func (d DirCache) Get(key string) ([]float32, bool) {
+	b, err := os.ReadFile(d.path(key))
+	if err != nil {
+		return nil, false
+	}
+	var v []float32
+	if json.Unmarshal(b, &v) != nil || len(v) == 0 {
+		return nil, false
+	}
+	return v, true
+}
+
+// Put stores a vector atomically.
+func (d DirCache) Put(key string, v []float32) error {
+	p := d.path(key)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+// Key is the cache key of a text under a model.
+func Key(model, text string) string {
+	h := sha256.New()
+	h.Write([]byte(model))
+	h.Write([]byte{0})
+	h.Write([]byte(text))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Client embeds texts.
+type Client struct {
+	oa    openai.Client
+	Model string
+	Cache Cache
+	Batch int
+}
+
+// ErrNoEndpoint is returned when OPENAI_BASE_URL and OPENAI_API_KEY are both unset.
+var ErrNoEndpoint = errors.New("dense retrieval needs an embeddings endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
+
+// NewFromEnv returns a client for the endpoint named by OPENAI_BASE_URL (OpenAI's when unset) with the key in
+// OPENAI_API_KEY. The key is never logged or returned in errors.
+func NewFromEnv(model string, cache Cache) (*Client, error) {
+	base, key := os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY")
+	if base == "" && key == "" {
+		return nil, ErrNoEndpoint
+	}
+	opts := []option.RequestOption{option.WithMaxRetries(2), option.WithAPIKey(key)}
+	if base != "" {
+		opts = append(opts, option.WithBaseURL(base))
+	}
+	return &Client{oa: openai.NewClient(opts...), Model: model, Cache: cache, Batch: DefaultBatch}, nil
+}
+
+// Stats count what a call did.
+type Stats struct {
+	Cached, Embedded, PromptTokens int
+}
+
+// Error is a failed embeddings call; Retryable for 429, 5xx and transport failures.
+type Error struct {
+	Status    int
+	Msg       string
+	Retryable bool
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("embeddings endpoint answered HTTP %d: %s", e.Status, e.Msg)
+	}
+	return "embeddings: " + e.Msg
+}
+
+// Embed returns one vector per text, from the cache where it can.
+func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Stats, error) {
+	var st Stats
+	out := make([][]float32, len(texts))
+	var todo []int
+	for i, t := range texts {
+		if v, ok := c.Cache.Get(Key(c.Model, t)); ok {
+			out[i] = v
+			st.Cached++
+			continue
+		}
+		todo = append(todo, i)
+	}
+	batch := c.Batch
+	if batch < 1 {
+		batch = DefaultBatch
+	}
+	for len(todo) > 0 {
+		n := min(batch, len(todo))
+		part := todo[:n]
+		todo = todo[n:]
+		inputs := make([]string, n)
+		for j, i := range part {
+			in, _, err := tokens.Truncate(tokens.Cl100kBase, texts[i], MaxInputTokens)
+			if err != nil {
+				return nil, st, err
+			}
+			if in == "" {
+				in = " " // the endpoint refuses empty inputs
+			}
+			inputs[j] = in
+		}
+		resp, err := c.oa.Embeddings.New(ctx, openai.EmbeddingNewParams{
+			Model: openai.EmbeddingModel(c.Model),
+			Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: inputs},
+		})
+		if err != nil {
+			return nil, st, classify(err)
+		}
+		if len(resp.Data) != n {
+			return nil, st, &Error{Msg: fmt.Sprintf("asked for %d embeddings, got %d", n, len(resp.Data)),
+				Retryable: true}
+		}
+		st.PromptTokens += int(resp.Usage.PromptTokens)
+		for _, d := range resp.Data {
+			if d.Index < 0 || int(d.Index) >= n || len(d.Embedding) == 0 {
+				return nil, st, &Error{Msg: fmt.Sprintf("embedding with bad index %d or no values", d.Index),
+					Retryable: true}
+			}
+			i := part[d.Index]
+			v := make([]float32, len(d.Embedding))
+			for k, x := range d.Embedding {
+				v[k] = float32(x)
+			}
+			out[i] = v
+			st.Embedded++
+			if err := c.Cache.Put(Key(c.Model, texts[i]), v); err != nil {
+				return nil, st, fmt.Errorf("embeddings cache: %w", err)
+			}
+		}
+	}
+	return out, st, nil
+}
+
+func classify(err error) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		code := apiErr.StatusCode
+		msg := apiErr.Message
+		if msg == "" {
+			msg = statusText(code)
+		}
+		return &Error{Status: code, Msg: msg, Retryable: code == 429 || code >= 500}
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &Error{Msg: err.Error(), Retryable: true}
+}
+
+func statusText(code int) string { return fmt.Sprintf("status %d", code) }
+
+// Cosine is the cosine similarity of two vectors (0 when either is zero or their lengths differ).
+func Cosine(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// Rank orders docs by descending similarity to query; ties keep document order.
+func Rank(query []float32, docs [][]float32) []int {
+	s := make([]float64, len(docs))
+	order := make([]int, len(docs))
+	for i, d := range docs {
+		s[i], order[i] = Cosine(query, d), i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return s[order[i]] > s[order[j]] })
+	return order
+}

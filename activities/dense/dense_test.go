@@ -1,0 +1,119 @@
+package dense
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// embedServer answers /v1/embeddings with a bag-of-letters vector per input, and counts inputs and keys seen.
+func embedServer(t *testing.T, inputs *atomic.Int32, status int) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path != "/v1/embeddings" || r.Header.Get("Authorization") != "Bearer test-key" {
+			w.WriteHeader(401)
+			w.Write([]byte(`{"error":{"message":"bad path or key"}}`))
+			return
+		}
+		if status != 0 {
+			w.WriteHeader(status)
+			w.Write([]byte(`{"error":{"message":"overloaded","type":"server_error"}}`))
+			return
+		}
+		var req struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model != "embed-small" {
+			w.WriteHeader(400)
+			w.Write([]byte(`{"error":{"message":"bad request"}}`))
+			return
+		}
+		type item struct {
+			Object    string    `json:"object"`
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		}
+		var data []item
+		for i, in := range req.Input {
+			inputs.Add(1)
+			v := make([]float64, 26)
+			for _, c := range strings.ToLower(in) {
+				if c >= 'a' && c <= 'z' {
+					v[c-'a']++
+				}
+			}
+			data = append(data, item{"embedding", i, v})
+		}
+		// Answer out of order: the client must place vectors by index.
+		for i, j := 0, len(data)-1; i < j; i, j = i+1, j-1 {
+			data[i], data[j] = data[j], data[i]
+		}
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req.Model,
+			"usage": map[string]int{"prompt_tokens": 7, "total_tokens": 7}})
+	}))
+}
+
+func TestEmbedRankAndCache(t *testing.T) {
+	var inputs atomic.Int32
+	srv := embedServer(t, &inputs, 0)
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	cache := DirCache{Root: t.TempDir()}
+	c, err := NewFromEnv("embed-small", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Batch = 2
+	docs := []string{"zzz yyy", "aaa bbb", "aab"}
+	vecs, st, err := c.Embed(context.Background(), docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Embedded != 3 || st.Cached != 0 || inputs.Load() != 3 || st.PromptTokens != 14 {
+		t.Errorf("first call: %+v, %d inputs sent", st, inputs.Load())
+	}
+	q, _, err := c.Embed(context.Background(), []string{"aab aab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Rank(q[0], vecs); r[0] != 2 || r[1] != 1 || r[2] != 0 {
+		t.Errorf("rank %v", r)
+	}
+	// Same texts again: all from the cache, nothing sent.
+	_, st, err = c.Embed(context.Background(), docs)
+	if err != nil || st.Cached != 3 || st.Embedded != 0 || inputs.Load() != 4 {
+		t.Errorf("second call: %+v %v, %d inputs sent", st, err, inputs.Load())
+	}
+}
+
+func TestErrorsNeverCarryTheKey(t *testing.T) {
+	var inputs atomic.Int32
+	srv := embedServer(t, &inputs, 503)
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	c, _ := NewFromEnv("embed-small", DirCache{Root: t.TempDir()})
+	_, _, err := c.Embed(context.Background(), []string{"x"})
+	var e *Error
+	if !errors.As(err, &e) || e.Status != 503 || !e.Retryable || strings.Contains(err.Error(), "test-key") {
+		t.Errorf("503: %v", err)
+	}
+	t.Setenv("OPENAI_API_KEY", "wrong")
+	c, _ = NewFromEnv("embed-small", DirCache{Root: t.TempDir()})
+	_, _, err = c.Embed(context.Background(), []string{"x"})
+	if !errors.As(err, &e) || e.Status != 401 || e.Retryable || strings.Contains(err.Error(), "wrong") {
+		t.Errorf("401: %v", err)
+	}
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	if _, err := NewFromEnv("m", DirCache{}); !errors.Is(err, ErrNoEndpoint) {
+		t.Errorf("no endpoint: %v", err)
+	}
+}

@@ -1,0 +1,191 @@
+package activities
+
+import (
+	"context"
+	"strings"
+
+	"ctxlab/activities/budget"
+	"ctxlab/activities/chunk"
+	"ctxlab/activities/contexts"
+	"ctxlab/results"
+)
+
+// FitParams are the budget-fitting parameters every knob-bearing context step (retrieve, compress, corrupt's
+// same_text_other_files) takes. The budget itself comes from the optional input named "budget": the context of the
+// anchor method on the same issue (ctxlab.baselines.fitted wires it), whose rendered tokens times Multiplier are the
+// target.
+type FitParams struct {
+	Multiplier float64 `json:"multiplier,omitempty"` // 1 when 0
+	Tolerance  float64 `json:"tolerance,omitempty"`  // budget.DefaultTolerance when 0
+	MaxEvals   int     `json:"max_evals,omitempty"`  // budget.DefaultMaxEvals when 0
+}
+
+// Row fields of budget fitting, besides results.FieldBudget, FieldBudgetEvals and FieldBudgetError.
+const (
+	fieldBudgetAnchor     = results.FieldBudgetAnchor
+	fieldBudgetMultiplier = results.FieldBudgetMultiplier
+	fieldBudgetKnob       = results.FieldBudgetKnob
+	fieldBudgetReached    = results.FieldBudgetReached
+)
+
+// inheritedFields are row fields that steps feeding a context step may have set for another method (the anchor's
+// steps in a fitted method, the other side of a pairing, the base of a corruption) and that do not describe the
+// context this step builds. The Issue workflow merges the fields of every step of a method into its row, in
+// dependency order, so a step that builds a new context resets them; its own values, set after, win.
+var inheritedFields = []string{
+	results.FieldBudget, results.FieldBudgetEvals, results.FieldBudgetError, results.FieldBudgetAnchor,
+	results.FieldBudgetMultiplier, results.FieldBudgetKnob, results.FieldBudgetReached,
+	results.FieldChunksShown, results.FieldTemplateShown, results.FieldFilesSelected, results.FieldFallback,
+	results.FieldLocPrecision, results.FieldLocRecall, results.FieldLocF1,
+	"compress_rate", "compressor_calls", "compressor_tokens_in", "compressor_tokens_out",
+	"embedding_tokens", "embeddings_cached",
+	"corrupt_tokens_deleted", "corrupt_lines_deleted", "corrupt_target_epsilon", "corrupt_lines_changed",
+}
+
+// resetInherited sets every inherited field row does not set itself to null.
+func resetInherited(row map[string]any) {
+	for _, k := range inheritedFields {
+		if _, set := row[k]; !set {
+			row[k] = nil
+		}
+	}
+}
+
+// budgetTarget returns the token target of a fitted step: multiplier x the anchor context's tokens. ok is false
+// when the step has no budget input (it then uses its own fixed knob).
+func (j *job) budgetTarget(ctx context.Context, tokenizer string, p FitParams) (target, anchor int, ok bool, err error) {
+	if _, has := j.in.Inputs["budget"]; !has {
+		return 0, 0, false, nil
+	}
+	if p.Multiplier < 0 {
+		return 0, 0, false, permanentf(ErrBadInput, "%s: budget multiplier %v is negative", j.in.Step, p.Multiplier)
+	}
+	c, err := j.loadContext(ctx, "budget")
+	if err != nil {
+		return 0, 0, false, err
+	}
+	anchor, err = countTokens(tokenizer, c.Render())
+	if err != nil {
+		return 0, 0, false, err
+	}
+	m := p.Multiplier
+	if m == 0 {
+		m = 1
+	}
+	return int(float64(anchor)*m + 0.5), anchor, true, nil
+}
+
+// fitRow is what a fitted step adds to its rows. An unreachable budget is recorded, never fatal.
+func fitRow(p FitParams, target, anchor int, r budget.Result) map[string]any {
+	m := p.Multiplier
+	if m == 0 {
+		m = 1
+	}
+	row := map[string]any{
+		results.FieldBudget:      target,
+		results.FieldBudgetEvals: r.Evals,
+		fieldBudgetAnchor:        anchor,
+		fieldBudgetMultiplier:    m,
+		fieldBudgetKnob:          r.Knob,
+		fieldBudgetReached:       r.Reached,
+	}
+	if !r.Reached {
+		row[results.FieldBudgetError] = r.Why
+	}
+	return row
+}
+
+// ranked is repository text in rank order, from which a method shows a prefix: the first lines of the ranked
+// chunks (partial: the last chunk may be cut at a line) or the first whole chunks.
+type ranked struct {
+	chunks    []chunk.Chunk
+	fileLines map[string]int // lines of each file, to tell a whole file from a snippet
+	lines     []int          // lines of each chunk
+	total     int
+	partial   bool
+	issue     string
+}
+
+func newRanked(issue string, chunks []chunk.Chunk, fileLines map[string]int, partial bool) *ranked {
+	r := &ranked{chunks: chunks, fileLines: fileLines, partial: partial, issue: issue}
+	for _, c := range chunks {
+		n := c.End - c.Start + 1
+		r.lines = append(r.lines, n)
+		r.total += n
+	}
+	return r
+}
+
+// max is the largest knob: every line, or every chunk.
+func (r *ranked) max() int {
+	if r.partial {
+		return r.total
+	}
+	return len(r.chunks)
+}
+
+// take shows the first n lines (partial) or the first n chunks.
+func (r *ranked) take(n int) (contexts.Context, int) {
+	c := contexts.Context{Issue: r.issue}
+	shown := 0
+	for i, ch := range r.chunks {
+		if n <= 0 {
+			break
+		}
+		text, end := ch.Text, ch.End
+		if r.partial && r.lines[i] > n {
+			text = strings.Join(strings.SplitAfter(ch.Text, "\n")[:n], "")
+			end = ch.Start + n - 1
+		}
+		kind := contexts.KindSnippet
+		if ch.Start == 1 && end >= r.fileLines[ch.Path] {
+			kind = contexts.KindFile
+		}
+		c.Blocks = append(c.Blocks, contexts.Block{Path: ch.Path, Kind: kind, Start: ch.Start, Text: text})
+		shown++
+		if r.partial {
+			n -= end - ch.Start + 1
+		} else {
+			n--
+		}
+	}
+	return c, shown
+}
+
+// guess is a knob value near target tokens, at about 3.5 bytes a token, to start the fit.
+func (r *ranked) guess(target int) float64 {
+	want := 3.5 * float64(target)
+	n, bytes := 0, 0.0
+	for i, ch := range r.chunks {
+		b := float64(len(ch.Text))
+		if bytes+b >= want {
+			if !r.partial {
+				return float64(n + 1)
+			}
+			return float64(n) + float64(r.lines[i])*(want-bytes)/b
+		}
+		bytes += b
+		if r.partial {
+			n += r.lines[i]
+		} else {
+			n++
+		}
+	}
+	return float64(n)
+}
+
+// fit shows as much ranked text as fits target tokens (±tolerance), returning the context, chunks shown and the fit.
+func (r *ranked) fit(tokenizer string, target int, p FitParams) (contexts.Context, int, budget.Result, error) {
+	var best contexts.Context
+	res, err := budget.Fit(budget.Problem{Target: target, Tolerance: p.Tolerance, MaxEvals: p.MaxEvals,
+		Knob: budget.Knob{Lo: 0, Hi: float64(r.max()), Integer: true, Guess: r.guess(target)}},
+		func(x float64) (int, error) {
+			c, _ := r.take(int(x))
+			return countTokens(tokenizer, c.Render())
+		})
+	if err != nil {
+		return best, 0, res, err
+	}
+	best, shown := r.take(int(res.Knob))
+	return best, shown, res, nil
+}
