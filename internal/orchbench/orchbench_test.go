@@ -23,6 +23,7 @@ import (
 	"ctxlab/activities"
 	"ctxlab/activities/cas"
 	"ctxlab/demobench"
+	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
 	"ctxlab/results"
 	"ctxlab/specs"
@@ -230,7 +231,8 @@ func runTemporal(t testing.TB, s sweep, dir string) outcome {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "default"})
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "default",
+		Logger: logs.Temporal{L: zerolog.Nop()}})
 	if err != nil {
 		t.Fatal(err)
 	}
