@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -20,14 +21,20 @@ type Activities struct {
 	// Runs is the folder holding one folder per experiment.
 	Runs string
 	Log  zerolog.Logger
+	// StoreURL chooses the content store: empty for each run folder's cas/, a file:// or s3:// URL for an object
+	// store shared by workers on several machines (one folder per run inside it), or a plain folder path.
+	StoreURL string
 
 	mu     sync.Mutex
-	stores map[string]*cas.Dir
+	stores map[string]cas.Store
 }
 
-// New returns activities writing under the runs folder.
+// StoreEnv is the environment variable New reads StoreURL from.
+const StoreEnv = "CTXLAB_STORE"
+
+// New returns activities writing under the runs folder, with the content store $CTXLAB_STORE names.
 func New(runs string, log zerolog.Logger) *Activities {
-	return &Activities{Runs: runs, Log: log, stores: map[string]*cas.Dir{}}
+	return &Activities{Runs: runs, Log: log, StoreURL: os.Getenv(StoreEnv), stores: map[string]cas.Store{}}
 }
 
 // InstanceRef points at one dataset row stored in the run's content store.
@@ -96,13 +103,13 @@ func (a *Activities) Functions() map[string]any {
 func (a *Activities) RunDir(run string) string { return filepath.Join(a.Runs, run) }
 
 // Store returns the content store of a run.
-func (a *Activities) Store(run string) (*cas.Dir, error) {
+func (a *Activities) Store(run string) (cas.Store, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if s, ok := a.stores[run]; ok {
 		return s, nil
 	}
-	s, err := cas.NewDir(filepath.Join(a.RunDir(run), "cas"))
+	s, err := cas.Open(context.Background(), a.StoreURL, run, filepath.Join(a.RunDir(run), "cas"))
 	if err != nil {
 		return nil, err
 	}

@@ -227,7 +227,7 @@ func TestLoadDatasetSelects(t *testing.T) {
 	}
 }
 
-func mustStore(t *testing.T, a *Activities) *cas.Dir {
+func mustStore(t *testing.T, a *Activities) cas.Store {
 	t.Helper()
 	s, err := a.Store("t")
 	if err != nil {

@@ -100,6 +100,8 @@ type Limits struct {
 	Concurrency int `json:"concurrency"`
 	// Retries is the number of attempts of a failing activity before its step is recorded as failed.
 	Retries int `json:"retries"`
+	// Queues bound each task queue kind: activities per worker and per second.
+	Queues QueueLimits `json:"queues,omitzero"`
 }
 
 // Debug holds knobs for testing ctxlab itself.

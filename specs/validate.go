@@ -174,6 +174,7 @@ func Validate(e *Experiment) []*ValidationError {
 	if e.Limits.Retries < 1 {
 		add("limits.retries", "", "retries %d must be at least 1", e.Limits.Retries)
 	}
+	errs = append(errs, validateQueues(e.Limits.Queues)...)
 	if e.Anchor != "" && methodSeen[e.Anchor] == 0 {
 		names := make([]string, 0, len(e.Methods))
 		for _, m := range e.Methods {

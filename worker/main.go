@@ -12,36 +12,58 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
-	"go.temporal.io/sdk/client"
 
 	"ctxlab/activities"
+	"ctxlab/internal/cluster"
 	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
+	"ctxlab/jsonnet"
 )
 
 func main() {
-	address := flag.String("address", "127.0.0.1:7233", "Temporal frontend `HOST:PORT`")
-	namespace := flag.String("namespace", "default", "Temporal namespace")
-	queues := flag.String("queues", strings.Join(workers.AllKinds, ","), "comma-separated kinds to serve")
-	runs := flag.String("runs", "runs", "folder holding the run folders (shared with the starter)")
+	var conn cluster.Options
+	conn.Register(flag.CommandLine, "127.0.0.1:7233", "default")
+	queues := flag.String("queues", strings.Join(workers.AllKinds, ","), "comma-separated kinds to serve: "+
+		strings.Join(workers.AllKinds, ", "))
+	runs := flag.String("runs", "runs", "folder holding the run folders (shared with the starter and other workers)")
+	store := flag.String("store", os.Getenv(activities.StoreEnv), "content store: file:// or s3:// `URL`, or a "+
+		"folder (default: each run folder's cas/; $"+activities.StoreEnv+")")
+	spec := flag.String("spec", "", "take limits.queues (concurrency, rate) from this spec `FILE`")
 	flag.Parse()
 
 	log, closeLog, _ := logs.New(logs.Options{Console: os.Stderr, ConsoleLevel: zerolog.InfoLevel})
 	defer closeLog()
-	c, err := client.Dial(client.Options{HostPort: *address, Namespace: *namespace, Logger: logs.Temporal{L: log}})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "worker: cannot reach Temporal at %s: %v\n", *address, err)
-		os.Exit(1)
-	}
-	defer c.Close()
-	stop, err := workers.Start(c, activities.New(*runs, log), workers.Options{Kinds: strings.Split(*queues, ",")})
-	if err != nil {
+	if err := run(conn, *queues, *runs, *store, *spec, log); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
-	defer stop()
+}
+
+func run(conn cluster.Options, queues, runs, store, spec string, log zerolog.Logger) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	log.Info().Str("address", *address).Str("queues", *queues).Msg("worker running; Ctrl-C stops it")
+	o := workers.Options{Kinds: strings.Split(queues, ",")}
+	if spec != "" {
+		e, err := jsonnet.Compile(spec, jsonnet.Options{})
+		if err != nil {
+			return err
+		}
+		o.Limits = e.Limits.Queues
+	}
+	c, err := cluster.Dial(ctx, conn, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	a := activities.New(runs, log)
+	a.StoreURL = store
+	stop, err := workers.Start(c, a, o)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	log.Info().Str("address", conn.Address).Str("namespace", conn.Namespace).Str("queues", queues).
+		Msg("worker running; Ctrl-C stops it")
 	<-ctx.Done()
+	return nil
 }

@@ -31,8 +31,10 @@ var AllKinds = []string{KindWorkflow, KindLLM, KindCPU, KindGrade}
 type Options struct {
 	Queues workflows.Queues
 	Kinds  []string
-	// Slots caps concurrent activities per kind; zero picks a default for the kind.
-	Slots map[string]int
+	// Limits bound each activity kind (a spec's limits.queues): Concurrency caps the activities this process runs
+	// at once (zero picks a default for the kind); Rate caps activities started per second on the task queue,
+	// across every worker that polls it (zero: unlimited).
+	Limits specs.QueueLimits
 }
 
 // Start starts the workers and returns a function that stops them all.
@@ -54,11 +56,7 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 			w = worker.New(c, q.Workflow, worker.Options{})
 			workflows.Register(w)
 		case KindLLM, KindCPU, KindGrade:
-			slots := o.Slots[kind]
-			if slots <= 0 {
-				slots = defaultSlots(kind)
-			}
-			w = worker.New(c, q.For(kind), worker.Options{MaxConcurrentActivityExecutionSize: slots})
+			w = worker.New(c, q.For(kind), activityWorkerOptions(kind, o.Limits.For(kind)))
 			for name, fn := range a.Functions() {
 				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 			}
@@ -75,7 +73,19 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 	return stop, nil
 }
 
-func defaultSlots(kind string) int {
+// activityWorkerOptions turns a queue's limits into worker options.
+func activityWorkerOptions(kind string, l specs.QueueLimit) worker.Options {
+	slots := l.Concurrency
+	if slots <= 0 {
+		slots = DefaultSlots(kind)
+	}
+	// TaskQueueActivitiesPerSecond is enforced by the server for the whole queue; every worker of the queue must
+	// send the same value, or the last poller's wins.
+	return worker.Options{MaxConcurrentActivityExecutionSize: slots, TaskQueueActivitiesPerSecond: l.Rate}
+}
+
+// DefaultSlots is how many activities of a kind one worker runs at once unless a spec says otherwise.
+func DefaultSlots(kind string) int {
 	switch kind {
 	case KindLLM:
 		return 16

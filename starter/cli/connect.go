@@ -8,12 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 
-	"ctxlab/internal/logs"
+	"ctxlab/internal/cluster"
 	"ctxlab/starter/embedded"
 )
 
@@ -48,9 +47,10 @@ type serverFile struct {
 
 // connect dials --address, or starts the run's embedded server; when another starter already runs it, dials that
 // one instead.
-func connect(ctx context.Context, address, namespace, runDir string, log zerolog.Logger) (*connection, error) {
-	if address != "" {
-		c, err := dial(ctx, address, namespace, log)
+func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog.Logger) (*connection, error) {
+	namespace := co.Namespace
+	if co.Address != "" {
+		c, err := cluster.Dial(ctx, co, log)
 		if err != nil {
 			return nil, err
 		}
@@ -103,16 +103,9 @@ func connect(ctx context.Context, address, namespace, runDir string, log zerolog
 	return &connection{client: c, server: srv, unlock: unlock}, nil
 }
 
-// dial connects to a Temporal frontend, failing with a clear message when it cannot be reached.
+// dial connects to an embedded server (this process's or another starter's): plain, on this machine.
 func dial(ctx context.Context, address, namespace string, log zerolog.Logger) (client.Client, error) {
-	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{HostPort: address, Namespace: namespace,
-		Logger: logs.Temporal{L: log}})
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w", address, namespace, err)
-	}
-	return c, nil
+	return cluster.Dial(ctx, cluster.Options{Address: address, Namespace: namespace}, log)
 }
 
 // lockRun takes the run folder's lock. held is true (and unlock a no-op) when another process has it.

@@ -22,6 +22,7 @@ import (
 
 	"ctxlab/activities"
 	"ctxlab/activities/cas"
+	"ctxlab/internal/cluster"
 	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
 	"ctxlab/results"
@@ -30,12 +31,12 @@ import (
 )
 
 type runOptions struct {
-	spec      string
-	runs      string
-	address   string
-	namespace string
-	quiet     bool
-	noWorker  bool
+	spec     string
+	runs     string
+	cluster  cluster.Options
+	store    string
+	quiet    bool
+	noWorker bool
 	// maxHistory overrides the sweep's continue-as-new threshold (for tests).
 	maxHistory int
 	specFlags
@@ -47,8 +48,10 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.SetOutput(stderr)
 	o.register(fs)
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
-	fs.StringVar(&o.address, "address", "", "use the Temporal server at `HOST:PORT` instead of an embedded one")
-	fs.StringVar(&o.namespace, "namespace", "default", "Temporal namespace")
+	o.cluster.Register(fs, "", "default")
+	fs.Lookup("address").Usage = "use the Temporal server at `HOST:PORT` instead of an embedded one"
+	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store: file:// or s3:// `URL`, or a "+
+		"folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no progress, only the summary")
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
@@ -97,6 +100,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	acts := activities.New(o.runs, log)
+	acts.StoreURL = o.store
 	store, err := acts.Store(e.Name)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -116,14 +120,15 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	log.Info().Str("spec", o.spec).Int("instances", len(instances)).Int("methods", len(plan.Arms)).
 		Int("nodes_per_issue", len(plan.Nodes)).Str("run", runDir).Msg("sweep")
 
-	conn, err := connect(ctx, o.address, o.namespace, runDir, log)
+	conn, err := connect(ctx, o.cluster, runDir, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
 	}
 	defer conn.close()
 	if !o.noWorker && !conn.attached {
-		stopWorkers, err := workers.Start(conn.client, acts, workers.Options{Kinds: workers.AllKinds})
+		stopWorkers, err := workers.Start(conn.client, acts, workers.Options{Kinds: workers.AllKinds,
+			Limits: e.Limits.Queues})
 		if err != nil {
 			fmt.Fprintln(stderr, "starter:", err)
 			return exitFail

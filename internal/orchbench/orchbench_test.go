@@ -1,0 +1,343 @@
+package orchbench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+
+	"ctxlab/activities"
+	"ctxlab/activities/cas"
+	"ctxlab/demobench"
+	"ctxlab/internal/logs"
+	"ctxlab/internal/workers"
+	"ctxlab/results"
+	"ctxlab/specs"
+	"ctxlab/starter/embedded"
+	"ctxlab/workflows"
+)
+
+var (
+	issues  = flag.Int("orch.issues", 300, "issues in the benchmark's sweep")
+	methods = flag.Int("orch.methods", 12, "methods in the benchmark's sweep")
+)
+
+// sweep is a generated experiment and its plan.
+type sweep struct {
+	e    *specs.Experiment
+	plan *specs.Plan
+}
+
+// generate builds a dataset of n issues by repeating the demo benchmark's instances under new ids (their
+// repositories are shared, so checkout is cheap after the first), and m methods: no_source and oracle_files
+// alternately, each with its own variant parameter so that no two methods share a node but checkout, each ending
+// in patch and measure (no grading: the benchmark measures orchestration, not test runs).
+func generate(t testing.TB, dir string, n, m int) sweep {
+	t.Helper()
+	res, err := demobench.Generate(filepath.Join(dir, "dataset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(res.DatasetDir, "bench.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := range n {
+		in := res.Instances[i%len(res.Instances)]
+		in.InstanceID = fmt.Sprintf("%s-b%03d", in.InstanceID, i)
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(append(b, '\n'))
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	e := &specs.Experiment{
+		Name:    "orchbench",
+		Dataset: specs.Dataset{File: f.Name(), Repos: "{dataset_dir}/repos/{repo}"},
+		Models:  []specs.Model{{Name: "offline", Provider: "offline"}},
+		Limits:  specs.Limits{Concurrency: 16},
+	}
+	for i := range m {
+		ctxAct := []string{"no_source", "oracle_files"}[i%2]
+		e.Methods = append(e.Methods, specs.Method{Name: fmt.Sprintf("m%02d_%s", i, ctxAct), Steps: []specs.Step{
+			{ID: "checkout", Activity: "checkout"},
+			{ID: "context", Activity: ctxAct, Params: map[string]any{"variant": i},
+				Inputs: map[string]string{"checkout": "checkout"}},
+			{ID: "patch", Activity: "patch", Inputs: map[string]string{"checkout": "checkout", "context": "context"}},
+			{ID: "measure", Activity: "measure",
+				Inputs: map[string]string{"checkout": "checkout", "context": "context", "patch": "patch"}},
+		}})
+	}
+	e.SetDefaults()
+	if errs := specs.Validate(e); len(errs) > 0 {
+		t.Fatalf("generated spec: %v", errs)
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sweep{e: e, plan: plan}
+}
+
+// peak samples the Go heap in use until stopped, and returns its maximum in MiB.
+func peak() (stop func() float64) {
+	runtime.GC()
+	var maxHeap atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var ms runtime.MemStats
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > maxHeap.Load() {
+				maxHeap.Store(ms.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return func() float64 {
+		close(done)
+		wg.Wait()
+		return float64(maxHeap.Load()) / (1 << 20)
+	}
+}
+
+// outcome is one way of running the sweep.
+type outcome struct {
+	wall       time.Duration
+	activities int // node and bookkeeping activities that ran
+	rows       int
+	peakMiB    float64
+}
+
+func (o outcome) perSecond() float64 { return float64(o.activities) / o.wall.Seconds() }
+
+// nodeFunc is the signature every DAG node activity has.
+type nodeFunc = func(context.Context, activities.NodeInput) (activities.NodeOutput, error)
+
+// runPlain runs the sweep's DAGs as goroutines calling the activity methods directly: the same issue concurrency,
+// the same per-kind slots as the workers, nodes started as soon as their inputs are done, rows recorded per issue.
+func runPlain(t testing.TB, s sweep, runs string) outcome {
+	t.Helper()
+	ctx := context.Background()
+	a := activities.New(runs, zerolog.Nop())
+	stopPeak := peak()
+	start := time.Now()
+	var count atomic.Int64
+	refs, err := a.LoadDataset(ctx, activities.LoadDatasetInput{Run: s.e.Name, Dataset: s.e.Dataset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count.Add(1)
+	fns := a.Functions()
+	slots := map[string]chan struct{}{}
+	for _, kind := range []string{specs.QueueLLM, specs.QueueCPU, specs.QueueGrade} {
+		slots[kind] = make(chan struct{}, workers.DefaultSlots(kind))
+	}
+	issueSem := make(chan struct{}, s.e.Limits.Concurrency)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for _, ref := range refs {
+		issueSem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-issueSem }()
+			outputs := map[string]activities.NodeOutput{}
+			var mu sync.Mutex
+			done := map[string]chan struct{}{}
+			for _, n := range s.plan.Nodes {
+				done[n.Key] = make(chan struct{})
+			}
+			var nodes sync.WaitGroup
+			for _, n := range s.plan.Nodes {
+				nodes.Go(func() {
+					defer close(done[n.Key])
+					in := activities.NodeInput{Run: s.e.Name, Instance: ref, Node: n.Key, Step: n.Steps[0],
+						Params: n.Params, Inputs: map[string]activities.NodeOutput{}, Dataset: s.e.Dataset}
+					for _, name := range slices.Sorted(maps.Keys(n.Inputs)) {
+						<-done[n.Inputs[name]]
+						mu.Lock()
+						in.Inputs[name] = outputs[n.Inputs[name]]
+						mu.Unlock()
+					}
+					slot := slots[specs.Catalog[n.Activity].Queue]
+					slot <- struct{}{}
+					out, err := fns[n.Activity].(nodeFunc)(ctx, in)
+					<-slot
+					count.Add(1)
+					if err != nil {
+						failed.Add(1)
+						t.Errorf("%s %s: %v", ref.ID, n.Key, err)
+						return
+					}
+					mu.Lock()
+					outputs[n.Key] = out
+					mu.Unlock()
+				})
+			}
+			nodes.Wait()
+			rows := make([]results.Row, 0, len(s.plan.Arms))
+			for _, arm := range s.plan.Arms {
+				row := results.Row{results.FieldInstance: ref.ID, results.FieldMethod: arm.Method,
+					results.FieldModel: arm.Model}
+				for _, st := range arm.Steps {
+					maps.Copy(row, outputs[st.Key].Row)
+				}
+				rows = append(rows, row)
+			}
+			if _, err := a.Record(ctx, activities.RecordInput{Run: s.e.Name, Rows: rows}); err != nil {
+				t.Error(err)
+			}
+			count.Add(1)
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	return outcome{wall: wall, activities: int(count.Load()), rows: countRows(t, runs, s), peakMiB: stopPeak()}
+}
+
+// runTemporal runs the sweep as ctxlab does: the Sweep workflow on the embedded server, with in-process workers.
+func runTemporal(t testing.TB, s sweep, dir string) outcome {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := embedded.Start(ctx, embedded.Options{DBFile: filepath.Join(dir, "temporal.db"),
+		LogFile: filepath.Join(dir, "temporal.log"), Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "default",
+		Logger: logs.Temporal{L: zerolog.Nop()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	runs := filepath.Join(dir, "runs")
+	a := activities.New(runs, zerolog.Nop())
+	stopWorkers, err := workers.Start(c, a, workers.Options{Kinds: workers.AllKinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopWorkers()
+	store, err := a.Store(s.e.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planRef, err := cas.PutJSON(ctx, store, s.plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := workflows.SweepInput{Run: s.e.Name, Plan: planRef, Dataset: s.e.Dataset, Grading: s.e.Grading,
+		Concurrency: s.e.Limits.Concurrency, Retries: s.e.Limits.Retries, Queues: workflows.DefaultQueues}
+	for _, arm := range s.plan.Arms {
+		in.Order = append(in.Order, results.Key{Method: arm.Method, Model: arm.Model})
+	}
+	stopPeak := peak()
+	start := time.Now()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "sweep/" + s.e.Name,
+		TaskQueue: workflows.DefaultQueues.Workflow}, workflows.SweepName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.SweepResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	wall := time.Since(start)
+	if len(res.Failed) > 0 {
+		t.Fatalf("issues failed: %v", res.Failed)
+	}
+	// Node activities from the attempt log; bookkeeping: the dataset, then per issue the plan and its rows, and
+	// the summary.
+	nodes := countEvents(t, filepath.Join(runs, s.e.Name, "attempts.jsonl"), "start")
+	n := nodes + 2 + 2*res.Issues
+	return outcome{wall: wall, activities: n, rows: countRows(t, runs, s), peakMiB: stopPeak()}
+}
+
+func countEvents(t testing.TB, path, event string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), `"event":"`+event+`"`)
+}
+
+func countRows(t testing.TB, runs string, s sweep) int {
+	t.Helper()
+	rows, bad, err := results.ReadFile(filepath.Join(runs, s.e.Name, "results.jsonl"))
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("results: %v %v", err, bad)
+	}
+	return len(rows)
+}
+
+// compare runs both and checks that they did the same work.
+func compare(t testing.TB, n, m int) (plain, temporal outcome) {
+	dir := t.TempDir()
+	s := generate(t, dir, n, m)
+	plain = runPlain(t, s, filepath.Join(dir, "plain"))
+	temporal = runTemporal(t, s, filepath.Join(dir, "temporal"))
+	want := n * m
+	if plain.rows != want || temporal.rows != want {
+		t.Fatalf("rows: plain %d, temporal %d, want %d", plain.rows, temporal.rows, want)
+	}
+	nodes := n * len(s.plan.Nodes)
+	if got := temporal.activities - 2 - 2*n; got != nodes {
+		t.Errorf("temporal ran %d node activities, want %d (every node once)", got, nodes)
+	}
+	if got := plain.activities - 1 - n; got != nodes {
+		t.Errorf("plain ran %d node activities, want %d", got, nodes)
+	}
+	return plain, temporal
+}
+
+// TestSmallSweepBothWays keeps the benchmark's code honest in every `go test ./...` at a small size.
+func TestSmallSweepBothWays(t *testing.T) {
+	plain, temporal := compare(t, 4, 3)
+	t.Logf("plain %v, temporal %v", plain, temporal)
+}
+
+// BenchmarkOrchestration runs the generated sweep (-orch.issues × -orch.methods, 300 × 12 by default) both ways.
+// Run it once: go test ./internal/orchbench/ -run '^$' -bench Orchestration -benchtime 1x
+func BenchmarkOrchestration(b *testing.B) {
+	for range b.N {
+		plain, temporal := compare(b, *issues, *methods)
+		overhead := (temporal.wall - plain.wall).Seconds() / float64(temporal.activities)
+		b.ReportMetric(temporal.perSecond(), "temporal-act/s")
+		b.ReportMetric(plain.perSecond(), "plain-act/s")
+		b.ReportMetric(plain.perSecond()/temporal.perSecond(), "plain/temporal")
+		b.ReportMetric(overhead*1e3, "overhead-ms/act")
+		b.ReportMetric(temporal.peakMiB, "temporal-peak-heap-MiB")
+		b.ReportMetric(plain.peakMiB, "plain-peak-heap-MiB")
+		b.Logf("%d issues × %d methods: temporal %d activities in %s (%.1f/s, peak heap %.0f MiB); plain "+
+			"goroutines %d in %s (%.1f/s, peak heap %.0f MiB); overhead %.2f ms per activity", *issues, *methods,
+			temporal.activities, temporal.wall.Round(time.Millisecond), temporal.perSecond(), temporal.peakMiB,
+			plain.activities, plain.wall.Round(time.Millisecond), plain.perSecond(), plain.peakMiB, overhead*1e3)
+	}
+}
