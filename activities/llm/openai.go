@@ -29,6 +29,10 @@ const (
 	EnvAPIKey  = "OPENAI_API_KEY"
 )
 
+// TaskHeader carries Request.Task with every call. Endpoints ignore it; a test server (internal/fakeopenai) counts
+// calls per task with it.
+const TaskHeader = "X-Ctxlab-Task"
+
 // defaultBaseURL is used when OPENAI_BASE_URL is unset.
 const defaultBaseURL = "https://api.openai.com/v1/"
 
@@ -157,7 +161,7 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 		return Response{}, perr
 	}
 	for attempt := 1; ; attempt++ {
-		resp, cerr, retryAfter := p.once(ctx, params)
+		resp, cerr, retryAfter := p.once(ctx, req.Task, params)
 		if cerr == nil {
 			p.cfg.log.Debug().Str("model", p.model.ID).Str("task", req.Task).Int("attempt", attempt).
 				Int("prompt_tokens", resp.Usage.PromptTokens).Int("completion_tokens", resp.Usage.CompletionTokens).
@@ -245,11 +249,15 @@ func (p *openAIProvider) params(req Request) (openai.ChatCompletionNewParams, *E
 }
 
 // once makes one HTTP attempt. retryAfter is the wait the endpoint asked for, 0 when it named none.
-func (p *openAIProvider) once(ctx context.Context, params openai.ChatCompletionNewParams) (Response, *Error, time.Duration) {
+func (p *openAIProvider) once(ctx context.Context, task string, params openai.ChatCompletionNewParams) (Response, *Error, time.Duration) {
 	actx, cancel := context.WithTimeout(ctx, p.cfg.callTimeout)
 	defer cancel()
 	var hres *http.Response
-	res, err := p.chat.New(actx, params, option.WithResponseInto(&hres))
+	ropts := []option.RequestOption{option.WithResponseInto(&hres)}
+	if task != "" {
+		ropts = append(ropts, option.WithHeader(TaskHeader, task))
+	}
+	res, err := p.chat.New(actx, params, ropts...)
 	if err != nil {
 		return Response{}, p.classify(ctx, actx, hres, err), retryAfter(hres)
 	}
