@@ -70,7 +70,7 @@ func ParseRankedPaths(text string, known func(path string) bool) []string {
 
 type answerLine struct {
 	text string
-	// structured: inside a fence, a list item, or a line holding one token (a bare list).
+	// structured: inside a fence, a list item, a line holding one token (a bare list) or a diff header.
 	structured bool
 }
 
@@ -92,7 +92,8 @@ func answerLines(text string) []answerLine {
 			l.text = t[loc[1]:]
 			l.structured = true
 		}
-		if len(strings.Fields(l.text)) == 1 || strings.HasPrefix(l.text, "[") || strings.HasPrefix(l.text, "\"") {
+		if len(strings.Fields(l.text)) == 1 || strings.HasPrefix(l.text, "[") || strings.HasPrefix(l.text, "\"") ||
+			strings.HasPrefix(t, "--- ") || strings.HasPrefix(t, "+++ ") || strings.HasPrefix(t, "diff --git ") {
 			l.structured = true
 		}
 		out = append(out, l)

@@ -62,7 +62,6 @@ var (
 	issueTag   = regexp.MustCompile(`(?is)<issue>(.*?)</issue>`)
 	heading    = regexp.MustCompile(`^(?:#+\s*|\*\*)?([A-Za-z][A-Za-z ]{0,40}?)(?:\*\*)?\s*:?\s*$`)
 	identRE    = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
-	wordRE     = regexp.MustCompile(`[A-Za-z][a-z]*|[A-Z]+(?:[a-z]+)?|[0-9]+`)
 )
 
 // promptPath returns the path a prompt line lists ("" when the line is not a lone path).
@@ -112,15 +111,44 @@ var stopWords = map[string]bool{"the": true, "and": true, "for": true, "with": t
 	"from": true, "not": true, "are": true, "was": true, "but": true, "when": true, "into": true, "file": true,
 	"files": true, "test": true, "tests": true, "src": true, "lib": true, "pkg": true, "internal": true}
 
-// words splits text into lowercase words, cutting identifiers at case changes, digits and punctuation.
+// words splits text into lowercase words of at least three letters, cutting identifiers at case changes
+// ("CSVReader" is csv, reader), digits and punctuation, without stop words.
 func words(text string) []string {
 	var out []string
-	for _, w := range wordRE.FindAllString(text, -1) {
-		w = strings.ToLower(w)
-		if len(w) >= 3 && !stopWords[w] {
-			out = append(out, w)
+	rs := []rune(text)
+	start := -1
+	flush := func(end int) {
+		if start >= 0 {
+			w := strings.ToLower(string(rs[start:end]))
+			if len(w) >= 3 && !stopWords[w] {
+				out = append(out, w)
+			}
+		}
+		start = -1
+	}
+	for i, r := range rs {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush(i)
+			continue
+		}
+		if start >= 0 {
+			prev := rs[i-1]
+			switch {
+			case unicode.IsDigit(r) != unicode.IsDigit(prev):
+				flush(i)
+			case unicode.IsUpper(r) && unicode.IsLower(prev):
+				flush(i)
+			case unicode.IsLower(r) && unicode.IsUpper(prev) && i-1 > start:
+				// The end of an acronym: its last capital starts the next word.
+				flush(i - 1)
+				start = i - 1
+			}
+		}
+		if start < 0 {
+			start = i
 		}
 	}
+	flush(len(rs))
 	return out
 }
 
