@@ -61,7 +61,7 @@ func TestParseSearchReplace(t *testing.T) {
 		t.Errorf("no blocks: %v, want ErrNoDiff", err)
 	}
 	for _, bad := range []string{
-		"<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n",     // no path
+		"<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n",      // no path
 		"a.go\n<<<<<<< SEARCH\nx\n>>>>>>> REPLACE\n",            // no divider
 		"a.go\n<<<<<<< SEARCH\nx\n=======\ny\n",                 // no end
 		"a.go\n<<<<<<< SEARCH\nx\n=======\ny\n<<<<<<< SEARCH\n", // a new block before the end
