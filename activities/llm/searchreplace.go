@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	pathpkg "path"
 	"regexp"
 	"strings"
 
@@ -129,6 +130,10 @@ func SearchReplaceDiff(blocks []Replace, read func(path string) (string, bool)) 
 	for i, b := range blocks {
 		n := i + 1
 		path := b.Path
+		if clean := pathpkg.Clean(path); path == "" || pathpkg.IsAbs(path) || clean == ".." || strings.HasPrefix(clean, "../") ||
+			clean == ".git" || strings.HasPrefix(clean, ".git/") {
+			return "", fmt.Errorf("search/replace block %d: path %q is not a file inside the repository", n, path)
+		}
 		if _, seen := files[path]; !seen {
 			if _, ok := read(path); !ok && (strings.HasPrefix(path, "a/") || strings.HasPrefix(path, "b/")) {
 				if _, ok := read(path[2:]); ok {
@@ -231,12 +236,16 @@ func replaceLines(text, search, repl string) (string, error) {
 	for _, l := range lines[:i] {
 		b.WriteString(l)
 	}
+	crlf := strings.HasSuffix(lines[i], "\r\n")
 	for _, r := range strings.SplitAfter(repl, "\n") {
 		if r == "" {
 			continue
 		}
 		if strings.TrimSpace(r) != "" {
 			b.WriteString(indent)
+		}
+		if crlf && strings.HasSuffix(r, "\n") && !strings.HasSuffix(r, "\r\n") {
+			r = r[:len(r)-1] + "\r\n" // keep the file's line endings
 		}
 		b.WriteString(r)
 	}

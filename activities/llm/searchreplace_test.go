@@ -165,3 +165,25 @@ func TestSearchReplaceEndToEnd(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestSearchReplaceDiffKeepsCRLFAndRefusesEscapes(t *testing.T) {
+	files := map[string]string{"w.txt": "one\r\ntwo\r\nthree\r\n"}
+	read := func(p string) (string, bool) { s, ok := files[p]; return s, ok }
+	d, err := SearchReplaceDiff([]Replace{{"w.txt", "two\n", "2\nand a half\n"}}, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := diff.ApplyFiles(func(p string) ([]byte, bool) { s, ok := files[p]; return []byte(s), ok }, d)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d)
+	}
+	if got := string(out["w.txt"]); got != "one\r\n2\r\nand a half\r\nthree\r\n" {
+		t.Errorf("got %q", got)
+	}
+	for _, p := range []string{"../etc/passwd", "/abs.go", "a/../../x", ".git/config", ""} {
+		_, err := SearchReplaceDiff([]Replace{{p, "", "x\n"}}, read)
+		if err == nil || !strings.Contains(err.Error(), "block 1") {
+			t.Errorf("path %q: error %v", p, err)
+		}
+	}
+}
