@@ -37,7 +37,8 @@ func TestCompileDemo(t *testing.T) {
 	for _, m := range e.Methods {
 		names = append(names, m.Name)
 	}
-	if !slices.Equal(names, []string{"no_source", "oracle_files"}) {
+	if !slices.Equal(names, []string{"no_source", "oracle_files", "cq2care", "cq2care_no_evidence",
+		"cq2care_single_sample", "cq2care_patch_resample"}) {
 		t.Errorf("methods %v", names)
 	}
 	if e.Tokenizer != "o200k_base" || e.Grading.Executor != "local" || e.Grading.Timeout.D() != 30*time.Minute ||
@@ -63,14 +64,22 @@ func TestCompileDemo(t *testing.T) {
 	for _, n := range plan.Nodes {
 		steps[n.Activity] = append(steps[n.Activity], strings.Join(n.Steps, ","))
 	}
-	if got := steps["checkout"]; !slices.Equal(got, []string{"no_source.checkout,oracle_files.checkout"}) {
-		t.Errorf("checkout nodes %v, want one shared by both methods", got)
+	if got := steps["checkout"]; len(got) != 1 || strings.Count(got[0], ".checkout") != len(e.Methods) {
+		t.Errorf("checkout nodes %v, want one shared by every method", got)
 	}
-	if got := steps["patch"]; len(got) != 2 {
-		t.Errorf("patch nodes %v, want one per method (their contexts differ)", got)
+	if got := steps["patch"]; len(got) != len(e.Methods) {
+		t.Errorf("patch nodes %v, want one per method (contexts or samples differ)", got)
 	}
-	if len(plan.Nodes) != 9 || len(plan.Arms) != 2 {
-		t.Errorf("%d nodes and %d arms, want 9 and 2", len(plan.Nodes), len(plan.Arms))
+	// CQ2-CARE's ablations reuse its steps: one inventory, three localization samples and one intersection for
+	// all four CQ2-CARE methods.
+	for act, want := range map[string]int{"inventory": 1, "localize": 3, "intersect": 1, "trim": 1, "evidence": 2,
+		"assemble": 3} {
+		if got := steps[act]; len(got) != want {
+			t.Errorf("%s nodes %v, want %d", act, got, want)
+		}
+	}
+	if len(plan.Nodes) != 32 || len(plan.Arms) != 6 {
+		t.Errorf("%d nodes and %d arms, want 32 and 6", len(plan.Nodes), len(plan.Arms))
 	}
 }
 

@@ -46,6 +46,10 @@ const (
 	FieldGoldLineShare    = "gold_line_share"   // share of context lines in gold files
 )
 
+// Summed lists the fields that add up over a row's steps (each step's model calls, tokens and cost) instead of
+// taking the last step's value.
+var Summed = []string{FieldModelCalls, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD}
+
 // Required lists the fields every row has.
 var Required = []string{FieldInstance, FieldMethod, FieldModel, FieldContextTokens, FieldRho, FieldEpsilon,
 	FieldPatchApplied, FieldResolved, FieldError}

@@ -109,7 +109,7 @@ func TestValidate(t *testing.T) {
 			"methods[0].steps[4].id", "measure", false, 1, `duplicate step id "measure" in method "no_source"`},
 		{"unknown activity", func(e *Experiment) { e.Methods[1].Steps[1].Activity = "bm25" },
 			"methods[1].steps[1].activity", "bm25", false, 0,
-			`unknown activity "bm25" (known: checkout, grade, measure, no_source, oracle_files, patch)`},
+			`unknown activity "bm25" (known: `}, // the list grows with the catalog
 		{"input names missing step", func(e *Experiment) { e.Methods[0].Steps[2].Inputs["context"] = "ctx" },
 			"methods[0].steps[2].inputs.context", "ctx", false, 0,
 			`input context of step "patch" names missing step "ctx"`},
