@@ -154,4 +154,3 @@ func fmtPtr(v any) any {
 	}
 	return v
 }
-

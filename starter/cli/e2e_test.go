@@ -115,6 +115,7 @@ func TestDemoSweepEndToEnd(t *testing.T) {
 	dir := filepath.Join(runs, "demo")
 	rows := readRows(t, filepath.Join(dir, "results.jsonl"))
 	instances := map[string]bool{}
+	cq2careResolved := map[string]int{}
 	for k, r := range rows {
 		instances[k.Instance] = true
 		for _, f := range results.Required {
@@ -144,12 +145,32 @@ func TestDemoSweepEndToEnd(t *testing.T) {
 			if tok, _ := r.Float(results.FieldContextTokens); tok != 0 {
 				t.Errorf("no_source shows %v tokens of source", tok)
 			}
+		case "cq2care", "cq2care_no_evidence", "cq2care_single_sample", "cq2care_patch_resample":
+			if resolved {
+				cq2careResolved[k.Method]++
+			}
+			calls, _ := r.Float(results.FieldModelCalls)
+			if want := map[bool]float64{true: 4, false: 5}[k.Method == "cq2care_no_evidence"]; calls != want {
+				t.Errorf("%v: model_calls %v, want %v", k, r[results.FieldModelCalls], want)
+			}
+			for _, f := range []string{results.FieldFilesSelected, results.FieldFallback, results.FieldLocF1,
+				results.FieldPromptTokens, results.FieldCostUSD} {
+				if r[f] == nil {
+					t.Errorf("%v lacks %s", k, f)
+				}
+			}
 		default:
 			t.Errorf("unexpected method %s", k.Method)
 		}
 	}
-	if len(instances) < 6 || len(rows) != 2*len(instances) {
-		t.Fatalf("%d rows for %d instances; want two methods on at least 6 instances", len(rows), len(instances))
+	const methods = 6
+	if len(instances) < 6 || len(rows) != methods*len(instances) {
+		t.Fatalf("%d rows for %d instances; want %d methods on at least 6 instances", len(rows), len(instances), methods)
+	}
+	// The offline stand-in finds the gold files of all demo instances but one (PAPER.md: CQ2-CARE picks the right
+	// files).
+	if cq2careResolved["cq2care"] < len(instances)-1 {
+		t.Errorf("cq2care resolved %d of %d instances", cq2careResolved["cq2care"], len(instances))
 	}
 	summary, err := os.ReadFile(filepath.Join(dir, "summary.md"))
 	if err != nil {
@@ -228,7 +249,8 @@ func readAttempts(t *testing.T, path string) []attemptEvent {
 // TestCrashResume kills the starter with SIGKILL in the middle of a slowed sweep, starts it again, and checks that
 // the sweep completes with the results of an uninterrupted run and that no activity that had completed ran again.
 func TestCrashResume(t *testing.T) {
-	spec := demoVariant(t, "{ name: 'slow', debug: { slow_activities: '400ms' }, limits+: { concurrency: 3 } }")
+	spec := demoVariant(t, "{ name: 'slow', debug: { slow_activities: '400ms' }, limits+: { concurrency: 3 }, "+
+		"methods: super.methods[0:2] }")
 
 	// The uninterrupted reference run.
 	refRuns := t.TempDir()
@@ -312,7 +334,7 @@ func keys(m map[results.Key]results.Row) []string {
 // TestChangedSpecStartsOver runs a spec, then a changed spec of the same name: the new sweep's results hold only
 // its own rows (the old ones are put aside), and nodes the two specs share are not run again.
 func TestChangedSpecStartsOver(t *testing.T) {
-	const base = "{ name: 'chg', dataset+: { limit: 2 } }"
+	const base = "{ name: 'chg', dataset+: { limit: 2 }, methods: super.methods[0:2] }"
 	both := demoVariant(t, base)
 	one := demoVariant(t, base+" + { methods: [super.methods[0]] }")
 	runs := t.TempDir()
