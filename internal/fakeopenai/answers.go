@@ -12,7 +12,7 @@ import (
 // DefaultAnswer answers from the prompt alone, deterministically, in the shapes a model uses (prose around a
 // numbered list, fenced JSON, a fenced diff):
 //   - localize: the paths listed in the prompt, ranked by how many words of the path the issue text shares (ties
-//     keep prompt order), at most 10, those sharing none left out unless none share any (then the first 3);
+//     keep prompt order), at most 10 (or the N of "at most N paths" in the prompt), those sharing none left out unless none share any (then the first 3);
 //   - evidence: a JSON plan of the identifiers in the issue text (CamelCase, snake_case, or followed by "("):
 //     a definition search for up to 8 of them and a callers search for the first 3;
 //   - patch: an empty ```diff fence (the fake cannot edit code);
@@ -60,6 +60,7 @@ var (
 	pathLike   = regexp.MustCompile(`^[A-Za-z0-9_.@+~-][A-Za-z0-9_./@+~-]*$`)
 	extension  = regexp.MustCompile(`\.[A-Za-z][A-Za-z0-9]{0,9}$`)
 	issueTag   = regexp.MustCompile(`(?is)<issue>(.*?)</issue>`)
+	atMost     = regexp.MustCompile(`(?i)at most (\d+) (?:paths|files)`)
 	heading    = regexp.MustCompile(`^(?:#+\s*|\*\*)?([A-Za-z][A-Za-z ]{0,40}?)(?:\*\*)?\s*:?\s*$`)
 	identRE    = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 )
@@ -181,14 +182,18 @@ func localizeAnswer(prompt string) string {
 		ranked = append(ranked, scored{p, len(shared), i})
 	}
 	sort.SliceStable(ranked, func(i, j int) bool { return ranked[i].score > ranked[j].score })
+	limit := 10
+	if m := atMost.FindStringSubmatch(prompt); m != nil {
+		fmt.Sscan(m[1], &limit)
+	}
 	var keep []string
 	for _, r := range ranked {
-		if r.score > 0 && len(keep) < 10 {
+		if r.score > 0 && len(keep) < limit {
 			keep = append(keep, r.path)
 		}
 	}
 	if len(keep) == 0 {
-		for _, r := range ranked[:min(3, len(ranked))] {
+		for _, r := range ranked[:min(3, limit, len(ranked))] {
 			keep = append(keep, r.path)
 		}
 	}

@@ -26,6 +26,11 @@ func TestDefaultAnswerLocalize(t *testing.T) {
 	if !strings.Contains(got, want) || strings.Contains(got, "http/server.go") {
 		t.Errorf("answer %q, want the list %q and no http/server.go", got, want)
 	}
+	// The prompt's own limit.
+	got = DefaultAnswer(chatReq("localize", strings.Replace(prompt, "Rank the files to edit:", "Rank at most 1 paths:", 1)))
+	if !strings.Contains(got, "1. `csv/reader.go`\n") || strings.Contains(got, "csv/writer.go") {
+		t.Errorf("limit ignored: %q", got)
+	}
 	// No path shares a word: the first three in prompt order.
 	got = DefaultAnswer(chatReq("localize", "<issue>nothing</issue>\na.go\nb/c.py\nd.rs\ne.md\n"))
 	if !strings.Contains(got, "1. `a.go`\n2. `b/c.py`\n3. `d.rs`\n") || strings.Contains(got, "e.md") {
