@@ -2,7 +2,10 @@ package offline
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
+
+	"ctxlab/activities/inventory"
 )
 
 // EvidenceInput is what the identifier-based evidence planner reads: the issue and the selected files F.
@@ -49,6 +52,20 @@ func PlanEvidence(in EvidenceInput) string {
 			defs = append(defs, id)
 		}
 	}
+	// Functions the selected files call but do not declare, named with a word of the issue (displayWidth when the
+	// issue is about widths): their definitions are likely where the behaviour comes from.
+	issueWords := inventory.Set(in.Issue)
+	for _, id := range calledNames(sel) {
+		if declares(sel, id) || slices.Contains(defs, id) {
+			continue
+		}
+		for _, w := range inventory.Words(id) {
+			if issueWords[w] {
+				defs = append(defs, id)
+				break
+			}
+		}
+	}
 	var quoted []string
 	seen := map[string]bool{}
 	for _, m := range quotedRe.FindAllStringSubmatch(in.Issue, -1) {
@@ -87,3 +104,24 @@ func PlanEvidence(in EvidenceInput) string {
 }
 
 func isLetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
+
+// calledNames returns the names called in code as name( (not after a dot: methods of other values and package
+// functions are left out), in order of first call, without keywords.
+func calledNames(code string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range bareCallRe.FindAllStringSubmatch(code, -1) {
+		id := m[1]
+		if len(id) < 4 || keywordGo[id] || seen[id] {
+			continue
+		}
+		switch id {
+		case "func", "return", "switch", "select", "print", "panic", "recover", "len", "cap", "make", "new", "append",
+			"copy", "delete", "close", "string", "byte", "rune", "int64", "uint64", "float64", "error":
+			continue
+		}
+		seen[id] = true
+		out = append(out, id)
+	}
+	return out
+}

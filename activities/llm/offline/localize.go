@@ -144,13 +144,15 @@ func seed(s string) uint64 {
 }
 
 var (
-	codeSpan  = regexp.MustCompile("`([^`\n]+)`")
-	fence     = regexp.MustCompile("(?s)```[a-z]*\n(.*?)```")
-	identRe   = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?\b`)
-	quotedRe  = regexp.MustCompile(`"([^"\n]{6,120})"`)
-	flagRe    = regexp.MustCompile(`(?:^|[\s'"(])--([a-z][a-z0-9-]{1,40})\b`)
-	callRe    = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)\(`)
-	keywordGo = map[string]bool{"package": true, "import": true, "func": true, "main": true, "return": true,
+	codeSpan = regexp.MustCompile("`([^`\n]+)`")
+	fence    = regexp.MustCompile("(?s)```[a-z]*\n(.*?)```")
+	identRe  = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?\b`)
+	quotedRe = regexp.MustCompile(`"([^"\n]{6,120})"`)
+	flagRe   = regexp.MustCompile(`(?:^|[\s'"(])--([a-z][a-z0-9-]{1,40})\b`)
+	callRe   = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)\(`)
+	// bareCallRe is a call not preceded by a dot or by "func " (a declaration).
+	bareCallRe = regexp.MustCompile(`(?:^|[^.\w])([A-Za-z_][A-Za-z0-9_]*)\(`)
+	keywordGo  = map[string]bool{"package": true, "import": true, "func": true, "main": true, "return": true,
 		"for": true, "if": true, "else": true, "var": true, "const": true, "type": true, "range": true, "nil": true,
 		"true": true, "false": true, "string": true, "int": true, "err": true, "fmt": true, "Println": true,
 		"Printf": true, "Sprintf": true, "Sprint": true, "time": true, "def": true, "class": true, "self": true,

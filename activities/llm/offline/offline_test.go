@@ -177,3 +177,19 @@ func TestProviderAnswersByTask(t *testing.T) {
 		t.Errorf("request without offline input: %v", err)
 	}
 }
+
+// TestEvidencePlanFollowsCallsNamedLikeTheIssue: a selected file calls displayWidth, which it does not declare, and
+// the issue is about widths, so the plan looks for displayWidth's definition (and not for fmt.Sprintf's).
+func TestEvidencePlanFollowsCallsNamedLikeTheIssue(t *testing.T) {
+	files := map[string]string{"table.go": "package t\n\nfunc (t *Table) cellWidth(s string) int {\n\treturn displayWidth(s) + padding(s)\n}\n\nfunc x() { fmt.Sprintf(\"\") }\n"}
+	ans := PlanEvidence(EvidenceInput{Issue: "Columns have the wrong width with accents", Files: []string{"table.go"},
+		Read: func(p string) (string, bool) { s, ok := files[p]; return s, ok }})
+	plan, err := llm.ParseSearchPlan(ans, 4, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Searches) != 1 || plan.Searches[0].Kind != llm.SearchDefinition ||
+		!slices.Equal(plan.Searches[0].Strings, []string{"displayWidth"}) {
+		t.Errorf("plan %+v, want a definition search for displayWidth only", plan)
+	}
+}
