@@ -154,3 +154,31 @@ func fmtPtr(v any) any {
 	}
 	return v
 }
+
+// TestPatchSearchReplaceFormat asks the offline stand-in for search/replace blocks on the oracle context of every
+// demo instance: the blocks, turned into a diff against the real files, apply at base_commit.
+func TestPatchSearchReplaceFormat(t *testing.T) {
+	f := newFixture(t)
+	e, methods := cq2careMethods(t)
+	var prompt any
+	for _, s := range methods[0].Steps {
+		if s.ID == "patch" {
+			prompt = s.Params["prompt"]
+		}
+	}
+	for id := range f.rows {
+		co := f.must(f.node("checkout", id, nil, nil))
+		ctx := f.must(f.node("oracle_files", id, nil, map[string]NodeOutput{"checkout": co}))
+		in := map[string]NodeOutput{"checkout": co, "context": ctx}
+		p := f.must(f.node("patch", id, map[string]any{"format": "search_replace", "prompt": prompt,
+			"model": e.Models[0], "tokenizer": "o200k_base"}, in))
+		if p.Row["patch_parse_error"] != nil || p.Row["model_calls"] != 1.0 {
+			t.Errorf("%s: patch row %v", id, p.Row)
+		}
+		in["patch"] = p
+		m := f.must(f.node("measure", id, map[string]any{"tokenizer": "o200k_base"}, in))
+		if m.Row["patch_applied"] != true {
+			t.Errorf("%s: search/replace patch does not apply: %v", id, m.Row)
+		}
+	}
+}
