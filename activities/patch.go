@@ -2,25 +2,40 @@ package activities
 
 import (
 	"context"
+	"errors"
 
+	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
-	"ctxlab/specs"
 )
 
-// PatchParams are the patch step's parameters; Model is filled in by the plan.
+// PatchParams are the patch step's parameters; Model and Tokenizer are filled in by the plan.
 type PatchParams struct {
-	Format string      `json:"format"`
-	Model  specs.Model `json:"model"`
+	modelParams
+	// Format is the edit format asked for: diff (a unified diff) or search_replace (SEARCH/REPLACE blocks, turned
+	// into a diff against the real file text).
+	Format string `json:"format"`
 }
 
-// Patch asks the step's model for a patch from the context. Its output is the patch text (possibly empty).
+// Patch asks the step's model for a patch from the context (single turn). Its output is the patch as a unified diff,
+// possibly empty: an answer that holds no usable edit is an empty patch, and the row's patch_parse_error says why.
+//
+// Prompt fields: .Issue, .Context (the context's files and snippets under [path] headers), .Format (the prompt's
+// instructions for the edit format, from prompt.formats).
 func (a *Activities) Patch(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "patch", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var p PatchParams
+		p := PatchParams{Format: offline.FormatDiff}
 		if err := j.params(&p); err != nil {
 			return NodeOutput{}, err
 		}
+		if p.Format != offline.FormatDiff && p.Format != offline.FormatSearchReplace {
+			return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown edit format %q (diff, search_replace)",
+				in.Step, p.Format)
+		}
 		inst, err := j.instance(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		m, err := j.snapshot(ctx)
 		if err != nil {
 			return NodeOutput{}, err
 		}
@@ -28,25 +43,51 @@ func (a *Activities) Patch(ctx context.Context, in NodeInput) (NodeOutput, error
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		switch p.Model.Provider {
-		case "offline":
-			res, err := offline.OraclePatch(inst.Patch, c)
-			if err != nil {
-				return NodeOutput{}, permanentf(ErrBadInput, "instance %s: %v", inst.InstanceID, err)
-			}
-			ref, err := j.store.Put(ctx, []byte(res.Patch))
-			if err != nil {
-				return NodeOutput{}, err
-			}
-			return NodeOutput{Ref: ref, Row: map[string]any{
-				"model_calls":          1,
-				"cost_usd":             0.0,
-				"oracle_hunks_emitted": res.Emitted,
-				"oracle_hunks_total":   res.Total,
-			}}, nil
-		default:
-			return NodeOutput{}, permanentf(ErrUnsupported, "model %s: provider %q is not available in this build",
-				p.Model.Name, p.Model.Provider)
+		msgs, err := p.Prompt.render(in.Step, struct{ Issue, Context, Format string }{
+			inst.ProblemStatement, c.Render(), p.Prompt.Formats[p.Format]})
+		if err != nil {
+			return NodeOutput{}, err
 		}
+		req := llm.Request{Task: llm.TaskPatch, Messages: msgs, Sample: p.Sample,
+			Offline: &offline.PatchInput{Gold: inst.Patch, Context: c, Format: p.Format}}
+		resp, row, err := j.callModel(ctx, p.modelParams, req)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		patch, perr := patchFromAnswer(resp.Text, p.Format, j.reader(ctx, m))
+		if perr != nil {
+			row["patch_parse_error"] = perr.Error()
+			patch = ""
+		}
+		if p.Model.Provider == "offline" {
+			if res, err := offline.OraclePatch(inst.Patch, c); err == nil {
+				row["oracle_hunks_emitted"], row["oracle_hunks_total"] = res.Emitted, res.Total
+			}
+		}
+		ref, err := j.store.Put(ctx, []byte(patch))
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		return NodeOutput{Ref: ref, Row: row}, nil
 	})
+}
+
+// patchFromAnswer turns a model's answer into a unified diff. An answer that holds no edit at all (the model says it
+// cannot help) is an empty patch without error.
+func patchFromAnswer(text, format string, read func(string) (string, bool)) (string, error) {
+	var patch string
+	var err error
+	switch format {
+	case offline.FormatSearchReplace:
+		var blocks []llm.Replace
+		if blocks, err = llm.ParseSearchReplace(text); err == nil {
+			patch, err = llm.SearchReplaceDiff(blocks, read)
+		}
+	default:
+		patch, err = llm.ExtractDiff(text)
+	}
+	if errors.Is(err, llm.ErrNoDiff) {
+		return "", nil
+	}
+	return patch, err
 }

@@ -37,7 +37,8 @@ func TestCompileDemo(t *testing.T) {
 	for _, m := range e.Methods {
 		names = append(names, m.Name)
 	}
-	if len(names) < 2 || !slices.Equal(names[:2], []string{"no_source", "oracle_files"}) {
+	if len(names) < 6 || !slices.Equal(names[:6], []string{"no_source", "oracle_files", "cq2care", "cq2care_no_evidence",
+		"cq2care_single_sample", "cq2care_patch_resample"}) {
 		t.Errorf("methods %v", names)
 	}
 	if e.Tokenizer != "o200k_base" || e.Grading.Executor != "local" || e.Grading.Timeout.D() != 30*time.Minute ||
@@ -63,18 +64,29 @@ func TestCompileDemo(t *testing.T) {
 	for _, n := range plan.Nodes {
 		steps[n.Activity] = append(steps[n.Activity], strings.Join(n.Steps, ","))
 	}
-	if got := steps["checkout"]; len(got) != 1 || !strings.HasPrefix(got[0], "no_source.checkout,oracle_files.checkout") {
+	if got := steps["checkout"]; len(got) != 1 || strings.Count(got[0], ".checkout") < len(e.Methods) {
 		t.Errorf("checkout nodes %v, want one shared by every method", got)
 	}
-	if got := steps["patch"]; len(got) != len(names) {
-		t.Errorf("patch nodes %v, want one per method (their contexts differ)", got)
+	if got := steps["patch"]; len(got) != len(e.Methods) {
+		t.Errorf("patch nodes %v, want one per method (contexts or samples differ)", got)
 	}
 	if len(plan.Arms) != len(names) {
 		t.Errorf("%d arms for %d methods", len(plan.Arms), len(names))
 	}
-	// Baselines fitted to oracle_files read its context from the anchor's own node: it runs once per issue.
-	if got := steps["oracle_files"]; len(got) != 1 || !strings.Contains(got[0], "bm25_function.anchor.context") {
-		t.Errorf("oracle_files nodes %v, want one shared with the fitted baselines' anchor steps", got)
+	// CQ2-CARE's ablations reuse its steps, and the baselines fitted to it read its context from its own nodes:
+	// one inventory, three localization samples and one intersection per issue for every method that needs them.
+	for act, want := range map[string]int{"inventory": 1, "localize": 3, "intersect": 1, "trim": 1, "evidence": 2,
+		"assemble": 3} {
+		if got := steps[act]; len(got) != want {
+			t.Errorf("%s nodes %v, want %d", act, got, want)
+		}
+	}
+	anchored := false
+	for _, s := range steps["assemble"] {
+		anchored = anchored || strings.Contains(s, "cq2care.context") && strings.Contains(s, "bm25_function.anchor.context")
+	}
+	if !anchored {
+		t.Errorf("assemble nodes %v, want cq2care's context shared with the fitted baselines' anchor steps", steps["assemble"])
 	}
 }
 

@@ -81,10 +81,10 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 		t.Errorf("a = %+v", a)
 	}
 	md := Markdown("demo", sums)
-	if !strings.Contains(md, "| b | m | 2 | 50.0 | 50.0 | 0.750 | 1.000 | 200 | 0 |") {
+	if !strings.Contains(md, "| b | m | 2 | 50.0 | 50.0 | 0.750 | 1.000 | – | 200 | – | – | 0 |") {
 		t.Errorf("markdown row for b wrong:\n%s", md)
 	}
-	if !strings.Contains(md, "| a | m | 2 | 0.0 | 0.0 | 0.000 | – | 0 | 1 |") {
+	if !strings.Contains(md, "| a | m | 2 | 0.0 | 0.0 | 0.000 | – | – | 0 | – | – | 1 |") {
 		t.Errorf("markdown row for a wrong:\n%s", md)
 	}
 }

@@ -53,6 +53,10 @@ const (
 	FieldTemplateShown    = "template_shown"       // the context shows an issue template (the lexical trap)
 )
 
+// Summed lists the fields that add up over a row's steps (each step's model calls, tokens and cost) instead of
+// taking the last step's value.
+var Summed = []string{FieldModelCalls, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD}
+
 // Required lists the fields every row has.
 var Required = []string{FieldInstance, FieldMethod, FieldModel, FieldContextTokens, FieldRho, FieldEpsilon,
 	FieldPatchApplied, FieldResolved, FieldError}

@@ -16,15 +16,20 @@ type MethodSummary struct {
 	// Means over the rows where the field is set; NaN-free: Has* say whether any row had it.
 	MeanRho, MeanEpsilon, MeanTokens float64
 	HasRho, HasEpsilon, HasTokens    bool
+	// MeanLocF1 is localization F1 against the gold files, Fallback the percentage of rows that fell back, MeanCost
+	// the mean cost in dollars, for methods whose steps set them.
+	MeanLocF1, Fallback, MeanCost  float64
+	HasLocF1, HasFallback, HasCost bool
 }
 
 // Summarize groups rows by (method, model). Methods named in order come first, in that order; others follow sorted.
 func Summarize(rows []Row, order []Key) []MethodSummary {
 	type acc struct {
-		s                 MethodSummary
-		rho, eps, tok     float64
-		nRho, nEps, nTok  int
-		resolved, applied int
+		s                       MethodSummary
+		rho, eps, tok, f1, cost float64
+		nRho, nEps, nTok, nF1   int
+		nCost, nFallback        int
+		resolved, applied, fell int
 	}
 	groups := map[Key]*acc{}
 	var keys []Key
@@ -57,6 +62,20 @@ func Summarize(rows []Row, order []Key) []MethodSummary {
 		if v, ok := r.Float(FieldContextTokens); ok {
 			g.tok += v
 			g.nTok++
+		}
+		if v, ok := r.Float(FieldLocF1); ok {
+			g.f1 += v
+			g.nF1++
+		}
+		if v, ok := r.Float(FieldCostUSD); ok {
+			g.cost += v
+			g.nCost++
+		}
+		if v, ok := r.Bool(FieldFallback); ok {
+			g.nFallback++
+			if v {
+				g.fell++
+			}
 		}
 	}
 	rank := map[Key]int{}
@@ -91,6 +110,15 @@ func Summarize(rows []Row, order []Key) []MethodSummary {
 		if g.nTok > 0 {
 			s.MeanTokens, s.HasTokens = g.tok/float64(g.nTok), true
 		}
+		if g.nF1 > 0 {
+			s.MeanLocF1, s.HasLocF1 = g.f1/float64(g.nF1), true
+		}
+		if g.nCost > 0 {
+			s.MeanCost, s.HasCost = g.cost/float64(g.nCost), true
+		}
+		if g.nFallback > 0 {
+			s.Fallback, s.HasFallback = 100*float64(g.fell)/float64(g.nFallback), true
+		}
 		out = append(out, s)
 	}
 	return out
@@ -100,8 +128,9 @@ func Summarize(rows []Row, order []Key) []MethodSummary {
 func Markdown(title string, sums []MethodSummary) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", title)
-	b.WriteString("| method | model | n | resolved % | applied % | mean rho | mean epsilon | mean tokens | errors |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| method | model | n | resolved % | applied % | mean rho | mean epsilon | mean loc F1 | mean tokens | " +
+		"fallback % | mean cost $ | errors |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	opt := func(ok bool, v float64, format string) string {
 		if !ok {
 			return "–"
@@ -109,11 +138,13 @@ func Markdown(title string, sums []MethodSummary) string {
 		return fmt.Sprintf(format, v)
 	}
 	for _, s := range sums {
-		fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %.1f | %s | %s | %s | %d |\n", s.Method, s.Model, s.N, s.Resolved,
-			s.Applied, opt(s.HasRho, s.MeanRho, "%.3f"), opt(s.HasEpsilon, s.MeanEpsilon, "%.3f"),
-			opt(s.HasTokens, s.MeanTokens, "%.0f"), s.Errors)
+		fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %d |\n", s.Method, s.Model, s.N,
+			s.Resolved, s.Applied, opt(s.HasRho, s.MeanRho, "%.3f"), opt(s.HasEpsilon, s.MeanEpsilon, "%.3f"),
+			opt(s.HasLocF1, s.MeanLocF1, "%.3f"), opt(s.HasTokens, s.MeanTokens, "%.0f"),
+			opt(s.HasFallback, s.Fallback, "%.1f"), opt(s.HasCost, s.MeanCost, "%.4f"), s.Errors)
 	}
 	b.WriteString("\nrho: share of gold files shown; epsilon: share of shown lines found verbatim in their file; " +
-		"tokens: repository text in the context. Computed from results.jsonl.\n")
+		"loc F1: selected files against the gold files; tokens: repository text in the context; cost: model calls " +
+		"priced with the spec's price table. Computed from results.jsonl.\n")
 	return b.String()
 }

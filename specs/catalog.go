@@ -41,7 +41,8 @@ func init() {
 	register(ActivityInfo{Name: "oracle_files", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
 		Summary: "context of the files the gold patch edits, whole"})
 	register(ActivityInfo{Name: "patch", Queue: QueueLLM, Inputs: []string{"checkout", "context"}, UsesModel: true,
-		Summary: "ask the model for a patch from the context"})
+		UsesTokenizer: true,
+		Summary:       "ask the model for a patch from the context"})
 	register(ActivityInfo{Name: "measure", Queue: QueueCPU, Inputs: []string{"checkout", "context"},
 		Optional: []string{"patch"}, UsesTokenizer: true,
 		Summary: "rho, epsilon, context tokens and whether the patch applies"})

@@ -1,15 +1,16 @@
-// demo: the two reference methods on ctxlab's generated demo benchmark. Needs no network with the default model.
+// demo: CQ2-CARE, its three ablations and the two reference methods on ctxlab's generated demo benchmark. Needs no
+// network with the default model (the offline stand-in, which is not a language model).
 //
 //   starter run specs/demo.jsonnet                                  # offline stand-in model
 //   starter run specs/demo.jsonnet --ext-str model=openai \
-//       --ext-str openai_model=gpt-4o-mini                          # an OpenAI-compatible endpoint
+//       --ext-str openai_model=gpt-4o-mini                          # an OpenAI-compatible endpoint (README)
 local ctxlab = import 'ctxlab.libsonnet';
 
 local model = ctxlab.ext('model', 'offline');
 
 // Baselines (PAPER.md): every one that needs no external service, each fitted per issue to the anchor's context
-// tokens. The anchor is oracle_files until CQ2-CARE is in the demo.
-local baselines = (import 'paper_baselines.libsonnet')(ctxlab, ctxlab.methods.oracle_files, offline_only=true);
+// tokens: CQ2-CARE's, as in the paper.
+local baselines = (import 'paper_baselines.libsonnet')(ctxlab, ctxlab.methods.cq2care, offline_only=true);
 
 ctxlab.experiment({
   name: 'demo',
@@ -19,6 +20,8 @@ ctxlab.experiment({
     else if model == 'openai' then ctxlab.models.openai(ctxlab.ext('openai_model', 'gpt-4o-mini'))
     else error "ext var model must be 'offline' or 'openai', got '%s'" % model,
   ],
-  methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files] + baselines,
+  methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files, ctxlab.methods.cq2care] + ctxlab.cq2care.ablations
+           + baselines,
+  anchor: 'cq2care',
   limits: { concurrency: 4 },
 })

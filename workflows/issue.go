@@ -128,9 +128,11 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 				row[f] = nil // every row names every required field, null until a step sets it
 			}
 		}
+		merged := map[string]bool{}
 		for _, s := range arm.Steps {
-			for k, v := range outputs[s.Key].Row {
-				row[k] = v
+			if !merged[s.Key] {
+				merged[s.Key] = true
+				mergeRow(row, outputs[s.Key].Row)
 			}
 			if rootFailure[s.Key] && row[results.FieldError] == nil {
 				row[results.FieldError] = fmt.Sprintf("step %s: %s", s.ID, failures[s.Key])
@@ -145,6 +147,48 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	}
 	res.Rows = len(rows)
 	return res, nil
+}
+
+// mergeRow adds a node's row fragment to a row: fields in results.Summed (model calls, tokens, cost) add up over
+// the arm's nodes, each node counted once; every other field takes the value of the last node that sets it.
+func mergeRow(row results.Row, fragment map[string]any) {
+	for _, k := range slices.Sorted(maps.Keys(fragment)) {
+		v := fragment[k]
+		if slices.Contains(results.Summed, k) {
+			if sum, ok := addNumbers(row[k], v); ok {
+				row[k] = sum
+				continue
+			}
+		}
+		row[k] = v
+	}
+}
+
+// addNumbers returns a+b when both are numbers (or a is unset); JSON numbers arrive as float64.
+func addNumbers(a, b any) (float64, bool) {
+	num := func(v any) (float64, bool) {
+		switch x := v.(type) {
+		case float64:
+			return x, true
+		case int:
+			return float64(x), true
+		case int64:
+			return float64(x), true
+		}
+		return 0, false
+	}
+	y, ok := num(b)
+	if !ok {
+		return 0, false
+	}
+	if a == nil {
+		return y, true
+	}
+	x, ok := num(a)
+	if !ok {
+		return 0, false
+	}
+	return x + y, true
 }
 
 // maxRounds bounds how often a node is rescheduled after all its attempts lost their workers.

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"ctxlab/specs"
 )
 
 // Tasks a request can be for. A language model reads the prompt; the offline stand-in answers by task.
@@ -66,6 +68,7 @@ const (
 	KindTimeout       Kind = "timeout"        // no answer in time, or the connection broke
 	KindContextLength Kind = "context_length" // the prompt does not fit the model: retrying cannot help
 	KindAuth          Kind = "auth"           // 401/403: a missing or wrong key
+	KindQuota         Kind = "quota"          // 429 insufficient_quota: the account is out of credit
 	KindBadRequest    Kind = "bad_request"    // another 4xx
 	KindBadResponse   Kind = "bad_response"   // the endpoint answered with something that is not a completion
 )
@@ -103,4 +106,9 @@ func KindOf(err error) Kind {
 		return e.Kind
 	}
 	return KindBadResponse
+}
+
+// Cost prices a call's usage with a price table in dollars per million tokens.
+func Cost(u Usage, p specs.Price) float64 {
+	return float64(u.PromptTokens)*p.Input/1e6 + float64(u.CompletionTokens)*p.Output/1e6
 }

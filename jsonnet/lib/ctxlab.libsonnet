@@ -46,10 +46,14 @@
   // head is the step every method starts with: the instance's repository at its base commit.
   head:: [self.step('checkout', 'checkout')],
 
+  // patch_params are the patch step's default params: a unified diff, asked for with CQ2-CARE's patch prompt, so
+  // that every method's patch is written under the same instructions.
+  patch_params:: { format: 'diff', prompt: $.cq2care.prompts.patch },
+
   // tail(context, patch) is the steps every method ends with, reading the context from the step named context: the
   // model writes a patch (patch holds the patch step's params), measure computes rho, epsilon and tokens, grade runs
   // the tests.
-  tail(context='context', patch={ format: 'diff' }):: [
+  tail(context='context', patch=$.patch_params):: [
     self.step('patch', 'patch', patch, { checkout: 'checkout', context: context }),
     self.step('measure', 'measure', {}, { checkout: 'checkout', context: context, patch: 'patch' }),
     self.step('grade', 'grade', {}, { checkout: 'checkout', patch: 'patch' }),
@@ -57,7 +61,7 @@
 
   // method(name, context, steps, patch) is a whole method: checkout, then steps (the work between checkout and the
   // context, such as an inventory or a localizer, each a ctxlab.step), then the context step, then the tail.
-  method(name, context, steps=[], patch={ format: 'diff' })::
+  method(name, context, steps=[], patch=$.patch_params)::
     assert std.isString(name) : 'ctxlab.method: name must be a string, got ' + std.type(name);
     assert std.isObject(context) && std.objectHas(context, 'id')
            : 'ctxlab.method %s: context must be a step (ctxlab.step), got %s' % [name, std.type(context)];

@@ -115,6 +115,7 @@ func TestDemoSweepEndToEnd(t *testing.T) {
 	dir := filepath.Join(runs, "demo")
 	rows := readRows(t, filepath.Join(dir, "results.jsonl"))
 	instances, methods := map[string]bool{}, map[string]bool{}
+	cq2careResolved := map[string]int{}
 	for k, r := range rows {
 		instances[k.Instance] = true
 		for _, f := range results.Required {
@@ -144,13 +145,32 @@ func TestDemoSweepEndToEnd(t *testing.T) {
 			if tok, _ := r.Float(results.FieldContextTokens); tok != 0 {
 				t.Errorf("no_source shows %v tokens of source", tok)
 			}
+		case "cq2care", "cq2care_no_evidence", "cq2care_single_sample", "cq2care_patch_resample":
+			if resolved {
+				cq2careResolved[k.Method]++
+			}
+			calls, _ := r.Float(results.FieldModelCalls)
+			if want := map[bool]float64{true: 4, false: 5}[k.Method == "cq2care_no_evidence"]; calls != want {
+				t.Errorf("%v: model_calls %v, want %v", k, r[results.FieldModelCalls], want)
+			}
+			for _, f := range []string{results.FieldFilesSelected, results.FieldFallback, results.FieldLocF1,
+				results.FieldPromptTokens, results.FieldCostUSD} {
+				if r[f] == nil {
+					t.Errorf("%v lacks %s", k, f)
+				}
+			}
 		}
 		// Other methods (the baselines) are held to the checks above: every required field, no error.
 		methods[k.Method] = true
 	}
-	if len(instances) < 6 || len(methods) < 2 || len(rows) != len(methods)*len(instances) {
+	if len(instances) < 6 || len(methods) < 6 || len(rows) != len(methods)*len(instances) {
 		t.Fatalf("%d rows for %d methods on %d instances; want one per method and instance, at least 6 instances",
 			len(rows), len(methods), len(instances))
+	}
+	// The offline stand-in finds the gold files of all demo instances but one (PAPER.md: CQ2-CARE picks the right
+	// files).
+	if cq2careResolved["cq2care"] < len(instances)-1 {
+		t.Errorf("cq2care resolved %d of %d instances", cq2careResolved["cq2care"], len(instances))
 	}
 	summary, err := os.ReadFile(filepath.Join(dir, "summary.md"))
 	if err != nil {

@@ -1,0 +1,119 @@
+package activities
+
+import (
+	"context"
+
+	"ctxlab/activities/contexts"
+	"ctxlab/activities/tokens"
+)
+
+func init() {
+	registerNode("assemble", func(a *Activities) any { return a.Assemble })
+}
+
+// AssembleParams are the caps of Algorithm 1, step 4, in tokens.
+type AssembleParams struct {
+	Tokenizer  string `json:"tokenizer"`
+	FileCap    int    `json:"file_cap"`
+	SnippetCap int    `json:"snippet_cap"`
+	TotalCap   int    `json:"total_cap"`
+}
+
+// Assemble is CQ2-CARE's context (step 4): the selected files (input files) whole, each cut at FileCap tokens, then
+// the evidence snippets (optional input evidence), each cut at SnippetCap; a block that would push the total past
+// TotalCap is skipped. Defaults: 60K, 12K, 80K.
+func (a *Activities) Assemble(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "assemble", func(ctx context.Context, j *job) (NodeOutput, error) {
+		p := AssembleParams{Tokenizer: "o200k_base", FileCap: 60000, SnippetCap: 12000, TotalCap: 80000}
+		if err := j.params(&p); err != nil {
+			return NodeOutput{}, err
+		}
+		if p.FileCap <= 0 || p.SnippetCap <= 0 || p.TotalCap <= 0 {
+			return NodeOutput{}, permanentf(ErrBadInput, "%s: caps must be positive (file %d, snippet %d, total %d)",
+				in.Step, p.FileCap, p.SnippetCap, p.TotalCap)
+		}
+		inst, err := j.instance(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		m, err := j.snapshot(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		var sel Selection
+		if err := j.loadJSON(ctx, "files", &sel); err != nil {
+			return NodeOutput{}, err
+		}
+		var ev EvidenceResult
+		if _, ok := in.Inputs["evidence"]; ok {
+			if err := j.loadJSON(ctx, "evidence", &ev); err != nil {
+				return NodeOutput{}, err
+			}
+		}
+		read := j.reader(ctx, m)
+		var blocks []contexts.Block
+		for _, f := range sel.Files {
+			if text, ok := read(f); ok {
+				blocks = append(blocks, contexts.Block{Path: f, Kind: contexts.KindFile, Start: 1, Text: text})
+			}
+		}
+		nFiles := len(blocks)
+		for _, s := range ev.Snippets {
+			blocks = append(blocks, contexts.Block{Path: s.Path, Kind: contexts.KindSnippet, Start: s.Start, Text: s.Text})
+		}
+		c, st, err := AssembleBlocks(inst.ProblemStatement, blocks, nFiles, p)
+		if err != nil {
+			return NodeOutput{}, permanent(ErrBadInput, err)
+		}
+		out, err := j.putContext(ctx, c)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		out.Row["assembled_tokens"] = st.Tokens
+		out.Row["blocks_cut"] = st.Cut
+		out.Row["blocks_skipped"] = st.Skipped
+		return out, nil
+	})
+}
+
+// AssembleStats says what the caps did.
+type AssembleStats struct {
+	Tokens, Cut, Skipped int
+}
+
+// AssembleBlocks applies the caps: the first nFiles blocks are files (cut at FileCap), the rest snippets (cut at
+// SnippetCap); a block whose tokens would push the total past TotalCap is skipped, and later, smaller ones may still
+// fit. A block counts the tokens of its text as rendered (with its header).
+func AssembleBlocks(issue string, blocks []contexts.Block, nFiles int, p AssembleParams) (contexts.Context, AssembleStats, error) {
+	c := contexts.Context{Issue: issue}
+	var st AssembleStats
+	for i, b := range blocks {
+		limit := p.SnippetCap
+		if i < nFiles {
+			limit = p.FileCap
+		}
+		text, _, err := tokens.Truncate(p.Tokenizer, b.Text, limit)
+		if err != nil {
+			return c, st, err
+		}
+		if text != b.Text {
+			st.Cut++
+			b.Text = text
+		}
+		if b.Text == "" {
+			st.Skipped++
+			continue
+		}
+		n, err := tokens.Count(p.Tokenizer, contexts.Context{Blocks: []contexts.Block{b}}.Render())
+		if err != nil {
+			return c, st, err
+		}
+		if st.Tokens+n > p.TotalCap {
+			st.Skipped++
+			continue
+		}
+		st.Tokens += n
+		c.Blocks = append(c.Blocks, b)
+	}
+	return c, st, nil
+}

@@ -1,0 +1,467 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/rs/zerolog"
+
+	"ctxlab/specs"
+)
+
+// The only places the openai provider reads its endpoint and key from. A spec never holds either, so neither
+// reaches Temporal history or results.
+const (
+	EnvBaseURL = "OPENAI_BASE_URL"
+	EnvAPIKey  = "OPENAI_API_KEY"
+)
+
+// TaskHeader carries Request.Task with every call. Endpoints ignore it; a test server (internal/fakeopenai) counts
+// calls per task with it.
+const TaskHeader = "X-Ctxlab-Task"
+
+// defaultBaseURL is used when OPENAI_BASE_URL is unset.
+const defaultBaseURL = "https://api.openai.com/v1/"
+
+// openAIConfig holds what OpenAIOptions set.
+type openAIConfig struct {
+	attempts    int
+	baseDelay   time.Duration
+	maxDelay    time.Duration
+	callTimeout time.Duration
+	httpClient  *http.Client
+	log         zerolog.Logger
+}
+
+// OpenAIOption configures NewOpenAI.
+type OpenAIOption func(*openAIConfig)
+
+// WithAttempts sets how many times one Complete may call the endpoint in total (default 4; at least 1).
+func WithAttempts(n int) OpenAIOption { return func(c *openAIConfig) { c.attempts = max(n, 1) } }
+
+// WithBaseDelay sets the first backoff (default 1s); each further retry doubles it, with jitter.
+func WithBaseDelay(d time.Duration) OpenAIOption { return func(c *openAIConfig) { c.baseDelay = d } }
+
+// WithMaxDelay caps one wait between attempts (default 60s). A Retry-After longer than this ends the retries: the
+// call fails with KindRateLimit and the activity's own retry policy comes back later.
+func WithMaxDelay(d time.Duration) OpenAIOption { return func(c *openAIConfig) { c.maxDelay = d } }
+
+// WithCallTimeout bounds one HTTP attempt (default 5 minutes). An attempt that runs out fails with KindTimeout and
+// is retried.
+func WithCallTimeout(d time.Duration) OpenAIOption {
+	return func(c *openAIConfig) { c.callTimeout = d }
+}
+
+// WithHTTPClient sets the HTTP client (default: a plain http.Client; timeouts come from WithCallTimeout).
+func WithHTTPClient(h *http.Client) OpenAIOption { return func(c *openAIConfig) { c.httpClient = h } }
+
+// WithLogger sets where retries are logged (default: nowhere). Log lines never hold the key.
+func WithLogger(l zerolog.Logger) OpenAIOption { return func(c *openAIConfig) { c.log = l } }
+
+// openAIProvider calls the chat completions API of an OpenAI-compatible endpoint.
+type openAIProvider struct {
+	model specs.Model
+	cfg   openAIConfig
+	chat  openai.ChatCompletionService
+	// key is kept only to scrub it from anything the endpoint sends back.
+	key string
+	// completionTokensField: OpenAI's own API wants max_completion_tokens (its reasoning models refuse
+	// max_tokens); other OpenAI-compatible servers widely understand only max_tokens.
+	completionTokensField bool
+}
+
+// NewOpenAI returns the openai provider for model m: chat completions against OPENAI_BASE_URL (default OpenAI's
+// API) with the key in OPENAI_API_KEY. The model ID, temperature, max tokens and seed come from m; the price table
+// turns usage into cost.
+//
+// When OPENAI_API_KEY is unset or empty NewOpenAI fails with KindAuth naming the variable, unless OPENAI_BASE_URL
+// points at a loopback host (localhost, 127.0.0.0/8, ::1): local servers (llama.cpp, vLLM, Ollama) commonly need no
+// key, and then no Authorization header is sent.
+//
+// The client's own retries are off; Complete retries 429, 5xx, timeouts, broken connections and malformed bodies
+// itself with exponential backoff and jitter, honouring Retry-After, and never retries context-length,
+// authentication, quota or other request errors. Every failure is an *Error.
+func NewOpenAI(m specs.Model, opts ...OpenAIOption) (Provider, error) {
+	cfg := openAIConfig{
+		attempts:    4,
+		baseDelay:   time.Second,
+		maxDelay:    time.Minute,
+		callTimeout: 5 * time.Minute,
+		log:         zerolog.Nop(),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.httpClient == nil {
+		cfg.httpClient = &http.Client{}
+	}
+	if strings.TrimSpace(m.ID) == "" {
+		return nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("model %q has no id: set the model's id in the spec", m.Name)}
+	}
+
+	base := strings.TrimSpace(os.Getenv(EnvBaseURL))
+	key := strings.TrimSpace(os.Getenv(EnvAPIKey))
+	host := "api.openai.com"
+	if base != "" {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// The value is not repeated: a malformed URL may carry credentials.
+			return nil, &Error{Kind: KindBadRequest, Msg: EnvBaseURL + " is not an http(s) URL such as http://localhost:8000/v1"}
+		}
+		host = u.Hostname()
+	} else {
+		base = defaultBaseURL
+	}
+	if key == "" && !isLoopback(host) {
+		return nil, &Error{Kind: KindAuth, Msg: fmt.Sprintf("%s is not set: export it to call %s (only servers on localhost may run without a key)", EnvAPIKey, host)}
+	}
+
+	ropts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(cfg.httpClient),
+		option.WithMaxRetries(0),
+	}
+	if key != "" {
+		ropts = append(ropts, option.WithAPIKey(key))
+	}
+	return &openAIProvider{
+		model:                 m,
+		cfg:                   cfg,
+		chat:                  openai.NewChatCompletionService(ropts...),
+		key:                   key,
+		completionTokensField: host == "api.openai.com",
+	}, nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Complete sends req and retries what is worth retrying.
+func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, error) {
+	params, perr := p.params(req)
+	if perr != nil {
+		return Response{}, perr
+	}
+	for attempt := 1; ; attempt++ {
+		resp, cerr, retryAfter := p.once(ctx, req.Task, params)
+		if cerr == nil {
+			p.cfg.log.Debug().Str("model", p.model.ID).Str("task", req.Task).Int("attempt", attempt).
+				Int("prompt_tokens", resp.Usage.PromptTokens).Int("completion_tokens", resp.Usage.CompletionTokens).
+				Msg("model call")
+			return resp, nil
+		}
+		if !cerr.Kind.Retryable() || ctx.Err() != nil {
+			return Response{}, cerr
+		}
+		if attempt >= p.cfg.attempts {
+			cerr.Msg += fmt.Sprintf(" (gave up after %d attempts)", attempt)
+			return Response{}, cerr
+		}
+		delay, ok := p.delay(attempt, retryAfter)
+		if !ok {
+			cerr.Msg += fmt.Sprintf(" (the endpoint asked to wait %s, longer than the %s this call waits)", retryAfter, p.cfg.maxDelay)
+			return Response{}, cerr
+		}
+		p.cfg.log.Warn().Str("model", p.model.ID).Str("task", req.Task).Str("kind", string(cerr.Kind)).
+			Int("status", cerr.Status).Int("attempt", attempt).Dur("delay", delay).Str("error", cerr.Msg).
+			Msg("model call failed; retrying")
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			cerr.Msg += " (cancelled while waiting to retry)"
+			cerr.Err = ctx.Err()
+			return Response{}, cerr
+		case <-t.C:
+		}
+	}
+}
+
+// delay returns the wait before the next attempt: the endpoint's Retry-After when it sent one, otherwise
+// baseDelay·2^(attempt-1) with equal jitter, capped at maxDelay. ok is false when Retry-After exceeds maxDelay.
+func (p *openAIProvider) delay(attempt int, retryAfter time.Duration) (time.Duration, bool) {
+	if retryAfter > 0 {
+		return retryAfter, retryAfter <= p.cfg.maxDelay
+	}
+	d := p.cfg.baseDelay
+	for i := 1; i < attempt && d < p.cfg.maxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, p.cfg.maxDelay)
+	if d <= 0 {
+		return 0, true
+	}
+	half := d / 2
+	return half + rand.N(d-half+1), true
+}
+
+func (p *openAIProvider) params(req Request) (openai.ChatCompletionNewParams, *Error) {
+	params := openai.ChatCompletionNewParams{Model: p.model.ID}
+	if len(req.Messages) == 0 {
+		return params, &Error{Kind: KindBadRequest, Msg: "the request has no messages"}
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			params.Messages = append(params.Messages, openai.SystemMessage(m.Content))
+		case "developer":
+			params.Messages = append(params.Messages, openai.DeveloperMessage(m.Content))
+		case "user":
+			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+		case "assistant":
+			params.Messages = append(params.Messages, openai.AssistantMessage(m.Content))
+		default:
+			return params, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("message %d has role %q (want system, developer, user or assistant)", i+1, m.Role)}
+		}
+	}
+	if p.model.Temperature != nil {
+		params.Temperature = openai.Float(*p.model.Temperature)
+	}
+	if p.model.MaxTokens > 0 {
+		if p.completionTokensField {
+			params.MaxCompletionTokens = openai.Int(int64(p.model.MaxTokens))
+		} else {
+			params.MaxTokens = openai.Int(int64(p.model.MaxTokens))
+		}
+	}
+	if p.model.Seed != nil {
+		params.Seed = openai.Int(*p.model.Seed)
+	}
+	return params, nil
+}
+
+// once makes one HTTP attempt. retryAfter is the wait the endpoint asked for, 0 when it named none.
+func (p *openAIProvider) once(ctx context.Context, task string, params openai.ChatCompletionNewParams) (Response, *Error, time.Duration) {
+	actx, cancel := context.WithTimeout(ctx, p.cfg.callTimeout)
+	defer cancel()
+	var hres *http.Response
+	ropts := []option.RequestOption{option.WithResponseInto(&hres)}
+	if task != "" {
+		ropts = append(ropts, option.WithHeader(TaskHeader, task))
+	}
+	res, err := p.chat.New(actx, params, ropts...)
+	if err != nil {
+		return Response{}, p.classify(ctx, actx, hres, err), retryAfter(hres)
+	}
+	if res == nil || len(res.Choices) == 0 {
+		msg := "the completion has no choices"
+		if res != nil {
+			if em := errorMessage([]byte(res.RawJSON())); em != "" {
+				msg += ": " + em
+			}
+		}
+		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.scrub(msg)}, 0
+	}
+	u := Usage{PromptTokens: int(res.Usage.PromptTokens), CompletionTokens: int(res.Usage.CompletionTokens)}
+	return Response{
+		Text:    res.Choices[0].Message.Content,
+		Usage:   u,
+		CostUSD: Cost(u, p.model.Price),
+		Model:   res.Model,
+	}, nil, 0
+}
+
+func statusOf(r *http.Response) int {
+	if r == nil {
+		return 0
+	}
+	return r.StatusCode
+}
+
+// classify turns a failed attempt into an *Error. The SDK's own error is not kept: it holds the request, and with
+// it the Authorization header.
+func (p *openAIProvider) classify(ctx, actx context.Context, hres *http.Response, err error) *Error {
+	switch {
+	case ctx.Err() != nil:
+		return &Error{Kind: KindTimeout, Msg: "the call was cancelled", Err: ctx.Err()}
+	case actx.Err() != nil:
+		return &Error{Kind: KindTimeout, Msg: fmt.Sprintf("no answer within %s", p.cfg.callTimeout), Err: context.DeadlineExceeded}
+	case hres == nil:
+		return &Error{Kind: KindTimeout, Msg: p.scrub("connection failed: " + err.Error())}
+	case hres.StatusCode < 400:
+		return &Error{Kind: KindBadResponse, Status: hres.StatusCode, Msg: p.scrub("the response body is not a chat completion: " + err.Error())}
+	}
+	var body []byte
+	if hres.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(hres.Body, 64<<10))
+	}
+	status := hres.StatusCode
+	code, typ, msg := errorFields(body)
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	e := &Error{Status: status, Msg: p.scrub(msg)}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		e.Kind = KindAuth
+		e.Msg += fmt.Sprintf(" (check %s)", EnvAPIKey)
+	case status == http.StatusTooManyRequests && (code == "insufficient_quota" || typ == "insufficient_quota"):
+		e.Kind = KindQuota
+	case status == http.StatusTooManyRequests:
+		e.Kind = KindRateLimit
+	case status == http.StatusRequestTimeout:
+		e.Kind = KindTimeout
+	case status >= 500:
+		e.Kind = KindServer
+	case isContextLength(code, msg):
+		e.Kind = KindContextLength
+	default:
+		e.Kind = KindBadRequest
+	}
+	return e
+}
+
+// contextLengthPhrases are how OpenAI and the common OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM)
+// say the prompt does not fit.
+var contextLengthPhrases = []string{
+	"context_length_exceeded",
+	"maximum context length",
+	"context length",
+	"context window",
+	"exceeds the context",
+	"prompt is too long",
+	"input is too long",
+	"too many tokens",
+	"reduce the length of the messages",
+	"exceed_context_size",
+}
+
+func isContextLength(code, msg string) bool {
+	if code == "context_length_exceeded" || code == "string_above_max_length" {
+		return true
+	}
+	low := strings.ToLower(msg)
+	for _, ph := range contextLengthPhrases {
+		if strings.Contains(low, ph) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorFields reads the code, type and message of an error body in the shapes OpenAI-compatible servers use:
+// {"error": {"message", "type", "code"}}, {"error": "text"}, {"message": ...}, {"detail": ...}, or plain text.
+func errorFields(body []byte) (code, typ, msg string) {
+	var top struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+		Code    json.RawMessage `json:"code"`
+		Type    string          `json:"type"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		return "", "", clip(strings.Join(strings.Fields(string(body)), " "), 300)
+	}
+	code, typ, msg = rawString(top.Code), top.Type, top.Message
+	if len(top.Error) > 0 {
+		var inner struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		if json.Unmarshal(top.Error, &inner) == nil {
+			code, typ, msg = firstNonEmpty(rawString(inner.Code), code), firstNonEmpty(inner.Type, typ), firstNonEmpty(inner.Message, msg)
+		} else if s := rawString(top.Error); s != "" {
+			msg = s
+		}
+	}
+	if msg == "" {
+		msg = rawString(top.Detail)
+	}
+	return code, typ, clip(msg, 500)
+}
+
+// errorMessage is the message of an error object inside an otherwise successful body, "" when there is none.
+func errorMessage(body []byte) string {
+	var top struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &top) != nil || len(top.Error) == 0 || string(top.Error) == "null" {
+		return ""
+	}
+	_, _, msg := errorFields(body)
+	return msg
+}
+
+// rawString returns a JSON string's value, or a number's or object's text.
+func rawString(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+var bearerRE = regexp.MustCompile(`(?i)bearer\s+[^\s"',;]+`)
+
+// scrub removes the key, and any bearer token an endpoint echoes back, from a message.
+func (p *openAIProvider) scrub(s string) string {
+	if p.key != "" {
+		s = strings.ReplaceAll(s, p.key, "[redacted]")
+	}
+	return bearerRE.ReplaceAllString(s, "Bearer [redacted]")
+}
+
+// retryAfter reads the wait an endpoint asks for: retry-after-ms (OpenAI), or Retry-After in seconds or as an
+// HTTP date. It is 0 when there is none.
+func retryAfter(r *http.Response) time.Duration {
+	if r == nil {
+		return 0
+	}
+	if v := r.Header.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := r.Header.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

@@ -1,0 +1,527 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Parsers of model answers. Models wrap what was asked for in prose, fences, markdown and numbering; these read
+// through that and keep only what the caller can check.
+
+// ErrNoDiff is wrapped by the errors of ExtractDiff, ParseSearchReplace and SearchReplaceDiff when an answer holds
+// no edit at all (as opposed to an edit that is malformed): the caller records an empty patch.
+var ErrNoDiff = errors.New("the answer holds no edit")
+
+// ---- ranked path lists ----
+
+var (
+	// listMarker is a numbered or bulleted list item's prefix: "1.", "1)", "(1)", "#1", "-", "*", "+", "•", "> ".
+	listMarker = regexp.MustCompile(`^\s*(?:>\s*)*(?:\(?\d{1,3}[.)\]:]|#\d{1,3}[.):]?|[-*+•·▪‣◦])\s+`)
+	// pathToken is a run of characters a path can hold.
+	pathToken = regexp.MustCompile("[^\\s`'\"*,;()\\[\\]<>{}|•]+")
+	// lineSuffix is a location after a path: ":123", ":12:5", ":10-20", "#L12", "#L10-L20".
+	lineSuffix = regexp.MustCompile(`(?::\d+(?::\d+)?(?:-\d+)?|#L\d+(?:-L?\d+)?)$`)
+	// explanation starts the part of a line that explains a path: " (reason)", " - reason", ": reason".
+	explanation = regexp.MustCompile(`\s+\(|\s+[-–—]\s+|:\s+`)
+	// extension is a file name's extension.
+	extension = regexp.MustCompile(`\.[A-Za-z][A-Za-z0-9_+-]{0,15}$`)
+)
+
+// ParseRankedPaths reads a ranked list of repository paths from a model's answer. It accepts numbered ("1. a.go",
+// "1) a.go"), bulleted (-, *, +, •) and bare lists, fenced code blocks, paths in backticks, quotes or markdown bold,
+// "./", "a/" and "b/" prefixes, absolute paths ending in a repository path, and suffixes such as ":123", "#L5" or
+// " (reason)"; several paths on one line count in their order. When the answer has list items or fenced lines,
+// prose lines around them are ignored; otherwise paths are read from the prose.
+//
+// Paths for which known returns false are dropped; a nil known keeps every token that looks like a path (has a "/"
+// or an extension). The result keeps the order of first mention, without duplicates.
+func ParseRankedPaths(text string, known func(path string) bool) []string {
+	accept := known
+	if accept == nil {
+		accept = func(p string) bool { return looksLikePath(p) }
+	}
+	lines := answerLines(text)
+	var listed, prose []string
+	for _, l := range lines {
+		if l.structured {
+			listed = append(listed, pathsOnLine(l.text, accept)...)
+		} else {
+			prose = append(prose, pathsOnLine(l.text, accept)...)
+		}
+	}
+	found := listed
+	if len(found) == 0 {
+		found = prose
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, p := range found {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type answerLine struct {
+	text string
+	// structured: inside a fence, a list item, a line holding one token (a bare list) or a diff header.
+	structured bool
+}
+
+// answerLines splits an answer into lines without the fence markers, stripped of list markers.
+func answerLines(text string) []answerLine {
+	var out []answerLine
+	inFence := false
+	for _, raw := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		t := strings.TrimSpace(raw)
+		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			inFence = !inFence
+			continue
+		}
+		if t == "" {
+			continue
+		}
+		l := answerLine{text: t, structured: inFence}
+		if loc := listMarker.FindStringIndex(t); loc != nil {
+			l.text = t[loc[1]:]
+			l.structured = true
+		}
+		if len(strings.Fields(l.text)) == 1 || strings.HasPrefix(l.text, "[") || strings.HasPrefix(l.text, "\"") ||
+			strings.HasPrefix(t, "--- ") || strings.HasPrefix(t, "+++ ") || strings.HasPrefix(t, "diff --git ") {
+			l.structured = true
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// pathsOnLine returns the accepted paths of one line in order. After the first path, an explanation (" (", " - ",
+// ": ") ends the line, so that files a reason mentions do not count.
+func pathsOnLine(line string, accept func(string) bool) []string {
+	var out []string
+	rest := line
+	for rest != "" {
+		loc := pathToken.FindStringIndex(rest)
+		if loc == nil {
+			break
+		}
+		tok := rest[loc[0]:loc[1]]
+		rest = rest[loc[1]:]
+		if p, ok := resolvePath(tok, accept); ok {
+			out = append(out, p)
+			if strings.HasSuffix(tok, ":") {
+				break
+			}
+			if e := explanation.FindStringIndex(rest); e != nil && strings.Trim(rest[:e[0]], " \t`'\"*_~") == "" {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// resolvePath cleans a token into a repository path and checks it with accept, trying the spellings a model uses
+// for the same path.
+func resolvePath(tok string, accept func(string) bool) (string, bool) {
+	p := strings.Trim(tok, "_~")
+	p = strings.TrimRight(p, ".,:;!?")
+	p = lineSuffix.ReplaceAllString(p, "")
+	p = strings.TrimRight(p, ".,:;!?")
+	if p == "" || strings.Contains(p, "://") || strings.HasSuffix(p, "/") {
+		return "", false
+	}
+	p = strings.ReplaceAll(p, "\\", "/")
+	for strings.HasPrefix(p, "./") {
+		p = p[2:]
+	}
+	if p == "" {
+		return "", false
+	}
+	var tries []string
+	tries = append(tries, p)
+	if strings.HasPrefix(p, "a/") || strings.HasPrefix(p, "b/") {
+		tries = append(tries, p[2:])
+	}
+	if strings.HasPrefix(p, "/") {
+		// An absolute path (a checkout such as /testbed/pkg/x.py): its repository path is one of its suffixes.
+		parts := strings.Split(strings.TrimLeft(p, "/"), "/")
+		for i := range parts {
+			tries = append(tries, strings.Join(parts[i:], "/"))
+		}
+	}
+	for _, t := range tries {
+		if t != "" && !strings.HasPrefix(t, "/") && accept(t) {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// looksLikePath is the check used without a known-path function: a "/" or an extension, and not a number.
+func looksLikePath(p string) bool {
+	if strings.HasPrefix(p, "-") || strings.HasPrefix(p, "..") {
+		return false
+	}
+	return strings.Contains(strings.Trim(p, "/"), "/") || extension.MatchString(p)
+}
+
+// ---- search plans ----
+
+// Kinds of search an evidence plan can ask for.
+const (
+	SearchDefinition = "definition" // where a symbol is defined
+	SearchCallers    = "callers"    // where a symbol is used
+	SearchString     = "string"     // a fixed string anywhere
+	SearchImport     = "import"     // files importing a package or module
+	SearchTest       = "test"       // tests mentioning a string
+)
+
+// Search is one typed search of an evidence plan.
+type Search struct {
+	Kind    string   `json:"kind"`
+	Strings []string `json:"strings"`
+}
+
+// SearchPlan is the searches a model asks for, in its order.
+type SearchPlan struct {
+	Searches []Search `json:"searches"`
+}
+
+// kindAliases maps the names models use for a kind to the kind.
+var kindAliases = func() map[string]string {
+	groups := map[string][]string{
+		SearchDefinition: {"definition", "definitions", "def", "define", "defined", "symbol", "symbols", "function",
+			"class", "type", "method", "declaration"},
+		SearchCallers: {"callers", "caller", "calls", "call", "usage", "usages", "uses", "references", "reference",
+			"refs", "callsites", "call_sites"},
+		SearchString: {"string", "strings", "text", "grep", "literal", "fixed", "fixed_string", "search", "keyword",
+			"message", "error", "regex"},
+		SearchImport: {"import", "imports", "importers", "module", "package"},
+		SearchTest:   {"test", "tests", "testcase", "test_case"},
+	}
+	m := map[string]string{}
+	for kind, names := range groups {
+		for _, n := range names {
+			m[n] = kind
+		}
+	}
+	return m
+}()
+
+// NormalizeSearchKind maps a kind as a model spells it to one of the Search* kinds. Unknown kinds become
+// SearchString: a fixed-string search over the repository is the search every other kind narrows, so the model's
+// strings still find evidence.
+func NormalizeSearchKind(kind string) string {
+	k := strings.ToLower(strings.TrimSpace(kind))
+	k = strings.NewReplacer("-", "_", " ", "_").Replace(k)
+	if v, ok := kindAliases[k]; ok {
+		return v
+	}
+	if v, ok := kindAliases[strings.TrimSuffix(k, "_search")]; ok {
+		return v
+	}
+	return SearchString
+}
+
+// ParseSearchPlan reads an evidence plan from a model's answer: JSON, possibly fenced or surrounded by prose, as
+// {"searches": [{"kind": ..., "strings": [...]}, ...]}, a bare array of searches, or one search object. Common
+// variants are read too: "type"/"search" for kind, "queries"/"terms"/"query"/"symbols" for strings, a single string
+// for the list, trailing commas. Kinds are normalized with NormalizeSearchKind (unknown kinds become "string").
+// Empty and repeated strings are dropped, then each search is cut to maxStrings strings and the plan to maxSearches
+// searches with strings (a limit <= 0 is no limit). It fails only when no search with a string is found.
+func ParseSearchPlan(text string, maxSearches, maxStrings int) (SearchPlan, error) {
+	for _, cand := range jsonCandidates(text) {
+		plan, ok := decodePlan(cand)
+		if !ok {
+			continue
+		}
+		plan = trimPlan(plan, maxSearches, maxStrings)
+		if len(plan.Searches) > 0 {
+			return plan, nil
+		}
+	}
+	return SearchPlan{}, fmt.Errorf("no search plan in the answer (want JSON such as {\"searches\": [{\"kind\": \"definition\", \"strings\": [\"Name\"]}]}): %q", clip(strings.TrimSpace(text), 200))
+}
+
+// jsonCandidates returns the JSON values an answer may hold, most likely first: fenced blocks, the whole answer,
+// then every value starting at a "{" or "[".
+func jsonCandidates(text string) [][]byte {
+	var out [][]byte
+	for _, f := range fencedBlocks(text) {
+		out = append(out, []byte(f.body))
+	}
+	out = append(out, []byte(text))
+	for i := 0; i < len(text); i++ {
+		if text[i] != '{' && text[i] != '[' {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(repairJSON(text[i:])))
+		var raw json.RawMessage
+		if dec.Decode(&raw) == nil {
+			out = append(out, raw)
+			i += int(dec.InputOffset()) - 1
+		}
+	}
+	return out
+}
+
+var trailingComma = regexp.MustCompile(`,(\s*[}\]])`)
+
+// repairJSON removes trailing commas, the mistake models make most in JSON.
+func repairJSON(s string) string { return trailingComma.ReplaceAllString(s, "$1") }
+
+// rawSearch is a search as models write it.
+type rawSearch struct {
+	Kind    string          `json:"kind"`
+	Type    string          `json:"type"`
+	Search  string          `json:"search"`
+	Tool    string          `json:"tool"`
+	Strings json.RawMessage `json:"strings"`
+	Queries json.RawMessage `json:"queries"`
+	Terms   json.RawMessage `json:"terms"`
+	Query   json.RawMessage `json:"query"`
+	String  json.RawMessage `json:"string"`
+	Symbols json.RawMessage `json:"symbols"`
+	Names   json.RawMessage `json:"names"`
+	Pattern json.RawMessage `json:"patterns"`
+}
+
+func (r rawSearch) toSearch() Search {
+	kind := firstNonEmpty(r.Kind, firstNonEmpty(r.Type, firstNonEmpty(r.Search, r.Tool)))
+	var strs []string
+	for _, raw := range []json.RawMessage{r.Strings, r.Queries, r.Terms, r.Query, r.String, r.Symbols, r.Names, r.Pattern} {
+		strs = append(strs, stringList(raw)...)
+	}
+	return Search{Kind: NormalizeSearchKind(kind), Strings: strs}
+}
+
+// stringList reads a JSON string or array of strings (numbers are kept as their text).
+func stringList(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}
+	}
+	var many []json.RawMessage
+	if json.Unmarshal(raw, &many) != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range many {
+		if s := rawString(m); s != "" && !strings.HasPrefix(s, "{") && !strings.HasPrefix(s, "[") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func decodePlan(data []byte) (SearchPlan, bool) {
+	data = bytes.TrimSpace([]byte(repairJSON(string(data))))
+	if len(data) == 0 {
+		return SearchPlan{}, false
+	}
+	var list []rawSearch
+	if data[0] == '[' {
+		if json.Unmarshal(data, &list) != nil {
+			return SearchPlan{}, false
+		}
+	} else {
+		var obj struct {
+			Searches json.RawMessage `json:"searches"`
+			Plan     json.RawMessage `json:"plan"`
+			Queries  json.RawMessage `json:"queries"`
+		}
+		if json.Unmarshal(data, &obj) != nil {
+			return SearchPlan{}, false
+		}
+		inner := obj.Searches
+		if len(inner) == 0 {
+			inner = obj.Plan
+		}
+		if len(inner) == 0 && len(obj.Queries) > 0 && obj.Queries[0] == '[' && bytes.Contains(obj.Queries, []byte("{")) {
+			inner = obj.Queries
+		}
+		if len(inner) > 0 {
+			if json.Unmarshal(inner, &list) != nil {
+				return SearchPlan{}, false
+			}
+		} else {
+			var one rawSearch
+			if json.Unmarshal(data, &one) != nil {
+				return SearchPlan{}, false
+			}
+			list = []rawSearch{one}
+		}
+	}
+	var plan SearchPlan
+	for _, r := range list {
+		plan.Searches = append(plan.Searches, r.toSearch())
+	}
+	return plan, true
+}
+
+func trimPlan(plan SearchPlan, maxSearches, maxStrings int) SearchPlan {
+	out := SearchPlan{Searches: []Search{}}
+	for _, s := range plan.Searches {
+		seen := map[string]bool{}
+		var strs []string
+		for _, str := range s.Strings {
+			str = strings.TrimSpace(str)
+			if str == "" || seen[str] {
+				continue
+			}
+			seen[str] = true
+			strs = append(strs, str)
+			if maxStrings > 0 && len(strs) == maxStrings {
+				break
+			}
+		}
+		if len(strs) == 0 {
+			continue
+		}
+		out.Searches = append(out.Searches, Search{Kind: s.Kind, Strings: strs})
+		if maxSearches > 0 && len(out.Searches) == maxSearches {
+			break
+		}
+	}
+	return out
+}
+
+// ---- diffs ----
+
+type fenced struct {
+	info string // the word after the opening fence, lowercased ("diff", "python", "")
+	body string // the lines between the fences, each ending in "\n"
+}
+
+// fencedBlocks returns the ``` (or ~~~) blocks of an answer; an unclosed last block runs to the end.
+func fencedBlocks(text string) []fenced {
+	var out []fenced
+	var cur *fenced
+	var body strings.Builder
+	var marker string
+	for _, line := range strings.SplitAfter(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		t := strings.TrimSpace(line)
+		if cur == nil {
+			if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+				marker = t[:3]
+				info := strings.TrimSpace(strings.TrimLeft(t, marker[:1]))
+				if f := strings.Fields(info); len(f) > 0 {
+					info = f[0]
+				}
+				cur = &fenced{info: strings.ToLower(info)}
+				body.Reset()
+			}
+			continue
+		}
+		if strings.HasPrefix(t, marker) && strings.Trim(t, marker[:1]) == "" {
+			cur.body = body.String()
+			out = append(out, *cur)
+			cur = nil
+			continue
+		}
+		body.WriteString(line)
+		if !strings.HasSuffix(line, "\n") {
+			body.WriteString("\n")
+		}
+	}
+	if cur != nil {
+		cur.body = body.String()
+		out = append(out, *cur)
+	}
+	return out
+}
+
+// ExtractDiff returns the unified diff in a model's answer, ending in a newline: the fenced blocks that hold a diff
+// (joined in order, for answers that fence each file apart), or else the diff in the bare text, from its first
+// "diff --git" or "--- " line to the last line that a diff can hold. An answer without one gives an error wrapping
+// ErrNoDiff.
+func ExtractDiff(text string) (string, error) {
+	var parts []string
+	for _, f := range fencedBlocks(text) {
+		if d := diffIn(f.body); d != "" {
+			parts = append(parts, d)
+		}
+	}
+	if len(parts) == 0 {
+		if d := diffIn(text); d != "" {
+			parts = append(parts, d)
+		}
+	}
+	if len(parts) == 0 {
+		return "", fmt.Errorf("no unified diff (a \"diff --git\" or \"--- \" header) in the answer: %w", ErrNoDiff)
+	}
+	return strings.Join(parts, ""), nil
+}
+
+// diffIn returns the diff inside text, or "".
+func diffIn(text string) string {
+	lines := strings.SplitAfter(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "diff --git ") {
+			start = i
+			break
+		}
+		if strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return ""
+	}
+	end := start
+	for i := start; i < len(lines); i++ {
+		if !diffLine(lines[i]) {
+			break
+		}
+		end = i + 1
+	}
+	// Blank lines at the end are the prose's, not the diff's.
+	for end > start && strings.TrimSpace(lines[end-1]) == "" {
+		end--
+	}
+	var b strings.Builder
+	for _, l := range lines[start:end] {
+		b.WriteString(l)
+	}
+	d := b.String()
+	if !strings.Contains(d, "\n@@") && !strings.Contains(d, "\nnew file mode") && !strings.Contains(d, "\ndeleted file mode") &&
+		!strings.Contains(d, "\nrename ") && !strings.Contains(d, "Binary files") {
+		return ""
+	}
+	if !strings.HasSuffix(d, "\n") {
+		d += "\n"
+	}
+	return d
+}
+
+// diffHeaderPrefixes start the lines of a git diff outside hunks.
+var diffHeaderPrefixes = []string{"diff --git ", "index ", "--- ", "+++ ", "@@", "new file mode", "deleted file mode",
+	"old mode", "new mode", "similarity index", "dissimilarity index", "rename from", "rename to", "copy from", "copy to",
+	"Binary files", "GIT binary patch", "\\ No newline"}
+
+func diffLine(l string) bool {
+	if l == "\n" || l == "" {
+		return true // a blank context line whose leading space was lost
+	}
+	switch l[0] {
+	case ' ', '+', '-':
+		return true
+	}
+	for _, p := range diffHeaderPrefixes {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,100 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"ctxlab/activities/llm"
+	"ctxlab/specs"
+)
+
+type failingProvider struct{ err error }
+
+func (p failingProvider) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, p.err
+}
+
+type fixedProvider struct{ text string }
+
+func (p fixedProvider) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{Text: p.text, Usage: llm.Usage{PromptTokens: 1000, CompletionTokens: 200}}, nil
+}
+
+// TestModelFailuresMapToActivityErrors checks the mapping of provider failures: retryable kinds are ordinary errors
+// (Temporal retries them), context-length and authentication failures are non-retryable with the kind as the error
+// type, which the row's error records.
+func TestModelFailuresMapToActivityErrors(t *testing.T) {
+	m := specs.Model{Name: "gpt", Provider: "openai", ID: "gpt"}
+	for kind, retryable := range map[llm.Kind]bool{llm.KindRateLimit: true, llm.KindServer: true,
+		llm.KindTimeout: true, llm.KindBadResponse: true, llm.KindContextLength: false, llm.KindAuth: false,
+		llm.KindQuota: false, llm.KindBadRequest: false} {
+		err := modelError("m.patch", m, &llm.Error{Kind: kind, Status: 400, Msg: "nope"})
+		var app *temporal.ApplicationError
+		isApp := errors.As(err, &app)
+		if retryable && isApp {
+			t.Errorf("%s: want an ordinary (retried) error, got %v", kind, err)
+		}
+		if !retryable && (!isApp || !app.NonRetryable() || app.Type() != string(kind)) {
+			t.Errorf("%s: want a non-retryable error of type %s, got %v", kind, kind, err)
+		}
+		if !strings.Contains(err.Error(), "m.patch") || !strings.Contains(err.Error(), string(kind)) {
+			t.Errorf("%s: message %q names neither step nor kind", kind, err)
+		}
+	}
+}
+
+// TestLocalizeWithAModel runs the localize, intersect and patch nodes against stand-in providers answering like a
+// model: a prose answer with a fenced list (one path not in the repository), a context-length failure, and a priced
+// patch call.
+func TestLocalizeWithAModel(t *testing.T) {
+	f := newFixture(t)
+	old := newProvider
+	defer func() { newProvider = old }()
+	var provider llm.Provider
+	newProvider = func(*Activities, specs.Model, string) (llm.Provider, error) { return provider, nil }
+
+	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt", "price": map[string]any{"input": 2.0, "output": 10.0}}
+	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
+	co := f.must(f.node("checkout", inst, nil, nil))
+	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]NodeOutput{"checkout": co}))
+	in := map[string]NodeOutput{"checkout": co, "inventory": inv}
+
+	provider = fixedProvider{"The bug is in the duration code.\n\n```\n1. duration.go\n2. ./docs/usage.md\n3. src/humanize/nothere.go\n```\n"}
+	var samples [3]NodeOutput
+	for i := range samples {
+		samples[i] = f.must(f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": i}, in))
+		if samples[i].Row["model_calls"] != 1.0 || samples[i].Row["prompt_tokens"] != 1000.0 ||
+			samples[i].Row["cost_usd"] != (1000*2.0+200*10.0)/1e6 {
+			t.Errorf("sample %d row %v", i, samples[i].Row)
+		}
+	}
+	sel := f.must(f.node("intersect", inst, nil, map[string]NodeOutput{"l0": samples[0], "l1": samples[1], "l2": samples[2]}))
+	if sel.Row["files_selected"] != 1.0 || sel.Row["fallback"] != false || sel.Row["loc_f1"] != 1.0 {
+		t.Errorf("intersection row %v (docs dropped, duration.go kept)", sel.Row)
+	}
+
+	provider = failingProvider{&llm.Error{Kind: llm.KindContextLength, Status: 400, Msg: "maximum context length exceeded"}}
+	_, err := f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": 7}, in)
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != string(llm.KindContextLength) {
+		t.Errorf("context-length failure: %v", err)
+	}
+
+	// Unparseable localization answers count as empty: the intersection falls back to L0, and says so.
+	provider = fixedProvider{"I am not sure which files."}
+	empty := f.must(f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": 1, "max_files": 3}, in))
+	sel = f.must(f.node("intersect", inst, nil, map[string]NodeOutput{"l0": samples[0], "l1": empty, "l2": samples[2]}))
+	if sel.Row["fallback"] != true || sel.Row["files_selected"] != 1.0 {
+		t.Errorf("fallback row %v", sel.Row)
+	}
+
+	// A bad prompt template is a permanent failure naming the step.
+	_, err = f.node("localize", inst, map[string]any{"model": model, "prompt": map[string]any{"user": "{{.Nope}}"}}, in)
+	if !nonRetryable(err) || !strings.Contains(err.Error(), "m.localize") {
+		t.Errorf("bad template: %v", err)
+	}
+}

@@ -1,0 +1,360 @@
+// Package fakeopenai is a small OpenAI-compatible HTTP server for tests and the demo: chat completions with a
+// configurable (by default deterministic, prompt-derived) answer, token usage, call counters, failure injection,
+// and embeddings computed from a hash of the input. It never stores an API key: it records whether an
+// Authorization header came, and a SHA-256 of it.
+package fakeopenai
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TaskHeader is the header ctxlab's openai provider names the task of a call in (llm.TaskHeader); without it the
+// task is guessed from the prompt.
+const TaskHeader = "X-Ctxlab-Task"
+
+// Failure is a way an injected call fails.
+type Failure int
+
+// Failures the server can inject.
+const (
+	RateLimit     Failure = iota + 1 // 429 with Retry-After and retry-after-ms
+	ServerError                      // 500 with an OpenAI-style error body
+	Malformed                        // 200 whose JSON body is cut off
+	ContextLength                    // 400 with code context_length_exceeded
+	Unauthorized                     // 401 whose message echoes the Authorization header back, as careless servers do
+	Quota                            // 429 with code insufficient_quota
+	BadGateway                       // 502 with an HTML body
+	Hang                             // no answer until the client gives up (at most 10s), then 504
+)
+
+// Message is one chat message. Content given as an array of text parts is joined.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// UnmarshalJSON accepts content as a string or as [{"type": "text", "text": ...}] parts.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	m.Role = raw.Role
+	m.Content = ""
+	if len(raw.Content) == 0 || string(raw.Content) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw.Content, &m.Content); err == nil {
+		return nil
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw.Content, &parts); err != nil {
+		return fmt.Errorf("message content is neither a string nor text parts: %w", err)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	m.Content = b.String()
+	return nil
+}
+
+// ChatRequest is a chat completions request as the server read it.
+type ChatRequest struct {
+	Model               string    `json:"model"`
+	Messages            []Message `json:"messages"`
+	Temperature         *float64  `json:"temperature,omitempty"`
+	MaxTokens           *int64    `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int64    `json:"max_completion_tokens,omitempty"`
+	Seed                *int64    `json:"seed,omitempty"`
+	// TaskName is the X-Ctxlab-Task header ("" when absent).
+	TaskName string `json:"-"`
+}
+
+// Prompt is the text of every message, in order, separated by blank lines.
+func (r ChatRequest) Prompt() string {
+	parts := make([]string, len(r.Messages))
+	for i, m := range r.Messages {
+		parts[i] = m.Content
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// Task is the task the request is for: the X-Ctxlab-Task header when it came, else a guess from the prompt
+// ("localize", "evidence", "patch", or "" when none fits).
+func (r ChatRequest) Task() string {
+	if r.TaskName != "" {
+		return r.TaskName
+	}
+	return guessTask(r.Prompt())
+}
+
+// Server is the fake endpoint. It is safe for concurrent use.
+type Server struct {
+	answer     func(ChatRequest) string
+	usage      *[2]int
+	retryAfter time.Duration
+	keyHash    *[32]byte
+	dims       int
+
+	mu         sync.Mutex
+	failures   []Failure
+	calls      int
+	perTask    map[string]int
+	embeddings int
+	sawAuth    bool
+	lastAuth   [32]byte
+	requests   []ChatRequest
+}
+
+// Option configures New.
+type Option func(*Server)
+
+// WithAnswer sets the answer function (default DefaultAnswer).
+func WithAnswer(f func(ChatRequest) string) Option { return func(s *Server) { s.answer = f } }
+
+// WithUsage fixes the token usage every completion reports (default: about a token per four characters of the
+// prompt and of the answer).
+func WithUsage(prompt, completion int) Option {
+	return func(s *Server) { s.usage = &[2]int{prompt, completion} }
+}
+
+// WithFailures makes the next n chat calls fail with f; several WithFailures queue up in order.
+func WithFailures(n int, f Failure) Option {
+	return func(s *Server) {
+		for range n {
+			s.failures = append(s.failures, f)
+		}
+	}
+}
+
+// WithRetryAfter sets the wait a RateLimit failure asks for (default 10ms, sent as retry-after-ms, and rounded up
+// to whole seconds as Retry-After).
+func WithRetryAfter(d time.Duration) Option { return func(s *Server) { s.retryAfter = d } }
+
+// WithKey makes the server require "Authorization: Bearer <key>"; other calls get a 401 that echoes the header.
+// Only a SHA-256 of the expected header is kept.
+func WithKey(key string) Option {
+	return func(s *Server) {
+		h := sha256.Sum256([]byte("Bearer " + key))
+		s.keyHash = &h
+	}
+}
+
+// WithDimensions sets the length of embedding vectors (default 64) when a request does not ask for one.
+func WithDimensions(n int) Option { return func(s *Server) { s.dims = n } }
+
+// New returns a fake endpoint; serve it with httptest.NewServer(s) and point OPENAI_BASE_URL at its URL + "/v1".
+func New(opts ...Option) *Server {
+	s := &Server{answer: DefaultAnswer, retryAfter: 10 * time.Millisecond, dims: 64, perTask: map[string]int{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Fail queues failures for the next n chat calls, like WithFailures, on a running server.
+func (s *Server) Fail(n int, f Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.failures = append(s.failures, f)
+	}
+}
+
+// Calls is the number of chat completion requests received, failed ones included.
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// CallsFor is the number of chat completion requests received for a task (see ChatRequest.Task).
+func (s *Server) CallsFor(task string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.perTask[task]
+}
+
+// EmbeddingCalls is the number of embedding requests received.
+func (s *Server) EmbeddingCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.embeddings
+}
+
+// SawAuthorization reports whether any request carried an Authorization header.
+func (s *Server) SawAuthorization() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sawAuth
+}
+
+// LastAuthorizedWith reports whether the last Authorization header seen was "Bearer <key>" (checked by hash).
+func (s *Server) LastAuthorizedWith(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sawAuth && s.lastAuth == sha256.Sum256([]byte("Bearer "+key))
+}
+
+// Requests returns the chat requests received, in order.
+func (s *Server) Requests() []ChatRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ChatRequest(nil), s.requests...)
+}
+
+// ServeHTTP answers POST .../chat/completions and POST .../embeddings, with or without a /v1 prefix.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		s.chat(w, r)
+	case strings.HasSuffix(r.URL.Path, "/embeddings"):
+		s.embed(w, r)
+	default:
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "no such endpoint: "+r.URL.Path)
+	}
+}
+
+// authorize records the Authorization header (as a hash) and reports whether the call may go on; when it may not,
+// the 401 is written.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	s.mu.Lock()
+	if auth != "" {
+		s.sawAuth = true
+		s.lastAuth = sha256.Sum256([]byte(auth))
+	}
+	ok := s.keyHash == nil || (auth != "" && s.lastAuth == *s.keyHash)
+	s.mu.Unlock()
+	if !ok {
+		unauthorized(w, auth)
+	}
+	return ok
+}
+
+func unauthorized(w http.ResponseWriter, auth string) {
+	writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+		fmt.Sprintf("Incorrect API key provided in header %q.", auth))
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use POST")
+		return
+	}
+	var req ChatRequest
+	err := json.NewDecoder(r.Body).Decode(&req)
+	req.TaskName = r.Header.Get(TaskHeader)
+	s.mu.Lock()
+	s.calls++
+	s.perTask[req.Task()]++
+	s.requests = append(s.requests, req)
+	var fail Failure
+	if len(s.failures) > 0 {
+		fail, s.failures = s.failures[0], s.failures[1:]
+	}
+	s.mu.Unlock()
+
+	if !s.authorize(w, r) {
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body is not JSON: "+err.Error())
+		return
+	}
+	if fail != 0 {
+		s.fail(w, r, fail)
+		return
+	}
+	if req.Model == "" || len(req.Messages) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model and messages are required")
+		return
+	}
+	answer := s.answer(req)
+	prompt, completion := approxTokens(req.Prompt()), approxTokens(answer)
+	if s.usage != nil {
+		prompt, completion = s.usage[0], s.usage[1]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id":      fmt.Sprintf("chatcmpl-fake-%d", s.Calls()),
+		"object":  "chat.completion",
+		"created": 1700000000,
+		"model":   req.Model,
+		"choices": []any{map[string]any{
+			"index":         0,
+			"message":       map[string]any{"role": "assistant", "content": answer},
+			"finish_reason": "stop",
+			"logprobs":      nil,
+		}},
+		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+	})
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Failure) {
+	switch f {
+	case RateLimit:
+		w.Header().Set("Retry-After-Ms", fmt.Sprint(s.retryAfter.Milliseconds()))
+		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(s.retryAfter.Seconds()))))
+		writeError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "Rate limit reached for requests.")
+	case Quota:
+		writeError(w, http.StatusTooManyRequests, "insufficient_quota", "insufficient_quota", "You exceeded your current quota.")
+	case ServerError:
+		writeError(w, http.StatusInternalServerError, "server_error", "", "The server had an error while processing your request.")
+	case BadGateway:
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprint(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+	case Malformed:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, `{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assi`)
+	case ContextLength:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded",
+			"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.")
+	case Unauthorized:
+		unauthorized(w, r.Header.Get("Authorization"))
+	case Hang:
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+		writeError(w, http.StatusGatewayTimeout, "server_error", "", "timed out")
+	default:
+		writeError(w, http.StatusInternalServerError, "server_error", "", fmt.Sprintf("unknown failure %d", f))
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	var c any
+	if code != "" {
+		c = code
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": c}})
+}
+
+// approxTokens counts about one token per four bytes, at least one for non-empty text.
+func approxTokens(s string) int {
+	if s == "" {
+		return 0
+	}
+	return max(1, (len(s)+3)/4)
+}

@@ -1,0 +1,83 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+
+	"ctxlab/activities"
+	"ctxlab/results"
+	"ctxlab/specs"
+)
+
+// TestIssueSumsModelUsageOverSteps runs a method with three model-calling steps, one of them shared with a second
+// method: each row's model_calls, tokens and cost are the sums over its own steps, a shared node counts once per row,
+// and other fields keep the last step's value.
+func TestIssueSumsModelUsageOverSteps(t *testing.T) {
+	step := func(id, act string, params map[string]any, inputs map[string]string) specs.Step {
+		return specs.Step{ID: id, Activity: act, Params: params, Inputs: inputs}
+	}
+	co := map[string]string{"checkout": "checkout"}
+	loc := func(i int) specs.Step {
+		return step("l"+string(rune('0'+i)), "localize", map[string]any{"sample": i},
+			map[string]string{"checkout": "checkout", "inventory": "inventory"})
+	}
+	full := specs.Method{Name: "full", Steps: []specs.Step{
+		step("checkout", "checkout", nil, nil),
+		step("inventory", "inventory", nil, co),
+		loc(0), loc(1), loc(2),
+		step("files", "intersect", nil, map[string]string{"l0": "l0", "l1": "l1", "l2": "l2"}),
+		step("context", "assemble", nil, map[string]string{"checkout": "checkout", "files": "files"}),
+		step("patch", "patch", nil, map[string]string{"checkout": "checkout", "context": "context"}),
+	}}
+	// "resample" shares everything but the patch.
+	resample := specs.Method{Name: "resample", Steps: append(append([]specs.Step{}, full.Steps[:7]...),
+		step("patch", "patch", map[string]any{"sample": 1}, map[string]string{"checkout": "checkout", "context": "context"}))}
+	e := &specs.Experiment{Name: "t", Tokenizer: "o200k_base", Models: []specs.Model{{Name: "offline", Provider: "offline"}},
+		Methods: []specs.Method{full, resample}}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	usage := map[string]map[string]any{
+		"localize": {"model_calls": 1, "prompt_tokens": 100, "completion_tokens": 10, "cost_usd": 0.25},
+		"patch":    {"model_calls": 1, "prompt_tokens": 1000, "completion_tokens": 50, "cost_usd": 1.5, "label": "patch"},
+		"assemble": {"label": "assemble", "files_selected": 2},
+	}
+	for name := range specs.Catalog {
+		name := name
+		env.RegisterActivityWithOptions(func(_ context.Context, in activities.NodeInput) (activities.NodeOutput, error) {
+			return activities.NodeOutput{Row: usage[name]}, nil
+		}, activity.RegisterOptions{Name: name})
+	}
+	env.RegisterActivityWithOptions(func(context.Context, activities.LoadPlanInput) (specs.Plan, error) {
+		return *plan, nil
+	}, activity.RegisterOptions{Name: activities.LoadPlanName})
+	var rows []results.Row
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+		rows = append(rows, in.Rows...)
+		return len(in.Rows), nil
+	}, activity.RegisterOptions{Name: activities.RecordName})
+	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(rows))
+	}
+	for _, r := range rows {
+		want := map[string]float64{"model_calls": 4, "prompt_tokens": 1300, "completion_tokens": 80, "cost_usd": 2.25}
+		for k, v := range want {
+			if got, ok := r.Float(k); !ok || got != v {
+				t.Errorf("%s: %s = %v, want %v (three samples and one patch)", r.String(results.FieldMethod), k, r[k], v)
+			}
+		}
+		if r["label"] != "patch" || r["files_selected"] != 2.0 {
+			t.Errorf("%s: other fields should keep the last step's value: %v", r.String(results.FieldMethod), r)
+		}
+	}
+}
