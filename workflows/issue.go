@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -130,7 +131,10 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 		}
 		merged := map[string]bool{}
 		for _, s := range arm.Steps {
-			if !merged[s.Key] {
+			// A borrowed step (its id namespaced, e.g. "anchor.context" in a baseline fitted to an anchor's
+			// budget) is another method's node: it must run first, and its failure fails this row, but its
+			// fields (model calls, cost, localization) describe that method's row, not this one.
+			if !merged[s.Key] && !borrowed(s.ID) {
 				merged[s.Key] = true
 				mergeRow(row, outputs[s.Key].Row)
 			}
@@ -148,6 +152,9 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	res.Rows = len(rows)
 	return res, nil
 }
+
+// borrowed reports whether a step id names a step taken from another method (a namespace prefix "name.").
+func borrowed(id string) bool { return strings.Contains(id, ".") }
 
 // mergeRow adds a node's row fragment to a row: fields in results.Summed (model calls, tokens, cost) add up over
 // the arm's nodes, each node counted once; every other field takes the value of the last node that sets it.

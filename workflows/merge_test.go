@@ -32,11 +32,26 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 		step("context", "assemble", nil, map[string]string{"checkout": "checkout", "files": "files"}),
 		step("patch", "patch", nil, map[string]string{"checkout": "checkout", "context": "context"}),
 	}}
+	// "fitted" borrows full's steps up to its context under "anchor." ids (the same nodes) and adds its own context
+	// and patch: its row counts only its own patch call.
+	fitted := specs.Method{Name: "fitted", Steps: []specs.Step{step("checkout", "checkout", nil, nil)}}
+	for _, st := range full.Steps[:7] {
+		st.ID = "anchor." + st.ID
+		ins := map[string]string{}
+		for k, v := range st.Inputs {
+			ins[k] = "anchor." + v
+		}
+		st.Inputs = ins
+		fitted.Steps = append(fitted.Steps, st)
+	}
+	fitted.Steps = append(fitted.Steps,
+		step("context", "no_source", nil, map[string]string{"checkout": "checkout"}),
+		step("patch", "patch", map[string]any{"sample": 2}, map[string]string{"checkout": "checkout", "context": "context"}))
 	// "resample" shares everything but the patch.
 	resample := specs.Method{Name: "resample", Steps: append(append([]specs.Step{}, full.Steps[:7]...),
 		step("patch", "patch", map[string]any{"sample": 1}, map[string]string{"checkout": "checkout", "context": "context"}))}
 	e := &specs.Experiment{Name: "t", Tokenizer: "o200k_base", Models: []specs.Model{{Name: "offline", Provider: "offline"}},
-		Methods: []specs.Method{full, resample}}
+		Methods: []specs.Method{full, resample, fitted}}
 	plan, err := specs.BuildPlan(e)
 	if err != nil {
 		t.Fatal(err)
@@ -66,10 +81,22 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 2 {
-		t.Fatalf("%d rows, want 2", len(rows))
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(rows))
+	}
+	if n := len(plan.Nodes); n != 11 {
+		t.Errorf("%d nodes, want 11 (full's 8, resample's patch, fitted's context and patch)", n)
 	}
 	for _, r := range rows {
+		if r.String(results.FieldMethod) == "fitted" {
+			want := map[string]any{"model_calls": 1.0, "prompt_tokens": 1000.0, "cost_usd": 1.5, "files_selected": nil}
+			for k, v := range want {
+				if r[k] != v {
+					t.Errorf("fitted: %s = %v, want %v (borrowed steps count for their own method only)", k, r[k], v)
+				}
+			}
+			continue
+		}
 		want := map[string]float64{"model_calls": 4, "prompt_tokens": 1300, "completion_tokens": 80, "cost_usd": 2.25}
 		for k, v := range want {
 			if got, ok := r.Float(k); !ok || got != v {
