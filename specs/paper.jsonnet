@@ -1,6 +1,8 @@
-// paper: the study of PAPER.md ("Skip the Compressor"), CQ2-CARE's part: CQ2-CARE with the paper's settings, its three
-// ablations and the two reference methods, under the study's two models. The baselines (retrievers, compressors,
-// corruptions, budget fitting to CQ2-CARE's context size) are added by baselines.libsonnet's methods.
+// paper: the study of PAPER.md ("Skip the Compressor"): CQ2-CARE with the paper's settings, its three ablations, the
+// two reference methods and every baseline (retrievers, compressors, corruptions and pairings, the budget sweep; see
+// paper_baselines.libsonnet), each baseline fitted per issue to CQ2-CARE's context size, under the study's two models.
+// Dense retrieval needs an embeddings endpoint (the same OPENAI_BASE_URL) and the compressors a compression server
+// (README, "Compression protocol").
 //
 // What to set (README, "Running specs/paper.jsonnet"):
 //   OPENAI_BASE_URL, OPENAI_API_KEY   the endpoint both models are served from (environment only, never the spec)
@@ -18,6 +20,7 @@ local price(name) =
   local parts = std.split(ctxlab.ext(name, '0/0'), '/');
   assert std.length(parts) == 2 : '%s must be INPUT/OUTPUT dollars per million tokens, e.g. 1.25/10' % name;
   { input: std.parseJson(parts[0]), output: std.parseJson(parts[1]) };
+local baselines = (import 'paper_baselines.libsonnet')(ctxlab, ctxlab.methods.cq2care);
 local model(id, p) = ctxlab.models.openai(id, price=p, temperature=0, max_tokens=16384, seed=0);
 
 ctxlab.experiment({
@@ -28,7 +31,8 @@ ctxlab.experiment({
     model(ctxlab.ext('gpt', 'gpt-5.6'), price('gpt_price')),
     model(ctxlab.ext('claude', 'claude-opus-5'), price('claude_price')),
   ],
-  methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files, ctxlab.methods.cq2care] + ctxlab.cq2care.ablations,
+  methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files, ctxlab.methods.cq2care] + ctxlab.cq2care.ablations
+           + baselines,
   // Every baseline's budget is CQ2-CARE's context size on the same issue and model.
   anchor: 'cq2care',
   grading: { timeout: '30m' },
