@@ -161,10 +161,11 @@ func TestCompressFitsTheBudget(t *testing.T) {
 
 func TestCorruptionLowersEpsilonAndApplyRate(t *testing.T) {
 	b := newBaselineFixture(t)
+	patchParams := libraryPatchParams(t)
+	patchParams["format"] = "diff"
+	patchParams["model"] = map[string]any{"name": "offline", "provider": "offline"}
 	patchOf := func(c NodeOutput) map[string]any {
-		p := b.must(b.node("patch", inst, map[string]any{"format": "diff",
-			"model": map[string]any{"name": "offline", "provider": "offline"}},
-			map[string]NodeOutput{"checkout": b.co, "context": c}))
+		p := b.must(b.node("patch", inst, patchParams, map[string]NodeOutput{"checkout": b.co, "context": c}))
 		return b.must(b.node("measure", inst, tok, map[string]NodeOutput{"checkout": b.co, "context": c, "patch": p})).Row
 	}
 	clean := patchOf(b.oracle)

@@ -1,9 +1,9 @@
 package activities
 
 import (
+	"maps"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
 	"ctxlab/jsonnet"
@@ -20,11 +20,25 @@ func cq2careMethods(t *testing.T) (*specs.Experiment, []specs.Method) {
 	}
 	var out []specs.Method
 	for _, m := range e.Methods {
-		if strings.HasPrefix(m.Name, "cq2care") {
+		switch m.Name {
+		case "cq2care", "cq2care_no_evidence", "cq2care_single_sample", "cq2care_patch_resample":
 			out = append(out, m)
 		}
 	}
 	return e, out
+}
+
+// libraryPatchParams returns the parameters (prompt, edit format) the library gives every method's patch step.
+func libraryPatchParams(t *testing.T) map[string]any {
+	t.Helper()
+	e, _ := cq2careMethods(t)
+	for _, s := range e.Methods[0].Steps {
+		if s.Activity == "patch" {
+			return maps.Clone(s.Params)
+		}
+	}
+	t.Fatal("the demo's first method has no patch step")
+	return nil
 }
 
 // runPlan runs every node of the plan on one instance in plan order, as the Issue workflow does, and returns the

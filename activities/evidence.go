@@ -59,14 +59,7 @@ func (a *Activities) Evidence(ctx context.Context, in NodeInput) (NodeOutput, er
 	return a.node(ctx, in, "evidence", func(ctx context.Context, j *job) (NodeOutput, error) {
 		p := EvidenceParams{MaxSearches: 4, MaxStrings: 8, NewFiles: 2, MaxFiles: 8, Window: search.DefaultWindow,
 			FileCap: 60000}
-		if err := j.params(&p); err != nil {
-			return NodeOutput{}, err
-		}
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		m, err := j.snapshot(ctx)
+		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err
 		}

@@ -23,14 +23,7 @@ type InventoryParams struct {
 func (a *Activities) Inventory(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "inventory", func(ctx context.Context, j *job) (NodeOutput, error) {
 		p := InventoryParams{Tokenizer: "o200k_base", Ratio: inventory.DefaultRatio, Cap: inventory.DefaultCap}
-		if err := j.params(&p); err != nil {
-			return NodeOutput{}, err
-		}
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		m, err := j.snapshot(ctx)
+		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err
 		}

@@ -43,14 +43,7 @@ type Ranking struct {
 func (a *Activities) Localize(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "localize", func(ctx context.Context, j *job) (NodeOutput, error) {
 		p := LocalizeParams{MaxFiles: 5}
-		if err := j.params(&p); err != nil {
-			return NodeOutput{}, err
-		}
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		m, err := j.snapshot(ctx)
+		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err
 		}

@@ -21,14 +21,7 @@ type MeasureParams struct {
 func (a *Activities) Measure(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "measure", func(ctx context.Context, j *job) (NodeOutput, error) {
 		var p MeasureParams
-		if err := j.params(&p); err != nil {
-			return NodeOutput{}, err
-		}
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		m, err := j.snapshot(ctx)
+		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err
 		}

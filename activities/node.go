@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/cas"
+	"ctxlab/activities/repo"
 	"ctxlab/activities/swebench"
 )
 
@@ -53,6 +54,20 @@ func (j *job) instance(ctx context.Context) (swebench.Instance, error) {
 	}
 	j.inst = &in
 	return in, nil
+}
+
+// setup decodes the node's parameters into params and returns its instance and repository snapshot: the start of
+// most node activities.
+func (j *job) setup(ctx context.Context, params any) (swebench.Instance, repo.Manifest, error) {
+	if err := j.params(params); err != nil {
+		return swebench.Instance{}, repo.Manifest{}, err
+	}
+	inst, err := j.instance(ctx)
+	if err != nil {
+		return inst, repo.Manifest{}, err
+	}
+	m, err := j.snapshot(ctx)
+	return inst, m, err
 }
 
 // input returns a named input's output.

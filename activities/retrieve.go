@@ -57,14 +57,7 @@ type RetrieveParams struct {
 func (a *Activities) Retrieve(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "retrieve", func(ctx context.Context, j *job) (NodeOutput, error) {
 		var p RetrieveParams
-		if err := j.params(&p); err != nil {
-			return NodeOutput{}, err
-		}
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		m, err := j.snapshot(ctx)
+		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err
 		}

@@ -25,6 +25,7 @@ import (
 	"ctxlab/demobench"
 	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
+	"ctxlab/jsonnet"
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
@@ -40,6 +41,22 @@ var (
 type sweep struct {
 	e    *specs.Experiment
 	plan *specs.Plan
+}
+
+// libraryPatchParams returns the parameters (prompt, edit format) ctxlab.libsonnet gives every method's patch step.
+func libraryPatchParams(t testing.TB) map[string]any {
+	t.Helper()
+	e, err := jsonnet.Compile(filepath.Join("..", "..", "specs", "demo.jsonnet"), jsonnet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range e.Methods[0].Steps {
+		if s.Activity == "patch" {
+			return s.Params
+		}
+	}
+	t.Fatal("the demo's first method has no patch step")
+	return nil
 }
 
 // generate builds a dataset of n issues by repeating the demo benchmark's instances under new ids (their
@@ -77,13 +94,15 @@ func generate(t testing.TB, dir string, n, m int) sweep {
 		Models:  []specs.Model{{Name: "offline", Provider: "offline"}},
 		Limits:  specs.Limits{Concurrency: 16},
 	}
+	patch := libraryPatchParams(t)
 	for i := range m {
 		ctxAct := []string{"no_source", "oracle_files"}[i%2]
 		e.Methods = append(e.Methods, specs.Method{Name: fmt.Sprintf("m%02d_%s", i, ctxAct), Steps: []specs.Step{
 			{ID: "checkout", Activity: "checkout"},
 			{ID: "context", Activity: ctxAct, Params: map[string]any{"variant": i},
 				Inputs: map[string]string{"checkout": "checkout"}},
-			{ID: "patch", Activity: "patch", Inputs: map[string]string{"checkout": "checkout", "context": "context"}},
+			{ID: "patch", Activity: "patch", Params: patch,
+				Inputs: map[string]string{"checkout": "checkout", "context": "context"}},
 			{ID: "measure", Activity: "measure",
 				Inputs: map[string]string{"checkout": "checkout", "context": "context", "patch": "patch"}},
 		}})

@@ -30,7 +30,7 @@ func TestParseRunFlagsAnywhere(t *testing.T) {
 func TestCompilePrintsSharedNodes(t *testing.T) {
 	var out, errb bytes.Buffer
 	// The demo's two reference methods; the baselines after them share more nodes (jsonnet's tests check them).
-	code := Main([]string{"compile", demoVariant(t, "{ methods: super.methods[0:2] }")}, &out, &errb)
+	code := Main([]string{"compile", demoVariant(t, "{ "+referenceMethods+" }")}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

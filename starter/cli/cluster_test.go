@@ -32,7 +32,7 @@ func TestRunAgainstExistingServer(t *testing.T) {
 	defer srv.Stop()
 
 	runs := filepath.Join(dir, "runs")
-	spec := demoVariant(t, "{ methods: super.methods[0:2] }") // the reference methods keep the test quick
+	spec := demoVariant(t, "{ "+referenceMethods+" }") // the reference methods keep the test quick
 	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--address", srv.HostPort(),
 		"--namespace", "ctxlab-test", "--quiet")
 	if code != 0 {
@@ -90,7 +90,7 @@ func TestAddressUnreachableFailsClearly(t *testing.T) {
 // TestSecondStarterAttaches starts a slowed sweep, then a second starter on the same run folder: it must attach to
 // the running sweep instead of starting another, and both must report the same finished sweep.
 func TestSecondStarterAttaches(t *testing.T) {
-	spec := demoVariant(t, "{ name: 'attach', methods: super.methods[0:2], debug: { slow_activities: '300ms' } }")
+	spec := demoVariant(t, "{ name: 'attach', "+referenceMethods+", debug: { slow_activities: '300ms' } }")
 	runs := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -100,20 +100,25 @@ func TestSecondStarterAttaches(t *testing.T) {
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- first.Wait() }()
 	for {
 		if b, err := os.ReadFile(filepath.Join(runs, "attach", "attempts.jsonl")); err == nil && len(b) > 0 {
 			break
 		}
-		if ctx.Err() != nil {
+		select {
+		case err := <-exited:
+			t.Fatalf("first starter exited before it started working: %v\n%s", err, err1.String())
+		case <-ctx.Done():
 			t.Fatal("first starter never started working")
+		case <-time.After(100 * time.Millisecond):
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	out2, err2, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs)
 	if code != 0 {
 		t.Fatalf("second starter: exit %d\n%s", code, err2)
 	}
-	if err := first.Wait(); err != nil {
+	if err := <-exited; err != nil {
 		t.Fatalf("first starter: %v\n%s", err, err1.String())
 	}
 	if !strings.Contains(err2, "another starter runs this sweep") || !strings.Contains(err2, "attached to the running sweep") {

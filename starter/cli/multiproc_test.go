@@ -80,7 +80,7 @@ func grades(path string) map[string]int {
 // started again; the sweep must complete with the rows of a single-process run.
 func TestSweepAcrossProcesses(t *testing.T) {
 	worker := buildWorker(t)
-	spec := demoVariant(t, "{ name: 'multi', debug: { slow_activities: '300ms' }, "+
+	spec := demoVariant(t, "{ name: 'multi', "+referenceMethods+", debug: { slow_activities: '300ms' }, "+
 		"limits+: { concurrency: 3, queues: { grade: { concurrency: 2 }, llm: { rate: 50 } } } }")
 
 	refRuns := t.TempDir()

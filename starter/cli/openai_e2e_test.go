@@ -26,8 +26,9 @@ func TestOpenAIDemoSweep(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", key)
 
-	// Two instances keep it short; a price table makes cost visible ($ per million tokens).
-	spec := demoVariant(t, "{ name: 'oai', dataset+: { limit: 2 }, "+
+	// A price table makes cost visible ($ per million tokens). Two instances keep it short, and so do the methods up to CQ2-CARE's ablations (the baselines make no model
+	// calls of their own but the patch, which the reference methods already exercise).
+	spec := demoVariant(t, "{ name: 'oai', dataset+: { limit: 2 }, methods: super.methods[0:6], "+
 		"models: [super.models[0] + { price: { input: 2.5, output: 10 } }] }")
 	runs := t.TempDir()
 	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai")
