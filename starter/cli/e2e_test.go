@@ -338,7 +338,7 @@ func keys(m map[results.Key]results.Row) []string {
 // TestChangedSpecStartsOver runs a spec, then a changed spec of the same name: the new sweep's results hold only
 // its own rows (the old ones are put aside), and nodes the two specs share are not run again.
 func TestChangedSpecStartsOver(t *testing.T) {
-	const base = "{ name: 'chg', dataset+: { limit: 2 }, "+referenceMethods+" }"
+	const base = "{ name: 'chg', dataset+: { limit: 2 }, " + referenceMethods + " }"
 	both := demoVariant(t, base)
 	one := demoVariant(t, base+" + { methods: [super.methods[0]] }")
 	runs := t.TempDir()

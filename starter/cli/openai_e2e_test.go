@@ -26,8 +26,8 @@ func TestOpenAIDemoSweep(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", key)
 
-	// A price table makes cost visible ($ per million tokens). Two instances keep it short, and so do the methods up to CQ2-CARE's ablations (the baselines make no model
-	// calls of their own but the patch, which the reference methods already exercise).
+	// A price table makes cost visible ($ per million tokens). Two instances keep it short, and so do the methods up
+	// to CQ2-CARE's ablations (the baselines' only model call is the patch, which these methods exercise too).
 	spec := demoVariant(t, "{ name: 'oai', dataset+: { limit: 2 }, methods: super.methods[0:6], "+
 		"models: [super.models[0] + { price: { input: 2.5, output: 10 } }] }")
 	runs := t.TempDir()
