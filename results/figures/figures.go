@@ -96,8 +96,12 @@ func resolveCI(r *report.Report, label func(string, string) string) (*plot.Plot,
 	p.Add(plotter.NewGrid(), bars, dots)
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
-	w := max(5*vg.Inch, vg.Length(len(names))*1.3*vg.Inch)
-	return p, w, 4 * vg.Inch, nil
+	// Slanted labels keep long method names apart however many methods a study has.
+	p.X.Tick.Label.Rotation = math.Pi / 5
+	p.X.Tick.Label.XAlign = draw.XRight
+	p.X.Tick.Label.YAlign = draw.YTop
+	w := max(5*vg.Inch, vg.Length(len(names))*0.6*vg.Inch)
+	return p, w, 5 * vg.Inch, nil
 }
 
 // budgetResolve: resolve rate against the budget multiplier, one line per base method (and model).
