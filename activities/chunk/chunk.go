@@ -197,7 +197,7 @@ func pySpans(lines []string, unit Unit) []span {
 			if strings.TrimSpace(l) == "" {
 				continue
 			}
-			stmts = append(stmts, logical{first: i + 1, indent: indentOf(l), text: strings.TrimSpace(l)})
+			stmts = append(stmts, logical{first: i + 1, indent: IndentWidth(l), text: strings.TrimSpace(l)})
 		}
 		stmts[len(stmts)-1].last = i + 1
 		depth, inStr = scanPy(l, depth, inStr)
@@ -238,7 +238,8 @@ func pySpans(lines []string, unit Unit) []span {
 	return spans
 }
 
-func indentOf(l string) int {
+// IndentWidth is the width of a line's leading whitespace, tabs to the next multiple of 8 (Python's rule).
+func IndentWidth(l string) int {
 	n := 0
 	for _, r := range l {
 		switch r {

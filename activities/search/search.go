@@ -9,6 +9,8 @@ import (
 	"go/token"
 	"sort"
 	"strings"
+
+	"ctxlab/activities/chunk"
 )
 
 // Hit is one line of a file containing a pattern.
@@ -184,7 +186,7 @@ func pythonDefinition(lines []string, line int) (start, end int, name string, ok
 	idx := line - 1
 	level := 1 << 30 // indentation a header must be below to enclose what was seen so far
 	if strings.TrimSpace(lines[idx]) != "" {
-		level = indentOf(lines[idx]) + 1
+		level = chunk.IndentWidth(lines[idx]) + 1
 	}
 	var chain []int // enclosing headers, innermost first
 	for i := idx; i >= 0; i-- {
@@ -192,7 +194,7 @@ func pythonDefinition(lines []string, line int) (start, end int, name string, ok
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		ind := indentOf(l)
+		ind := chunk.IndentWidth(l)
 		if ind >= level {
 			continue
 		}
@@ -211,9 +213,9 @@ func pythonDefinition(lines []string, line int) (start, end int, name string, ok
 	if strings.HasPrefix(strings.TrimSpace(lines[hdr]), "class ") && len(chain) >= 2 {
 		hdr = chain[len(chain)-2]
 	}
-	ind := indentOf(lines[hdr])
+	ind := chunk.IndentWidth(lines[hdr])
 	s := hdr
-	for s > 0 && strings.HasPrefix(strings.TrimSpace(lines[s-1]), "@") && indentOf(lines[s-1]) == ind {
+	for s > 0 && strings.HasPrefix(strings.TrimSpace(lines[s-1]), "@") && chunk.IndentWidth(lines[s-1]) == ind {
 		s--
 	}
 	// The header may span lines (a long signature) up to the line ending with a colon.
@@ -225,7 +227,7 @@ func pythonDefinition(lines []string, line int) (start, end int, name string, ok
 		if strings.TrimSpace(lines[i]) == "" {
 			continue
 		}
-		if indentOf(lines[i]) <= ind {
+		if chunk.IndentWidth(lines[i]) <= ind {
 			break
 		}
 		e = i
@@ -252,21 +254,6 @@ func stripPyComment(l string) string {
 		return l[:i]
 	}
 	return l
-}
-
-func indentOf(l string) int {
-	n := 0
-	for _, c := range l {
-		switch c {
-		case ' ':
-			n++
-		case '\t':
-			n += 8 - n%8
-		default:
-			return n
-		}
-	}
-	return n
 }
 
 // Files groups hits by file, files in order of first appearance, and sorts each file's hits by line.
