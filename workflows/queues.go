@@ -58,10 +58,10 @@ func activityOptions(ctx workflow.Context, q Queues, kind string, attempts int, 
 	if attempts < 1 {
 		attempts = 3
 	}
+	// 30 minutes also bounds a model call: the openai provider's own retries (4 attempts of at most 5 minutes, and
+	// waits of at most a minute between them) end before it, so a slow endpoint is not cut off mid-retry.
 	timeout := 30 * time.Minute
 	switch kind {
-	case specs.QueueLLM:
-		timeout = 20 * time.Minute
 	case specs.QueueGrade:
 		if grading <= 0 {
 			grading = 30 * time.Minute
