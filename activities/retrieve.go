@@ -3,8 +3,6 @@ package activities
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -13,6 +11,7 @@ import (
 	"ctxlab/activities/dense"
 	"ctxlab/activities/repo"
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // Retrieval units beyond package chunk's: SWE-bench's file-level baseline, whose documents are a file's path and
@@ -176,15 +175,11 @@ func (j *job) denseRank(ctx context.Context, model, query string, docs []string,
 	root := filepath.Join(j.a.RunDir(j.in.Run), "cas", "embeddings")
 	cl, err := dense.NewFromEnv(model, dense.DirCache{Root: root})
 	if err != nil {
-		return nil, permanentf(ErrUnsupported, "%s: %v", j.in.Step, err)
+		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)
 	}
 	vecs, st, err := cl.Embed(ctx, append([]string{query}, docs...))
 	if err != nil {
-		var de *dense.Error
-		if errors.As(err, &de) && !de.Retryable {
-			return nil, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
-		}
-		return nil, fmt.Errorf("%s: %w", j.in.Step, err)
+		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)
 	}
 	row["embedding_tokens"] = st.PromptTokens
 	row["embeddings_cached"] = st.Cached

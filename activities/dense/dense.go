@@ -1,6 +1,6 @@
 // Package dense ranks texts by embedding similarity through any OpenAI-compatible /v1/embeddings endpoint, with
 // the official openai-go client. The endpoint and key come only from the environment (OPENAI_BASE_URL,
-// OPENAI_API_KEY); embeddings are cached by (model, sha256 of the text), so a re-run or a second method over the
+// OPENAI_API_KEY, read as the model providers read them); failures are *llm.Error; embeddings are cached by (model, sha256 of the text), so a re-run or a second method over the
 // same chunks pays for nothing twice.
 package dense
 
@@ -9,9 +9,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
 )
 
@@ -90,45 +91,26 @@ func Key(model, text string) string {
 // Client embeds texts.
 type Client struct {
 	oa    openai.Client
+	ep    llm.Endpoint
 	Model string
 	Cache Cache
 	Batch int
 }
 
-// ErrNoEndpoint is returned when OPENAI_BASE_URL and OPENAI_API_KEY are both unset.
-var ErrNoEndpoint = errors.New("dense retrieval needs an embeddings endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
-
-// NewFromEnv returns a client for the endpoint named by OPENAI_BASE_URL (OpenAI's when unset) with the key in
-// OPENAI_API_KEY. The key is never logged or returned in errors.
+// NewFromEnv returns a client for the endpoint the environment names (llm.EndpointFromEnv: OPENAI_BASE_URL, default
+// OpenAI's, and OPENAI_API_KEY). The key is never logged or returned in errors.
 func NewFromEnv(model string, cache Cache) (*Client, error) {
-	base, key := os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY")
-	if base == "" && key == "" {
-		return nil, ErrNoEndpoint
+	ep, err := llm.EndpointFromEnv()
+	if err != nil {
+		return nil, err
 	}
-	opts := []option.RequestOption{option.WithMaxRetries(2), option.WithAPIKey(key)}
-	if base != "" {
-		opts = append(opts, option.WithBaseURL(base))
-	}
-	return &Client{oa: openai.NewClient(opts...), Model: model, Cache: cache, Batch: DefaultBatch}, nil
+	opts := append(ep.Options(nil), option.WithMaxRetries(2))
+	return &Client{oa: openai.NewClient(opts...), ep: ep, Model: model, Cache: cache, Batch: DefaultBatch}, nil
 }
 
 // Stats count what a call did.
 type Stats struct {
 	Cached, Embedded, PromptTokens int
-}
-
-// Error is a failed embeddings call; Retryable for 429, 5xx and transport failures.
-type Error struct {
-	Status    int
-	Msg       string
-	Retryable bool
-}
-
-func (e *Error) Error() string {
-	if e.Status != 0 {
-		return fmt.Sprintf("embeddings endpoint answered HTTP %d: %s", e.Status, e.Msg)
-	}
-	return "embeddings: " + e.Msg
 }
 
 // Embed returns one vector per text, from the cache where it can.
@@ -163,22 +145,23 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Stats,
 			}
 			inputs[j] = in
 		}
+		var hres *http.Response
 		resp, err := c.oa.Embeddings.New(ctx, openai.EmbeddingNewParams{
 			Model: openai.EmbeddingModel(c.Model),
 			Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: inputs},
-		})
+		}, option.WithResponseInto(&hres))
 		if err != nil {
-			return nil, st, classify(err)
+			return nil, st, c.ep.Classify(ctx, ctx, hres, err, 0)
 		}
 		if len(resp.Data) != n {
-			return nil, st, &Error{Msg: fmt.Sprintf("asked for %d embeddings, got %d", n, len(resp.Data)),
-				Retryable: true}
+			return nil, st, &llm.Error{Kind: llm.KindBadResponse,
+				Msg: fmt.Sprintf("asked for %d embeddings, got %d", n, len(resp.Data))}
 		}
 		st.PromptTokens += int(resp.Usage.PromptTokens)
 		for _, d := range resp.Data {
 			if d.Index < 0 || int(d.Index) >= n || len(d.Embedding) == 0 {
-				return nil, st, &Error{Msg: fmt.Sprintf("embedding with bad index %d or no values", d.Index),
-					Retryable: true}
+				return nil, st, &llm.Error{Kind: llm.KindBadResponse,
+					Msg: fmt.Sprintf("embedding with bad index %d or no values", d.Index)}
 			}
 			i := part[d.Index]
 			v := make([]float32, len(d.Embedding))
@@ -194,24 +177,6 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Stats,
 	}
 	return out, st, nil
 }
-
-func classify(err error) error {
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		code := apiErr.StatusCode
-		msg := apiErr.Message
-		if msg == "" {
-			msg = statusText(code)
-		}
-		return &Error{Status: code, Msg: msg, Retryable: code == 429 || code >= 500}
-	}
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	return &Error{Msg: err.Error(), Retryable: true}
-}
-
-func statusText(code int) string { return fmt.Sprintf("status %d", code) }
 
 // Cosine is the cosine similarity of two vectors (0 when either is zero or their lengths differ).
 func Cosine(a, b []float32) float64 {

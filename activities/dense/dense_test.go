@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"ctxlab/activities/llm"
 )
 
 // embedServer answers /v1/embeddings with a bag-of-letters vector per input, and counts inputs and keys seen.
@@ -101,19 +103,20 @@ func TestErrorsNeverCarryTheKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "test-key")
 	c, _ := NewFromEnv("embed-small", DirCache{Root: t.TempDir()})
 	_, _, err := c.Embed(context.Background(), []string{"x"})
-	var e *Error
-	if !errors.As(err, &e) || e.Status != 503 || !e.Retryable || strings.Contains(err.Error(), "test-key") {
+	var e *llm.Error
+	if !errors.As(err, &e) || e.Status != 503 || !e.Kind.Retryable() || strings.Contains(err.Error(), "test-key") {
 		t.Errorf("503: %v", err)
 	}
 	t.Setenv("OPENAI_API_KEY", "wrong")
 	c, _ = NewFromEnv("embed-small", DirCache{Root: t.TempDir()})
 	_, _, err = c.Embed(context.Background(), []string{"x"})
-	if !errors.As(err, &e) || e.Status != 401 || e.Retryable || strings.Contains(err.Error(), "wrong") {
+	if !errors.As(err, &e) || e.Status != 401 || e.Kind.Retryable() || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("401: %v", err)
 	}
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
-	if _, err := NewFromEnv("m", DirCache{}); !errors.Is(err, ErrNoEndpoint) {
+	// No key for OpenAI's own endpoint: an authentication error naming the variable, before any call.
+	if _, err := NewFromEnv("m", DirCache{}); llm.KindOf(err) != llm.KindAuth || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Errorf("no endpoint: %v", err)
 	}
 }

@@ -76,8 +76,7 @@ type openAIProvider struct {
 	model specs.Model
 	cfg   openAIConfig
 	chat  openai.ChatCompletionService
-	// key is kept only to scrub it from anything the endpoint sends back.
-	key string
+	ep    Endpoint
 	// completionTokensField: OpenAI's own API wants max_completion_tokens (its reasoning models refuse
 	// max_tokens); other OpenAI-compatible servers widely understand only max_tokens.
 	completionTokensField bool
@@ -112,6 +111,30 @@ func NewOpenAI(m specs.Model, opts ...OpenAIOption) (Provider, error) {
 		return nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("model %q has no id: set the model's id in the spec", m.Name)}
 	}
 
+	ep, err := EndpointFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	ropts := append(ep.Options(cfg.httpClient), option.WithMaxRetries(0))
+	return &openAIProvider{
+		model:                 m,
+		cfg:                   cfg,
+		chat:                  openai.NewChatCompletionService(ropts...),
+		ep:                    ep,
+		completionTokensField: ep.Host == "api.openai.com",
+	}, nil
+}
+
+// Endpoint is the OpenAI-compatible endpoint the environment names, shared by chat completions and embeddings.
+type Endpoint struct {
+	Base, Host string
+	// key is kept only to send it and to scrub it from anything the endpoint sends back.
+	key string
+}
+
+// EndpointFromEnv reads OPENAI_BASE_URL (default OpenAI's API) and OPENAI_API_KEY. A missing key is a KindAuth
+// error unless the endpoint is on a loopback host, where keyless local servers are common.
+func EndpointFromEnv() (Endpoint, error) {
 	base := strings.TrimSpace(os.Getenv(EnvBaseURL))
 	key := strings.TrimSpace(os.Getenv(EnvAPIKey))
 	host := "api.openai.com"
@@ -119,31 +142,28 @@ func NewOpenAI(m specs.Model, opts ...OpenAIOption) (Provider, error) {
 		u, err := url.Parse(base)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			// The value is not repeated: a malformed URL may carry credentials.
-			return nil, &Error{Kind: KindBadRequest, Msg: EnvBaseURL + " is not an http(s) URL such as http://localhost:8000/v1"}
+			return Endpoint{}, &Error{Kind: KindBadRequest, Msg: EnvBaseURL + " is not an http(s) URL such as http://localhost:8000/v1"}
 		}
 		host = u.Hostname()
 	} else {
 		base = defaultBaseURL
 	}
 	if key == "" && !isLoopback(host) {
-		return nil, &Error{Kind: KindAuth, Msg: fmt.Sprintf("%s is not set: export it to call %s (only servers on localhost may run without a key)", EnvAPIKey, host)}
+		return Endpoint{}, &Error{Kind: KindAuth, Msg: fmt.Sprintf("%s is not set: export it to call %s (only servers on localhost may run without a key)", EnvAPIKey, host)}
 	}
+	return Endpoint{Base: base, Host: host, key: key}, nil
+}
 
-	ropts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithHTTPClient(cfg.httpClient),
-		option.WithMaxRetries(0),
+// Options are the openai-go request options for the endpoint; without a key no Authorization header is sent.
+func (e Endpoint) Options(h *http.Client) []option.RequestOption {
+	opts := []option.RequestOption{option.WithBaseURL(e.Base)}
+	if h != nil {
+		opts = append(opts, option.WithHTTPClient(h))
 	}
-	if key != "" {
-		ropts = append(ropts, option.WithAPIKey(key))
+	if e.key != "" {
+		opts = append(opts, option.WithAPIKey(e.key))
 	}
-	return &openAIProvider{
-		model:                 m,
-		cfg:                   cfg,
-		chat:                  openai.NewChatCompletionService(ropts...),
-		key:                   key,
-		completionTokensField: host == "api.openai.com",
-	}, nil
+	return opts
 }
 
 func isLoopback(host string) bool {
@@ -259,7 +279,7 @@ func (p *openAIProvider) once(ctx context.Context, task string, params openai.Ch
 	}
 	res, err := p.chat.New(actx, params, ropts...)
 	if err != nil {
-		return Response{}, p.classify(ctx, actx, hres, err), retryAfter(hres)
+		return Response{}, p.ep.Classify(ctx, actx, hres, err, p.cfg.callTimeout), retryAfter(hres)
 	}
 	if res == nil || len(res.Choices) == 0 {
 		msg := "the completion has no choices"
@@ -268,7 +288,7 @@ func (p *openAIProvider) once(ctx context.Context, task string, params openai.Ch
 				msg += ": " + em
 			}
 		}
-		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.scrub(msg)}, 0
+		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.ep.Scrub(msg)}, 0
 	}
 	u := Usage{PromptTokens: int(res.Usage.PromptTokens), CompletionTokens: int(res.Usage.CompletionTokens)}
 	return Response{
@@ -286,18 +306,19 @@ func statusOf(r *http.Response) int {
 	return r.StatusCode
 }
 
-// classify turns a failed attempt into an *Error. The SDK's own error is not kept: it holds the request, and with
-// it the Authorization header.
-func (p *openAIProvider) classify(ctx, actx context.Context, hres *http.Response, err error) *Error {
+// Classify turns a failed call into an *Error: ctx is the caller's context, actx the attempt's (with its timeout),
+// hres the HTTP response if one came. The SDK's own error is not kept: it holds the request, and with it the
+// Authorization header.
+func (e Endpoint) Classify(ctx, actx context.Context, hres *http.Response, err error, timeout time.Duration) *Error {
 	switch {
 	case ctx.Err() != nil:
 		return &Error{Kind: KindTimeout, Msg: "the call was cancelled", Err: ctx.Err()}
 	case actx.Err() != nil:
-		return &Error{Kind: KindTimeout, Msg: fmt.Sprintf("no answer within %s", p.cfg.callTimeout), Err: context.DeadlineExceeded}
+		return &Error{Kind: KindTimeout, Msg: fmt.Sprintf("no answer within %s", timeout), Err: context.DeadlineExceeded}
 	case hres == nil:
-		return &Error{Kind: KindTimeout, Msg: p.scrub("connection failed: " + err.Error())}
+		return &Error{Kind: KindTimeout, Msg: e.Scrub("connection failed: " + err.Error())}
 	case hres.StatusCode < 400:
-		return &Error{Kind: KindBadResponse, Status: hres.StatusCode, Msg: p.scrub("the response body is not a chat completion: " + err.Error())}
+		return &Error{Kind: KindBadResponse, Status: hres.StatusCode, Msg: e.Scrub("the response body does not parse: " + err.Error())}
 	}
 	var body []byte
 	if hres.Body != nil {
@@ -308,25 +329,25 @@ func (p *openAIProvider) classify(ctx, actx context.Context, hres *http.Response
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	e := &Error{Status: status, Msg: p.scrub(msg)}
+	ce := &Error{Status: status, Msg: e.Scrub(msg)}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		e.Kind = KindAuth
-		e.Msg += fmt.Sprintf(" (check %s)", EnvAPIKey)
+		ce.Kind = KindAuth
+		ce.Msg += fmt.Sprintf(" (check %s)", EnvAPIKey)
 	case status == http.StatusTooManyRequests && (code == "insufficient_quota" || typ == "insufficient_quota"):
-		e.Kind = KindQuota
+		ce.Kind = KindQuota
 	case status == http.StatusTooManyRequests:
-		e.Kind = KindRateLimit
+		ce.Kind = KindRateLimit
 	case status == http.StatusRequestTimeout:
-		e.Kind = KindTimeout
+		ce.Kind = KindTimeout
 	case status >= 500:
-		e.Kind = KindServer
+		ce.Kind = KindServer
 	case isContextLength(code, msg):
-		e.Kind = KindContextLength
+		ce.Kind = KindContextLength
 	default:
-		e.Kind = KindBadRequest
+		ce.Kind = KindBadRequest
 	}
-	return e
+	return ce
 }
 
 // contextLengthPhrases are how OpenAI and the common OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM)
@@ -429,10 +450,10 @@ func clip(s string, n int) string {
 
 var bearerRE = regexp.MustCompile(`(?i)bearer\s+[^\s"',;]+`)
 
-// scrub removes the key, and any bearer token an endpoint echoes back, from a message.
-func (p *openAIProvider) scrub(s string) string {
-	if p.key != "" {
-		s = strings.ReplaceAll(s, p.key, "[redacted]")
+// Scrub removes the key, and any bearer token an endpoint echoes back, from a message.
+func (e Endpoint) Scrub(s string) string {
+	if e.key != "" {
+		s = strings.ReplaceAll(s, e.key, "[redacted]")
 	}
 	return bearerRE.ReplaceAllString(s, "Bearer [redacted]")
 }
