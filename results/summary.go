@@ -22,14 +22,40 @@ type MethodSummary struct {
 	HasLocF1, HasFallback, HasCost bool
 }
 
+// mean accumulates the rows where a field is set.
+type mean struct {
+	sum float64
+	n   int
+}
+
+func (m *mean) add(v float64, ok bool) {
+	if ok {
+		m.sum += v
+		m.n++
+	}
+}
+
+// get returns the mean and whether any row had the field.
+func (m mean) get() (float64, bool) {
+	if m.n == 0 {
+		return 0, false
+	}
+	return m.sum / float64(m.n), true
+}
+
+func boolAsFloat(v, ok bool) (float64, bool) {
+	if v {
+		return 1, ok
+	}
+	return 0, ok
+}
+
 // Summarize groups rows by (method, model). Methods named in order come first, in that order; others follow sorted.
 func Summarize(rows []Row, order []Key) []MethodSummary {
 	type acc struct {
-		s                       MethodSummary
-		rho, eps, tok, f1, cost float64
-		nRho, nEps, nTok, nF1   int
-		nCost, nFallback        int
-		resolved, applied, fell int
+		s                                    MethodSummary
+		resolved, applied                    int
+		rho, eps, tok, f1, cost, fallbackPct mean
 	}
 	groups := map[Key]*acc{}
 	var keys []Key
@@ -51,32 +77,12 @@ func Summarize(rows []Row, order []Key) []MethodSummary {
 		if v, _ := r.Bool(FieldPatchApplied); v {
 			g.applied++
 		}
-		if v, ok := r.Float(FieldRho); ok {
-			g.rho += v
-			g.nRho++
-		}
-		if v, ok := r.Float(FieldEpsilon); ok {
-			g.eps += v
-			g.nEps++
-		}
-		if v, ok := r.Float(FieldContextTokens); ok {
-			g.tok += v
-			g.nTok++
-		}
-		if v, ok := r.Float(FieldLocF1); ok {
-			g.f1 += v
-			g.nF1++
-		}
-		if v, ok := r.Float(FieldCostUSD); ok {
-			g.cost += v
-			g.nCost++
-		}
-		if v, ok := r.Bool(FieldFallback); ok {
-			g.nFallback++
-			if v {
-				g.fell++
-			}
-		}
+		g.rho.add(r.Float(FieldRho))
+		g.eps.add(r.Float(FieldEpsilon))
+		g.tok.add(r.Float(FieldContextTokens))
+		g.f1.add(r.Float(FieldLocF1))
+		g.cost.add(r.Float(FieldCostUSD))
+		g.fallbackPct.add(boolAsFloat(r.Bool(FieldFallback)))
 	}
 	rank := map[Key]int{}
 	for i, k := range order {
@@ -101,24 +107,13 @@ func Summarize(rows []Row, order []Key) []MethodSummary {
 		s := g.s
 		s.Resolved = 100 * float64(g.resolved) / float64(s.N)
 		s.Applied = 100 * float64(g.applied) / float64(s.N)
-		if g.nRho > 0 {
-			s.MeanRho, s.HasRho = g.rho/float64(g.nRho), true
-		}
-		if g.nEps > 0 {
-			s.MeanEpsilon, s.HasEpsilon = g.eps/float64(g.nEps), true
-		}
-		if g.nTok > 0 {
-			s.MeanTokens, s.HasTokens = g.tok/float64(g.nTok), true
-		}
-		if g.nF1 > 0 {
-			s.MeanLocF1, s.HasLocF1 = g.f1/float64(g.nF1), true
-		}
-		if g.nCost > 0 {
-			s.MeanCost, s.HasCost = g.cost/float64(g.nCost), true
-		}
-		if g.nFallback > 0 {
-			s.Fallback, s.HasFallback = 100*float64(g.fell)/float64(g.nFallback), true
-		}
+		s.MeanRho, s.HasRho = g.rho.get()
+		s.MeanEpsilon, s.HasEpsilon = g.eps.get()
+		s.MeanTokens, s.HasTokens = g.tok.get()
+		s.MeanLocF1, s.HasLocF1 = g.f1.get()
+		s.MeanCost, s.HasCost = g.cost.get()
+		s.Fallback, s.HasFallback = g.fallbackPct.get()
+		s.Fallback *= 100
 		out = append(out, s)
 	}
 	return out
