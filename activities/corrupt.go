@@ -41,6 +41,17 @@ func (a *Activities) Corrupt(ctx context.Context, in NodeInput) (NodeOutput, err
 		if err != nil {
 			return NodeOutput{}, err
 		}
+		// The pairings read a second context, other, and the repository.
+		var other contexts.Context
+		var m repo.Manifest
+		if p.Mode == ModeSameFilesOtherText || p.Mode == ModeSameTextOtherFiles {
+			if other, err = j.loadContext(ctx, "other"); err != nil {
+				return NodeOutput{}, err
+			}
+			if m, err = j.snapshot(ctx); err != nil {
+				return NodeOutput{}, err
+			}
+		}
 		row := map[string]any{}
 		var out contexts.Context
 		switch p.Mode {
@@ -56,14 +67,6 @@ func (a *Activities) Corrupt(ctx context.Context, in NodeInput) (NodeOutput, err
 				row["corrupt_lines_deleted"] = st.LinesDeleted
 			}
 		case ModeSameFilesOtherText:
-			other, err := j.loadContext(ctx, "other")
-			if err != nil {
-				return NodeOutput{}, err
-			}
-			m, err := j.snapshot(ctx)
-			if err != nil {
-				return NodeOutput{}, err
-			}
 			eps, err := j.epsilonOf(ctx, m, other)
 			if err != nil {
 				return NodeOutput{}, err
@@ -75,14 +78,6 @@ func (a *Activities) Corrupt(ctx context.Context, in NodeInput) (NodeOutput, err
 			row["corrupt_target_epsilon"] = eps
 			row["corrupt_lines_changed"] = st.LinesDeleted
 		case ModeSameTextOtherFiles:
-			other, err := j.loadContext(ctx, "other")
-			if err != nil {
-				return NodeOutput{}, err
-			}
-			m, err := j.snapshot(ctx)
-			if err != nil {
-				return NodeOutput{}, err
-			}
 			var files []chunk.Chunk
 			lines := map[string]int{}
 			for _, path := range corrupt.FilesInOrder(other) {
