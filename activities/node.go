@@ -16,6 +16,7 @@ import (
 
 	"ctxlab/activities/cas"
 	"ctxlab/activities/repo"
+	"ctxlab/activities/runlog"
 	"ctxlab/activities/swebench"
 )
 
@@ -79,22 +80,6 @@ func (j *job) input(name string) (NodeOutput, error) {
 	return out, nil
 }
 
-// attempt is one line of the run's attempts.jsonl: every start and end of every node activity, including attempts
-// that Temporal's history does not keep.
-type attempt struct {
-	Time       time.Time `json:"time"`
-	Event      string    `json:"event"` // start, done, fail, memo
-	Instance   string    `json:"instance"`
-	Node       string    `json:"node"`
-	Step       string    `json:"step"`
-	Activity   string    `json:"activity"`
-	Attempt    int32     `json:"attempt,omitempty"`
-	Workflow   string    `json:"workflow,omitempty"`
-	DurationMS int64     `json:"duration_ms,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	Output     cas.Ref   `json:"output,omitempty"`
-}
-
 // node runs body as the activity name with memoization, attempt logging, heartbeats and panic capture.
 func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 	body func(context.Context, *job) (NodeOutput, error)) (out NodeOutput, err error) {
@@ -102,18 +87,18 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 	if err != nil {
 		return out, err
 	}
-	rec := attempt{Instance: in.Instance.ID, Node: in.Node, Step: in.Step, Activity: name}
+	rec := runlog.Attempt{Instance: in.Instance.ID, Node: in.Node, Step: in.Step, Activity: name}
 	if activity.IsActivity(ctx) {
 		info := activity.GetInfo(ctx)
 		rec.Attempt, rec.Workflow = info.Attempt, info.WorkflowExecution.ID
 	}
 	memo := a.memoPath(in)
 	if cached, ok := readMemo(memo); ok {
-		rec.Event, rec.Output = "memo", cached.Ref
+		rec.Event, rec.Output = runlog.EventMemo, cached.Ref
 		a.logAttempt(in.Run, rec)
 		return cached, nil
 	}
-	rec.Event = "start"
+	rec.Event = runlog.EventStart
 	a.logAttempt(in.Run, rec)
 	started := time.Now()
 
@@ -127,9 +112,9 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		}
 		rec.DurationMS = time.Since(started).Milliseconds()
 		if err != nil {
-			rec.Event, rec.Error = "fail", err.Error()
+			rec.Event, rec.Error = runlog.EventFail, err.Error()
 		} else {
-			rec.Event, rec.Output = "done", out.Ref
+			rec.Event, rec.Output = runlog.EventDone, out.Ref
 		}
 		a.logAttempt(in.Run, rec)
 	}()
@@ -186,21 +171,11 @@ func writeMemo(path string, out NodeOutput) error {
 	return os.Rename(tmp, path)
 }
 
-func (a *Activities) logAttempt(run string, rec attempt) {
+func (a *Activities) logAttempt(run string, rec runlog.Attempt) {
 	rec.Time = time.Now().UTC()
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return
-	}
-	path := filepath.Join(a.RunDir(run), "attempts.jsonl")
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := runlog.Append(filepath.Join(a.RunDir(run), runlog.AttemptsFile), rec); err != nil {
 		a.Log.Warn().Err(err).Msg("attempt log")
-		return
 	}
-	defer f.Close()
-	// One write of a short line with O_APPEND keeps lines whole across processes.
-	_, _ = f.Write(append(b, '\n'))
 }
 
 // heartbeat records heartbeats until stop is called, when ctx belongs to an activity.
