@@ -36,6 +36,7 @@ type runOptions struct {
 	cluster  cluster.Options
 	store    string
 	quiet    bool
+	json     bool
 	noWorker bool
 	// maxHistory overrides the sweep's continue-as-new threshold (for tests).
 	maxHistory int
@@ -53,6 +54,8 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store: file:// or s3:// `URL`, or a "+
 		"folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no progress, only the summary")
+	fs.BoolVar(&o.json, "json", false, "for scripts: progress events and logs as JSON lines on stderr, the summary "+
+		"as one JSON object on stdout")
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	fs.Usage = func() {
@@ -81,7 +84,13 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	if o.quiet {
 		consoleLevel = zerolog.WarnLevel
 	}
-	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: consoleLevel,
+	if o.json {
+		jl := &jsonLines{w: stderr}
+		defer jl.Flush()
+		stderr = jl
+	}
+	console := &consoleSwitch{base: stderr, tty: logs.IsTerminal(stderr)}
+	log, closeLog, err := logs.New(logs.Options{Console: console, ConsoleLevel: consoleLevel, ConsoleJSON: o.json,
 		File: filepath.Join(runDir, "ctxlab.log")})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -149,12 +158,17 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 
 	done := make(chan struct{})
-	if !o.quiet {
-		go watch(ctx, conn.client, run.GetID(), filepath.Join(runDir, "results.jsonl"), len(plan.Arms), stderr, done)
+	watched := closedChan()
+	if d := progressDisplay(o, stderr, console); d != nil {
+		watched = watch(ctx, newSampler(conn.client, run.GetID(), runDir, len(plan.Arms)), d, done)
 	}
 	var res workflows.SweepResult
 	err = run.Get(ctx, &res)
 	close(done)
+	<-watched
+	if o.json {
+		writeJSONSummary(stdout, runDir, res, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "starter: interrupted; the sweep is saved in", runDir, "and continues when run again")
@@ -165,9 +179,11 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	log.Info().Int("issues", res.Issues).Int("failed", len(res.Failed)).Int("generations", res.Generations).
 		Msg("sweep finished")
-	fmt.Fprint(stdout, res.Summary)
-	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
-		filepath.Join(runDir, "summary.md"))
+	if !o.json {
+		fmt.Fprint(stdout, res.Summary)
+		fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
+			filepath.Join(runDir, "summary.md"))
+	}
 	if len(res.Failed) > 0 {
 		fmt.Fprintf(stderr, "starter: %d issue(s) failed without rows: %v (see %s)\n", len(res.Failed), res.Failed,
 			filepath.Join(runDir, "ctxlab.log"))
