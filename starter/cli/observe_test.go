@@ -195,7 +195,7 @@ func TestObserveSweep(t *testing.T) {
 	// done and memo attempts, and those that failed are audit's failed attempts.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn, err := connect(ctx, cluster.Options{}, dir, zerolog.Nop())
+	conn, err := connect(ctx, cluster.Options{Namespace: "default"}, dir, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +246,7 @@ func TestObserveSweep(t *testing.T) {
 		sort.Strings(auditDone)
 		sort.Strings(histFail)
 		sort.Strings(auditFail)
+		t.Logf("%s: history completed %v, failed %v", inst, histDone, histFail)
 		if len(histDone) == 0 || fmt.Sprint(histDone) != fmt.Sprint(auditDone) {
 			t.Errorf("%s: history completed %v; audit done %v", inst, histDone, auditDone)
 		}

@@ -73,6 +73,11 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.json { // every stderr line is JSON, even the messages for people
+		jl := &jsonLines{w: stderr}
+		defer jl.Flush()
+		stderr = jl
+	}
 
 	e, err := compileSpec(o.spec, o.specFlags)
 	if err != nil {
@@ -83,11 +88,6 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	consoleLevel := zerolog.InfoLevel
 	if o.quiet {
 		consoleLevel = zerolog.WarnLevel
-	}
-	if o.json {
-		jl := &jsonLines{w: stderr}
-		defer jl.Flush()
-		stderr = jl
 	}
 	console := &consoleSwitch{base: stderr, tty: logs.IsTerminal(stderr)}
 	log, closeLog, err := logs.New(logs.Options{Console: console, ConsoleLevel: consoleLevel, ConsoleJSON: o.json,
