@@ -75,6 +75,9 @@ type Options struct {
 	Now time.Time
 	// IdleGap overrides DefaultIdleGap.
 	IdleGap time.Duration
+	// Stopped says the caller knows that nothing runs the sweep now (its starter is gone): the time since the last
+	// record is then not working time.
+	Stopped bool
 }
 
 // Counts are issues by state.
@@ -250,7 +253,7 @@ func Compute(r Records, o Options) Status {
 		st.ElapsedS = o.Now.Sub(first).Seconds()
 		st.SinceLastS = o.Now.Sub(last).Seconds()
 		// The time since the last record counts as work while it is shorter than the idle gap.
-		if tail := o.Now.Sub(last); tail > 0 && tail <= o.IdleGap && unfinished > 0 {
+		if tail := o.Now.Sub(last); tail > 0 && tail <= o.IdleGap && unfinished > 0 && !o.Stopped {
 			active += tail
 		}
 		st.ActiveS = active.Seconds()

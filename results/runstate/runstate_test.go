@@ -114,6 +114,10 @@ func TestComputeKilledSweep(t *testing.T) {
 	if st.Finished() {
 		t.Error("a sweep with pending issues reported finished")
 	}
+	// Known to be stopped: the 10s since the last record are not work.
+	if st := Compute(r, Options{Instances: []string{"a", "b", "c", "d"}, Now: now, Stopped: true}); st.ActiveS != 60 {
+		t.Errorf("stopped sweep: active %v, want 60", st.ActiveS)
+	}
 
 	// Without the sweep's shape the records name 4 instances (a, b, c, and zz from a row) and 2 arms.
 	st = Compute(r, Options{Now: now})

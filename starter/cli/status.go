@@ -129,7 +129,9 @@ type statusReport struct {
 	Dir string `json:"dir"`
 	runstate.Status
 	// Starter is the process that runs the run's embedded server, when one is alive.
-	Starter *int   `json:"starter_pid,omitempty"`
+	Starter *int `json:"starter_pid,omitempty"`
+	// Stopped: the starter that ran the sweep's embedded server is gone.
+	Stopped bool   `json:"stopped,omitempty"`
 	Note    string `json:"note,omitempty"`
 }
 
@@ -145,8 +147,11 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	sh := readShape(dir)
-	st := runstate.Compute(rec, runstate.Options{Instances: sh.instances, Arms: sh.arms(), Now: time.Now()})
-	rep := statusReport{Run: o.name, Dir: dir, Status: st, Starter: liveStarter(dir), Note: sh.note}
+	pid, published := liveStarter(dir)
+	st := runstate.Compute(rec, runstate.Options{Instances: sh.instances, Arms: sh.arms(), Now: time.Now(),
+		Stopped: published && pid == nil})
+	rep := statusReport{Run: o.name, Dir: dir, Status: st, Starter: pid, Stopped: published && pid == nil,
+		Note: sh.note}
 	if o.json {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -160,21 +165,23 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// liveStarter returns the pid of the starter that published the run's embedded server, when that process lives.
-func liveStarter(dir string) *int {
+// liveStarter returns the pid of the starter that published the run's embedded server, when that process lives;
+// published is false when no starter ran an embedded server for the run (a sweep on a cluster: status cannot tell
+// whether it runs).
+func liveStarter(dir string) (pid *int, published bool) {
 	b, err := os.ReadFile(filepath.Join(dir, "server.json"))
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	var sf serverFile
 	if json.Unmarshal(b, &sf) != nil || sf.PID <= 0 {
-		return nil
+		return nil, false
 	}
 	// Signal 0 checks that the process exists without touching it.
 	if err := syscall.Kill(sf.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return nil
+		return nil, true
 	}
-	return &sf.PID
+	return &sf.PID, true
 }
 
 func printStatus(w io.Writer, r statusReport) {
@@ -189,8 +196,10 @@ func printStatus(w io.Writer, r statusReport) {
 		state = "finished"
 	case r.Starter != nil:
 		state = fmt.Sprintf("running (starter pid %d)", *r.Starter)
+	case r.Stopped:
+		state = "stopped (its starter is gone; starter run SPEC resumes it)"
 	case st.FirstAttempt != nil:
-		state = "stopped or run elsewhere (no local starter process)"
+		state = "no starter on this machine (a sweep on a cluster may still run)"
 	}
 	fmt.Fprintf(w, "state:     %s\n", state)
 	fmt.Fprintf(w, "issues:    %d done, %d failed, %d running, %d pending\n", st.Issues.Done, st.Issues.Failed,
@@ -225,6 +234,9 @@ func printStatus(w io.Writer, r statusReport) {
 		fmt.Fprintln(w, "eta:       - (finished)")
 	case st.ETAS == nil:
 		fmt.Fprintln(w, "eta:       - (no issue finished yet)")
+	case r.Stopped:
+		fmt.Fprintf(w, "eta:       %s of work left once the sweep runs again\n",
+			runstate.FormatDuration(runstate.Seconds(*st.ETAS)))
 	default:
 		fmt.Fprintf(w, "eta:       %s (working time per finished issue x unfinished issues)\n",
 			runstate.FormatDuration(runstate.Seconds(*st.ETAS)))
