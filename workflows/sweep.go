@@ -48,6 +48,8 @@ type Progress struct {
 	Failed  []string `json:"failed,omitempty"`
 	// Runs counts continue-as-new generations before this one.
 	Runs int `json:"runs"`
+	// Paused counts running issues that wait for the spend cap (limits.spend_usd) to be raised.
+	Paused int `json:"paused,omitempty"`
 }
 
 // SweepResult is a finished sweep.
@@ -73,8 +75,10 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	}
 	bctx := bookkeepingOptions(ctx, q)
 	running := 0
+	paused := map[string]bool{} // instances with nodes waiting for the spend cap
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) {
-		return Progress{Total: len(in.Instances), Done: in.Done, Running: running, Failed: in.Failed, Runs: in.Runs}, nil
+		return Progress{Total: len(in.Instances), Done: in.Done, Running: running, Failed: in.Failed, Runs: in.Runs,
+			Paused: len(paused)}, nil
 	}); err != nil {
 		return SweepResult{}, err
 	}
@@ -86,6 +90,15 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	}
 
 	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(workflow.GetSignalChannel(ctx, PausedSignal), func(c workflow.ReceiveChannel, _ bool) {
+		var p IssuePaused
+		c.Receive(ctx, &p)
+		if p.Nodes > 0 {
+			paused[p.Instance] = true
+		} else {
+			delete(paused, p.Instance)
+		}
+	})
 	draining := false
 	for in.Next < len(in.Instances) || running > 0 {
 		for !draining && running < in.Concurrency && in.Next < len(in.Instances) {
@@ -105,6 +118,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			sel.AddFuture(fut, func(f workflow.Future) {
 				running--
 				in.Done++
+				delete(paused, id)
 				var r IssueResult
 				if err := f.Get(ctx, &r); err != nil {
 					workflow.GetLogger(ctx).Error("issue failed", "instance", id, "error", err)
