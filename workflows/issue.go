@@ -58,6 +58,14 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	// Nodes waiting for the spend cap to be raised, and how often each has waited: such a node is neither failed
 	// nor done, so the issue stays open and the sweep resumes where it stopped.
 	waiting, waits := map[string]bool{}, map[string]int{}
+	wakes := map[string]workflow.CancelFunc{} // cancels a waiting node's timer: it checks the cap at once
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		for _, k := range slices.Sorted(maps.Keys(wakes)) {
+			wakes[k]()
+		}
+	})
 	notify := func() {
 		if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
 			workflow.SignalExternalWorkflow(ctx, parent.ID, "", PausedSignal,
@@ -65,7 +73,6 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 		}
 	}
 	remaining := len(plan.Nodes)
-	sel := workflow.NewSelector(ctx)
 	for remaining > 0 {
 		for _, n := range plan.Nodes {
 			if started[n.Key] {
@@ -113,7 +120,12 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 						}
 						d := spendWait(waits[node.Key])
 						waits[node.Key]++
-						sel.AddFuture(workflow.NewTimer(ctx, d), func(workflow.Future) { run() })
+						tctx, wake := workflow.WithCancel(ctx)
+						wakes[node.Key] = wake
+						sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {
+							delete(wakes, node.Key)
+							run()
+						})
 						return
 					}
 					if waiting[node.Key] {
@@ -239,6 +251,10 @@ func lostWorker(err error) bool {
 // PausedSignal is what an Issue workflow sends its sweep when the number of its nodes waiting for the spend cap
 // changes.
 const PausedSignal = "issue-paused"
+
+// ResumeSignal asks a sweep, and through it each paused issue, to check the spend cap now instead of at the end of
+// its wait: a starter sends it when it attaches, since the cap may have been raised.
+const ResumeSignal = "resume"
 
 // IssuePaused is the PausedSignal's payload.
 type IssuePaused struct {

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
@@ -52,6 +54,9 @@ type Progress struct {
 	Paused int `json:"paused,omitempty"`
 }
 
+// issueWorkflowID is the ID of the Issue workflow of an instance.
+func issueWorkflowID(run, instance string) string { return fmt.Sprintf("issue/%s/%s", run, instance) }
+
 // SweepResult is a finished sweep.
 type SweepResult struct {
 	Issues  int      `json:"issues"`
@@ -99,6 +104,13 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			delete(paused, p.Instance)
 		}
 	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		for _, id := range slices.Sorted(maps.Keys(paused)) {
+			workflow.SignalExternalWorkflow(ctx, issueWorkflowID(in.Run, id), "", ResumeSignal, nil)
+		}
+		clear(paused) // a node still over the cap says so again
+	})
 	draining := false
 	for in.Next < len(in.Instances) || running > 0 {
 		for !draining && running < in.Concurrency && in.Next < len(in.Instances) {
@@ -106,7 +118,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			in.Next++
 			running++
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID:            fmt.Sprintf("issue/%s/%s", in.Run, inst.ID),
+				WorkflowID:            issueWorkflowID(in.Run, inst.ID),
 				TaskQueue:             q.Workflow,
 				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			})

@@ -154,6 +154,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
+	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped.
+	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
 	if err := writeSpecRecord(runDir, e); err != nil { // for starter report: method order, budget anchor
 		log.Warn().Err(err).Msg("could not record the spec in the run folder")
 	}

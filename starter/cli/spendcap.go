@@ -18,6 +18,7 @@ func watchPause(ctx context.Context, c client.Client, id string, stop func()) *a
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
+		seen := 0
 		for {
 			select {
 			case <-ctx.Done():
@@ -34,10 +35,16 @@ func watchPause(ctx context.Context, c client.Client, id string, stop func()) *a
 			if v.Get(&p) != nil {
 				continue
 			}
+			// Twice in a row: a starter that just asked paused issues to resume sees them paused until they
+			// have checked the cap again.
 			if p.Paused > 0 && p.Paused >= p.Running {
-				paused.Store(&p)
-				stop()
-				return
+				if seen++; seen >= 2 {
+					paused.Store(&p)
+					stop()
+					return
+				}
+			} else {
+				seen = 0
 			}
 		}
 	}()
