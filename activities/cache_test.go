@@ -71,9 +71,19 @@ func TestResponseCache(t *testing.T) {
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("another sample must be a new call: %d calls", got)
 	}
+	// Without the key a cached answer is still served; a new question fails (the server refuses it).
+	t.Setenv("OPENAI_API_KEY", "")
+	p.must(p.localize(0, "keyless"))
+	if _, err := p.localize(2, "keyless"); err == nil {
+		t.Error("a call the cache cannot answer went through without the key")
+	}
+	t.Setenv("OPENAI_API_KEY", "sk-cache-test-0123456789")
+	if got := p.srv.Calls(); got != 3 {
+		t.Fatalf("%d calls; want the refused one only", got)
+	}
 	p.a.NoCache = true
 	p.must(p.localize(0, "c"))
-	if got := p.srv.Calls(); got != 3 {
+	if got := p.srv.Calls(); got != 4 {
 		t.Errorf("NoCache must pay again: %d calls", got)
 	}
 
@@ -87,12 +97,12 @@ func TestResponseCache(t *testing.T) {
 			paid++
 			spent += c.CostUSD
 		}
-		if c.Key == "" || c.Response == "" || c.Request == "" {
+		if c.Key == "" || c.Request == "" || (c.Response == "") != (c.Error != "") {
 			t.Errorf("call without key or references: %+v", c)
 		}
 	}
-	if paid != 3 || cached != 1 {
-		t.Errorf("ledger: %d paid, %d cached; want 3 and 1", paid, cached)
+	if paid != 4 || cached != 2 {
+		t.Errorf("ledger: %d paid (one refused), %d cached; want 4 and 2", paid, cached)
 	}
 	if want := 3 * first.Row["cost_usd"].(float64); spent < want*0.999 || spent > want*1.001 {
 		t.Errorf("ledger spend %v, want %v", spent, want)
@@ -111,8 +121,8 @@ func TestResponseCache(t *testing.T) {
 			dones = append(dones, a)
 		}
 	}
-	if len(dones) != 4 {
-		t.Fatalf("%d localize done events, want 4", len(dones))
+	if len(dones) != 5 {
+		t.Fatalf("%d localize done events, want 5", len(dones))
 	}
 	if d := dones[0]; d.PaidCalls != 1 || d.CacheHits != 0 || d.CostUSD <= 0 || d.Params == "" || d.Inputs["inventory"] == "" {
 		t.Errorf("paid attempt record %+v", d)

@@ -75,16 +75,20 @@ func (p Prompt) render(step string, data any) ([]llm.Message, error) {
 // calls.jsonl, the ledger spend is counted from.
 func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (llm.Response, map[string]any, error) {
 	m := sampleModel(mp.Model, req.Sample, mp.Temperature)
-	p, err := newProvider(j.a, m, mp.tokenizer())
-	if err != nil {
-		if isPermanent(err) {
-			return llm.Response{}, nil, err
+	provider := func() (llm.Provider, error) {
+		p, err := newProvider(j.a, m, mp.tokenizer())
+		if err != nil && !isPermanent(err) {
+			err = modelError(j.in.Step, m, err)
 		}
-		return llm.Response{}, nil, modelError(j.in.Step, m, err)
+		return p, err
 	}
 	// The offline stand-in is free, and it answers from data outside the prompt, so it is neither cached nor
 	// counted as spend.
 	if m.Provider == "offline" {
+		p, err := provider()
+		if err != nil {
+			return llm.Response{}, nil, err
+		}
 		resp, err := p.Complete(ctx, req)
 		if err != nil {
 			return llm.Response{}, nil, modelError(j.in.Step, m, err)
@@ -114,6 +118,11 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		}
 	}
 
+	// Only a miss needs the provider, so cached answers are served on a machine without the API key.
+	p, err := provider()
+	if err != nil {
+		return llm.Response{}, nil, err
+	}
 	limits, err := ReadLimits(j.a.RunDir(j.in.Run))
 	if err != nil {
 		return llm.Response{}, nil, fmt.Errorf("%s: %w", j.in.Step, err)
@@ -178,11 +187,7 @@ func endpointOf(m specs.Model) string {
 	if m.Provider != "openai" {
 		return ""
 	}
-	ep, err := llm.EndpointFromEnv()
-	if err != nil {
-		return "" // the provider has already failed on the same error
-	}
-	return ep.Base
+	return llm.BaseURLFromEnv()
 }
 
 // responseCache is the run's response cache: a shared folder when one is set, else the run's content store folder.
