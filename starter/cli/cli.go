@@ -16,6 +16,8 @@ const (
 	exitOK    = 0
 	exitFail  = 1 // the work ran and failed
 	exitUsage = 2 // bad flags, a bad spec or dataset: nothing ran
+	// exitPaused: the sweep stopped at its spend cap (limits.spend_usd); raising it and running again continues.
+	exitPaused = 3
 )
 
 const usage = `usage: starter <command> [flags]

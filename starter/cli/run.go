@@ -37,6 +37,8 @@ type runOptions struct {
 	store    string
 	quiet    bool
 	noWorker bool
+	cache    string
+	noCache  bool
 	// maxHistory overrides the sweep's continue-as-new threshold (for tests).
 	maxHistory int
 	specFlags
@@ -53,6 +55,10 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store: file:// or s3:// `URL`, or a "+
 		"folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no progress, only the summary")
+	fs.StringVar(&o.cache, "cache", os.Getenv(activities.CacheEnv), "keep model answers in this shared `FOLDER`, "+
+		"so several experiments reuse them (default: the run's content store folder; $"+activities.CacheEnv+")")
+	fs.BoolVar(&o.noCache, "no-cache", false, "do not answer model calls from the response cache (answers are "+
+		"still stored)")
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	fs.Usage = func() {
@@ -99,8 +105,12 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
 		return exitUsage
 	}
+	if err := activities.WriteLimits(runDir, activities.LimitsOf(e)); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
 	acts := activities.New(o.runs, log)
-	acts.StoreURL = o.store
+	acts.StoreURL, acts.CacheDir, acts.NoCache = o.store, o.cache, o.noCache
 	store, err := acts.Store(e.Name)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -144,6 +154,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
+	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped.
+	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
 	if err := writeSpecRecord(runDir, e); err != nil { // for starter report: method order, budget anchor
 		log.Warn().Err(err).Msg("could not record the spec in the run folder")
 	}
@@ -153,8 +165,18 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		go watch(ctx, conn.client, run.GetID(), filepath.Join(runDir, "results.jsonl"), len(plan.Arms), stderr, done)
 	}
 	var res workflows.SweepResult
-	err = run.Get(ctx, &res)
+	getCtx, stopGet := context.WithCancel(ctx)
+	defer stopGet()
+	paused := watchPause(getCtx, conn.client, run.GetID(), stopGet)
+	err = run.Get(getCtx, &res)
 	close(done)
+	if err != nil && ctx.Err() == nil && paused.Load() != nil {
+		p := paused.Load()
+		fmt.Fprintf(stderr, "starter: spend cap reached (limits.spend_usd $%g): %d issue(s) wait for it; the sweep "+
+			"is saved in %s: raise limits.spend_usd in %s and run again to continue\n",
+			e.Limits.SpendUSD, p.Paused, runDir, o.spec)
+		return exitPaused
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "starter: interrupted; the sweep is saved in", runDir, "and continues when run again")
