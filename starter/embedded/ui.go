@@ -50,11 +50,19 @@ func StartUI(ctx context.Context, grpcAddress, namespace string, port int) (*UI,
 		CORS:     uiconfig.CORS{CookieInsecure: true},
 		HideLogs: true,
 		// No calls to the internet for release notes or news: sweeps run on machines without it.
-		DisableNewsFetch:      true,
-		NotifyOnNewVersion:    false,
-		DisableWriteActions:   true,
-		BatchActionsDisabled:  true,
-		StartWorkflowDisabled: true,
+		DisableNewsFetch:   true,
+		NotifyOnNewVersion: false,
+		// The server refuses every write; the switches below also hide the buttons.
+		DisableWriteActions:       true,
+		BatchActionsDisabled:      true,
+		StartWorkflowDisabled:     true,
+		WorkflowTerminateDisabled: true,
+		WorkflowCancelDisabled:    true,
+		WorkflowSignalDisabled:    true,
+		WorkflowUpdateDisabled:    true,
+		WorkflowResetDisabled:     true,
+		WorkflowPauseDisabled:     true,
+		ActivityCommandsDisabled:  true,
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("web ui: %w", err)
