@@ -114,6 +114,8 @@ func tail(s string, n int) string {
 // rows, and the screenshot must be a real picture. $CTXLAB_UI_SCREENSHOT, when set, names a file to keep it in.
 func TestWebUIShowsSweep(t *testing.T) {
 	bin := chromium(t)
+	start := time.Now()
+	phase := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
 	runs := t.TempDir()
 	spec := demoVariant(t, "{ name: 'uiview', "+referenceMethods+" }")
 	_, errRun, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ui", "--quiet")
@@ -123,6 +125,7 @@ func TestWebUIShowsSweep(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^Temporal Web UI: http://127\.0\.0\.1:\d+$`).MatchString(errRun) {
 		t.Errorf("starter run --ui printed no UI address:\n%s", errRun)
 	}
+	phase("sweep with --ui done")
 	var want []string // workflow ids that must be listed, from the sweep's own rows
 	seen := map[string]bool{}
 	for k := range readRows(t, filepath.Join(runs, "uiview", "results.jsonl")) {
@@ -175,7 +178,9 @@ func TestWebUIShowsSweep(t *testing.T) {
 		}
 	}()
 
+	phase("starter ui serving")
 	dom := headless(ctx, t, bin, u, "--dump-dom")
+	phase("page loaded in chromium")
 	for _, id := range want {
 		// As text of an element (a link to its history), not only inside an attribute.
 		if !regexp.MustCompile(`>\s*` + regexp.QuoteMeta(id) + `\s*<`).MatchString(dom) {
@@ -188,6 +193,7 @@ func TestWebUIShowsSweep(t *testing.T) {
 
 	shot := filepath.Join(t.TempDir(), "workflows.png")
 	headless(ctx, t, bin, u, "--screenshot="+shot)
+	phase("screenshot taken")
 	checkScreenshot(t, shot)
 	if keep := os.Getenv("CTXLAB_UI_SCREENSHOT"); keep != "" {
 		if b, err := os.ReadFile(shot); err == nil {
@@ -210,6 +216,8 @@ func TestWebUIShowsSweep(t *testing.T) {
 	if n := len(readRows(t, filepath.Join(runs, "uiview", "results.jsonl"))); n != 2*(len(want)-1) {
 		t.Errorf("the sweep run beside the viewer wrote %d rows, want %d", n, 2*(len(want)-1))
 	}
+
+	phase("sweep beside starter ui done")
 
 	// Ctrl-C stops the viewer cleanly.
 	if err := ui.Process.Signal(os.Interrupt); err != nil {
