@@ -39,6 +39,7 @@ type runOptions struct {
 	noWorker bool
 	cache    string
 	noCache  bool
+	ui       uiFlags
 	// maxHistory overrides the sweep's continue-as-new threshold (for tests).
 	maxHistory int
 	specFlags
@@ -61,6 +62,7 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 		"still stored)")
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
+	o.ui.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter run SPEC [flags]")
 		fs.PrintDefaults()
@@ -136,7 +138,9 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer conn.close()
-	if !o.noWorker && !conn.attached {
+	stopUI := startRunUI(ctx, conn, o.cluster.Namespace, o.ui, stderr)
+	defer stopUI()
+	if !o.noWorker && (!conn.attached || conn.ownerIdle) {
 		stopWorkers, err := workers.Start(conn.client, acts, workers.Options{Kinds: workers.AllKinds,
 			Limits: e.Limits.Queues})
 		if err != nil {
