@@ -24,17 +24,27 @@ type Activities struct {
 	// StoreURL chooses the content store: empty for each run folder's cas/, a file:// or s3:// URL for an object
 	// store shared by workers on several machines (one folder per run inside it), or a plain folder path.
 	StoreURL string
+	// CacheDir, when set, holds the response cache instead of each run's content store folder, so several
+	// experiments share answers. NoCache stops reading the cache (answers are still stored).
+	CacheDir string
+	NoCache  bool
 
-	mu     sync.Mutex
-	stores map[string]cas.Store
+	mu      sync.Mutex
+	stores  map[string]cas.Store
+	tallies map[string]*tally
 }
+
+// CacheEnv is the environment variable New reads CacheDir from.
+const CacheEnv = "CTXLAB_CACHE"
 
 // StoreEnv is the environment variable New reads StoreURL from.
 const StoreEnv = "CTXLAB_STORE"
 
-// New returns activities writing under the runs folder, with the content store $CTXLAB_STORE names.
+// New returns activities writing under the runs folder, with the content store $CTXLAB_STORE names and the
+// response cache folder $CTXLAB_CACHE names.
 func New(runs string, log zerolog.Logger) *Activities {
-	return &Activities{Runs: runs, Log: log, StoreURL: os.Getenv(StoreEnv), stores: map[string]cas.Store{}}
+	return &Activities{Runs: runs, Log: log, StoreURL: os.Getenv(StoreEnv), CacheDir: os.Getenv(CacheEnv),
+		stores: map[string]cas.Store{}}
 }
 
 // InstanceRef points at one dataset row stored in the run's content store.

@@ -5,12 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"text/template"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/cas"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
+	"ctxlab/activities/respcache"
+	"ctxlab/activities/runlog"
 	"ctxlab/specs"
 )
 
@@ -63,28 +68,151 @@ func (p Prompt) render(step string, data any) ([]llm.Message, error) {
 // can fix (429, 5xx, timeouts, broken answers) come back as ordinary errors, so Temporal retries the activity;
 // context-length, authentication, quota and other request errors are non-retryable with the failure's kind as
 // their type, which the row's error records.
+//
+// Calls to a paid provider go through the response cache first: an answer already paid for is served again with
+// its original usage, so rows do not depend on whether a call was cached. A miss checks the run's spend cap, waits
+// for the provider's limits, calls, and stores the answer before returning it. Every call is appended to the run's
+// calls.jsonl, the ledger spend is counted from.
 func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (llm.Response, map[string]any, error) {
 	m := sampleModel(mp.Model, req.Sample, mp.Temperature)
-	p, err := newProvider(j.a, m, mp.tokenizer())
-	if err != nil {
-		if isPermanent(err) {
+	provider := func() (llm.Provider, error) {
+		p, err := newProvider(j.a, m, mp.tokenizer())
+		if err != nil && !isPermanent(err) {
+			err = modelError(j.in.Step, m, err)
+		}
+		return p, err
+	}
+	// The offline stand-in is free, and it answers from data outside the prompt, so it is neither cached nor
+	// counted as spend.
+	if m.Provider == "offline" {
+		p, err := provider()
+		if err != nil {
 			return llm.Response{}, nil, err
 		}
-		return llm.Response{}, nil, modelError(j.in.Step, m, err)
+		resp, err := p.Complete(ctx, req)
+		if err != nil {
+			return llm.Response{}, nil, modelError(j.in.Step, m, err)
+		}
+		j.usage.ModelCalls++
+		return resp, usageRow(resp), nil
 	}
-	resp, err := p.Complete(ctx, req)
+
+	creq := respcache.For(m, endpointOf(m), req)
+	key := creq.Key()
+	cache := j.a.responseCache(j.in.Run)
+	call := runlog.Call{Instance: j.in.Instance.ID, Node: j.in.Node, Step: j.in.Step, Provider: m.Provider,
+		Model: m.Name, Key: key}
+	if ref, err := cas.PutJSON(ctx, j.store, req.Messages); err == nil {
+		call.Request = ref
+	}
+	if !j.a.NoCache {
+		if e, ok := cache.Get(key); ok {
+			resp := e.Response
+			resp.CostUSD = llm.Cost(resp.Usage, m.Price)
+			call.Cached, call.PromptTokens, call.CompletionTokens = true, resp.Usage.PromptTokens, resp.Usage.CompletionTokens
+			call.Response = j.putResponse(ctx, resp)
+			j.recordCall(call)
+			j.usage.ModelCalls++
+			j.usage.CacheHits++
+			return resp, usageRow(resp), nil
+		}
+	}
+
+	// Only a miss needs the provider, so cached answers are served on a machine without the API key.
+	p, err := provider()
 	if err != nil {
+		return llm.Response{}, nil, err
+	}
+	limits, err := ReadLimits(j.a.RunDir(j.in.Run))
+	if err != nil {
+		return llm.Response{}, nil, fmt.Errorf("%s: %w", j.in.Step, err)
+	}
+	if limits.SpendUSD > 0 {
+		spent, err := j.a.spent(j.in.Run)
+		if err != nil {
+			return llm.Response{}, nil, fmt.Errorf("%s: reading the spend so far: %w", j.in.Step, err)
+		}
+		if spent >= limits.SpendUSD {
+			return llm.Response{}, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f; raise it and run again to continue",
+				j.in.Step, spent, limits.SpendUSD), ErrSpendLimit, nil)
+		}
+	}
+	if l := j.a.limiter(j.in.Run, m.Provider, limits); l != nil {
+		release, err := l.Acquire(ctx)
+		if err != nil {
+			return llm.Response{}, nil, err
+		}
+		defer release()
+	}
+
+	started := time.Now()
+	resp, err := p.Complete(ctx, req)
+	call.DurationMS = time.Since(started).Milliseconds()
+	j.usage.ModelCalls++
+	j.usage.PaidCalls++
+	if err != nil {
+		call.Error = string(llm.KindOf(err))
+		j.recordCall(call)
 		return llm.Response{}, nil, modelError(j.in.Step, m, err)
 	}
 	if resp.CostUSD == 0 {
 		resp.CostUSD = llm.Cost(resp.Usage, m.Price)
 	}
-	return resp, map[string]any{
+	// Stored before anything else can fail: a worker killed from here on does not pay for this answer again.
+	if err := cache.Put(key, creq, resp); err != nil {
+		j.a.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not cache a model answer")
+	}
+	call.PromptTokens, call.CompletionTokens, call.CostUSD = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.CostUSD
+	call.Response = j.putResponse(ctx, resp)
+	j.recordCall(call)
+	j.usage.PromptTokens += resp.Usage.PromptTokens
+	j.usage.CompletionTokens += resp.Usage.CompletionTokens
+	j.usage.CostUSD += resp.CostUSD
+	return resp, usageRow(resp), nil
+}
+
+// usageRow is the row fields a call adds.
+func usageRow(resp llm.Response) map[string]any {
+	return map[string]any{
 		"model_calls":       1,
 		"prompt_tokens":     resp.Usage.PromptTokens,
 		"completion_tokens": resp.Usage.CompletionTokens,
 		"cost_usd":          resp.CostUSD,
-	}, nil
+	}
+}
+
+// endpointOf is the base URL a model's calls go to, part of the cache key.
+func endpointOf(m specs.Model) string {
+	if m.Provider != "openai" {
+		return ""
+	}
+	return llm.BaseURLFromEnv()
+}
+
+// responseCache is the run's response cache: a shared folder when one is set, else the run's content store folder.
+func (a *Activities) responseCache(run string) respcache.Cache {
+	if a.CacheDir != "" {
+		return respcache.Open(filepath.Join(a.CacheDir, "responses"))
+	}
+	return respcache.Open(filepath.Join(a.RunDir(run), "cas", "responses"))
+}
+
+// putResponse stores an answer in the run's content store for audits; a failure only loses the reference.
+func (j *job) putResponse(ctx context.Context, resp llm.Response) cas.Ref {
+	ref, err := cas.PutJSON(ctx, j.store, resp)
+	if err != nil {
+		return ""
+	}
+	return ref
+}
+
+// recordCall appends a call to the run's ledger.
+func (j *job) recordCall(c runlog.Call) {
+	c.Time = time.Now().UTC()
+	if err := runlog.Append(filepath.Join(j.a.RunDir(j.in.Run), runlog.CallsFile), c); err != nil {
+		j.a.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not record a model call in calls.jsonl")
+	}
 }
 
 // sampleModel is the model a sample is drawn from: a step's temperature, when it sets one, replaces the model's, and

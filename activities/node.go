@@ -30,6 +30,15 @@ type job struct {
 	in    NodeInput
 	store cas.Store
 	inst  *swebench.Instance
+	// usage counts this attempt's model calls for attempts.jsonl.
+	usage usage
+}
+
+// usage is an attempt's model calls: how many, how many were paid and cached, and what the paid ones cost.
+type usage struct {
+	ModelCalls, PaidCalls, CacheHits int
+	PromptTokens, CompletionTokens   int
+	CostUSD                          float64
 }
 
 // params decodes the node's parameters into v (a struct with json tags).
@@ -99,9 +108,11 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		return cached, nil
 	}
 	rec.Event = runlog.EventStart
+	rec.Params, rec.Inputs = a.attemptRefs(ctx, store, in)
 	a.logAttempt(in.Run, rec)
 	started := time.Now()
 
+	j := &job{a: a, in: in, store: store}
 	stop := a.heartbeat(ctx)
 	defer stop()
 	defer func() {
@@ -111,8 +122,15 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 			err = permanentf(ErrPanic, "%s: internal error: %v", in.Step, r)
 		}
 		rec.DurationMS = time.Since(started).Milliseconds()
+		u := j.usage
+		rec.ModelCalls, rec.PaidCalls, rec.CacheHits = u.ModelCalls, u.PaidCalls, u.CacheHits
+		rec.PromptTokens, rec.CompletionTokens, rec.CostUSD = u.PromptTokens, u.CompletionTokens, u.CostUSD
 		if err != nil {
 			rec.Event, rec.Error = runlog.EventFail, err.Error()
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) {
+				rec.ErrorType = app.Type()
+			}
 		} else {
 			rec.Event, rec.Output = runlog.EventDone, out.Ref
 		}
@@ -126,7 +144,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 			return out, ctx.Err()
 		}
 	}
-	out, err = body(ctx, &job{a: a, in: in, store: store})
+	out, err = body(ctx, j)
 	if err != nil && ctx.Err() != nil && workerStopping(ctx) {
 		return out, temporal.NewApplicationError(in.Step+": worker stopped while the step ran", ErrWorkerStopped)
 	}
@@ -141,6 +159,25 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		a.Log.Warn().Err(werr).Str("node", in.Node).Msg("could not memoize node output")
 	}
 	return out, nil
+}
+
+// attemptRefs stores the node's parameters and collects its inputs' references, so an audit can open them.
+func (a *Activities) attemptRefs(ctx context.Context, store cas.Store, in NodeInput) (cas.Ref, map[string]cas.Ref) {
+	var params cas.Ref
+	if len(in.Params) > 0 {
+		params, _ = cas.PutJSON(ctx, store, in.Params)
+	}
+	var inputs map[string]cas.Ref
+	for name, out := range in.Inputs {
+		if out.Ref == "" {
+			continue
+		}
+		if inputs == nil {
+			inputs = map[string]cas.Ref{}
+		}
+		inputs[name] = out.Ref
+	}
+	return params, inputs
 }
 
 func (a *Activities) memoPath(in NodeInput) string {

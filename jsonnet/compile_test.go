@@ -42,7 +42,7 @@ func TestCompileDemo(t *testing.T) {
 		t.Errorf("methods %v", names)
 	}
 	if e.Tokenizer != "o200k_base" || e.Grading.Executor != "local" || e.Grading.Timeout.D() != 30*time.Minute ||
-		e.Limits != (specs.Limits{Concurrency: 4, Retries: 3}) {
+		!reflect.DeepEqual(e.Limits, specs.Limits{Concurrency: 4, Retries: 3}) {
 		t.Errorf("defaults: tokenizer %q grading %+v limits %+v", e.Tokenizer, e.Grading, e.Limits)
 	}
 	var ids []string

@@ -228,7 +228,7 @@ func TestCompileErrors(t *testing.T) {
 				"  limits: { concurrency: 2, retires: 5 },", // 8
 				"})")},
 			want: [][2]string{{"spec.jsonnet:8:29: ", `limits.retires: unknown field "retires" (fields here: ` +
-				"concurrency, queues, retries)"}},
+				"concurrency, providers, queues, retries, spend_usd)"}},
 		},
 		{
 			name: "wrong type",

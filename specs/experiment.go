@@ -102,6 +102,20 @@ type Limits struct {
 	Retries int `json:"retries"`
 	// Queues bound each task queue kind: activities per worker and per second.
 	Queues QueueLimits `json:"queues,omitzero"`
+	// SpendUSD stops new paid model calls once the run folder's calls have cost this many dollars (0: no cap).
+	// The sweep waits instead of failing, so raising the cap and running again continues it. Not part of what
+	// a sweep computes: changing it never restarts one.
+	SpendUSD float64 `json:"spend_usd,omitempty"`
+	// Providers bound calls per provider name (openai, ...) across every worker of the run.
+	Providers map[string]ProviderLimit `json:"providers,omitempty"`
+}
+
+// ProviderLimit bounds the calls to one provider; zero means unlimited.
+type ProviderLimit struct {
+	// RPS caps the calls started per second.
+	RPS float64 `json:"rps,omitempty"`
+	// InFlight caps the calls running at once.
+	InFlight int `json:"in_flight,omitempty"`
 }
 
 // Debug holds knobs for testing ctxlab itself.

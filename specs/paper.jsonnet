@@ -36,5 +36,12 @@ ctxlab.experiment({
   // Every baseline's budget is CQ2-CARE's context size on the same issue and model.
   anchor: 'cq2care',
   grading: { timeout: '30m' },
-  limits: { concurrency: 16, retries: 5 },
+  // The study cost about $1,400 in API calls: the cap stops new paid calls a little above that (raise it and run
+  // again to go on), and the provider limits keep the endpoint's rate limiter from answering 429s all day.
+  limits: {
+    concurrency: 16,
+    retries: 5,
+    spend_usd: std.parseJson(ctxlab.ext('spend_usd', '1500')),
+    providers: { openai: { rps: 8, in_flight: 16 } },
+  },
 })

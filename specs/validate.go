@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -175,6 +176,18 @@ func Validate(e *Experiment) []*ValidationError {
 		add("limits.retries", "", "retries %d must be at least 1", e.Limits.Retries)
 	}
 	errs = append(errs, validateQueues(e.Limits.Queues)...)
+	if e.Limits.SpendUSD < 0 || math.IsNaN(e.Limits.SpendUSD) {
+		add("limits.spend_usd", "", "spend cap %v must be positive, or 0 for none", e.Limits.SpendUSD)
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.Limits.Providers)) {
+		l := e.Limits.Providers[name]
+		if l.RPS < 0 || math.IsNaN(l.RPS) {
+			add("limits.providers."+name+".rps", "", "rps %v must be positive, or 0 for unlimited", l.RPS)
+		}
+		if l.InFlight < 0 {
+			add("limits.providers."+name+".in_flight", "", "in_flight %d must be positive, or 0 for unlimited", l.InFlight)
+		}
+	}
 	if e.Anchor != "" && methodSeen[e.Anchor] == 0 {
 		names := make([]string, 0, len(e.Methods))
 		for _, m := range e.Methods {

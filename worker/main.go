@@ -29,17 +29,20 @@ func main() {
 	store := flag.String("store", os.Getenv(activities.StoreEnv), "content store: file:// or s3:// `URL`, or a "+
 		"folder (default: each run folder's cas/; $"+activities.StoreEnv+")")
 	spec := flag.String("spec", "", "take limits.queues (concurrency, rate) from this spec `FILE`")
+	cache := flag.String("cache", os.Getenv(activities.CacheEnv), "keep model answers in this shared `FOLDER` "+
+		"(default: each run's content store folder; $"+activities.CacheEnv+")")
+	noCache := flag.Bool("no-cache", false, "do not answer model calls from the response cache")
 	flag.Parse()
 
 	log, closeLog, _ := logs.New(logs.Options{Console: os.Stderr, ConsoleLevel: zerolog.InfoLevel})
 	defer closeLog()
-	if err := run(conn, *queues, *runs, *store, *spec, log); err != nil {
+	if err := run(conn, *queues, *runs, *store, *spec, *cache, *noCache, log); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
 
-func run(conn cluster.Options, queues, runs, store, spec string, log zerolog.Logger) error {
+func run(conn cluster.Options, queues, runs, store, spec, cache string, noCache bool, log zerolog.Logger) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	o := workers.Options{Kinds: strings.Split(queues, ",")}
@@ -56,7 +59,7 @@ func run(conn cluster.Options, queues, runs, store, spec string, log zerolog.Log
 	}
 	defer c.Close()
 	a := activities.New(runs, log)
-	a.StoreURL = store
+	a.StoreURL, a.CacheDir, a.NoCache = store, cache, noCache
 	stop, err := workers.Start(c, a, o)
 	if err != nil {
 		return err

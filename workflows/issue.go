@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -54,8 +55,24 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	rootFailure := map[string]bool{}
 	started := map[string]bool{}
 	rounds := map[string]int{} // node key -> times rescheduled after losing its workers
-	remaining := len(plan.Nodes)
+	// Nodes waiting for the spend cap to be raised, and how often each has waited: such a node is neither failed
+	// nor done, so the issue stays open and the sweep resumes where it stopped.
+	waiting, waits := map[string]bool{}, map[string]int{}
+	wakes := map[string]workflow.CancelFunc{} // cancels a waiting node's timer: it checks the cap at once
 	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		for _, k := range slices.Sorted(maps.Keys(wakes)) {
+			wakes[k]()
+		}
+	})
+	notify := func() {
+		if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
+			workflow.SignalExternalWorkflow(ctx, parent.ID, "", PausedSignal,
+				IssuePaused{Instance: in.Instance.ID, Nodes: len(waiting)})
+		}
+	}
+	remaining := len(plan.Nodes)
 	for remaining > 0 {
 		for _, n := range plan.Nodes {
 			if started[n.Key] {
@@ -96,6 +113,25 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 				sel.AddFuture(workflow.ExecuteActivity(actx, node.Activity, nin), func(f workflow.Future) {
 					var out activities.NodeOutput
 					err := f.Get(ctx, &out)
+					if err != nil && spendLimited(err) {
+						if !waiting[node.Key] {
+							waiting[node.Key] = true
+							notify()
+						}
+						d := spendWait(waits[node.Key])
+						waits[node.Key]++
+						tctx, wake := workflow.WithCancel(ctx)
+						wakes[node.Key] = wake
+						sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {
+							delete(wakes, node.Key)
+							run()
+						})
+						return
+					}
+					if waiting[node.Key] {
+						delete(waiting, node.Key)
+						notify()
+					}
 					if err != nil && lostWorker(err) && rounds[node.Key] < maxRounds {
 						// Every attempt ended with its worker gone: that says nothing about the node, so it
 						// gets a fresh set of attempts instead of failing the rows that need it.
@@ -210,6 +246,38 @@ func lostWorker(err error) bool {
 	}
 	var app *temporal.ApplicationError
 	return errors.As(err, &app) && app.Type() == activities.ErrWorkerStopped
+}
+
+// PausedSignal is what an Issue workflow sends its sweep when the number of its nodes waiting for the spend cap
+// changes.
+const PausedSignal = "issue-paused"
+
+// ResumeSignal asks a sweep, and through it each paused issue, to check the spend cap now instead of at the end of
+// its wait: a starter sends it when it attaches, since the cap may have been raised.
+const ResumeSignal = "resume"
+
+// IssuePaused is the PausedSignal's payload.
+type IssuePaused struct {
+	Instance string `json:"instance"`
+	// Nodes is how many of the issue's nodes wait for the spend cap (0: none any more).
+	Nodes int `json:"nodes"`
+}
+
+// spendLimited reports whether an activity stopped at the run's spend cap.
+func spendLimited(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == activities.ErrSpendLimit
+}
+
+// spendWait is how long a node waits before checking the spend cap again: 10 s, doubling to at most 5 minutes, so
+// a sweep paused for a day adds a few hundred events to its history, not thousands. A starter that stops the
+// embedded server while paused loses nothing: timers that expired while it was down fire as soon as it restarts.
+func spendWait(n int) time.Duration {
+	d := 10 * time.Second
+	for range min(n, 5) {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
 }
 
 // describe turns an activity failure into the message recorded on rows: the innermost application error's

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
@@ -48,7 +50,12 @@ type Progress struct {
 	Failed  []string `json:"failed,omitempty"`
 	// Runs counts continue-as-new generations before this one.
 	Runs int `json:"runs"`
+	// Paused counts running issues that wait for the spend cap (limits.spend_usd) to be raised.
+	Paused int `json:"paused,omitempty"`
 }
+
+// issueWorkflowID is the ID of the Issue workflow of an instance.
+func issueWorkflowID(run, instance string) string { return fmt.Sprintf("issue/%s/%s", run, instance) }
 
 // SweepResult is a finished sweep.
 type SweepResult struct {
@@ -73,8 +80,10 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	}
 	bctx := bookkeepingOptions(ctx, q)
 	running := 0
+	paused := map[string]bool{} // instances with nodes waiting for the spend cap
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) {
-		return Progress{Total: len(in.Instances), Done: in.Done, Running: running, Failed: in.Failed, Runs: in.Runs}, nil
+		return Progress{Total: len(in.Instances), Done: in.Done, Running: running, Failed: in.Failed, Runs: in.Runs,
+			Paused: len(paused)}, nil
 	}); err != nil {
 		return SweepResult{}, err
 	}
@@ -86,6 +95,22 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	}
 
 	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(workflow.GetSignalChannel(ctx, PausedSignal), func(c workflow.ReceiveChannel, _ bool) {
+		var p IssuePaused
+		c.Receive(ctx, &p)
+		if p.Nodes > 0 {
+			paused[p.Instance] = true
+		} else {
+			delete(paused, p.Instance)
+		}
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		for _, id := range slices.Sorted(maps.Keys(paused)) {
+			workflow.SignalExternalWorkflow(ctx, issueWorkflowID(in.Run, id), "", ResumeSignal, nil)
+		}
+		clear(paused) // a node still over the cap says so again
+	})
 	draining := false
 	for in.Next < len(in.Instances) || running > 0 {
 		for !draining && running < in.Concurrency && in.Next < len(in.Instances) {
@@ -93,7 +118,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			in.Next++
 			running++
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID:            fmt.Sprintf("issue/%s/%s", in.Run, inst.ID),
+				WorkflowID:            issueWorkflowID(in.Run, inst.ID),
 				TaskQueue:             q.Workflow,
 				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			})
@@ -105,6 +130,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			sel.AddFuture(fut, func(f workflow.Future) {
 				running--
 				in.Done++
+				delete(paused, id)
 				var r IssueResult
 				if err := f.Get(ctx, &r); err != nil {
 					workflow.GetLogger(ctx).Error("issue failed", "instance", id, "error", err)

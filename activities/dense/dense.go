@@ -8,17 +8,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"ctxlab/activities/cas"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
 )
@@ -38,46 +36,17 @@ type Cache interface {
 // DirCache keeps vectors as JSON files under a folder (in ctxlab, the run's content store folder).
 type DirCache struct{ Root string }
 
-func (d DirCache) path(key string) string { return filepath.Join(d.Root, key[:2], key+".json") }
-
 // Get returns a cached vector.
 func (d DirCache) Get(key string) ([]float32, bool) {
-	b, err := os.ReadFile(d.path(key))
-	if err != nil {
-		return nil, false
-	}
 	var v []float32
-	if json.Unmarshal(b, &v) != nil || len(v) == 0 {
+	if !(cas.KeyDir{Root: d.Root}).Get(key, &v) || len(v) == 0 {
 		return nil, false
 	}
 	return v, true
 }
 
 // Put stores a vector atomically.
-func (d DirCache) Put(key string, v []float32) error {
-	p := d.path(key)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
-}
+func (d DirCache) Put(key string, v []float32) error { return cas.KeyDir{Root: d.Root}.Put(key, v) }
 
 // Key is the cache key of a text under a model.
 func Key(model, text string) string {

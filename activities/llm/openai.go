@@ -132,6 +132,15 @@ type Endpoint struct {
 	key string
 }
 
+// BaseURLFromEnv is the base URL OPENAI_BASE_URL names, or OpenAI's API; unlike EndpointFromEnv it checks nothing
+// and needs no key, so a response cache can look up answers with it on a machine that holds no key.
+func BaseURLFromEnv() string {
+	if b := strings.TrimSpace(os.Getenv(EnvBaseURL)); b != "" {
+		return b
+	}
+	return defaultBaseURL
+}
+
 // EndpointFromEnv reads OPENAI_BASE_URL (default OpenAI's API) and OPENAI_API_KEY. A missing key is a KindAuth
 // error unless the endpoint is on a loopback host, where keyless local servers are common.
 func EndpointFromEnv() (Endpoint, error) {

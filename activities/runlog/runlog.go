@@ -76,7 +76,9 @@ type Call struct {
 	CostUSD          float64 `json:"cost_usd,omitempty"`
 	DurationMS       int64   `json:"duration_ms,omitempty"`
 	// Error is the failure kind of a call that got no usable answer (it may still have been paid for).
-	Error    string  `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Request and Response reference the messages sent and the answer, in the run's content store.
+	Request  cas.Ref `json:"request,omitempty"`
 	Response cas.Ref `json:"response,omitempty"`
 }
 

@@ -16,6 +16,8 @@ const (
 	exitOK    = 0
 	exitFail  = 1 // the work ran and failed
 	exitUsage = 2 // bad flags, a bad spec or dataset: nothing ran
+	// exitPaused: the sweep stopped at its spend cap (limits.spend_usd); raising it and running again continues.
+	exitPaused = 3
 )
 
 const usage = `usage: starter <command> [flags]
@@ -25,6 +27,7 @@ commands:
   compile SPEC   print the compiled DAG of every method as JSON
   status NAME    where runs/NAME's sweep stands: per method done / failed / running / pending, spend, ETA
   audit NAME     every attempt of every activity of runs/NAME (--issue, --method, --json; --show REF opens an object)
+  ui NAME        serve the Temporal Web UI over runs/NAME's workflow histories until Ctrl-C (starter run --ui: while it runs)
   report NAME    tables, statistics and figures of a run (or of a results.jsonl): runs/NAME/report.md, tables/, figures/
   predict NAME   freeze a prediction of a method's resolve rate from its context features (--method M --fit M1,M2)
   grade --dataset FILE --predictions FILE

@@ -22,7 +22,11 @@ type connection struct {
 	server *embedded.Server
 	// attached is true when another starter process owns the run's embedded server: this one only watches.
 	attached bool
-	unlock   func()
+	// ownerIdle is true when that owner is `starter ui`, which runs no workers: an attached run brings its own.
+	ownerIdle bool
+	// address is the frontend dialled (the Web UI talks to it too).
+	address string
+	unlock  func()
 }
 
 func (c *connection) close() {
@@ -43,6 +47,8 @@ type serverFile struct {
 	PID     int            `json:"pid"`
 	Address string         `json:"address"`
 	Ports   embedded.Ports `json:"ports"`
+	// Viewer marks a server started by `starter ui` (no workers).
+	Viewer bool `json:"viewer,omitempty"`
 }
 
 // connect dials --address, or starts the run's embedded server; when another starter already runs it, dials that
@@ -54,7 +60,7 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 		if err != nil {
 			return nil, err
 		}
-		return &connection{client: c}, nil
+		return &connection{client: c, address: co.Address}, nil
 	}
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
@@ -78,7 +84,7 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 		if err != nil {
 			return nil, err
 		}
-		return &connection{client: c, attached: true}, nil
+		return &connection{client: c, attached: true, ownerIdle: sf.Viewer, address: sf.Address}, nil
 	}
 	srv, err := embedded.Start(ctx, embedded.Options{
 		DBFile:    filepath.Join(runDir, "temporal.db"),
@@ -100,7 +106,7 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 		unlock()
 		return nil, err
 	}
-	return &connection{client: c, server: srv, unlock: unlock}, nil
+	return &connection{client: c, server: srv, unlock: unlock, address: srv.HostPort()}, nil
 }
 
 // dial connects to an embedded server (this process's or another starter's): plain, on this machine.

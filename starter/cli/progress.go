@@ -60,12 +60,6 @@ func (e progressEvent) same(o progressEvent) bool {
 	return e == o
 }
 
-// sweepProgress decodes the sweep's progress query; Paused is read when the workflow reports it.
-type sweepProgress struct {
-	workflows.Progress
-	Paused int `json:"paused"`
-}
-
 // sampler gathers progress: issue counts from the sweep's query, rows and spend from the run folder's files, read
 // incrementally so a long sweep's files are not re-read every second.
 type sampler struct {
@@ -96,7 +90,7 @@ func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
 	if err != nil {
 		return ev, false
 	}
-	var p sweepProgress
+	var p workflows.Progress
 	if v.Get(&p) != nil || p.Total == 0 {
 		return ev, false
 	}

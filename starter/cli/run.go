@@ -38,6 +38,9 @@ type runOptions struct {
 	quiet    bool
 	json     bool
 	noWorker bool
+	cache    string
+	noCache  bool
+	ui       uiFlags
 	// maxHistory overrides the sweep's continue-as-new threshold (for tests).
 	maxHistory int
 	specFlags
@@ -56,8 +59,13 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "print no progress, only the summary")
 	fs.BoolVar(&o.json, "json", false, "for scripts: progress events and logs as JSON lines on stderr, the summary "+
 		"as one JSON object on stdout")
+	fs.StringVar(&o.cache, "cache", os.Getenv(activities.CacheEnv), "keep model answers in this shared `FOLDER`, "+
+		"so several experiments reuse them (default: the run's content store folder; $"+activities.CacheEnv+")")
+	fs.BoolVar(&o.noCache, "no-cache", false, "do not answer model calls from the response cache (answers are "+
+		"still stored)")
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
+	o.ui.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter run SPEC [flags]")
 		fs.PrintDefaults()
@@ -108,8 +116,12 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
 		return exitUsage
 	}
+	if err := activities.WriteLimits(runDir, activities.LimitsOf(e)); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
 	acts := activities.New(o.runs, log)
-	acts.StoreURL = o.store
+	acts.StoreURL, acts.CacheDir, acts.NoCache = o.store, o.cache, o.noCache
 	store, err := acts.Store(e.Name)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -135,7 +147,9 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer conn.close()
-	if !o.noWorker && !conn.attached {
+	stopUI := startRunUI(ctx, conn, o.cluster.Namespace, o.ui, stderr)
+	defer stopUI()
+	if !o.noWorker && (!conn.attached || conn.ownerIdle) {
 		stopWorkers, err := workers.Start(conn.client, acts, workers.Options{Kinds: workers.AllKinds,
 			Limits: e.Limits.Queues})
 		if err != nil {
@@ -153,6 +167,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
+	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped.
+	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
 	if err := writeSpecRecord(runDir, e); err != nil { // for starter report: method order, budget anchor
 		log.Warn().Err(err).Msg("could not record the spec in the run folder")
 	}
@@ -163,9 +179,23 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		watched = watch(ctx, newSampler(conn.client, run.GetID(), runDir, len(plan.Arms)), d, done)
 	}
 	var res workflows.SweepResult
-	err = run.Get(ctx, &res)
+	getCtx, stopGet := context.WithCancel(ctx)
+	defer stopGet()
+	paused := watchPause(getCtx, conn.client, run.GetID(), stopGet)
+	err = run.Get(getCtx, &res)
 	close(done)
 	<-watched
+	if err != nil && ctx.Err() == nil && paused.Load() != nil {
+		p := paused.Load()
+		if o.json {
+			writeJSONSummary(stdout, runDir, res, fmt.Errorf("spend cap reached (limits.spend_usd $%g): %d issue(s) "+
+				"wait for it", e.Limits.SpendUSD, p.Paused))
+		}
+		fmt.Fprintf(stderr, "starter: spend cap reached (limits.spend_usd $%g): %d issue(s) wait for it; the sweep "+
+			"is saved in %s: raise limits.spend_usd in %s and run again to continue\n",
+			e.Limits.SpendUSD, p.Paused, runDir, o.spec)
+		return exitPaused
+	}
 	if o.json {
 		writeJSONSummary(stdout, runDir, res, err)
 	}

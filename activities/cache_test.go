@@ -1,0 +1,168 @@
+package activities
+
+import (
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"ctxlab/activities/runlog"
+	"ctxlab/internal/fakeopenai"
+)
+
+// paidFixture is the demo benchmark's first instance checked out and inventoried, with the openai provider
+// pointed at a fake server that counts calls.
+type paidFixture struct {
+	*fixture
+	srv *fakeopenai.Server
+	in  map[string]NodeOutput
+}
+
+func newPaidFixture(t *testing.T) paidFixture {
+	const key = "sk-cache-test-0123456789"
+	srv := fakeopenai.New(fakeopenai.WithKey(key))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", key)
+	f := newFixture(t)
+	co := f.must(f.node("checkout", inst, nil, nil))
+	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]NodeOutput{"checkout": co}))
+	return paidFixture{fixture: f, srv: srv, in: map[string]NodeOutput{"checkout": co, "inventory": inv}}
+}
+
+// localize runs a localize node; label only changes the node's key (a new spec's node asking the same question).
+func (p paidFixture) localize(sample int, label string) (NodeOutput, error) {
+	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt-4o-mini",
+		"price": map[string]any{"input": 2.0, "output": 10.0}}
+	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
+	return p.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample,
+		"label": label}, p.in)
+}
+
+func (p paidFixture) calls(t *testing.T) []runlog.Call {
+	t.Helper()
+	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runlog.CallsFile))
+	if err != nil || bad != 0 {
+		t.Fatalf("calls.jsonl: %v (%d bad lines)", err, bad)
+	}
+	return calls
+}
+
+// TestResponseCache: a node that asks a question already answered is served from the cache with the original
+// usage (rows do not depend on caching), another sample is a new call, and NoCache pays again.
+func TestResponseCache(t *testing.T) {
+	p := newPaidFixture(t)
+	first := p.must(p.localize(0, "a"))
+	if got := p.srv.Calls(); got != 1 {
+		t.Fatalf("first call: the server saw %d calls", got)
+	}
+	again := p.must(p.localize(0, "b"))
+	if got := p.srv.Calls(); got != 1 {
+		t.Errorf("the same request under another node paid again: %d calls", got)
+	}
+	if !reflect.DeepEqual(first, again) {
+		t.Errorf("a cached answer changed the node output:\n%v\n%v", first, again)
+	}
+	p.must(p.localize(1, "a"))
+	if got := p.srv.Calls(); got != 2 {
+		t.Errorf("another sample must be a new call: %d calls", got)
+	}
+	// Without the key a cached answer is still served; a new question fails (the server refuses it).
+	t.Setenv("OPENAI_API_KEY", "")
+	p.must(p.localize(0, "keyless"))
+	if _, err := p.localize(2, "keyless"); err == nil {
+		t.Error("a call the cache cannot answer went through without the key")
+	}
+	t.Setenv("OPENAI_API_KEY", "sk-cache-test-0123456789")
+	if got := p.srv.Calls(); got != 3 {
+		t.Fatalf("%d calls; want the refused one only", got)
+	}
+	p.a.NoCache = true
+	p.must(p.localize(0, "c"))
+	if got := p.srv.Calls(); got != 4 {
+		t.Errorf("NoCache must pay again: %d calls", got)
+	}
+
+	calls := p.calls(t)
+	var paid, cached int
+	var spent float64
+	for _, c := range calls {
+		if c.Cached {
+			cached++
+		} else {
+			paid++
+			spent += c.CostUSD
+		}
+		if c.Key == "" || c.Request == "" || (c.Response == "") != (c.Error != "") {
+			t.Errorf("call without key or references: %+v", c)
+		}
+	}
+	if paid != 4 || cached != 2 {
+		t.Errorf("ledger: %d paid (one refused), %d cached; want 4 and 2", paid, cached)
+	}
+	if want := 3 * first.Row["cost_usd"].(float64); spent < want*0.999 || spent > want*1.001 {
+		t.Errorf("ledger spend %v, want %v", spent, want)
+	}
+	if calls[0].Key != calls[1].Key || calls[0].Key == calls[2].Key {
+		t.Errorf("keys: same request must share a key, another sample must not: %v", calls)
+	}
+
+	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(p.a.RunDir("t"), runlog.AttemptsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dones []runlog.Attempt
+	for _, a := range attempts {
+		if a.Activity == "localize" && a.Event == runlog.EventDone {
+			dones = append(dones, a)
+		}
+	}
+	if len(dones) != 5 {
+		t.Fatalf("%d localize done events, want 5", len(dones))
+	}
+	if d := dones[0]; d.PaidCalls != 1 || d.CacheHits != 0 || d.CostUSD <= 0 || d.Params == "" || d.Inputs["inventory"] == "" {
+		t.Errorf("paid attempt record %+v", d)
+	}
+	if d := dones[1]; d.PaidCalls != 0 || d.CacheHits != 1 || d.ModelCalls != 1 || d.CostUSD != 0 {
+		t.Errorf("cached attempt record %+v", d)
+	}
+}
+
+// TestSpendCap: once the ledger reaches limits.spend_usd a new paid call fails with the SpendLimit type (the
+// Issue workflow waits on it), a cached answer is still served, and raising the cap lets calls through again.
+func TestSpendCap(t *testing.T) {
+	p := newPaidFixture(t)
+	runDir := p.a.RunDir("t")
+	if err := WriteLimits(runDir, RunLimits{SpendUSD: 1e-9}); err != nil {
+		t.Fatal(err)
+	}
+	p.must(p.localize(0, "a")) // nothing spent yet: allowed, and it crosses the cap
+	_, err := p.localize(1, "a")
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrSpendLimit || !app.NonRetryable() {
+		t.Fatalf("want a non-retryable %s error, got %v", ErrSpendLimit, err)
+	}
+	if got := p.srv.Calls(); got != 1 {
+		t.Errorf("a call was made over the cap: %d calls", got)
+	}
+	p.must(p.localize(0, "b")) // cached: free, so the cap does not stop it
+	if err := WriteLimits(runDir, RunLimits{SpendUSD: 10}); err != nil {
+		t.Fatal(err)
+	}
+	p.must(p.localize(1, "a"))
+	if got := p.srv.Calls(); got != 2 {
+		t.Errorf("after raising the cap: %d calls, want 2", got)
+	}
+	attempts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(runDir, runlog.AttemptsFile))
+	found := false
+	for _, a := range attempts {
+		found = found || (a.Event == runlog.EventFail && a.ErrorType == ErrSpendLimit)
+	}
+	if !found {
+		t.Errorf("attempts.jsonl does not record the SpendLimit failure")
+	}
+}

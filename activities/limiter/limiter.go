@@ -1,0 +1,141 @@
+//go:build unix
+
+// Package limiter bounds calls to a provider across every worker process that shares a folder (the run folder):
+// at most N calls in flight, and calls started at most R per second. It uses advisory file locks, which the kernel
+// releases when a process dies, so a killed worker never holds a slot, and which work across machines on a shared
+// file system that supports them (NFSv4 does).
+package limiter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Limits of one provider; zero values mean unlimited.
+type Limits struct {
+	// InFlight caps the calls running at once.
+	InFlight int `json:"in_flight,omitempty"`
+	// RPS caps the calls started per second.
+	RPS float64 `json:"rps,omitempty"`
+}
+
+// Limiter enforces Limits through lock files in a folder.
+type Limiter struct {
+	dir    string
+	limits Limits
+}
+
+// New returns a limiter keeping its lock files in dir (one folder per provider).
+func New(dir string, l Limits) *Limiter { return &Limiter{dir: dir, limits: l} }
+
+// poll is how long a caller waits before trying the slots again; jitter keeps waiting workers from trying together.
+const poll = 50 * time.Millisecond
+
+// Acquire waits for a call slot and for the rate to allow another start. The caller must call release when the
+// call ends.
+func (l *Limiter) Acquire(ctx context.Context) (release func(), err error) {
+	release = func() {}
+	if l.limits.InFlight > 0 {
+		if release, err = l.slot(ctx); err != nil {
+			return func() {}, err
+		}
+	}
+	if l.limits.RPS > 0 {
+		if err := l.pace(ctx); err != nil {
+			release()
+			return func() {}, err
+		}
+	}
+	return release, nil
+}
+
+// slot takes one of InFlight lock files.
+func (l *Limiter) slot(ctx context.Context) (func(), error) {
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	start := rand.IntN(l.limits.InFlight) // spread callers over the slots
+	for {
+		for i := range l.limits.InFlight {
+			n := (start + i) % l.limits.InFlight
+			f, err := os.OpenFile(filepath.Join(l.dir, fmt.Sprintf("slot-%d.lock", n)), os.O_CREATE|os.O_RDWR, 0o644)
+			if err != nil {
+				return nil, fmt.Errorf("limiter: %w", err)
+			}
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			if err == nil {
+				return func() {
+					_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+					f.Close()
+				}, nil
+			}
+			f.Close()
+			if !errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("limiter: locking %s: %w", f.Name(), err)
+			}
+		}
+		if err := sleep(ctx, poll+time.Duration(rand.Int64N(int64(poll)))); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pace reserves the next start time in a shared file: starts are spaced 1/RPS apart across processes.
+func (l *Limiter) pace(ctx context.Context) error {
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return fmt.Errorf("limiter: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(l.dir, "rate.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("limiter: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("limiter: locking %s: %w", f.Name(), err)
+	}
+	var next time.Time
+	var st struct {
+		Next time.Time `json:"next"`
+	}
+	if b, err := os.ReadFile(f.Name() + ".json"); err == nil && json.Unmarshal(b, &st) == nil {
+		next = st.Next
+	}
+	now := time.Now()
+	at := now
+	if next.After(now) {
+		at = next
+	}
+	st.Next = at.Add(time.Duration(float64(time.Second) / l.limits.RPS))
+	b, _ := json.Marshal(st)
+	tmp := f.Name() + ".json.tmp"
+	werr := os.WriteFile(tmp, b, 0o644)
+	if werr == nil {
+		werr = os.Rename(tmp, f.Name()+".json")
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if werr != nil {
+		return fmt.Errorf("limiter: %w", werr)
+	}
+	return sleep(ctx, time.Until(at))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,77 @@
+// Package respcache remembers model answers by request, so that a re-run, a resumed sweep or a new spec that asks
+// a question already asked (a new ablation sharing steps with a finished method) pays only for calls never made
+// before. The key covers everything that shapes the answer: provider, model id, endpoint, sampling parameters,
+// messages and sample index. Labels and prices do not: renaming a model or correcting its price does not pay
+// for the same answers again.
+package respcache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"ctxlab/activities/cas"
+	"ctxlab/activities/llm"
+	"ctxlab/specs"
+)
+
+// Request is what a cache key is computed from.
+type Request struct {
+	Provider string `json:"provider"`
+	ModelID  string `json:"model_id"`
+	// Endpoint is the base URL the request goes to: the same model id behind two servers is two models.
+	Endpoint    string        `json:"endpoint"`
+	Temperature *float64      `json:"temperature,omitempty"`
+	MaxTokens   int           `json:"max_tokens,omitempty"`
+	Seed        *int64        `json:"seed,omitempty"`
+	Task        string        `json:"task"`
+	Messages    []llm.Message `json:"messages"`
+	Sample      int           `json:"sample"`
+}
+
+// For is the cache request of one call of model m (the sampled model: its seed and temperature already set for the
+// sample) against endpoint.
+func For(m specs.Model, endpoint string, req llm.Request) Request {
+	return Request{Provider: m.Provider, ModelID: m.ID, Endpoint: endpoint, Temperature: m.Temperature,
+		MaxTokens: m.MaxTokens, Seed: m.Seed, Task: req.Task, Messages: req.Messages, Sample: req.Sample}
+}
+
+// Key is the request's hex digest.
+func (r Request) Key() string {
+	b, err := json.Marshal(r) // fields in declaration order: a stable encoding
+	if err != nil {
+		panic("respcache: " + err.Error()) // plain strings and numbers always marshal
+	}
+	sum := sha256.Sum256(append([]byte("ctxlab-response-v1\x00"), b...))
+	return hex.EncodeToString(sum[:])
+}
+
+// Entry is one cached answer.
+type Entry struct {
+	Response llm.Response `json:"response"`
+	Provider string       `json:"provider"`
+	ModelID  string       `json:"model_id"`
+	Created  time.Time    `json:"created"`
+}
+
+// Cache is a folder of answers, the run's own (its content store folder) or one shared by several experiments.
+type Cache struct{ dir cas.KeyDir }
+
+// Open returns the cache kept in dir.
+func Open(dir string) Cache { return Cache{dir: cas.KeyDir{Root: dir}} }
+
+// Get returns the answer stored for key.
+func (c Cache) Get(key string) (Entry, bool) {
+	var e Entry
+	if !c.dir.Get(key, &e) || e.Created.IsZero() {
+		return Entry{}, false
+	}
+	return e, true
+}
+
+// Put stores an answer. It is written before the caller returns the answer, so a process killed right after the
+// call does not pay for it again.
+func (c Cache) Put(key string, r Request, resp llm.Response) error {
+	return c.dir.Put(key, Entry{Response: resp, Provider: r.Provider, ModelID: r.ModelID, Created: time.Now().UTC()})
+}

@@ -1,0 +1,132 @@
+package activities
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"ctxlab/activities/limiter"
+	"ctxlab/activities/runlog"
+	"ctxlab/specs"
+)
+
+// LimitsFile is where a starter writes the limits of the spec it runs, in the run folder. Workers read it before
+// every paid call, so raising the spend cap or a rate limit takes effect in a running sweep, on every worker that
+// shares the run folder, without restarting anything.
+const LimitsFile = "limits.json"
+
+// RunLimits are the limits of a run that are not part of what it computes.
+type RunLimits struct {
+	SpendUSD  float64                        `json:"spend_usd,omitempty"`
+	Providers map[string]specs.ProviderLimit `json:"providers,omitempty"`
+}
+
+// LimitsOf returns a spec's run limits.
+func LimitsOf(e *specs.Experiment) RunLimits {
+	return RunLimits{SpendUSD: e.Limits.SpendUSD, Providers: e.Limits.Providers}
+}
+
+// WriteLimits records the run limits in the run folder (atomically: workers read it at any time).
+func WriteLimits(runDir string, l RunLimits) error {
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(runDir, LimitsFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(runDir, LimitsFile))
+}
+
+// ReadLimits reads a run folder's limits; a folder without the file has none.
+func ReadLimits(runDir string) (RunLimits, error) {
+	var l RunLimits
+	b, err := os.ReadFile(filepath.Join(runDir, LimitsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return l, err
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return l, fmt.Errorf("%s: %w", filepath.Join(runDir, LimitsFile), err)
+	}
+	return l, nil
+}
+
+// ErrSpendLimit is the type of the error a model call fails with when the run has spent its cap. The Issue
+// workflow does not fail the node: it waits and tries again, so the sweep continues once the cap is raised.
+const ErrSpendLimit = "SpendLimit"
+
+// tally follows a run's calls.jsonl and keeps the dollars paid so far, reading only what was appended since the
+// last look: every worker process sees every other's calls.
+type tally struct {
+	mu     sync.Mutex
+	offset int64
+	total  float64
+}
+
+// spent returns the dollars paid by the run's calls so far.
+func (a *Activities) spent(run string) (float64, error) {
+	a.mu.Lock()
+	if a.tallies == nil {
+		a.tallies = map[string]*tally{}
+	}
+	t, ok := a.tallies[run]
+	if !ok {
+		t = &tally{}
+		a.tallies[run] = t
+	}
+	a.mu.Unlock()
+	return t.read(filepath.Join(a.RunDir(run), runlog.CallsFile))
+}
+
+func (t *tally) read(path string) (float64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return t.total, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		return 0, err
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return 0, err
+	}
+	// Only whole lines: a line being appended right now is read next time.
+	end := bytes.LastIndexByte(b, '\n') + 1
+	for line := range bytes.Lines(b[:end]) {
+		var c runlog.Call
+		if json.Unmarshal(line, &c) == nil && c.Paid() {
+			t.total += c.CostUSD
+		}
+	}
+	t.offset += int64(end)
+	return t.total, nil
+}
+
+// limiter returns the limiter of a provider in a run, nil when the run sets no limits for it.
+func (a *Activities) limiter(run, provider string, l RunLimits) *limiter.Limiter {
+	pl, ok := l.Providers[provider]
+	if !ok || (pl.InFlight <= 0 && pl.RPS <= 0) {
+		return nil
+	}
+	return limiter.New(filepath.Join(a.RunDir(run), "limits", safeName(provider)),
+		limiter.Limits{InFlight: pl.InFlight, RPS: pl.RPS})
+}

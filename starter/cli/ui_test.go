@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseUIFlags(t *testing.T) {
+	o, err := parseRun([]string{"spec.jsonnet", "--ui"}, io.Discard)
+	if err != nil || !o.ui.wanted() || o.ui.port != 0 {
+		t.Errorf("run --ui: %+v, %v", o.ui, err)
+	}
+	o, err = parseRun([]string{"--ui-port", "8099", "spec.jsonnet"}, io.Discard)
+	if err != nil || !o.ui.wanted() || o.ui.port != 8099 {
+		t.Errorf("run --ui-port 8099 (implies --ui): %+v, %v", o.ui, err)
+	}
+	o, err = parseRun([]string{"spec.jsonnet"}, io.Discard)
+	if err != nil || o.ui.wanted() {
+		t.Errorf("run without --ui: %+v, %v", o.ui, err)
+	}
+	u, err := parseUI([]string{"demo", "--runs", "out", "--ui-port", "9000"}, io.Discard)
+	if err != nil || u.name != "demo" || u.runs != "out" || u.port != 9000 || u.namespace != "default" {
+		t.Errorf("ui demo --runs out --ui-port 9000: %+v, %v", u, err)
+	}
+	if _, err := parseUI(nil, io.Discard); err == nil {
+		t.Error("ui without a run name was accepted")
+	}
+}
+
+func TestUIWithoutSweepFailsClearly(t *testing.T) {
+	runs := t.TempDir()
+	var stderr bytes.Buffer
+	code := Main([]string{"ui", "nosuch", "--runs", runs}, io.Discard, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "no sweep named \"nosuch\"") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(runs, "nosuch")); err == nil {
+		t.Error("starter ui created a run folder for a sweep that never ran")
+	}
+}
+
+func TestUIHintForOtherClusters(t *testing.T) {
+	h := externalUIHint("temporal.example.org:7233")
+	if !strings.Contains(h, "http://temporal.example.org:8233") {
+		t.Errorf("hint: %s", h)
+	}
+}
+
+// chromium finds a headless-capable Chromium: $CTXLAB_CHROMIUM, Debian's /usr/bin/chromium, or chromium on PATH.
+// Without one the test is skipped, unless CTXLAB_REQUIRE_BROWSER=1 (CI) makes it fail.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CTXLAB_CHROMIUM"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	msg := "no chromium: install Debian's with `apt-get install -y chromium`, or set CTXLAB_CHROMIUM to a Chromium binary"
+	if os.Getenv("CTXLAB_REQUIRE_BROWSER") == "1" {
+		t.Fatal(msg + " (CTXLAB_REQUIRE_BROWSER=1)")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// headless runs chromium on url with extra flags (--dump-dom or --screenshot) and returns its stdout.
+func headless(ctx context.Context, t *testing.T, bin, url string, extra ...string) string {
+	t.Helper()
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--window-size=1400,900",
+		// Virtual time runs only while the page has no network request pending, so the budget is spent after
+		// the single-page app has fetched the workflow list and rendered it.
+		"--virtual-time-budget=15000"}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(append(args, extra...), url)...)
+	// Chromium forks helpers: kill the whole group if it hangs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", extra, err, tail(errb.String(), 2000))
+	}
+	return out.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// TestWebUIShowsSweep runs a small sweep with --ui, then serves its folder with `starter ui` and loads the
+// workflow list in headless Chromium: the page must list the sweep's workflow and one workflow per issue that has
+// rows, and the screenshot must be a real picture. $CTXLAB_UI_SCREENSHOT, when set, names a file to keep it in.
+func TestWebUIShowsSweep(t *testing.T) {
+	bin := chromium(t)
+	start := time.Now()
+	phase := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
+	runs := t.TempDir()
+	spec := demoVariant(t, "{ name: 'uiview', "+referenceMethods+" }")
+	_, errRun, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ui", "--quiet")
+	if code != 0 {
+		t.Fatalf("starter run --ui: exit %d\n%s", code, errRun)
+	}
+	if !regexp.MustCompile(`(?m)^Temporal Web UI: http://127\.0\.0\.1:\d+$`).MatchString(errRun) {
+		t.Errorf("starter run --ui printed no UI address:\n%s", errRun)
+	}
+	phase("sweep with --ui done")
+	var want []string // workflow ids that must be listed, from the sweep's own rows
+	seen := map[string]bool{}
+	for k := range readRows(t, filepath.Join(runs, "uiview", "results.jsonl")) {
+		id := "issue/uiview/" + k.Instance
+		if !seen[id] {
+			seen[id] = true
+			want = append(want, id)
+		}
+	}
+	if len(want) < 5 {
+		t.Fatalf("the sweep has rows for only %d issues", len(want))
+	}
+	want = append(want, "sweep/uiview")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ui := starter(ctx, t, "ui", "uiview", "--runs", runs)
+	stderrPipe, err := ui.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ui.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	var uiErr bytes.Buffer
+	listURL := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderrPipe)
+		for sc.Scan() {
+			line := sc.Text()
+			uiErr.WriteString(line + "\n")
+			if u, ok := strings.CutPrefix(strings.TrimSpace(line), "workflows: "); ok {
+				listURL <- u
+			}
+		}
+		exited <- ui.Wait()
+	}()
+	var u string
+	select {
+	case u = <-listURL:
+	case err := <-exited:
+		t.Fatalf("starter ui exited before serving: %v\n%s", err, uiErr.String())
+	case <-ctx.Done():
+		t.Fatal("starter ui printed no address")
+	}
+	defer func() {
+		if ui.ProcessState == nil {
+			_ = ui.Process.Kill()
+		}
+	}()
+
+	phase("starter ui serving")
+	dom := headless(ctx, t, bin, u, "--dump-dom")
+	phase("page loaded in chromium")
+	for _, id := range want {
+		// As text of an element (a link to its history), not only inside an attribute.
+		if !regexp.MustCompile(`>\s*` + regexp.QuoteMeta(id) + `\s*<`).MatchString(dom) {
+			t.Errorf("the workflow list in the browser does not show %s", id)
+		}
+	}
+	if t.Failed() {
+		t.Logf("DOM (tail):\n%s", tail(dom, 3000))
+	}
+
+	shot := filepath.Join(t.TempDir(), "workflows.png")
+	headless(ctx, t, bin, u, "--screenshot="+shot)
+	phase("screenshot taken")
+	checkScreenshot(t, shot)
+	if keep := os.Getenv("CTXLAB_UI_SCREENSHOT"); keep != "" {
+		if b, err := os.ReadFile(shot); err == nil {
+			if err := os.WriteFile(keep, b, 0o644); err != nil {
+				t.Log(err)
+			}
+		}
+	}
+
+	// A run of the sweep while the viewer holds the folder attaches to the viewer's server and, since the viewer
+	// runs no workers, brings its own: a changed spec (more retries) makes it run the whole sweep again.
+	changed := demoVariant(t, "{ name: 'uiview', "+referenceMethods+", limits+: { retries: 5 } }")
+	_, errAgain, code := runStarter(t, 5*time.Minute, "run", changed, "--runs", runs)
+	if code != 0 {
+		t.Fatalf("starter run beside starter ui: exit %d\n%s", code, errAgain)
+	}
+	if !strings.Contains(errAgain, "another starter runs this sweep") {
+		t.Errorf("starter run did not attach to the viewer's server:\n%s", errAgain)
+	}
+	if n := len(readRows(t, filepath.Join(runs, "uiview", "results.jsonl"))); n != 2*(len(want)-1) {
+		t.Errorf("the sweep run beside the viewer wrote %d rows, want %d", n, 2*(len(want)-1))
+	}
+
+	phase("sweep beside starter ui done")
+
+	// Ctrl-C stops the viewer cleanly.
+	if err := ui.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("starter ui after Ctrl-C: %v\n%s", err, uiErr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Error("starter ui did not stop within a minute of Ctrl-C")
+	}
+}
+
+// checkScreenshot checks that path is a PNG of the window's size showing more than a blank page.
+func checkScreenshot(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot %s is not a PNG: %v", path, err)
+	}
+	if b := img.Bounds(); b.Dx() != 1400 || b.Dy() != 900 {
+		t.Errorf("screenshot is %dx%d, want 1400x900", b.Dx(), b.Dy())
+	}
+	if n := colours(img); n < 50 {
+		t.Errorf("screenshot has %d colours: a blank or nearly blank page", n)
+	}
+}
+
+func colours(img image.Image) int {
+	seen := map[uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			seen[(r>>8)<<16|(g>>8)<<8|bl>>8] = true
+		}
+	}
+	return len(seen)
+}
