@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/http/httptest"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,7 +19,9 @@ import (
 	"ctxlab/activities/cas"
 	"ctxlab/activities/runlog"
 	"ctxlab/internal/cluster"
+	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
+	"ctxlab/results/runstate"
 )
 
 // brokenVariant is a two-issue sweep of two methods, one of which ("broken", no_source with an empty prompt) fails
@@ -279,4 +283,64 @@ func TestStatusAuditErrors(t *testing.T) {
 		!strings.Contains(errb.String(), "is not in the content store") {
 		t.Errorf("audit --show of an unknown ref: exit %d, %s", code, errb.String())
 	}
+}
+
+// TestObservePaidSweep runs a small sweep with paid calls (the openai provider against a fake server): the --json
+// summary, status and audit report the same spend as the calls ledger, and audit's per-attempt usage adds up to it.
+func TestObservePaidSweep(t *testing.T) {
+	const key = "sk-ctxlab-observe-test-7f3a"
+	hs := httptest.NewServer(fakeopenai.New(fakeopenai.WithKey(key)))
+	defer hs.Close()
+	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", key)
+	runs := t.TempDir()
+	spec := demoVariant(t, "{ name: 'paid', dataset+: { limit: 2 }, methods: [super.methods[2]], "+
+		"models: [super.models[0] + { price: { input: 2.5, output: 10 } }] }")
+	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai",
+		"--json", "--no-cache")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var sum runSummary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("stdout: %v\n%s", err, stdout)
+	}
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runs, "paid", runlog.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ledger runstate.Spend
+	for _, c := range calls {
+		ledger.Add(c)
+	}
+	if ledger.PaidCalls == 0 || ledger.USD <= 0 || sum.Spend != ledger {
+		t.Fatalf("summary spend %+v; ledger %+v", sum.Spend, ledger)
+	}
+
+	out, _ := mainOut(t, "status", "paid", "--runs", runs, "--json")
+	var st statusReport
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Spend != ledger || st.ProjectedUSD == nil || math.Abs(*st.ProjectedUSD-ledger.USD) > 1e-9 ||
+		math.Abs(*st.PerIssueUSD-ledger.USD/2) > 1e-9 {
+		t.Errorf("status spend %+v projected %v per issue %v; ledger %+v", st.Spend, st.ProjectedUSD, st.PerIssueUSD,
+			ledger)
+	}
+	out, _ = mainOut(t, "audit", "paid", "--runs", runs, "--json")
+	var rep auditReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	paid, usd := 0, 0.0
+	for _, a := range rep.Activities {
+		for _, tr := range a.Tries {
+			paid += tr.PaidCalls
+			usd += tr.CostUSD
+		}
+	}
+	if rep.Totals.Calls != ledger || paid != ledger.PaidCalls || math.Abs(usd-ledger.USD) > 1e-9 {
+		t.Errorf("audit: totals %+v, attempts paid %d calls $%v; ledger %+v", rep.Totals.Calls, paid, usd, ledger)
+	}
+	t.Logf("ledger %+v", ledger)
 }
