@@ -50,6 +50,8 @@ type Activity struct {
 	// Calls sums the node's model calls from calls.jsonl: the ledger, which also holds the calls of attempts that
 	// were killed before they could record their usage.
 	Calls Spend `json:"calls"`
+	// CallList lists those calls, each with the refs of its request and response.
+	CallList []runlog.Call `json:"call_list,omitempty"`
 }
 
 // AuditOptions choose what Audit lists.
@@ -121,12 +123,14 @@ func Audit(r Records, o AuditOptions) []Activity {
 		}
 	}
 	calls := map[key]*Spend{}
+	callList := map[key][]runlog.Call{}
 	for _, c := range r.Calls {
 		k := key{c.Instance, c.Node}
 		if calls[k] == nil {
 			calls[k] = &Spend{}
 		}
 		calls[k].Add(c)
+		callList[k] = append(callList[k], c)
 	}
 
 	nodes := append(append([]Node{}, o.Nodes...), extra...)
@@ -143,7 +147,7 @@ func Audit(r Records, o AuditOptions) []Activity {
 			if !planned[n.Key] && tries[k] == nil {
 				continue
 			}
-			a := Activity{Instance: inst, Node: n, Tries: tries[k]}
+			a := Activity{Instance: inst, Node: n, Tries: tries[k], CallList: callList[k]}
 			if s := calls[k]; s != nil {
 				a.Calls = *s
 			}

@@ -174,7 +174,7 @@ func TestAudit(t *testing.T) {
 		tr.PaidCalls != 1 || tr.CostUSD != 0.5 {
 		t.Errorf("a/n1 try %+v", tr)
 	}
-	if a1.Calls.PaidCalls != 1 || a1.Calls.USD != 0.5 {
+	if a1.Calls.PaidCalls != 1 || a1.Calls.USD != 0.5 || len(a1.CallList) != 1 || a1.CallList[0].CostUSD != 0.5 {
 		t.Errorf("a/n1 calls %+v", a1.Calls)
 	}
 	b2 := acts[4]

@@ -222,6 +222,24 @@ func printAudit(w io.Writer, r auditReport) {
 			fmt.Fprintf(w, "    ledger: %d paid calls $%.4f (%d+%d tokens), %d cache hits, %d failed\n", c.PaidCalls,
 				c.USD, c.PromptTokens, c.CompletionTokens, c.CacheHits, c.FailedCalls)
 		}
+		for _, c := range a.CallList {
+			how := "paid"
+			if c.Cached {
+				how = "cached"
+			}
+			line := fmt.Sprintf("      call %s %s %s/%s %d+%d tokens $%.4f", c.Time.UTC().Format(auditTime), how,
+				c.Provider, c.Model, c.PromptTokens, c.CompletionTokens, c.CostUSD)
+			if c.Error != "" {
+				line += " error " + c.Error
+			}
+			fmt.Fprintln(w, line)
+			if c.Request != "" {
+				fmt.Fprintf(w, "         request  %s\n", c.Request)
+			}
+			if c.Response != "" {
+				fmt.Fprintf(w, "         response %s\n", c.Response)
+			}
+		}
 	}
 	t := r.Totals
 	fmt.Fprintf(w, "\ntotal: %d activities; attempts %d done, %d failed, %d memo, %d unfinished; "+
