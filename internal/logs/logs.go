@@ -18,6 +18,8 @@ type Options struct {
 	Console io.Writer
 	// ConsoleLevel filters the console (the file gets everything from debug up).
 	ConsoleLevel zerolog.Level
+	// ConsoleJSON writes JSON lines to the console instead of lines for people (for scripts).
+	ConsoleJSON bool
 	// File, when set, receives JSON lines.
 	File string
 }
@@ -27,7 +29,11 @@ func New(o Options) (zerolog.Logger, func() error, error) {
 	var writers []io.Writer
 	closeFn := func() error { return nil }
 	if o.Console != nil {
-		cw := zerolog.ConsoleWriter{Out: o.Console, TimeFormat: time.TimeOnly, NoColor: !IsTerminal(o.Console)}
+		var cw io.Writer = zerolog.ConsoleWriter{Out: o.Console, TimeFormat: time.TimeOnly,
+			NoColor: !IsTerminal(o.Console)}
+		if o.ConsoleJSON {
+			cw = o.Console
+		}
 		writers = append(writers, &zerolog.FilteredLevelWriter{Writer: zerolog.LevelWriterAdapter{Writer: cw},
 			Level: o.ConsoleLevel})
 	}
@@ -59,8 +65,12 @@ func (t Temporal) Info(msg string, kv ...interface{})  { t.L.Debug().Fields(kv).
 func (t Temporal) Warn(msg string, kv ...interface{})  { t.L.Warn().Fields(kv).Msg(msg) }
 func (t Temporal) Error(msg string, kv ...interface{}) { t.L.Error().Fields(kv).Msg(msg) }
 
-// IsTerminal reports whether w is a terminal, where colors and redrawn lines make sense.
+// IsTerminal reports whether w is a terminal, where colors and redrawn lines make sense. A writer that stands in
+// front of one (as the starter's switch between the terminal and its progress bars) says so with IsTerminal.
 func IsTerminal(w io.Writer) bool {
+	if t, ok := w.(interface{ IsTerminal() bool }); ok {
+		return t.IsTerminal()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -25,6 +25,8 @@ const usage = `usage: starter <command> [flags]
 commands:
   run SPEC       run (or attach to) the sweep a Jsonnet spec declares; writes runs/NAME/results.jsonl and summary.md
   compile SPEC   print the compiled DAG of every method as JSON
+  status NAME    where runs/NAME's sweep stands: per method done / failed / running / pending, spend, ETA
+  audit NAME     every attempt of every activity of runs/NAME (--issue, --method, --json; --show REF opens an object)
   ui NAME        serve the Temporal Web UI over runs/NAME's workflow histories until Ctrl-C (starter run --ui: while it runs)
   report NAME    tables, statistics and figures of a run (or of a results.jsonl): runs/NAME/report.md, tables/, figures/
   predict NAME   freeze a prediction of a method's resolve rate from its context features (--method M --fit M1,M2)

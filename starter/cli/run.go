@@ -36,6 +36,7 @@ type runOptions struct {
 	cluster  cluster.Options
 	store    string
 	quiet    bool
+	json     bool
 	noWorker bool
 	cache    string
 	noCache  bool
@@ -56,6 +57,8 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store: file:// or s3:// `URL`, or a "+
 		"folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no progress, only the summary")
+	fs.BoolVar(&o.json, "json", false, "for scripts: progress events and logs as JSON lines on stderr, the summary "+
+		"as one JSON object on stdout")
 	fs.StringVar(&o.cache, "cache", os.Getenv(activities.CacheEnv), "keep model answers in this shared `FOLDER`, "+
 		"so several experiments reuse them (default: the run's content store folder; $"+activities.CacheEnv+")")
 	fs.BoolVar(&o.noCache, "no-cache", false, "do not answer model calls from the response cache (answers are "+
@@ -78,6 +81,11 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.json { // every stderr line is JSON, even the messages for people
+		jl := &jsonLines{w: stderr}
+		defer jl.Flush()
+		stderr = jl
+	}
 
 	e, err := compileSpec(o.spec, o.specFlags)
 	if err != nil {
@@ -89,7 +97,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	if o.quiet {
 		consoleLevel = zerolog.WarnLevel
 	}
-	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: consoleLevel,
+	console := &consoleSwitch{base: stderr, tty: logs.IsTerminal(stderr)}
+	log, closeLog, err := logs.New(logs.Options{Console: console, ConsoleLevel: consoleLevel, ConsoleJSON: o.json,
 		File: filepath.Join(runDir, "ctxlab.log")})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -165,8 +174,9 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 
 	done := make(chan struct{})
-	if !o.quiet {
-		go watch(ctx, conn.client, run.GetID(), filepath.Join(runDir, "results.jsonl"), len(plan.Arms), stderr, done)
+	watched := closedChan()
+	if d := progressDisplay(o, stderr, console); d != nil {
+		watched = watch(ctx, newSampler(conn.client, run.GetID(), runDir, len(plan.Arms)), d, done)
 	}
 	var res workflows.SweepResult
 	getCtx, stopGet := context.WithCancel(ctx)
@@ -174,12 +184,20 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	paused := watchPause(getCtx, conn.client, run.GetID(), stopGet)
 	err = run.Get(getCtx, &res)
 	close(done)
+	<-watched
 	if err != nil && ctx.Err() == nil && paused.Load() != nil {
 		p := paused.Load()
+		if o.json {
+			writeJSONSummary(stdout, runDir, res, fmt.Errorf("spend cap reached (limits.spend_usd $%g): %d issue(s) "+
+				"wait for it", e.Limits.SpendUSD, p.Paused))
+		}
 		fmt.Fprintf(stderr, "starter: spend cap reached (limits.spend_usd $%g): %d issue(s) wait for it; the sweep "+
 			"is saved in %s: raise limits.spend_usd in %s and run again to continue\n",
 			e.Limits.SpendUSD, p.Paused, runDir, o.spec)
 		return exitPaused
+	}
+	if o.json {
+		writeJSONSummary(stdout, runDir, res, err)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -191,9 +209,11 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	log.Info().Int("issues", res.Issues).Int("failed", len(res.Failed)).Int("generations", res.Generations).
 		Msg("sweep finished")
-	fmt.Fprint(stdout, res.Summary)
-	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
-		filepath.Join(runDir, "summary.md"))
+	if !o.json {
+		fmt.Fprint(stdout, res.Summary)
+		fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
+			filepath.Join(runDir, "summary.md"))
+	}
 	if len(res.Failed) > 0 {
 		fmt.Fprintf(stderr, "starter: %d issue(s) failed without rows: %v (see %s)\n", len(res.Failed), res.Failed,
 			filepath.Join(runDir, "ctxlab.log"))

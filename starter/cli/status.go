@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"ctxlab/activities"
+	"ctxlab/activities/swebench"
+	"ctxlab/results/runstate"
+	"ctxlab/specs"
+)
+
+func init() {
+	commands["status"] = func(args []string, stdout, stderr io.Writer) int {
+		o, err := parseStatus(args, stderr)
+		if err != nil {
+			return usageError(err, stderr)
+		}
+		return runStatus(o, stdout, stderr)
+	}
+}
+
+type statusOptions struct {
+	name string
+	runs string
+	json bool
+}
+
+func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
+	var o statusOptions
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: starter status NAME [flags]\n\nReads runs/NAME's records only, so it works while "+
+			"a sweep runs (from another shell) and after one stopped.")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return o, err
+	}
+	if len(pos) != 1 {
+		return o, fmt.Errorf("status: want one run name, got %d arguments", len(pos))
+	}
+	o.name = pos[0]
+	return o, nil
+}
+
+// runFolder returns runs/NAME, or an error naming the folder when there is none.
+func runFolder(runs, name string) (string, error) {
+	dir := filepath.Join(runs, name)
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return "", fmt.Errorf("no run folder %s (start the sweep with `starter run SPEC`, or pass --runs)", dir)
+	}
+	return dir, nil
+}
+
+// sweepShape is what a run folder says its sweep is made of: the plan of the recorded spec and the instances of
+// the dataset it prepared. Each is nil when it cannot be known (no spec recorded yet, dataset gone); callers then
+// use what the records name.
+type sweepShape struct {
+	plan      *specs.Plan
+	instances []string
+	// note says why a part is missing.
+	note string
+}
+
+func readShape(dir string) sweepShape {
+	var sh sweepShape
+	e, err := readSpecRecord(dir)
+	if err != nil || e == nil {
+		sh.note = "no spec recorded in " + filepath.Join(dir, specRecord) + "; counting what the records name"
+		if err != nil {
+			sh.note = err.Error() + "; counting what the records name"
+		}
+		return sh
+	}
+	if p, err := specs.BuildPlan(e); err == nil {
+		sh.plan = p
+	} else {
+		sh.note = fmt.Sprintf("%s: %v", filepath.Join(dir, specRecord), err)
+	}
+	// starter run recorded the dataset file it prepared (a generated one lives in the run folder).
+	if e.Dataset.File != "" {
+		rows, err := swebench.ReadFile(e.Dataset.File)
+		if err == nil {
+			var sel []swebench.Instance
+			if sel, err = activities.Select(rows, e.Dataset); err == nil {
+				sh.instances = make([]string, len(sel))
+				for i, in := range sel {
+					sh.instances[i] = in.InstanceID
+				}
+			}
+		}
+		if err != nil {
+			sh.note = fmt.Sprintf("dataset %s: %v; counting the instances the records name", e.Dataset.File, err)
+		}
+	}
+	return sh
+}
+
+func (sh sweepShape) arms() []runstate.Arm {
+	if sh.plan == nil {
+		return nil
+	}
+	out := make([]runstate.Arm, len(sh.plan.Arms))
+	for i, a := range sh.plan.Arms {
+		out[i] = runstate.Arm{Method: a.Method, Model: a.Model}
+	}
+	return out
+}
+
+// statusReport is status's JSON document.
+type statusReport struct {
+	Run string `json:"run"`
+	Dir string `json:"dir"`
+	runstate.Status
+	// Starter is the process that runs the run's embedded server, when one is alive.
+	Starter *int `json:"starter_pid,omitempty"`
+	// Stopped: the starter that ran the sweep's embedded server is gone.
+	Stopped bool   `json:"stopped,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
+func runStatus(o statusOptions, stdout, stderr io.Writer) int {
+	dir, err := runFolder(o.runs, o.name)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter status:", err)
+		return exitFail
+	}
+	rec, err := runstate.Read(dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter status:", err)
+		return exitFail
+	}
+	sh := readShape(dir)
+	pid, published := liveStarter(dir)
+	st := runstate.Compute(rec, runstate.Options{Instances: sh.instances, Arms: sh.arms(), Now: time.Now(),
+		Stopped: published && pid == nil})
+	rep := statusReport{Run: o.name, Dir: dir, Status: st, Starter: pid, Stopped: published && pid == nil,
+		Note: sh.note}
+	if o.json {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			fmt.Fprintln(stderr, "starter status:", err)
+			return exitFail
+		}
+		fmt.Fprintln(stdout, string(b))
+		return exitOK
+	}
+	printStatus(stdout, rep)
+	return exitOK
+}
+
+// liveStarter returns the pid of the starter that published the run's embedded server, when that process lives;
+// published is false when no starter ran an embedded server for the run (a sweep on a cluster: status cannot tell
+// whether it runs).
+func liveStarter(dir string) (pid *int, published bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "server.json"))
+	if err != nil {
+		return nil, false
+	}
+	var sf serverFile
+	if json.Unmarshal(b, &sf) != nil || sf.PID <= 0 {
+		return nil, false
+	}
+	// Signal 0 checks that the process exists without touching it.
+	if err := syscall.Kill(sf.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return nil, true
+	}
+	return &sf.PID, true
+}
+
+func printStatus(w io.Writer, r statusReport) {
+	st := r.Status
+	fmt.Fprintf(w, "run %s (%s): %d issues x %d methods\n", r.Run, r.Dir, st.Instances, len(st.Methods))
+	if r.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", r.Note)
+	}
+	state := "not started"
+	switch {
+	case st.Finished():
+		state = "finished"
+	case r.Starter != nil:
+		state = fmt.Sprintf("running (starter pid %d)", *r.Starter)
+	case r.Stopped:
+		state = "stopped (its starter is gone; starter run SPEC resumes it)"
+	case st.FirstAttempt != nil:
+		state = "no starter on this machine (a sweep on a cluster may still run)"
+	}
+	fmt.Fprintf(w, "state:     %s\n", state)
+	fmt.Fprintf(w, "issues:    %d done, %d failed, %d running, %d pending\n", st.Issues.Done, st.Issues.Failed,
+		st.Issues.Running, st.Issues.Pending)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  method\tmodel\tdone\tfailed\trunning\tpending")
+	for _, m := range st.Methods {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\n", m.Method, m.Model, m.Done, m.Failed, m.Running, m.Pending)
+	}
+	_ = tw.Flush()
+	if st.OtherRows > 0 {
+		fmt.Fprintf(w, "(%d rows of methods or issues outside the recorded spec are not counted)\n", st.OtherRows)
+	}
+	sp := st.Spend
+	fmt.Fprintf(w, "spend:     $%.4f (%d paid calls, %d cache hits, %d failed; %d prompt + %d completion tokens paid)\n",
+		sp.USD, sp.PaidCalls, sp.CacheHits, sp.FailedCalls, sp.PromptTokens, sp.CompletionTokens)
+	if st.ProjectedUSD != nil {
+		fmt.Fprintf(w, "projected: $%.4f (spent + $%.4f per finished issue x %d unfinished)\n", *st.ProjectedUSD,
+			*st.PerIssueUSD, st.Instances-st.Issues.Done-st.Issues.Failed)
+	} else {
+		fmt.Fprintln(w, "projected: - (no issue finished yet)")
+	}
+	if st.FirstAttempt == nil {
+		fmt.Fprintln(w, "elapsed:   - (no attempt recorded)")
+	} else {
+		fmt.Fprintf(w, "elapsed:   %s since the first attempt (%s working); last attempt %s ago\n",
+			runstate.FormatDuration(runstate.Seconds(st.ElapsedS)), runstate.FormatDuration(runstate.Seconds(st.ActiveS)),
+			runstate.FormatDuration(runstate.Seconds(st.SinceLastS)))
+	}
+	switch {
+	case st.Finished():
+		fmt.Fprintln(w, "eta:       - (finished)")
+	case st.ETAS == nil:
+		fmt.Fprintln(w, "eta:       - (no issue finished yet)")
+	case r.Stopped:
+		fmt.Fprintf(w, "eta:       %s of work left once the sweep runs again\n",
+			runstate.FormatDuration(runstate.Seconds(*st.ETAS)))
+	default:
+		fmt.Fprintf(w, "eta:       %s (working time per finished issue x unfinished issues)\n",
+			runstate.FormatDuration(runstate.Seconds(*st.ETAS)))
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.Bad)) {
+		n := st.Bad[name]
+		fmt.Fprintf(w, "warning: %d unreadable line(s) in %s (a torn line from a killed process is skipped)\n", n,
+			filepath.Join(r.Dir, name))
+	}
+}

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ctxlab/activities/cas"
+	"ctxlab/activities/runlog"
+	"ctxlab/results"
+)
+
+// TestStatusAuditOfKilledPaidRun reads a run folder written by hand as a killed sweep that paid for model calls
+// leaves it (usage on attempts, a calls ledger, a torn last line, no spec recorded): status and audit show its
+// money and its unfinished attempt.
+func TestStatusAuditOfKilledPaidRun(t *testing.T) {
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "paid")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Minute).UTC()
+	var b strings.Builder
+	add := func(v any) {
+		line, _ := json.Marshal(v)
+		b.Write(append(line, '\n'))
+	}
+	in := cas.RefOf([]byte("input"))
+	add(runlog.Attempt{Time: t0, Event: runlog.EventStart, Instance: "i1", Node: "patch-1", Activity: "patch",
+		Step: "m.patch", Attempt: 1})
+	add(runlog.Attempt{Time: t0.Add(time.Second), Event: runlog.EventFail, Instance: "i1", Node: "patch-1",
+		Activity: "patch", Step: "m.patch", Attempt: 1, DurationMS: 1000, Error: "429 too many requests",
+		ErrorType: "rate_limit", ModelCalls: 1, PaidCalls: 1, PromptTokens: 900, CostUSD: 0.01,
+		Inputs: map[string]cas.Ref{"context": in}})
+	add(runlog.Attempt{Time: t0.Add(2 * time.Second), Event: runlog.EventStart, Instance: "i1", Node: "patch-1",
+		Activity: "patch", Step: "m.patch", Attempt: 2})
+	if err := os.WriteFile(filepath.Join(dir, runlog.AttemptsFile), []byte(b.String()+`{"time":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	add(runlog.Call{Time: t0, Instance: "i1", Node: "patch-1", Provider: "openai", Model: "gpt", PromptTokens: 900,
+		CostUSD: 0.01, Error: "rate_limit"})
+	add(runlog.Call{Time: t0, Instance: "i1", Node: "patch-1", Provider: "openai", Model: "gpt", Cached: true})
+	add(runlog.Call{Time: t0, Instance: "i1", Node: "patch-1", Provider: "openai", Model: "gpt", PromptTokens: 1000,
+		CompletionTokens: 200, CostUSD: 0.02})
+	if err := os.WriteFile(filepath.Join(dir, runlog.CallsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	add(results.Row{results.FieldInstance: "i0", results.FieldMethod: "m", results.FieldModel: "gpt"})
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, _ := mainOut(t, "status", "paid", "--runs", runs)
+	for _, want := range []string{
+		"2 issues x 1 methods", "no spec recorded", "1 done, 0 failed, 1 running, 0 pending",
+		"$0.0300 (2 paid calls, 1 cache hits, 1 failed; 1900 prompt + 200 completion tokens paid)",
+		"projected: $0.0300 (spent + $0.0000 per finished issue x 1 unfinished)",
+		"1 unreadable line(s) in " + filepath.Join(dir, runlog.AttemptsFile),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	out, _ = mainOut(t, "audit", "paid", "--runs", runs)
+	for _, want := range []string{
+		"issue i1", "patch  node patch-1  steps m.patch", "#1 fail", "calls 1 (paid 1, cached 0) 900+0 tokens $0.0100",
+		"error [rate_limit]: 429 too many requests", "input  " + string(in) + " context", "#2 unfinished",
+		"ledger: 2 paid calls $0.0300 (1900+200 tokens), 1 cache hits, 1 failed",
+		"attempts 0 done, 1 failed, 0 memo, 1 unfinished; 2 paid calls $0.0300, 1 cache hits",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit lacks %q:\n%s", want, out)
+		}
+	}
+}
