@@ -113,8 +113,7 @@ func writeSpec(t *testing.T, dir, extra string) string {
 	return p
 }
 
-// fake is a fake endpoint behind a real HTTP server, answering patches with the gold patch when the prompt shows
-// the code it changes, so grading runs the instances' tests.
+// fake is a fake endpoint behind a real HTTP server, answering as goldAnswer does.
 type fake struct {
 	*fakeopenai.Server
 	url string
@@ -129,9 +128,11 @@ func newFake(t *testing.T, runDir string, opts ...fakeopenai.Option) *fake {
 	return &fake{Server: s, url: hs.URL + "/v1"}
 }
 
-// goldAnswer answers a patch call with the instance's gold patch when every line the patch removes is in the prompt
-// (the context showed the code to change), and everything else as fakeopenai.DefaultAnswer does. The instances are
-// read from the run folder's generated dataset at the first patch call.
+// goldAnswer answers a patch call for the dataset's first instance with its gold patch when every line the patch
+// removes is in the prompt (the context showed the code to change), and everything else as
+// fakeopenai.DefaultAnswer does (an empty diff for other patches). So one instance's patches apply and are graded by
+// running its tests, which puts grading among the kill points without making each sweep minutes long. The instance
+// is read from the run folder's generated dataset at the first patch call.
 func goldAnswer(runDir string) func(fakeopenai.ChatRequest) string {
 	type instance struct {
 		title, patch string
@@ -164,6 +165,7 @@ func goldAnswer(runDir string) func(fakeopenai.ChatRequest) string {
 				}
 			}
 			instances = append(instances, in)
+			return
 		}
 	}
 	return func(req fakeopenai.ChatRequest) string {
@@ -435,6 +437,23 @@ type killPoint struct {
 	running  []string
 }
 
+// callDelay is how long the fake takes to answer a model call in TestKilledSweepResumes.
+const callDelay = 100 * time.Millisecond
+
+// dbWithoutKey checks Temporal's database files in the run folder for the key.
+func dbWithoutKey(t *testing.T, runDir string) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(runDir, "temporal.db*"))
+	if len(paths) == 0 {
+		t.Errorf("no temporal.db in %s", runDir)
+	}
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(key)) {
+			t.Errorf("the API key is in %s", p)
+		}
+	}
+}
+
 // TestKilledSweepResumes kills the starter with SIGKILL at 10 random points of an openai demo sweep and restarts it
 // each time; after the 10th kill the sweep runs to completion. The final rows equal an uninterrupted run's, the paid
 // calls exceed that run's by at most the calls in flight at the kills, and the key is nowhere in the run folder or
@@ -458,7 +477,9 @@ func TestKilledSweepResumes(t *testing.T) {
 	spec := writeSpec(t, dir, "")
 	runs := filepath.Join(dir, "runs")
 	runDir := filepath.Join(runs, "fault")
-	f := newFake(t, runDir)
+	// Answers take 100 ms, as a real endpoint's take longer still, so some kills land while a call is answered.
+	f := newFake(t, runDir, fakeopenai.WithDelay("localize", callDelay), fakeopenai.WithDelay("evidence", callDelay),
+		fakeopenai.WithDelay("patch", callDelay))
 	var outputs []*run
 	var points []killPoint
 	began := time.Now()
@@ -498,6 +519,7 @@ func TestKilledSweepResumes(t *testing.T) {
 		kp.inFlight = inFlight + kp.calls - before
 		kp.after = time.Since(restarted)
 		points = append(points, kp)
+		dbWithoutKey(t, runDir) // as the crash left it, write-ahead log included
 		t.Logf("kill %2d at %6s after the restart (%s): %3d calls, %d in flight, running %v",
 			i+1, kp.after.Round(time.Millisecond), kp.trigger, kp.calls, kp.inFlight, kp.running)
 	}
