@@ -437,6 +437,11 @@ type killPoint struct {
 	running  []string
 }
 
+// restartPatience bounds the wait for a restarted sweep's next model call. A resumed activity waits for the
+// heartbeat timeout of the attempt the kill cut off (15 s) and the workflows for their task timeouts, so a minute
+// is slack; a longer wait means the restart is stuck.
+const restartPatience = 2 * time.Minute
+
 // callDelay is how long the fake takes to answer a model call in TestKilledSweepResumes.
 const callDelay = 100 * time.Millisecond
 
@@ -493,7 +498,12 @@ func TestKilledSweepResumes(t *testing.T) {
 			delay = 500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
 			kp.trigger = fmt.Sprintf("%s after the restart", delay.Round(time.Millisecond))
 		} else {
+			deadline := restarted.Add(restartPatience)
 			for f.Calls() < threshold && !r.exited() {
+				if time.Now().After(deadline) {
+					t.Fatalf("restart %d made no call %d in %s (running %v)\nstderr:\n%s", i, threshold,
+						restartPatience, running(runDir, restarted), r.stderr.String())
+				}
 				time.Sleep(2 * time.Millisecond)
 			}
 			delay = time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
