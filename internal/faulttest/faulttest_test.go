@@ -117,6 +117,31 @@ func writeSpec(t *testing.T, dir, extra string) string {
 type fake struct {
 	*fakeopenai.Server
 	url string
+
+	mu   sync.Mutex
+	seen map[string]bool // requests counted by distinct
+	read int             // requests looked at
+}
+
+// distinct is the number of different requests received: the sweep's progress through its model calls, which
+// repeated calls do not advance.
+func (f *fake) distinct() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	reqs := f.Requests()
+	for _, r := range reqs[f.read:] {
+		k := fmt.Sprintf("%s\x00%s\x00%v\x00%v\x00%s", r.Task(), r.Model, deref(r.Seed), deref(r.Temperature), r.Prompt())
+		f.seen[k] = true
+	}
+	f.read = len(reqs)
+	return len(f.seen)
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 func newFake(t *testing.T, runDir string, opts ...fakeopenai.Option) *fake {
@@ -125,7 +150,7 @@ func newFake(t *testing.T, runDir string, opts ...fakeopenai.Option) *fake {
 	s := fakeopenai.New(opts...)
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return &fake{Server: s, url: hs.URL + "/v1"}
+	return &fake{Server: s, url: hs.URL + "/v1", seen: map[string]bool{}}
 }
 
 // goldAnswer answers a patch call for the dataset's first instance with its gold patch when every line the patch
@@ -261,6 +286,7 @@ func (r *run) wait(t *testing.T, what string, timeout time.Duration) {
 type sweep struct {
 	dir      string
 	calls    int
+	distinct int // different requests among the calls
 	perTask  map[string]int
 	rows     map[results.Key]results.Row
 	duration time.Duration
@@ -317,7 +343,8 @@ func runBaseline(t *testing.T) *sweep {
 	if r.err != nil {
 		return &sweep{err: fmt.Errorf("the baseline run: %v\n%s", r.err, r.stderr.String())}
 	}
-	s := &sweep{dir: filepath.Join(runs, "fault"), calls: f.Calls(), perTask: countTasks(f), duration: time.Since(began)}
+	s := &sweep{dir: filepath.Join(runs, "fault"), calls: f.Calls(), distinct: f.distinct(), perTask: countTasks(f),
+		duration: time.Since(began)}
 	s.rows, s.err = readRows(filepath.Join(s.dir, "results.jsonl"))
 	if s.err == nil && len(s.rows) != 6*3 {
 		s.err = fmt.Errorf("the baseline has %d rows, want 6 methods x 3 instances", len(s.rows))
@@ -325,7 +352,8 @@ func runBaseline(t *testing.T) *sweep {
 	if s.err == nil && (s.calls == 0 || f.InFlight() != 0) {
 		s.err = fmt.Errorf("the baseline made %d calls, %d still in flight", s.calls, f.InFlight())
 	}
-	t.Logf("baseline: %d paid calls %v in %s", s.calls, s.perTask, s.duration.Round(time.Millisecond))
+	t.Logf("baseline: %d paid calls (%d different) %v in %s", s.calls, s.distinct, s.perTask,
+		s.duration.Round(time.Millisecond))
 	return s
 }
 
@@ -465,16 +493,30 @@ func dbWithoutKey(t *testing.T, runDir string) {
 // the workflow histories.
 //
 // Kill points: ten call counts drawn from [0, N-3] (N: the uninterrupted run's calls), sorted; each restart waits
-// for the fake to have received that many calls in all and kills 0-400 ms later, landing in a model call, in the
-// parsing and storing after it, or in the CPU and grading steps running beside it. A count already reached at the
-// restart kills 0.5-2 s after it instead: in the embedded server's start, the workers' start, or the resumption of
-// the killed activities. Counts below N-2 leave the sweep unfinished at every kill.
+// for the fake to have received that many different calls (repeats do not count: they are no progress) and kills
+// 0-400 ms later, landing in a model call, in the parsing and storing after it, or in the CPU and grading steps
+// running beside it. A count already reached at the restart (calls come in bursts) either moves on to 1-3 calls
+// past the count reached, or kills 0.5-2 s after the restart: in the embedded server's start, the workers' start, or
+// the resumption of the killed activities. N counts the uninterrupted run's different calls, and counts below N-2
+// leave the sweep unfinished at every kill.
 func TestKilledSweepResumes(t *testing.T) {
 	base := baseline(t)
 	rng := rand.New(rand.NewPCG(seed(t), 0x5eed))
 	thresholds := make([]int, 10)
+	// Every random number is drawn here, before any timing can change how many are drawn, so a seed replays them.
+	limit := max(base.distinct-2, 1) // counts below this leave the sweep unfinished
+	type draw struct {
+		startup    bool          // a count already reached kills in the restart rather than moving on
+		step       int           // how far past the count reached at the restart a moved-on kill waits
+		startDelay time.Duration // after the restart, for a kill in it
+		callDelay  time.Duration // after the count is reached
+	}
+	thresholds, draws := make([]int, 10), make([]draw, 10)
 	for i := range thresholds {
-		thresholds[i] = rng.IntN(max(base.calls-2, 1))
+		thresholds[i] = rng.IntN(limit)
+		draws[i] = draw{startup: rng.IntN(2) == 0, step: 1 + rng.IntN(3),
+			startDelay: 500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond))),
+			callDelay:  time.Duration(rng.Int64N(int64(400 * time.Millisecond)))}
 	}
 	sort.Ints(thresholds)
 
@@ -492,22 +534,25 @@ func TestKilledSweepResumes(t *testing.T) {
 		restarted := time.Now()
 		r := start(t, spec, runs, f)
 		outputs = append(outputs, r)
-		kp := killPoint{}
+		kp, d := killPoint{}, draws[i]
 		var delay time.Duration
-		if f.Calls() >= threshold {
-			delay = 500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
+		if reached := f.distinct(); threshold <= reached && !d.startup && reached+d.step < limit {
+			threshold = reached + d.step
+		}
+		if f.distinct() >= threshold {
+			delay = d.startDelay
 			kp.trigger = fmt.Sprintf("%s after the restart", delay.Round(time.Millisecond))
 		} else {
 			deadline := restarted.Add(restartPatience)
-			for f.Calls() < threshold && !r.exited() {
+			for f.distinct() < threshold && !r.exited() {
 				if time.Now().After(deadline) {
-					t.Fatalf("restart %d made no call %d in %s (running %v)\nstderr:\n%s", i, threshold,
+					t.Fatalf("restart %d reached no distinct call %d in %s (running %v)\nstderr:\n%s", i, threshold,
 						restartPatience, running(runDir, restarted), r.stderr.String())
 				}
 				time.Sleep(2 * time.Millisecond)
 			}
-			delay = time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
-			kp.trigger = fmt.Sprintf("call %d + %s", threshold, delay.Round(time.Millisecond))
+			delay = d.callDelay
+			kp.trigger = fmt.Sprintf("distinct call %d + %s", threshold, delay.Round(time.Millisecond))
 		}
 		select {
 		case <-r.done:
