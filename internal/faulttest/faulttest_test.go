@@ -156,8 +156,9 @@ func newFake(t *testing.T, runDir string, opts ...fakeopenai.Option) *fake {
 // goldAnswer answers a patch call for the dataset's first instance with its gold patch when every line the patch
 // removes is in the prompt (the context showed the code to change), and everything else as
 // fakeopenai.DefaultAnswer does (an empty diff for other patches). So one instance's patches apply and are graded by
-// running its tests, which puts grading among the kill points without making each sweep minutes long. The instance
-// is read from the run folder's generated dataset at the first patch call.
+// running its tests, which puts grading among the kill points without making each sweep minutes long. The gold
+// patch carries keyCheck's file, so those tests also check that the key did not reach them. The instance is read
+// from the run folder's generated dataset at the first patch call.
 func goldAnswer(runDir string) func(fakeopenai.ChatRequest) string {
 	type instance struct {
 		title, patch string
@@ -177,13 +178,18 @@ func goldAnswer(runDir string) func(fakeopenai.ChatRequest) string {
 		sc.Buffer(nil, 1<<24)
 		for sc.Scan() {
 			var rec struct {
+				Repo             string `json:"repo"`
 				ProblemStatement string `json:"problem_statement"`
 				Patch            string `json:"patch"`
 			}
 			if json.Unmarshal(sc.Bytes(), &rec) != nil {
 				continue
 			}
-			in := instance{title: strings.SplitN(rec.ProblemStatement, "\n", 2)[0], patch: rec.Patch}
+			check, err := keyCheck(filepath.Join(runDir, "dataset", "repos", rec.Repo), rec.Patch)
+			if err != nil {
+				return // no patch applies, so no row resolves and the tests' check of resolved rows fails
+			}
+			in := instance{title: strings.SplitN(rec.ProblemStatement, "\n", 2)[0], patch: rec.Patch + check}
 			for line := range strings.SplitSeq(rec.Patch, "\n") {
 				if strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---") && strings.TrimSpace(line[1:]) != "" {
 					in.removed = append(in.removed, line[1:])
@@ -213,6 +219,41 @@ func goldAnswer(runDir string) func(fakeopenai.ChatRequest) string {
 		}
 		return fakeopenai.DefaultAnswer(req)
 	}
+}
+
+// keyCheck returns a diff that adds a file to the package of the gold patch's first file whose init panics when
+// OPENAI_API_KEY is set: appended to the gold patch, it makes the graded tests fail if the key reached them, so a
+// resolved row shows that the tests ran without it. It names the variable only, never the key.
+func keyCheck(repo, gold string) (string, error) {
+	_, rest, ok := strings.Cut(gold, "diff --git a/")
+	if !ok {
+		return "", fmt.Errorf("gold patch without a file header")
+	}
+	file, _, _ := strings.Cut(rest, " ")
+	src, err := os.ReadFile(filepath.Join(repo, file))
+	if err != nil {
+		return "", err
+	}
+	pkg := ""
+	for line := range strings.SplitSeq(string(src), "\n") {
+		if name, ok := strings.CutPrefix(line, "package "); ok {
+			pkg = strings.TrimSpace(name)
+			break
+		}
+	}
+	if pkg == "" {
+		return "", fmt.Errorf("%s has no package clause", file)
+	}
+	path := filepath.ToSlash(filepath.Join(filepath.Dir(file), "zz_keycheck_test.go"))
+	lines := []string{"package " + pkg, "", `import "os"`, "", "func init() {",
+		`	if os.Getenv("OPENAI_API_KEY") != "" {`, `		panic("the API key reached the graded tests")`, "	}", "}"}
+	var b strings.Builder
+	fmt.Fprintf(&b, "diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1,%d @@\n",
+		path, path, path, len(lines))
+	for _, l := range lines {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String(), nil
 }
 
 // run is one starter process.
@@ -349,11 +390,20 @@ func runBaseline(t *testing.T) *sweep {
 	if s.err == nil && len(s.rows) != 6*3 {
 		s.err = fmt.Errorf("the baseline has %d rows, want 6 methods x 3 instances", len(s.rows))
 	}
+	resolved := 0
+	for _, r := range s.rows {
+		if ok, _ := r.Bool(results.FieldResolved); ok {
+			resolved++
+		}
+	}
+	if s.err == nil && resolved == 0 {
+		s.err = fmt.Errorf("no row of the baseline resolves: the gold patches with their key check were not graded")
+	}
 	if s.err == nil && (s.calls == 0 || f.InFlight() != 0) {
 		s.err = fmt.Errorf("the baseline made %d calls, %d still in flight", s.calls, f.InFlight())
 	}
-	t.Logf("baseline: %d paid calls (%d different) %v in %s", s.calls, s.distinct, s.perTask,
-		s.duration.Round(time.Millisecond))
+	t.Logf("baseline: %d paid calls (%d different) %v in %s; %d rows resolved, graded without the key", s.calls,
+		s.distinct, s.perTask, s.duration.Round(time.Millisecond), resolved)
 	return s
 }
 
