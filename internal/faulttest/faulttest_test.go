@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
@@ -125,7 +126,10 @@ type fake struct {
 
 // distinct is the number of different requests received: the sweep's progress through its model calls, which
 // repeated calls do not advance.
-func (f *fake) distinct() int {
+func (f *fake) distinct() int { return len(f.requestSet()) }
+
+// requestSet returns the different requests received, each as task, model, seed, temperature and prompt.
+func (f *fake) requestSet() map[string]bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	reqs := f.Requests()
@@ -134,7 +138,27 @@ func (f *fake) distinct() int {
 		f.seen[k] = true
 	}
 	f.read = len(reqs)
-	return len(f.seen)
+	return f.seen
+}
+
+// sameRequests checks that a resumed sweep asked the model exactly what the uninterrupted one asked: no question
+// lost, and none that a restart changed (a different prompt, seed or temperature would be paid for and change
+// results).
+func sameRequests(t *testing.T, f *fake, base *sweep) {
+	t.Helper()
+	got := f.requestSet()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range base.requests {
+		if !got[k] {
+			t.Errorf("the resumed sweep never made the call %.200q", k)
+		}
+	}
+	for k := range got {
+		if !base.requests[k] {
+			t.Errorf("the resumed sweep made a call the uninterrupted one did not: %.200q", k)
+		}
+	}
 }
 
 func deref[T any](p *T) any {
@@ -327,7 +351,8 @@ func (r *run) wait(t *testing.T, what string, timeout time.Duration) {
 type sweep struct {
 	dir      string
 	calls    int
-	distinct int // different requests among the calls
+	distinct int             // different requests among the calls
+	requests map[string]bool // those requests (see fake.requestSet)
 	perTask  map[string]int
 	rows     map[results.Key]results.Row
 	duration time.Duration
@@ -385,7 +410,7 @@ func runBaseline(t *testing.T) *sweep {
 		return &sweep{err: fmt.Errorf("the baseline run: %v\n%s", r.err, r.stderr.String())}
 	}
 	s := &sweep{dir: filepath.Join(runs, "fault"), calls: f.Calls(), distinct: f.distinct(), perTask: countTasks(f),
-		duration: time.Since(began)}
+		duration: time.Since(began), requests: maps.Clone(f.requestSet())}
 	s.rows, s.err = readRows(filepath.Join(s.dir, "results.jsonl"))
 	if s.err == nil && len(s.rows) != 6*3 {
 		s.err = fmt.Errorf("the baseline has %d rows, want 6 methods x 3 instances", len(s.rows))
@@ -651,9 +676,7 @@ func TestKilledSweepResumes(t *testing.T) {
 		t.Errorf("%d paid calls, more than the uninterrupted run's %d plus the %d in flight at the kills",
 			calls, base.calls, inFlight)
 	}
-	if calls < base.calls {
-		t.Errorf("%d paid calls, fewer than the uninterrupted run's %d: some step never called the model", calls, base.calls)
-	}
+	sameRequests(t, f, base)
 	if !f.LastAuthorizedWith(key) {
 		t.Error("the fake never received the key, so its absence below proves nothing")
 	}
@@ -704,9 +727,10 @@ func TestKilledDuringPatchCall(t *testing.T) {
 	calls := f.Calls()
 	t.Logf("paid calls: uninterrupted %d %v; killed during a patch call and resumed %d %v",
 		base.calls, base.perTask, calls, countTasks(f))
-	if calls > base.calls+1 || calls < base.calls {
+	if calls > base.calls+1 {
 		t.Errorf("%d paid calls, want the uninterrupted run's %d plus at most the one in flight", calls, base.calls)
 	}
+	sameRequests(t, f, base)
 	noKey(t, runDir, []*run{r, final})
 }
 
