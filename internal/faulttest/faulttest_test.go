@@ -567,17 +567,15 @@ func dbWithoutKey(t *testing.T, runDir string) {
 // calls exceed that run's by at most the calls in flight at the kills, and the key is nowhere in the run folder or
 // the workflow histories.
 //
-// Kill points: ten call counts drawn from [0, N-3] (N: the uninterrupted run's calls), sorted; each restart waits
-// for the fake to have received that many different calls (repeats do not count: they are no progress) and kills
+// Kill points: ten call counts drawn from [0, N-3] (N: the uninterrupted run's different calls), sorted; each
+// restart waits for the fake to have received that many different calls (repeats are no progress) and kills
 // 0-400 ms later, landing in a model call, in the parsing and storing after it, or in the CPU and grading steps
 // running beside it. A count already reached at the restart (calls come in bursts) either moves on to 1-3 calls
 // past the count reached, or kills 0.5-2 s after the restart: in the embedded server's start, the workers' start, or
-// the resumption of the killed activities. N counts the uninterrupted run's different calls, and counts below N-2
-// leave the sweep unfinished at every kill.
+// the resumption of the killed activities. Counts below N-2 leave the sweep unfinished at every kill.
 func TestKilledSweepResumes(t *testing.T) {
 	base := baseline(t)
 	rng := rand.New(rand.NewPCG(seed(t), 0x5eed))
-	thresholds := make([]int, 10)
 	// Every random number is drawn here, before any timing can change how many are drawn, so a seed replays them.
 	limit := max(base.distinct-2, 1) // counts below this leave the sweep unfinished
 	type draw struct {
