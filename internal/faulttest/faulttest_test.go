@@ -548,13 +548,11 @@ const restartPatience = 2 * time.Minute
 // callDelay is how long the fake takes to answer a model call in TestKilledSweepResumes.
 const callDelay = 100 * time.Millisecond
 
-// dbWithoutKey checks Temporal's database files in the run folder for the key.
+// dbWithoutKey checks Temporal's database files in the run folder for the key (a kill in the first start may come
+// before they exist; noKey requires them at the end).
 func dbWithoutKey(t *testing.T, runDir string) {
 	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(runDir, "temporal.db*"))
-	if len(paths) == 0 {
-		t.Errorf("no temporal.db in %s", runDir)
-	}
 	for _, p := range paths {
 		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(key)) {
 			t.Errorf("the API key is in %s", p)
