@@ -114,6 +114,8 @@ type Server struct {
 	calls      int
 	perTask    map[string]int
 	embeddings int
+	inFlight   map[string]int // chat requests whose handler runs, by task; "" counts every task
+	delays     map[string]time.Duration
 	sawAuth    bool
 	lastAuth   [32]byte
 	requests   []ChatRequest
@@ -153,12 +155,19 @@ func WithKey(key string) Option {
 	}
 }
 
+// WithDelay holds every chat answer for a task (see ChatRequest.Task) for d before it is written, so a test can act
+// while such a call is in flight (InFlightFor). The wait ends early when the client goes away.
+func WithDelay(task string, d time.Duration) Option {
+	return func(s *Server) { s.delays[task] = d }
+}
+
 // WithDimensions sets the length of embedding vectors (default 64) when a request does not ask for one.
 func WithDimensions(n int) Option { return func(s *Server) { s.dims = n } }
 
 // New returns a fake endpoint; serve it with httptest.NewServer(s) and point OPENAI_BASE_URL at its URL + "/v1".
 func New(opts ...Option) *Server {
-	s := &Server{answer: DefaultAnswer, retryAfter: 10 * time.Millisecond, dims: 64, perTask: map[string]int{}}
+	s := &Server{answer: DefaultAnswer, retryAfter: 10 * time.Millisecond, dims: 64, perTask: map[string]int{},
+		inFlight: map[string]int{}, delays: map[string]time.Duration{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -172,6 +181,33 @@ func (s *Server) Fail(n int, f Failure) {
 	for range n {
 		s.failures = append(s.failures, f)
 	}
+}
+
+// SetDelay changes a task's delay (see WithDelay) on a running server; 0 removes it. Calls already waiting keep
+// the delay they started with.
+func (s *Server) SetDelay(task string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		delete(s.delays, task)
+		return
+	}
+	s.delays[task] = d
+}
+
+// InFlight is the number of chat completion requests being handled now: received and not yet answered (a call
+// the client gave up on counts until its handler returns).
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight[""]
+}
+
+// InFlightFor is InFlight for one task.
+func (s *Server) InFlightFor(task string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight[task]
 }
 
 // Calls is the number of chat completion requests received, failed ones included.
@@ -258,15 +294,33 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var req ChatRequest
 	err := json.NewDecoder(r.Body).Decode(&req)
 	req.TaskName = r.Header.Get(TaskHeader)
+	task := req.Task()
 	s.mu.Lock()
 	s.calls++
-	s.perTask[req.Task()]++
+	s.perTask[task]++
+	s.inFlight[""]++
+	s.inFlight[task]++
 	s.requests = append(s.requests, req)
 	var fail Failure
 	if len(s.failures) > 0 {
 		fail, s.failures = s.failures[0], s.failures[1:]
 	}
+	delay := s.delays[task]
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight[""]--
+		s.inFlight[task]--
+		s.mu.Unlock()
+	}()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-r.Context().Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 
 	if !s.authorize(w, r) {
 		return

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -249,5 +250,59 @@ func TestWords(t *testing.T) {
 	got := fmt.Sprint(words("CSVReader parse_file HTTP2Server getURLPath the"))
 	if want := "[csv reader parse http server get url path]"; got != want {
 		t.Errorf("words %s, want %s", got, want)
+	}
+}
+
+// TestDelayAndInFlight holds a task's answers while the gauges count them, lets a client that gives up end the wait,
+// and lifts the delay on a running server.
+func TestDelayAndInFlight(t *testing.T) {
+	s := New(WithDelay("patch", time.Minute))
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	url := ts.URL + "/v1/chat/completions"
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set(TaskHeader, "patch")
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.InFlightFor("patch") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the delayed call never showed in flight")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A call of another task is answered at once while the patch waits, and is not in flight afterwards.
+	if r := post(t, url, "", "localize", body); r.StatusCode != 200 {
+		t.Errorf("localize: %d", r.StatusCode)
+	}
+	if s.InFlight() != 1 || s.InFlightFor("localize") != 0 || s.Calls() != 2 {
+		t.Errorf("in flight %d (localize %d), calls %d; want 1, 0, 2", s.InFlight(), s.InFlightFor("localize"), s.Calls())
+	}
+	cancel() // the client goes away, as a killed process does
+	if err := <-done; err == nil {
+		t.Error("the canceled call got an answer")
+	}
+	for s.InFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned call stayed in flight")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	s.SetDelay("patch", 0)
+	start := time.Now()
+	if r := post(t, url, "", "patch", body); r.StatusCode != 200 || time.Since(start) > 5*time.Second {
+		t.Errorf("patch after the delay was lifted: %d in %s", r.StatusCode, time.Since(start))
+	}
+	if s.CallsFor("patch") != 2 || s.InFlightFor("patch") != 0 {
+		t.Errorf("patch calls %d, in flight %d", s.CallsFor("patch"), s.InFlightFor("patch"))
 	}
 }

@@ -30,7 +30,8 @@ import (
 
 // Options configure an embedded server.
 type Options struct {
-	// DBFile is the SQLite database; its schema is created only when the file does not exist yet.
+	// DBFile is the SQLite database; its schema is created only when the file does not exist yet (or its creation
+	// was cut short: see Start).
 	DBFile string
 	// LogFile receives the server's own logs (they are too noisy for a console).
 	LogFile string
@@ -78,10 +79,26 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			"_synchronous":  "2",
 		},
 	}
+	// A database whose creation a kill cut short must not pass for a finished one (its tables would be missing
+	// forever): a marker file exists while the schema and namespace are created, and a database found beside it is
+	// removed and created again. It holds no workflow yet, so nothing is lost.
+	creating := o.DBFile + ".creating"
+	if _, err := os.Stat(creating); err == nil {
+		for _, p := range []string{o.DBFile, o.DBFile + "-wal", o.DBFile + "-shm"} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("embedded temporal: removing a database left half created: %w", err)
+			}
+		}
+	}
+	created := false
 	if _, err := os.Stat(o.DBFile); errors.Is(err, os.ErrNotExist) {
+		if err := syncedMarker(creating, true); err != nil {
+			return nil, fmt.Errorf("embedded temporal: %w", err)
+		}
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
 			return nil, fmt.Errorf("embedded temporal: creating schema in %s: %w", o.DBFile, err)
 		}
+		created = true
 	}
 	const clusterName = "active"
 	nsCfg, err := sqlite.NewNamespaceConfig(clusterName, o.Namespace, false, nil)
@@ -90,6 +107,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	if err := sqlite.CreateNamespaces(sqlCfg, nsCfg); err != nil {
 		return nil, fmt.Errorf("embedded temporal: creating namespace %q in %s: %w", o.Namespace, o.DBFile, err)
+	}
+	if created {
+		if err := syncedMarker(creating, false); err != nil {
+			return nil, fmt.Errorf("embedded temporal: %w", err)
+		}
 	}
 
 	cfg := serverConfig(sqlCfg, ports, clusterName)
@@ -136,6 +158,28 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// syncedMarker creates (or removes) an empty marker file and syncs its folder, so the marker's presence survives a
+// crash of the machine as well as of the process.
+func syncedMarker(path string, present bool) error {
+	if present {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	} else if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }
 
 // HostPort is the frontend's gRPC address, for clients and workers.

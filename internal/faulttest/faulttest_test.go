@@ -1,0 +1,863 @@
+package faulttest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"ctxlab/activities/runlog"
+	"ctxlab/internal/cluster"
+	"ctxlab/internal/fakeopenai"
+	"ctxlab/results"
+	"ctxlab/starter/embedded"
+)
+
+// key is the API key the starter gets; it must appear nowhere but in the requests to the fake endpoint.
+const key = "sk-ctxlab-fault-DO-NOT-LEAK-5e2b91c7d04a83f6"
+
+// seedEnv replays a test's kill points.
+const seedEnv = "CTXLAB_FAULT_SEED"
+
+// specOverrides make the demo spec an openai sweep small enough to kill ten times in a few minutes: three instances,
+// the methods up to CQ2-CARE's ablations (the baselines' only model call is a patch, which these make too) and a
+// price table, so rows carry costs.
+const specOverrides = "{ name: 'fault', dataset+: { limit: 3 }, methods: super.methods[0:6], " +
+	"models: [super.models[0] + { price: { input: 2.5, output: 10 } }] }"
+
+// varyingFields are row fields that legitimately differ between two runs of the same spec, so the comparison of a
+// killed sweep's rows with an uninterrupted sweep's skips them. results/row.go and the activities define no other
+// field that measures time, counts attempts or names a process:
+//   - grade_seconds is the wall time the instance's tests took.
+var varyingFields = []string{"grade_seconds"}
+
+var (
+	buildOnce  sync.Once
+	starterBin string
+	buildErr   error
+	tmpRoot    string // removed after the tests: the starter binary and the shared baseline's runs folder
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	tmpRoot, err = os.MkdirTemp("", "faulttest")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(tmpRoot)
+	os.Exit(code)
+}
+
+// repoRoot is the module root, where specs/ and starter/ live.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(wd, "..", "..")
+}
+
+// starterBinary builds the starter once per test binary: a real process to kill, with its embedded Temporal server
+// inside it.
+func starterBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		starterBin = filepath.Join(tmpRoot, "starter")
+		cmd := exec.Command("go", "build", "-o", starterBin, "./starter")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the starter: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return starterBin
+}
+
+// writeSpec writes the demo spec with specOverrides and extra overrides (a Jsonnet object) into dir.
+func writeSpec(t *testing.T, dir, extra string) string {
+	t.Helper()
+	src := "(import '" + filepath.Join(repoRoot(t), "specs", "demo.jsonnet") + "') + " + specOverrides
+	if extra != "" {
+		src += " + " + extra
+	}
+	p := filepath.Join(dir, "spec.jsonnet")
+	if err := os.WriteFile(p, []byte(src+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fake is a fake endpoint behind a real HTTP server, answering as goldAnswer does.
+type fake struct {
+	*fakeopenai.Server
+	url string
+
+	mu   sync.Mutex
+	seen map[string]bool // requests counted by distinct
+	read int             // requests looked at
+}
+
+// distinct is the number of different requests received: the sweep's progress through its model calls, which
+// repeated calls do not advance.
+func (f *fake) distinct() int { return len(f.requestSet()) }
+
+// requestSet returns the different requests received, each as task, model, seed, temperature and prompt.
+func (f *fake) requestSet() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	reqs := f.Requests()
+	for _, r := range reqs[f.read:] {
+		k := fmt.Sprintf("%s\x00%s\x00%v\x00%v\x00%s", r.Task(), r.Model, deref(r.Seed), deref(r.Temperature), r.Prompt())
+		f.seen[k] = true
+	}
+	f.read = len(reqs)
+	return f.seen
+}
+
+// sameRequests checks that a resumed sweep asked the model exactly what the uninterrupted one asked: no question
+// lost, and none that a restart changed (a different prompt, seed or temperature would be paid for and change
+// results).
+func sameRequests(t *testing.T, f *fake, base *sweep) {
+	t.Helper()
+	got := f.requestSet()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range base.requests {
+		if !got[k] {
+			t.Errorf("the resumed sweep never made the call %.200q", k)
+		}
+	}
+	for k := range got {
+		if !base.requests[k] {
+			t.Errorf("the resumed sweep made a call the uninterrupted one did not: %.200q", k)
+		}
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func newFake(t *testing.T, runDir string, opts ...fakeopenai.Option) *fake {
+	t.Helper()
+	opts = append([]fakeopenai.Option{fakeopenai.WithKey(key), fakeopenai.WithAnswer(goldAnswer(runDir))}, opts...)
+	s := fakeopenai.New(opts...)
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return &fake{Server: s, url: hs.URL + "/v1", seen: map[string]bool{}}
+}
+
+// goldAnswer answers a patch call for the dataset's first instance with its gold patch when every line the patch
+// removes is in the prompt (the context showed the code to change), and everything else as
+// fakeopenai.DefaultAnswer does (an empty diff for other patches). So one instance's patches apply and are graded by
+// running its tests, which puts grading among the kill points without making each sweep minutes long. The gold
+// patch carries keyCheck's file, so those tests also check that the key did not reach them. The instance is read
+// from the run folder's generated dataset at the first patch call.
+func goldAnswer(runDir string) func(fakeopenai.ChatRequest) string {
+	type instance struct {
+		title, patch string
+		removed      []string
+	}
+	var (
+		once      sync.Once
+		instances []instance
+	)
+	load := func() {
+		f, err := os.Open(filepath.Join(runDir, "dataset", "demo.jsonl"))
+		if err != nil {
+			return // every patch gets the default (empty) answer; the rows comparison still holds
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			var rec struct {
+				Repo             string `json:"repo"`
+				ProblemStatement string `json:"problem_statement"`
+				Patch            string `json:"patch"`
+			}
+			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+				continue
+			}
+			check, err := keyCheck(filepath.Join(runDir, "dataset", "repos", rec.Repo), rec.Patch)
+			if err != nil {
+				return // no patch applies, so no row resolves and the tests' check of resolved rows fails
+			}
+			in := instance{title: strings.SplitN(rec.ProblemStatement, "\n", 2)[0], patch: rec.Patch + check}
+			for line := range strings.SplitSeq(rec.Patch, "\n") {
+				if strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "---") && strings.TrimSpace(line[1:]) != "" {
+					in.removed = append(in.removed, line[1:])
+				}
+			}
+			instances = append(instances, in)
+			return
+		}
+	}
+	return func(req fakeopenai.ChatRequest) string {
+		if req.Task() != "patch" {
+			return fakeopenai.DefaultAnswer(req)
+		}
+		once.Do(load)
+		prompt := req.Prompt()
+		for _, in := range instances {
+			if in.title == "" || !strings.Contains(prompt, in.title) || len(in.removed) == 0 {
+				continue
+			}
+			shown := true
+			for _, l := range in.removed {
+				shown = shown && strings.Contains(prompt, l)
+			}
+			if shown {
+				return "Here is the fix.\n\n```diff\n" + in.patch + "```\n"
+			}
+		}
+		return fakeopenai.DefaultAnswer(req)
+	}
+}
+
+// keyCheck returns a diff that adds a file to the package of the gold patch's first file whose init panics when
+// OPENAI_API_KEY is set: appended to the gold patch, it makes the graded tests fail if the key reached them, so a
+// resolved row shows that the tests ran without it. It names the variable only, never the key.
+func keyCheck(repo, gold string) (string, error) {
+	_, rest, ok := strings.Cut(gold, "diff --git a/")
+	if !ok {
+		return "", fmt.Errorf("gold patch without a file header")
+	}
+	file, _, _ := strings.Cut(rest, " ")
+	src, err := os.ReadFile(filepath.Join(repo, file))
+	if err != nil {
+		return "", err
+	}
+	pkg := ""
+	for line := range strings.SplitSeq(string(src), "\n") {
+		if name, ok := strings.CutPrefix(line, "package "); ok {
+			pkg = strings.TrimSpace(name)
+			break
+		}
+	}
+	if pkg == "" {
+		return "", fmt.Errorf("%s has no package clause", file)
+	}
+	path := filepath.ToSlash(filepath.Join(filepath.Dir(file), "zz_keycheck_test.go"))
+	lines := []string{"package " + pkg, "", `import "os"`, "", "func init() {",
+		`	if os.Getenv("OPENAI_API_KEY") != "" {`, `		panic("the API key reached the graded tests")`, "	}", "}"}
+	var b strings.Builder
+	fmt.Fprintf(&b, "diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1,%d @@\n",
+		path, path, path, len(lines))
+	for _, l := range lines {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String(), nil
+}
+
+// run is one starter process.
+type run struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan struct{}
+	err            error
+}
+
+// start starts the starter on spec with the run folder under runs, pointed at the fake endpoint with the key in its
+// environment only. It runs in its own process group, so a kill takes the test commands grading runs with it, as a
+// crash of the machine would.
+func start(t *testing.T, spec, runs string, f *fake) *run {
+	t.Helper()
+	cmd := exec.Command(starterBinary(t), "run", spec, "--runs", runs, "--ext-str", "model=openai", "--quiet")
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "CTXLAB_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "OPENAI_BASE_URL="+f.url, "OPENAI_API_KEY="+key)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r := &run{cmd: cmd, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the starter: %v", err)
+	}
+	go func() { r.err = cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() { r.kill() })
+	return r
+}
+
+// kill sends SIGKILL to the starter's process group and waits for the starter to die.
+func (r *run) kill() {
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	<-r.done
+}
+
+// exited reports whether the process ended on its own.
+func (r *run) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the starter to finish, failing the test on a timeout or an exit other than 0.
+func (r *run) wait(t *testing.T, what string, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(timeout):
+		r.kill()
+		t.Fatalf("%s did not finish in %s\nstderr:\n%s", what, timeout, r.stderr.String())
+	}
+	if r.err != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", what, r.err, r.stdout.String(), r.stderr.String())
+	}
+}
+
+// sweep is a finished run's facts.
+type sweep struct {
+	dir      string
+	calls    int
+	distinct int             // different requests among the calls
+	requests map[string]bool // those requests (see fake.requestSet)
+	perTask  map[string]int
+	rows     map[results.Key]results.Row
+	duration time.Duration
+	err      error
+}
+
+var tasks = []string{"localize", "evidence", "patch", ""}
+
+func countTasks(f *fake) map[string]int {
+	out := map[string]int{}
+	for _, task := range tasks {
+		if n := f.CallsFor(task); n > 0 {
+			out[task] = n
+		}
+	}
+	return out
+}
+
+var (
+	baselineMu  sync.Mutex
+	baselineRun *sweep
+)
+
+// baseline is one uninterrupted run of the fault spec against its own fake, shared by the tests.
+func baseline(t *testing.T) *sweep {
+	t.Helper()
+	baselineMu.Lock()
+	defer baselineMu.Unlock()
+	if baselineRun == nil {
+		baselineRun = runBaseline(t)
+	}
+	if baselineRun.err != nil {
+		t.Fatal(baselineRun.err)
+	}
+	return baselineRun
+}
+
+func runBaseline(t *testing.T) *sweep {
+	dir, err := os.MkdirTemp(tmpRoot, "baseline")
+	if err != nil {
+		return &sweep{err: err}
+	}
+	spec := writeSpec(t, dir, "")
+	runs := filepath.Join(dir, "runs")
+	f := newFake(t, filepath.Join(runs, "fault"))
+	began := time.Now()
+	r := start(t, spec, runs, f)
+	select {
+	case <-r.done:
+	case <-time.After(5 * time.Minute):
+		r.kill()
+		return &sweep{err: fmt.Errorf("the baseline run did not finish in 5 minutes\n%s", r.stderr.String())}
+	}
+	if r.err != nil {
+		return &sweep{err: fmt.Errorf("the baseline run: %v\n%s", r.err, r.stderr.String())}
+	}
+	s := &sweep{dir: filepath.Join(runs, "fault"), calls: f.Calls(), distinct: f.distinct(), perTask: countTasks(f),
+		duration: time.Since(began), requests: maps.Clone(f.requestSet())}
+	s.rows, s.err = readRows(filepath.Join(s.dir, "results.jsonl"))
+	if s.err == nil && len(s.rows) != 6*3 {
+		s.err = fmt.Errorf("the baseline has %d rows, want 6 methods x 3 instances", len(s.rows))
+	}
+	resolved := 0
+	for _, r := range s.rows {
+		if ok, _ := r.Bool(results.FieldResolved); ok {
+			resolved++
+		}
+	}
+	if s.err == nil && resolved == 0 {
+		s.err = fmt.Errorf("no row of the baseline resolves: the gold patches with their key check were not graded")
+	}
+	if s.err == nil && (s.calls == 0 || f.InFlight() != 0) {
+		s.err = fmt.Errorf("the baseline made %d calls, %d still in flight", s.calls, f.InFlight())
+	}
+	t.Logf("baseline: %d paid calls (%d different) %v in %s; %d rows resolved, graded without the key", s.calls,
+		s.distinct, s.perTask, s.duration.Round(time.Millisecond), resolved)
+	return s
+}
+
+func readRows(path string) (map[results.Key]results.Row, error) {
+	rows, bad, err := results.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("%s has unreadable lines: %+v", path, bad)
+	}
+	out := map[results.Key]results.Row{}
+	for _, r := range rows {
+		if _, dup := out[r.Key()]; dup {
+			return nil, fmt.Errorf("%s: row %v written twice", path, r.Key())
+		}
+		out[r.Key()] = r
+	}
+	return out, nil
+}
+
+// sameRows reports every difference between two runs' rows, fields in varyingFields aside.
+func sameRows(t *testing.T, got, want map[results.Key]results.Row) {
+	t.Helper()
+	skip := map[string]bool{}
+	for _, f := range varyingFields {
+		skip[f] = true
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("row %v missing", k)
+			continue
+		}
+		for _, f := range unionKeys(g, w) {
+			if !skip[f] && !reflect.DeepEqual(g[f], w[f]) {
+				t.Errorf("row %v: %s = %v, uninterrupted run %v", k, f, g[f], w[f])
+			}
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("row %v is not in the uninterrupted run", k)
+		}
+	}
+}
+
+func unionKeys(a, b results.Row) []string {
+	seen := map[string]bool{}
+	for k := range a {
+		seen[k] = true
+	}
+	for k := range b {
+		seen[k] = true
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// seed is the kill points' seed: CTXLAB_FAULT_SEED when set, else the time.
+func seed(t *testing.T) uint64 {
+	t.Helper()
+	s := uint64(time.Now().UnixNano())
+	if v := os.Getenv(seedEnv); v != "" {
+		var err error
+		if s, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("%s=%q: %v", seedEnv, v, err)
+		}
+	}
+	t.Logf("seed %d (replay with %s=%d)", s, seedEnv, s)
+	return s
+}
+
+// running lists the node activities that started at or after since and had not ended when the attempts file was
+// read: where a kill landed.
+func running(dir string, since time.Time) []string {
+	as, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
+	open := map[string]string{}
+	for _, a := range as {
+		if a.Time.Before(since) {
+			continue
+		}
+		id := a.Workflow + "|" + a.Node + "|" + strconv.Itoa(int(a.Attempt))
+		switch a.Event {
+		case runlog.EventStart:
+			open[id] = a.Instance + ":" + a.Step
+		case runlog.EventDone, runlog.EventFail:
+			delete(open, id)
+		}
+	}
+	out := make([]string, 0, len(open))
+	for _, s := range open {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// killPoint is where one kill landed.
+type killPoint struct {
+	trigger  string
+	after    time.Duration // since the restart
+	calls    int           // the fake's calls at the kill
+	inFlight int           // calls in flight at the kill (see TestKilledSweepResumes)
+	running  []string
+}
+
+// restartPatience bounds the wait for a restarted sweep's next model call. A resumed activity waits for the
+// heartbeat timeout of the attempt the kill cut off (15 s) and the workflows for their task timeouts, so a minute
+// is slack; a longer wait means the restart is stuck.
+const restartPatience = 2 * time.Minute
+
+// callDelay is how long the fake takes to answer a model call in TestKilledSweepResumes.
+const callDelay = 100 * time.Millisecond
+
+// dbWithoutKey checks Temporal's database files in the run folder for the key (a kill in the first start may come
+// before they exist; noKey requires them at the end).
+func dbWithoutKey(t *testing.T, runDir string) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(runDir, "temporal.db*"))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(key)) {
+			t.Errorf("the API key is in %s", p)
+		}
+	}
+}
+
+// TestKilledSweepResumes kills the starter with SIGKILL at 10 random points of an openai demo sweep and restarts it
+// each time; after the 10th kill the sweep runs to completion. The final rows equal an uninterrupted run's, the paid
+// calls exceed that run's by at most the calls in flight at the kills, and the key is nowhere in the run folder or
+// the workflow histories.
+//
+// Kill points: ten call counts drawn from [0, N-3] (N: the uninterrupted run's different calls), sorted; each
+// restart waits for the fake to have received that many different calls (repeats are no progress) and kills
+// 0-400 ms later, landing in a model call, in the parsing and storing after it, or in the CPU and grading steps
+// running beside it. A count already reached at the restart (calls come in bursts) either moves on to 1-3 calls
+// past the count reached, or kills 0.5-2 s after the restart: in the embedded server's start, the workers' start, or
+// the resumption of the killed activities. Counts below N-2 leave the sweep unfinished at every kill.
+func TestKilledSweepResumes(t *testing.T) {
+	base := baseline(t)
+	rng := rand.New(rand.NewPCG(seed(t), 0x5eed))
+	// Every random number is drawn here, before any timing can change how many are drawn, so a seed replays them.
+	limit := max(base.distinct-2, 1) // counts below this leave the sweep unfinished
+	type draw struct {
+		startup    bool          // a count already reached kills in the restart rather than moving on
+		step       int           // how far past the count reached at the restart a moved-on kill waits
+		startDelay time.Duration // after the restart, for a kill in it
+		callDelay  time.Duration // after the count is reached
+	}
+	thresholds, draws := make([]int, 10), make([]draw, 10)
+	for i := range thresholds {
+		thresholds[i] = rng.IntN(limit)
+		draws[i] = draw{startup: rng.IntN(2) == 0, step: 1 + rng.IntN(3),
+			startDelay: 500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond))),
+			callDelay:  time.Duration(rng.Int64N(int64(400 * time.Millisecond)))}
+	}
+	sort.Ints(thresholds)
+
+	dir := t.TempDir()
+	spec := writeSpec(t, dir, "")
+	runs := filepath.Join(dir, "runs")
+	runDir := filepath.Join(runs, "fault")
+	// Answers take 100 ms, as a real endpoint's take longer still, so some kills land while a call is answered.
+	f := newFake(t, runDir, fakeopenai.WithDelay("localize", callDelay), fakeopenai.WithDelay("evidence", callDelay),
+		fakeopenai.WithDelay("patch", callDelay))
+	var outputs []*run
+	var points []killPoint
+	began := time.Now()
+	for i, threshold := range thresholds {
+		restarted := time.Now()
+		r := start(t, spec, runs, f)
+		outputs = append(outputs, r)
+		kp, d := killPoint{}, draws[i]
+		var delay time.Duration
+		if reached := f.distinct(); threshold <= reached && !d.startup && reached+d.step < limit {
+			threshold = reached + d.step
+		}
+		if f.distinct() >= threshold {
+			delay = d.startDelay
+			kp.trigger = fmt.Sprintf("%s after the restart", delay.Round(time.Millisecond))
+		} else {
+			deadline := restarted.Add(restartPatience)
+			for f.distinct() < threshold && !r.exited() {
+				if time.Now().After(deadline) {
+					t.Fatalf("restart %d reached no distinct call %d in %s (running %v)\nstderr:\n%s", i, threshold,
+						restartPatience, running(runDir, restarted), r.stderr.String())
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			delay = d.callDelay
+			kp.trigger = fmt.Sprintf("distinct call %d + %s", threshold, delay.Round(time.Millisecond))
+		}
+		select {
+		case <-r.done:
+		case <-time.After(delay):
+		}
+		if r.exited() {
+			if r.err != nil {
+				t.Fatalf("restart %d failed before its kill: %v\nstderr:\n%s", i, r.err, r.stderr.String())
+			}
+			t.Fatalf("the sweep finished before kill %d (%s); the kill points assume it cannot\nstdout:\n%s",
+				i+1, kp.trigger, r.stdout.String())
+		}
+		// Calls in flight at the kill: those being answered just before it, and those that arrived between that
+		// sample and the kill (counted once the process is gone and no call can arrive).
+		before, inFlight := f.Calls(), f.InFlight()
+		kp.running = running(runDir, restarted)
+		r.kill()
+		kp.calls = f.Calls()
+		kp.inFlight = inFlight + kp.calls - before
+		kp.after = time.Since(restarted)
+		points = append(points, kp)
+		dbWithoutKey(t, runDir) // as the crash left it, write-ahead log included
+		t.Logf("kill %2d at %6s after the restart (%s): %3d calls, %d in flight, running %v",
+			i+1, kp.after.Round(time.Millisecond), kp.trigger, kp.calls, kp.inFlight, kp.running)
+	}
+	final := start(t, spec, runs, f)
+	outputs = append(outputs, final)
+	final.wait(t, "the run after the last kill", 5*time.Minute)
+	t.Logf("faulted run: 10 kills and 11 starts in %s (the uninterrupted run: %s)",
+		time.Since(began).Round(time.Millisecond), base.duration.Round(time.Millisecond))
+
+	rows, err := readRows(filepath.Join(runDir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, rows, base.rows)
+
+	inFlight := 0
+	for _, p := range points {
+		inFlight += p.inFlight
+	}
+	calls := f.Calls()
+	t.Logf("paid calls: uninterrupted %d %v; killed and resumed %d %v; in flight at the kills %d; repeated %d",
+		base.calls, base.perTask, calls, countTasks(f), inFlight, calls-base.calls)
+	if calls > base.calls+inFlight {
+		t.Errorf("%d paid calls, more than the uninterrupted run's %d plus the %d in flight at the kills",
+			calls, base.calls, inFlight)
+	}
+	sameRequests(t, f, base)
+	if !f.LastAuthorizedWith(key) {
+		t.Error("the fake never received the key, so its absence below proves nothing")
+	}
+	noKey(t, runDir, outputs)
+}
+
+// TestKilledDuringPatchCall kills the starter while the fake holds a patch call's answer, with one model call at a
+// time (the llm queue's concurrency is 1), so exactly that call is in flight; after a restart the sweep completes
+// with the uninterrupted run's rows and at most one paid call more than it.
+func TestKilledDuringPatchCall(t *testing.T) {
+	base := baseline(t)
+	rng := rand.New(rand.NewPCG(seed(t), 0xca11))
+	nth := 1 + rng.IntN(max(base.perTask["patch"], 1))
+	t.Logf("killing during patch call %d of %d", nth, base.perTask["patch"])
+
+	dir := t.TempDir()
+	spec := writeSpec(t, dir, "{ limits+: { queues+: { llm+: { concurrency: 1 } } } }")
+	runs := filepath.Join(dir, "runs")
+	runDir := filepath.Join(runs, "fault")
+	f := newFake(t, runDir, fakeopenai.WithDelay("patch", 400*time.Millisecond))
+	r := start(t, spec, runs, f)
+	deadline := time.Now().Add(3 * time.Minute)
+	for f.CallsFor("patch") < nth || f.InFlightFor("patch") == 0 {
+		if r.exited() {
+			t.Fatalf("the starter exited before patch call %d was in flight: %v\n%s", nth, r.err, r.stderr.String())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("patch call %d never came", nth)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	before, inFlight, patchInFlight := f.Calls(), f.InFlight(), f.InFlightFor("patch")
+	r.kill()
+	inFlight += f.Calls() - before // calls that arrived between the sample and the kill
+	t.Logf("killed with %d calls made, %d in flight (%d patch)", f.Calls(), inFlight, patchInFlight)
+	if inFlight != 1 || patchInFlight != 1 {
+		t.Errorf("%d calls in flight at the kill (%d patch), want exactly the patch call", inFlight, patchInFlight)
+	}
+	f.SetDelay("patch", 0) // the restart need not wait
+
+	final := start(t, spec, runs, f)
+	final.wait(t, "the restart", 5*time.Minute)
+	rows, err := readRows(filepath.Join(runDir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, rows, base.rows)
+	calls := f.Calls()
+	t.Logf("paid calls: uninterrupted %d %v; killed during a patch call and resumed %d %v",
+		base.calls, base.perTask, calls, countTasks(f))
+	if calls > base.calls+1 {
+		t.Errorf("%d paid calls, want the uninterrupted run's %d plus at most the one in flight", calls, base.calls)
+	}
+	sameRequests(t, f, base)
+	noKey(t, runDir, []*run{r, final})
+}
+
+// noKey checks that the key is in no file of the run folder (Temporal's SQLite database and its write-ahead log,
+// logs, the content store, node outputs, attempt and call records), in no output of the starter, and in no event of
+// any workflow history, read back through the embedded server started on the run's database.
+func noKey(t *testing.T, runDir string, outputs []*run) {
+	t.Helper()
+	for i, r := range outputs {
+		if strings.Contains(r.stdout.String(), key) || strings.Contains(r.stderr.String(), key) {
+			t.Errorf("start %d printed the key", i+1)
+		}
+	}
+	checked, names := 0, map[string]bool{}
+	err := filepath.WalkDir(runDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		names[d.Name()] = true
+		if bytes.Contains(b, []byte(key)) {
+			t.Errorf("the API key is in %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"temporal.db", "results.jsonl", runlog.AttemptsFile, "ctxlab.log", "temporal.log"} {
+		if !names[want] {
+			t.Errorf("the run folder has no %s, so it was not checked", want)
+		}
+	}
+	if checked < 50 {
+		t.Errorf("only %d files checked for the key", checked)
+	}
+
+	workflows, events := historiesWithoutKey(t, runDir)
+	t.Logf("key absent from %d files of the run folder and %d events of %d workflow histories", checked, events, workflows)
+	if workflows < 4 || events < 100 {
+		t.Errorf("only %d workflows with %d events read back: the history check saw too little", workflows, events)
+	}
+}
+
+// historiesWithoutKey starts the embedded server on the run folder's database and reads every workflow's history:
+// each event as protojson and every string and bytes field (payloads are bytes, base64 in JSON) are searched.
+func historiesWithoutKey(t *testing.T, runDir string) (workflows, events int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := embedded.Start(ctx, embedded.Options{
+		DBFile:  filepath.Join(runDir, "temporal.db"),
+		LogFile: filepath.Join(t.TempDir(), "temporal.log"),
+	})
+	if err != nil {
+		t.Fatalf("restarting the embedded server on the run's database: %v", err)
+	}
+	defer func() { _ = srv.Stop() }()
+	c, err := cluster.Dial(ctx, cluster.Options{Address: srv.HostPort(), Namespace: srv.Namespace()}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	var token []byte
+	for {
+		page, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: srv.Namespace(), PageSize: 100, NextPageToken: token})
+		if err != nil {
+			t.Fatalf("listing workflows: %v", err)
+		}
+		for _, ex := range page.Executions {
+			workflows++
+			id, runID := ex.Execution.WorkflowId, ex.Execution.RunId
+			it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				if err != nil {
+					t.Fatalf("history of %s/%s: %v", id, runID, err)
+				}
+				events++
+				js, err := protojson.Marshal(ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				leaked := bytes.Contains(js, []byte(key))
+				visitText(ev.ProtoReflect(), func(b []byte) { leaked = leaked || bytes.Contains(b, []byte(key)) })
+				if leaked {
+					t.Errorf("the API key is in event %d (%s) of workflow %s run %s", ev.EventId, ev.EventType, id, runID)
+				}
+			}
+		}
+		if token = page.NextPageToken; len(token) == 0 {
+			return workflows, events
+		}
+	}
+}
+
+// visitText calls visit with every string and bytes field of a message, nested messages, lists and maps included.
+func visitText(m protoreflect.Message, visit func([]byte)) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := range l.Len() {
+				visitValue(fd, l.Get(i), visit)
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				visit([]byte(k.String()))
+				visitValue(fd.MapValue(), mv, visit)
+				return true
+			})
+		default:
+			visitValue(fd, v, visit)
+		}
+		return true
+	})
+}
+
+func visitValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, visit func([]byte)) {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		visitText(v.Message(), visit)
+	case protoreflect.BytesKind:
+		visit(v.Bytes())
+	case protoreflect.StringKind:
+		visit([]byte(v.String()))
+	}
+}
