@@ -29,6 +29,7 @@ type LoadDatasetInput struct {
 // LoadDataset reads and validates the dataset, stores each row in the content store and returns references in
 // dataset order (filtered by the spec's instances and limit).
 func (a *Activities) LoadDataset(ctx context.Context, in LoadDatasetInput) ([]InstanceRef, error) {
+	defer a.heartbeat(ctx)()
 	store, err := a.Store(in.Run)
 	if err != nil {
 		return nil, err
@@ -84,6 +85,7 @@ type LoadPlanInput struct {
 // LoadPlan reads the compiled plan, so that each Issue workflow's history holds it once instead of every child's
 // start event in the Sweep's history.
 func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan, error) {
+	defer a.heartbeat(ctx)()
 	var p specs.Plan
 	store, err := a.Store(in.Run)
 	if err != nil {
@@ -102,7 +104,8 @@ type RecordInput struct {
 }
 
 // Record appends rows to the run's results.jsonl, once per (instance, method, model) however often it is retried.
-func (a *Activities) Record(_ context.Context, in RecordInput) (int, error) {
+func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
+	defer a.heartbeat(ctx)()
 	return results.Store{Path: filepath.Join(a.RunDir(in.Run), "results.jsonl")}.Append(in.Rows)
 }
 
@@ -114,7 +117,8 @@ type SummarizeInput struct {
 }
 
 // Summarize writes summary.md from results.jsonl and returns its text.
-func (a *Activities) Summarize(_ context.Context, in SummarizeInput) (string, error) {
+func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, error) {
+	defer a.heartbeat(ctx)()
 	dir := a.RunDir(in.Run)
 	rows, bad, err := results.ReadFile(filepath.Join(dir, "results.jsonl"))
 	if err != nil {

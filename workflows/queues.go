@@ -82,10 +82,13 @@ func activityOptions(ctx workflow.Context, q Queues, kind string, attempts int, 
 }
 
 // bookkeepingOptions are for the sweep's own short activities (loading the dataset and plan, recording rows).
+// They heartbeat like node activities, so one whose worker was killed is retried within seconds of a restart
+// instead of at the end of its 5 minutes.
 func bookkeepingOptions(ctx workflow.Context, q Queues) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           q.CPU,
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,

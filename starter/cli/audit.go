@@ -171,6 +171,16 @@ func runAudit(o auditOptions, stdout, stderr io.Writer) int {
 
 const auditTime = "2006-01-02 15:04:05.000"
 
+// stepList names a node's steps for people: a node shared by a whole study's methods has dozens of labels, so the
+// first few stand for the rest (--json lists them all).
+func stepList(steps []string) string {
+	const shown = 4
+	if len(steps) <= shown {
+		return strings.Join(steps, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(steps[:shown], ", "), len(steps)-shown)
+}
+
 func printAudit(w io.Writer, r auditReport) {
 	fmt.Fprintf(w, "run %s (%s): %d activities\n", r.Run, r.Dir, len(r.Activities))
 	if r.Note != "" {
@@ -182,7 +192,7 @@ func printAudit(w io.Writer, r auditReport) {
 			fmt.Fprintf(w, "\nissue %s\n", a.Instance)
 			last = a.Instance
 		}
-		fmt.Fprintf(w, "  %s  node %s  steps %s\n", a.Activity, a.Key, strings.Join(a.Steps, ", "))
+		fmt.Fprintf(w, "  %s  node %s  steps %s\n", a.Activity, a.Key, stepList(a.Steps))
 		if len(a.Tries) == 0 {
 			fmt.Fprintln(w, "    (no attempt: not reached, or skipped because an input failed)")
 		}
