@@ -1,16 +1,24 @@
 package activities
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/llm"
 	"ctxlab/activities/runlog"
 	"ctxlab/internal/fakeopenai"
+	"ctxlab/specs"
 )
 
 // paidFixture is the demo benchmark's first instance checked out and inventoried, with the openai provider
@@ -164,5 +172,46 @@ func TestSpendCap(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("attempts.jsonl does not record the SpendLimit failure")
+	}
+}
+
+// TestSameRequestAtOnceIsPaidOnce: two nodes asking the same question at the same moment (two methods' steps that
+// resolve to the same prompt, resumed together after a restart) pay for one call; the second waits for the answer.
+func TestSameRequestAtOnceIsPaidOnce(t *testing.T) {
+	const key = "sk-cache-test-0123456789"
+	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithDelay(llm.TaskPatch, 300*time.Millisecond))
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", key)
+	a := New(t.TempDir(), zerolog.Nop())
+	store, err := a.Store("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := modelParams{Model: specs.Model{Name: "gpt", Provider: "openai", ID: "gpt-4o-mini"}}
+	req := llm.Request{Task: llm.TaskPatch, Messages: []llm.Message{{Role: "user", Content: "fix the bug"}}}
+	var wg sync.WaitGroup
+	jobs := make([]*job, 4)
+	for i := range jobs {
+		jobs[i] = &job{a: a, store: store, in: NodeInput{Run: "t", Node: fmt.Sprintf("patch-%d", i), Step: "m.patch"}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := jobs[i].callModel(context.Background(), mp, req); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := srv.Calls(); got != 1 {
+		t.Errorf("4 simultaneous askers of one request made %d calls", got)
+	}
+	hits := 0
+	for _, j := range jobs {
+		hits += j.usage.CacheHits
+	}
+	if hits != 3 {
+		t.Errorf("%d askers were served from the cache, want 3", hits)
 	}
 }

@@ -105,16 +105,34 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	if ref, err := cas.PutJSON(ctx, j.store, req.Messages); err == nil {
 		call.Request = ref
 	}
+	cached := func() (llm.Response, map[string]any, bool) {
+		e, ok := cache.Get(key)
+		if !ok {
+			return llm.Response{}, nil, false
+		}
+		resp := e.Response
+		resp.CostUSD = llm.Cost(resp.Usage, m.Price)
+		call.Cached, call.PromptTokens, call.CompletionTokens = true, resp.Usage.PromptTokens, resp.Usage.CompletionTokens
+		call.Response = j.putResponse(ctx, resp)
+		j.recordCall(call)
+		j.usage.ModelCalls++
+		j.usage.CacheHits++
+		return resp, usageRow(resp), true
+	}
 	if !j.a.NoCache {
-		if e, ok := cache.Get(key); ok {
-			resp := e.Response
-			resp.CostUSD = llm.Cost(resp.Usage, m.Price)
-			call.Cached, call.PromptTokens, call.CompletionTokens = true, resp.Usage.PromptTokens, resp.Usage.CompletionTokens
-			call.Response = j.putResponse(ctx, resp)
-			j.recordCall(call)
-			j.usage.ModelCalls++
-			j.usage.CacheHits++
-			return resp, usageRow(resp), nil
+		if resp, row, ok := cached(); ok {
+			return resp, row, nil
+		}
+	}
+	// One asker per request: whoever waited here finds the answer the holder stored.
+	unlock, err := cache.Lock(ctx, key)
+	if err != nil {
+		return llm.Response{}, nil, err
+	}
+	defer unlock()
+	if !j.a.NoCache {
+		if resp, row, ok := cached(); ok {
+			return resp, row, nil
 		}
 	}
 
@@ -193,9 +211,9 @@ func endpointOf(m specs.Model) string {
 // responseCache is the run's response cache: a shared folder when one is set, else the run's content store folder.
 func (a *Activities) responseCache(run string) respcache.Cache {
 	if a.CacheDir != "" {
-		return respcache.Open(filepath.Join(a.CacheDir, "responses"))
+		return respcache.Open(a.CacheDir)
 	}
-	return respcache.Open(filepath.Join(a.RunDir(run), "cas", "responses"))
+	return respcache.Open(filepath.Join(a.RunDir(run), "cas"))
 }
 
 // putResponse stores an answer in the run's content store for audits; a failure only loses the reference.

@@ -58,33 +58,56 @@ func (l *Limiter) Acquire(ctx context.Context) (release func(), err error) {
 
 // slot takes one of InFlight lock files.
 func (l *Limiter) slot(ctx context.Context) (func(), error) {
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("limiter: %w", err)
-	}
 	start := rand.IntN(l.limits.InFlight) // spread callers over the slots
 	for {
 		for i := range l.limits.InFlight {
 			n := (start + i) % l.limits.InFlight
-			f, err := os.OpenFile(filepath.Join(l.dir, fmt.Sprintf("slot-%d.lock", n)), os.O_CREATE|os.O_RDWR, 0o644)
-			if err != nil {
-				return nil, fmt.Errorf("limiter: %w", err)
-			}
-			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-			if err == nil {
-				return func() {
-					_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-					f.Close()
-				}, nil
-			}
-			f.Close()
-			if !errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, fmt.Errorf("limiter: locking %s: %w", f.Name(), err)
+			unlock, err := tryLock(filepath.Join(l.dir, fmt.Sprintf("slot-%d.lock", n)))
+			if err != nil || unlock != nil {
+				return unlock, err
 			}
 		}
 		if err := sleep(ctx, poll+time.Duration(rand.Int64N(int64(poll)))); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// Lock takes the lock file at path, waiting until no other process or goroutine holds it or ctx ends. Callers use
+// it to make sure one request is sent once: the second asker waits for the first's answer instead of paying again.
+func Lock(ctx context.Context, path string) (unlock func(), err error) {
+	for {
+		unlock, err := tryLock(path)
+		if err != nil || unlock != nil {
+			return unlock, err
+		}
+		if err := sleep(ctx, poll/2+time.Duration(rand.Int64N(int64(poll)))); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// tryLock takes the lock file at path if it is free; it returns a nil unlock function when another holds it.
+func tryLock(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == nil {
+		return func() {
+			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			f.Close()
+		}, nil
+	}
+	f.Close()
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("limiter: locking %s: %w", path, err)
 }
 
 // pace reserves the next start time in a shared file: starts are spaced 1/RPS apart across processes.

@@ -6,12 +6,15 @@
 package respcache
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"path/filepath"
 	"time"
 
 	"ctxlab/activities/cas"
+	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/specs"
 )
@@ -56,10 +59,22 @@ type Entry struct {
 }
 
 // Cache is a folder of answers, the run's own (its content store folder) or one shared by several experiments.
-type Cache struct{ dir cas.KeyDir }
+type Cache struct {
+	dir   cas.KeyDir
+	locks string
+}
 
 // Open returns the cache kept in dir.
-func Open(dir string) Cache { return Cache{dir: cas.KeyDir{Root: dir}} }
+func Open(dir string) Cache {
+	return Cache{dir: cas.KeyDir{Root: filepath.Join(dir, "responses")}, locks: filepath.Join(dir, "locks")}
+}
+
+// Lock makes the caller the only one asking the request key until unlock: two nodes of different methods can ask
+// the same question at the same moment (after a restart, say), and the second must wait for the first's answer in
+// the cache rather than pay for it again. It holds across processes sharing the folder.
+func (c Cache) Lock(ctx context.Context, key string) (unlock func(), err error) {
+	return limiter.Lock(ctx, filepath.Join(c.locks, key[:2], key))
+}
 
 // Get returns the answer stored for key.
 func (c Cache) Get(key string) (Entry, bool) {

@@ -537,7 +537,9 @@ type killPoint struct {
 	after    time.Duration // since the restart
 	calls    int           // the fake's calls at the kill
 	inFlight int           // calls in flight at the kill (see TestKilledSweepResumes)
-	running  []string
+	// serverInFlight counts the calls the fake was answering at the kill.
+	serverInFlight int
+	running        []string
 }
 
 // restartPatience bounds the wait for a restarted sweep's next model call. A resumed activity waits for the
@@ -562,8 +564,9 @@ func dbWithoutKey(t *testing.T, runDir string) {
 
 // TestKilledSweepResumes kills the starter with SIGKILL at 10 random points of an openai demo sweep and restarts it
 // each time; after the 10th kill the sweep runs to completion. The final rows equal an uninterrupted run's, the paid
-// calls exceed that run's by at most the calls in flight at the kills, and the key is nowhere in the run folder or
-// the workflow histories.
+// calls exceed that run's by at most the calls in flight at the kills (sent, and their answers not yet stored by the
+// starter), no answer once stored was paid for again, and the key is nowhere in the run folder or the workflow
+// histories.
 //
 // Kill points: ten call counts drawn from [0, N-3] (N: the uninterrupted run's different calls), sorted; each
 // restart waits for the fake to have received that many different calls (repeats are no progress) and kills
@@ -600,6 +603,7 @@ func TestKilledSweepResumes(t *testing.T) {
 		fakeopenai.WithDelay("patch", callDelay))
 	var outputs []*run
 	var points []killPoint
+	lost := 0 // calls paid for whose answers no process stored, so far
 	began := time.Now()
 	for i, threshold := range thresholds {
 		restarted := time.Now()
@@ -636,18 +640,24 @@ func TestKilledSweepResumes(t *testing.T) {
 			t.Fatalf("the sweep finished before kill %d (%s); the kill points assume it cannot\nstdout:\n%s",
 				i+1, kp.trigger, r.stdout.String())
 		}
-		// Calls in flight at the kill: those being answered just before it, and those that arrived between that
-		// sample and the kill (counted once the process is gone and no call can arrive).
+		// Calls in flight at the kill, seen from the server: those being answered just before it, and those that
+		// arrived between that sample and the kill (counted once the process is gone and no call can arrive).
 		before, inFlight := f.Calls(), f.InFlight()
 		kp.running = running(runDir, restarted)
 		r.kill()
 		kp.calls = f.Calls()
-		kp.inFlight = inFlight + kp.calls - before
+		kp.serverInFlight = inFlight + kp.calls - before
+		// Seen from the run: calls the server received whose answers the killed process had not stored yet. On a
+		// loaded machine an answer can leave the server some milliseconds before the starter stores it; such a
+		// call was in flight for the starter although the server had finished it.
+		unstored := kp.calls - ledgerPaid(t, runDir)
+		kp.inFlight = max(unstored-lost, kp.serverInFlight)
+		lost = max(unstored, lost)
 		kp.after = time.Since(restarted)
 		points = append(points, kp)
 		dbWithoutKey(t, runDir) // as the crash left it, write-ahead log included
-		t.Logf("kill %2d at %6s after the restart (%s): %3d calls, %d in flight, running %v",
-			i+1, kp.after.Round(time.Millisecond), kp.trigger, kp.calls, kp.inFlight, kp.running)
+		t.Logf("kill %2d at %6s after the restart (%s): %3d calls, %d in flight (%d being answered), running %v",
+			i+1, kp.after.Round(time.Millisecond), kp.trigger, kp.calls, kp.inFlight, kp.serverInFlight, kp.running)
 	}
 	final := start(t, spec, runs, f)
 	outputs = append(outputs, final)
@@ -673,6 +683,7 @@ func TestKilledSweepResumes(t *testing.T) {
 			calls, base.calls, inFlight)
 	}
 	sameRequests(t, f, base)
+	noAnswerPaidTwice(t, runDir)
 	if !f.LastAuthorizedWith(key) {
 		t.Error("the fake never received the key, so its absence below proves nothing")
 	}
@@ -860,4 +871,45 @@ func visitValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, visit fun
 	case protoreflect.StringKind:
 		visit([]byte(v.String()))
 	}
+}
+
+// ledgerPaid counts the paid calls the run's ledger records: calls whose answers a process stored.
+func ledgerPaid(t *testing.T, runDir string) int {
+	t.Helper()
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runlog.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range calls {
+		if c.Paid() && c.Error == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// noAnswerPaidTwice checks the ledger: once an answer was stored, the same request was never paid for again, across
+// every kill and restart (later askers were served from the response cache).
+func noAnswerPaidTwice(t *testing.T, runDir string) {
+	t.Helper()
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runlog.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paid, cached := map[string][]runlog.Call{}, 0
+	for _, c := range calls {
+		switch {
+		case c.Cached:
+			cached++
+		case c.Error == "":
+			paid[c.Key] = append(paid[c.Key], c)
+		}
+	}
+	for k, cs := range paid {
+		if len(cs) > 1 {
+			t.Errorf("request %s was paid %d times after its answer was stored: %+v", k[:12], len(cs), cs)
+		}
+	}
+	t.Logf("ledger: %d different answers paid, %d served from the response cache after restarts", len(paid), cached)
 }

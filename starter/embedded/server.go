@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -290,7 +291,17 @@ func portFree(port int) bool {
 	return true
 }
 
+// freePort picks a free port below Linux's ephemeral range (32768 and up). A port is closed again between being
+// chosen and the server binding it; an ephemeral one could meanwhile become the source port of any outgoing
+// connection on the machine, and the server would then fail to bind it and exit. Ports below the range are only
+// taken by listeners that ask for them.
 func freePort() (int, error) {
+	const lo, hi = 20000, 32768
+	for range 100 {
+		if p := lo + rand.IntN(hi-lo); portFree(p) {
+			return p, nil
+		}
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
