@@ -31,14 +31,7 @@ type job struct {
 	store cas.Store
 	inst  *swebench.Instance
 	// usage counts this attempt's model calls for attempts.jsonl.
-	usage usage
-}
-
-// usage is an attempt's model calls: how many, how many were paid and cached, and what the paid ones cost.
-type usage struct {
-	ModelCalls, PaidCalls, CacheHits int
-	PromptTokens, CompletionTokens   int
-	CostUSD                          float64
+	usage runlog.Usage
 }
 
 // params decodes the node's parameters into v (a struct with json tags).
@@ -122,9 +115,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 			err = permanentf(ErrPanic, "%s: internal error: %v", in.Step, r)
 		}
 		rec.DurationMS = time.Since(started).Milliseconds()
-		u := j.usage
-		rec.ModelCalls, rec.PaidCalls, rec.CacheHits = u.ModelCalls, u.PaidCalls, u.CacheHits
-		rec.PromptTokens, rec.CompletionTokens, rec.CostUSD = u.PromptTokens, u.CompletionTokens, u.CostUSD
+		rec.Usage = j.usage
 		if err != nil {
 			rec.Event, rec.Error = runlog.EventFail, err.Error()
 			var app *temporal.ApplicationError

@@ -49,8 +49,13 @@ type Attempt struct {
 	// the output of each input node by input name.
 	Params cas.Ref            `json:"params,omitempty"`
 	Inputs map[string]cas.Ref `json:"inputs,omitempty"`
-	// Model usage of this attempt (done and fail events): calls made, of which PaidCalls reached the provider and
-	// CacheHits were answered from the response cache; tokens and dollars count paid calls only.
+	// Usage is the attempt's model calls (done and fail events).
+	Usage
+}
+
+// Usage counts an attempt's model calls: calls made, of which PaidCalls reached the provider and CacheHits were
+// answered from the response cache; tokens and dollars count paid calls only.
+type Usage struct {
 	ModelCalls       int     `json:"model_calls,omitempty"`
 	PaidCalls        int     `json:"paid_calls,omitempty"`
 	CacheHits        int     `json:"cache_hits,omitempty"`

@@ -28,18 +28,13 @@ type Try struct {
 	Workflow string    `json:"workflow,omitempty"`
 	Start    time.Time `json:"start"`
 	// DurationMS is the attempt's run time, from its end record.
-	DurationMS       int64              `json:"duration_ms,omitempty"`
-	Error            string             `json:"error,omitempty"`
-	ErrorType        string             `json:"error_type,omitempty"`
-	ModelCalls       int                `json:"model_calls,omitempty"`
-	PaidCalls        int                `json:"paid_calls,omitempty"`
-	CacheHits        int                `json:"cache_hits,omitempty"`
-	PromptTokens     int                `json:"prompt_tokens,omitempty"`
-	CompletionTokens int                `json:"completion_tokens,omitempty"`
-	CostUSD          float64            `json:"cost_usd,omitempty"`
-	Params           cas.Ref            `json:"params,omitempty"`
-	Inputs           map[string]cas.Ref `json:"inputs,omitempty"`
-	Output           cas.Ref            `json:"output,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+	Error      string `json:"error,omitempty"`
+	ErrorType  string `json:"error_type,omitempty"`
+	runlog.Usage
+	Params cas.Ref            `json:"params,omitempty"`
+	Inputs map[string]cas.Ref `json:"inputs,omitempty"`
+	Output cas.Ref            `json:"output,omitempty"`
 }
 
 // Activity is everything recorded about one node on one instance.
@@ -114,8 +109,7 @@ func Audit(r Records, o AuditOptions) []Activity {
 			}
 			t := &tries[k][i]
 			t.Event, t.DurationMS, t.Error, t.ErrorType = a.Event, a.DurationMS, a.Error, a.ErrorType
-			t.ModelCalls, t.PaidCalls, t.CacheHits = a.ModelCalls, a.PaidCalls, a.CacheHits
-			t.PromptTokens, t.CompletionTokens, t.CostUSD = a.PromptTokens, a.CompletionTokens, a.CostUSD
+			t.Usage = a.Usage
 			t.Params, t.Inputs, t.Output = a.Params, a.Inputs, a.Output
 		case runlog.EventMemo:
 			tries[k] = append(tries[k], Try{Attempt: a.Attempt, Event: runlog.EventMemo, Workflow: a.Workflow,

@@ -33,7 +33,7 @@ func TestStatusAuditOfKilledPaidRun(t *testing.T) {
 		Step: "m.patch", Attempt: 1})
 	add(runlog.Attempt{Time: t0.Add(time.Second), Event: runlog.EventFail, Instance: "i1", Node: "patch-1",
 		Activity: "patch", Step: "m.patch", Attempt: 1, DurationMS: 1000, Error: "429 too many requests",
-		ErrorType: "rate_limit", ModelCalls: 1, PaidCalls: 1, PromptTokens: 900, CostUSD: 0.01,
+		ErrorType: "rate_limit", Usage: runlog.Usage{ModelCalls: 1, PaidCalls: 1, PromptTokens: 900, CostUSD: 0.01},
 		Inputs: map[string]cas.Ref{"context": in}})
 	add(runlog.Attempt{Time: t0.Add(2 * time.Second), Event: runlog.EventStart, Instance: "i1", Node: "patch-1",
 		Activity: "patch", Step: "m.patch", Attempt: 2})
