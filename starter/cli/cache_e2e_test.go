@@ -121,8 +121,10 @@ func TestSpendCapCacheAndNewAblation(t *testing.T) {
 	if n != 0 || cached != 2*6 {
 		t.Errorf("second experiment's ledger: %d paid, %d cached; want 0 and 12", n, cached)
 	}
-	if n := grepTree(t, cache, key) + grepTree(t, runs, key); n > 0 {
-		t.Errorf("the API key is in %d files of the cache or run folders", n)
+	inCache, _ := grepTree(t, cache, key)
+	inRuns, _ := grepTree(t, runs, key)
+	if inCache+inRuns > 0 {
+		t.Errorf("the API key is in %d files of the cache or run folders", inCache+inRuns)
 	}
 	for k, r := range rows {
 		if !reflect.DeepEqual(r, again[k]) {
@@ -131,10 +133,9 @@ func TestSpendCapCacheAndNewAblation(t *testing.T) {
 	}
 }
 
-// grepTree counts the files under root that contain s.
-func grepTree(t *testing.T, root, s string) int {
+// grepTree counts the files under root that contain s (each is logged), and the files it read.
+func grepTree(t *testing.T, root, s string) (found, read int) {
 	t.Helper()
-	n := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -143,14 +144,15 @@ func grepTree(t *testing.T, root, s string) int {
 		if err != nil {
 			return err
 		}
+		read++
 		if bytes.Contains(b, []byte(s)) {
 			t.Logf("%s contains it", path)
-			n++
+			found++
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return found, read
 }

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"io/fs"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -80,23 +78,9 @@ func TestOpenAIDemoSweep(t *testing.T) {
 	if strings.Contains(stdout, key) || strings.Contains(stderr, key) {
 		t.Error("the key was printed by the starter")
 	}
-	checked := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		checked++
-		if bytes.Contains(b, []byte(key)) {
-			t.Errorf("the API key is in %s", path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	found, checked := grepTree(t, dir, key)
+	if found > 0 {
+		t.Errorf("the API key is in %d files of the run folder", found)
 	}
 	for _, want := range []string{"temporal.db", "results.jsonl", "attempts.jsonl", "ctxlab.log"} {
 		if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
