@@ -133,8 +133,8 @@ type display interface {
 }
 
 // watch reports the sweep's progress until done closes, then closes the display; the returned channel closes
-// when it has.
-func watch(ctx context.Context, s *sampler, d display, done <-chan struct{}) <-chan struct{} {
+// when it has. Every sample also goes to guard, which stops the sweep's wait at the spend cap.
+func watch(ctx context.Context, s *sampler, d display, guard *pauseGuard, done <-chan struct{}) <-chan struct{} {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -155,6 +155,7 @@ func watch(ctx context.Context, s *sampler, d display, done <-chan struct{}) <-c
 			}
 			if ev, ok := s.sample(ctx); ok {
 				d.show(ev)
+				guard.observe(ev)
 			}
 		}
 	}()
@@ -383,7 +384,7 @@ func (j *jsonLines) Flush() {
 func progressDisplay(o runOptions, stderr io.Writer, console *consoleSwitch) display {
 	switch {
 	case o.quiet:
-		return nil
+		return quietDisplay{}
 	case o.json:
 		return &jsonDisplay{w: stderr}
 	case console.tty && termWidth(stderr) > 0:
@@ -406,11 +407,11 @@ func termWidth(w io.Writer) int {
 	return width
 }
 
-func closedChan() <-chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}
+// quietDisplay shows nothing: --quiet still samples progress, to notice the spend cap.
+type quietDisplay struct{}
+
+func (quietDisplay) show(progressEvent) {}
+func (quietDisplay) close()             {}
 
 // runSummary is a --json run's stdout: one object.
 type runSummary struct {

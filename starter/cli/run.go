@@ -173,27 +173,24 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		log.Warn().Err(err).Msg("could not record the spec in the run folder")
 	}
 
-	done := make(chan struct{})
-	watched := closedChan()
-	if d := progressDisplay(o, stderr, console); d != nil {
-		watched = watch(ctx, newSampler(conn.client, run.GetID(), runDir, len(plan.Arms)), d, done)
-	}
-	var res workflows.SweepResult
 	getCtx, stopGet := context.WithCancel(ctx)
 	defer stopGet()
-	paused := watchPause(getCtx, conn.client, run.GetID(), stopGet)
+	guard := &pauseGuard{stop: stopGet}
+	done := make(chan struct{})
+	watched := watch(ctx, newSampler(conn.client, run.GetID(), runDir, len(plan.Arms)),
+		progressDisplay(o, stderr, console), guard, done)
+	var res workflows.SweepResult
 	err = run.Get(getCtx, &res)
 	close(done)
 	<-watched
-	if err != nil && ctx.Err() == nil && paused.Load() != nil {
-		p := paused.Load()
+	if p := guard.hit; err != nil && ctx.Err() == nil && p != nil {
 		if o.json {
 			writeJSONSummary(stdout, runDir, res, fmt.Errorf("spend cap reached (limits.spend_usd $%g): %d issue(s) "+
-				"wait for it", e.Limits.SpendUSD, p.Paused))
+				"wait for it", e.Limits.SpendUSD, p.IssuesPaused))
 		}
 		fmt.Fprintf(stderr, "starter: spend cap reached (limits.spend_usd $%g): %d issue(s) wait for it; the sweep "+
 			"is saved in %s: raise limits.spend_usd in %s and run again to continue\n",
-			e.Limits.SpendUSD, p.Paused, runDir, o.spec)
+			e.Limits.SpendUSD, p.IssuesPaused, runDir, o.spec)
 		return exitPaused
 	}
 	if o.json {
