@@ -1,11 +1,9 @@
 package activities
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -71,9 +69,9 @@ const ErrSpendLimit = "SpendLimit"
 // tally follows a run's calls.jsonl and keeps the dollars paid so far, reading only what was appended since the
 // last look: every worker process sees every other's calls.
 type tally struct {
-	mu     sync.Mutex
-	offset int64
-	total  float64
+	mu    sync.Mutex
+	calls runlog.Tail[runlog.Call]
+	total float64
 }
 
 // spent returns the dollars paid by the run's calls so far.
@@ -84,40 +82,22 @@ func (a *Activities) spent(run string) (float64, error) {
 	}
 	t, ok := a.tallies[run]
 	if !ok {
-		t = &tally{}
+		t = &tally{calls: runlog.Tail[runlog.Call]{Path: filepath.Join(a.RunDir(run), runlog.CallsFile)}}
 		a.tallies[run] = t
 	}
 	a.mu.Unlock()
-	return t.read(filepath.Join(a.RunDir(run), runlog.CallsFile))
-}
 
-func (t *tally) read(path string) (float64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return t.total, nil
-	}
+	calls, err := t.calls.Next()
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
-		return 0, err
-	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return 0, err
-	}
-	// Only whole lines: a line being appended right now is read next time.
-	end := bytes.LastIndexByte(b, '\n') + 1
-	for line := range bytes.Lines(b[:end]) {
-		var c runlog.Call
-		if json.Unmarshal(line, &c) == nil && c.Paid() {
+	for _, c := range calls {
+		if c.Paid() {
 			t.total += c.CostUSD
 		}
 	}
-	t.offset += int64(end)
 	return t.total, nil
 }
 

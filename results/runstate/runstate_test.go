@@ -205,44 +205,6 @@ func TestAudit(t *testing.T) {
 	}
 }
 
-func TestTail(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "calls.jsonl")
-	tail := Tail[runlog.Call]{Path: path}
-	if got, err := tail.Next(); err != nil || got != nil {
-		t.Fatalf("missing file: %v %v", got, err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	write := func(s string) {
-		if _, err := f.WriteString(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(`{"instance":"a","cost_usd":1}` + "\n" + `{"instance":"b",`)
-	got, _ := tail.Next()
-	if len(got) != 1 || got[0].Instance != "a" {
-		t.Fatalf("first read %+v", got)
-	}
-	write(`"cost_usd":2}` + "\nnot json\n")
-	got, _ = tail.Next()
-	if len(got) != 1 || got[0].Instance != "b" || got[0].CostUSD != 2 || tail.Bad != 1 {
-		t.Fatalf("second read %+v bad %d", got, tail.Bad)
-	}
-	if got, _ = tail.Next(); len(got) != 0 {
-		t.Fatalf("nothing new, got %+v", got)
-	}
-	// Replaced by a shorter file: read from the start.
-	if err := os.WriteFile(path, []byte(`{"instance":"c"}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ = tail.Next(); len(got) != 1 || got[0].Instance != "c" {
-		t.Fatalf("after replace %+v", got)
-	}
-}
-
 func TestFormatDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{45 * time.Second: "45s", 725 * time.Second: "12m05s",
 		3*time.Hour + 7*time.Minute: "3h07m", 52 * time.Hour: "2d04h"} {

@@ -69,8 +69,8 @@ type sampler struct {
 	start  time.Time
 	// startDone is the finished-issue count of the first sample: the ETA rate counts this session's issues only.
 	startDone int
-	rows      runstate.Tail[results.Row]
-	calls     runstate.Tail[runlog.Call]
+	rows      runlog.Tail[results.Row]
+	calls     runlog.Tail[runlog.Call]
 	rowErr    map[results.Key]bool
 	spend     runstate.Spend
 	haveFirst bool
@@ -78,8 +78,8 @@ type sampler struct {
 
 func newSampler(c client.Client, id, runDir string, arms int) *sampler {
 	return &sampler{client: c, id: id, arms: arms, start: time.Now(), rowErr: map[results.Key]bool{},
-		rows:  runstate.Tail[results.Row]{Path: filepath.Join(runDir, runstate.ResultsFile)},
-		calls: runstate.Tail[runlog.Call]{Path: filepath.Join(runDir, runlog.CallsFile)}}
+		rows:  runlog.Tail[results.Row]{Path: filepath.Join(runDir, runstate.ResultsFile)},
+		calls: runlog.Tail[runlog.Call]{Path: filepath.Join(runDir, runlog.CallsFile)}}
 }
 
 // sample returns the current progress; ok is false while the sweep has not loaded its dataset or does not answer.
