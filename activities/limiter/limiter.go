@@ -9,13 +9,14 @@ package limiter
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"ctxlab/internal/flock"
 )
 
 // Limits of one provider; zero values mean unlimited.
@@ -62,52 +63,18 @@ func (l *Limiter) slot(ctx context.Context) (func(), error) {
 	for {
 		for i := range l.limits.InFlight {
 			n := (start + i) % l.limits.InFlight
-			unlock, err := tryLock(filepath.Join(l.dir, fmt.Sprintf("slot-%d.lock", n)))
-			if err != nil || unlock != nil {
-				return unlock, err
+			unlock, held, err := flock.TryLock(filepath.Join(l.dir, fmt.Sprintf("slot-%d.lock", n)))
+			if err != nil {
+				return nil, fmt.Errorf("limiter: %w", err)
+			}
+			if !held {
+				return unlock, nil
 			}
 		}
-		if err := sleep(ctx, poll+time.Duration(rand.Int64N(int64(poll)))); err != nil {
+		if err := flock.Sleep(ctx, poll+time.Duration(rand.Int64N(int64(poll)))); err != nil {
 			return nil, err
 		}
 	}
-}
-
-// Lock takes the lock file at path, waiting until no other process or goroutine holds it or ctx ends. Callers use
-// it to make sure one request is sent once: the second asker waits for the first's answer instead of paying again.
-func Lock(ctx context.Context, path string) (unlock func(), err error) {
-	for {
-		unlock, err := tryLock(path)
-		if err != nil || unlock != nil {
-			return unlock, err
-		}
-		if err := sleep(ctx, poll/2+time.Duration(rand.Int64N(int64(poll)))); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// tryLock takes the lock file at path if it is free; it returns a nil unlock function when another holds it.
-func tryLock(path string) (unlock func(), err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("limiter: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("limiter: %w", err)
-	}
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if err == nil {
-		return func() {
-			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-			f.Close()
-		}, nil
-	}
-	f.Close()
-	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return nil, nil
-	}
-	return nil, fmt.Errorf("limiter: locking %s: %w", path, err)
 }
 
 // pace reserves the next start time in a shared file: starts are spaced 1/RPS apart across processes.
@@ -146,19 +113,5 @@ func (l *Limiter) pace(ctx context.Context) error {
 	if werr != nil {
 		return fmt.Errorf("limiter: %w", werr)
 	}
-	return sleep(ctx, time.Until(at))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return flock.Sleep(ctx, time.Until(at))
 }

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"ctxlab/activities/cas"
-	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
+	"ctxlab/internal/flock"
 	"ctxlab/specs"
 )
 
@@ -73,7 +73,7 @@ func Open(dir string) Cache {
 // the same question at the same moment (after a restart, say), and the second must wait for the first's answer in
 // the cache rather than pay for it again. It holds across processes sharing the folder.
 func (c Cache) Lock(ctx context.Context, key string) (unlock func(), err error) {
-	return limiter.Lock(ctx, filepath.Join(c.locks, key[:2], key))
+	return flock.Lock(ctx, filepath.Join(c.locks, key[:2], key), 50*time.Millisecond)
 }
 
 // Get returns the answer stored for key.

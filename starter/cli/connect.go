@@ -3,16 +3,15 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/internal/cluster"
+	"ctxlab/internal/flock"
 	"ctxlab/starter/embedded"
 )
 
@@ -116,19 +115,9 @@ func dial(ctx context.Context, address, namespace string, log zerolog.Logger) (c
 
 // lockRun takes the run folder's lock. held is true (and unlock a no-op) when another process has it.
 func lockRun(path string) (unlock func(), held bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, false, err
+	unlock, held, err = flock.TryLock(path)
+	if held {
+		unlock = func() {}
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return func() {}, true, nil
-		}
-		return nil, false, fmt.Errorf("locking %s: %w", path, err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, false, nil
+	return unlock, held, err
 }
