@@ -19,6 +19,8 @@ const (
 	DefaultConcurrency = 4
 	DefaultRetries     = 3
 	DefaultRepos       = "{dataset_dir}/repos/{repo}"
+	DefaultModelTests  = "drop"
+	DefaultTests       = "files"
 )
 
 // Allowed values of the enumerated fields, in the order error messages list them.
@@ -27,6 +29,8 @@ var (
 	Tokenizers = []string{"o200k_base", "cl100k_base"}
 	Executors  = []string{"local", "docker"}
 	Generators = []string{"demo"}
+	ModelTests = []string{"drop", "keep"}
+	TestModes  = []string{"files", "listed"}
 )
 
 // SetDefaults fills the fields a spec may leave out. Zero means "not set": a zero concurrency becomes
@@ -41,6 +45,12 @@ func (e *Experiment) SetDefaults() {
 	}
 	if e.Grading.Timeout == 0 {
 		e.Grading.Timeout = Duration(DefaultTimeout)
+	}
+	if e.Grading.ModelTests == "" {
+		e.Grading.ModelTests = DefaultModelTests
+	}
+	if e.Grading.Tests == "" {
+		e.Grading.Tests = DefaultTests
 	}
 	if e.Limits.Concurrency == 0 {
 		e.Limits.Concurrency = DefaultConcurrency
@@ -168,6 +178,25 @@ func Validate(e *Experiment) []*ValidationError {
 	}
 	if e.Grading.Timeout <= 0 {
 		add("grading.timeout", "", "grading timeout %s must be positive", e.Grading.Timeout.D())
+	}
+	if g := e.Grading; g.ModelTests != "" && !slices.Contains(ModelTests, g.ModelTests) {
+		add("grading.model_tests", g.ModelTests, "unknown grading.model_tests %q (known: %s)", g.ModelTests,
+			list(ModelTests))
+	}
+	if g := e.Grading; g.Tests != "" && !slices.Contains(TestModes, g.Tests) {
+		add("grading.tests", g.Tests, "unknown grading.tests %q (known: %s)", g.Tests, list(TestModes))
+	} else if g.Tests == "listed" && g.Executor == "docker" {
+		add("grading.tests", g.Tests, "grading.tests %q is supported by the local executor only", g.Tests)
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Grading.TestCmd.By)) {
+		owner, name, isRepo := strings.Cut(k, "/")
+		if !slices.Contains(TestCmdLanguages, k) && (!isRepo || owner == "" || name == "" || strings.Contains(name, "/")) {
+			add("grading.test_cmd."+k, k, "test_cmd key %q is neither a language (%s) nor a repository \"owner/name\"",
+				k, list(TestCmdLanguages)).Key = true
+		}
+		if strings.TrimSpace(e.Grading.TestCmd.By[k]) == "" {
+			add("grading.test_cmd."+k, "", "test_cmd for %q is empty", k)
+		}
 	}
 	if e.Limits.Concurrency < 1 {
 		add("limits.concurrency", "", "concurrency %d must be at least 1", e.Limits.Concurrency)

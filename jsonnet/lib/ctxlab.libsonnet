@@ -16,7 +16,7 @@
   defaults:: {
     tokenizer: 'o200k_base',
     dataset: { repos: '{dataset_dir}/repos/{repo}' },
-    grading: { executor: 'local', timeout: '30m' },
+    grading: { executor: 'local', timeout: '30m', model_tests: 'drop', tests: 'files' },
     limits: { concurrency: 4, retries: 3 },
   },
 
