@@ -170,7 +170,8 @@ func pythonCommand(r Request, dir, testCmd string) (cmd []string, parser string,
 		}
 		cmd, parser = []string{py, "-m", "pytest", "-rA", "-p", "no:cacheprovider"}, parserFor(r.Config, "pytest")
 	}
-	if r.Config.Tests != TestsListed {
+	// Go runs its listed tests already; the listed mode is Python's.
+	if r.Config.Tests != TestsListed || parser == testlog.ParserGo {
 		for _, f := range TestFiles(r.Instance.TestPatch) {
 			if strings.HasSuffix(f, ".py") {
 				cmd = append(cmd, f)

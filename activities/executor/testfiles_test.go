@@ -179,6 +179,30 @@ func TestLocalMixedLanguagesOneConfig(t *testing.T) {
 			t.Errorf("%s gold: %+v (command %v)\n%s", c.in.InstanceID, v, res.Command, res.Output)
 		}
 	}
+	// The listed mode, with a command for each language: the Go command is left as written.
+	cfg.Tests, cfg.TestCmds[LangGo] = TestsListed, "go test -json -count=1 ./..."
+	ut, _ = unittestInstance()
+	for _, c := range []struct {
+		in    swebench.Instance
+		files map[string]string
+	}{{adderInstance(), adderBase}, {ut, utFiles}} {
+		res, err := Local{}.Run(context.Background(), Request{Instance: c.in, Patch: c.in.Patch, Config: cfg,
+			Materialize: materializer(c.files), Timeout: 5 * time.Minute})
+		if err != nil {
+			t.Fatalf("%s: %v", c.in.InstanceID, err)
+		}
+		if v := decide(c.in, res); !v.Resolved || !slices.Contains(res.Command, strings.Fields(cfg.TestCmds[languageOfFiles(c.files)])[0]) {
+			t.Errorf("%s gold, listed: %+v (command %v)\n%s", c.in.InstanceID, v, res.Command, res.Output)
+		}
+	}
+}
+
+// languageOfFiles is LanguageOf for the files of a test repository.
+func languageOfFiles(files map[string]string) string {
+	if _, ok := files["go.mod"]; ok {
+		return LangGo
+	}
+	return LangPython
 }
 
 // A PASS_TO_PASS test in a file the test patch does not touch: the harness's files mode never runs it, the listed

@@ -16,6 +16,12 @@
   defaults:: {
     tokenizer: 'o200k_base',
     dataset: { repos: '{dataset_dir}/repos/{repo}' },
+    // grading.model_tests: 'drop' resets the model patch's test files (Go *_test.go and testdata/; Python test_*.py,
+    // *_test.py, conftest.py, pytest.ini and anything under tests/ or test/; any file of the test patch) to the base
+    // commit before the tests run, listing them on the row (patch_test_files_dropped); 'keep' leaves them but those of
+    // the test patch. grading.tests: 'files' runs the test patch's files (Python, as the SWE-bench harness does);
+    // 'listed' runs exactly FAIL_TO_PASS and PASS_TO_PASS (local executor). grading.test_cmd is a string for every
+    // instance, or an object by language ('go', 'python') and repository ('owner/name'), a repository's winning.
     grading: { executor: 'local', timeout: '30m', model_tests: 'drop', tests: 'files' },
     limits: { concurrency: 4, retries: 3 },
   },
