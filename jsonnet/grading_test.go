@@ -60,3 +60,23 @@ func TestCompileGradingErrors(t *testing.T) {
 		}
 	}
 }
+
+// A spec that sets none of the new grading options compiles to the grading JSON it had before they existed, so its
+// spec hash (and finished sweeps) stay.
+func TestCompileGradingJSONStable(t *testing.T) {
+	for grading, want := range map[string]string{
+		"{}":                        `{"executor":"local","timeout":"30m0s"}`,
+		"{ test_cmd: 'pytest -x' }": `{"executor":"local","timeout":"30m0s","test_cmd":"pytest -x"}`,
+	} {
+		dir := writeFiles(t, map[string]string{"spec.jsonnet": spec("ctxlab.experiment({", "  name: 'x',",
+			"  dataset: ctxlab.datasets.demo,", "  models: [ctxlab.models.offline],",
+			"  methods: [ctxlab.methods.no_source],", "  grading: "+grading+",", "})")})
+		e, err := Compile(filepath.Join(dir, "spec.jsonnet"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := json.Marshal(e.Grading); err != nil || string(out) != want {
+			t.Errorf("%s compiled to %s, want %s", grading, out, want)
+		}
+	}
+}

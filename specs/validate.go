@@ -19,8 +19,13 @@ const (
 	DefaultConcurrency = 4
 	DefaultRetries     = 3
 	DefaultRepos       = "{dataset_dir}/repos/{repo}"
-	DefaultModelTests  = "drop"
-	DefaultTests       = "files"
+)
+
+// What an empty grading.model_tests and grading.tests mean. SetDefaults leaves them empty, so that compiled specs
+// that do not set them keep the JSON (and the spec hash) they had before the options existed.
+const (
+	DefaultModelTests = "drop"
+	DefaultTests      = "files"
 )
 
 // Allowed values of the enumerated fields, in the order error messages list them.
@@ -46,12 +51,7 @@ func (e *Experiment) SetDefaults() {
 	if e.Grading.Timeout == 0 {
 		e.Grading.Timeout = Duration(DefaultTimeout)
 	}
-	if e.Grading.ModelTests == "" {
-		e.Grading.ModelTests = DefaultModelTests
-	}
-	if e.Grading.Tests == "" {
-		e.Grading.Tests = DefaultTests
-	}
+
 	if e.Limits.Concurrency == 0 {
 		e.Limits.Concurrency = DefaultConcurrency
 	}
