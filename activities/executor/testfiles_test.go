@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -322,5 +324,47 @@ func TestDockerRefusesListed(t *testing.T) {
 		Config: Config{Tests: TestsListed, Docker: "/nonexistent/docker"}})
 	if err == nil || !strings.Contains(err.Error(), "local executor only") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// Through docker, the model's test files never reach the container: a new conftest.py and an edit of the test
+// patch's file stay on this side, and the result says so.
+func TestDockerDropsModelTestFiles(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	in := calcInstance()
+	f := newFakeDocker(t, realLog(t, in, in.Patch), false)
+	patch := in.Patch + diff.Unified("conftest.py", nil, []byte("# forged\n")) +
+		diff.Unified("tests/test_calc.py", []byte(calcBase["tests/test_calc.py"]),
+			[]byte(strings.Replace(calcBase["tests/test_calc.py"], "== 0", "== 1", 1)))
+	res, err := Docker{}.Run(context.Background(), Request{Instance: in, Patch: patch, Timeout: time.Minute,
+		Config: Config{Docker: f.bin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.TestFilesDropped, []string{"conftest.py", "tests/test_calc.py"}) || len(res.ModelTestFiles) != 0 {
+		t.Errorf("dropped %v kept %v", res.TestFilesDropped, res.ModelTestFiles)
+	}
+	if _, err := os.Stat(filepath.Join(f.root, "testbed", "conftest.py")); err == nil {
+		t.Error("conftest.py reached the container")
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.root, "testbed", "tests", "test_calc.py")); string(b) != calcBase["tests/test_calc.py"] {
+		t.Errorf("the model's edit of tests/test_calc.py reached the container: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.root, "testbed", "calc", "ops.py")); !strings.Contains(string(b), "a + b") {
+		t.Errorf("the fix did not reach the container: %q", b)
+	}
+
+	// keep: the new conftest.py goes in; the test patch's file is still reset by the eval script, so it is dropped.
+	g := newFakeDocker(t, realLog(t, in, in.Patch), false)
+	res, err = Docker{}.Run(context.Background(), Request{Instance: in, Patch: patch, Timeout: time.Minute,
+		Config: Config{Docker: g.bin, ModelTests: ModelTestsKeep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.ModelTestFiles, []string{"conftest.py"}) || !slices.Equal(res.TestFilesDropped, []string{"tests/test_calc.py"}) {
+		t.Errorf("keep: dropped %v kept %v", res.TestFilesDropped, res.ModelTestFiles)
+	}
+	if _, err := os.Stat(filepath.Join(g.root, "testbed", "conftest.py")); err != nil {
+		t.Errorf("keep: conftest.py did not reach the container: %v", err)
 	}
 }
