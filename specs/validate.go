@@ -51,7 +51,6 @@ func (e *Experiment) SetDefaults() {
 	if e.Grading.Timeout == 0 {
 		e.Grading.Timeout = Duration(DefaultTimeout)
 	}
-
 	if e.Limits.Concurrency == 0 {
 		e.Limits.Concurrency = DefaultConcurrency
 	}

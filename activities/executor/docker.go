@@ -195,8 +195,8 @@ func Between(log string) (string, bool) {
 	return section, ok
 }
 
-// testCommand is the spec's command (Config.TestCmdFor the repository, or for Python), else the harness's for Django (runtests.py with module directives), else
-// pytest -rA on the test files, as get_test_directives builds them.
+// testCommand is the spec's command (Config.TestCmdFor the repository, else for Python), else the harness's for
+// Django (runtests.py with module directives), else pytest -rA on the test files, as get_test_directives builds them.
 func testCommand(r Request) (string, string) {
 	files := TestFiles(r.Instance.TestPatch)
 	var directives []string
