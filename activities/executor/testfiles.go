@@ -113,6 +113,10 @@ func writeListedPlugin(dir string, ids []string) (pythonPath, listFile string, e
 		return "", "", err
 	}
 	defer root.Close()
+	// Whatever the model patch put there goes: a package of the plugin's name would shadow it.
+	if err := root.RemoveAll(listedDir); err != nil {
+		return "", "", fmt.Errorf("listed tests: %w", err)
+	}
 	if err := root.MkdirAll(listedDir, 0o755); err != nil {
 		return "", "", fmt.Errorf("listed tests: %w", err)
 	}
