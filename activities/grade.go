@@ -118,8 +118,10 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		timeout = DefaultGradeTimeout
 	}
 	req := executor.Request{Instance: r.Instance, Patch: r.Patch, Materialize: r.Materialize, Timeout: timeout,
-		Config: executor.Config{TestCmd: r.Grading.TestCmd, LogParser: r.Grading.LogParser, Python: r.Grading.Python,
-			Namespace: r.Grading.Namespace, Network: r.Grading.Network, Docker: r.Grading.Docker},
+		Config: executor.Config{TestCmd: r.Grading.TestCmd.All, TestCmds: r.Grading.TestCmd.By,
+			ModelTests: r.Grading.ModelTests, Tests: r.Grading.Tests, LogParser: r.Grading.LogParser,
+			Python: r.Grading.Python, Namespace: r.Grading.Namespace, Network: r.Grading.Network,
+			Docker: r.Grading.Docker},
 		Heartbeat: func() {
 			if activity.IsActivity(ctx) {
 				activity.RecordHeartbeat(ctx)
@@ -209,6 +211,13 @@ func recordApply(row map[string]any, res executor.Result) {
 			reasons[i] = h.Reason
 		}
 		row["patch_rejected"] = reasons
+	}
+	// The model's changes to test files that were reset before the tests ran, and those it kept (model_tests keep).
+	if len(res.TestFilesDropped) > 0 {
+		row["patch_test_files_dropped"] = res.TestFilesDropped
+	}
+	if len(res.ModelTestFiles) > 0 {
+		row["patch_test_files_kept"] = res.ModelTestFiles
 	}
 	if res.Ran {
 		return

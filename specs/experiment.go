@@ -3,6 +3,7 @@ package specs
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -82,13 +83,72 @@ type Grading struct {
 	// Reruns re-runs a grade that did not resolve up to this many times (flake guard); the row records every
 	// attempt's outcome and whether they disagreed.
 	Reruns int `json:"reruns,omitempty"`
+	// ModelTests says what becomes of the model patch's changes to test files: "drop" (reset to base_commit before
+	// the tests run, as the harness resets the test patch's files; the row lists them) or "keep".
+	ModelTests string `json:"model_tests,omitempty"`
+	// Tests says which Python tests run: "files" (the test files of the test patch, as the SWE-bench harness does)
+	// or "listed" (exactly the FAIL_TO_PASS and PASS_TO_PASS ids; local executor only).
+	Tests string `json:"tests,omitempty"`
 	// TestCmd, LogParser, Python, Namespace, Network and Docker configure the executors (activities/executor.Config).
-	TestCmd   string `json:"test_cmd,omitempty"`
+	TestCmd TestCommand `json:"test_cmd,omitzero"`
+
 	LogParser string `json:"log_parser,omitempty"`
 	Python    string `json:"python,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	Network   string `json:"network,omitempty"`
 	Docker    string `json:"docker,omitempty"`
+}
+
+// TestCommand is grading.test_cmd: a string is the command of every instance; an object maps languages ("go",
+// "python") and repositories ("owner/name") to commands, a repository's winning over its language's, and instances
+// it does not cover get the executor's default. An instance is Go when its worktree has a go.mod, else Python.
+type TestCommand struct {
+	// All is the string form.
+	All string
+	// By is the object form.
+	By map[string]string
+}
+
+// TestCmdLanguages are the language keys of test_cmd's object form.
+var TestCmdLanguages = []string{"go", "python"}
+
+// IsZero reports an unset test_cmd (for omitzero).
+func (c TestCommand) IsZero() bool { return c.All == "" && len(c.By) == 0 }
+
+// MarshalJSON writes the form the spec used: a string, or an object.
+func (c TestCommand) MarshalJSON() ([]byte, error) {
+	if len(c.By) > 0 {
+		return json.Marshal(c.By)
+	}
+	return json.Marshal(c.All)
+}
+
+// UnmarshalJSON reads a string or an object of strings.
+func (c *TestCommand) UnmarshalJSON(b []byte) error {
+	*c = TestCommand{}
+	if err := json.Unmarshal(b, &c.All); err == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, &c.By); err != nil || c.By == nil {
+		c.By = nil
+		return fmt.Errorf("test_cmd must be a string, or an object mapping %s or \"owner/name\" to strings, got %s",
+			strings.Join(TestCmdLanguages, ", "), b)
+	}
+	return nil
+}
+
+// String and Set make a TestCommand a command-line flag of its string form.
+func (c *TestCommand) String() string {
+	if c == nil {
+		return ""
+	}
+	return c.All
+}
+
+// Set implements flag.Value.
+func (c *TestCommand) Set(s string) error {
+	*c = TestCommand{All: s}
+	return nil
 }
 
 // Budget is the longest a grade may take: the timeout for the run and for each rerun.

@@ -21,12 +21,21 @@ const (
 	DefaultRepos       = "{dataset_dir}/repos/{repo}"
 )
 
+// What an empty grading.model_tests and grading.tests mean. SetDefaults leaves them empty, so that compiled specs
+// that do not set them keep the JSON (and the spec hash) they had before the options existed.
+const (
+	DefaultModelTests = "drop"
+	DefaultTests      = "files"
+)
+
 // Allowed values of the enumerated fields, in the order error messages list them.
 var (
 	Providers  = []string{"offline", "openai", "replay"}
 	Tokenizers = []string{"o200k_base", "cl100k_base"}
 	Executors  = []string{"local", "docker"}
 	Generators = []string{"demo"}
+	ModelTests = []string{"drop", "keep"}
+	TestModes  = []string{"files", "listed"}
 )
 
 // SetDefaults fills the fields a spec may leave out. Zero means "not set": a zero concurrency becomes
@@ -168,6 +177,25 @@ func Validate(e *Experiment) []*ValidationError {
 	}
 	if e.Grading.Timeout <= 0 {
 		add("grading.timeout", "", "grading timeout %s must be positive", e.Grading.Timeout.D())
+	}
+	if g := e.Grading; g.ModelTests != "" && !slices.Contains(ModelTests, g.ModelTests) {
+		add("grading.model_tests", g.ModelTests, "unknown grading.model_tests %q (known: %s)", g.ModelTests,
+			list(ModelTests))
+	}
+	if g := e.Grading; g.Tests != "" && !slices.Contains(TestModes, g.Tests) {
+		add("grading.tests", g.Tests, "unknown grading.tests %q (known: %s)", g.Tests, list(TestModes))
+	} else if g.Tests == "listed" && g.Executor == "docker" {
+		add("grading.tests", g.Tests, "grading.tests %q is supported by the local executor only", g.Tests)
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Grading.TestCmd.By)) {
+		owner, name, isRepo := strings.Cut(k, "/")
+		if !slices.Contains(TestCmdLanguages, k) && (!isRepo || owner == "" || name == "" || strings.Contains(name, "/")) {
+			add("grading.test_cmd."+k, k, "test_cmd key %q is neither a language (%s) nor a repository \"owner/name\"",
+				k, list(TestCmdLanguages)).Key = true
+		}
+		if strings.TrimSpace(e.Grading.TestCmd.By[k]) == "" {
+			add("grading.test_cmd."+k, "", "test_cmd for %q is empty", k)
+		}
 	}
 	if e.Limits.Concurrency < 1 {
 		add("limits.concurrency", "", "concurrency %d must be at least 1", e.Limits.Concurrency)

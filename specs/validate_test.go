@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,9 @@ func TestSetDefaults(t *testing.T) {
 	}
 	if len(e.Models) != 0 {
 		t.Errorf("SetDefaults added models: %+v", e.Models)
+	}
+	if e.Grading.ModelTests != "" || e.Grading.Tests != "" {
+		t.Errorf("grading defaults are filled in, changing compiled specs: %+v", e.Grading)
 	}
 
 	// Values that are set stay, negative ones included (Validate rejects those).
@@ -127,6 +131,21 @@ func TestValidate(t *testing.T) {
 			"must be between 0 and 10"},
 		{"negative timeout", func(e *Experiment) { e.Grading.Timeout = Duration(-time.Second) }, "grading.timeout",
 			"", false, 0, "must be positive"},
+		{"unknown model_tests", func(e *Experiment) { e.Grading.ModelTests = "ignore" }, "grading.model_tests",
+			"ignore", false, 0, `unknown grading.model_tests "ignore" (known: drop, keep)`},
+		{"unknown tests mode", func(e *Experiment) { e.Grading.Tests = "all" }, "grading.tests", "all", false, 0,
+			`unknown grading.tests "all" (known: files, listed)`},
+		{"listed tests in docker", func(e *Experiment) { e.Grading.Executor, e.Grading.Tests = "docker", "listed" },
+			"grading.tests", "listed", false, 0, "local executor only"},
+		{"test_cmd key neither language nor repo", func(e *Experiment) {
+			e.Grading.TestCmd = TestCommand{By: map[string]string{"rust": "cargo test", "python": "pytest"}}
+		}, "grading.test_cmd.rust", "rust", true, 0, `test_cmd key "rust" is neither a language (go, python) nor`},
+		{"test_cmd key with two slashes", func(e *Experiment) {
+			e.Grading.TestCmd = TestCommand{By: map[string]string{"a/b/c": "pytest"}}
+		}, "grading.test_cmd.a/b/c", "a/b/c", true, 0, `test_cmd key "a/b/c" is neither`},
+		{"empty test_cmd", func(e *Experiment) {
+			e.Grading.TestCmd = TestCommand{By: map[string]string{"acme/calc": " "}}
+		}, "grading.test_cmd.acme/calc", "", false, 0, `test_cmd for "acme/calc" is empty`},
 		{"zero concurrency after defaults", func(e *Experiment) { e.Limits.Concurrency = -2 }, "limits.concurrency",
 			"", false, 0, "concurrency -2 must be at least 1"},
 		{"negative retries", func(e *Experiment) { e.Limits.Retries = -1 }, "limits.retries", "", false, 0,
@@ -194,5 +213,27 @@ func TestCycleNotReportedWithMissingInput(t *testing.T) {
 	errs := Validate(e)
 	if len(errs) != 1 || !strings.Contains(errs[0].Msg, `missing step "gone"`) {
 		t.Errorf("errs = %v", errs)
+	}
+}
+
+// test_cmd is a string (every instance) or an object by language and repository; each form comes back as written.
+func TestTestCommandJSON(t *testing.T) {
+	for _, text := range []string{`{"test_cmd":"pytest -x"}`, `{"test_cmd":{"acme/calc":"tox","python":"pytest"}}`, `{}`} {
+		var g struct {
+			TestCmd TestCommand `json:"test_cmd,omitzero"`
+		}
+		if err := json.Unmarshal([]byte(text), &g); err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		out, err := json.Marshal(g)
+		if err != nil || string(out) != text {
+			t.Errorf("%s came back as %s (%v)", text, out, err)
+		}
+	}
+	var c TestCommand
+	for _, bad := range []string{`["pytest"]`, `3`, `{"python": 3}`} {
+		if err := json.Unmarshal([]byte(bad), &c); err == nil || !strings.Contains(err.Error(), "test_cmd must be") {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }

@@ -57,6 +57,10 @@ func dockerEnv() []string {
 // Run implements Executor.
 func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	var res Result
+	if r.Config.Tests == TestsListed {
+		return res, fmt.Errorf("instance %s: grading.tests %q is supported by the local executor only",
+			r.Instance.InstanceID, TestsListed)
+	}
 	bin := r.Config.Docker
 	if bin == "" {
 		bin = "docker"
@@ -123,13 +127,29 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		res.ApplyErr = err.Error()
 		return res, nil
 	}
+	// The model's changes to test files never reach the container (the eval script resets the test patch's files
+	// anyway); instance images are Python, so Python's rules say what a test file is.
+	testPaths := TestFiles(r.Instance.TestPatch)
+	dropped := map[string]bool{}
+	for _, p := range rep.Files {
+		switch {
+		case contains(testPaths, p) || (IsTestFile(LangPython, p) && !r.Config.modelTestsKept()):
+			dropped[p] = true
+			res.TestFilesDropped = append(res.TestFilesDropped, p)
+		case IsTestFile(LangPython, p) && !contains(rep.Deleted, p):
+			res.ModelTestFiles = append(res.ModelTestFiles, p)
+		}
+	}
 	for _, p := range rep.Deleted {
+		if dropped[p] {
+			continue
+		}
 		if _, err := docker("exec", name, "rm", "-f", path.Join(Testbed, p)); err != nil {
 			return res, err
 		}
 	}
 	for _, p := range rep.Files {
-		if contains(rep.Deleted, p) {
+		if contains(rep.Deleted, p) || dropped[p] {
 			continue
 		}
 		if _, err := docker("exec", name, "mkdir", "-p", path.Join(Testbed, path.Dir(p))); err != nil {
@@ -175,12 +195,13 @@ func Between(log string) (string, bool) {
 	return section, ok
 }
 
-// testCommand is the spec's command, else the harness's for Django (runtests.py with module directives), else
-// pytest -rA on the test files, as get_test_directives builds them.
+// testCommand is the spec's command (Config.TestCmdFor the repository, else for Python), else the harness's for
+// Django (runtests.py with module directives), else pytest -rA on the test files, as get_test_directives builds them.
 func testCommand(r Request) (string, string) {
 	files := TestFiles(r.Instance.TestPatch)
 	var directives []string
-	django := r.Instance.Repo == "django/django" && r.Config.TestCmd == ""
+	cmd := r.Config.TestCmdFor(r.Instance.Repo, LangPython)
+	django := r.Instance.Repo == "django/django" && cmd == ""
 	for _, f := range files {
 		if !strings.HasSuffix(f, ".py") {
 			continue
@@ -191,7 +212,6 @@ func testCommand(r Request) (string, string) {
 		}
 		directives = append(directives, f)
 	}
-	cmd := r.Config.TestCmd
 	switch {
 	case cmd != "":
 	case django:

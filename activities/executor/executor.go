@@ -25,6 +25,12 @@ import (
 type Config struct {
 	// TestCmd replaces the default test command (local Python and docker); test files are appended to it.
 	TestCmd string `json:"test_cmd,omitempty"`
+	// TestCmds are commands by language (LangGo, LangPython) or by repository ("owner/name"); see TestCmdFor.
+	TestCmds map[string]string `json:"test_cmds,omitempty"`
+	// ModelTests is ModelTestsDrop (or empty) or ModelTestsKeep: what becomes of the model patch's test files.
+	ModelTests string `json:"model_tests,omitempty"`
+	// Tests is TestsFiles (or empty) or TestsListed: which Python tests run (local executor).
+	Tests string `json:"tests,omitempty"`
 	// LogParser names the testlog parser (gotest, pytest, unittest); empty: chosen from the command.
 	LogParser string `json:"log_parser,omitempty"`
 	// Python is the interpreter for local Python tests (default: python3, else /usr/bin/python3, one with pytest).
@@ -61,6 +67,11 @@ type Result struct {
 	Command  []string
 	// Note says what else was seen (harness markers missing, ...).
 	Note string
+	// TestFilesDropped are the test files (IsTestFile, or the test patch's) the model patch changed and that were
+	// reset to base_commit before the tests ran; ModelTestFiles are those it wrote that stayed (ModelTestsKeep), so
+	// a runner can tell model-written tests from the repository's.
+	TestFilesDropped []string
+	ModelTestFiles   []string
 }
 
 // Executor runs grading attempts.

@@ -3,17 +3,22 @@ package executor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"ctxlab/activities/diff"
+	"ctxlab/activities/testlog"
 	"ctxlab/activities/testrun"
 )
 
 // Local grades in a fresh temporary worktree on this machine, removed afterwards. A repository with a go.mod runs
-// go test -json; any other runs Python tests (pytest -rA by default, or Config.TestCmd) on the test patch's files.
+// go test -json; any other runs Python tests (pytest -rA by default, or Config.TestCmdFor) on the test patch's files,
+// or on exactly the listed test ids (Config.Tests). The model patch's test files are reset to base_commit first
+// unless Config.ModelTests keeps them.
 type Local struct{}
 
 // Run implements Executor.
@@ -30,11 +35,29 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	if err := r.Materialize(ctx, dir); err != nil {
 		return res, err
 	}
+	// The language is read before the model patch applies, so the patch cannot change which rules it is held to.
+	lang := LanguageOf(dir)
 	// The harness's order: the model patch goes onto base_commit; then the eval script resets the test patch's
-	// files to base_commit (discarding the model's edits to them) and applies the test patch.
-	tests, err := saveFiles(dir, r.Instance.TestPatch)
+	// files to base_commit (discarding the model's edits to them) and applies the test patch. The model's other
+	// test files are reset the same way unless the config keeps them.
+	testPaths, err := diff.SafePaths(r.Instance.TestPatch)
 	if err != nil {
 		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
+	}
+	reset := map[string]bool{}
+	for _, p := range testPaths {
+		reset[p] = true
+	}
+	// A patch SafePaths refuses is refused by Apply too, with the same parser, and nothing is written.
+	modelPaths, _ := diff.SafePaths(r.Patch)
+	for _, p := range modelPaths {
+		if IsTestFile(lang, p) && !r.Config.modelTestsKept() {
+			reset[p] = true
+		}
+	}
+	saved, err := saveFiles(dir, slices.Sorted(maps.Keys(reset)))
+	if err != nil {
+		return res, fmt.Errorf("instance %s: saving the test files: %w", r.Instance.InstanceID, err)
 	}
 	rep, err := diff.Apply(dir, r.Patch, diff.Options{})
 	res.Apply = rep
@@ -42,24 +65,37 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 		res.ApplyErr = err.Error()
 		return res, nil
 	}
-	if err := tests.restore(); err != nil {
-		return res, err
+	for _, p := range rep.Files {
+		switch {
+		case reset[p]:
+			res.TestFilesDropped = append(res.TestFilesDropped, p)
+		case IsTestFile(lang, p) && !r.Config.modelTestsKept():
+			// Fail closed should Apply ever write a path SafePaths did not list.
+			return res, fmt.Errorf("instance %s: the model patch wrote test file %s, which was not saved to be reset",
+				r.Instance.InstanceID, p)
+		case IsTestFile(lang, p) && !slices.Contains(rep.Deleted, p):
+			res.ModelTestFiles = append(res.ModelTestFiles, p)
+		}
+	}
+	if err := saved.restore(); err != nil {
+		return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
 	}
 	if _, err := diff.ApplyDir(dir, r.Instance.TestPatch); err != nil {
 		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
 	}
 
 	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat}
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && r.Config.TestCmd == "" {
+	testCmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
+	if lang == LangGo && testCmd == "" {
 		o.Tests = append(append([]string{}, r.Instance.FailToPass...), r.Instance.PassToPass...)
 	} else {
-		cmd, parser, err := pythonCommand(r)
+		cmd, parser, env, err := pythonCommand(r, dir, testCmd)
 		if err != nil {
 			return res, err
 		}
 		o.Command, o.Parser = cmd, parser
 		// Python writes no bytecode into the worktree, and finds the repository's own packages.
-		o.ExtraEnv = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}
+		o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}, env...)
 	}
 	run, err := testrun.Run(ctx, o)
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
@@ -74,12 +110,8 @@ type savedFiles struct {
 	missing map[string]bool
 }
 
-func saveFiles(dir, testPatch string) (savedFiles, error) {
+func saveFiles(dir string, paths []string) (savedFiles, error) {
 	s := savedFiles{dir: dir, files: map[string][]byte{}, missing: map[string]bool{}}
-	paths, err := diff.SafePaths(testPatch)
-	if err != nil {
-		return s, err
-	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return s, err
@@ -125,25 +157,47 @@ func (s savedFiles) restore() error {
 	return nil
 }
 
-// pythonCommand is the local Python test command: Config.TestCmd (split on spaces) or `python -m pytest -rA`, with
-// the test patch's Python files appended.
-func pythonCommand(r Request) ([]string, string, error) {
-	var files []string
-	for _, f := range TestFiles(r.Instance.TestPatch) {
-		if strings.HasSuffix(f, ".py") {
-			files = append(files, f)
+// pythonCommand is the local Python test command: testCmd (split on spaces) or `python -m pytest -rA`, followed by
+// the test patch's Python files, or in the listed mode by exactly the instance's test ids: for pytest through a
+// plugin that deselects every other collected test (env loads it), for unittest as dotted ids.
+func pythonCommand(r Request, dir, testCmd string) (cmd []string, parser string, env []string, err error) {
+	if testCmd != "" {
+		cmd, parser = strings.Fields(testCmd), parserFor(r.Config, testCmd)
+	} else {
+		py, err := FindPython(r.Config.Python, "pytest")
+		if err != nil {
+			return nil, "", nil, err
 		}
+		cmd, parser = []string{py, "-m", "pytest", "-rA", "-p", "no:cacheprovider"}, parserFor(r.Config, "pytest")
 	}
-	if r.Config.TestCmd != "" {
-		cmd := strings.Fields(r.Config.TestCmd)
-		return append(cmd, files...), parserFor(r.Config, r.Config.TestCmd), nil
+	// Go runs its listed tests already; the listed mode is Python's.
+	if r.Config.Tests != TestsListed || parser == testlog.ParserGo {
+		for _, f := range TestFiles(r.Instance.TestPatch) {
+			if strings.HasSuffix(f, ".py") {
+				cmd = append(cmd, f)
+			}
+		}
+		return cmd, parser, nil, nil
 	}
-	py, err := FindPython(r.Config.Python, "pytest")
-	if err != nil {
-		return nil, "", err
+	ids := listedIDs(r.Instance.FailToPass, r.Instance.PassToPass)
+	switch parser {
+	case testlog.ParserPytest:
+		pluginDir, listFile, err := writeListedPlugin(dir, ids)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+		}
+		cmd = append(cmd, "-p", listedPluginModule)
+		cmd = append(cmd, pytestFiles(dir, ids)...)
+		env = []string{"PYTHONPATH=" + dir + string(os.PathListSeparator) + pluginDir, "CTXLAB_LISTED_TESTS=" + listFile}
+	case testlog.ParserUnittest:
+		for _, id := range ids {
+			cmd = append(cmd, UnittestID(id))
+		}
+	default:
+		return nil, "", nil, fmt.Errorf("instance %s: grading.tests %q needs the pytest or unittest log parser, not %q",
+			r.Instance.InstanceID, TestsListed, parser)
 	}
-	cmd := append([]string{py, "-m", "pytest", "-rA", "-p", "no:cacheprovider"}, files...)
-	return cmd, parserFor(r.Config, "pytest"), nil
+	return cmd, parser, env, nil
 }
 
 // FindPython returns want if set, else the first of python3 on PATH and /usr/bin/python3 that imports module.

@@ -16,6 +16,14 @@
   defaults:: {
     tokenizer: 'o200k_base',
     dataset: { repos: '{dataset_dir}/repos/{repo}' },
+    // Grading options with defaults left out on purpose, so compiled specs that do not set them keep their JSON (and
+    // spec hash). grading.model_tests: 'drop' (default) resets the model patch's test files (Go *_test.go, testdata/;
+    // Python test_*.py, *_test.py, conftest.py, pytest.ini, anything under tests/ or test/; any file of the test
+    // patch) to the base commit before the tests run and lists them on the row (patch_test_files_dropped); 'keep'
+    // leaves all but the test patch's. grading.tests: 'files' (default) runs the test patch's files (Python, as the
+    // SWE-bench harness does); 'listed' runs exactly FAIL_TO_PASS and PASS_TO_PASS (local executor only).
+    // grading.test_cmd: a string for every instance, or an object by language ('go', 'python') and by repository
+    // ('owner/name'), a repository's command winning over its language's.
     grading: { executor: 'local', timeout: '30m' },
     limits: { concurrency: 4, retries: 3 },
   },

@@ -69,7 +69,7 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	fs.StringVar(&o.grading.Executor, "executor", specs.DefaultExecutor, "local or docker")
 	fs.IntVar(&o.grading.Reruns, "reruns", 0, "re-run a failing grade up to N times (flake guard)")
 	fs.StringVar(&o.grading.Namespace, "namespace", "", "docker: image namespace (default swebench)")
-	fs.StringVar(&o.grading.TestCmd, "test-cmd", "", "test command replacing the default (test files are appended)")
+	fs.Var(&o.grading.TestCmd, "test-cmd", "test command replacing the default (test files are appended)")
 	fs.StringVar(&o.grading.LogParser, "log-parser", "", "gotest, pytest or unittest (default: from the command)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter grade --dataset FILE --predictions FILE [flags]")
