@@ -89,6 +89,9 @@ type Grading struct {
 	Namespace string `json:"namespace,omitempty"`
 	Network   string `json:"network,omitempty"`
 	Docker    string `json:"docker,omitempty"`
+	// GoProxy is the GOPROXY the local executor downloads a Go module's requirements from before its offline build
+	// (a URL list, or file:///folder); {dataset_dir} is replaced by the dataset file's folder. Empty: the worker's.
+	GoProxy string `json:"goproxy,omitempty"`
 }
 
 // Budget is the longest a grade may take: the timeout for the run and for each rerun.

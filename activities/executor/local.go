@@ -49,7 +49,8 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
 	}
 
-	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat}
+	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat,
+		GoProxy: r.Config.GoProxy}
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && r.Config.TestCmd == "" {
 		o.Tests = append(append([]string{}, r.Instance.FailToPass...), r.Instance.PassToPass...)
 	} else {
