@@ -72,7 +72,7 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		_, _ = io.Copy(io.Discard, evR)
 	}()
 
-	res := Result{Args: []string{"go", "test", "-c"}}
+	var res Result
 	exit := 0
 	vendored := fileExists(filepath.Join(o.Dir, "vendor", "modules.txt"))
 	if len(toRun) > 0 && !vendored {
@@ -80,7 +80,7 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 	}
 	buildEnv := []string{"GOPROXY=off"}
 	if !vendored {
-		buildEnv = append(buildEnv, "GOFLAGS=-mod=mod")
+		buildEnv = append(buildEnv, modFlags())
 	}
 	if !needsCgo {
 		// cgo would run the C toolchain with flags from the (model-editable) sources while building.
@@ -110,7 +110,8 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		if len(o.Tests) == 0 {
 			pattern = ""
 		}
-		res.Args = append(res.Args, "./"+p.dir+":"+pattern)
+		// Args says what ran, per package: go test -c ./dir && dir.test -test.run pattern;
+		res.Args = append(res.Args, "go", "test", "-c", "./"+p.dir, "&&", path.Base(p.importPath)+".test", "-test.run", pattern+";")
 		if bins[i] == "" || runCtx.Err() != nil {
 			continue
 		}
@@ -391,6 +392,7 @@ func runBinary(ctx, runCtx context.Context, bin, dir, importPath, pattern string
 	// ends when the binary's output does (bounded by drainWait in wait).
 	conv := exec.CommandContext(ctx, "go", "tool", "test2json", "-t", "-p", importPath)
 	conv.Env = Env(nil)
+	conv.Dir = filepath.Dir(bin) // not the worker's folder, whose go.mod could ask for another toolchain
 	conv.Stdin = io.MultiReader(strings.NewReader(frameMarker), p.out)
 	conv.Stdout = events
 	var convErr bytes.Buffer
@@ -459,7 +461,7 @@ func download(ctx context.Context, o Options, events *eventWriter) {
 		events.note("ctxlab: no GOPROXY to download the module requirements from\n")
 		return
 	}
-	extra := []string{"GOPROXY=" + proxy, "GOFLAGS=-mod=mod", "GOVCS=*:off"}
+	extra := []string{"GOPROXY=" + proxy, modFlags(), "GOVCS=*:off"}
 	for _, k := range downloadEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			extra = append(extra, k+"="+v)
@@ -475,6 +477,18 @@ func download(ctx context.Context, o Options, events *eventWriter) {
 		_ = os.WriteFile(marker, []byte(proxy+"\n"), 0o644)
 	}
 	events.note("ctxlab: module requirements downloaded\n")
+}
+
+// modFlags is GOFLAGS with -mod=mod (go.mod and go.sum may be completed from the module cache) in place of any -mod
+// flag of the worker's GOFLAGS, whose other flags are kept.
+func modFlags() string {
+	flags := []string{"-mod=mod"}
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if !strings.HasPrefix(f, "-mod=") && !strings.HasPrefix(f, "--mod=") {
+			flags = append(flags, f)
+		}
+	}
+	return "GOFLAGS=" + strings.Join(flags, " ")
 }
 
 var (
