@@ -36,6 +36,14 @@ type goPackage struct {
 	run        []string        // the declared names to run
 }
 
+// target is the package as a go command argument, relative to the module root.
+func (p *goPackage) target() string {
+	if p.dir == "." {
+		return "."
+	}
+	return "./" + p.dir
+}
+
 // binPrefix starts the name of the folder holding the test binaries: the executor's grading-folder prefix and this
 // process's id, so executor.CleanStale removes it when a killed worker left it behind.
 var binPrefix = fmt.Sprintf("ctxlab-grade-%d-bin-", os.Getpid())
@@ -74,6 +82,10 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 
 	var res Result
 	exit := 0
+	if len(notDeclared) > 0 {
+		events.note(fmt.Sprintf("ctxlab: no package declares these tests in a kept _test.go file: %s\n",
+			strings.Join(notDeclared, ", ")))
+	}
 	vendored := fileExists(filepath.Join(o.Dir, "vendor", "modules.txt"))
 	if len(toRun) > 0 && !vendored {
 		download(runCtx, o, events)
@@ -111,7 +123,7 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 			pattern = ""
 		}
 		// Args says what ran, per package: go test -c ./dir && dir.test -test.run pattern;
-		res.Args = append(res.Args, "go", "test", "-c", "./"+p.dir, "&&", path.Base(p.importPath)+".test", "-test.run", pattern+";")
+		res.Args = append(res.Args, "go", "test", "-c", p.target(), "&&", path.Base(p.importPath)+".test", "-test.run", pattern+";")
 		if bins[i] == "" || runCtx.Err() != nil {
 			continue
 		}
@@ -356,11 +368,7 @@ func (e *eventWriter) buildFailed(importPath, text string) {
 // its path, or "" after recording a build failure.
 func buildBinary(ctx context.Context, root, binDir string, i int, p *goPackage, env []string, events *eventWriter) string {
 	bin := filepath.Join(binDir, fmt.Sprintf("%d-%s.test", i, path.Base(p.importPath)))
-	target := "./" + p.dir
-	if p.dir == "." {
-		target = "."
-	}
-	out, err := trusted(ctx, root, env, "go", "test", "-c", "-vet=off", "-o", bin, target)
+	out, err := trusted(ctx, root, env, "go", "test", "-c", "-vet=off", "-o", bin, p.target())
 	if err == nil {
 		if err = os.Chmod(bin, 0o755); err != nil {
 			err = fmt.Errorf("no test binary was written: %w", err)
