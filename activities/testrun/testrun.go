@@ -52,10 +52,11 @@ const drainWait = 3 * time.Second
 
 // Options configures one run.
 type Options struct {
-	// Dir is the module (or work tree) to test; `./...` is run from there.
+	// Dir is the module (or work tree) to test: its packages (not nested modules) are searched for the tests.
 	Dir string
-	// Tests are the test names to run ("TestA", "TestA/sub"); a subtest runs through its top-level test. Empty
-	// runs every test.
+	// Tests are the test names to run: bare ("TestA", "TestA/sub"), run in every package that declares TestA, or
+	// package-qualified ("import/path::TestA", "./pkg::TestA", "pkg/sub::TestA/sub"), run in that package only. A
+	// subtest runs through its top-level test. Empty runs every declared test.
 	Tests []string
 	// Timeout for the whole run, build included (default DefaultTimeout). At the deadline the process group is
 	// killed and Result.TimedOut is set.
