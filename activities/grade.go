@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +35,10 @@ const (
 	GradePatchFailed  = "patch_failed"  // the model patch does not apply, or leaves the worktree
 	GradeTimeout      = "timeout"       // the tests ran past the grading timeout and were killed
 	GradeTestsMissing = "tests_missing" // the run produced no result for some listed test
+	GradeBuildFailed  = "build_failed"  // some listed test has no result and a package's tests did not build
+	// GradeNameMismatch: no listed test has a result, nothing failed to build, and the run did report tests (or the
+	// runner found none of the names declared): the dataset's names do not match what the runner reports.
+	GradeNameMismatch = "tests_name_mismatch"
 )
 
 // DefaultGradeTimeout is the per-run timeout when a spec sets none.
@@ -68,6 +74,7 @@ func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error
 			return NodeOutput{}, err
 		}
 		a.cleanStaleOnce()
+		p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", filepath.Dir(in.Dataset.File))
 		out, err := GradePatch(ctx, exec, j.store, GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 			Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 				return repo.Materialize(ctx, j.store, m, dir)
@@ -121,7 +128,7 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		Config: executor.Config{TestCmd: r.Grading.TestCmd.All, TestCmds: r.Grading.TestCmd.By,
 			ModelTests: r.Grading.ModelTests, Tests: r.Grading.Tests, LogParser: r.Grading.LogParser,
 			Python: r.Grading.Python, Namespace: r.Grading.Namespace, Network: r.Grading.Network,
-			Docker: r.Grading.Docker},
+			Docker: r.Grading.Docker, GoProxy: r.Grading.GoProxy},
 		Heartbeat: func() {
 			if activity.IsActivity(ctx) {
 				activity.RecordHeartbeat(ctx)
@@ -132,6 +139,7 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 	var statuses []string
 	resolvedRuns := 0
 	var last testlog.Verdict
+	var lastReport testlog.Report
 	for attempt := 0; attempt <= max(r.Grading.Reruns, 0); attempt++ {
 		res, err := exec.Run(ctx, req)
 		if err != nil {
@@ -149,7 +157,7 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		if status == GradeResolved {
 			resolvedRuns++
 		}
-		last = v
+		last, lastReport = v, res.Report
 		fmt.Fprintf(&logs, "===== ctxlab grade run %d of instance %s: %s (%s, %.1fs) =====\n", attempt+1,
 			r.Instance.InstanceID, status, strings.Join(res.Command, " "), res.Duration.Seconds())
 		logs.Write(res.Output)
@@ -181,6 +189,13 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		row["grade_flaky"] = resolvedRuns > 0 && resolvedRuns < len(statuses)
 	}
 	if !resolved {
+		switch row["grade_status"] {
+		case GradeBuildFailed:
+			row["grade_build_error"] = headOf(lastReport.BuildOutput, maxBuildError)
+		case GradeNameMismatch:
+			row["grade_note"] = "the dataset's test names do not match what the test runner reports: none of the " +
+				"FAIL_TO_PASS/PASS_TO_PASS names has a result"
+		}
 		row["tests_failed"] = last.Failed
 		row["tests_missing"] = last.Missing
 		row["tests_skipped"] = last.Skipped
@@ -233,13 +248,46 @@ func recordApply(row map[string]any, res executor.Result) {
 	}
 }
 
-// runStatus is one run's status.
+// allIn reports whether every name of names is in set.
+func allIn(names, set []string) bool {
+	for _, n := range names {
+		if !slices.Contains(set, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxBuildError bounds grade_build_error on the row.
+const maxBuildError = 2 << 10
+
+// headOf returns the first whole lines of s that fit in n bytes (a cut line when the first one is longer).
+func headOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := s[:n]
+	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
+		cut = cut[:i+1]
+	}
+	return cut + "[...]\n"
+}
+
+// runStatus is one run's status. A build failure explains missing tests before anything else does; when no listed
+// test has a result although the run reported others (or the runner found none of the names declared), the names
+// are at fault, not the patch.
 func runStatus(res executor.Result, v testlog.Verdict) string {
+	rep := res.Report
+	noneRan := len(v.Missing) > 0 && len(v.Passed)+len(v.Failed)+len(v.Skipped) == 0
 	switch {
 	case res.TimedOut:
 		return GradeTimeout
 	case v.Resolved:
 		return GradeResolved
+	case len(v.Missing) > 0 && len(rep.BuildFailed) > 0:
+		return GradeBuildFailed
+	case noneRan && (len(rep.Tests) > 0 || allIn(v.Missing, rep.NotDeclared)):
+		return GradeNameMismatch
 	case len(v.Missing) > 0 && len(v.Failed) == 0 && len(v.Skipped) == 0:
 		return GradeTestsMissing
 	default:

@@ -97,6 +97,9 @@ type Grading struct {
 	Namespace string `json:"namespace,omitempty"`
 	Network   string `json:"network,omitempty"`
 	Docker    string `json:"docker,omitempty"`
+	// GoProxy is the GOPROXY the local executor downloads a Go module's requirements from before its offline build
+	// (a URL list, or file:///folder); {dataset_dir} is replaced by the dataset file's folder. Empty: the worker's.
+	GoProxy string `json:"goproxy,omitempty"`
 }
 
 // TestCommand is grading.test_cmd: a string is the command of every instance; an object maps languages ("go",

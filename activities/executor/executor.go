@@ -41,6 +41,8 @@ type Config struct {
 	Network string `json:"network,omitempty"`
 	// Docker is the docker program (default "docker" on PATH).
 	Docker string `json:"docker,omitempty"`
+	// GoProxy is the GOPROXY for downloading a Go module's requirements (local; empty: the worker's).
+	GoProxy string `json:"goproxy,omitempty"`
 }
 
 // Request is one grading attempt.

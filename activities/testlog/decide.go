@@ -26,6 +26,9 @@ type Verdict struct {
 //     behaviour; counting a skip as a pass would also reward a patch that merely adds t.Skip to a failing test.
 //   - Nothing is decided from an exit code: only per-test results count.
 //
+// A Go name may be package-qualified ("import/path::TestX", "./pkg::TestX", "pkg/sub::TestX/sub"; see
+// SplitGoTestName): then only the results of that package count. A bare name counts the results of every package.
+//
 // A name go test would print differently (spaces in subtest names become underscores) is also looked up in that
 // form.
 func Decide(failToPass, passToPass []string, rep Report) Verdict {
@@ -61,10 +64,21 @@ func lookup(rep Report, name string) []TestResult {
 	if rs := rep.Tests[name]; len(rs) > 0 {
 		return rs
 	}
-	if alt := strings.ReplaceAll(name, " ", "_"); alt != name {
-		return rep.Tests[alt]
+	pkg, test := SplitGoTestName(name)
+	rs := rep.Tests[test]
+	if len(rs) == 0 {
+		rs = rep.Tests[strings.ReplaceAll(test, " ", "_")]
 	}
-	return nil
+	if pkg == "" {
+		return rs
+	}
+	var in []TestResult
+	for _, r := range rs {
+		if PackageMatches(pkg, r.Package, r.Dir) {
+			in = append(in, r)
+		}
+	}
+	return in
 }
 
 func anyStatus(rs []TestResult, s Status) bool {

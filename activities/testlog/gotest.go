@@ -27,7 +27,9 @@ const (
 
 // TestResult is one run of a test in one package.
 type TestResult struct {
-	Package string  `json:"package"`
+	Package string `json:"package"`
+	// Dir is the package's folder relative to the module root ("." for the root), when the runner knows it.
+	Dir     string  `json:"dir,omitempty"`
 	Status  Status  `json:"status"`
 	Elapsed float64 `json:"elapsed,omitempty"` // seconds
 	// Output is the tail of the test's own output, kept for failed tests only.
@@ -45,6 +47,13 @@ type Report struct {
 	BuildFailed []string `json:"build_failed,omitempty"`
 	// BuildOutput is the compiler's and go command's error text (capped).
 	BuildOutput string `json:"build_output,omitempty"`
+	// Undeclared lists, as "package::Test", results the run reported for tests their package does not declare in a
+	// kept _test.go file (forged framing, or a test only the model's own test files declare); they were dropped from
+	// Tests. Set by activities/testrun for Go runs.
+	Undeclared []string `json:"undeclared,omitempty"`
+	// NotDeclared lists the requested test names no package declares (so none was run for them). Set by
+	// activities/testrun for Go runs.
+	NotDeclared []string `json:"not_declared,omitempty"`
 	// Unparsed counts non-empty lines that were not go test JSON events (stderr noise, old-style build errors).
 	Unparsed int `json:"unparsed,omitempty"`
 }

@@ -292,3 +292,45 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitGoTestName(t *testing.T) {
+	for _, c := range []struct{ in, pkg, test string }{
+		{"TestX", "", "TestX"},
+		{"TestX/sub case", "", "TestX/sub case"},
+		{"example.com/m/pkg::TestX", "example.com/m/pkg", "TestX"},
+		{"./pkg::TestX/sub", "./pkg", "TestX/sub"},
+		{"pkg/sub::TestX/a::b", "pkg/sub", "TestX/a::b"},
+		{"TestX/a::b", "", "TestX/a::b"},
+		{"tests/test_x.py::test_y", "", "tests/test_x.py::test_y"},
+		{"tests/test_x.py::TestCls::test_y", "", "tests/test_x.py::TestCls::test_y"},
+		{"pkg::Testing", "", "pkg::Testing"},
+	} {
+		if pkg, test := SplitGoTestName(c.in); pkg != c.pkg || test != c.test {
+			t.Errorf("SplitGoTestName(%q) = %q, %q; want %q, %q", c.in, pkg, test, c.pkg, c.test)
+		}
+	}
+}
+
+func TestDecideQualified(t *testing.T) {
+	rep := Report{Tests: map[string][]TestResult{
+		"TestSame":       {{Package: "example.com/m", Dir: ".", Status: StatusPass}, {Package: "example.com/m/sub", Dir: "sub", Status: StatusFail}},
+		"TestOld/a_case": {{Package: "example.com/m/sub", Status: StatusPass}}, // no Dir: a report from elsewhere
+	}}
+	for name, want := range map[string]string{
+		"TestSame": "failed", "example.com/m::TestSame": "passed", ".::TestSame": "passed", "./sub::TestSame": "failed",
+		"sub::TestSame": "failed", "example.com/m/sub::TestSame": "failed", "other::TestSame": "missing",
+		"sub::TestOld/a case": "passed", "m/sub::TestOld/a_case": "passed", "ub::TestOld/a_case": "missing",
+	} {
+		v := Decide([]string{name}, nil, rep)
+		got := "missing"
+		switch {
+		case len(v.Passed) == 1:
+			got = "passed"
+		case len(v.Failed) == 1:
+			got = "failed"
+		}
+		if got != want {
+			t.Errorf("%s: %s, want %s (%+v)", name, got, want, v)
+		}
+	}
+}

@@ -1,7 +1,24 @@
-// Package testrun runs a repository's Go tests for grading, contained: in its own process group that is killed as a
+// Package testrun runs a repository's tests for grading, contained: in its own process group that is killed as a
 // whole on timeout or cancellation, with an environment built from an allowlist (no credentials of the worker reach
-// the tests), and with captured output capped. Outcomes come from the `go test -json` event stream (package
-// testlog), never from the exit code.
+// the tests), and with captured output capped. Outcomes come from per-test events (package testlog), never from an
+// exit code.
+//
+// Go tests are not run through `go test ./...`. The grader downloads the module's requirements once (GOPROXY from
+// Options.GoProxy; no version control), builds each needed package's test binary itself (`go test -c`, offline,
+// CGO_ENABLED=0 unless the module has cgo files: building runs no code of the module), runs every binary in its
+// package folder with -test.v=test2json and only the listed tests, and converts its output with `go tool test2json`,
+// primed so that only framing lines carrying the testing package's ^V marker count. The test names are checked
+// against the top-level `func TestXxx(t *testing.T)` the package declares, found statically (go/parser; a
+// `go test -list` would need the package to compile at base, which FAIL_TO_PASS tests often do not) in its _test.go
+// files other than Options.ExcludeTestFiles: a result for an undeclared name is dropped (Report.Undeclared), so it
+// counts as missing.
+//
+// What remains forgeable, and why: code that runs inside the test binary owns its stdout. A TestMain, or an init()
+// in any file of the package or of a package it imports (test files or not), can print marked framing for declared
+// tests and exit 0 without running them; the marker and the static list only stop plain-text "--- PASS" lines and
+// invented names. Dropping the model's own test files (the executor's job) removes TestMain and test-file init()s
+// from the model's reach; a non-test init() that fakes framing is still possible, and only a reviewer or a run in
+// which the tests' results are reported out of band (not through the binary's stdout) would catch it.
 package testrun
 
 import (
@@ -35,10 +52,11 @@ const drainWait = 3 * time.Second
 
 // Options configures one run.
 type Options struct {
-	// Dir is the module (or work tree) to test; `./...` is run from there.
+	// Dir is the module (or work tree) to test: its packages (not nested modules) are searched for the tests.
 	Dir string
-	// Tests are the test names to run ("TestA", "TestA/sub"); a subtest runs through its top-level test. Empty
-	// runs every test.
+	// Tests are the test names to run: bare ("TestA", "TestA/sub"), run in every package that declares TestA, or
+	// package-qualified ("import/path::TestA", "./pkg::TestA", "pkg/sub::TestA/sub"), run in that package only. A
+	// subtest runs through its top-level test. Empty runs every declared test.
 	Tests []string
 	// Timeout for the whole run, build included (default DefaultTimeout). At the deadline the process group is
 	// killed and Result.TimedOut is set.
@@ -58,6 +76,13 @@ type Options struct {
 	// ExtraEnv ("K=V") is added after the allowlisted environment and wins over it (including over the forced
 	// GOTOOLCHAIN and GOPROXY), since it is the caller's explicit choice.
 	ExtraEnv []string
+	// ExcludeTestFiles are _test.go files (slash-separated, relative to Dir) whose test functions do not count as
+	// declared: the model's own test files, when a study keeps them. A test reported from such a file only is
+	// dropped from the Report (see Report.Undeclared).
+	ExcludeTestFiles []string
+	// GoProxy is the GOPROXY for downloading the module's requirements before the offline build (a URL list, or
+	// file:///folder); empty: the worker's own GOPROXY.
+	GoProxy string
 }
 
 // Result of a run.
@@ -82,13 +107,13 @@ var AllowedEnv = []string{"PATH", "HOME", "GOCACHE", "GOPATH", "GOMODCACHE", "GO
 // ForcedEnv is set whatever the worker's environment says: the local toolchain only, no module downloads.
 var ForcedEnv = []string{"GOTOOLCHAIN=local", "GOPROXY=off"}
 
-// Go runs `go test -json -count=1 -vet=off [-run ^(A|B)$] ./...` in o.Dir (or o.Command, when set). A timeout is
+// Go runs the listed Go tests of the module in o.Dir (see the package comment), or o.Command when set. A timeout is
 // reported in the Result, not as an error. Errors are for a run that could not start, and for cancellation of ctx
 // (the partial Result is returned with it).
 func Go(ctx context.Context, o Options) (Result, error) { return Run(ctx, o) }
 
-// Run runs o.Command (go test when empty) in o.Dir, contained as the package comment says, and parses its output
-// with o.Parser.
+// Run runs o.Command in o.Dir, contained as the package comment says, and parses its output with o.Parser; with no
+// Command it runs the Go tests of the module in o.Dir (runGo).
 func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Dir == "" {
 		return Result{}, errors.New("testrun: no folder to test")
@@ -104,111 +129,135 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if capBytes <= 0 {
 		capBytes = DefaultOutputCap
 	}
-	every := o.HeartbeatEvery
-	if every <= 0 {
-		every = DefaultHeartbeatEvery
+	stopHeartbeat := startHeartbeat(o)
+	defer stopHeartbeat()
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if len(o.Command) == 0 {
+		return runGo(ctx, runCtx, o, newCapBuffer(capBytes))
 	}
-	prog, args := "go", []string{"test", "-json", "-count=1", "-vet=off", "-timeout=0"}
-	parser := testlog.ParserGo
-	if len(o.Command) > 0 {
-		prog, args, parser = o.Command[0], o.Command[1:], o.Parser
-	} else {
-		// Our deadline is the only one: go test's own -timeout is switched off so it cannot fire first with a
-		// different outcome.
-		if p := RunPattern(o.Tests); p != "" {
-			args = append(args, "-run", p)
-		}
-		args = append(args, "./...")
-	}
-	goBin, err := exec.LookPath(prog)
+
+	prog, args := o.Command[0], o.Command[1:]
+	bin, err := exec.LookPath(prog)
 	if err != nil {
 		return Result{}, fmt.Errorf("testrun: %s command: %w", prog, err)
 	}
-
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var killed atomic.Bool
-	cmd := exec.CommandContext(runCtx, goBin, args...)
-	cmd.Dir = o.Dir
-	cmd.Env = Env(o.ExtraEnv)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		killed.Store(true)
-		return killGroup(cmd.Process.Pid)
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return Result{}, fmt.Errorf("testrun: %w", err)
-	}
-	cmd.Stdout = pw
-	cmd.Stderr = pw
-
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
+	p, err := startContained(runCtx, append([]string{bin}, args...), o.Dir, Env(o.ExtraEnv))
+	if err != nil {
 		return Result{}, fmt.Errorf("testrun: starting %s in %s: %w", prog, o.Dir, err)
 	}
-	pw.Close() // the children hold the write end now
-	pgid := cmd.Process.Pid
-
 	out := newCapBuffer(capBytes)
 	var rep testlog.Report
 	var parseErr error
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		rep, parseErr = testlog.Parse(parser, io.TeeReader(pr, out))
-		_, _ = io.Copy(out, pr) // keep draining if the parser stopped early
+		rep, parseErr = testlog.Parse(o.Parser, io.TeeReader(p.out, out))
+		_, _ = io.Copy(out, p.out) // keep draining if the parser stopped early
 	}()
-
-	var hb sync.WaitGroup
-	hbStop := make(chan struct{})
-	if o.Heartbeat != nil {
-		hb.Go(func() {
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					o.Heartbeat()
-				case <-hbStop:
-					return
-				}
-			}
-		})
-	}
-
-	_ = cmd.Wait() // the outcome is read from the events, the exit code below
-	// Whatever happened, nothing the tests started may outlive the run.
-	_ = killGroup(pgid)
-	select {
-	case <-readDone:
-	case <-time.After(drainWait):
-		pr.Close() // a process outside the group still holds the pipe
-		<-readDone
-	}
-	pr.Close()
-	close(hbStop)
-	hb.Wait()
+	exit := p.wait(readDone)
 
 	res := Result{
 		Output:      out.Bytes(),
 		OutputBytes: out.total,
 		Report:      rep,
-		ExitCode:    cmd.ProcessState.ExitCode(),
+		ExitCode:    exit,
 		Duration:    time.Since(start),
 		Args:        append([]string{prog}, args...),
 	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("testrun: cancelled: %w", ctx.Err())
 	}
-	res.TimedOut = killed.Load() && errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	res.TimedOut = p.killed.Load() && errors.Is(runCtx.Err(), context.DeadlineExceeded)
 	// A pipe we closed ourselves (a descendant outside the group held it open) ends the stream early but cleanly.
 	if parseErr != nil && !errors.Is(parseErr, os.ErrClosed) {
 		return res, fmt.Errorf("testrun: %w", parseErr)
 	}
 	return res, nil
+}
+
+// contained is a started process running code the model may have written; its stdout and stderr come out of out.
+type contained struct {
+	cmd    *exec.Cmd
+	out    *os.File
+	killed atomic.Bool // by ctx: cancellation or the deadline
+}
+
+// startContained starts argv (argv[0] a path) with cwd dir and environment env, in its own process group that is
+// killed as a whole when ctx ends, with stdout and stderr into one pipe. It is the one place where model-influenced
+// code (a test command, a test binary) is started, so confinement (namespaces, another uid) belongs here; anything it
+// runs must only need dir and argv[0] readable and executable.
+func startContained(ctx context.Context, argv []string, dir string, env []string) (*contained, error) {
+	p := &contained{}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		p.killed.Store(true)
+		return killGroup(cmd.Process.Pid)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, err
+	}
+	pw.Close() // the children hold the write end now
+	p.cmd, p.out = cmd, pr
+	return p, nil
+}
+
+// wait waits for the process, kills whatever is left of its group, then waits for readDone (the end of reading
+// p.out); when a process outside the group still holds the pipe after drainWait, the pipe is closed under it. It
+// returns the exit code (-1 for a signal).
+func (p *contained) wait(readDone <-chan struct{}) int {
+	_ = p.cmd.Wait() // the outcome is read from the output; the exit code is informational
+	// Whatever happened, nothing the tests started may outlive the run.
+	_ = killGroup(p.cmd.Process.Pid)
+	select {
+	case <-readDone:
+	case <-time.After(drainWait):
+		p.out.Close()
+		<-readDone
+	}
+	p.out.Close()
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// startHeartbeat calls o.Heartbeat every o.HeartbeatEvery until the returned function is called.
+func startHeartbeat(o Options) (stop func()) {
+	if o.Heartbeat == nil {
+		return func() {}
+	}
+	every := o.HeartbeatEvery
+	if every <= 0 {
+		every = DefaultHeartbeatEvery
+	}
+	var hb sync.WaitGroup
+	done := make(chan struct{})
+	hb.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				o.Heartbeat()
+			case <-done:
+				return
+			}
+		}
+	})
+	return func() {
+		close(done)
+		hb.Wait()
+	}
 }
 
 func killGroup(pgid int) error {
