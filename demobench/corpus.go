@@ -24,7 +24,7 @@ const generatorRevision = "2"
 var versionOnce = sync.OnceValue(func() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "generator %s\n", generatorRevision)
-	fmt.Fprintf(h, "%#v\n%#v\n", repos, modules)
+	fmt.Fprintf(h, "%#v\n%#v\nqualified test names %v\n", repos, modules, packageQualifiedNames)
 	_ = fs.WalkDir(corpus, "_corpus", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
