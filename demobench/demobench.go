@@ -1,17 +1,22 @@
-// Package demobench builds ctxlab's own demo benchmark: small Go repositories with real bugs, made as git
+// Package demobench builds ctxlab's own demo benchmark: small Go and Python repositories with real bugs, made as git
 // repositories by this code (nothing is downloaded) and described in SWE-bench JSONL. The demo sweep, the tests and
-// CI run on it, so it is made to be a fair small-scale test of context selection:
+// CI run on it, so it is made to be a fair small-scale test of context selection and of grading:
 //
-//   - every repository is a Go module (standard library only) of 35 to 45 files in several packages, with a README,
-//     a docs/ folder, CI configuration and a few shared helper packages, so that a retriever has to choose;
-//   - every instance is a real bug with new tests (FAIL_TO_PASS) that fail at base_commit and pass with the gold
+//   - every repository has 30 to 45 files in several packages, with a README, a docs/ folder, CI configuration and
+//     (Go) a few shared helper packages, so that a retriever has to choose;
+//   - every instance is a real bug with tests (FAIL_TO_PASS) that fail at base_commit and pass with the gold
 //     patch, and existing tests (PASS_TO_PASS) that pass both before and after;
 //   - the problem statements follow the shape of the repository's .github/ISSUE_TEMPLATE/bug_report.md, so a
 //     lexical retriever is tempted to return the template;
 //   - the instances mix a one-character fix (fmt.Sprint for fmt.Sprintf), a gold patch over two files, gold files of
 //     300+ lines, issues that only quote an error message or a command-line flag defined far from the fix, issues
 //     that name the function to fix, and test files that repeat the issue's words but need no change;
-//   - one repository carries two instances at different base commits.
+//   - one repository carries two instances at different base commits;
+//   - the shapes that real repositories give graders: a gold patch ending in a hunk whose last line is a blank
+//     context line; a Go test name declared in two packages; a module that requires a third-party module, which
+//     the generator publishes into the dataset's module proxy folder (GoproxyDir) so that grading downloads it
+//     from an empty module cache without a network; a Python package whose PASS_TO_PASS ids include tests in files
+//     the test patch leaves alone.
 //
 // Each repository's history ends at the latest base commit of its instances; the gold patches and their fixes are
 // not in any repository.
@@ -124,6 +129,9 @@ func load(dir string) (*Result, error) {
 			return nil, fmt.Errorf("demobench: repository %s is missing", in.Repo)
 		}
 	}
+	if fi, err := os.Stat(filepath.Join(dir, GoproxyDir)); err != nil || !fi.IsDir() {
+		return nil, errors.New("demobench: the module proxy folder is missing")
+	}
 	return &Result{File: file, DatasetDir: dir, Instances: rows}, nil
 }
 
@@ -143,7 +151,7 @@ func checkReplaceable(dir string) error {
 	}
 	for _, e := range entries {
 		switch e.Name() {
-		case DatasetFile, ReposDir, markerFile:
+		case DatasetFile, ReposDir, GoproxyDir, markerFile:
 		default:
 			return fmt.Errorf("demobench: refusing to replace %s: it holds %q, which the generator did not write", dir, e.Name())
 		}
@@ -153,6 +161,9 @@ func checkReplaceable(dir string) error {
 
 // build writes a complete generation into dir, marker last.
 func build(dir string) error {
+	if err := writeGoproxy(filepath.Join(dir, GoproxyDir)); err != nil {
+		return fmt.Errorf("demobench: %w", err)
+	}
 	var rows []swebench.Instance
 	for _, r := range repos {
 		rr, err := buildOne(dir, r)
@@ -196,6 +207,7 @@ func buildOne(dir string, r repoSpec) ([]swebench.Instance, error) {
 			return nil, fmt.Errorf("instance %d: %w", in.n, err)
 		}
 		id := fmt.Sprintf("%s__%s-%d", Owner, r.name, in.n)
+		failToPass, passToPass := testNames(r, in)
 		rows = append(rows, swebench.Instance{
 			InstanceID:             id,
 			Repo:                   repo,
@@ -203,8 +215,8 @@ func buildOne(dir string, r repoSpec) ([]swebench.Instance, error) {
 			ProblemStatement:       files.issue,
 			Patch:                  patchOf(base, files.fix),
 			TestPatch:              patchOf(base, files.test),
-			FailToPass:             swebench.TestList(in.failToPass),
-			PassToPass:             swebench.TestList(in.passToPass),
+			FailToPass:             swebench.TestList(failToPass),
+			PassToPass:             swebench.TestList(passToPass),
 			Version:                in.version,
 			EnvironmentSetupCommit: hashes[in.base].String(),
 			CreatedAt:              in.createdAt.Format("2006-01-02T15:04:05Z"),
@@ -213,9 +225,11 @@ func buildOne(dir string, r repoSpec) ([]swebench.Instance, error) {
 	return rows, nil
 }
 
-// checkInstance verifies what can be verified without running Go: gold files exist at base, the patches apply and
-// give the intended files, the tests named exist where they should, test names are unique in the repository.
+// checkInstance verifies what can be verified without running the tests: gold files exist at base, the patches
+// apply and give the intended files, the tests named exist where they should: each FAIL_TO_PASS test is added or
+// changed by the test patch, each PASS_TO_PASS test exists at base and the test patch leaves it alone.
 func checkInstance(r repoSpec, in instanceSpec, base map[string][]byte, f *instanceFiles) error {
+	lang := langOf(r)
 	if len(f.fix) == 0 || len(f.test) == 0 {
 		return errors.New("no fix or no test files")
 	}
@@ -223,12 +237,12 @@ func checkInstance(r repoSpec, in instanceSpec, base map[string][]byte, f *insta
 		if _, ok := base[p]; !ok {
 			return fmt.Errorf("gold file %s does not exist at the base commit", p)
 		}
-		if strings.HasSuffix(p, "_test.go") {
+		if isTestFile(lang, p) {
 			return fmt.Errorf("gold file %s is a test file", p)
 		}
 	}
 	for p := range f.test {
-		if !strings.HasSuffix(p, "_test.go") {
+		if !isTestFile(lang, p) {
 			return fmt.Errorf("test patch file %s is not a test file", p)
 		}
 		if _, both := f.fix[p]; both {
@@ -258,24 +272,43 @@ func checkInstance(r repoSpec, in instanceSpec, base map[string][]byte, f *insta
 	for p, d := range f.test {
 		after[p] = d
 	}
-	before, all := testFuncs(base), testFuncs(after)
-	for name, n := range all {
+	before, all := testFuncs(lang, base), testFuncs(lang, after)
+	for id, n := range all {
 		if n > 1 {
-			return fmt.Errorf("test function %s is declared %d times", name, n)
+			return fmt.Errorf("test %s is declared %d times", id, n)
 		}
 	}
+	changed := func(id string) bool {
+		_, fn, _ := strings.Cut(id, "::")
+		file := fileOfID(lang, id, after)
+		return file != "" && funcBody(lang, "\n"+string(base[file]), fn) != funcBody(lang, "\n"+string(after[file]), fn)
+	}
 	for _, t := range in.failToPass {
-		if before[t] > 0 || all[t] != 1 {
-			return fmt.Errorf("FAIL_TO_PASS test %s must be added by the test patch", t)
+		ids := testIDs(r, t, all)
+		touched := false
+		for _, id := range ids {
+			touched = touched || changed(id)
+		}
+		if !touched {
+			return fmt.Errorf("FAIL_TO_PASS test %s must be added or changed by the test patch", t)
 		}
 	}
 	if len(in.passToPass) < 2 {
 		return errors.New("fewer than two PASS_TO_PASS tests")
 	}
 	for _, t := range in.passToPass {
-		if before[t] != 1 {
+		ids := testIDs(r, t, before)
+		if len(ids) == 0 {
 			return fmt.Errorf("PASS_TO_PASS test %s does not exist at the base commit", t)
 		}
+		for _, id := range ids {
+			if changed(id) {
+				return fmt.Errorf("PASS_TO_PASS test %s is changed by the test patch", t)
+			}
+		}
+	}
+	if _, p2p := testNames(r, in); len(p2p) < 2 {
+		return errors.New("fewer than two PASS_TO_PASS tests as the rows name them")
 	}
 	if !strings.Contains(f.issue, "**Describe the bug**") || !strings.Contains(f.issue, "**Expected behavior**") {
 		return errors.New("problem statement does not follow the bug report template")

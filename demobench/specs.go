@@ -4,21 +4,43 @@ import "time"
 
 // The corpus lives in _corpus (hidden from the go tool, so its Go files are not part of this module):
 //
-//	_corpus/common/...             files every repository gets in its first commit; "{{name}}" becomes the repo name
+//	_corpus/common/...             files every Go repository gets in its first commit; "{{name}}" becomes the repo name
+//	_corpus/common-python/...      the same for Python repositories
+//	_corpus/modules/<dir>/...      the files of a third-party Go module (moduleSpec) published into <dataset>/goproxy
 //	_corpus/<repo>/c1, c2, ...     one folder per commit, overlaid on the commit before it
 //	_corpus/<repo>/<n>/fix/...     full content after the fix of instance n, for each file the gold patch changes
 //	_corpus/<repo>/<n>/test/...    full content after the test patch of instance n, for each test file it changes
 //	_corpus/<repo>/<n>/issue.md    the problem statement: a title line, a blank line, the body
 //
-// go.mod is written by the generator (a go.mod inside the embedded tree would cut it off as another module).
+// go.mod and go.sum are written by the generator (a go.mod inside the embedded tree would cut it off as another
+// module), for the repositories and for the modules alike.
 
 // Owner is the GitHub-style owner of every demo repository.
 const Owner = "acme"
 
 type repoSpec struct {
-	name      string
+	name string
+	// lang is langGo (a module example.com/<name>) or langPython (a package with pytest tests, no go.mod).
+	lang string
+	// requires lists the modules (moduleSpec.path) the repository's go.mod requires from its first commit.
+	requires  []string
 	commits   []commitSpec
 	instances []instanceSpec
+}
+
+// Repository languages.
+const (
+	langGo     = "go"
+	langPython = "python"
+)
+
+// moduleSpec is a third-party Go module the generator publishes into the dataset's module proxy folder, so that a
+// repository can depend on something outside the standard library and still be graded offline.
+type moduleSpec struct {
+	path    string // module path, e.g. example.org/textwrap
+	version string // its only version
+	dir     string // folder under _corpus/modules
+	when    time.Time
 }
 
 type commitSpec struct {
@@ -31,7 +53,10 @@ type commitSpec struct {
 type instanceSpec struct {
 	n    int // instance number: id acme__<repo>-<n>, folder _corpus/<repo>/<n>
 	base int // index of the base commit in repoSpec.commits
-	// failToPass and passToPass are test function names; they are unique across the repository.
+	// failToPass and passToPass name the tests. Go: a bare test function name ("TestX", run in every package that
+	// declares it) or a package-qualified one ("./pkg::TestX" or "example.com/<repo>/pkg::TestX"); the rows carry
+	// qualified names only when packageQualifiedNames is set (see testNames). Python: pytest node ids
+	// ("tests/test_x.py::test_y").
 	failToPass, passToPass []string
 	version                string
 	createdAt              time.Time
@@ -48,14 +73,18 @@ type instanceSpec struct {
 
 // Trap names used in instanceSpec.traps.
 const (
-	trapTemplate      = "issue-template"    // the problem statement has the shape of .github/ISSUE_TEMPLATE/bug_report.md
-	trapOneChar       = "one-char-fix"      // the fix changes one character
-	trapEchoTests     = "echo-tests"        // test files repeat the issue's words but need no change
-	trapSymptom       = "symptom-only"      // the issue names an error message or flag defined far from the fix
-	trapNamesFunction = "names-function"    // the issue names the function to fix
-	trapTwoFiles      = "two-file-fix"      // the gold patch edits two files
-	trapLongFile      = "long-gold-file"    // a gold file has 300 or more lines
-	trapSharedRepo    = "shared-repository" // the repository carries another instance at another base commit
+	trapTemplate      = "issue-template"     // the problem statement has the shape of .github/ISSUE_TEMPLATE/bug_report.md
+	trapOneChar       = "one-char-fix"       // the fix changes one character
+	trapEchoTests     = "echo-tests"         // test files repeat the issue's words but need no change
+	trapSymptom       = "symptom-only"       // the issue names an error message or flag defined far from the fix
+	trapNamesFunction = "names-function"     // the issue names the function to fix
+	trapTwoFiles      = "two-file-fix"       // the gold patch edits two files
+	trapLongFile      = "long-gold-file"     // a gold file has 300 or more lines
+	trapSharedRepo    = "shared-repository"  // the repository carries another instance at another base commit
+	trapBlankTail     = "blank-context-tail" // the gold patch ends with a hunk whose last line is a blank context line
+	trapSameTestName  = "same-test-name"     // a listed Go test name is declared in several packages
+	trapDependency    = "module-dependency"  // the repository requires a third-party module (from the goproxy folder)
+	trapListedTests   = "listed-tests"       // Python: a PASS_TO_PASS id lies in a test file the test patch leaves alone
 )
 
 type author struct{ name, email string }
@@ -179,6 +208,70 @@ var repos = []repoSpec{
 			traps:   []string{trapTemplate, trapSymptom, trapEchoTests},
 			echo:    []string{"markdown_test.go"},
 			symptom: "markdown",
+		}},
+	},
+	{
+		name: "dotenv",
+		commits: []commitSpec{
+			{"c1", "dotenv: Parse, Map and Load for .env files", 1, utc(2024, 2, 5, 10, 12, 44)},
+			{"c2", "Add Expand and ExpandAll", 2, utc(2024, 3, 1, 16, 30, 2)},
+			{"c3", "Add the dotenv command (print, run)", 1, utc(2024, 3, 18, 9, 41, 27)},
+		},
+		instances: []instanceSpec{{
+			n: 1, base: 2,
+			failToPass: []string{"TestParseInlineComment"},
+			passToPass: []string{"TestParseBasic", "TestParseQuoted", "TestParseErrors", "TestExpandReferences"},
+			version:    "0.3", createdAt: utc(2024, 4, 9, 14, 5, 51),
+			traps: []string{trapTemplate, trapBlankTail},
+		}},
+	},
+	{
+		name: "units",
+		commits: []commitSpec{
+			{"c1", "size: Parse and Format byte sizes", 0, utc(2023, 7, 10, 8, 2, 19)},
+			{"c2", "duration: Parse and Format with days and weeks", 0, utc(2023, 8, 14, 13, 47, 0)},
+			{"c3", "Add the units command", 2, utc(2023, 9, 5, 18, 22, 36)},
+		},
+		instances: []instanceSpec{{
+			n: 1, base: 2,
+			failToPass: []string{"example.com/units/duration::TestParse"},
+			passToPass: []string{"./size::TestParse", "./duration::TestFormat", "./size::TestFormat", "./size::TestParseIEC"},
+			version:    "0.3", createdAt: utc(2023, 10, 3, 7, 55, 12),
+			traps:    []string{trapTemplate, trapSameTestName, trapNamesFunction},
+			function: "Parse",
+		}},
+	},
+	{
+		name:     "relnotes",
+		requires: []string{"example.org/textwrap"},
+		commits: []commitSpec{
+			{"c1", "Parse the Unreleased section of a changelog", 2, utc(2024, 1, 15, 11, 0, 8)},
+			{"c2", "Render release notes, wrapped with example.org/textwrap", 2, utc(2024, 2, 2, 15, 18, 40)},
+			{"c3", "Add the relnotes command", 0, utc(2024, 2, 20, 10, 9, 55)},
+		},
+		instances: []instanceSpec{{
+			n: 1, base: 2,
+			failToPass: []string{"TestRenderWrapsWithinWidth"},
+			passToPass: []string{"TestRenderGroupsByKind", "TestRenderEmpty", "TestParseUnreleased", "TestParseUnknownKind"},
+			version:    "0.3", createdAt: utc(2024, 3, 12, 17, 40, 3),
+			traps: []string{trapTemplate, trapDependency},
+		}},
+	},
+	{
+		name: "tablefmt",
+		lang: langPython,
+		commits: []commitSpec{
+			{"c1", "format_table with alignment detection and display widths", 1, utc(2024, 5, 6, 9, 15, 0)},
+			{"c2", "Markdown and grid styles; read_csv", 1, utc(2024, 5, 27, 14, 2, 31)},
+			{"c3", "Add the tablefmt command", 0, utc(2024, 6, 17, 11, 48, 9)},
+		},
+		instances: []instanceSpec{{
+			n: 1, base: 2,
+			failToPass: []string{"tests/test_align.py::test_negative_numbers_align_right", "tests/test_core.py::test_negative_numbers_column"},
+			passToPass: []string{"tests/test_align.py::test_integers_align_right", "tests/test_core.py::test_format_simple",
+				"tests/test_width.py::test_plain_ascii_width", "tests/test_styles.py::test_markdown_style"},
+			version: "0.3", createdAt: utc(2024, 7, 8, 8, 30, 47),
+			traps: []string{trapTemplate, trapListedTests},
 		}},
 	},
 }

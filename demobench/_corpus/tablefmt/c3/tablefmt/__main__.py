@@ -1,0 +1,5 @@
+import sys
+
+from tablefmt.cli import main
+
+sys.exit(main())
