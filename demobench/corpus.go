@@ -275,8 +275,8 @@ func testIDs(r repoSpec, name string, funcs map[string]int) []string {
 
 // packageQualifiedNames says whether rows carry Go test names as the spec writes them ("./pkg::TestX"), which
 // needs a grader that runs each name in its own package, or bare ("TestX", run and graded in every package that
-// declares it). It stays false until ctxlab's grader reads qualified names (issue 13, part 4).
-const packageQualifiedNames = false
+// declares it). ctxlab's grader reads both.
+const packageQualifiedNames = true
 
 // testNames returns the FAIL_TO_PASS and PASS_TO_PASS lists of an instance as rows carry them (see
 // packageQualifiedNames): with bare names, a name already in FAIL_TO_PASS is left out of PASS_TO_PASS, since it is

@@ -1051,8 +1051,8 @@ func TestGoproxyLayout(t *testing.T) {
 }
 
 // TestLocalGraderGoldAndEmpty grades every instance with ctxlab's local executor: the gold patch resolves and an
-// empty patch does not. Instances whose grading needs a grader feature that is not in this tree yet are skipped,
-// naming the feature.
+// empty patch does not, with the grading options specs/demo.jsonnet sets (the dataset's goproxy folder, Python
+// tests run by listed ids).
 func TestLocalGraderGoldAndEmpty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the tests of every instance")
@@ -1062,13 +1062,6 @@ func TestLocalGraderGoldAndEmpty(t *testing.T) {
 		in := in
 		t.Run(in.InstanceID, func(t *testing.T) {
 			t.Parallel()
-			_, spec := specOf(t, in.InstanceID)
-			if slices.Contains(spec.traps, trapDependency) {
-				t.Skip("needs grading.goproxy (issue 13, part 4: module downloads before grading)")
-			}
-			if slices.Contains(spec.traps, trapListedTests) {
-				t.Skip("needs grading.tests: 'listed' (issue 13, part 4: Python tests run by listed ids)")
-			}
 			for _, c := range []struct {
 				name     string
 				patch    string
@@ -1082,6 +1075,7 @@ func TestLocalGraderGoldAndEmpty(t *testing.T) {
 						return os.CopyFS(dir, os.DirFS(src))
 					},
 					Timeout: 5 * time.Minute,
+					Config:  executor.Config{GoProxy: GoproxyURL(res.DatasetDir), Tests: "listed"},
 				})
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)

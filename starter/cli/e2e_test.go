@@ -55,8 +55,6 @@ func repoRoot(t *testing.T) string {
 // resolve every demo instance again, and `starter grade` every gold patch.
 var pendingGrader = map[string]pendingFeature{
 	"acme__dotenv-1":   {"llm.ExtractDiff keeping a patch's trailing blank context line (issue 13, part 1)", true},
-	"acme__relnotes-1": {"grading.goproxy: module downloads from the dataset's goproxy folder (issue 13, part 4)", false},
-	"acme__tablefmt-1": {"grading.tests: 'listed' for Python (issue 13, part 4)", false},
 }
 
 type pendingFeature struct {

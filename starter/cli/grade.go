@@ -71,6 +71,9 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	fs.StringVar(&o.grading.Namespace, "namespace", "", "docker: image namespace (default swebench)")
 	fs.Var(&o.grading.TestCmd, "test-cmd", "test command replacing the default (test files are appended)")
 	fs.StringVar(&o.grading.LogParser, "log-parser", "", "gotest, pytest or unittest (default: from the command)")
+	fs.StringVar(&o.grading.GoProxy, "goproxy", "", "GOPROXY for downloading Go modules before the tests run offline (`URL`; {dataset_dir} is the dataset's folder; default: the worker's)")
+	fs.StringVar(&o.grading.Tests, "tests", "", "Python tests to run: files (the test patch's files, as the harness) or listed (exactly FAIL_TO_PASS and PASS_TO_PASS)")
+	fs.StringVar(&o.grading.ModelTests, "model-tests", "", "the model patch's test files: drop (default; reset before the tests run) or keep")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter grade --dataset FILE --predictions FILE [flags]")
 		fs.PrintDefaults()
@@ -90,6 +93,12 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	}
 	if !validExecutor(o.grading.Executor) {
 		return o, fmt.Errorf("grade: unknown executor %q (known: %s)", o.grading.Executor, strings.Join(specs.Executors, ", "))
+	}
+	if g := o.grading; g.ModelTests != "" && !slices.Contains(specs.ModelTests, g.ModelTests) {
+		return o, fmt.Errorf("grade: unknown --model-tests %q (known: %s)", g.ModelTests, strings.Join(specs.ModelTests, ", "))
+	}
+	if g := o.grading; g.Tests != "" && !slices.Contains(specs.TestModes, g.Tests) {
+		return o, fmt.Errorf("grade: unknown --tests %q (known: %s)", g.Tests, strings.Join(specs.TestModes, ", "))
 	}
 	o.grading.Timeout = specs.Duration(*timeout)
 	if o.name == "" {
