@@ -74,7 +74,12 @@ func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error
 			return NodeOutput{}, err
 		}
 		a.cleanStaleOnce()
-		p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", filepath.Dir(in.Dataset.File))
+		// A file:// proxy needs an absolute folder, whatever folder the spec named the dataset from.
+		datasetDir, err := filepath.Abs(filepath.Dir(in.Dataset.File))
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", datasetDir)
 		out, err := GradePatch(ctx, exec, j.store, GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 			Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 				return repo.Materialize(ctx, j.store, m, dir)
