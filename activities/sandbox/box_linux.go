@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,7 +49,7 @@ func probe() (bool, string) {
 	if os.Geteuid() != 0 {
 		return false, "not running as root"
 	}
-	tmp, err := os.MkdirTemp("", "ctxlab-sandbox-probe-*")
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("%sprobe-%d-", TempPrefix, os.Getpid()))
 	if err != nil {
 		return false, fmt.Sprintf("probe folder: %v", err)
 	}
@@ -123,7 +124,10 @@ func New(worktree string, o Options) (*Box, error) {
 	if root == "" {
 		root = os.TempDir()
 	}
-	b.private, err = os.MkdirTemp(root, "ctxlab-sandbox-*")
+	if _, done := cleanedRoots.LoadOrStore(root, true); !done {
+		_, _ = CleanStale(root) // folders of graders killed before their Close
+	}
+	b.private, err = os.MkdirTemp(root, fmt.Sprintf("%s%d-", TempPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: private temp folder: %w", err)
 	}
@@ -147,6 +151,43 @@ func New(worktree string, o Options) (*Box, error) {
 	}
 	b.isolation = IsolationNamespaces
 	return b, nil
+}
+
+// TempPrefix starts the name of every private temp folder; the grader's process id follows, so that folders left
+// by dead graders can be told from live ones.
+const TempPrefix = "ctxlab-sandbox-"
+
+// cleanedRoots holds the temp roots CleanStale already swept in this process.
+var cleanedRoots sync.Map
+
+// CleanStale removes the private temp folders under root left by processes that no longer run (a grader killed
+// before Box.Close), and returns how many it removed. New calls it once per process and root.
+func CleanStale(root string) (int, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return 0, fmt.Errorf("sandbox: cleaning %s: %w", root, err)
+	}
+	n := 0
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), TempPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // chownTree gives dir and everything under it (symbolic links themselves, not their targets) to uid:gid.
@@ -206,7 +247,7 @@ func (b *Box) UID() int { return b.uid }
 func (b *Box) TempDir() string { return b.private }
 
 // Command returns a ready-to-Start command running argv (looked up on this process's PATH) with exactly env in
-// dir. The caller sets Stdout and Stderr (and nothing in SysProcAttr). Its Cancel, run when ctx ends, kills every
+// dir (the worktree when empty). The caller sets Stdout and Stderr (and nothing in SysProcAttr). Its Cancel, run when ctx ends, kills every
 // process of the run: the namespace's pid 1 with isolation, the process group without. Call Wait (or Run) as usual;
 // with isolation the exit code is the command's, 128+signal when a signal ended it, and 125 when the sandbox itself
 // failed (its message is on Stderr).
@@ -217,6 +258,9 @@ func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exe
 	prog, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: command %s: %w", argv[0], err)
+	}
+	if dir == "" {
+		dir = b.worktree
 	}
 	if b.isolation != IsolationNamespaces {
 		cmd := exec.CommandContext(ctx, prog, argv[1:]...)
@@ -231,9 +275,6 @@ func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exe
 		if prog, err = filepath.Abs(prog); err != nil {
 			return nil, fmt.Errorf("sandbox: command %s: %w", argv[0], err)
 		}
-	}
-	if dir == "" {
-		dir = b.worktree
 	}
 	var cleanEnv []string
 	for _, kv := range env {
