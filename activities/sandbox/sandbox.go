@@ -64,7 +64,9 @@ type Options struct {
 	// UID and GID of the graded commands (DefaultUID when 0; 0 is never used).
 	UID, GID int
 	// ReadOnly folders are bind-mounted read-only at their own paths, reachable even when they lie under a hidden
-	// folder (GOROOT, GOMODCACHE, a virtualenv). They are not chowned.
+	// folder (GOROOT, GOMODCACHE, a virtualenv). They are not chowned. The grader's warm GOCACHE belongs here:
+	// `go test` reads it and silently skips its writes, so graded code cannot poison later grades' builds, and
+	// tests still start in seconds where a private cold cache rebuilds the standard library each time.
 	ReadOnly []string
 	// Writable folders are bind-mounted read-write at their own paths and chowned to UID/GID by New (a build cache
 	// dedicated to graded runs). Anything written there is seen by later runs that mount the same folder.

@@ -54,6 +54,11 @@ func TestMain(m *testing.M) {
 // grader is a process whose own environment holds a secret (as the worker's holds API keys) and that runs one
 // command through a Box, copying its output to stdout.
 func grader() int {
+	// As the worker does: the grader's environment holds the secret, so it is not dumpable.
+	if err := sandbox.NonDumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "grader:", err)
+		return 2
+	}
 	var job graderJob
 	if err := json.Unmarshal([]byte(os.Getenv(graderJobEnv)), &job); err != nil {
 		fmt.Fprintln(os.Stderr, "grader:", err)
