@@ -27,6 +27,7 @@ type Box struct {
 	writable  []string
 	hide      []string
 	tmpfsSize string
+	network   bool // share the grader's network
 
 	mu    sync.Mutex
 	specs []*os.File // command files handed to the inits, closed by Close
@@ -78,7 +79,8 @@ func New(worktree string, o Options) (*Box, error) {
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("sandbox: worktree %s is not a folder: %v", abs, err)
 	}
-	b := &Box{worktree: abs, isolation: IsolationNone, uid: o.UID, gid: o.GID, tmpfsSize: o.TmpfsSize}
+	b := &Box{worktree: abs, isolation: IsolationNone, uid: o.UID, gid: o.GID, tmpfsSize: o.TmpfsSize,
+		network: o.Network}
 	if b.uid <= 0 {
 		b.uid = DefaultUID
 	}
@@ -248,7 +250,8 @@ func (b *Box) TempDir() string { return b.private }
 
 // Command returns a ready-to-Start command running argv (looked up on this process's PATH) with exactly env in
 // dir (the worktree when empty). The caller sets Stdout and Stderr (and nothing in SysProcAttr). Its Cancel, run when ctx ends, kills every
-// process of the run: the namespace's pid 1 with isolation, the process group without. Call Wait (or Run) as usual;
+// process of the run: the namespace's pid 1 with isolation, the process group without. A caller that sets its own
+// Cancel (to note a timeout) must call the one it replaces. Call Wait (or Run) as usual;
 // with isolation the exit code is the command's, 128+signal when a signal ended it, and 125 when the sandbox itself
 // failed (its message is on Stderr).
 func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error) {
@@ -289,7 +292,7 @@ func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exe
 
 // initCommand is the re-execution of this program as the namespace's pid 1, reading s from file descriptor 3.
 func (b *Box) initCommand(ctx context.Context, s spec) (*exec.Cmd, error) {
-	s.UID, s.GID, s.TmpfsSize = b.uid, b.gid, b.tmpfsSize
+	s.UID, s.GID, s.TmpfsSize, s.LoopbackUp = b.uid, b.gid, b.tmpfsSize, !b.network
 	s.Hide = b.hide
 	s.Binds = append([]bind{{Path: b.worktree}, {Path: b.private}}, nil...)
 	for _, p := range b.writable {
@@ -310,8 +313,12 @@ func (b *Box) initCommand(ctx context.Context, s spec) (*exec.Cmd, error) {
 	cmd.Env = []string{markerEnv + "=1"}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{f}
+	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC)
+	if !b.network {
+		flags |= syscall.CLONE_NEWNET
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC,
+		Cloneflags: flags,
 		// Pdeathsig follows the OS thread that starts the init: it fires when the grader dies, and also if that
 		// thread exits first, which the Go runtime does only for a goroutine that exits locked to its thread.
 		Pdeathsig: syscall.SIGKILL,

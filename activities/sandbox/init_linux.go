@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"unsafe"
 )
 
 // markerEnv, set (to "1") only in the environment of a re-executed init, makes this package's init() act as the
@@ -42,6 +43,8 @@ type spec struct {
 	Hide      []string `json:"hide,omitempty"`
 	Binds     []bind   `json:"binds,omitempty"`
 	TmpfsSize string   `json:"tmpfs_size,omitempty"`
+	// LoopbackUp: the init is in a new network namespace, whose lo interface starts down.
+	LoopbackUp bool `json:"loopback_up,omitempty"`
 }
 
 type bind struct {
@@ -74,6 +77,12 @@ func runInit(s spec) int {
 	if err := setupMounts(s); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox init: %v\n", err)
 		return exitSandboxFailed
+	}
+	if s.LoopbackUp {
+		if err := loopbackUp(); err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox init: %v\n", err)
+			return exitSandboxFailed
+		}
 	}
 	if s.Probe {
 		if err := dropPrivileges(s.UID, s.GID); err != nil {
@@ -181,6 +190,30 @@ func setupMounts(s spec) error {
 	}
 	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	return nil
+}
+
+// loopbackUp sets the IFF_UP flag of the namespace's lo interface (SIOCGIFFLAGS, SIOCSIFFLAGS), as `ip link set lo
+// up` does, so that tests can serve and connect on 127.0.0.1.
+func loopbackUp() error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: socket: %w", err)
+	}
+	defer syscall.Close(fd)
+	var req struct {
+		name  [syscall.IFNAMSIZ]byte
+		flags uint16
+		_     [22]byte // the rest of struct ifreq's union
+	}
+	copy(req.name[:], "lo")
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCGIFFLAGS, uintptr(unsafe.Pointer(&req))); e != 0 {
+		return fmt.Errorf("loopback: reading flags: %w", e)
+	}
+	req.flags |= syscall.IFF_UP
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&req))); e != 0 {
+		return fmt.Errorf("loopback: setting it up: %w", e)
 	}
 	return nil
 }

@@ -3,12 +3,14 @@
 //
 // When the process is root and Linux namespaces work, a Box runs each command as an unprivileged dedicated uid/gid
 // (DefaultUID, no /etc/passwd entry needed; the worktree and the private temp folder are chowned to it), with no
-// supplementary groups and PR_SET_NO_NEW_PRIVS, in a new pid, mount and IPC namespace:
+// supplementary groups and PR_SET_NO_NEW_PRIVS, in a new pid, mount, IPC and (unless Options.Network) network
+// namespace:
 //   - a fresh /proc shows only the namespace's processes, so no ancestor's /proc/PID/environ can be read;
 //   - private tmpfs mounts hide /tmp, /var/tmp, /dev/shm and the grader's home; the worktree, the private temp
 //     folder and the folders the caller names are bind-mounted back at their own paths (Options.ReadOnly
 //     read-only), so every other write fails on permissions (the uid owns nothing else);
 //   - HOME and TMPDIR point into the private temp folder;
+//   - the network namespace has only a loopback interface, so nothing on the grader's machine or beyond is reachable;
 //   - every process of the run dies with the namespace: when the command ends (its pid 1 exits and the kernel kills
 //     the rest, setsid daemons included), when the run is cancelled or times out (the command's Cancel kills pid
 //     1), and when the grader dies, even by SIGKILL (pid 1 has Pdeathsig SIGKILL).
@@ -32,9 +34,9 @@
 // before: in their own process group, killed as a whole on cancel, with the caller's environment; Isolation() then
 // says "none" so that graded rows can record `grade_isolation: none`.
 //
-// What the namespaces do not cover: the network (a test can reach any address the grader can, including a local
-// Temporal frontend), files that any user may read (world-readable files are readable by the dedicated uid), the
-// kernel itself, and CPU or memory use (no cgroup limits). The docker executor is the isolation to recommend for
+// What the namespaces do not cover: files that any user may read (world-readable files are readable by the
+// dedicated uid), abstract unix sockets and the network when Options.Network shares it, the kernel itself (a
+// kernel exploit escapes everything here), and CPU or memory use (no cgroup limits). The docker executor is the isolation to recommend for
 // untrusted code.
 //
 // NonDumpable, called first thing by the worker's and the starter's main, makes the process's memory and
@@ -77,6 +79,10 @@ type Options struct {
 	TempRoot string
 	// TmpfsSize caps each private tmpfs (default DefaultTmpfsSize), in mount(8)'s size= syntax.
 	TmpfsSize string
+	// Network shares the grader's network with the commands. By default they get a network namespace of their own
+	// with only a loopback interface: no service of the grader's machine (a Temporal frontend, a model proxy) and
+	// no outside address is reachable, while servers the tests start on 127.0.0.1 still work.
+	Network bool
 	// Disable forces isolation "none" even where namespaces are available.
 	Disable bool
 }

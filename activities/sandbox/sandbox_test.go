@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,20 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "grader":
 		os.Exit(grader())
+	case "dial":
+		// Reach the grader's listener, then check that loopback works for the tests' own servers.
+		if c, err := net.DialTimeout("tcp", os.Getenv("SANDBOX_TEST_ADDR"), time.Second); err == nil {
+			fmt.Println("reached the grader's listener")
+			c.Close()
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err == nil {
+			if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+				fmt.Println("loopback ok")
+				c.Close()
+			}
+		}
+		os.Exit(0)
 	case "nondumpable-target":
 		// A process of a non-root uid that holds a secret in its environment and waits to be read.
 		if os.Getenv("SANDBOX_TEST_NONDUMPABLE") == "1" {
@@ -307,6 +322,52 @@ func TestGraderKilledTakesTestsDown(t *testing.T) {
 		_ = g.Wait()
 		left := waitGone(tok, 2*time.Second)
 		return len(left) > 0, fmt.Sprintf("still running after the grader's SIGKILL: %v", left)
+	})
+}
+
+// (e) The graded command connects to a service on the grader's loopback (a Temporal frontend, a model proxy):
+// it must not reach it, while a server the tests start on their own loopback still works.
+func TestCannotReachGraderNetwork(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modes(t, func(t *testing.T, disable bool) (bool, string) {
+		wt := worktree(t)
+		// The hostile program is this test binary, copied where the sandbox uid can run it.
+		prog := filepath.Join(wt, "dial")
+		if err := os.WriteFile(prog, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		g := startGrader(t, graderJob{Worktree: wt, Argv: []string{prog},
+			Env: []string{helperEnv + "=dial", "SANDBOX_TEST_ADDR=" + l.Addr().String()}, Disable: disable}, "unused", &out)
+		if err := g.Wait(); err != nil {
+			t.Fatalf("grader: %v\n%s", err, out.String())
+		}
+		checkIsolation(t, out.String(), disable)
+		if !strings.Contains(out.String(), "loopback ok") {
+			t.Fatalf("the tests' own loopback does not work:\n%s", out.String())
+		}
+		return strings.Contains(out.String(), "reached the grader's listener"), out.String()
 	})
 }
 
