@@ -249,11 +249,11 @@ func (b *Box) UID() int { return b.uid }
 func (b *Box) TempDir() string { return b.private }
 
 // Command returns a ready-to-Start command running argv (looked up on this process's PATH) with exactly env in
-// dir (the worktree when empty). The caller sets Stdout and Stderr (and nothing in SysProcAttr). Its Cancel, run when ctx ends, kills every
-// process of the run: the namespace's pid 1 with isolation, the process group without. A caller that sets its own
-// Cancel (to note a timeout) must call the one it replaces. Call Wait (or Run) as usual;
+// dir (the worktree when empty). The caller sets Stdout and Stderr (and nothing in SysProcAttr). Its Cancel, run
+// when ctx ends, kills every process of the run: the namespace's pid 1 with isolation, the process group without.
+// A caller that sets its own Cancel (to note a timeout) must call the one it replaces. Call Wait (or Run) as usual;
 // with isolation the exit code is the command's, 128+signal when a signal ended it, and 125 when the sandbox itself
-// failed (its message is on Stderr).
+// failed (its message is on Stderr). With isolation HOME and TMPDIR of env are replaced by the private temp folder.
 func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("sandbox: empty command")
