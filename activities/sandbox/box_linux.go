@@ -1,0 +1,379 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Box runs the commands of one graded worktree. Make it with New and Close it when the run is over.
+type Box struct {
+	worktree  string
+	private   string // private temp folder: home/ and tmp/ inside; "" until made
+	isolation string
+	why       string // why isolation is "none"
+	uid, gid  int
+	readOnly  []string
+	writable  []string
+	hide      []string
+	tmpfsSize string
+	network   bool // share the grader's network
+
+	mu    sync.Mutex
+	specs []*os.File // command files handed to the inits, closed by Close
+}
+
+var (
+	probeOnce sync.Once
+	probeOK   bool
+	probeWhy  string
+)
+
+// Available says whether commands can be isolated here, and why not. The first call starts one sandboxed init that
+// does the mounts and drops privileges (a few milliseconds); later calls reuse its answer.
+func Available() (ok bool, why string) {
+	probeOnce.Do(func() { probeOK, probeWhy = probe() })
+	return probeOK, probeWhy
+}
+
+func probe() (bool, string) {
+	if os.Geteuid() != 0 {
+		return false, "not running as root"
+	}
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("%sprobe-%d-", TempPrefix, os.Getpid()))
+	if err != nil {
+		return false, fmt.Sprintf("probe folder: %v", err)
+	}
+	defer os.RemoveAll(tmp)
+	b := &Box{worktree: tmp, private: tmp, isolation: IsolationNamespaces, uid: DefaultUID, gid: DefaultUID,
+		hide: HiddenDefault, tmpfsSize: "1m"}
+	cmd, err := b.initCommand(context.Background(), spec{Probe: true})
+	if err != nil {
+		return false, fmt.Sprintf("probe: %v", err)
+	}
+	defer b.Close()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return false, fmt.Sprintf("namespaces refused: %v %s", err, strings.TrimSpace(string(out)))
+	}
+	return true, ""
+}
+
+// New prepares a Box for worktree: with isolation, a private temp folder (HOME and TMPDIR of the commands) and the
+// worktree and Writable folders chowned to the dedicated uid. Without isolation nothing is changed on disk.
+func New(worktree string, o Options) (*Box, error) {
+	abs, err := filepath.Abs(worktree)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: worktree %s: %w", worktree, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("sandbox: worktree %s is not a folder: %v", abs, err)
+	}
+	b := &Box{worktree: abs, isolation: IsolationNone, uid: o.UID, gid: o.GID, tmpfsSize: o.TmpfsSize,
+		network: o.Network}
+	if b.uid <= 0 {
+		b.uid = DefaultUID
+	}
+	if b.gid <= 0 {
+		b.gid = DefaultUID
+	}
+	if b.tmpfsSize == "" {
+		b.tmpfsSize = DefaultTmpfsSize
+	}
+	if o.Disable {
+		b.why = "disabled by the caller"
+		return b, nil
+	}
+	if ok, why := Available(); !ok {
+		b.why = why
+		return b, nil
+	}
+	b.hide = o.Hide
+	if b.hide == nil {
+		b.hide = slices.Clone(HiddenDefault)
+		if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) != "/" {
+			b.hide = append(b.hide, home)
+		}
+	}
+	for _, list := range []struct {
+		in  []string
+		out *[]string
+	}{{o.ReadOnly, &b.readOnly}, {o.Writable, &b.writable}, {b.hide, &b.hide}} {
+		var cleaned []string
+		for _, p := range list.in {
+			a, err := filepath.Abs(p)
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: folder %s: %w", p, err)
+			}
+			cleaned = append(cleaned, a)
+		}
+		*list.out = cleaned
+	}
+	if slices.Contains(b.hide, "/") {
+		return nil, errors.New("sandbox: cannot hide /")
+	}
+	root := o.TempRoot
+	if root == "" {
+		root = os.TempDir()
+	}
+	if _, done := cleanedRoots.LoadOrStore(root, true); !done {
+		_, _ = CleanStale(root) // folders of graders killed before their Close
+	}
+	b.private, err = os.MkdirTemp(root, fmt.Sprintf("%s%d-", TempPrefix, os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: private temp folder: %w", err)
+	}
+	for _, d := range []string{"home", "tmp"} {
+		if err := os.Mkdir(filepath.Join(b.private, d), 0o700); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("sandbox: private temp folder: %w", err)
+		}
+	}
+	for _, d := range append([]string{b.worktree, b.private}, b.writable...) {
+		if err := chownTree(d, b.uid, b.gid); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	for _, d := range append(append([]string{b.worktree, b.private}, b.writable...), b.readOnly...) {
+		if err := b.reachable(d); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	b.isolation = IsolationNamespaces
+	return b, nil
+}
+
+// TempPrefix starts the name of every private temp folder; the grader's process id follows, so that folders left
+// by dead graders can be told from live ones.
+const TempPrefix = "ctxlab-sandbox-"
+
+// cleanedRoots holds the temp roots CleanStale already swept in this process.
+var cleanedRoots sync.Map
+
+// CleanStale removes the private temp folders under root left by processes that no longer run (a grader killed
+// before Box.Close), and returns how many it removed. New calls it once per process and root.
+func CleanStale(root string) (int, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return 0, fmt.Errorf("sandbox: cleaning %s: %w", root, err)
+	}
+	n := 0
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), TempPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// chownTree gives dir and everything under it (symbolic links themselves, not their targets) to uid:gid.
+func chownTree(dir string, uid, gid int) error {
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("sandbox: giving %s to uid %d: %w", dir, uid, err)
+	}
+	return nil
+}
+
+// reachable checks that the dedicated uid can walk down to dir: each ancestor not under a hidden folder (those are
+// recreated world-searchable inside the namespace) must be searchable by others.
+func (b *Box) reachable(dir string) error {
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		if b.underHidden(p) == "" {
+			fi, err := os.Stat(p)
+			if err != nil {
+				return fmt.Errorf("sandbox: %s: %w", p, err)
+			}
+			if fi.Mode().Perm()&0o001 == 0 {
+				return fmt.Errorf("sandbox: uid %d cannot reach %s: %s is not searchable by others (mode %v)",
+					b.uid, dir, p, fi.Mode().Perm())
+			}
+		}
+		if p == "/" {
+			return nil
+		}
+	}
+}
+
+// underHidden returns the hidden folder that p is (or lies under), or "".
+func (b *Box) underHidden(p string) string {
+	for _, h := range b.hide {
+		if p == h || strings.HasPrefix(p, h+"/") {
+			return h
+		}
+	}
+	return ""
+}
+
+// Isolation is IsolationNamespaces or IsolationNone.
+func (b *Box) Isolation() string { return b.isolation }
+
+// Why says why Isolation is "none" ("" when it is not).
+func (b *Box) Why() string { return b.why }
+
+// UID is the uid the commands run as when isolated.
+func (b *Box) UID() int { return b.uid }
+
+// TempDir is the private temp folder (HOME is TempDir()/home, TMPDIR TempDir()/tmp), "" without isolation.
+func (b *Box) TempDir() string { return b.private }
+
+// Command returns a ready-to-Start command running argv (looked up on this process's PATH) with exactly env in
+// dir (the worktree when empty). The caller sets Stdout and Stderr (and nothing in SysProcAttr). Its Cancel, run
+// when ctx ends, kills every process of the run: the namespace's pid 1 with isolation, the process group without.
+// A caller that sets its own Cancel (to note a timeout) must call the one it replaces. Call Wait (or Run) as usual;
+// with isolation the exit code is the command's, 128+signal when a signal ended it, and 125 when the sandbox itself
+// failed (its message is on Stderr). With isolation HOME and TMPDIR of env are replaced by the private temp folder.
+func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("sandbox: empty command")
+	}
+	prog, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: command %s: %w", argv[0], err)
+	}
+	if dir == "" {
+		dir = b.worktree
+	}
+	if b.isolation != IsolationNamespaces {
+		cmd := exec.CommandContext(ctx, prog, argv[1:]...)
+		cmd.Args[0] = argv[0]
+		cmd.Env = env
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+		return cmd, nil
+	}
+	if !filepath.IsAbs(prog) {
+		if prog, err = filepath.Abs(prog); err != nil {
+			return nil, fmt.Errorf("sandbox: command %s: %w", argv[0], err)
+		}
+	}
+	var cleanEnv []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != markerEnv && k != "HOME" && k != "TMPDIR" {
+			cleanEnv = append(cleanEnv, kv)
+		}
+	}
+	cleanEnv = append(cleanEnv, "HOME="+filepath.Join(b.private, "home"), "TMPDIR="+filepath.Join(b.private, "tmp"))
+	return b.initCommand(ctx, spec{Path: prog, Argv: argv, Env: cleanEnv, Dir: dir})
+}
+
+// initCommand is the re-execution of this program as the namespace's pid 1, reading s from file descriptor 3.
+func (b *Box) initCommand(ctx context.Context, s spec) (*exec.Cmd, error) {
+	s.UID, s.GID, s.TmpfsSize, s.LoopbackUp = b.uid, b.gid, b.tmpfsSize, !b.network
+	s.Hide = b.hide
+	s.Binds = append([]bind{{Path: b.worktree}, {Path: b.private}}, nil...)
+	for _, p := range b.writable {
+		s.Binds = append(s.Binds, bind{Path: p})
+	}
+	for _, p := range b.readOnly {
+		s.Binds = append(s.Binds, bind{Path: p, ReadOnly: true})
+	}
+	f, err := specFile(s)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.specs = append(b.specs, f)
+	b.mu.Unlock()
+	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd.Args = []string{initName}
+	cmd.Env = []string{markerEnv + "=1"}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{f}
+	flags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC)
+	if !b.network {
+		flags |= syscall.CLONE_NEWNET
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: flags,
+		// Pdeathsig follows the OS thread that starts the init: it fires when the grader dies, and also if that
+		// thread exits first, which the Go runtime does only for a goroutine that exits locked to its thread.
+		Pdeathsig: syscall.SIGKILL,
+		Setpgid:   true,
+	}
+	// Killing the namespace's pid 1 makes the kernel kill every process in it.
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	return cmd, nil
+}
+
+// specFile writes s to an unlinked temporary file, readable only through the returned descriptor.
+func specFile(s spec) (*os.File, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	f, err := os.CreateTemp("", "ctxlab-sandbox-spec-*")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: command file: %w", err)
+	}
+	_ = os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sandbox: command file: %w", err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sandbox: command file: %w", err)
+	}
+	return f, nil
+}
+
+// Close removes the private temp folder. Call it after the last command of the Box has ended.
+func (b *Box) Close() error {
+	b.mu.Lock()
+	for _, f := range b.specs {
+		f.Close()
+	}
+	b.specs = nil
+	b.mu.Unlock()
+	if b.private == "" || b.private == b.worktree {
+		return nil
+	}
+	err := os.RemoveAll(b.private)
+	b.private = ""
+	if err != nil {
+		return fmt.Errorf("sandbox: removing the private temp folder: %w", err)
+	}
+	return nil
+}
+
+func killGroup(pgid int) error {
+	err := syscall.Kill(-pgid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,204 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ctxlab/activities/sandbox"
+)
+
+// run starts argv in box and returns its output and error.
+func run(t *testing.T, box *sandbox.Box, ctx context.Context, argv []string, env []string) (string, error) {
+	t.Helper()
+	cmd, err := box.Command(ctx, argv, env, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	return out.String(), err
+}
+
+// An isolated command runs as the dedicated uid with no other group, no new privileges, a /proc of its own, its
+// own HOME and TMPDIR, read-only folders it cannot change, and its exit status passed through.
+func TestCommandRunsUnprivileged(t *testing.T) {
+	requireNamespaces(t)
+	wt := worktree(t)
+	ro := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ro, "cached"), []byte("warm\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	box, err := sandbox.New(wt, sandbox.Options{ReadOnly: []string{ro}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if box.Isolation() != sandbox.IsolationNamespaces {
+		t.Fatalf("isolation %q (%s)", box.Isolation(), box.Why())
+	}
+	script := `echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"
+grep NoNewPrivs /proc/self/status
+n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo "procs=$n"
+echo "pid1=$(tr '\0' ' ' < /proc/1/cmdline)"
+echo "pwd=$(pwd)"
+echo "home=$HOME tmpdir=$TMPDIR marker=${CTXLAB_SANDBOX_INIT:-unset}"
+touch "$HOME/a" "$TMPDIR/b" && echo "private writable"
+cat "$1/cached"
+touch "$1/new" 2>/dev/null || echo "read-only refused"
+exit 7`
+	out, err := run(t, box, context.Background(), []string{"sh", "-c", script, "sh", ro},
+		[]string{"PATH=/usr/bin:/bin", "HOME=/root", "CTXLAB_SANDBOX_INIT=1"})
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 7 {
+		t.Fatalf("exit = %v, want status 7\n%s", err, out)
+	}
+	id := fmt.Sprintf("uid=%d gid=%d groups=%d\n", sandbox.DefaultUID, sandbox.DefaultUID, sandbox.DefaultUID)
+	want := []string{id, "NoNewPrivs:\t1", "procs=2\n", "pid1=ctxlab-sandbox-init ", "pwd=" + wt + "\n",
+		"home=" + filepath.Join(box.TempDir(), "home") + " tmpdir=" + filepath.Join(box.TempDir(), "tmp") + " marker=unset",
+		"private writable", "warm\n", "read-only refused"}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("missing %q in:\n%s", w, out)
+		}
+	}
+	private := box.TempDir()
+	if err := box.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(private); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("private temp folder %s left after Close: %v", private, err)
+	}
+}
+
+// Cancelling the context (the run's timeout) kills every process of the namespace, setsid daemons included, and
+// Wait returns at once.
+func TestCancelKillsNamespace(t *testing.T) {
+	requireNamespaces(t)
+	box, err := sandbox.New(worktree(t), sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	tok := token()
+	t.Cleanup(func() { killAllWith(tok) })
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	out, err := run(t, box, ctx, []string{"sh", "-c", `setsid sleep "$1" </dev/null >/dev/null 2>&1 & sleep "$1"`, "sh", tok},
+		[]string{"PATH=/usr/bin:/bin"})
+	if err == nil {
+		t.Fatalf("the command was not killed:\n%s", out)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Wait returned after %s", took)
+	}
+	if left := waitGone(tok, time.Second); len(left) > 0 {
+		t.Fatalf("still running after cancel: %v", left)
+	}
+}
+
+// Without isolation (not root, no namespaces, or disabled) a Box runs the command as before and says so.
+func TestDisabledRunsPlain(t *testing.T) {
+	wt := worktree(t)
+	box, err := sandbox.New(wt, sandbox.Options{Disable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	if box.Isolation() != sandbox.IsolationNone || box.Why() == "" {
+		t.Fatalf("isolation %q, why %q", box.Isolation(), box.Why())
+	}
+	out, err := run(t, box, context.Background(), []string{"sh", "-c", `id -u; pwd; echo "home=$HOME"`},
+		[]string{"PATH=/usr/bin:/bin", "HOME=/nowhere"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if want := fmt.Sprintf("%d\n%s\nhome=/nowhere\n", os.Geteuid(), wt); out != want {
+		t.Fatalf("output %q, want %q", out, want)
+	}
+}
+
+// Private temp folders of dead graders are removed; those of live ones are kept.
+func TestCleanStale(t *testing.T) {
+	root := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(root, fmt.Sprintf("%s%d-x", sandbox.TempPrefix, dead.Process.Pid))
+	live := filepath.Join(root, fmt.Sprintf("%s%d-y", sandbox.TempPrefix, os.Getppid()))
+	other := filepath.Join(root, "unrelated")
+	for _, d := range []string{stale, live, other} {
+		if err := os.MkdirAll(filepath.Join(d, "home"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := sandbox.CleanStale(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("removed %d, want 1", n)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale folder kept: %v", err)
+	}
+	for _, d := range []string{live, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s removed: %v", d, err)
+		}
+	}
+}
+
+// New refuses a worktree the dedicated uid could not reach, rather than failing inside the namespace.
+func TestUnreachableWorktreeRefused(t *testing.T) {
+	requireNamespaces(t)
+	parent := filepath.Join(t.TempDir(), "private")
+	if err := os.Mkdir(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	wt := filepath.Join(parent, "repo")
+	if err := os.Mkdir(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Hide nothing, so that the 0700 parent is on the uid's way.
+	_, err := sandbox.New(wt, sandbox.Options{Hide: []string{"/nonexistent"}})
+	if err == nil || !strings.Contains(err.Error(), "not searchable") {
+		t.Fatalf("err = %v, want not searchable", err)
+	}
+}
+
+// The start overhead of isolation: `true` run plainly and in a Box.
+func BenchmarkTrue(b *testing.B) {
+	for _, disable := range []bool{true, false} {
+		b.Run(map[bool]string{true: "plain", false: "namespaces"}[disable], func(b *testing.B) {
+			if !disable {
+				if ok, why := sandbox.Available(); !ok {
+					b.Skip(why)
+				}
+			}
+			box, err := sandbox.New(b.TempDir(), sandbox.Options{Disable: disable})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer box.Close()
+			for b.Loop() {
+				cmd, err := box.Command(context.Background(), []string{"true"}, []string{"PATH=/usr/bin:/bin"}, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := cmd.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
