@@ -172,6 +172,9 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		if res.Note != "" {
 			row["grade_note"] = res.Note
 		}
+		if res.Isolation != "" {
+			row["grade_isolation"] = res.Isolation
+		}
 		row["grade_seconds"] = res.Duration.Seconds()
 		if status == GradeResolved && attempt == 0 {
 			break // only failing grades are re-run; once re-run, every rerun counts

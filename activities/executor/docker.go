@@ -172,6 +172,7 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		Heartbeat: r.Heartbeat, Command: []string{bin, "exec", name, "/bin/bash", "/eval.sh"},
 		Parser: testlog.ParserNone, ExtraEnv: dockerEnv()})
 	res.Ran, res.Output, res.TimedOut, res.Duration, res.Command = true, run.Output, run.TimedOut, run.Duration, run.Args
+	res.Isolation = "container"
 	if err != nil {
 		return res, err
 	}

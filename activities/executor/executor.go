@@ -69,6 +69,8 @@ type Result struct {
 	Command  []string
 	// Note says what else was seen (harness markers missing, ...).
 	Note string
+	// Isolation is how the tests were confined: "namespaces" (package sandbox), "container" (docker) or "none".
+	Isolation string
 	// TestFilesDropped are the test files (IsTestFile, or the test patch's) the model patch changed and that were
 	// reset to base_commit before the tests ran; ModelTestFiles are those it wrote that stayed (ModelTestsKeep), so
 	// a runner can tell model-written tests from the repository's.

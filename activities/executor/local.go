@@ -84,7 +84,7 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
 	}
 
-	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat,
+	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat, Isolate: true,
 		GoProxy: r.Config.GoProxy, ExcludeTestFiles: res.ModelTestFiles}
 	testCmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
 	if lang == LangGo && testCmd == "" {
@@ -101,6 +101,7 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	run, err := testrun.Run(ctx, o)
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
 		run.TimedOut, run.Duration, run.Args
+	res.Isolation = run.Isolation
 	return res, err
 }
 

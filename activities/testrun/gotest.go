@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"ctxlab/activities/sandbox"
 	"ctxlab/activities/testlog"
 )
 
@@ -109,6 +110,13 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 	if err := os.Chmod(binDir, 0o755); err != nil {
 		return Result{}, fmt.Errorf("testrun: %w", err)
 	}
+	// The box is made after the build folder exists, so the binaries stay reachable under a private /tmp.
+	box, err := newBox(o, binDir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer box.Close()
+	res.Isolation = box.Isolation()
 	// All binaries are built before any test runs, so no test can change what a later package compiles.
 	bins := make([]string, len(toRun))
 	for i, p := range toRun {
@@ -127,7 +135,7 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		if bins[i] == "" || runCtx.Err() != nil {
 			continue
 		}
-		code, err := runBinary(ctx, runCtx, bins[i], filepath.Join(o.Dir, filepath.FromSlash(p.dir)), p.importPath, pattern,
+		code, err := runBinary(ctx, runCtx, box, bins[i], filepath.Join(o.Dir, filepath.FromSlash(p.dir)), p.importPath, pattern,
 			Env(o.ExtraEnv), events)
 		if err != nil {
 			events.note(fmt.Sprintf("ctxlab: running the tests of %s: %v\n", p.importPath, err))
@@ -387,12 +395,12 @@ func buildBinary(ctx context.Context, root, binDir string, i int, p *goPackage, 
 
 // runBinary runs a test binary in its package folder, contained, and converts its output with test2json. The
 // binary's own output is the only source of events. It returns the binary's exit code.
-func runBinary(ctx, runCtx context.Context, bin, dir, importPath, pattern string, env []string, events *eventWriter) (int, error) {
+func runBinary(ctx, runCtx context.Context, box *sandbox.Box, bin, dir, importPath, pattern string, env []string, events *eventWriter) (int, error) {
 	args := []string{bin, "-test.v=test2json", "-test.count=1", "-test.timeout=0", "-test.paniconexit0"}
 	if pattern != "" {
 		args = append(args, "-test.run", pattern)
 	}
-	p, err := startContained(runCtx, args, dir, env)
+	p, err := startContained(runCtx, box, args, dir, env)
 	if err != nil {
 		return 0, err
 	}

@@ -28,7 +28,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"ctxlab/activities/sandbox"
 	"ctxlab/activities/testlog"
 )
 
@@ -83,6 +86,12 @@ type Options struct {
 	// GoProxy is the GOPROXY for downloading the module's requirements before the offline build (a URL list, or
 	// file:///folder); empty: the worker's own GOPROXY.
 	GoProxy string
+	// Isolate runs the code under test in a sandbox (package sandbox: a dedicated uid in its own pid, mount and
+	// network namespaces) where this process may make one, and as today (own process group) elsewhere;
+	// Result.Isolation says which. It chowns Dir to the sandbox's uid.
+	Isolate bool
+	// ReadOnly folders stay visible, read-only, inside the sandbox (an interpreter under the grader's home).
+	ReadOnly []string
 }
 
 // Result of a run.
@@ -99,6 +108,9 @@ type Result struct {
 	Duration time.Duration
 	// Args is the command line that ran.
 	Args []string
+	// Isolation is how the code under test was confined: sandbox.IsolationNamespaces, or IsolationNone (its own
+	// process group and an allowlisted environment only).
+	Isolation string
 }
 
 // AllowedEnv names the variables passed from the worker's environment to the tests; nothing else is.
@@ -143,7 +155,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("testrun: %s command: %w", prog, err)
 	}
 	start := time.Now()
-	p, err := startContained(runCtx, append([]string{bin}, args...), o.Dir, Env(o.ExtraEnv))
+	box, err := newBox(o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer box.Close()
+	p, err := startContained(runCtx, box, append([]string{bin}, args...), o.Dir, Env(o.ExtraEnv))
 	if err != nil {
 		return Result{}, fmt.Errorf("testrun: starting %s in %s: %w", prog, o.Dir, err)
 	}
@@ -165,6 +182,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		ExitCode:    exit,
 		Duration:    time.Since(start),
 		Args:        append([]string{prog}, args...),
+		Isolation:   box.Isolation(),
 	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("testrun: cancelled: %w", ctx.Err())
@@ -184,19 +202,54 @@ type contained struct {
 	killed atomic.Bool // by ctx: cancellation or the deadline
 }
 
-// startContained starts argv (argv[0] a path) with cwd dir and environment env, in its own process group that is
-// killed as a whole when ctx ends, with stdout and stderr into one pipe. It is the one place where model-influenced
-// code (a test command, a test binary) is started, so confinement (namespaces, another uid) belongs here; anything it
-// runs must only need dir and argv[0] readable and executable.
-func startContained(ctx context.Context, argv []string, dir string, env []string) (*contained, error) {
+// newBox is the sandbox of a run: isolated when o.Isolate asks and this process can make one, a plain process group
+// otherwise. The grader's GOROOT, build and module caches stay readable (tests that run the go command), never
+// writable, so graded code cannot poison later builds.
+func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
+	so := sandbox.Options{Disable: !o.Isolate}
+	if o.Isolate {
+		for _, d := range append(append(append([]string{}, o.ReadOnly...), readOnly...), goDirs()...) {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				so.ReadOnly = append(so.ReadOnly, d)
+			}
+		}
+	}
+	box, err := sandbox.New(o.Dir, so)
+	if err != nil {
+		return nil, fmt.Errorf("testrun: %w", err)
+	}
+	return box, nil
+}
+
+// goDirs are the go command's folders, as the tests see them (Env).
+func goDirs() []string {
+	var dirs []string
+	for _, kv := range Env(nil) {
+		k, v, _ := strings.Cut(kv, "=")
+		if (k == "GOROOT" || k == "GOCACHE" || k == "GOMODCACHE") && filepath.IsAbs(v) {
+			dirs = append(dirs, v)
+		}
+	}
+	if r := runtime.GOROOT(); r != "" {
+		dirs = append(dirs, r)
+	}
+	return dirs
+}
+
+// startContained starts argv (argv[0] a path) with cwd dir and environment env in box (every process of the run
+// killed as a whole when ctx ends), with stdout and stderr into one pipe. It is the one place where
+// model-influenced code (a test command, a test binary) is started; anything it runs must only need dir and argv[0]
+// readable and executable by the box's uid.
+func startContained(ctx context.Context, box *sandbox.Box, argv []string, dir string, env []string) (*contained, error) {
 	p := &contained{}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd, err := box.Command(ctx, argv, env, dir)
+	if err != nil {
+		return nil, err
+	}
+	boxCancel := cmd.Cancel
 	cmd.Cancel = func() error {
 		p.killed.Store(true)
-		return killGroup(cmd.Process.Pid)
+		return boxCancel()
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
