@@ -133,7 +133,7 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		Config: executor.Config{TestCmd: r.Grading.TestCmd.All, TestCmds: r.Grading.TestCmd.By,
 			ModelTests: r.Grading.ModelTests, Tests: r.Grading.Tests, LogParser: r.Grading.LogParser,
 			Python: r.Grading.Python, Namespace: r.Grading.Namespace, Network: r.Grading.Network,
-			Docker: r.Grading.Docker, GoProxy: r.Grading.GoProxy},
+			Docker: r.Grading.Docker, GoProxy: r.Grading.GoProxy, Isolation: r.Grading.Isolation},
 		Heartbeat: func() {
 			if activity.IsActivity(ctx) {
 				activity.RecordHeartbeat(ctx)

@@ -20,7 +20,7 @@ func TestCompileGradingTestCmd(t *testing.T) {
 		{"{ test_cmd: { python: 'python3 -m pytest -rA', 'acme/calc': 'tox' } }",
 			`"test_cmd":{"acme/calc":"tox","python":"python3 -m pytest -rA"}`,
 			specs.TestCommand{By: map[string]string{"python": "python3 -m pytest -rA", "acme/calc": "tox"}}},
-		{"{ model_tests: 'keep', tests: 'listed' }", `"model_tests":"keep","tests":"listed"}`, specs.TestCommand{}},
+		{"{ model_tests: 'keep', tests: 'listed' }", `"model_tests":"keep","tests":"listed",`, specs.TestCommand{}},
 	} {
 		dir := writeFiles(t, map[string]string{"spec.jsonnet": spec("ctxlab.experiment({", "  name: 'x',",
 			"  dataset: ctxlab.datasets.demo,", "  models: [ctxlab.models.offline],",
@@ -61,12 +61,13 @@ func TestCompileGradingErrors(t *testing.T) {
 	}
 }
 
-// A spec that sets none of the new grading options compiles to the grading JSON it had before they existed, so its
-// spec hash (and finished sweeps) stay.
-func TestCompileGradingJSONStable(t *testing.T) {
+// A spec that sets none of the grading options compiles with their defaults written out: grades made before they
+// existed (model test files run, code unconfined) have another spec hash and are never reused.
+func TestCompileGradingDefaultsExplicit(t *testing.T) {
 	for grading, want := range map[string]string{
-		"{}":                        `{"executor":"local","timeout":"30m0s"}`,
-		"{ test_cmd: 'pytest -x' }": `{"executor":"local","timeout":"30m0s","test_cmd":"pytest -x"}`,
+		"{}": `{"executor":"local","timeout":"30m0s","model_tests":"drop","tests":"files","isolation":"sandbox"}`,
+		"{ test_cmd: 'pytest -x', isolation: 'none' }": `{"executor":"local","timeout":"30m0s","model_tests":"drop",` +
+			`"tests":"files","isolation":"none","test_cmd":"pytest -x"}`,
 	} {
 		dir := writeFiles(t, map[string]string{"spec.jsonnet": spec("ctxlab.experiment({", "  name: 'x',",
 			"  dataset: ctxlab.datasets.demo,", "  models: [ctxlab.models.offline],",

@@ -89,6 +89,10 @@ type Grading struct {
 	// Tests says which Python tests run: "files" (the test files of the test patch, as the SWE-bench harness does)
 	// or "listed" (exactly the FAIL_TO_PASS and PASS_TO_PASS ids; local executor only).
 	Tests string `json:"tests,omitempty"`
+	// Isolation confines the code under test of the local executor: "sandbox" (a dedicated uid in its own pid,
+	// mount and network namespaces where the worker runs as root on Linux; rows say grade_isolation) or "none" (its
+	// own process group and an allowlisted environment only, for test suites that need the machine or the network).
+	Isolation string `json:"isolation,omitempty"`
 	// TestCmd, LogParser, Python, Namespace, Network and Docker configure the executors (activities/executor.Config).
 	TestCmd TestCommand `json:"test_cmd,omitzero"`
 

@@ -21,11 +21,13 @@ const (
 	DefaultRepos       = "{dataset_dir}/repos/{repo}"
 )
 
-// What an empty grading.model_tests and grading.tests mean. SetDefaults leaves them empty, so that compiled specs
-// that do not set them keep the JSON (and the spec hash) they had before the options existed.
+// Defaults of grading.model_tests, grading.tests and grading.isolation. SetDefaults writes them into the compiled
+// spec: a sweep graded before they existed ran the model's test files unconfined, so its grades must not be reused
+// by a sweep that runs under them (the spec hash changes; patches and every other node are still reused).
 const (
 	DefaultModelTests = "drop"
 	DefaultTests      = "files"
+	DefaultIsolation  = "sandbox"
 )
 
 // Allowed values of the enumerated fields, in the order error messages list them.
@@ -36,6 +38,7 @@ var (
 	Generators = []string{"demo"}
 	ModelTests = []string{"drop", "keep"}
 	TestModes  = []string{"files", "listed"}
+	Isolations = []string{"sandbox", "none"}
 )
 
 // SetDefaults fills the fields a spec may leave out. Zero means "not set": a zero concurrency becomes
@@ -50,6 +53,15 @@ func (e *Experiment) SetDefaults() {
 	}
 	if e.Grading.Timeout == 0 {
 		e.Grading.Timeout = Duration(DefaultTimeout)
+	}
+	if e.Grading.ModelTests == "" {
+		e.Grading.ModelTests = DefaultModelTests
+	}
+	if e.Grading.Tests == "" {
+		e.Grading.Tests = DefaultTests
+	}
+	if e.Grading.Isolation == "" {
+		e.Grading.Isolation = DefaultIsolation
 	}
 	if e.Limits.Concurrency == 0 {
 		e.Limits.Concurrency = DefaultConcurrency
@@ -181,6 +193,9 @@ func Validate(e *Experiment) []*ValidationError {
 	if g := e.Grading; g.ModelTests != "" && !slices.Contains(ModelTests, g.ModelTests) {
 		add("grading.model_tests", g.ModelTests, "unknown grading.model_tests %q (known: %s)", g.ModelTests,
 			list(ModelTests))
+	}
+	if g := e.Grading; g.Isolation != "" && !slices.Contains(Isolations, g.Isolation) {
+		add("grading.isolation", g.Isolation, "unknown grading.isolation %q (known: %s)", g.Isolation, list(Isolations))
 	}
 	if g := e.Grading; g.Tests != "" && !slices.Contains(TestModes, g.Tests) {
 		add("grading.tests", g.Tests, "unknown grading.tests %q (known: %s)", g.Tests, list(TestModes))

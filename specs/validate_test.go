@@ -44,8 +44,8 @@ func TestSetDefaults(t *testing.T) {
 	if len(e.Models) != 0 {
 		t.Errorf("SetDefaults added models: %+v", e.Models)
 	}
-	if e.Grading.ModelTests != "" || e.Grading.Tests != "" {
-		t.Errorf("grading defaults are filled in, changing compiled specs: %+v", e.Grading)
+	if e.Grading.ModelTests != "drop" || e.Grading.Tests != "files" || e.Grading.Isolation != "sandbox" {
+		t.Errorf("grading defaults not written out: %+v", e.Grading)
 	}
 
 	// Values that are set stay, negative ones included (Validate rejects those).

@@ -31,6 +31,8 @@ type Config struct {
 	ModelTests string `json:"model_tests,omitempty"`
 	// Tests is TestsFiles (or empty) or TestsListed: which Python tests run (local executor).
 	Tests string `json:"tests,omitempty"`
+	// Isolation is "sandbox" (or empty) or "none": whether the local executor confines the code under test.
+	Isolation string `json:"isolation,omitempty"`
 	// LogParser names the testlog parser (gotest, pytest, unittest); empty: chosen from the command.
 	LogParser string `json:"log_parser,omitempty"`
 	// Python is the interpreter for local Python tests (default: python3, else /usr/bin/python3, one with pytest).

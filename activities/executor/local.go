@@ -84,7 +84,8 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
 	}
 
-	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat, Isolate: true,
+	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat,
+		Isolate: r.Config.Isolation != "none",
 		GoProxy: r.Config.GoProxy, ExcludeTestFiles: res.ModelTestFiles}
 	testCmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
 	if lang == LangGo && testCmd == "" {

@@ -73,6 +73,7 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	fs.StringVar(&o.grading.LogParser, "log-parser", "", "gotest, pytest or unittest (default: from the command)")
 	fs.StringVar(&o.grading.GoProxy, "goproxy", "", "GOPROXY for downloading Go modules before the tests run offline (`URL`; {dataset_dir} is the dataset's folder; default: the worker's)")
 	fs.StringVar(&o.grading.Tests, "tests", "", "Python tests to run: files (the test patch's files, as the harness) or listed (exactly FAIL_TO_PASS and PASS_TO_PASS)")
+	fs.StringVar(&o.grading.Isolation, "isolation", "", "sandbox (default: the tests run as a dedicated uid in their own namespaces, when root on Linux) or none")
 	fs.StringVar(&o.grading.ModelTests, "model-tests", "", "the model patch's test files: drop (default; reset before the tests run) or keep")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter grade --dataset FILE --predictions FILE [flags]")
@@ -96,6 +97,9 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	}
 	if g := o.grading; g.ModelTests != "" && !slices.Contains(specs.ModelTests, g.ModelTests) {
 		return o, fmt.Errorf("grade: unknown --model-tests %q (known: %s)", g.ModelTests, strings.Join(specs.ModelTests, ", "))
+	}
+	if g := o.grading; g.Isolation != "" && !slices.Contains(specs.Isolations, g.Isolation) {
+		return o, fmt.Errorf("grade: unknown --isolation %q (known: %s)", g.Isolation, strings.Join(specs.Isolations, ", "))
 	}
 	if g := o.grading; g.Tests != "" && !slices.Contains(specs.TestModes, g.Tests) {
 		return o, fmt.Errorf("grade: unknown --tests %q (known: %s)", g.Tests, strings.Join(specs.TestModes, ", "))
