@@ -579,13 +579,24 @@ func diffsIn(lines []string, fenced bool) []string {
 		if !strings.HasSuffix(d, "\n") {
 			d += "\n"
 		}
-		if strings.Contains(d, "\n@@") || strings.Contains(d, "\nnew file mode") || strings.Contains(d, "\ndeleted file mode") ||
-			strings.Contains(d, "\nrename ") || strings.Contains(d, "Binary files") {
+		if holdsChange(d) {
 			out = append(out, d)
 		}
 		from = max(end, start+1)
 	}
 	return out
+}
+
+// holdsChange reports whether a diff's text changes something: a hunk, or a header that creates, deletes, renames,
+// copies or changes the mode of a file, or a binary change. A lone "--- " line in prose does not.
+func holdsChange(d string) bool {
+	for _, marker := range []string{"\n@@", "\nnew file mode", "\ndeleted file mode", "\nrename ", "\ncopy ",
+		"\nnew mode ", "Binary files", "GIT binary patch"} {
+		if strings.Contains(d, marker) {
+			return true
+		}
+	}
+	return false
 }
 
 // diffSpan finds the first diff in lines[from:] and returns its line range, or start -1.

@@ -67,10 +67,13 @@ func splitFiles(d string) []string {
 	return append(out, strings.Join(lines[start:], ""))
 }
 
-// generatedDiffs are diffs made with diff.Unified from contents chosen for the lines a parser trips on: hunks that
-// end in blank or whitespace-only context lines, hunks at the end of a file, files without a final newline, created
-// and deleted files, CRLF file content, markdown fences and lines that look like diff headers.
-func generatedDiffs() map[string]string {
+// filePair is a file's content before and after an edit; nil is a file that does not exist.
+type filePair struct{ old, new []byte }
+
+// generatedCases are edits chosen for the lines a parser trips on: hunks that end in blank or whitespace-only context
+// lines, hunks at the end of a file, files without a final newline, created and deleted files, CRLF file content,
+// markdown fences and lines that look like diff headers.
+func generatedCases() map[string][]filePair {
 	lines := func(n int, f func(i int) string) string {
 		var b strings.Builder
 		for i := 0; i < n; i++ {
@@ -79,9 +82,8 @@ func generatedDiffs() map[string]string {
 		return b.String()
 	}
 	goFile := "package p\n\nfunc A() int {\n\treturn 1\n}\n\nfunc B() int {\n\treturn 2\n}\n\nfunc C() int {\n\treturn 3\n}\n"
-	type pair struct{ old, new []byte }
 	b := func(s string) []byte { return []byte(s) }
-	cases := map[string][]pair{
+	return map[string][]filePair{
 		"blank context at hunk end":           {{b(goFile), b(strings.Replace(goFile, "return 1", "return 10", 1))}},
 		"two blank context lines at hunk end": {{b("a\nb\nc\nd\n\n\nz\ny\nx\n"), b("a\nb\nc\nD\n\n\nz\ny\nx\n")}},
 		"whitespace-only context":             {{b("a\nb\nc\nd\n  \n\t\n \t \nz\n"), b("a\nb\nc\nD\n  \n\t\n \t \nz\n")}},
@@ -107,14 +109,23 @@ func generatedDiffs() map[string]string {
 			{nil, b("\n\n")},
 		},
 	}
+}
+
+// generatedDiffs are the diffs of generatedCases, written with diff.Unified.
+func generatedDiffs() map[string]string {
 	out := map[string]string{}
-	for name, pairs := range cases {
+	for name, pairs := range generatedCases() {
 		var d strings.Builder
 		for i, p := range pairs {
 			d.WriteString(diff.Unified(fmt.Sprintf("dir/f%d.txt", i), p.old, p.new))
 		}
 		out["generated/"+name] = d.String()
 	}
+	// Header-only changes, which diff.Unified does not write.
+	out["literal/mode change"] = "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n"
+	out["literal/rename"] = "diff --git a/a.txt b/b.txt\nsimilarity index 100%\nrename from a.txt\nrename to b.txt\n"
+	out["literal/rename and edit"] = "diff --git a/a.txt b/b.txt\nsimilarity index 80%\nrename from a.txt\nrename to b.txt\n" +
+		"index 1111111..2222222 100644\n--- a/a.txt\n+++ b/b.txt\n@@ -1,3 +1,3 @@\n x\n-y\n+Y\n \n"
 	return out
 }
 
