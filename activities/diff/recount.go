@@ -93,9 +93,10 @@ func (h hunkHeader) String() string {
 // only, the way git apply --recount would, and returns the repaired patch and how many hunks it repaired. Two
 // mismatches are repaired:
 //
-//   - a hunk that ends (at the next header or the end of the patch) short of the same number n of old and new lines,
-//     1 <= n <= Context: the blank context lines that ended it were lost (a model, an editor or a chat window trims
-//     trailing whitespace), so the header is recounted from the body;
+//   - a hunk that ends (at the next header or the end of the patch) short of the same number n >= 1 of old and new
+//     lines, where n and the context lines after its last change add up to at most Context (git's trailing context):
+//     the blank context lines that ended it were lost (a model, an editor or a chat window trims trailing
+//     whitespace), so the header is recounted from the body;
 //   - whitespace-only lines between a hunk whose counts are complete and the next hunk of the same file: the answer
 //     added them, so they are dropped (the header is right; kept, they would end the file's hunks early).
 //
@@ -117,7 +118,7 @@ func RecountBlankTails(patch string) (string, int) {
 			continue
 		}
 		remOld, remNew := h.oldLines, h.newLines
-		changes := 0
+		changes, trailing := 0, 0 // change lines, and context lines after the last change
 		j := i + 1
 		for ; j < len(lines) && (remOld > 0 || remNew > 0); j++ {
 			o, n, ok := HunkLineCounts(lines[j])
@@ -125,8 +126,12 @@ func RecountBlankTails(patch string) (string, int) {
 				break
 			}
 			remOld, remNew = remOld-o, remNew-n
-			if o != n {
+			switch {
+			case o != n:
 				changes++
+				trailing = 0
+			case o == 1:
+				trailing++
 			}
 		}
 		if remOld == 0 && remNew == 0 && j < len(lines) && isNoNewlineMarker(lines[j]) {
@@ -144,7 +149,7 @@ func RecountBlankTails(patch string) (string, int) {
 				next = k
 				repaired++
 			}
-		case remOld == remNew && remOld >= 1 && remOld <= Context && changes > 0 &&
+		case remOld == remNew && remOld >= 1 && trailing+remOld <= Context && changes > 0 &&
 			remOld < h.oldLines && remNew < h.newLines && endsHunk(lines, j):
 			h.oldLines -= remOld
 			h.newLines -= remNew

@@ -160,6 +160,9 @@ func TestRecountBlankTailsLeavesOtherMiscounts(t *testing.T) {
 		"lost an added line": dropLines(gold, func(i int, _ string) bool { return i == addIdx }),
 		// More lines missing than a hunk's trailing context can hold.
 		"header overcounts by four": strings.Replace(gold, "@@ -4,7 +4,7 @@", "@@ -4,11 +4,11 @@", 1),
+		// The hunk already ends in three context lines, all git's trailing context holds: the missing line is not
+		// a lost blank tail.
+		"header overcounts by one": strings.Replace(gold, "@@ -4,7 +4,7 @@", "@@ -4,8 +4,8 @@", 1),
 		// The hunk ends in a line that cannot be in a hunk, not at a header or the end.
 		"ends in text": strings.TrimSuffix(gold, " \n") + "garbage\n",
 		// One old line missing, no new line: a deleted line was lost.
