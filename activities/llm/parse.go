@@ -470,7 +470,7 @@ func ExtractDiff(text string) (string, error) {
 // was written with; "\r" that belong to the diff's content (a CRLF file's lines, in an LF answer) are kept.
 //
 // A hunk whose header miscounts its lines by blank lines at its end only is repaired as git apply --recount would
-// (diff.RecountBlankTails) and counted in Recounted; any other miscount is left for the patch parser to reject. An
+// (diff.RecountBlankTails) and counted in Recounted; any other miscount is left as written, for the patch parser. An
 // answer without a diff gives an error wrapping ErrNoDiff.
 func ExtractDiffDetail(text string) (ExtractedDiff, error) {
 	lines := answerDiffLines(text)
@@ -669,8 +669,9 @@ func diffSpan(lines []string, from int, fenced bool) (start, end int) {
 		case !fenced && !loose && strings.TrimSpace(l) == "":
 			return start, end // prose after a blank line, such as a bulleted list
 		default:
-			// A hunk longer than its header says (or one under a header without counts): keep it, so that the
-			// patch parser reports the miscount instead of an edit being dropped.
+			// A hunk longer than its header says (or one under a header without counts): keep it as written, so
+			// that the patch is judged as the model wrote it (git apply, like the patch parser, reads a hunk by its
+			// header and takes the extra lines for text between files) instead of being cut here.
 			pos, end = k, lastText
 			if k < len(lines) && startsHeader(lines, k) {
 				end = k

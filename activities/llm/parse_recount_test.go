@@ -88,8 +88,8 @@ func TestExtractDiffRecountsALostBlankTail(t *testing.T) {
 	}
 }
 
-// TestExtractDiffKeepsOtherMiscounts: a hunk longer than its header is kept whole, so the patch parser rejects it
-// instead of an edit being dropped, and a hunk short of an added line is not repaired.
+// TestExtractDiffKeepsOtherMiscounts: a hunk longer than its header is kept whole (the extractor cuts nothing the
+// model wrote), and a hunk short of an added line is not repaired, so the patch parser rejects it as malformed.
 func TestExtractDiffKeepsOtherMiscounts(t *testing.T) {
 	gold, _ := blankTailGold(t)
 	long := strings.Replace(gold, " }\n \n", " }\n+// added\n \n", 1)
