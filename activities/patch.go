@@ -54,11 +54,7 @@ func (a *Activities) Patch(ctx context.Context, in NodeInput) (NodeOutput, error
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		patch, perr := patchFromAnswer(resp.Text, p.Format, j.reader(ctx, m))
-		if perr != nil {
-			row["patch_parse_error"] = perr.Error()
-			patch = ""
-		}
+		patch := recordPatch(row, resp.Text, p.Format, j.reader(ctx, m))
 		if p.Model.Provider == "offline" {
 			if res, err := offline.OraclePatch(inst.Patch, c); err == nil {
 				row["oracle_hunks_emitted"], row["oracle_hunks_total"] = res.Emitted, res.Total
@@ -72,10 +68,27 @@ func (a *Activities) Patch(ctx context.Context, in NodeInput) (NodeOutput, error
 	})
 }
 
-// patchFromAnswer turns a model's answer into a unified diff. An answer that holds no edit at all (the model says it
-// cannot help) is an empty patch without error.
-func patchFromAnswer(text, format string, read func(string) (string, bool)) (string, error) {
+// recordPatch turns a model's answer into the step's patch and records on the row how it was read:
+// patch_parse_error when the answer's edit could not be read (the patch is then empty), and patch_recounted, the
+// number of hunks whose header line counts were repaired because the answer lost or added blank lines at a hunk's
+// end (diff.RecountBlankTails), when there were any.
+func recordPatch(row map[string]any, text, format string, read func(string) (string, bool)) string {
+	patch, recounted, err := patchFromAnswer(text, format, read)
+	if err != nil {
+		row["patch_parse_error"] = err.Error()
+		return ""
+	}
+	if recounted > 0 {
+		row["patch_recounted"] = recounted
+	}
+	return patch
+}
+
+// patchFromAnswer turns a model's answer into a unified diff and says how many of its hunks were recounted. An
+// answer that holds no edit at all (the model says it cannot help) is an empty patch without error.
+func patchFromAnswer(text, format string, read func(string) (string, bool)) (string, int, error) {
 	var patch string
+	var recounted int
 	var err error
 	switch format {
 	case offline.FormatSearchReplace:
@@ -84,10 +97,12 @@ func patchFromAnswer(text, format string, read func(string) (string, bool)) (str
 			patch, err = llm.SearchReplaceDiff(blocks, read)
 		}
 	default:
-		patch, err = llm.ExtractDiff(text)
+		var d llm.ExtractedDiff
+		d, err = llm.ExtractDiffDetail(text)
+		patch, recounted = d.Patch, d.Recounted
 	}
 	if errors.Is(err, llm.ErrNoDiff) {
-		return "", nil
+		return "", 0, nil
 	}
-	return patch, err
+	return patch, recounted, err
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"ctxlab/activities/diff"
 )
 
 // Parsers of model answers. Models wrap what was asked for in prose, fences, markdown and numbering; these read
@@ -440,85 +442,262 @@ func fencedBlocks(text string) []fenced {
 	return out
 }
 
-// ExtractDiff returns the unified diff in a model's answer, ending in a newline: the fenced blocks that hold a diff
-// (joined in order, for answers that fence each file apart), or else the diff in the bare text, from its first
-// "diff --git" or "--- " line to the last line that a diff can hold. An answer without one gives an error wrapping
-// ErrNoDiff.
-func ExtractDiff(text string) (string, error) {
-	var parts []string
-	for _, f := range fencedBlocks(text) {
-		if d := diffIn(f.body); d != "" {
-			parts = append(parts, d)
-		}
-	}
-	if len(parts) == 0 {
-		if d := diffIn(text); d != "" {
-			parts = append(parts, d)
-		}
-	}
-	if len(parts) == 0 {
-		return "", fmt.Errorf("no unified diff (a \"diff --git\" or \"--- \" header) in the answer: %w", ErrNoDiff)
-	}
-	return strings.Join(parts, ""), nil
+// ExtractedDiff is the unified diff read from a model's answer.
+type ExtractedDiff struct {
+	// Patch is the diff, ending in a newline.
+	Patch string
+	// Recounted is the number of hunks whose header counts disagreed with their body by blank lines at the hunk's
+	// end only and were repaired (diff.RecountBlankTails); 0 when the answer's diff was taken as written.
+	Recounted int
 }
 
-// diffIn returns the diff inside text, or "".
-func diffIn(text string) string {
-	lines := strings.SplitAfter(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
-	start := -1
+// ExtractDiff returns the unified diff in a model's answer; see ExtractDiffDetail. A caller that stores the result
+// should use ExtractDiffDetail, so that a repaired hunk header is recorded.
+func ExtractDiff(text string) (string, error) {
+	d, err := ExtractDiffDetail(text)
+	return d.Patch, err
+}
+
+// ExtractDiffDetail returns the unified diff in a model's answer: the fenced blocks (```, ~~~, with any info word)
+// that hold a diff, joined in order (for answers that fence each file apart), or else the diffs in the bare text.
+// A diff runs from its first "diff --git" (or "--- " and "+++ ") line through its hunks, each read by the line counts
+// of its header, so blank and whitespace-only context lines, lines that look like fences or headers, and hunks at a
+// file's end are kept exactly, and blank lines the answer puts after the diff are not taken in. A valid diff written
+// into an answer is read back byte for byte.
+//
+// Line ends: when every header line of the answer's diffs ends in "\r\n" (the whole answer went through a CRLF
+// conversion), one "\r" is removed before each "\n" of the answer, so the diff comes back with the LF line ends it
+// was written with; "\r" that belong to the diff's content (a CRLF file's lines, in an LF answer) are kept.
+//
+// A hunk whose header miscounts its lines by blank lines at its end only is repaired as git apply --recount would
+// (diff.RecountBlankTails) and counted in Recounted; any other miscount is left as written, for the patch parser. An
+// answer without a diff gives an error wrapping ErrNoDiff.
+func ExtractDiffDetail(text string) (ExtractedDiff, error) {
+	lines := answerDiffLines(text)
+	var parts []string
+	for _, b := range diffFences(lines) {
+		parts = append(parts, diffsIn(lines[b[0]:b[1]], true)...)
+	}
+	if len(parts) == 0 {
+		parts = diffsIn(lines, false)
+	}
+	if len(parts) == 0 {
+		return ExtractedDiff{}, fmt.Errorf("no unified diff (a \"diff --git\" or \"--- \" header) in the answer: %w", ErrNoDiff)
+	}
+	patch, n := diff.RecountBlankTails(strings.Join(parts, ""))
+	return ExtractedDiff{Patch: patch, Recounted: n}, nil
+}
+
+// answerDiffLines splits an answer into lines that keep their "\n", removing the "\r" of CRLF line ends when every
+// diff header line has one (see ExtractDiffDetail).
+func answerDiffLines(text string) []string {
+	lines := strings.SplitAfter(text, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	headers, crlf := 0, 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "diff --git ") || strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "+++ ") ||
+			strings.HasPrefix(l, "@@ -") {
+			headers++
+			if strings.HasSuffix(l, "\r\n") {
+				crlf++
+			}
+		}
+	}
+	if headers == 0 || crlf < headers {
+		return lines
+	}
 	for i, l := range lines {
-		if strings.HasPrefix(l, "diff --git ") {
-			start = i
+		if strings.HasSuffix(l, "\r\n") {
+			lines[i] = l[:len(l)-2] + "\n"
+		}
+	}
+	return lines
+}
+
+// diffFences returns the [start, end) line ranges of the bodies of the answer's fenced blocks. Inside a block, the
+// lines a hunk header announces are the hunk's even when they look like a closing fence (" ```" is a context line of
+// a markdown file). An unclosed block runs to the end.
+func diffFences(lines []string) [][2]int {
+	var out [][2]int
+	remOld, remNew := 0, 0 // lines left in a hunk of a bare diff, which no fence opens inside
+	for i := 0; i < len(lines); i++ {
+		if remOld > 0 || remNew > 0 {
+			if o, n, ok := diff.HunkLineCounts(lines[i]); ok {
+				remOld, remNew = remOld-o, remNew-n
+				continue
+			}
+			remOld, remNew = 0, 0
+		}
+		if o, n, ok := diff.HunkCounts(lines[i]); ok {
+			remOld, remNew = o, n
+			continue
+		}
+		t := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(t, "```") && !strings.HasPrefix(t, "~~~") {
+			continue
+		}
+		fence := t[:len(t)-len(strings.TrimLeft(t, t[:1]))] // the run of ` or ~ that opens the block
+		start := i + 1
+		end := len(lines)
+		for j := start; j < len(lines); j++ {
+			if remOld > 0 || remNew > 0 {
+				if o, n, ok := diff.HunkLineCounts(lines[j]); ok {
+					remOld, remNew = remOld-o, remNew-n
+					continue
+				}
+				remOld, remNew = 0, 0
+			}
+			if o, n, ok := diff.HunkCounts(lines[j]); ok {
+				remOld, remNew = o, n
+				continue
+			}
+			if c := strings.TrimSpace(lines[j]); strings.HasPrefix(c, fence) && strings.Trim(c, fence[:1]) == "" {
+				end = j
+				break
+			}
+		}
+		out = append(out, [2]int{start, end})
+		i = end
+		remOld, remNew = 0, 0
+	}
+	return out
+}
+
+// diffsIn returns the diffs in lines, in order, each ending in a newline. In a fenced block (fenced) every line
+// belongs to the answer's code, so lines after a complete hunk that a hunk can hold are kept for the patch parser to
+// judge; in bare text a blank line after a complete hunk ends the diff, as prose follows.
+func diffsIn(lines []string, fenced bool) []string {
+	var out []string
+	for from := 0; from < len(lines); {
+		start, end := diffSpan(lines, from, fenced)
+		if start < 0 {
 			break
 		}
-		if strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") {
+		d := strings.Join(lines[start:end], "")
+		if !strings.HasSuffix(d, "\n") {
+			d += "\n"
+		}
+		if holdsChange(d) {
+			out = append(out, d)
+		}
+		from = max(end, start+1)
+	}
+	return out
+}
+
+// holdsChange reports whether a diff's text changes something: a hunk, or a header that creates, deletes, renames,
+// copies or changes the mode of a file, or a binary change. A lone "--- " line in prose does not.
+func holdsChange(d string) bool {
+	for _, marker := range []string{"\n@@", "\nnew file mode", "\ndeleted file mode", "\nrename ", "\ncopy ",
+		"\nnew mode ", "Binary files", "GIT binary patch"} {
+		if strings.Contains(d, marker) {
+			return true
+		}
+	}
+	return false
+}
+
+// diffSpan finds the first diff in lines[from:] and returns its line range, or start -1.
+func diffSpan(lines []string, from int, fenced bool) (start, end int) {
+	start = -1
+	for i := from; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "diff --git ") || plainFileStart(lines, i) {
 			start = i
 			break
 		}
 	}
 	if start < 0 {
-		return ""
+		return -1, -1
 	}
-	end := start
-	for i := start; i < len(lines); i++ {
-		if !diffLine(lines[i]) {
-			break
+	end = start
+	remOld, remNew := 0, 0
+	loose := false // under a hunk header without counts ("@@ ... @@"): take the lines a hunk can hold
+	for pos := start; pos < len(lines); {
+		l := lines[pos]
+		if remOld > 0 || remNew > 0 {
+			if o, n, ok := diff.HunkLineCounts(l); ok {
+				remOld, remNew = remOld-o, remNew-n
+				pos++
+				end = pos
+				continue
+			}
+			remOld, remNew = 0, 0 // a short hunk; diff.RecountBlankTails or the patch parser judges it
 		}
-		end = i + 1
+		if o, n, ok := diff.HunkCounts(l); ok {
+			remOld, remNew, loose = o, n, false
+			pos++
+			end = pos
+			continue
+		}
+		if strings.HasPrefix(l, "@@") {
+			loose = true
+			pos++
+			end = pos
+			continue
+		}
+		if isFileHeaderLine(l) {
+			loose = false
+			pos++
+			end = pos
+			continue
+		}
+		// Past a complete hunk: a run of lines a hunk can hold, up to the next header.
+		k := pos
+		blank := true
+		lastText := pos
+		for k < len(lines) && !startsHeader(lines, k) {
+			_, _, ok := diff.HunkLineCounts(lines[k])
+			isBlank := strings.TrimSpace(lines[k]) == ""
+			if !ok && !isBlank {
+				break
+			}
+			if !isBlank {
+				blank = false
+				lastText = k + 1
+			}
+			k++
+		}
+		switch {
+		case k == pos:
+			return start, end // prose or a closing fence
+		case blank && k < len(lines) && startsHeader(lines, k):
+			pos, end = k, k // blank lines between hunks or files: kept, diff.RecountBlankTails judges them
+		case blank:
+			return start, end // the answer's spacing after the diff
+		case !fenced && !loose && strings.TrimSpace(l) == "":
+			return start, end // prose after a blank line, such as a bulleted list
+		default:
+			// A hunk longer than its header says (or one under a header without counts): keep it as written, so
+			// that the patch is judged as the model wrote it (git apply, like the patch parser, reads a hunk by its
+			// header and takes the extra lines for text between files) instead of being cut here.
+			pos, end = k, lastText
+			if k < len(lines) && startsHeader(lines, k) {
+				end = k
+			}
+		}
 	}
-	// Blank lines at the end are the prose's, not the diff's.
-	for end > start && strings.TrimSpace(lines[end-1]) == "" {
-		end--
-	}
-	var b strings.Builder
-	for _, l := range lines[start:end] {
-		b.WriteString(l)
-	}
-	d := b.String()
-	if !strings.Contains(d, "\n@@") && !strings.Contains(d, "\nnew file mode") && !strings.Contains(d, "\ndeleted file mode") &&
-		!strings.Contains(d, "\nrename ") && !strings.Contains(d, "Binary files") {
-		return ""
-	}
-	if !strings.HasSuffix(d, "\n") {
-		d += "\n"
-	}
-	return d
+	return start, end
 }
 
-// diffHeaderPrefixes start the lines of a git diff outside hunks.
-var diffHeaderPrefixes = []string{"diff --git ", "index ", "--- ", "+++ ", "@@", "new file mode", "deleted file mode",
-	"old mode", "new mode", "similarity index", "dissimilarity index", "rename from", "rename to", "copy from", "copy to",
-	"Binary files", "GIT binary patch", "\\ No newline"}
+// plainFileStart reports whether lines[i] starts a file header without "diff --git": "--- " then "+++ ".
+func plainFileStart(lines []string, i int) bool {
+	return strings.HasPrefix(lines[i], "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ")
+}
 
-func diffLine(l string) bool {
-	if l == "\n" || l == "" {
-		return true // a blank context line whose leading space was lost
-	}
-	switch l[0] {
-	case ' ', '+', '-':
-		return true
-	}
-	for _, p := range diffHeaderPrefixes {
+// startsHeader reports whether lines[i] starts a hunk or a file.
+func startsHeader(lines []string, i int) bool {
+	return strings.HasPrefix(lines[i], "@@") || strings.HasPrefix(lines[i], "diff --git ") || plainFileStart(lines, i)
+}
+
+// fileHeaderPrefixes start the lines of a git diff's file header, outside hunks.
+var fileHeaderPrefixes = []string{"diff --git ", "index ", "--- ", "+++ ", "new file mode", "deleted file mode",
+	"old mode", "new mode", "similarity index", "dissimilarity index", "rename from", "rename to", "copy from",
+	"copy to", "Binary files", "GIT binary patch", "\\ No newline"}
+
+func isFileHeaderLine(l string) bool {
+	for _, p := range fileHeaderPrefixes {
 		if strings.HasPrefix(l, p) {
 			return true
 		}
