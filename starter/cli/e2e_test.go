@@ -49,20 +49,6 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(wd, "..", "..")
 }
 
-// pendingGrader names the demo instances (demobench) whose patches cannot resolve with this tree's grader yet, and
-// the issue 13 feature each one waits for. Tests leave out their "resolves" expectations for these instances, and
-// say so in the log; every other assertion holds. Empty it once the features are merged: then oracle_files must
-// resolve every demo instance again, and `starter grade` every gold patch.
-var pendingGrader = map[string]pendingFeature{
-	"acme__dotenv-1":   {"llm.ExtractDiff keeping a patch's trailing blank context line (issue 13, part 1)", true},
-}
-
-type pendingFeature struct {
-	feature string
-	// answersOnly: only patches read from a model's answer are affected; a gold patch graded directly resolves.
-	answersOnly bool
-}
-
 // demoSpec is the path of specs/demo.jsonnet.
 func demoSpec(t *testing.T) string { return filepath.Join(repoRoot(t), "specs", "demo.jsonnet") }
 
@@ -147,9 +133,7 @@ func TestDemoSweepEndToEnd(t *testing.T) {
 		resolved, _ := r.Bool(results.FieldResolved)
 		switch k.Method {
 		case "oracle_files":
-			if p, ok := pendingGrader[k.Instance]; ok {
-				t.Logf("not asserting that oracle_files resolves %s: it needs %s", k.Instance, p.feature)
-			} else if !resolved {
+			if !resolved {
 				t.Errorf("oracle_files did not resolve %s: %v", k.Instance, r)
 			}
 			if rho, _ := r.Float(results.FieldRho); rho != 1 {
@@ -166,7 +150,7 @@ func TestDemoSweepEndToEnd(t *testing.T) {
 				t.Errorf("no_source shows %v tokens of source", tok)
 			}
 		case "cq2care", "cq2care_no_evidence", "cq2care_single_sample", "cq2care_patch_resample":
-			if _, pending := pendingGrader[k.Instance]; resolved && !pending {
+			if resolved {
 				cq2careResolved[k.Method]++
 			}
 			calls, _ := r.Float(results.FieldModelCalls)
@@ -189,26 +173,16 @@ func TestDemoSweepEndToEnd(t *testing.T) {
 	}
 	// The offline stand-in finds the gold files of all demo instances but one (PAPER.md: CQ2-CARE picks the right
 	// files).
-	gradable := len(instances)
-	for id := range pendingGrader {
-		if instances[id] {
-			gradable--
-		}
-	}
-	if cq2careResolved["cq2care"] < gradable-1 {
-		t.Errorf("cq2care resolved %d of %d gradable instances", cq2careResolved["cq2care"], gradable)
+	if cq2careResolved["cq2care"] < len(instances)-1 {
+		t.Errorf("cq2care resolved %d of %d instances", cq2careResolved["cq2care"], len(instances))
 	}
 	summary, err := os.ReadFile(filepath.Join(dir, "summary.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := len(instances)
-	wants := []string{"| no_source | offline | " + strconv.Itoa(n) + " | 0.0 | 0.0 |"}
-	if len(pendingGrader) == 0 {
-		wants = append(wants, "| oracle_files | offline | "+strconv.Itoa(n)+" | 100.0 | 100.0 | 1.000 | 1.000 |")
-	} else {
-		t.Logf("not asserting oracle_files' 100%% in summary.md: %d instances need grader features (pendingGrader)", len(pendingGrader))
-	}
+	wants := []string{"| no_source | offline | " + strconv.Itoa(n) + " | 0.0 | 0.0 |",
+		"| oracle_files | offline | " + strconv.Itoa(n) + " | 100.0 | 100.0 | 1.000 | 1.000 |"}
 	for _, want := range wants {
 		if !strings.Contains(string(summary), want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, summary)
