@@ -1,6 +1,7 @@
 package testrun
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,5 +89,27 @@ func TestIsolatedRunCannotStealOrEscape(t *testing.T) {
 		if res.Isolation != sandbox.IsolationNamespaces {
 			t.Errorf("Isolation = %q, want %q", res.Isolation, sandbox.IsolationNamespaces)
 		}
+	}
+}
+
+// A test command installed under the worker's home (a pyenv or a virtualenv) stays runnable in the sandbox, which
+// hides the home itself.
+func TestIsolatedCommandUnderHome(t *testing.T) {
+	if ok, why := sandbox.Available(); !ok {
+		t.Skipf("no sandbox here (%s)", why)
+	}
+	home := filepath.Join(t.TempDir(), "home")
+	tool := filepath.Join(home, ".venv", "bin", "runtests")
+	if err := os.MkdirAll(filepath.Dir(tool), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho ran-from-home\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	res, err := Run(context.Background(), Options{Dir: t.TempDir(), Command: []string{tool}, Parser: "pytest",
+		Isolate: true})
+	if err != nil || !strings.Contains(string(res.Output), "ran-from-home") || res.Isolation != sandbox.IsolationNamespaces {
+		t.Fatalf("err %v, isolation %q, output:\n%s", err, res.Isolation, res.Output)
 	}
 }

@@ -208,8 +208,12 @@ type contained struct {
 func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
 	so := sandbox.Options{Disable: !o.Isolate}
 	if o.Isolate {
-		for _, d := range append(append(append([]string{}, o.ReadOnly...), readOnly...), goDirs()...) {
-			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+		dirs := append(append(append([]string{}, o.ReadOnly...), readOnly...), goDirs()...)
+		if len(o.Command) > 0 {
+			dirs = append(dirs, homeFolderOf(o.Command[0])...)
+		}
+		for _, d := range dirs {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() && reachable(d) {
 				so.ReadOnly = append(so.ReadOnly, d)
 			}
 		}
@@ -219,6 +223,59 @@ func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
 		return nil, fmt.Errorf("testrun: %w", err)
 	}
 	return box, nil
+}
+
+// homeFolderOf is the folder right under the worker's home holding prog (a pyenv or a virtualenv), which the
+// sandbox would otherwise hide with the home itself; none when prog lies elsewhere.
+func homeFolderOf(prog string) []string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "/" {
+		return nil
+	}
+	p, err := exec.LookPath(prog)
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, cand := range []string{p, evalSymlinks(p)} {
+		if abs, err := filepath.Abs(cand); err == nil {
+			if rel, ok := strings.CutPrefix(abs, home+string(filepath.Separator)); ok {
+				top, _, _ := strings.Cut(rel, string(filepath.Separator))
+				dirs = append(dirs, filepath.Join(home, top))
+			}
+		}
+	}
+	return dirs
+}
+
+// reachable says whether the sandbox's uid can walk down to dir: every ancestor is searchable by others or lies
+// under a folder the sandbox recreates (its hidden folders and the worker's home). An unreachable convenience folder
+// (a build cache under another user's home) is left out rather than failing the run.
+func reachable(dir string) bool {
+	hidden := append([]string{}, sandbox.HiddenDefault...)
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		hidden = append(hidden, home)
+	}
+	for p := filepath.Dir(dir); p != "/" && p != "."; p = filepath.Dir(p) {
+		under := false
+		for _, h := range hidden {
+			under = under || p == h || strings.HasPrefix(p, h+"/")
+		}
+		if under {
+			continue
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func evalSymlinks(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // goDirs are the go command's folders, as the tests see them (Env).
