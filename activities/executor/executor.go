@@ -10,13 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"ctxlab/activities/diff"
+	"ctxlab/activities/sandbox"
 	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
 )
@@ -114,31 +112,7 @@ func CleanStale(dir string) (int, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), TempPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err == nil {
-			n++
-		}
-	}
-	return n, nil
-}
-
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return sandbox.RemoveDead(dir, TempPrefix)
 }
 
 // TestFiles lists the files a test patch touches, as the harness's get_test_directives does.

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -164,33 +163,7 @@ var cleanedRoots sync.Map
 
 // CleanStale removes the private temp folders under root left by processes that no longer run (a grader killed
 // before Box.Close), and returns how many it removed. New calls it once per process and root.
-func CleanStale(root string) (int, error) {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return 0, fmt.Errorf("sandbox: cleaning %s: %w", root, err)
-	}
-	n := 0
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), TempPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(root, e.Name())); err == nil {
-			n++
-		}
-	}
-	return n, nil
-}
-
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
+func CleanStale(root string) (int, error) { return RemoveDead(root, TempPrefix) }
 
 // chownTree gives dir and everything under it (symbolic links themselves, not their targets) to uid:gid.
 func chownTree(dir string, uid, gid int) error {
