@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/cas"
+	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/runlog"
 	"ctxlab/activities/swebench"
@@ -136,6 +137,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		}
 	}
 	out, err = body(ctx, j)
+	err = scrubError(err)
 	if err != nil && ctx.Err() != nil && workerStopping(ctx) {
 		return out, temporal.NewApplicationError(in.Step+": worker stopped while the step ran", ErrWorkerStopped)
 	}
@@ -150,6 +152,26 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		a.Log.Warn().Err(werr).Str("node", in.Node).Msg("could not memoize node output")
 	}
 	return out, nil
+}
+
+// scrubError returns err, or, when its text holds a secret the process holds (llm.SecretValues), an error of the
+// same Temporal type and retryability whose text has it redacted: error text reaches attempts.jsonl, logs and
+// Temporal history.
+func scrubError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := llm.ScrubSecrets(msg)
+	if clean == msg {
+		return err
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return temporal.NewApplicationErrorWithOptions(clean, app.Type(), temporal.ApplicationErrorOptions{
+			NonRetryable: app.NonRetryable()})
+	}
+	return errors.New(clean)
 }
 
 // attemptRefs stores the node's parameters and collects its inputs' references, so an audit can open them.
