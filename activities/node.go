@@ -33,6 +33,8 @@ type job struct {
 	inst  *swebench.Instance
 	// usage counts this attempt's model calls for attempts.jsonl.
 	usage runlog.Usage
+	// reused is the memo key of work another node already did that this attempt reused (a grade of an equal patch).
+	reused string
 }
 
 // params decodes the node's parameters into v (a struct with json tags).
@@ -117,6 +119,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		}
 		rec.DurationMS = time.Since(started).Milliseconds()
 		rec.Usage = j.usage
+		rec.Reused = j.reused
 		if err != nil {
 			rec.Event, rec.Error = runlog.EventFail, err.Error()
 			var app *temporal.ApplicationError
