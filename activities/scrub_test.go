@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/temporal"
+
 	"ctxlab/activities/llm"
 	"ctxlab/specs"
 )
@@ -82,5 +84,26 @@ func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 	}
 	if redacted == 0 || read < 5 {
 		t.Errorf("the scrubbed answer was stored nowhere (%d files read): the search proves nothing", read)
+	}
+}
+
+// TestScrubErrorKeepsType: an activity error holding a secret comes out redacted with its Temporal type and
+// retryability, so the workflow still tells permanent failures from retryable ones.
+func TestScrubErrorKeepsType(t *testing.T) {
+	const key = "sk-scrub-error-0011223344"
+	t.Setenv(llm.EnvAPIKey, key)
+	err := scrubError(permanentf(ErrBadInput, "step: refused %s", key))
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != ErrBadInput ||
+		strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), llm.Redacted) {
+		t.Errorf("permanent error: %v", err)
+	}
+	err = scrubError(errors.New("retry me: " + key))
+	if isPermanent(err) || strings.Contains(err.Error(), key) {
+		t.Errorf("ordinary error: %v", err)
+	}
+	plain := errors.New("nothing secret")
+	if scrubError(plain) != plain || scrubError(nil) != nil {
+		t.Error("an error without secrets must pass unchanged")
 	}
 }
