@@ -53,7 +53,7 @@ func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error
 		if err := j.params(&p); err != nil {
 			return NodeOutput{}, err
 		}
-		exec, err := executor.New(p.Grading.Executor)
+		exec, err := newExecutor(p.Grading.Executor)
 		if err != nil {
 			return NodeOutput{}, permanent(ErrUnsupported, err)
 		}
@@ -80,10 +80,12 @@ func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error
 			return NodeOutput{}, err
 		}
 		p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", datasetDir)
-		out, err := GradePatch(ctx, exec, j.store, GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
+		req := GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 			Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 				return repo.Materialize(ctx, j.store, m, dir)
-			}})
+			}}
+		// Byte-identical patches of the instance under the same settings are graded once (gradememo.go).
+		out, err := j.gradeOnce(ctx, p, req, func() (NodeOutput, error) { return GradePatch(ctx, exec, j.store, req) })
 		if errors.Is(err, executor.ErrTestPatch) {
 			return out, permanent(ErrBadInput, err)
 		}

@@ -93,6 +93,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		if err != nil {
 			return llm.Response{}, nil, modelError(j.in.Step, m, err)
 		}
+		resp = resp.Scrubbed()
 		j.usage.ModelCalls++
 		return resp, usageRow(resp), nil
 	}
@@ -110,7 +111,8 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		if !ok {
 			return llm.Response{}, nil, false
 		}
-		resp := e.Response
+		// Scrubbed again: an entry may come from a shared cache written before answers were scrubbed.
+		resp := e.Response.Scrubbed()
 		resp.CostUSD = llm.Cost(resp.Usage, m.Price)
 		call.Cached, call.PromptTokens, call.CompletionTokens = true, resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 		call.Response = j.putResponse(ctx, resp)
@@ -174,6 +176,9 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		j.recordCall(call)
 		return llm.Response{}, nil, modelError(j.in.Step, m, err)
 	}
+	// The one point every paid answer passes before the cache, the content store, node outputs or a log see it:
+	// an endpoint may echo the key inside a 200 answer.
+	resp = resp.Scrubbed()
 	if resp.CostUSD == 0 {
 		resp.CostUSD = llm.Cost(resp.Usage, m.Price)
 	}
@@ -253,7 +258,7 @@ func modelError(step string, m specs.Model, err error) error {
 		return err
 	}
 	kind := llm.KindOf(err)
-	msg := fmt.Sprintf("%s: model %s: %v", step, m.Name, err)
+	msg := llm.ScrubSecrets(fmt.Sprintf("%s: model %s: %v", step, m.Name, err))
 	if kind.Retryable() {
 		return errors.New(msg)
 	}

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/cas"
+	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/runlog"
 	"ctxlab/activities/swebench"
@@ -32,6 +33,8 @@ type job struct {
 	inst  *swebench.Instance
 	// usage counts this attempt's model calls for attempts.jsonl.
 	usage runlog.Usage
+	// reused is the memo key of work another node already did that this attempt reused (a grade of an equal patch).
+	reused string
 }
 
 // params decodes the node's parameters into v (a struct with json tags).
@@ -116,6 +119,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		}
 		rec.DurationMS = time.Since(started).Milliseconds()
 		rec.Usage = j.usage
+		rec.Reused = j.reused
 		if err != nil {
 			rec.Event, rec.Error = runlog.EventFail, err.Error()
 			var app *temporal.ApplicationError
@@ -136,6 +140,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		}
 	}
 	out, err = body(ctx, j)
+	err = scrubError(err)
 	if err != nil && ctx.Err() != nil && workerStopping(ctx) {
 		return out, temporal.NewApplicationError(in.Step+": worker stopped while the step ran", ErrWorkerStopped)
 	}
@@ -150,6 +155,26 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		a.Log.Warn().Err(werr).Str("node", in.Node).Msg("could not memoize node output")
 	}
 	return out, nil
+}
+
+// scrubError returns err, or, when its text holds a secret the process holds (llm.SecretValues), an error of the
+// same Temporal type and retryability whose text has it redacted: error text reaches attempts.jsonl, logs and
+// Temporal history.
+func scrubError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := llm.ScrubSecrets(msg)
+	if clean == msg {
+		return err
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return temporal.NewApplicationErrorWithOptions(clean, app.Type(), temporal.ApplicationErrorOptions{
+			NonRetryable: app.NonRetryable()})
+	}
+	return errors.New(clean)
 }
 
 // attemptRefs stores the node's parameters and collects its inputs' references, so an audit can open them.

@@ -300,11 +300,12 @@ func (p *openAIProvider) once(ctx context.Context, task string, params openai.Ch
 		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.ep.Scrub(msg)}, 0
 	}
 	u := Usage{PromptTokens: int(res.Usage.PromptTokens), CompletionTokens: int(res.Usage.CompletionTokens)}
+	// A 200 answer is scrubbed too: an endpoint may echo the key in it, and answers are cached and stored.
 	return Response{
-		Text:    res.Choices[0].Message.Content,
+		Text:    p.ep.ScrubText(res.Choices[0].Message.Content),
 		Usage:   u,
 		CostUSD: Cost(u, p.model.Price),
-		Model:   res.Model,
+		Model:   p.ep.ScrubText(res.Model),
 	}, nil, 0
 }
 
@@ -459,12 +460,19 @@ func clip(s string, n int) string {
 
 var bearerRE = regexp.MustCompile(`(?i)bearer\s+[^\s"',;]+`)
 
-// Scrub removes the key, and any bearer token an endpoint echoes back, from a message.
+// Scrub removes the key, every other secret the process holds (ScrubSecrets), and any bearer token an endpoint
+// echoes back, from a message.
 func (e Endpoint) Scrub(s string) string {
+	return bearerRE.ReplaceAllString(e.ScrubText(s), "Bearer "+Redacted)
+}
+
+// ScrubText removes the key and every other secret the process holds from an answer, leaving the rest byte for
+// byte (no bearer-token pattern: an answer's code may say "Bearer").
+func (e Endpoint) ScrubText(s string) string {
 	if e.key != "" {
-		s = strings.ReplaceAll(s, e.key, "[redacted]")
+		s = strings.ReplaceAll(s, e.key, Redacted)
 	}
-	return bearerRE.ReplaceAllString(s, "Bearer [redacted]")
+	return ScrubSecrets(s)
 }
 
 // retryAfter reads the wait an endpoint asks for: retry-after-ms (OpenAI), or Retry-After in seconds or as an

@@ -441,3 +441,52 @@ func TestCost(t *testing.T) {
 		t.Errorf("cost %v, want 7.5", c)
 	}
 }
+
+// TestOpenAIEchoedKeyScrubbed: an endpoint that echoes the bare key inside a 200 answer (text and model name) and
+// inside an error leaves it in no text the provider returns; another secret the process holds in its environment
+// is scrubbed too, and the rest of the answer survives.
+func TestOpenAIEchoedKeyScrubbed(t *testing.T) {
+	const other = "ghp_otherSecretValue123456"
+	t.Setenv("CTXLAB_TEST_GITHUB_TOKEN", other)
+	fake := fakeopenai.New(fakeopenai.WithEchoKey(), fakeopenai.WithFailures(1, fakeopenai.EchoKey),
+		fakeopenai.WithAnswer(func(fakeopenai.ChatRequest) string { return "1. parse/parser.go\nalso " + other }))
+	serve(t, fake)
+	p := newProvider(t)
+	_, err := p.Complete(context.Background(), localizeRequest())
+	wantKind(t, err, KindBadRequest, 400)
+	resp, err2 := p.Complete(context.Background(), localizeRequest())
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+	if fake.Calls() != 2 {
+		t.Fatalf("%d calls, want 2", fake.Calls())
+	}
+	texts := []string{err.Error(), fmt.Sprintf("%#v", err), resp.Text, resp.Model, fmt.Sprintf("%+v", resp)}
+	for _, s := range texts {
+		if strings.Contains(s, testKey) || strings.Contains(s, other) {
+			t.Errorf("a secret survived: %q", s)
+		}
+	}
+	if !strings.Contains(resp.Text, "1. parse/parser.go") || !strings.Contains(resp.Text, "Served for [redacted]") ||
+		!strings.Contains(err.Error(), "[redacted]") {
+		t.Errorf("the answer should keep its text with the key redacted: %q / %v", resp.Text, err)
+	}
+}
+
+// TestScrubSecrets: values of secret-named variables are replaced wherever they occur; short values and variables
+// whose names do not say secret are left alone, so ordinary answer text is not mangled.
+func TestScrubSecrets(t *testing.T) {
+	t.Setenv("CTXLAB_TEST_API_KEY", "abcd1234efgh")
+	t.Setenv("CTXLAB_TEST_PASSWORD", "hunter2-but-longer")
+	t.Setenv("CTXLAB_TEST_SHORT_TOKEN", "abc")
+	t.Setenv("CTXLAB_TEST_EDITOR", "vim-editor-name")
+	in := "x abcd1234efgh y hunter2-but-longer z abc vim-editor-name"
+	got := ScrubSecrets(in)
+	if want := "x [redacted] y [redacted] z abc vim-editor-name"; got != want {
+		t.Errorf("ScrubSecrets(%q) = %q, want %q", in, got, want)
+	}
+	r := Response{Text: "abcd1234efgh", Model: "m-abcd1234efgh"}.Scrubbed()
+	if r.Text != "[redacted]" || r.Model != "m-[redacted]" {
+		t.Errorf("Scrubbed: %+v", r)
+	}
+}

@@ -51,6 +51,9 @@ type Attempt struct {
 	Inputs map[string]cas.Ref `json:"inputs,omitempty"`
 	// Usage is the attempt's model calls (done and fail events).
 	Usage
+	// Reused is the memo key of work an equal node already did that the attempt reused instead of redoing: a grade
+	// of a byte-identical patch (activities/gradememo.go). Scheduling decides which node reuses, so rows do not say.
+	Reused string `json:"reused,omitempty"`
 }
 
 // Usage counts an attempt's model calls: calls made, of which PaidCalls reached the provider and CacheHits were

@@ -32,6 +32,7 @@ const (
 	Quota                            // 429 with code insufficient_quota
 	BadGateway                       // 502 with an HTML body
 	Hang                             // no answer until the client gives up (at most 10s), then 504
+	EchoKey                          // 400 whose message holds the bare bearer token, without the word "Bearer"
 )
 
 // Message is one chat message. Content given as an array of text parts is joined.
@@ -108,6 +109,7 @@ type Server struct {
 	retryAfter time.Duration
 	keyHash    *[32]byte
 	dims       int
+	echoKey    bool
 
 	mu         sync.Mutex
 	failures   []Failure
@@ -160,6 +162,11 @@ func WithKey(key string) Option {
 func WithDelay(task string, d time.Duration) Option {
 	return func(s *Server) { s.delays[task] = d }
 }
+
+// WithEchoKey makes every successful chat answer carry the caller's bearer token, bare (without "Bearer "), inside
+// the answer text and the model name, as a careless or hostile endpoint might: a client must scrub answers, not only
+// errors. The token is echoed, never kept.
+func WithEchoKey() Option { return func(s *Server) { s.echoKey = true } }
 
 // WithDimensions sets the length of embedding vectors (default 64) when a request does not ask for one.
 func WithDimensions(n int) Option { return func(s *Server) { s.dims = n } }
@@ -337,7 +344,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model and messages are required")
 		return
 	}
-	answer := s.answer(req)
+	answer, model := s.answer(req), req.Model
+	if token := bearerToken(r); s.echoKey && token != "" {
+		answer = "Served for " + token + ".\n\n" + answer + "\n(key " + token + ")\n"
+		model += "@" + token
+	}
 	prompt, completion := approxTokens(req.Prompt()), approxTokens(answer)
 	if s.usage != nil {
 		prompt, completion = s.usage[0], s.usage[1]
@@ -346,7 +357,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		"id":      fmt.Sprintf("chatcmpl-fake-%d", s.Calls()),
 		"object":  "chat.completion",
 		"created": 1700000000,
-		"model":   req.Model,
+		"model":   model,
 		"choices": []any{map[string]any{
 			"index":         0,
 			"message":       map[string]any{"role": "assistant", "content": answer},
@@ -380,6 +391,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Failure) {
 			"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.")
 	case Unauthorized:
 		unauthorized(w, r.Header.Get("Authorization"))
+	case EchoKey:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "",
+			fmt.Sprintf("Request for token %s refused.", bearerToken(r)))
 	case Hang:
 		select {
 		case <-r.Context().Done():
@@ -389,6 +403,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Failure) {
 	default:
 		writeError(w, http.StatusInternalServerError, "server_error", "", fmt.Sprintf("unknown failure %d", f))
 	}
+}
+
+// bearerToken is the token of the request's "Authorization: Bearer" header, "" when there is none.
+func bearerToken(r *http.Request) string {
+	auth := r.Header.Get("Authorization")
+	if len(auth) > len("Bearer ") && strings.EqualFold(auth[:len("Bearer ")], "Bearer ") {
+		return strings.TrimSpace(auth[len("Bearer "):])
+	}
+	return ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -304,5 +305,46 @@ func TestDelayAndInFlight(t *testing.T) {
 	}
 	if s.CallsFor("patch") != 2 || s.InFlightFor("patch") != 0 {
 		t.Errorf("patch calls %d, in flight %d", s.CallsFor("patch"), s.InFlightFor("patch"))
+	}
+}
+
+// TestEchoKey: in echo mode a 200 answer carries the bare bearer token in its text and model name, an EchoKey
+// failure carries it in the error message, and the server still keeps no key in clear.
+func TestEchoKey(t *testing.T) {
+	const key = "sk-echo-ME-0042"
+	s := New(WithEchoKey(), WithFailures(1, EchoKey))
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	url := ts.URL + "/v1/chat/completions"
+	read := func(r *http.Response) string {
+		b, _ := io.ReadAll(r.Body)
+		return string(b)
+	}
+	bad := post(t, url, "Bearer "+key, "", body)
+	if text := read(bad); bad.StatusCode != 400 || !strings.Contains(text, key) || strings.Contains(text, "Bearer") {
+		t.Errorf("EchoKey failure: %d %s (want 400 holding the bare token)", bad.StatusCode, text)
+	}
+	ok := post(t, url, "Bearer "+key, "localize", body)
+	var res struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.NewDecoder(ok.Body).Decode(&res); err != nil || ok.StatusCode != 200 || len(res.Choices) != 1 {
+		t.Fatalf("echo answer: %d %v %+v", ok.StatusCode, err, res)
+	}
+	if !strings.Contains(res.Choices[0].Message.Content, key) || !strings.Contains(res.Model, key) {
+		t.Errorf("the 200 answer does not echo the token: %+v", res)
+	}
+	// Without a header there is nothing to echo.
+	none := post(t, url, "", "localize", body)
+	if text := read(none); strings.Contains(text, "Served for") {
+		t.Errorf("echoed a missing header: %s", text)
+	}
+	if dump := fmt.Sprintf("%+v", s); strings.Contains(dump, key) {
+		t.Error("the server holds a key in clear")
 	}
 }

@@ -15,10 +15,11 @@ import (
 // TestOpenAIDemoSweep runs the demo spec with --ext-str model=openai against a local OpenAI-compatible server (the
 // fake in internal/fakeopenai, over real HTTP through the openai-go client): the sweep completes, rows carry model
 // calls, tokens and cost, shared steps call the model once per issue, and the API key appears nowhere in the run
-// folder: not in results, logs, attempts, the content store, node outputs or Temporal's database (workflow history).
+// folder: not in results, logs, attempts, the content store, node outputs or Temporal's database (workflow history),
+// although the server echoes it inside every 200 answer's text and model name.
 func TestOpenAIDemoSweep(t *testing.T) {
 	const key = "sk-ctxlab-e2e-DO-NOT-LEAK-7c1f93a2b8d4"
-	srv := fakeopenai.New(fakeopenai.WithKey(key))
+	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithEchoKey())
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")

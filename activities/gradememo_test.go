@@ -1,0 +1,129 @@
+package activities
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ctxlab/activities/executor"
+	"ctxlab/activities/runlog"
+)
+
+// countingExecutor runs the real executor and counts its runs; delay holds each run so graders overlap.
+type countingExecutor struct {
+	inner executor.Executor
+	runs  *atomic.Int32
+	delay time.Duration
+}
+
+func (c countingExecutor) Run(ctx context.Context, r executor.Request) (executor.Result, error) {
+	c.runs.Add(1)
+	time.Sleep(c.delay)
+	return c.inner.Run(ctx, r)
+}
+
+// countRuns makes every grade in the test go through a countingExecutor.
+func countRuns(t *testing.T, delay time.Duration) *atomic.Int32 {
+	t.Helper()
+	var runs atomic.Int32
+	old := newExecutor
+	t.Cleanup(func() { newExecutor = old })
+	newExecutor = func(name string) (executor.Executor, error) {
+		inner, err := old(name)
+		return countingExecutor{inner: inner, runs: &runs, delay: delay}, err
+	}
+	return &runs
+}
+
+// TestGradeDedupe: two methods whose patches are byte-identical (separate patch nodes, so separate grade nodes)
+// run the tests once and carry the same grade fields; other grading settings or another patch grade again. The
+// reuse is in attempts.jsonl, not on the row.
+func TestGradeDedupe(t *testing.T) {
+	runs := countRuns(t, 0)
+	f := newFixture(t)
+	co := f.must(f.node("checkout", inst, nil, nil))
+	gold := f.putPatch(f.rows[inst].Patch)
+	patchOf := func(method string, p NodeOutput) NodeOutput {
+		return NodeOutput{Ref: p.Ref, Row: map[string]any{"method": method}}
+	}
+	settings := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
+	grade := func(settings map[string]any, patch NodeOutput) map[string]any {
+		t.Helper()
+		return f.must(f.node("grade", inst, settings, map[string]NodeOutput{"checkout": co, "patch": patch})).Row
+	}
+
+	a := grade(settings, patchOf("a", gold))
+	if a["resolved"] != true || runs.Load() != 1 {
+		t.Fatalf("first grade: %d runs, row %v", runs.Load(), a)
+	}
+	b := grade(settings, patchOf("b", gold))
+	if runs.Load() != 1 {
+		t.Errorf("a byte-identical patch of another method ran the tests again: %d runs", runs.Load())
+	}
+	if !reflect.DeepEqual(a, b) || b["patch_ref"] != string(gold.Ref) {
+		t.Errorf("the rows' grade fields differ:\n%v\n%v", a, b)
+	}
+
+	other := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "6m"}}
+	if c := grade(other, patchOf("c", gold)); c["resolved"] != true || runs.Load() != 2 {
+		t.Errorf("other grading settings must grade again: %d runs, row %v", runs.Load(), c)
+	}
+	empty := f.putPatch("")
+	if d := grade(settings, patchOf("d", empty)); d["resolved"] != false || d["patch_ref"] != string(empty.Ref) ||
+		runs.Load() != 3 {
+		t.Errorf("another patch must grade again: %d runs, row %v", runs.Load(), d)
+	}
+
+	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(f.a.RunDir("t"), runlog.AttemptsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused := 0
+	for _, at := range attempts {
+		if at.Activity == "grade" && at.Event == runlog.EventDone && at.Reused != "" {
+			reused++
+		}
+	}
+	if reused != 1 {
+		t.Errorf("%d grade attempts logged as reused, want 1 (method b's)", reused)
+	}
+}
+
+// TestGradeDedupeConcurrent: two methods grading the same patch at the same moment run the tests once; the second
+// waits for the first and reuses its grade.
+func TestGradeDedupeConcurrent(t *testing.T) {
+	runs := countRuns(t, 500*time.Millisecond)
+	f := newFixture(t)
+	co := f.must(f.node("checkout", inst, nil, nil))
+	gold := f.putPatch(f.rows[inst].Patch)
+	settings := map[string]any{"grading": map[string]any{"timeout": "5m"}}
+	var wg sync.WaitGroup
+	rows := make([]map[string]any, 2)
+	errs := make([]error, 2)
+	for i, method := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := f.a.Grade(context.Background(), NodeInput{Run: "t", Instance: f.refs[inst],
+				Node: "grade-" + method, Step: method + ".grade", Params: settings, Dataset: f.dataset,
+				Inputs: map[string]NodeOutput{"checkout": co, "patch": {Ref: gold.Ref, Row: map[string]any{"method": method}}}})
+			rows[i], errs[i] = out.Row, err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("grader %d: %v", i, err)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Errorf("two concurrent graders of one patch ran the tests %d times, want 1", runs.Load())
+	}
+	if rows[0]["resolved"] != true || rows[1]["resolved"] != true || rows[0]["grade_status"] != rows[1]["grade_status"] {
+		t.Errorf("rows: %v / %v", rows[0], rows[1])
+	}
+}
