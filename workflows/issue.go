@@ -62,6 +62,8 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
+		// Sorted keys: a deterministic order.
+		//workflowcheck:ignore
 		for _, k := range slices.Sorted(maps.Keys(wakes)) {
 			wakes[k]()
 		}
@@ -79,6 +81,8 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 				continue
 			}
 			ready, blockedBy := true, ""
+			// Sorted keys: a deterministic order.
+			//workflowcheck:ignore
 			for _, name := range slices.Sorted(maps.Keys(n.Inputs)) {
 				k := n.Inputs[name]
 				if _, bad := failures[k]; bad {
@@ -104,6 +108,8 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 				Run: in.Run, Instance: in.Instance, Node: node.Key, Step: node.Steps[0], Params: node.Params,
 				Inputs: map[string]activities.NodeOutput{}, Dataset: in.Dataset, Debug: in.Debug,
 			}
+			// Copied into a map: the order is never observed.
+			//workflowcheck:ignore
 			for name, k := range node.Inputs {
 				nin.Inputs[name] = outputs[k]
 			}
@@ -195,6 +201,8 @@ func borrowed(id string) bool { return strings.Contains(id, ".") }
 // mergeRow adds a node's row fragment to a row: fields in results.Summed (model calls, tokens, cost) add up over
 // the arm's nodes, each node counted once; every other field takes the value of the last node that sets it.
 func mergeRow(row results.Row, fragment map[string]any) {
+	// Sorted keys: a deterministic order.
+	//workflowcheck:ignore
 	for _, k := range slices.Sorted(maps.Keys(fragment)) {
 		v := fragment[k]
 		if slices.Contains(results.Summed, k) {

@@ -106,6 +106,8 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
+		// Sorted keys: a deterministic order.
+		//workflowcheck:ignore
 		for _, id := range slices.Sorted(maps.Keys(paused)) {
 			workflow.SignalExternalWorkflow(ctx, issueWorkflowID(in.Run, id), "", ResumeSignal, nil)
 		}
