@@ -77,16 +77,17 @@ type hfRow struct {
 	ImageName        string  `parquet:"image_name"`
 }
 
-// rebenchRow lays the test lists out as parquet LIST columns, as SWE-rebench does, and lacks the optional fields.
+// rebenchRow lays the test lists out as parquet LIST columns, as SWE-rebench does, every column nullable as pyarrow
+// writes them, and lacks the optional fields.
 type rebenchRow struct {
-	InstanceID       string   `parquet:"instance_id"`
-	Repo             string   `parquet:"repo"`
-	BaseCommit       string   `parquet:"base_commit"`
-	ProblemStatement string   `parquet:"problem_statement"`
-	Patch            string   `parquet:"patch"`
-	TestPatch        string   `parquet:"test_patch"`
-	FailToPass       []string `parquet:"FAIL_TO_PASS,list"`
-	PassToPass       []string `parquet:"PASS_TO_PASS,list"`
+	InstanceID       string   `parquet:"instance_id,optional"`
+	Repo             string   `parquet:"repo,optional"`
+	BaseCommit       string   `parquet:"base_commit,optional"`
+	ProblemStatement string   `parquet:"problem_statement,optional"`
+	Patch            string   `parquet:"patch,optional"`
+	TestPatch        string   `parquet:"test_patch,optional"`
+	FailToPass       []string `parquet:"FAIL_TO_PASS,optional,list"`
+	PassToPass       []string `parquet:"PASS_TO_PASS,optional,list"`
 }
 
 func writeParquet[T any](t *testing.T, path string, rows []T) {
