@@ -1,6 +1,6 @@
 // Package predictions reads and writes SWE-bench prediction files (instance_id, model_name_or_path, model_patch) and
-// exports them from a finished ctxlab run, so that the same patches can be graded by the official harness and
-// predictions made elsewhere can be graded by ctxlab.
+// Multi-SWE-bench ones (org, repo, number, fix_patch), and exports them from a finished ctxlab run, so that the same
+// patches can be graded by the official harnesses and predictions made elsewhere can be graded by ctxlab.
 package predictions
 
 import (
@@ -14,9 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"ctxlab/activities/cas"
+	"ctxlab/activities/swebench"
 	"ctxlab/results"
 )
 
@@ -25,6 +27,62 @@ type Prediction struct {
 	InstanceID      string `json:"instance_id"`
 	ModelNameOrPath string `json:"model_name_or_path"`
 	ModelPatch      string `json:"model_patch"`
+}
+
+// fileRow is a row of a predictions file: a SWE-bench prediction, or a Multi-SWE-bench one (org, repo, number,
+// fix_patch), read as the instance org__repo-number.
+type fileRow struct {
+	Prediction
+	// multiSWEBench marks a row in Multi-SWE-bench's format, which names no model.
+	multiSWEBench bool
+}
+
+func (p *fileRow) UnmarshalJSON(b []byte) error {
+	var aux struct {
+		Prediction
+		Org      string          `json:"org"`
+		Repo     string          `json:"repo"`
+		Number   json.RawMessage `json:"number"`
+		FixPatch *string         `json:"fix_patch"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*p = fileRow{Prediction: aux.Prediction}
+	if p.InstanceID == "" && aux.Org != "" && aux.Repo != "" && len(aux.Number) > 0 {
+		n, err := strconv.Atoi(strings.Trim(string(aux.Number), `"`))
+		if err != nil {
+			return fmt.Errorf("number %.40s is not a pull request number", aux.Number)
+		}
+		p.InstanceID = swebench.MultiSWEBenchID(aux.Org, aux.Repo, n)
+		p.multiSWEBench = true
+	}
+	if p.ModelPatch == "" && aux.FixPatch != nil {
+		p.ModelPatch = *aux.FixPatch
+	}
+	return nil
+}
+
+// MultiSWEBench is one row of a Multi-SWE-bench predictions file.
+type MultiSWEBench struct {
+	Org      string `json:"org"`
+	Repo     string `json:"repo"`
+	Number   int    `json:"number"`
+	FixPatch string `json:"fix_patch"`
+}
+
+// ToMultiSWEBench converts predictions whose instance ids have the form org__repo-number; the ids of the others are
+// returned, unconverted.
+func ToMultiSWEBench(ps []Prediction) (out []MultiSWEBench, unconverted []string) {
+	for _, p := range ps {
+		org, repo, number, ok := swebench.ParseMultiSWEBenchID(p.InstanceID)
+		if !ok {
+			unconverted = append(unconverted, p.InstanceID)
+			continue
+		}
+		out = append(out, MultiSWEBench{Org: org, Repo: repo, Number: number, FixPatch: p.ModelPatch})
+	}
+	return out, unconverted
 }
 
 // ReadFile reads predictions as the harness accepts them: JSONL (one object a line), a JSON list, or a JSON object
@@ -36,7 +94,7 @@ func ReadFile(path string) ([]Prediction, error) {
 		return nil, fmt.Errorf("predictions: %w", err)
 	}
 	trimmed := bytes.TrimSpace(b)
-	var out []Prediction
+	var out []fileRow
 	switch {
 	case len(trimmed) > 0 && trimmed[0] == '[':
 		if err := json.Unmarshal(trimmed, &out); err != nil {
@@ -46,7 +104,7 @@ func ReadFile(path string) ([]Prediction, error) {
 		out, err = readJSONL(path, b)
 		if err != nil {
 			// A single JSON object keyed by instance id.
-			var byID map[string]Prediction
+			var byID map[string]fileRow
 			if jerr := json.Unmarshal(trimmed, &byID); jerr == nil && len(byID) > 0 && !hasField(trimmed, "instance_id") {
 				for id, p := range byID {
 					if p.InstanceID == "" {
@@ -54,12 +112,19 @@ func ReadFile(path string) ([]Prediction, error) {
 					}
 					out = append(out, p)
 				}
-				slices.SortFunc(out, func(a, b Prediction) int { return strings.Compare(a.InstanceID, b.InstanceID) })
+				slices.SortFunc(out, func(a, b fileRow) int { return strings.Compare(a.InstanceID, b.InstanceID) })
 				err = nil
 			}
 		}
 		if err != nil {
 			return nil, err
+		}
+	}
+	// Multi-SWE-bench files name no model: their file does (gold.multi-swe-bench.jsonl is model gold).
+	model := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), MultiSWEBenchSuffix)
+	for i := range out {
+		if out[i].multiSWEBench && out[i].ModelNameOrPath == "" {
+			out[i].ModelNameOrPath = model
 		}
 	}
 	seen := map[[2]string]int{}
@@ -77,7 +142,11 @@ func ReadFile(path string) ([]Prediction, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("predictions %s: no predictions", path)
 	}
-	return out, nil
+	ps := make([]Prediction, len(out))
+	for i, r := range out {
+		ps[i] = r.Prediction
+	}
+	return ps, nil
 }
 
 // hasField reports whether the top level of a JSON object has the key, to tell one prediction from a map of them.
@@ -90,13 +159,13 @@ func hasField(obj []byte, key string) bool {
 	return ok
 }
 
-func readJSONL(path string, b []byte) ([]Prediction, error) {
-	var out []Prediction
+func readJSONL(path string, b []byte) ([]fileRow, error) {
+	var out []fileRow
 	br := bufio.NewReader(bytes.NewReader(b))
 	for line := 1; ; line++ {
 		raw, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(raw)) > 0 {
-			var p Prediction
+			var p fileRow
 			if jerr := json.Unmarshal(raw, &p); jerr != nil {
 				return nil, fmt.Errorf("predictions %s:%d: not a JSON object: %w", path, line, jerr)
 			}
@@ -113,10 +182,22 @@ func readJSONL(path string, b []byte) ([]Prediction, error) {
 
 // WriteFile writes predictions as JSONL, atomically.
 func WriteFile(path string, ps []Prediction) error {
+	return writeJSONL(path, ps)
+}
+
+// MultiSWEBenchSuffix ends the name of the Multi-SWE-bench file Export writes beside each SWE-bench one.
+const MultiSWEBenchSuffix = ".multi-swe-bench"
+
+// WriteMultiSWEBenchFile writes Multi-SWE-bench predictions as JSONL, atomically.
+func WriteMultiSWEBenchFile(path string, ps []MultiSWEBench) error {
+	return writeJSONL(path, ps)
+}
+
+func writeJSONL[T any](path string, rows []T) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	for _, p := range ps {
+	for _, p := range rows {
 		if err := enc.Encode(p); err != nil {
 			return err
 		}
@@ -155,10 +236,14 @@ type ExportResult struct {
 	// NoPatch counts rows without a patch_ref (their step failed before a patch was made, or the method has no
 	// grade step); they are written with an empty model_patch, so every instance stays accounted for.
 	NoPatch int
+	// NotMultiSWEBench lists the instances left out of the Multi-SWE-bench files: their ids are not org__repo-number.
+	NotMultiSWEBench []string
 }
 
-// Export writes runDir/predictions/<model>__<method>.jsonl for every method of a run, from the patch_ref field of
-// the rows in runDir/results.jsonl and the patches in runDir/cas.
+// Export writes runDir/predictions/<model>__<method>.jsonl (SWE-bench's format) for every method of a run, from the
+// patch_ref field of the rows in runDir/results.jsonl and the patches in runDir/cas, and beside each the same
+// predictions in Multi-SWE-bench's format, <model>__<method>.multi-swe-bench.jsonl, which its harness grades (rows
+// whose instance id is not org__repo-number are left out of it, and listed in the result).
 func Export(ctx context.Context, runDir string) (ExportResult, error) {
 	res := ExportResult{Files: map[string]int{}}
 	rows, bad, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
@@ -194,7 +279,18 @@ func Export(ctx context.Context, runDir string) (ExportResult, error) {
 			return res, err
 		}
 		res.Files[path] = len(ps)
+		msb, unconverted := ToMultiSWEBench(ps)
+		res.NotMultiSWEBench = append(res.NotMultiSWEBench, unconverted...)
+		if len(msb) > 0 {
+			path := filepath.Join(runDir, "predictions", safeFile(name)+MultiSWEBenchSuffix+".jsonl")
+			if err := WriteMultiSWEBenchFile(path, msb); err != nil {
+				return res, err
+			}
+			res.Files[path] = len(msb)
+		}
 	}
+	slices.Sort(res.NotMultiSWEBench)
+	res.NotMultiSWEBench = slices.Compact(res.NotMultiSWEBench)
 	return res, nil
 }
 

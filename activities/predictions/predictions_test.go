@@ -77,3 +77,46 @@ func TestExport(t *testing.T) {
 		t.Errorf("split: %s %s", m, meth)
 	}
 }
+
+// Multi-SWE-bench predictions are read as instances org__repo-number of the model the file is named after, and a
+// run's export writes them beside the SWE-bench file, in the format its harness reads.
+func TestMultiSWEBenchPredictions(t *testing.T) {
+	file := write(t, "gold"+MultiSWEBenchSuffix+".jsonl", `{"org":"acme","repo":"tool_kit","number":42,"fix_patch":"diff a\n"}`+"\n"+
+		`{"org":"acme","repo":"tool_kit","number":"43","fix_patch":""}`+"\n")
+	got, err := ReadFile(file)
+	want := []Prediction{{"acme__tool_kit-42", "gold", "diff a\n"}, {"acme__tool_kit-43", "gold", ""}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %+v, %v", got, err)
+	}
+	if _, err := ReadFile(write(t, "bad.jsonl", `{"org":"a","repo":"b","number":"x1"}`+"\n")); err == nil ||
+		!strings.Contains(err.Error(), "bad.jsonl:1") {
+		t.Errorf("bad number: %v", err)
+	}
+
+	run := t.TempDir()
+	store, err := cas.NewDir(filepath.Join(run, "cas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := store.Put(context.Background(), []byte("the patch\n"))
+	rows := []results.Row{
+		{"instance_id": "acme__tool_kit-42", "method": "oracle", "model": "m", "patch_ref": string(ref)},
+		{"instance_id": "not-an-msb-id", "method": "oracle", "model": "m", "patch_ref": string(ref)},
+	}
+	if _, err := (results.Store{Path: filepath.Join(run, "results.jsonl")}).Append(rows); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Export(context.Background(), run)
+	msbFile := filepath.Join(run, "predictions", "m__oracle"+MultiSWEBenchSuffix+".jsonl")
+	if err != nil || res.Files[msbFile] != 1 || !reflect.DeepEqual(res.NotMultiSWEBench, []string{"not-an-msb-id"}) {
+		t.Fatalf("%+v %v", res, err)
+	}
+	text, _ := os.ReadFile(msbFile)
+	if string(text) != `{"org":"acme","repo":"tool_kit","number":42,"fix_patch":"the patch\n"}`+"\n" {
+		t.Errorf("written %s", text)
+	}
+	back, err := ReadFile(msbFile)
+	if err != nil || !reflect.DeepEqual(back, []Prediction{{"acme__tool_kit-42", "m__oracle", "the patch\n"}}) {
+		t.Errorf("read back %+v %v", back, err)
+	}
+}

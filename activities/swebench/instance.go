@@ -1,14 +1,12 @@
-// Package swebench reads and writes task instances in SWE-bench's JSONL format.
+// Package swebench reads task instances of SWE-bench-family datasets as researchers download them (JSONL, a JSON
+// list, parquet files or a folder of parquet shards; SWE-bench rows or Multi-SWE-bench rows) and writes them in
+// SWE-bench's JSONL format.
 package swebench
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -29,6 +27,9 @@ type Instance struct {
 	EnvironmentSetupCommit string `json:"environment_setup_commit,omitempty"`
 	CreatedAt              string `json:"created_at,omitempty"`
 	HintsText              string `json:"hints_text,omitempty"`
+	// Format is FormatMultiSWEBench for rows converted from Multi-SWE-bench (whose images and predictions are named
+	// by org, repo and number; see ParseMultiSWEBenchID), empty for SWE-bench rows.
+	Format string `json:"format,omitempty"`
 }
 
 // TestList is a list of test names that reads both ["a","b"] and "[\"a\",\"b\"]".
@@ -69,20 +70,34 @@ func (t TestList) MarshalJSON() ([]byte, error) {
 	return json.Marshal(string(inner))
 }
 
-// RowError names the row of a dataset file at fault.
+// RowError names the row of a dataset file at fault: its line in a JSONL file, or its position in a JSON list or a
+// parquet file, and the field when one field is at fault.
 type RowError struct {
-	File       string
-	Line       int
+	File string
+	// Line is the row's line in a JSONL file; Row its 1-based position in a JSON list or parquet file.
+	Line, Row  int
 	InstanceID string
+	Field      string
 	Err        error
 }
 
 func (e *RowError) Error() string {
-	id := ""
-	if e.InstanceID != "" {
-		id = " (instance " + e.InstanceID + ")"
+	var b strings.Builder
+	b.WriteString(e.File)
+	switch {
+	case e.Line > 0:
+		fmt.Fprintf(&b, ":%d", e.Line)
+	case e.Row > 0:
+		fmt.Fprintf(&b, ": row %d", e.Row)
 	}
-	return fmt.Sprintf("%s:%d%s: %v", e.File, e.Line, id, e.Err)
+	if e.InstanceID != "" {
+		b.WriteString(" (instance " + e.InstanceID + ")")
+	}
+	if e.Field != "" {
+		b.WriteString(": field " + e.Field)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
 }
 
 func (e *RowError) Unwrap() error { return e.Err }
@@ -105,52 +120,6 @@ func (in *Instance) Validate() error {
 		return fmt.Errorf("row lacks required fields: %s", strings.Join(missing, ", "))
 	}
 	return nil
-}
-
-// ReadFile reads and validates every row of a JSONL file. The first bad row is an error naming its line.
-func ReadFile(path string) ([]Instance, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
-	}
-	defer f.Close()
-	return Read(f, path)
-}
-
-// Read reads and validates JSONL rows; name is used in errors.
-func Read(r io.Reader, name string) ([]Instance, error) {
-	br := bufio.NewReader(r)
-	var out []Instance
-	seen := map[string]int{}
-	for line := 1; ; line++ {
-		raw, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(raw)) > 0 {
-			var in Instance
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			if derr := dec.Decode(&in); derr != nil {
-				return nil, &RowError{File: name, Line: line, Err: fmt.Errorf("not a JSON object: %w", derr)}
-			}
-			if verr := in.Validate(); verr != nil {
-				return nil, &RowError{File: name, Line: line, InstanceID: in.InstanceID, Err: verr}
-			}
-			if prev, dup := seen[in.InstanceID]; dup {
-				return nil, &RowError{File: name, Line: line, InstanceID: in.InstanceID,
-					Err: fmt.Errorf("instance_id repeats the row on line %d", prev)}
-			}
-			seen[in.InstanceID] = line
-			out = append(out, in)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("dataset %s: %w", name, err)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("dataset %s: no rows", name)
-	}
-	return out, nil
 }
 
 // Write writes rows as JSONL.

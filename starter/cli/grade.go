@@ -58,8 +58,9 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	var o gradeOptions
 	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.dataset, "dataset", "", "SWE-bench-format dataset `FILE` (JSONL) holding the predicted instances")
-	fs.StringVar(&o.predictions, "predictions", "", "predictions `FILE` (JSONL, JSON list or map: instance_id, model_name_or_path, model_patch)")
+	fs.StringVar(&o.dataset, "dataset", "", "dataset `FILE` holding the predicted instances: JSONL, JSON list, parquet or a folder of parquet shards; SWE-bench or Multi-SWE-bench rows")
+	fs.StringVar(&o.predictions, "predictions", "", "predictions `FILE` (JSONL, JSON list or map: instance_id, model_name_or_path, model_patch; or Multi-SWE-bench's org, repo, number, fix_patch), "+
+		"or gold (the dataset's own patches) or empty (no patch) to validate the dataset: exit 1 when some gold patch does not resolve, or some empty one does")
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per run")
 	fs.StringVar(&o.name, "name", "", "run name (default: grade-<predictions file name>)")
 	fs.StringVar(&o.repos, "repos", specs.DefaultRepos, "each instance's repository: a folder or git URL `TEMPLATE` ({repo}, {owner}, {name}, {dataset_dir})")
@@ -76,7 +77,7 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	fs.StringVar(&o.grading.Isolation, "isolation", "", "sandbox (default: the tests run as a dedicated uid in their own namespaces, when root on Linux) or none")
 	fs.StringVar(&o.grading.ModelTests, "model-tests", "", "the model patch's test files: drop (default; reset before the tests run) or keep")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter grade --dataset FILE --predictions FILE [flags]")
+		fmt.Fprintln(stderr, "usage: starter grade --dataset FILE --predictions FILE|gold|empty [flags]")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -131,8 +132,10 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
-	preds, err := predictions.ReadFile(o.predictions)
-	if err != nil {
+	var preds []predictions.Prediction
+	if isValidation(o.predictions) {
+		preds = datasetPredictions(rows, o.predictions)
+	} else if preds, err = predictions.ReadFile(o.predictions); err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
@@ -211,11 +214,125 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 			failed++
 		}
 	}
+	code := exitOK
+	if isValidation(o.predictions) && reportValidation(o.predictions, out, stdout) > 0 {
+		code = exitFail
+	}
 	if failed > 0 {
 		fmt.Fprintf(stderr, "starter: %d instance(s) could not be graded (see the error field of their rows)\n", failed)
-		return exitFail
+		code = exitFail
 	}
-	return exitOK
+	return code
+}
+
+// The --predictions words that grade a dataset's own patches, or none, to validate the dataset before paying for a
+// sweep, as the harness's gold run does: every gold patch should resolve its instance and no empty patch should.
+// A file named gold or empty is read as ./gold or ./empty.
+const (
+	validateGold  = "gold"
+	validateEmpty = "empty"
+)
+
+func isValidation(predictionsFlag string) bool {
+	return predictionsFlag == validateGold || predictionsFlag == validateEmpty
+}
+
+// noFixPatch is the prediction of --predictions empty. A literally empty patch is graded empty_patch without running
+// anything (as the harness does), which would check nothing about the dataset; this patch adds one marker file in a
+// hidden folder that no test runner collects, so the tests run on the base commit with the test patch alone, and a
+// FAIL_TO_PASS test that passes there shows in the validation.
+const noFixPatch = `diff --git a/.ctxlab/no-fix b/.ctxlab/no-fix
+new file mode 100644
+--- /dev/null
++++ b/.ctxlab/no-fix
+@@ -0,0 +1 @@
++starter grade --predictions empty: the tests run without a fix
+`
+
+// datasetPredictions makes one prediction per instance: its gold patch, or no fix; the model is the mode.
+func datasetPredictions(rows []swebench.Instance, mode string) []predictions.Prediction {
+	out := make([]predictions.Prediction, len(rows))
+	for i, r := range rows {
+		out[i] = predictions.Prediction{InstanceID: r.InstanceID, ModelNameOrPath: mode, ModelPatch: noFixPatch}
+		if mode == validateGold {
+			out[i].ModelPatch = r.Patch
+		}
+	}
+	return out
+}
+
+// reportValidation prints the instances that fail validation (gold: not resolved; empty: resolved) with their
+// grade_status and the first line of the reason, and returns how many there are.
+func reportValidation(mode string, rows []results.Row, stdout io.Writer) int {
+	var bad []results.Row
+	for _, r := range rows {
+		resolved, _ := r.Bool(results.FieldResolved)
+		if resolved != (mode == validateGold) {
+			bad = append(bad, r)
+		}
+	}
+	resolvedCount := len(rows) - len(bad)
+	if mode == validateEmpty {
+		resolvedCount = len(bad)
+	}
+	fmt.Fprintf(stdout, "\nvalidation: %d of %d %s patches resolve their instance", resolvedCount, len(rows), mode)
+	if len(bad) == 0 {
+		fmt.Fprintln(stdout, "; the dataset is valid")
+		return 0
+	}
+	if mode == validateGold {
+		fmt.Fprintf(stdout, "; %d gold patch(es) do not:\n", len(bad))
+	} else {
+		fmt.Fprintf(stdout, "; these instances' FAIL_TO_PASS tests pass without a fix:\n")
+	}
+	for _, r := range bad {
+		status := r.String("grade_status")
+		if status == "" && r.String(results.FieldError) != "" {
+			status = "error"
+		}
+		fmt.Fprintf(stdout, "  %s\t%s\t%s\n", r.String(results.FieldInstance), status, reasonOf(r))
+	}
+	return len(bad)
+}
+
+// reasonOf is the first line of whatever explains a row's status, shortened for a summary line.
+func reasonOf(r results.Row) string {
+	for _, f := range []string{results.FieldError, "grade_error", "grade_build_error", "grade_note"} {
+		if text := strings.TrimSpace(r.String(f)); text != "" {
+			line, _, _ := strings.Cut(text, "\n")
+			if len(line) > 160 {
+				line = line[:160] + "..."
+			}
+			return line
+		}
+	}
+	// Otherwise the listed tests that did not pass say it.
+	var parts []string
+	for _, f := range []string{"tests_missing", "tests_failed", "tests_skipped"} {
+		if names := stringsOf(r[f]); len(names) > 0 {
+			more := ""
+			if len(names) > 5 {
+				names, more = names[:5], fmt.Sprintf(" (+%d)", len(names)-5)
+			}
+			parts = append(parts, strings.TrimPrefix(f, "tests_")+": "+strings.Join(names, ", ")+more)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// stringsOf reads a list of strings from a row value, as made ([]string) or as read back from JSON ([]any).
+func stringsOf(v any) []string {
+	switch l := v.(type) {
+	case []string:
+		return l
+	case []any:
+		out := make([]string, 0, len(l))
+		for _, e := range l {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return nil
 }
 
 // grader runs the checkout and grade activities for one prediction.
@@ -310,6 +427,10 @@ func exportPredictions(o predictionsOptions, stdout, stderr io.Writer) int {
 	if res.NoPatch > 0 {
 		fmt.Fprintf(stderr, "starter: %d row(s) have no patch_ref (their patch step failed, or the method has no "+
 			"grade step); written with an empty model_patch\n", res.NoPatch)
+	}
+	if n := len(res.NotMultiSWEBench); n > 0 {
+		fmt.Fprintf(stderr, "starter: %d instance id(s) are not org__repo-number, so the Multi-SWE-bench files leave them out: %s\n",
+			n, strings.Join(res.NotMultiSWEBench[:min(n, 10)], ", "))
 	}
 	return exitOK
 }

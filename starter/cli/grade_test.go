@@ -22,6 +22,13 @@ func TestParseGradeFlags(t *testing.T) {
 	if o.name != "grade-x" || o.grading.Reruns != 2 || o.grading.Executor != "docker" || o.grading.Timeout.D().Minutes() != 5 {
 		t.Errorf("parsed %+v", o)
 	}
+	if o, err := parseGrade([]string{"--dataset", "data/test-00000-of-00001.parquet", "--predictions", "gold"}, &stderr); err != nil ||
+		o.name != "grade-gold" || !isValidation(o.predictions) {
+		t.Errorf("gold: %+v %v", o, err)
+	}
+	if isValidation("./gold") {
+		t.Error("a file path ./gold is taken for the gold mode")
+	}
 	for _, bad := range [][]string{{"--dataset", "d"}, {"--predictions", "p"},
 		{"--dataset", "d", "--predictions", "p", "--executor", "k8s"}, {"--dataset", "d", "--predictions", "p", "extra"}} {
 		if _, err := parseGrade(bad, &stderr); err == nil {
