@@ -196,6 +196,21 @@ func TestWebUIShowsSweep(t *testing.T) {
 		t.Logf("DOM (tail):\n%s", tail(dom, 3000))
 	}
 
+	// A workflow's own page, as a click on the list opens it: behind the guard, its page route (the id encoded in
+	// it) and the API reads it makes (describe, history) must answer, so its type and its result show.
+	link := regexp.MustCompile(`href="([^"]*sweep%2Fuiview[^"]*)"`).FindStringSubmatch(dom)
+	if link == nil {
+		t.Fatalf("the workflow list links no page of sweep/uiview:\n%s", tail(dom, 3000))
+	}
+	detail := strings.TrimSuffix(u, "/namespaces/default/workflows") + strings.ReplaceAll(link[1], "&amp;", "&")
+	detailDOM := headless(ctx, t, bin, detail, "--dump-dom")
+	phase("workflow page loaded in chromium")
+	for _, want := range []string{"Workflow Type", ">Sweep<", "# ctxlab: uiview"} {
+		if !strings.Contains(detailDOM, want) {
+			t.Errorf("the page %s does not show %q; DOM (tail):\n%s", detail, want, tail(detailDOM, 3000))
+		}
+	}
+
 	shot := filepath.Join(t.TempDir(), "workflows.png")
 	headless(ctx, t, bin, u, "--screenshot="+shot)
 	phase("screenshot taken")
