@@ -7,6 +7,9 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ctxlab/results"
 )
 
 func TestParseUIFlags(t *testing.T) {
@@ -191,6 +196,21 @@ func TestWebUIShowsSweep(t *testing.T) {
 		t.Logf("DOM (tail):\n%s", tail(dom, 3000))
 	}
 
+	// A workflow's own page, as a click on the list opens it: behind the guard, its page route (the id encoded in
+	// it) and the API reads it makes (describe, history) must answer, so its type and its result show.
+	link := regexp.MustCompile(`href="([^"]*sweep%2Fuiview[^"]*)"`).FindStringSubmatch(dom)
+	if link == nil {
+		t.Fatalf("the workflow list links no page of sweep/uiview:\n%s", tail(dom, 3000))
+	}
+	detail := strings.TrimSuffix(u, "/namespaces/default/workflows") + strings.ReplaceAll(link[1], "&amp;", "&")
+	detailDOM := headless(ctx, t, bin, detail, "--dump-dom")
+	phase("workflow page loaded in chromium")
+	for _, want := range []string{"Workflow Type", ">Sweep<", "# ctxlab: uiview"} {
+		if !strings.Contains(detailDOM, want) {
+			t.Errorf("the page %s does not show %q; DOM (tail):\n%s", detail, want, tail(detailDOM, 3000))
+		}
+	}
+
 	shot := filepath.Join(t.TempDir(), "workflows.png")
 	headless(ctx, t, bin, u, "--screenshot="+shot)
 	phase("screenshot taken")
@@ -263,4 +283,163 @@ func colours(img image.Image) int {
 		}
 	}
 	return len(seen)
+}
+
+// TestWebUIGuardKeepsSweepWhole runs a sweep with --ui and, while its Issue workflows run, sends the UI writes
+// disguised as reads (encoded and double-encoded slashes that make a path look like a query, dot segments) and
+// the plain writes: each must be refused with 403 while the reads a researcher's pages make answer 200, and the
+// sweep must finish with a row for every (instance, method).
+func TestWebUIGuardKeepsSweepWhole(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	runs := t.TempDir()
+	spec := demoVariant(t, "{ name: 'uiguard', "+referenceMethods+" }")
+	run := starter(ctx, t, "run", spec, "--runs", runs, "--ui", "--quiet")
+	stderrPipe, err := run.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var runErr bytes.Buffer
+	uiURL := make(chan string, 1)
+	exited := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderrPipe)
+		for sc.Scan() {
+			runErr.WriteString(sc.Text() + "\n")
+			if u, ok := strings.CutPrefix(sc.Text(), "Temporal Web UI: "); ok {
+				uiURL <- u
+			}
+		}
+		exited <- run.Wait()
+	}()
+	var base string
+	select {
+	case base = <-uiURL:
+	case err := <-exited:
+		t.Fatalf("starter run --ui ended before serving the UI: %v", err)
+	case <-ctx.Done():
+		t.Fatal("starter run --ui printed no UI address")
+	}
+	defer func() {
+		if run.ProcessState == nil {
+			_ = run.Process.Kill()
+		}
+	}()
+
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	api := base + "/api/v1/namespaces/default"
+	if status, body := uiSend(ctx, t, hc, "GET", base+"/namespaces/default/workflows", "", ""); status != http.StatusOK {
+		t.Fatalf("the workflows page: %d %.300s", status, body)
+	}
+	token := ""
+	u, _ := url.Parse(base)
+	for _, ck := range jar.Cookies(u) {
+		if ck.Name == "_csrf" {
+			token = ck.Value
+		}
+	}
+	if token == "" {
+		t.Fatal("the UI set no _csrf cookie")
+	}
+
+	// Wait until an Issue workflow runs, so the attacks meet a sweep in progress.
+	running := api + "/workflows?query=" + url.QueryEscape("WorkflowType='Issue' AND ExecutionStatus='Running'")
+	var issueID string
+	for issueID == "" {
+		status, body := uiSend(ctx, t, hc, "GET", running, "", "")
+		if status != http.StatusOK {
+			t.Fatalf("list of running Issue workflows through the UI: %d %.300s", status, body)
+		}
+		if m := regexp.MustCompile(`"workflowId":\s*"(issue/uiguard/[^"]+)"`).FindStringSubmatch(body); m != nil {
+			issueID = m[1]
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the sweep ended (%v) before an Issue workflow was seen running:\n%s", err, runErr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	esc := url.PathEscape(issueID) // the UI encodes ids once: issue%2Fuiguard%2F...
+
+	// The reads of the pages a researcher uses.
+	for _, p := range []string{"/workflows/" + esc, "/workflows/" + esc + "/history", "/workflows/" + esc + "/history-reverse"} {
+		if status, body := uiSend(ctx, t, hc, "GET", api+p, "", ""); status != http.StatusOK {
+			t.Errorf("GET %s: %d %.300s", p, status, body)
+		}
+	}
+	batch := `{"jobId":"JOB","namespace":"default","visibilityQuery":"WorkflowType='Issue'","reason":"ui",` +
+		`"terminationOperation":{}}`
+	attacks := []struct{ name, method, path, body string }{
+		{"batch terminate of every Issue", "POST", "/batch-operations/%2Fworkflows%2Fquery%2F",
+			strings.ReplaceAll(batch, "JOB", "/workflows/query/")},
+		{"batch terminate, lower-case escapes", "POST", "/batch-operations/%2fworkflows%2fquery%2f1",
+			strings.ReplaceAll(batch, "JOB", "/workflows/query/1")},
+		{"batch terminate, double-encoded", "POST", "/batch-operations/%252Fworkflows%252Fquery%252F",
+			strings.ReplaceAll(batch, "JOB", "%2Fworkflows%2Fquery%2F")},
+		{"signal named x/query/y", "POST", "/workflows/" + esc + "/signal/x%2Fquery%2Fy", `{}`},
+		{"terminate", "POST", "/workflows/" + esc + "/terminate", `{"reason":"ui"}`},
+		{"terminate via dot segments", "POST", "/workflows/x/query/../../" + esc + "/terminate", `{}`},
+		{"terminate via encoded dot segments", "POST", "/workflows/x/query/%2E%2E/%2e%2e/" + esc + "/terminate", `{}`},
+		{"reset", "POST", "/workflows/" + esc + "/reset", `{"reason":"ui","workflowTaskFinishEventId":"3"}`},
+		{"schedule create", "POST", "/schedules/%2Fworkflows%2Fs%2Fquery%2F", `{"scheduleId":"/workflows/s/query/",` +
+			`"requestId":"r1","schedule":{"spec":{"interval":[{"interval":"60s"}]},"action":{"startWorkflow":` +
+			`{"workflowId":"x","workflowType":{"name":"Issue"},"taskQueue":{"name":"q"}}}}}`},
+		{"namespace update", "POST", "/update", `{"updateInfo":{"description":"owned"}}`},
+	}
+	for _, a := range attacks {
+		if status, body := uiSend(ctx, t, hc, a.method, api+a.path, a.body, token); status != http.StatusForbidden {
+			t.Errorf("%s (%s %s): %d %.200s, want 403", a.name, a.method, a.path, status, body)
+		}
+	}
+
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("starter run --ui: %v\n%s", err, runErr.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("the sweep did not finish:\n%s", runErr.String())
+	}
+	dir := filepath.Join(runs, "uiguard")
+	sh := readShape(dir)
+	if len(sh.instances) < 5 || len(sh.arms()) != 2 {
+		t.Fatalf("the sweep's shape: %d instances, %d arms (%s)", len(sh.instances), len(sh.arms()), sh.note)
+	}
+	rows := readRows(t, filepath.Join(dir, "results.jsonl"))
+	if want := len(sh.instances) * len(sh.arms()); len(rows) != want {
+		t.Errorf("the sweep behind the UI wrote %d rows, want %d", len(rows), want)
+	}
+	for k, r := range rows {
+		if r[results.FieldError] != nil {
+			t.Errorf("row %v has error %v", k, r[results.FieldError])
+		}
+	}
+}
+
+// uiSend makes a request with the path exactly as given (Go's client cleans nothing) and returns status and body.
+func uiSend(ctx context.Context, t *testing.T, hc *http.Client, method, rawURL, body, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("X-CSRF-Token", token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

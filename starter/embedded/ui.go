@@ -3,21 +3,29 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
-	uiserver "github.com/temporalio/ui-server/v2/server"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	uiapi "github.com/temporalio/ui-server/v2/server/api"
+	uiauth "github.com/temporalio/ui-server/v2/server/auth"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
-	"github.com/temporalio/ui-server/v2/server/server_options"
+	uicors "github.com/temporalio/ui-server/v2/server/cors"
+	uicsrf "github.com/temporalio/ui-server/v2/server/csrf"
+	uiheaders "github.com/temporalio/ui-server/v2/server/headers"
+	uiroute "github.com/temporalio/ui-server/v2/server/route"
+	uiassets "github.com/temporalio/ui-server/v2/ui"
 )
 
 // UI is a running Temporal Web UI: the ui-server's HTTP API over a frontend's gRPC address and the web pages it
 // ships embedded, so no browser assets are fetched from anywhere.
 type UI struct {
-	srv       *uiserver.Server
+	srv       *http.Server
 	port      int
 	namespace string
 	done      chan struct{}
@@ -25,7 +33,7 @@ type UI struct {
 
 // StartUI serves the Web UI for the frontend at grpcAddress on 127.0.0.1:port (0 picks a free port) and returns
 // once it answers. It is read-only: the UI is for reading histories, and a sweep is steered by the starter, so
-// cancel, terminate, reset, signal and start buttons are off.
+// cancel, terminate, reset, signal and start buttons are off, and guardUI refuses every request but the UI's reads.
 func StartUI(ctx context.Context, grpcAddress, namespace string, port int) (*UI, error) {
 	if port == 0 {
 		p, err := freePort()
@@ -33,9 +41,6 @@ func StartUI(ctx context.Context, grpcAddress, namespace string, port int) (*UI,
 			return nil, fmt.Errorf("web ui: choosing a port: %w", err)
 		}
 		port = p
-	} else if !portFree(port) {
-		// Checked here because the ui-server's Start ends the process when it cannot listen.
-		return nil, fmt.Errorf("web ui: port %d on %s is in use; pick another with --ui-port (0: any free one)", port, host)
 	}
 	if namespace == "" {
 		namespace = "default"
@@ -52,7 +57,7 @@ func StartUI(ctx context.Context, grpcAddress, namespace string, port int) (*UI,
 		// No calls to the internet for release notes or news: sweeps run on machines without it.
 		DisableNewsFetch:   true,
 		NotifyOnNewVersion: false,
-		// The server refuses every write; the switches below also hide the buttons.
+		// The ui-server refuses writes too, and the switches below hide the buttons.
 		DisableWriteActions:       true,
 		BatchActionsDisabled:      true,
 		StartWorkflowDisabled:     true,
@@ -67,14 +72,20 @@ func StartUI(ctx context.Context, grpcAddress, namespace string, port int) (*UI,
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("web ui: %w", err)
 	}
-	srv, err := newUIServer(cfg)
+	app, err := newUIApp(cfg)
 	if err != nil {
 		return nil, err
 	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("web ui: port %d on %s is in use; pick another with --ui-port (0: any free one): %w",
+			port, host, err)
+	}
+	srv := &http.Server{Handler: guardUI(app), ReadHeaderTimeout: 10 * time.Second}
 	u := &UI{srv: srv, port: port, namespace: namespace, done: make(chan struct{})}
 	go func() {
 		defer close(u.done)
-		_ = srv.Start() // returns when Stop closes it
+		_ = srv.Serve(l) // returns when Stop closes it
 	}()
 	if err := u.waitReady(ctx); err != nil {
 		u.Stop()
@@ -88,14 +99,50 @@ func (s *Server) StartUI(ctx context.Context, port int) (*UI, error) {
 	return StartUI(ctx, s.HostPort(), s.ns, port)
 }
 
-// newUIServer builds the ui-server, turning its panics on bad settings into an error.
-func newUIServer(cfg *uiconfig.Config) (srv *uiserver.Server, err error) {
+// newUIApp assembles the ui-server's HTTP application (its API over the frontend, its CSRF and CORS checks, and the
+// embedded pages) from the ui-server's exported parts, so that ctxlab serves it itself, behind guardUI, instead of
+// letting the ui-server open an unguarded listener. Panics of the parts on bad settings become an error.
+func newUIApp(cfg *uiconfig.Config) (app *echo.Echo, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("web ui: %v", r)
 		}
 	}()
-	return uiserver.NewServer(server_options.WithConfigProvider(cfg)), nil
+	// With no refresh interval set, the provider starts no goroutine and needs no closing.
+	provider, err := uiconfig.NewConfigProviderWithRefresh(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("web ui: %w", err)
+	}
+	app = echo.New()
+	app.HideBanner, app.HidePort = true, true
+	app.Use(middleware.Recover(), middleware.Gzip())
+	app.Use(uicors.CORSMiddleware(uicors.CORSConfig{
+		AllowHeaders: []string{echo.HeaderOrigin, echo.HeaderContentType, echo.HeaderAccept, echo.HeaderXCSRFToken,
+			echo.HeaderAuthorization, uiauth.AuthorizationExtrasHeader, "Caller-Type"},
+		AllowCredentials: true,
+		ConfigProvider:   provider,
+	}))
+	app.Use(middleware.Secure())
+	cookieSecure := !cfg.CORS.CookieInsecure
+	app.Use(uicsrf.EnsureTokenCookie(cookieSecure))
+	app.Use(middleware.CSRFWithConfig(uicsrf.MiddlewareConfig(provider, cookieSecure)))
+	uiroute.SetHealthRoute(app)
+	forward := []uiapi.Middleware{uiheaders.WithForwardHeaders([]string{uiauth.AuthorizationExtrasHeader, "Caller-Type"})}
+	if err := uiroute.SetAPIRoutes(app, provider, forward); err != nil {
+		return nil, fmt.Errorf("web ui: %w", err)
+	}
+	assets, err := uiassets.Assets()
+	if err != nil {
+		return nil, fmt.Errorf("web ui: pages: %w", err)
+	}
+	if assets, err = fs.Sub(assets, "local"); err != nil {
+		return nil, fmt.Errorf("web ui: pages: %w", err)
+	}
+	if err := uiroute.SetUIRoutes(app, cfg.PublicPath, assets, provider); err != nil {
+		return nil, fmt.Errorf("web ui: pages: %w", err)
+	}
+	uiroute.SetRenderRoute(app, cfg.PublicPath)
+	return app, nil
 }
 
 // URL is the UI's address.
@@ -106,9 +153,9 @@ func (u *UI) WorkflowsURL() string {
 	return u.URL() + "/namespaces/" + url.PathEscape(u.namespace) + "/workflows"
 }
 
-// Stop closes the UI's listener and waits for it to let go.
+// Stop closes the UI's listener and connections and waits for it to let go.
 func (u *UI) Stop() {
-	u.srv.Stop()
+	_ = u.srv.Close()
 	select {
 	case <-u.done:
 	case <-time.After(5 * time.Second):

@@ -118,8 +118,8 @@ func TestUIListsWorkflowsReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("terminate through the UI: %s, want 405 Method Not Allowed", resp.Status)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("terminate through the UI: %s, want 403 Forbidden", resp.Status)
 	}
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
