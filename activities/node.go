@@ -197,7 +197,18 @@ func (a *Activities) attemptRefs(ctx context.Context, store cas.Store, in NodeIn
 }
 
 func (a *Activities) memoPath(in NodeInput) string {
-	return filepath.Join(a.RunDir(in.Run), "nodes", safeName(in.Instance.ID), in.Node+".json")
+	return NodeMemoPath(a.RunDir(in.Run), in.Instance.ID, in.Node)
+}
+
+// NodeMemoPath is where a run folder keeps the output of a node that succeeded on an instance.
+func NodeMemoPath(runDir, instance, node string) string {
+	return filepath.Join(runDir, "nodes", safeName(instance), node+".json")
+}
+
+// ReadNodeMemo returns the memoized output of a node on an instance; false when the node has not succeeded there
+// (or its memo does not decode).
+func ReadNodeMemo(runDir, instance, node string) (NodeOutput, bool) {
+	return readMemo(NodeMemoPath(runDir, instance, node))
 }
 
 func readMemo(path string) (NodeOutput, bool) {

@@ -122,6 +122,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	acts := activities.New(o.runs, log)
 	acts.StoreURL, acts.CacheDir, acts.NoCache = o.store, o.cache, o.noCache
+	repairAtStart(ctx, acts, e.Name, plan, instances, log) // a torn results.jsonl: cut, lost rows re-derived
 	store, err := acts.Store(e.Name)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/rs/zerolog"
+
+	"ctxlab/activities"
+	"ctxlab/activities/runlog"
+	"ctxlab/activities/swebench"
+	"ctxlab/results"
+	"ctxlab/specs"
+	"ctxlab/workflows"
+)
+
+// resultsRepair says what repairResults changed in a run folder.
+type resultsRepair struct {
+	results.Repaired
+	// Restored counts rows re-derived from the memoized node outputs.
+	Restored int
+}
+
+func (r resultsRepair) changed() bool { return r.Repaired.Changed() || r.Restored > 0 }
+
+// messages describes the repair for people, one line each; none when nothing changed.
+func (r resultsRepair) messages() []string {
+	var out []string
+	if r.Repaired.Changed() {
+		out = append(out, r.Repaired.String())
+	}
+	if r.Restored > 0 {
+		out = append(out, fmt.Sprintf("re-derived %d row(s) missing from results.jsonl from the stored node outputs",
+			r.Restored))
+	}
+	return out
+}
+
+// repairResults makes runDir's results.jsonl whole again after a process was killed mid-append: it cuts the torn
+// line out (results.Store.Repair) and re-derives, from the node outputs memoized under runDir/nodes, every row of
+// the plan that the file lacks although all its steps succeeded, exactly as the Issue workflow builds it. Rows whose
+// steps failed or have not run are left to the sweep. Append writes each key once, so a workflow recording the same
+// row later adds nothing. With a nil plan it only cuts the torn line.
+func repairResults(runDir string, plan *specs.Plan, instances []string) (resultsRepair, error) {
+	var rep resultsRepair
+	store := results.Store{Path: filepath.Join(runDir, "results.jsonl")}
+	var err error
+	if rep.Repaired, err = store.Repair(); err != nil {
+		return rep, err
+	}
+	if plan == nil {
+		return rep, nil
+	}
+	rows, _, err := results.ReadFile(store.Path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return rep, err
+	}
+	have := map[results.Key]bool{}
+	for _, r := range rows {
+		have[r.Key()] = true
+	}
+	var restored []results.Row
+	for _, id := range instances {
+		outputs := map[string]activities.NodeOutput{}
+		for _, arm := range plan.Arms {
+			if have[results.Key{Instance: id, Method: arm.Method, Model: arm.Model}] {
+				continue
+			}
+			for _, s := range arm.Steps {
+				if _, read := outputs[s.Key]; !read {
+					if out, ok := activities.ReadNodeMemo(runDir, id, s.Key); ok {
+						outputs[s.Key] = out
+					}
+				}
+			}
+			if row, ok := workflows.ArmRow(id, arm, outputs); ok {
+				restored = append(restored, row)
+			}
+		}
+	}
+	if len(restored) > 0 {
+		if rep.Restored, err = store.Append(restored); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// repairRunFolder repairs the results of the run folder dir as its recorded spec describes it (the plan, and the
+// dataset's instances, or when the dataset is gone the instances its attempts name), and tells the user on stderr
+// what it changed. A results file outside a run folder only has its torn line cut.
+func repairRunFolder(cmd, dir, file string, stderr io.Writer) {
+	var plan *specs.Plan
+	var instances []string
+	if file == filepath.Join(dir, "results.jsonl") {
+		sh := readShape(dir)
+		plan, instances = sh.plan, sh.instances
+		if plan != nil && instances == nil {
+			attempts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
+			seen := map[string]bool{}
+			for _, a := range attempts {
+				if !seen[a.Instance] {
+					seen[a.Instance] = true
+					instances = append(instances, a.Instance)
+				}
+			}
+		}
+	}
+	var rep resultsRepair
+	var err error
+	if plan != nil {
+		rep, err = repairResults(dir, plan, instances)
+	} else {
+		rep.Repaired, err = results.Store{Path: file}.Repair()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "starter %s: repairing %s: %v\n", cmd, file, err)
+		return
+	}
+	for _, m := range rep.messages() {
+		fmt.Fprintf(stderr, "starter %s: %s: %s\n", cmd, file, m)
+	}
+}
+
+// repairAtStart repairs a run's results before its sweep starts or is attached to, so a finished sweep shows every
+// row; when rows came back it writes summary.md again. A repair that fails is logged: the sweep still runs.
+func repairAtStart(ctx context.Context, acts *activities.Activities, name string, plan *specs.Plan,
+	instances []swebench.Instance, log zerolog.Logger) {
+	ids := make([]string, len(instances))
+	for i, in := range instances {
+		ids[i] = in.InstanceID
+	}
+	rep, err := repairResults(acts.RunDir(name), plan, ids)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not repair results.jsonl")
+		return
+	}
+	for _, m := range rep.messages() {
+		log.Warn().Msg(m)
+	}
+	if rep.changed() {
+		in := sweepInput(&specs.Experiment{Name: name}, plan, "", 0)
+		if _, err := acts.Summarize(ctx, activities.SummarizeInput{Run: name, Title: in.Title, Order: in.Order}); err != nil {
+			log.Warn().Err(err).Msg("could not write summary.md again")
+		}
+	}
+}
