@@ -29,3 +29,6 @@ func ArmRow(instance string, arm specs.Arm, outputs map[string]activities.NodeOu
 	}
 	return row, true
 }
+
+// IssueWorkflowID is the ID of the Issue workflow of an instance, whose history holds the rows it recorded.
+func IssueWorkflowID(run, instance string) string { return issueWorkflowID(run, instance) }

@@ -9,8 +9,13 @@ import (
 	"path/filepath"
 
 	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"ctxlab/activities"
+	"ctxlab/activities/cas"
 	"ctxlab/activities/runlog"
 	"ctxlab/activities/swebench"
 	"ctxlab/results"
@@ -126,18 +131,33 @@ func repairRunFolder(cmd, dir, file string, stderr io.Writer) {
 	}
 }
 
-// repairAtStart repairs a run's results before its sweep starts or is attached to, so a finished sweep shows every
-// row; when rows came back it writes summary.md again. A repair that fails is logged: the sweep still runs.
-func repairAtStart(ctx context.Context, acts *activities.Activities, name string, plan *specs.Plan,
-	instances []swebench.Instance, log zerolog.Logger) {
+// repairAtStart repairs a run's results when its sweep has been started or attached to, so a finished sweep shows
+// every row: it cuts a torn line, re-derives lost rows from the node outputs, and, when the sweep has finished,
+// takes lost rows that no node output gives (rows of failed steps) from the Record activity in their Issue
+// workflow's history. When rows came
+// back it writes summary.md again. A repair that fails is logged: the sweep still runs.
+func repairAtStart(ctx context.Context, c client.Client, acts *activities.Activities, name string, plan *specs.Plan,
+	planRef cas.Ref, instances []swebench.Instance, log zerolog.Logger) {
 	ids := make([]string, len(instances))
 	for i, in := range instances {
 		ids[i] = in.InstanceID
 	}
-	rep, err := repairResults(acts.RunDir(name), plan, ids)
+	runDir := acts.RunDir(name)
+	rep, err := repairResults(runDir, plan, ids)
 	if err != nil {
 		log.Warn().Err(err).Msg("could not repair results.jsonl")
 		return
+	}
+	// Only a finished sweep's histories are final; a running sweep records its rows itself (and may be re-running
+	// some on purpose).
+	if c != nil && sweepFinished(ctx, c, "sweep/"+name) {
+		n, err := restoreRecordedRows(ctx, c, runDir, name, plan, planRef, ids)
+		if err != nil {
+			log.Warn().Err(err).Msg("could not take lost rows from the Issue workflows' histories")
+		}
+		if n > 0 {
+			rep.Restored += n
+		}
 	}
 	for _, m := range rep.messages() {
 		log.Warn().Msg(m)
@@ -148,4 +168,90 @@ func repairAtStart(ctx context.Context, acts *activities.Activities, name string
 			log.Warn().Err(err).Msg("could not write summary.md again")
 		}
 	}
+}
+
+// sweepFinished reports whether the sweep workflow id has completed.
+func sweepFinished(ctx context.Context, c client.Client, id string) bool {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	return err == nil &&
+		desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+}
+
+// restoreRecordedRows appends the rows results.jsonl lacks that an Issue workflow of this plan recorded: the input
+// of its Record activity is in its history, exactly as it was written. It asks only about instances that show
+// they ran (rows of other arms, or attempts), and only histories of an Issue started with the same plan.
+func restoreRecordedRows(ctx context.Context, c client.Client, runDir, run string, plan *specs.Plan,
+	planRef cas.Ref, instances []string) (int, error) {
+	store := results.Store{Path: filepath.Join(runDir, "results.jsonl")}
+	rows, _, err := results.ReadFile(store.Path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	have := map[results.Key]bool{}
+	ran := map[string]bool{}
+	for _, r := range rows {
+		have[r.Key()] = true
+		ran[r.String(results.FieldInstance)] = true
+	}
+	attempts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(runDir, runlog.AttemptsFile))
+	for _, a := range attempts {
+		ran[a.Instance] = true
+	}
+	var restored []results.Row
+	for _, id := range instances {
+		missing := map[results.Key]bool{}
+		for _, arm := range plan.Arms {
+			if k := (results.Key{Instance: id, Method: arm.Method, Model: arm.Model}); !have[k] {
+				missing[k] = true
+			}
+		}
+		if len(missing) == 0 || !ran[id] {
+			continue
+		}
+		recorded, err := recordedRows(ctx, c, workflows.IssueWorkflowID(run, id), planRef)
+		if err != nil {
+			return 0, fmt.Errorf("instance %s: %w", id, err)
+		}
+		for _, r := range recorded {
+			if missing[r.Key()] {
+				restored = append(restored, r)
+			}
+		}
+	}
+	if len(restored) == 0 {
+		return 0, nil
+	}
+	return store.Append(restored)
+}
+
+// recordedRows returns the rows an Issue workflow recorded (nil when it has not recorded them, has no history, or
+// was started with another plan).
+func recordedRows(ctx context.Context, c client.Client, id string, planRef cas.Ref) ([]results.Row, error) {
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	dc := converter.GetDefaultDataConverter()
+	for it.HasNext() {
+		ev, err := it.Next()
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("history of %s: %w", id, err)
+		}
+		if st := ev.GetWorkflowExecutionStartedEventAttributes(); st != nil {
+			var in workflows.IssueInput
+			if err := dc.FromPayloads(st.GetInput(), &in); err != nil || in.Plan != planRef {
+				return nil, nil
+			}
+		}
+		if sch := ev.GetActivityTaskScheduledEventAttributes(); sch != nil &&
+			sch.GetActivityType().GetName() == activities.RecordName {
+			var rec activities.RecordInput
+			if err := dc.FromPayloads(sch.GetInput(), &rec); err != nil {
+				return nil, fmt.Errorf("history of %s: the rows it recorded: %w", id, err)
+			}
+			return rec.Rows, nil
+		}
+	}
+	return nil, nil
 }

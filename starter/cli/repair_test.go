@@ -14,7 +14,10 @@ import (
 
 // tearLastRow rewrites a results file as a process killed mid-append leaves it: a row that has no error is moved to
 // the end and loses its second half. It returns the key of the torn row.
-func tearLastRow(t *testing.T, file string) results.Key {
+func tearLastRow(t *testing.T, file string) results.Key { return tearRow(t, file, false) }
+
+// tearRow is tearLastRow for a row with an error (failed) or without.
+func tearRow(t *testing.T, file string, failed bool) results.Key {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -26,7 +29,7 @@ func tearLastRow(t *testing.T, file string) results.Key {
 		t.Fatalf("%s: %d rows for %d lines (%v)", file, len(rows), len(lines), err)
 	}
 	for i, r := range rows {
-		if r[results.FieldError] != nil {
+		if (r[results.FieldError] != nil) != failed {
 			continue
 		}
 		var out []byte
@@ -43,7 +46,7 @@ func tearLastRow(t *testing.T, file string) results.Key {
 		}
 		return r.Key()
 	}
-	t.Fatalf("%s: every row has an error", file)
+	t.Fatalf("%s: no row with failed=%v", file, failed)
 	return results.Key{}
 }
 
@@ -99,5 +102,34 @@ func TestTornResultsRepaired(t *testing.T) {
 	check("run", torn, stderr)
 	if kept, err := os.ReadFile(file + results.TornSuffix); err != nil || bytes.Count(kept, []byte("\n")) != 4 {
 		t.Errorf("%s should keep the 4 torn lines cut: %q, %v", file+results.TornSuffix, kept, err)
+	}
+}
+
+// TestTornFailedRowRestoredFromHistory: a lost row whose step failed has no node output to re-derive it from; the
+// re-run of the finished sweep takes it from the Record activity in its Issue workflow's history.
+func TestTornFailedRowRestoredFromHistory(t *testing.T) {
+	runs := t.TempDir()
+	spec := demoVariant(t, brokenVariant)
+	if stdout, stderr, code := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs); code != 0 &&
+		!strings.Contains(stdout, "broken") {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	file := filepath.Join(runs, "obs", "results.jsonl")
+	want := readRows(t, file)
+	torn := tearRow(t, file, true)
+	summaryFile := filepath.Join(runs, "obs", "summary.md")
+	if err := os.Remove(summaryFile); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, _ := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs)
+	if !strings.Contains(stderr, "already finished") || !strings.Contains(stderr, "re-derived 1 row(s)") {
+		t.Errorf("re-run stderr lacks the finished sweep or the re-derived row:\n%s", stderr)
+	}
+	got := readRows(t, file)
+	if len(got) != len(want) || !reflect.DeepEqual(got[torn], want[torn]) {
+		t.Errorf("%d rows (want %d); torn row %v = %v, want %v", len(got), len(want), torn, got[torn], want[torn])
+	}
+	if summary, err := os.ReadFile(summaryFile); err != nil || strings.Contains(string(summary), "could not be read") {
+		t.Errorf("summary.md should be written again from the repaired file: %v\n%s", err, summary)
 	}
 }

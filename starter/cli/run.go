@@ -122,7 +122,6 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	acts := activities.New(o.runs, log)
 	acts.StoreURL, acts.CacheDir, acts.NoCache = o.store, o.cache, o.noCache
-	repairAtStart(ctx, acts, e.Name, plan, instances, log) // a torn results.jsonl: cut, lost rows re-derived
 	store, err := acts.Store(e.Name)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -168,6 +167,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
+	repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, instances, log) // a torn results.jsonl
 	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped.
 	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
 	if err := writeSpecRecord(runDir, e); err != nil { // for starter report: method order, budget anchor
