@@ -28,9 +28,13 @@ type resultsRepair struct {
 	results.Repaired
 	// Restored counts rows re-derived from the memoized node outputs.
 	Restored int
+	// FromHistory counts rows taken from the Record activity in an Issue workflow's history.
+	FromHistory int
 }
 
-func (r resultsRepair) changed() bool { return r.Repaired.Changed() || r.Restored > 0 }
+func (r resultsRepair) changed() bool {
+	return r.Repaired.Changed() || r.Restored > 0 || r.FromHistory > 0
+}
 
 // messages describes the repair for people, one line each; none when nothing changed.
 func (r resultsRepair) messages() []string {
@@ -41,6 +45,10 @@ func (r resultsRepair) messages() []string {
 	if r.Restored > 0 {
 		out = append(out, fmt.Sprintf("re-derived %d row(s) missing from results.jsonl from the stored node outputs",
 			r.Restored))
+	}
+	if r.FromHistory > 0 {
+		out = append(out, fmt.Sprintf("re-derived %d row(s) missing from results.jsonl from the rows their Issue "+
+			"workflows recorded", r.FromHistory))
 	}
 	return out
 }
@@ -155,9 +163,7 @@ func repairAtStart(ctx context.Context, c client.Client, acts *activities.Activi
 		if err != nil {
 			log.Warn().Err(err).Msg("could not take lost rows from the Issue workflows' histories")
 		}
-		if n > 0 {
-			rep.Restored += n
-		}
+		rep.FromHistory = n
 	}
 	for _, m := range rep.messages() {
 		log.Warn().Msg(m)
