@@ -84,3 +84,39 @@ func TestSnapshotReadErrorFailsAttempt(t *testing.T) {
 		t.Errorf("the retried context lacks %s: %v", gold[0], c.Files())
 	}
 }
+
+// TestPatchCheckReadErrorFailsAttempt: measure's check that the patch applies reads the files it edits; a store
+// failure there fails the attempt instead of recording a patch that applies as one that does not.
+func TestPatchCheckReadErrorFailsAttempt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	co := f.must(f.node("checkout", inst, nil, nil))
+	none := f.must(f.node("no_source", inst, nil, map[string]NodeOutput{"checkout": co}))
+	store := mustStore(t, f.a)
+	m, err := repo.LoadManifest(ctx, store, co.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gold, err := diff.ChangedFiles(f.rows[inst].Patch)
+	if err != nil || len(gold) == 0 {
+		t.Fatalf("gold files %v, %v", gold, err)
+	}
+	entry, _ := m.Lookup(gold[0])
+	patchRef, err := store.Put(ctx, []byte(f.rows[inst].Patch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.a.mu.Lock()
+	f.a.stores["t"] = &flakyStore{Store: store, blob: entry.Blob, fails: 1}
+	f.a.mu.Unlock()
+
+	inputs := map[string]NodeOutput{"checkout": co, "context": none, "patch": {Ref: patchRef}}
+	tok := map[string]any{"tokenizer": "o200k_base"}
+	if out, err := f.node("measure", inst, tok, inputs); err == nil || nonRetryable(err) {
+		t.Fatalf("measure = %v, %v; want a retryable failure", out.Row, err)
+	}
+	out := f.must(f.node("measure", inst, tok, inputs))
+	if out.Row["patch_applied"] != true {
+		t.Errorf("the gold patch should apply on the retry: %v", out.Row)
+	}
+}
