@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 
 	"ctxlab/activities/cas"
@@ -271,8 +273,10 @@ func (j *job) loadJSON(ctx context.Context, name string, v any) error {
 	return nil
 }
 
-// reader returns a function reading files of the snapshot, each once per activity attempt. A file the store cannot
-// read is logged and read as missing.
+// reader returns a function reading files of the snapshot, each once per activity attempt. A file whose blob the
+// store does not have reads as missing (and is logged); any other read error (a transient store failure) reads as
+// missing too, for the callers' sake, but fails the attempt when its body returns (job.readFailure), so the
+// attempt is retried instead of a context without the file being memoized for good.
 func (j *job) reader(ctx context.Context, m repo.Manifest) func(path string) (string, bool) {
 	cache := map[string]string{}
 	return func(path string) (string, bool) {
@@ -284,6 +288,9 @@ func (j *job) reader(ctx context.Context, m repo.Manifest) func(path string) (st
 		}
 		b, err := m.Read(ctx, j.store, path)
 		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				j.failRead(fmt.Errorf("instance %s: %w", j.in.Instance.ID, err))
+			}
 			j.a.Log.Warn().Err(err).Str("path", path).Str("step", j.in.Step).Msg("reading a snapshot file")
 			return "", false
 		}

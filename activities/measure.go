@@ -3,6 +3,8 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"strings"
 
 	"ctxlab/activities/contexts"
@@ -86,6 +88,10 @@ func applies(ctx context.Context, j *job, m repo.Manifest, patch string) (applie
 			return nil, false
 		}
 		b, err := m.Read(ctx, j.store, path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// A store failure is not the patch's: fail the attempt (retried) rather than record it as not applying.
+			j.failRead(fmt.Errorf("instance %s: %w", j.in.Instance.ID, err))
+		}
 		return b, err == nil
 	}, patch)
 	if errors.Is(err, diff.ErrEmpty) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -35,6 +36,25 @@ type job struct {
 	usage runlog.Usage
 	// reused is the memo key of work another node already did that this attempt reused (a grade of an equal patch).
 	reused string
+	// readErr is the first read error a reader swallowed: it fails the attempt after the body returns.
+	readMu  sync.Mutex
+	readErr error
+}
+
+// failRead records a read error that a caller could only see as a missing file.
+func (j *job) failRead(err error) {
+	j.readMu.Lock()
+	defer j.readMu.Unlock()
+	if j.readErr == nil {
+		j.readErr = err
+	}
+}
+
+// readFailure returns the first read error failRead recorded.
+func (j *job) readFailure() error {
+	j.readMu.Lock()
+	defer j.readMu.Unlock()
+	return j.readErr
 }
 
 // params decodes the node's parameters into v (a struct with json tags).
@@ -140,6 +160,9 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		}
 	}
 	out, err = body(ctx, j)
+	if rerr := j.readFailure(); err == nil && rerr != nil {
+		err = rerr // retryable: the output would lack a file the store failed to read
+	}
 	err = scrubError(err)
 	if err != nil && ctx.Err() != nil && workerStopping(ctx) {
 		return out, temporal.NewApplicationError(in.Step+": worker stopped while the step ran", ErrWorkerStopped)
@@ -197,7 +220,18 @@ func (a *Activities) attemptRefs(ctx context.Context, store cas.Store, in NodeIn
 }
 
 func (a *Activities) memoPath(in NodeInput) string {
-	return filepath.Join(a.RunDir(in.Run), "nodes", safeName(in.Instance.ID), in.Node+".json")
+	return NodeMemoPath(a.RunDir(in.Run), in.Instance.ID, in.Node)
+}
+
+// NodeMemoPath is where a run folder keeps the output of a node that succeeded on an instance.
+func NodeMemoPath(runDir, instance, node string) string {
+	return filepath.Join(runDir, "nodes", safeName(instance), node+".json")
+}
+
+// ReadNodeMemo returns the memoized output of a node on an instance; false when the node has not succeeded there
+// (or its memo does not decode).
+func ReadNodeMemo(runDir, instance, node string) (NodeOutput, bool) {
+	return readMemo(NodeMemoPath(runDir, instance, node))
 }
 
 func readMemo(path string) (NodeOutput, bool) {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"syscall"
 )
 
 // Row is one results row. Activities contribute fields, so a row is an open map; the fields every row has are
@@ -105,20 +103,12 @@ type Store struct {
 // Append writes the rows whose key the file does not hold yet and returns how many it wrote. A retried activity
 // calling it again writes nothing twice.
 func (s Store) Append(rows []Row) (int, error) {
-	if err := os.MkdirAll(filepath.Dir(s.Path), 0o755); err != nil {
-		return 0, fmt.Errorf("results: %w", err)
-	}
-	f, err := os.OpenFile(s.Path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := s.lockRepaired()
 	if err != nil {
-		return 0, fmt.Errorf("results: %w", err)
+		return 0, err
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return 0, fmt.Errorf("results: locking %s: %w", s.Path, err)
-	}
-	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
-
-	existing, _, err := read(f)
+	defer unlock(f)
+	existing, _, err := read(io.NewSectionReader(f, 0, 1<<62))
 	if err != nil {
 		return 0, fmt.Errorf("results: %s: %w", s.Path, err)
 	}
@@ -131,13 +121,6 @@ func (s Store) Append(rows []Row) (int, error) {
 		return 0, fmt.Errorf("results: %w", err)
 	}
 	var buf bytes.Buffer
-	if end > 0 {
-		// A process killed mid-write may leave a line without its newline; start on a fresh line.
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, end-1); err == nil && last[0] != '\n' {
-			buf.WriteByte('\n')
-		}
-	}
 	n := 0
 	for _, r := range rows {
 		if have[r.Key()] {
@@ -155,7 +138,7 @@ func (s Store) Append(rows []Row) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if _, err := f.WriteAt(buf.Bytes(), end); err != nil {
 		return 0, fmt.Errorf("results: writing %s: %w", s.Path, err)
 	}
 	return n, f.Sync()

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"go.temporal.io/sdk/activity"
@@ -87,6 +89,24 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 	if n := len(plan.Nodes); n != 11 {
 		t.Errorf("%d nodes, want 11 (full's 8, resample's patch, fitted's context and patch)", n)
 	}
+	// ArmRow, which re-derives a lost row from the memoized node outputs, builds the rows the workflow recorded.
+	outputs := map[string]activities.NodeOutput{}
+	for _, n := range plan.Nodes {
+		outputs[n.Key] = jsonRoundTrip(t, activities.NodeOutput{Row: usage[n.Activity]})
+	}
+	for i, arm := range plan.Arms {
+		got, ok := ArmRow("i-1", arm, outputs)
+		if want := jsonRoundTrip(t, rows[i]); !ok || !reflect.DeepEqual(jsonRoundTrip(t, got), want) {
+			t.Errorf("ArmRow(%s) = %v, %v; the workflow recorded %v", arm.Method, got, ok, want)
+		}
+		last := arm.Steps[len(arm.Steps)-1].Key
+		kept := outputs[last]
+		delete(outputs, last)
+		if _, ok := ArmRow("i-1", arm, outputs); ok {
+			t.Errorf("ArmRow(%s) built a row without its last step's output", arm.Method)
+		}
+		outputs[last] = kept
+	}
 	for _, r := range rows {
 		if r.String(results.FieldMethod) == "fitted" {
 			want := map[string]any{"model_calls": 1.0, "prompt_tokens": 1000.0, "cost_usd": 1.5, "files_selected": nil}
@@ -107,4 +127,18 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 			t.Errorf("%s: other fields should keep the last step's value: %v", r.String(results.FieldMethod), r)
 		}
 	}
+}
+
+// jsonRoundTrip returns v as it comes back from JSON (numbers as float64), as workflows and memos see it.
+func jsonRoundTrip[T any](t *testing.T, v T) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

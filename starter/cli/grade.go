@@ -416,7 +416,9 @@ func parsePredictions(args []string, stderr io.Writer) (predictionsOptions, erro
 }
 
 func exportPredictions(o predictionsOptions, stdout, stderr io.Writer) int {
-	res, err := predictions.Export(context.Background(), filepath.Join(o.runs, o.name))
+	dir := filepath.Join(o.runs, o.name)
+	repairRunFolder("predictions", dir, filepath.Join(dir, "results.jsonl"), stderr)
+	res, err := predictions.Export(context.Background(), dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail

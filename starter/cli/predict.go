@@ -71,6 +71,7 @@ func runPredict(o predictOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter predict:", err)
 		return exitUsage
 	}
+	repairRunFolder("predict", dir, file, stderr)
 	rows, bad, err := results.ReadFile(file)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter predict:", err)

@@ -150,6 +150,7 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter report:", err)
 		return exitUsage
 	}
+	repairRunFolder("report", dir, file, stderr)
 	rows, bad, err := results.ReadFile(file)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter report:", err)

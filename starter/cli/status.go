@@ -141,6 +141,7 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter status:", err)
 		return exitFail
 	}
+	repairRunFolder("status", dir, filepath.Join(dir, runstate.ResultsFile), stderr)
 	rec, err := runstate.Read(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter status:", err)

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"ctxlab/results"
+)
+
+// tearLastRow rewrites a results file as a process killed mid-append leaves it: a row that has no error is moved to
+// the end and loses its second half. It returns the key of the torn row.
+func tearLastRow(t *testing.T, file string) results.Key { return tearRow(t, file, false) }
+
+// tearRow is tearLastRow for a row with an error (failed) or without.
+func tearRow(t *testing.T, file string, failed bool) results.Key {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(bytes.TrimRight(b, "\n"), []byte("\n"))
+	rows, _, err := results.ReadFile(file)
+	if err != nil || len(rows) != len(lines) {
+		t.Fatalf("%s: %d rows for %d lines (%v)", file, len(rows), len(lines), err)
+	}
+	for i, r := range rows {
+		if (r[results.FieldError] != nil) != failed {
+			continue
+		}
+		var out []byte
+		for j, l := range lines {
+			if j != i {
+				out = append(out, bytes.TrimRight(l, "\n")...)
+				out = append(out, '\n')
+			}
+		}
+		line := bytes.TrimRight(lines[i], "\n")
+		out = append(out, line[:len(line)/2]...)
+		if err := os.WriteFile(file, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return r.Key()
+	}
+	t.Fatalf("%s: no row with failed=%v", file, failed)
+	return results.Key{}
+}
+
+// TestTornResultsRepaired runs a small sweep, then tears the last line of its results.jsonl the way a kill
+// mid-append does: predictions, status, report and a re-run of the finished sweep each cut the torn line and bring
+// the lost row back, re-derived from the stored node outputs, exactly once and equal to the row the sweep wrote.
+func TestTornResultsRepaired(t *testing.T) {
+	runs := t.TempDir()
+	spec := demoVariant(t, "{ name: 'torn', dataset+: { limit: 2 }, "+referenceMethods+" }")
+	if stdout, stderr, code := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	file := filepath.Join(runs, "torn", "results.jsonl")
+	want := readRows(t, file)
+	check := func(cmd string, torn results.Key, stderr string) {
+		t.Helper()
+		for _, msg := range []string{"cut 1 torn line(s)", "re-derived 1 row(s)"} {
+			if !strings.Contains(stderr, msg) {
+				t.Errorf("%s: stderr lacks %q:\n%s", cmd, msg, stderr)
+			}
+		}
+		got := readRows(t, file) // fails on a torn line or a row written twice
+		if len(got) != len(want) {
+			t.Errorf("%s: %d rows, want %d", cmd, len(got), len(want))
+		}
+		for k, w := range want {
+			if !reflect.DeepEqual(got[k], w) {
+				t.Errorf("%s: row %v = %v, want %v", cmd, k, got[k], w)
+			}
+		}
+		if _, ok := got[torn]; !ok {
+			t.Errorf("%s: torn row %v not back", cmd, torn)
+		}
+	}
+
+	torn := tearLastRow(t, file)
+	_, stderr := mainOut(t, "predictions", "torn", "--runs", runs)
+	check("predictions", torn, stderr)
+
+	torn = tearLastRow(t, file)
+	_, stderr = mainOut(t, "status", "torn", "--runs", runs)
+	check("status", torn, stderr)
+
+	torn = tearLastRow(t, file)
+	_, stderr = mainOut(t, "report", "torn", "--runs", runs, "--resamples", "200", "--no-figures")
+	check("report", torn, stderr)
+
+	torn = tearLastRow(t, file)
+	stdout, stderr, code := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs)
+	if code != 0 || !strings.Contains(stderr, "already finished") {
+		t.Fatalf("re-run: exit %d, want 0 and the finished sweep\n%s\n%s", code, stdout, stderr)
+	}
+	check("run", torn, stderr)
+	if kept, err := os.ReadFile(file + results.TornSuffix); err != nil || bytes.Count(kept, []byte("\n")) != 4 {
+		t.Errorf("%s should keep the 4 torn lines cut: %q, %v", file+results.TornSuffix, kept, err)
+	}
+}
+
+// TestTornFailedRowRestoredFromHistory: a lost row whose step failed has no node output to re-derive it from; the
+// re-run of the finished sweep takes it from the Record activity in its Issue workflow's history.
+func TestTornFailedRowRestoredFromHistory(t *testing.T) {
+	runs := t.TempDir()
+	spec := demoVariant(t, brokenVariant)
+	if stdout, stderr, code := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs); code != 0 &&
+		!strings.Contains(stdout, "broken") {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	file := filepath.Join(runs, "obs", "results.jsonl")
+	want := readRows(t, file)
+	torn := tearRow(t, file, true)
+	summaryFile := filepath.Join(runs, "obs", "summary.md")
+	if err := os.Remove(summaryFile); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, _ := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs)
+	if !strings.Contains(stderr, "already finished") || !strings.Contains(stderr, "re-derived 1 row(s)") {
+		t.Errorf("re-run stderr lacks the finished sweep or the re-derived row:\n%s", stderr)
+	}
+	got := readRows(t, file)
+	if len(got) != len(want) || !reflect.DeepEqual(got[torn], want[torn]) {
+		t.Errorf("%d rows (want %d); torn row %v = %v, want %v", len(got), len(want), torn, got[torn], want[torn])
+	}
+	if summary, err := os.ReadFile(summaryFile); err != nil || strings.Contains(string(summary), "could not be read") {
+		t.Errorf("summary.md should be written again from the repaired file: %v\n%s", err, summary)
+	}
+}
