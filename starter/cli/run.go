@@ -44,6 +44,9 @@ type runOptions struct {
 	// maxHistory overrides the sweep's continue-as-new threshold (for tests).
 	maxHistory int
 	specFlags
+
+	// allowErrors exits 0 when the sweep finished although some rows have errors.
+	allowErrors bool
 }
 
 func parseRun(args []string, stderr io.Writer) (runOptions, error) {
@@ -64,6 +67,8 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.BoolVar(&o.noCache, "no-cache", false, "do not answer model calls from the response cache (answers are "+
 		"still stored)")
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
+	fs.BoolVar(&o.allowErrors, "allow-errors", false, "exit 0 when the sweep finished even if rows have errors "+
+		"(by default such a sweep exits 4)")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	o.ui.register(fs)
 	fs.Usage = func() {
@@ -216,7 +221,27 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 			filepath.Join(runDir, "ctxlab.log"))
 		return exitFail
 	}
-	return exitOK
+	return rowErrorsExit(o, runDir, stderr)
+}
+
+// rowErrorsExit is a finished sweep's exit code: exitRowErrors when some of its rows have an error (unless
+// --allow-errors), saying how many and of which kinds.
+func rowErrorsExit(o runOptions, runDir string, stderr io.Writer) int {
+	rows, _, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+	if err != nil {
+		fmt.Fprintln(stderr, "starter: reading the rows:", err)
+		return exitFail
+	}
+	tally := tallyRowErrors(rows)
+	if tally.Errors == 0 {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "starter: %d of %d rows have errors (%s); see the error column of %s or starter status %s\n",
+		tally.Errors, tally.Rows, tally, filepath.Join(runDir, "results.jsonl"), filepath.Base(runDir))
+	if o.allowErrors {
+		return exitOK
+	}
+	return exitRowErrors
 }
 
 func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHistory int) workflows.SweepInput {
