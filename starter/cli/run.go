@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -23,6 +25,7 @@ import (
 	"ctxlab/activities"
 	"ctxlab/activities/cas"
 	"ctxlab/internal/cluster"
+	"ctxlab/internal/flock"
 	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
 	"ctxlab/results"
@@ -111,6 +114,14 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 
+	// Two starters of one sweep started at once prepare the same run folder (dataset, limits): one at a time.
+	unlockPrep, err := flock.Lock(ctx, filepath.Join(runDir, "prepare.lock"), 100*time.Millisecond)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	unlockPrep = sync.OnceFunc(unlockPrep)
+	defer unlockPrep()
 	instances, err := prepareDataset(e, runDir)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -143,6 +154,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
 	}
+	unlockPrep()
 	log.Info().Str("spec", o.spec).Int("instances", len(instances)).Int("methods", len(plan.Arms)).
 		Int("nodes_per_issue", len(plan.Nodes)).Str("run", runDir).Msg("sweep")
 
