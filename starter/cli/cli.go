@@ -18,6 +18,8 @@ const (
 	exitUsage = 2 // bad flags, a bad spec or dataset: nothing ran
 	// exitPaused: the sweep stopped at its spend cap (limits.spend_usd); raising it and running again continues.
 	exitPaused = 3
+	// exitRowErrors: the sweep finished, but some rows have an error (starter run --allow-errors exits 0 instead).
+	exitRowErrors = 4
 )
 
 const usage = `usage: starter <command> [flags]

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
@@ -64,26 +67,24 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
 	}
-	unlock, held, err := lockRun(filepath.Join(runDir, "starter.lock"))
+	lockPath := filepath.Join(runDir, "starter.lock")
+	sfPath := filepath.Join(runDir, "server.json")
+	unlock, attachTo, err := lockOrWait(ctx, lockPath, sfPath, attachWait, log)
 	if err != nil {
 		return nil, err
 	}
-	sfPath := filepath.Join(runDir, "server.json")
-	var sf serverFile
-	if b, err := os.ReadFile(sfPath); err == nil {
-		_ = json.Unmarshal(b, &sf)
-	}
-	if held {
-		if sf.Address == "" {
-			return nil, fmt.Errorf("another starter holds %s but has not published its server yet; try again",
-				filepath.Join(runDir, "starter.lock"))
-		}
-		log.Info().Int("pid", sf.PID).Str("address", sf.Address).Msg("another starter runs this sweep; attaching to it")
-		c, err := dial(ctx, sf.Address, namespace, log)
+	if attachTo != nil {
+		log.Info().Int("pid", attachTo.PID).Str("address", attachTo.Address).
+			Msg("another starter runs this sweep; attaching to it")
+		c, err := dial(ctx, attachTo.Address, namespace, log)
 		if err != nil {
 			return nil, err
 		}
-		return &connection{client: c, attached: true, ownerIdle: sf.Viewer, address: sf.Address}, nil
+		return &connection{client: c, attached: true, ownerIdle: attachTo.Viewer, address: attachTo.Address}, nil
+	}
+	var sf serverFile // the last server's ports, reused when free
+	if b, err := os.ReadFile(sfPath); err == nil {
+		_ = json.Unmarshal(b, &sf)
 	}
 	srv, err := embedded.Start(ctx, embedded.Options{
 		DBFile:    filepath.Join(runDir, "temporal.db"),
@@ -96,8 +97,8 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 		return nil, err
 	}
 	sf = serverFile{PID: os.Getpid(), Address: srv.HostPort(), Ports: srv.Ports()}
-	if b, err := json.Marshal(sf); err == nil {
-		_ = os.WriteFile(sfPath, b, 0o644)
+	if err := writeServerFile(sfPath, sf); err != nil {
+		log.Warn().Err(err).Msg("could not publish the server in server.json; other starters cannot attach")
 	}
 	c, err := dial(ctx, srv.HostPort(), namespace, log)
 	if err != nil {
@@ -108,9 +109,88 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 	return &connection{client: c, server: srv, unlock: unlock, address: srv.HostPort()}, nil
 }
 
+// writeServerFile publishes a server by renaming a finished file into place, so a starter waiting to attach never
+// reads half of it.
+func writeServerFile(path string, sf serverFile) error {
+	b, err := json.Marshal(sf)
+	if err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 // dial connects to an embedded server (this process's or another starter's): plain, on this machine.
 func dial(ctx context.Context, address, namespace string, log zerolog.Logger) (client.Client, error) {
 	return cluster.Dial(ctx, cluster.Options{Address: address, Namespace: namespace}, log)
+}
+
+// attachWait bounds how long a starter waits for another one, which holds the run folder, to publish its server.
+// Starting the embedded server takes seconds, more on a loaded machine.
+const attachWait = 3 * time.Minute
+
+// lockOrWait takes the run folder's lock and records this process's pid in it. When another process holds the lock,
+// it waits (up to wait) until that process has published its server in server.json, and returns it to attach to;
+// should the holder exit meanwhile, the lock is taken after all. A server.json left by an earlier process does not
+// count: it must name the pid the lock holder recorded.
+func lockOrWait(ctx context.Context, lockPath, sfPath string, wait time.Duration,
+	log zerolog.Logger) (unlock func(), published *serverFile, err error) {
+	deadline := time.Now().Add(wait)
+	said := false
+	for {
+		unlock, held, err := lockRun(lockPath)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !held {
+			if err := os.WriteFile(lockPath, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+				unlock()
+				return nil, nil, fmt.Errorf("recording this starter in %s: %w", lockPath, err)
+			}
+			return unlock, nil, nil
+		}
+		holder := lockHolder(lockPath)
+		if sf, ok := readServerFile(sfPath); ok && holder != 0 && sf.PID == holder && sf.Address != "" {
+			return nil, &sf, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("another starter (pid %d) holds %s but published no server in %s (see %s); "+
+				"is it stuck?", holder, lockPath, wait, filepath.Join(filepath.Dir(lockPath), "temporal.log"))
+		}
+		if !said {
+			log.Info().Int("pid", holder).Str("lock", lockPath).Dur("up_to", wait).
+				Msg("another starter is starting this sweep's server; waiting to attach to it")
+			said = true
+		}
+		if err := flock.Sleep(ctx, 200*time.Millisecond); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// lockHolder is the pid the lock's holder recorded in the lock file, 0 when it has not yet.
+func lockHolder(lockPath string) int {
+	b, err := os.ReadFile(lockPath)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+func readServerFile(path string) (serverFile, bool) {
+	var sf serverFile
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &sf) != nil {
+		return sf, false
+	}
+	return sf, true
 }
 
 // lockRun takes the run folder's lock. held is true (and unlock a no-op) when another process has it.

@@ -40,14 +40,14 @@ func mainOut(t *testing.T, args ...string) (string, string) {
 	return out.String(), errb.String()
 }
 
-// TestObserveSweep runs one small sweep in --json mode, then checks that status, audit and the run's Temporal
+// TestObserveSweep runs one small sweep in --json mode (half its rows fail, so it exits exitRowErrors), then checks that status, audit and the run's Temporal
 // history tell the same story as results.jsonl and attempts.jsonl.
 func TestObserveSweep(t *testing.T) {
 	runs := t.TempDir()
 	dir := filepath.Join(runs, "obs")
 	spec := demoVariant(t, brokenVariant)
 	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--json")
-	if code != 0 {
+	if code != exitRowErrors {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 
@@ -60,7 +60,12 @@ func TestObserveSweep(t *testing.T) {
 	if dec.More() || strings.TrimSpace(stdout[dec.InputOffset():]) != "" {
 		t.Errorf("stdout has more than one JSON object:\n%s", stdout)
 	}
-	if !sum.OK || sum.Issues != 2 || sum.Rows != 4 || sum.RowErrors != 2 || !strings.Contains(sum.Summary, "broken") {
+	kinds := 0
+	for _, n := range sum.ErrorKinds {
+		kinds += n
+	}
+	if sum.OK || sum.Issues != 2 || sum.Rows != 4 || sum.RowErrors != 2 || kinds != 2 ||
+		!strings.Contains(sum.Summary, "broken") {
 		t.Errorf("summary %+v", sum)
 	}
 	var last progressEvent

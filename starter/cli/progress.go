@@ -424,6 +424,7 @@ type runSummary struct {
 	Generations int            `json:"generations"`
 	Rows        int            `json:"rows"`
 	RowErrors   int            `json:"row_errors"`
+	ErrorKinds  map[string]int `json:"error_kinds"` // rows with errors by kind (see errorKind)
 	Spend       runstate.Spend `json:"spend"`
 	Results     string         `json:"results"`
 	SummaryFile string         `json:"summary_file"`
@@ -439,18 +440,17 @@ func writeJSONSummary(stdout io.Writer, runDir string, res workflows.SweepResult
 	if out.Failed == nil {
 		out.Failed = []string{}
 	}
+	out.ErrorKinds = map[string]int{}
 	if runErr != nil {
 		out.Error = runErr.Error()
 	}
 	if rec, err := runstate.Read(runDir); err == nil {
 		st := runstate.Compute(rec, runstate.Options{Now: time.Now()})
 		out.Rows, out.Spend = len(rec.Rows), st.Spend
-		for _, r := range rec.Rows {
-			if r[results.FieldError] != nil {
-				out.RowErrors++
-			}
-		}
+		tally := tallyRowErrors(rec.Rows)
+		out.RowErrors, out.ErrorKinds = tally.Errors, tally.Kinds
 	}
+	out.OK = out.OK && out.RowErrors == 0 // a sweep whose rows failed did not get its work done
 	b, err := json.Marshal(out)
 	if err != nil {
 		return

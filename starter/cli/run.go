@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -23,6 +25,7 @@ import (
 	"ctxlab/activities"
 	"ctxlab/activities/cas"
 	"ctxlab/internal/cluster"
+	"ctxlab/internal/flock"
 	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
 	"ctxlab/results"
@@ -44,6 +47,9 @@ type runOptions struct {
 	// maxHistory overrides the sweep's continue-as-new threshold (for tests).
 	maxHistory int
 	specFlags
+
+	// allowErrors exits 0 when the sweep finished although some rows have errors.
+	allowErrors bool
 }
 
 func parseRun(args []string, stderr io.Writer) (runOptions, error) {
@@ -64,6 +70,8 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.BoolVar(&o.noCache, "no-cache", false, "do not answer model calls from the response cache (answers are "+
 		"still stored)")
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
+	fs.BoolVar(&o.allowErrors, "allow-errors", false, "exit 0 when the sweep finished even if rows have errors "+
+		"(by default such a sweep exits 4)")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	o.ui.register(fs)
 	fs.Usage = func() {
@@ -106,6 +114,14 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 
+	// Two starters of one sweep started at once prepare the same run folder (dataset, limits): one at a time.
+	unlockPrep, err := flock.Lock(ctx, filepath.Join(runDir, "prepare.lock"), 100*time.Millisecond)
+	if err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	unlockPrep = sync.OnceFunc(unlockPrep)
+	defer unlockPrep()
 	instances, err := prepareDataset(e, runDir)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -138,6 +154,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
 	}
+	unlockPrep()
 	log.Info().Str("spec", o.spec).Int("instances", len(instances)).Int("methods", len(plan.Arms)).
 		Int("nodes_per_issue", len(plan.Nodes)).Str("run", runDir).Msg("sweep")
 
@@ -217,7 +234,30 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 			filepath.Join(runDir, "ctxlab.log"))
 		return exitFail
 	}
-	return exitOK
+	return rowErrorsExit(o, runDir, stderr)
+}
+
+// rowErrorsExit is a finished sweep's exit code: exitRowErrors when some of its rows have an error (unless
+// --allow-errors), saying how many and of which kinds.
+func rowErrorsExit(o runOptions, runDir string, stderr io.Writer) int {
+	rows, _, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+	if errors.Is(err, os.ErrNotExist) { // a sweep of no issue writes no row
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "starter: reading the rows:", err)
+		return exitFail
+	}
+	tally := tallyRowErrors(rows)
+	if tally.Errors == 0 {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "starter: %d of %d rows have errors (%s); see the error column of %s or starter status %s\n",
+		tally.Errors, tally.Rows, tally, filepath.Join(runDir, "results.jsonl"), filepath.Base(runDir))
+	if o.allowErrors {
+		return exitOK
+	}
+	return exitRowErrors
 }
 
 func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHistory int) workflows.SweepInput {

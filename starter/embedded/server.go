@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -22,6 +24,7 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
 	"go.temporal.io/server/common/membership/static"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/common/primitives"
@@ -59,17 +62,21 @@ type Server struct {
 
 const host = "127.0.0.1"
 
+// portsChosen, when set (by tests), is called between choosing the ports and binding them: the window in which
+// another process can take one.
+var portsChosen func(Ports)
+
+// portTries bounds how often Start picks fresh ports after one it picked was taken before the server bound it.
+const portTries = 5
+
 // Start creates the schema and namespace if needed and starts every service. It returns once the frontend answers.
+// A port taken by another process between being chosen and being bound makes it try again on fresh ports.
 func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Namespace == "" {
 		o.Namespace = "default"
 	}
 	if err := os.MkdirAll(filepath.Dir(o.DBFile), 0o755); err != nil {
 		return nil, fmt.Errorf("embedded temporal: %w", err)
-	}
-	ports, err := o.Ports.fill()
-	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: choosing ports: %w", err)
 	}
 	sqlCfg := &config.SQL{
 		PluginName:   sqliteplugin.PluginName,
@@ -80,6 +87,36 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			"_synchronous":  "2",
 		},
 	}
+	const clusterName = "active"
+	if err := createDatabase(sqlCfg, o, clusterName); err != nil {
+		return nil, err
+	}
+	logger, err := fileLogger(o.LogFile)
+	if err != nil {
+		return nil, err
+	}
+	for try := 1; ; try++ {
+		ports, err := o.Ports.fill()
+		if err != nil {
+			return nil, fmt.Errorf("embedded temporal: choosing ports: %w", err)
+		}
+		if portsChosen != nil {
+			portsChosen(ports)
+		}
+		s, err := startOn(ctx, sqlCfg, ports, clusterName, o, logger)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || try == portTries || ctx.Err() != nil {
+			return nil, err
+		}
+		logger.Warn("a port was taken before the server bound it; trying fresh ports", tag.Error(err),
+			tag.Attempt(int32(try)))
+	}
+}
+
+// createDatabase creates the schema (when the database is new) and the namespace (when missing).
+func createDatabase(sqlCfg *config.SQL, o Options, clusterName string) error {
 	// A database whose creation a kill cut short must not pass for a finished one (its tables would be missing
 	// forever): a marker file exists while the schema and namespace are created, and a database found beside it is
 	// removed and created again. It holds no workflow yet, so nothing is lost.
@@ -87,39 +124,50 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if _, err := os.Stat(creating); err == nil {
 		for _, p := range []string{o.DBFile, o.DBFile + "-wal", o.DBFile + "-shm"} {
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("embedded temporal: removing a database left half created: %w", err)
+				return fmt.Errorf("embedded temporal: removing a database left half created: %w", err)
 			}
 		}
 	}
 	created := false
 	if _, err := os.Stat(o.DBFile); errors.Is(err, os.ErrNotExist) {
 		if err := syncedMarker(creating, true); err != nil {
-			return nil, fmt.Errorf("embedded temporal: %w", err)
+			return fmt.Errorf("embedded temporal: %w", err)
 		}
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
-			return nil, fmt.Errorf("embedded temporal: creating schema in %s: %w", o.DBFile, err)
+			return fmt.Errorf("embedded temporal: creating schema in %s: %w", o.DBFile, err)
 		}
 		created = true
 	}
-	const clusterName = "active"
 	nsCfg, err := sqlite.NewNamespaceConfig(clusterName, o.Namespace, false, nil)
 	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: %w", err)
+		return fmt.Errorf("embedded temporal: %w", err)
 	}
 	if err := sqlite.CreateNamespaces(sqlCfg, nsCfg); err != nil {
-		return nil, fmt.Errorf("embedded temporal: creating namespace %q in %s: %w", o.Namespace, o.DBFile, err)
+		return fmt.Errorf("embedded temporal: creating namespace %q in %s: %w", o.Namespace, o.DBFile, err)
 	}
 	if created {
 		if err := syncedMarker(creating, false); err != nil {
-			return nil, fmt.Errorf("embedded temporal: %w", err)
+			return fmt.Errorf("embedded temporal: %w", err)
 		}
 	}
+	return nil
+}
 
+// startOn builds and starts the server on the given ports. The server reports a port it cannot bind through its
+// logger's Fatal, which would exit the process with the cause only in the log file: Fatal panics instead (see
+// fatalLogger) and the panic comes back here as an error.
+func startOn(ctx context.Context, sqlCfg *config.SQL, ports Ports, clusterName string, o Options,
+	logger log.Logger) (s *Server, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fatal, ok := r.(*fatalError)
+			if !ok {
+				panic(r)
+			}
+			s, err = nil, fmt.Errorf("embedded temporal: starting on ports %+v (log %s): %w", ports, o.LogFile, fatal)
+		}
+	}()
 	cfg := serverConfig(sqlCfg, ports, clusterName)
-	logger, err := fileLogger(o.LogFile)
-	if err != nil {
-		return nil, err
-	}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("embedded temporal: %w", err)
@@ -142,18 +190,19 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			primitives.MatchingService: static.SingleLocalHost(addr(ports.Matching)),
 			primitives.WorkerService:   static.SingleLocalHost(addr(ports.Worker)),
 		}),
-		temporal.WithLogger(logger),
+		temporal.WithLogger(fatalLogger{logger}),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dc),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: %w", err)
+		return nil, fmt.Errorf("embedded temporal: starting on ports %+v: %w", ports, err)
 	}
 	if err := srv.Start(); err != nil {
+		_ = srv.Stop()
 		return nil, fmt.Errorf("embedded temporal: starting (database %s, log %s): %w", o.DBFile, o.LogFile, err)
 	}
-	s := &Server{srv: srv, ports: ports, ns: o.Namespace}
+	s = &Server{srv: srv, ports: ports, ns: o.Namespace}
 	if err := s.waitReady(ctx); err != nil {
 		_ = srv.Stop()
 		return nil, err
@@ -317,3 +366,45 @@ func (quietSDKLogger) Debug(string, ...interface{}) {}
 func (quietSDKLogger) Info(string, ...interface{})  {}
 func (quietSDKLogger) Warn(string, ...interface{})  {}
 func (quietSDKLogger) Error(string, ...interface{}) {}
+
+// fatalLogger keeps the server's Fatal calls from exiting the process: it logs them as errors and panics with a
+// *fatalError, which Start turns into its error (a Fatal on another goroutine still ends the process, but with the
+// cause on stderr).
+type fatalLogger struct{ log.Logger }
+
+func (l fatalLogger) Fatal(msg string, tags ...tag.Tag) {
+	l.Logger.Error(msg, tags...)
+	panic(newFatalError(msg, tags))
+}
+
+func (l fatalLogger) With(tags ...tag.Tag) log.Logger {
+	return fatalLogger{log.With(l.Logger, tags...)}
+}
+
+// fatalError is a server Fatal: its message, its tags as text, and the error among them.
+type fatalError struct {
+	msg   string
+	cause error
+}
+
+func newFatalError(msg string, tags []tag.Tag) *fatalError {
+	e := &fatalError{msg: msg}
+	var parts []string
+	for _, t := range tags {
+		if zt, ok := t.(tag.ZapTag); ok {
+			if err, ok := zt.Field().Interface.(error); ok && err != nil { // an error tag keeps its error here
+				e.cause = err
+				parts = append(parts, err.Error())
+				continue
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", t.Key(), t.Value()))
+	}
+	if len(parts) > 0 {
+		e.msg += ": " + strings.Join(parts, ", ")
+	}
+	return e
+}
+
+func (e *fatalError) Error() string { return e.msg }
+func (e *fatalError) Unwrap() error { return e.cause }

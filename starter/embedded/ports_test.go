@@ -1,0 +1,83 @@
+package embedded
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// occupy listens on port until the test ends, as another process taking it would.
+func occupy(t *testing.T, port int) {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		t.Fatalf("occupying port %d: %v", port, err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+}
+
+// TestStartRetriesWhenAPortIsTaken takes one port between the moment Start picks it and the moment the server binds
+// it. The server used to exit the whole process with status 1, the cause only in its log file; Start must instead
+// pick fresh ports and come up. The gRPC ports fail through the server's Fatal, the HTTP port through an error.
+func TestStartRetriesWhenAPortIsTaken(t *testing.T) {
+	for _, which := range []string{"frontend", "history", "http"} {
+		t.Run(which, func(t *testing.T) {
+			dir := t.TempDir()
+			pick := func(p Ports) int {
+				return map[string]int{"frontend": p.Frontend, "history": p.History, "http": p.HTTP}[which]
+			}
+			var taken []int
+			portsChosen = func(p Ports) {
+				if len(taken) == 0 {
+					occupy(t, pick(p))
+					taken = append(taken, pick(p))
+				}
+			}
+			defer func() { portsChosen = nil }()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			srv, err := Start(ctx, Options{DBFile: filepath.Join(dir, "temporal.db"),
+				LogFile: filepath.Join(dir, "temporal.log")})
+			if err != nil {
+				t.Fatalf("start with the %s port taken after it was chosen: %v", which, err)
+			}
+			defer srv.Stop()
+			if len(taken) != 1 {
+				t.Fatalf("the port was never taken: the test did not exercise the race")
+			}
+			if got := pick(srv.Ports()); got == taken[0] {
+				t.Errorf("the server reports the taken port %d as its %s port", got, which)
+			}
+		})
+	}
+}
+
+// TestStartSaysWhyWhenPortsStayTaken takes the chosen frontend port at every try: Start must give up with an error
+// that names the cause, not exit the process.
+func TestStartSaysWhyWhenPortsStayTaken(t *testing.T) {
+	dir := t.TempDir()
+	tries := 0
+	portsChosen = func(p Ports) {
+		tries++
+		occupy(t, p.Frontend)
+	}
+	defer func() { portsChosen = nil }()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := Start(ctx, Options{DBFile: filepath.Join(dir, "temporal.db"), LogFile: filepath.Join(dir, "temporal.log")})
+	if err == nil {
+		_ = srv.Stop()
+		t.Fatal("the server started although its frontend port was taken at every try")
+	}
+	t.Logf("error: %v", err)
+	if !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("the error does not name the cause: %v", err)
+	}
+	if tries < 2 {
+		t.Errorf("Start tried %d time(s); it should retry on fresh ports", tries)
+	}
+}
