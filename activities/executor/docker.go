@@ -72,10 +72,6 @@ func dockerEnv() []string {
 // Run implements Executor.
 func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	var res Result
-	if r.Config.Tests == TestsListed {
-		return res, fmt.Errorf("instance %s: grading.tests %q is supported by the local executor only",
-			r.Instance.InstanceID, TestsListed)
-	}
 	bin := r.Config.Docker
 	if bin == "" {
 		bin = "docker"
@@ -231,21 +227,26 @@ func Between(log string) (string, bool) {
 
 // testCommand is the spec's command (Config.TestCmdFor the repository, else for the language), else the harness's
 // for Django (runtests.py with module directives), else pytest -rA on the test files, as get_test_directives builds
-// them; for Go, go test -json on the packages of the test patch's test files (all packages when it has none).
+// them (or, under grading.tests "listed", on exactly the FAIL_TO_PASS and PASS_TO_PASS node ids). For Go it is
+// go test -json on every package of the module: a dataset's PASS_TO_PASS may name tests of packages the test patch
+// does not touch, and every result is parsed per package (testlog.Decide).
 func testCommand(r Request, lang string) (string, string) {
 	files := TestFiles(r.Instance.TestPatch)
 	var directives []string
 	cmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
 	if lang == LangGo {
 		if cmd == "" {
-			cmd = "go test -json"
-			for _, f := range files {
-				if pkg := "./" + path.Dir(f); strings.HasSuffix(f, "_test.go") && !contains(directives, pkg) {
-					directives = append(directives, pkg)
-				}
-			}
-			if len(directives) == 0 {
-				directives = []string{"./..."}
+			cmd = "go test -json ./..."
+		}
+		return cmd, parserFor(r.Config, cmd)
+	}
+	if r.Config.Tests == TestsListed {
+		if cmd == "" {
+			cmd = "pytest -rA"
+		}
+		for _, id := range append(append([]string{}, r.Instance.FailToPass...), r.Instance.PassToPass...) {
+			if !contains(directives, shellQuote(id)) {
+				directives = append(directives, shellQuote(id))
 			}
 		}
 		return strings.Join(append([]string{cmd}, directives...), " "), parserFor(r.Config, cmd)
@@ -303,6 +304,9 @@ func EvalScript(baseCommit, testPatch, testCmd string) string {
 	}
 	return b.String()
 }
+
+// shellQuote quotes a word for bash (test ids may hold brackets, spaces and quotes).
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
