@@ -93,7 +93,7 @@ func instanceImage(t *testing.T, bin, lang string, in *swebench.Instance, files 
 	in.BaseCommit = commit
 	name := InstanceImage(engineNamespace, in.InstanceID)
 	start := time.Now()
-	if err := (images.Builder{Docker: bin}).Instance(context.Background(), base, repo, name); err != nil {
+	if err := (images.Builder{Docker: bin}).Instance(context.Background(), base, repo, name, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("instance image %s built in %s", name, time.Since(start).Round(time.Millisecond))

@@ -31,6 +31,13 @@ const (
 // harness-shaped eval script needs.
 var Packages = []string{"python3", "python3-pytest", "git", "ca-certificates"}
 
+// GoModCache is the module cache of Go images: instance images hold there the modules their repository requires,
+// since the container has no network (GOPROXY=off).
+const GoModCache = "/root/go/pkg/mod"
+
+// goImageRev changes when the Go image's recipe (its environment, the warm-up) changes, so cached ones are rebuilt.
+const goImageRev = "2"
+
 // Suite and Mirror are where debootstrap downloads from; CTXLAB_DEBIAN_MIRROR overrides the mirror.
 const Suite = "bookworm"
 
@@ -128,7 +135,7 @@ func BaseName(lang string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return "ctxlab/base-go:" + key(Suite, strings.Join(Packages, ","), version, runtime.GOARCH), nil
+		return "ctxlab/base-go:" + key(Suite, strings.Join(Packages, ","), version, runtime.GOARCH, goImageRev), nil
 	}
 	return "", fmt.Errorf("no base image for language %q (known: go, python)", lang)
 }
@@ -226,8 +233,8 @@ func (b Builder) Base(ctx context.Context, lang string) (string, error) {
 	// The Go image: the rootfs with the host's toolchain in /usr/local/go, read-only; no C compiler, so no cgo;
 	// no network, so no module downloads and no toolchain switch.
 	env = []string{"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"LANG=C.UTF-8", "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOPROXY=off", "GOFLAGS=-mod=mod",
-		"GOCACHE=/root/.cache/go-build", "HOME=/root"}
+		"LANG=C.UTF-8", "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOPROXY=off", "GOSUMDB=off", "GOFLAGS=-mod=mod",
+		"GOCACHE=/root/.cache/go-build", "GOMODCACHE=" + GoModCache, "HOME=/root"}
 	stageName := strings.Replace(name, ":", "-stage:", 1)
 	if err := b.importWithGo(ctx, rootfs, gr, stageName, env); err != nil {
 		return "", err
@@ -316,8 +323,8 @@ func (b Builder) importTar(ctx context.Context, tar *exec.Cmd, name string, env 
 }
 
 // Instance builds an image holding repoDir (a git repository checked out at the instance's base_commit) at
-// /testbed, on a base image.
-func (b Builder) Instance(ctx context.Context, base, repoDir, name string) error {
+// /testbed, on a base image; extra maps more folders of the image to host folders copied there (a module cache).
+func (b Builder) Instance(ctx context.Context, base, repoDir, name string, extra map[string]string) error {
 	ctr := "ctxlab-build-" + key(name, fmt.Sprint(time.Now().UnixNano()))
 	if _, err := b.docker(ctx, nil, "create", "--name", ctr, "--network", "none", base, "/bin/true"); err != nil {
 		return fmt.Errorf("image %s: %w", name, err)
@@ -325,6 +332,11 @@ func (b Builder) Instance(ctx context.Context, base, repoDir, name string) error
 	defer b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", ctr)
 	if _, err := b.docker(ctx, nil, "cp", filepath.Clean(repoDir)+"/.", ctr+":/testbed"); err != nil {
 		return fmt.Errorf("image %s: copying the repository: %w", name, err)
+	}
+	for dst, src := range extra {
+		if _, err := b.docker(ctx, nil, "cp", filepath.Clean(src)+"/.", ctr+":"+dst); err != nil {
+			return fmt.Errorf("image %s: copying %s: %w", name, dst, err)
+		}
 	}
 	if _, err := b.docker(ctx, nil, "commit", "--change", "WORKDIR /testbed", "--change", `CMD ["/bin/bash"]`, ctr, name); err != nil {
 		return fmt.Errorf("image %s: %w", name, err)
