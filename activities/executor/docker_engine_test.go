@@ -308,3 +308,16 @@ func TestDockerEngineChildGrader(t *testing.T) {
 		Timeout: 10 * time.Minute})
 	t.Fatalf("the grade returned (%v, timed out %v) before the parent killed it", err, res.TimedOut)
 }
+
+func TestInstanceImage(t *testing.T) {
+	for _, c := range []struct{ ns, id, want string }{
+		{"", "django__django-11099", "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"},
+		{"swerebench", "Acme__Tool-7", "swerebench/sweb.eval.x86_64.acme_1776_tool-7:latest"},
+		{"mswebench", "cli__cli-513", "mswebench/cli_m_cli:pr-513"},
+		{"mswebench", "zeromicro__go-zero-2787", "mswebench/zeromicro_m_go-zero:pr-2787"},
+	} {
+		if got := InstanceImage(c.ns, c.id); got != c.want {
+			t.Errorf("InstanceImage(%q, %q) = %q, want %q", c.ns, c.id, got, c.want)
+		}
+	}
+}
