@@ -87,7 +87,7 @@ type Grading struct {
 	// the tests run, as the harness resets the test patch's files; the row lists them) or "keep".
 	ModelTests string `json:"model_tests,omitempty"`
 	// Tests says which Python tests run: "files" (the test files of the test patch, as the SWE-bench harness does)
-	// or "listed" (exactly the FAIL_TO_PASS and PASS_TO_PASS ids; local executor only).
+	// or "listed" (exactly the FAIL_TO_PASS and PASS_TO_PASS ids; the docker executor passes them to pytest as node ids).
 	Tests string `json:"tests,omitempty"`
 	// Isolation confines the code under test of the local executor: "sandbox" (a dedicated uid in its own pid,
 	// mount and network namespaces where the worker runs as root on Linux; rows say grade_isolation) or "none" (its

@@ -199,8 +199,6 @@ func Validate(e *Experiment) []*ValidationError {
 	}
 	if g := e.Grading; g.Tests != "" && !slices.Contains(TestModes, g.Tests) {
 		add("grading.tests", g.Tests, "unknown grading.tests %q (known: %s)", g.Tests, list(TestModes))
-	} else if g.Tests == "listed" && g.Executor == "docker" {
-		add("grading.tests", g.Tests, "grading.tests %q is supported by the local executor only", g.Tests)
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Grading.TestCmd.By)) {
 		owner, name, isRepo := strings.Cut(k, "/")

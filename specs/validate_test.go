@@ -135,8 +135,6 @@ func TestValidate(t *testing.T) {
 			"ignore", false, 0, `unknown grading.model_tests "ignore" (known: drop, keep)`},
 		{"unknown tests mode", func(e *Experiment) { e.Grading.Tests = "all" }, "grading.tests", "all", false, 0,
 			`unknown grading.tests "all" (known: files, listed)`},
-		{"listed tests in docker", func(e *Experiment) { e.Grading.Executor, e.Grading.Tests = "docker", "listed" },
-			"grading.tests", "listed", false, 0, "local executor only"},
 		{"test_cmd key neither language nor repo", func(e *Experiment) {
 			e.Grading.TestCmd = TestCommand{By: map[string]string{"rust": "cargo test", "python": "pytest"}}
 		}, "grading.test_cmd.rust", "rust", true, 0, `test_cmd key "rust" is neither a language (go, python) nor`},

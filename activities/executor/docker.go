@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,20 @@ const (
 	Testbed  = "/testbed"
 	condaEnv = "testbed"
 )
+
+// InstanceImage is the image of an instance under a namespace: Multi-SWE-bench's mswebench/{org}_m_{repo}:pr-{number}
+// (read from its instance id, "{org}__{repo}-{number}"), else the SWE-bench harness's name (ImageName), which
+// SWE-rebench's swerebench namespace shares.
+func InstanceImage(namespace, instanceID string) string {
+	if namespace == "mswebench" {
+		if org, rest, ok := strings.Cut(instanceID, "__"); ok {
+			if i := strings.LastIndex(rest, "-"); i > 0 {
+				return strings.ToLower(fmt.Sprintf("mswebench/%s_m_%s:pr-%s", org, rest[:i], rest[i+1:]))
+			}
+		}
+	}
+	return ImageName(namespace, instanceID)
+}
 
 // ImageName is the harness's instance image: {namespace}/sweb.eval.x86_64.{instance id, lowercased, "__" replaced
 // by "_1776_"}:latest.
@@ -57,10 +72,6 @@ func dockerEnv() []string {
 // Run implements Executor.
 func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	var res Result
-	if r.Config.Tests == TestsListed {
-		return res, fmt.Errorf("instance %s: grading.tests %q is supported by the local executor only",
-			r.Instance.InstanceID, TestsListed)
-	}
 	bin := r.Config.Docker
 	if bin == "" {
 		bin = "docker"
@@ -92,13 +103,26 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	defer os.RemoveAll(tmp)
 	tree := filepath.Join(tmp, "files")
 
+	// Containers of graders that died (SIGKILL, a lost machine) are removed before this one starts.
+	if _, err := RemoveStaleContainers(ctx, bin); err != nil {
+		return res, err
+	}
+	image := InstanceImage(r.Config.Namespace, r.Instance.InstanceID)
+	// A missing image would make create try to pull it: checked first, so the row fails at once, saying what to do.
+	if _, err := docker("image", "inspect", "--format", "{{.Id}}", image); err != nil {
+		return res, fmt.Errorf("instance %s: image %s is not on this machine: run `docker pull %s` (or, for a "+
+			"dataset that publishes no images, `starter images build --dataset FILE`): %w",
+			r.Instance.InstanceID, image, image, err)
+	}
 	name := fmt.Sprintf("ctxlab-%s-%d", safe(r.Instance.InstanceID), time.Now().UnixNano())
 	network := r.Config.Network
 	if network == "" {
 		network = "none"
 	}
+	host, pid, runLabel := graderLabels()
 	if _, err := docker("create", "--name", name, "--network", network, "--init",
-		ImageName(r.Config.Namespace, r.Instance.InstanceID), "tail", "-f", "/dev/null"); err != nil {
+		"--label", labelHost+"="+host, "--label", labelPID+"="+pid, "--label", labelRun+"="+runLabel,
+		image, "tail", "-f", "/dev/null"); err != nil {
 		return res, err
 	}
 	defer func() {
@@ -109,6 +133,11 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	}()
 	if _, err := docker("start", name); err != nil {
 		return res, err
+	}
+	// The image's language decides the test-file rules and the default test command: Go when /testbed has a go.mod.
+	lang := LangPython
+	if _, err := docker("exec", name, "test", "-f", path.Join(Testbed, "go.mod")); err == nil {
+		lang = LangGo
 	}
 	for _, p := range paths {
 		dst := filepath.Join(tree, filepath.FromSlash(p))
@@ -128,15 +157,15 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		return res, nil
 	}
 	// The model's changes to test files never reach the container (the eval script resets the test patch's files
-	// anyway); instance images are Python, so Python's rules say what a test file is.
+	// anyway); the image's language says what else is a test file.
 	testPaths := TestFiles(r.Instance.TestPatch)
 	dropped := map[string]bool{}
 	for _, p := range rep.Files {
 		switch {
-		case contains(testPaths, p) || (IsTestFile(LangPython, p) && !r.Config.modelTestsKept()):
+		case contains(testPaths, p) || (IsTestFile(lang, p) && !r.Config.modelTestsKept()):
 			dropped[p] = true
 			res.TestFilesDropped = append(res.TestFilesDropped, p)
-		case IsTestFile(LangPython, p) && !contains(rep.Deleted, p):
+		case IsTestFile(lang, p) && !contains(rep.Deleted, p):
 			res.ModelTestFiles = append(res.ModelTestFiles, p)
 		}
 	}
@@ -160,7 +189,7 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		}
 	}
 
-	testCmd, parser := testCommand(r)
+	testCmd, parser := testCommand(r, lang)
 	script := filepath.Join(tmp, "eval.sh")
 	if err := os.WriteFile(script, []byte(EvalScript(r.Instance.BaseCommit, r.Instance.TestPatch, testCmd)), 0o755); err != nil {
 		return res, err
@@ -196,12 +225,32 @@ func Between(log string) (string, bool) {
 	return section, ok
 }
 
-// testCommand is the spec's command (Config.TestCmdFor the repository, else for Python), else the harness's for
-// Django (runtests.py with module directives), else pytest -rA on the test files, as get_test_directives builds them.
-func testCommand(r Request) (string, string) {
+// testCommand is the spec's command (Config.TestCmdFor the repository, else for the language), else the harness's
+// for Django (runtests.py with module directives), else pytest -rA on the test files, as get_test_directives builds
+// them (or, under grading.tests "listed", on exactly the FAIL_TO_PASS and PASS_TO_PASS node ids). For Go it is
+// go test -json on every package of the module: a dataset's PASS_TO_PASS may name tests of packages the test patch
+// does not touch, and every result is parsed per package (testlog.Decide).
+func testCommand(r Request, lang string) (string, string) {
 	files := TestFiles(r.Instance.TestPatch)
 	var directives []string
-	cmd := r.Config.TestCmdFor(r.Instance.Repo, LangPython)
+	cmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
+	if lang == LangGo {
+		if cmd == "" {
+			cmd = "go test -json ./..."
+		}
+		return cmd, parserFor(r.Config, cmd)
+	}
+	if r.Config.Tests == TestsListed {
+		if cmd == "" {
+			cmd = "pytest -rA"
+		}
+		for _, id := range append(append([]string{}, r.Instance.FailToPass...), r.Instance.PassToPass...) {
+			if !contains(directives, shellQuote(id)) {
+				directives = append(directives, shellQuote(id))
+			}
+		}
+		return strings.Join(append([]string{cmd}, directives...), " "), parserFor(r.Config, cmd)
+	}
 	django := r.Instance.Repo == "django/django" && cmd == ""
 	for _, f := range files {
 		if !strings.HasSuffix(f, ".py") {
@@ -256,6 +305,9 @@ func EvalScript(baseCommit, testPatch, testCmd string) string {
 	return b.String()
 }
 
+// shellQuote quotes a word for bash (test ids may hold brackets, spaces and quotes).
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -278,3 +330,77 @@ func safe(s string) string {
 }
 
 var _ Executor = Docker{}
+
+// Labels of grading containers: the machine and process of the grader, and its run (pid and process start time,
+// so a reused pid is not taken for the grader that died).
+const (
+	labelHost = "ctxlab.host"
+	labelPID  = "ctxlab.pid"
+	labelRun  = "ctxlab.run"
+)
+
+func graderLabels() (host, pid, run string) {
+	host, _ = os.Hostname()
+	p := os.Getpid()
+	return host, strconv.Itoa(p), runID(p)
+}
+
+// runID names a process run: host, pid and the process's start time (clock ticks since boot, /proc/PID/stat).
+func runID(pid int) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-%s", host, pid, startTime(pid))
+}
+
+// startTime is field 22 of /proc/PID/stat ("" when the process is gone or /proc is missing).
+func startTime(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) may hold spaces; fields after it follow its closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// RemoveStaleContainers removes the grading containers of this machine whose grader process no longer runs (it
+// was killed mid-grade, so its deferred removal never ran). It returns the names it removed.
+func RemoveStaleContainers(ctx context.Context, bin string) ([]string, error) {
+	if bin == "" {
+		bin = "docker"
+	}
+	host, _ := os.Hostname()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	ps := exec.CommandContext(cctx, bin, "ps", "-a", "--filter", "label="+labelHost+"="+host,
+		"--format", `{{.Names}}	{{.Label "`+labelPID+`"}}	{{.Label "`+labelRun+`"}}`)
+	ps.Env = dockerEnv()
+	out, err := ps.Output()
+	if err != nil {
+		return nil, fmt.Errorf("listing grading containers (docker ps): %w", err)
+	}
+	var removed []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil || runID(pid) == f[2] {
+			continue // a live grader's (this one's included)
+		}
+		rm := exec.CommandContext(cctx, bin, "rm", "-f", f[0])
+		rm.Env = dockerEnv()
+		if out, err := rm.CombinedOutput(); err != nil && !strings.Contains(string(out), "No such container") {
+			return removed, fmt.Errorf("removing stale grading container %s: %w: %s", f[0], err, bytes.TrimSpace(out))
+		}
+		removed = append(removed, f[0])
+	}
+	return removed, nil
+}

@@ -27,7 +27,7 @@ type Config struct {
 	TestCmds map[string]string `json:"test_cmds,omitempty"`
 	// ModelTests is ModelTestsDrop (or empty) or ModelTestsKeep: what becomes of the model patch's test files.
 	ModelTests string `json:"model_tests,omitempty"`
-	// Tests is TestsFiles (or empty) or TestsListed: which Python tests run (local executor).
+	// Tests is TestsFiles (or empty) or TestsListed: which Python tests run.
 	Tests string `json:"tests,omitempty"`
 	// Isolation is "sandbox" (or empty) or "none": whether the local executor confines the code under test.
 	Isolation string `json:"isolation,omitempty"`

@@ -289,10 +289,11 @@ func TestDockerWithFakeDocker(t *testing.T) {
 		}
 	}
 	calls := f.calls(t)
-	if len(calls) == 0 || calls[0].Args[0] != "create" {
+	// Before create: the sweep of dead graders' containers (ps) and the image check (image inspect).
+	if len(calls) < 3 || calls[0].Args[0] != "ps" || calls[1].Args[0] != "image" || calls[2].Args[0] != "create" {
 		t.Fatalf("calls: %v", calls)
 	}
-	create := calls[0].Args
+	create := calls[2].Args
 	image := "swebench/sweb.eval.x86_64.acme_1776_calc-1:latest"
 	if !slices.Contains(create, image) || !slices.Contains(create, "--network") ||
 		create[slices.Index(create, "--network")+1] != "none" {

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"ctxlab/activities/diff"
 	"ctxlab/activities/swebench"
+	"ctxlab/activities/testlog"
 )
 
 // A small Go module with a real bug: Add subtracts. The test patch adds TestAdd (FAIL_TO_PASS); TestMul passes before
@@ -319,11 +321,19 @@ func TestUnittestID(t *testing.T) {
 	}
 }
 
-func TestDockerRefusesListed(t *testing.T) {
-	_, err := Docker{}.Run(context.Background(), Request{Instance: calcInstance(), Patch: calcGold,
-		Config: Config{Tests: TestsListed, Docker: "/nonexistent/docker"}})
-	if err == nil || !strings.Contains(err.Error(), "local executor only") {
-		t.Errorf("err = %v", err)
+// Listed tests through docker: pytest gets exactly the FAIL_TO_PASS and PASS_TO_PASS node ids, each quoted for
+// the shell (a parametrized id holds brackets, spaces or quotes).
+func TestDockerListedPassesNodeIDs(t *testing.T) {
+	in := calcInstance()
+	in.PassToPass = append(in.PassToPass, "tests/test_mul.py::test_mul[it's 2]")
+	cmd, parser := testCommand(Request{Instance: in, Config: Config{Tests: TestsListed}}, LangPython)
+	want := `pytest -rA 'tests/test_calc.py::test_add' 'tests/test_calc.py::test_mul_zero' 'tests/test_mul.py::test_mul[it'\''s 2]'`
+	if cmd != want || parser != testlog.ParserPytest {
+		t.Errorf("command %s (%s), want %s", cmd, parser, want)
+	}
+	out, err := exec.Command("bash", "-c", "printf '%s\\n' "+strings.TrimPrefix(cmd, "pytest -rA ")).Output()
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(lines) != 3 || lines[2] != in.PassToPass[1] {
+		t.Errorf("bash reads the ids as %q (%v)", out, err)
 	}
 }
 

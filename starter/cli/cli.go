@@ -36,6 +36,8 @@ commands:
                  grade SWE-bench predictions with ctxlab's grader (no server needed)
   predictions NAME
                  export runs/NAME's patches as SWE-bench predictions JSONL, one file per model and method
+  images build --dataset FILE
+                 build instance images for the docker executor (repository at base_commit in /testbed), offline
 
 run "starter <command> -h" for a command's flags.
 `

@@ -1,0 +1,345 @@
+// Package images makes Docker images for grading offline, on machines that reach no container registry: a base
+// image per language from a Debian debootstrap folder (Debian's python3, pytest and git; for Go, the host's Go
+// toolchain copied in read-only with a warmed build cache), and instance images holding a repository at its
+// base_commit in /testbed, named as the docker grading executor looks them up. The debootstrap folder and the base
+// images are cached on the machine, keyed by their contents, so only the first build pays for them.
+package images
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Languages of base images.
+const (
+	LangGo     = "go"
+	LangPython = "python"
+)
+
+// Packages are the Debian packages of every base image beside minbase: Python's test runner and git, which the
+// harness-shaped eval script needs.
+var Packages = []string{"python3", "python3-pytest", "git", "ca-certificates"}
+
+// GoModCache is the module cache of Go images: instance images hold there the modules their repository requires,
+// since the container has no network (GOPROXY=off).
+const GoModCache = "/root/go/pkg/mod"
+
+// goImageRev changes when the Go image's recipe (its environment, the warm-up) changes, so cached ones are rebuilt.
+const goImageRev = "2"
+
+// Suite and Mirror are where debootstrap downloads from; CTXLAB_DEBIAN_MIRROR overrides the mirror.
+const Suite = "bookworm"
+
+// Mirror is Debian's mirror of debootstrap.
+func Mirror() string {
+	if m := os.Getenv("CTXLAB_DEBIAN_MIRROR"); m != "" {
+		return m
+	}
+	return "http://deb.debian.org/debian"
+}
+
+// CacheDir is where debootstrap folders are kept: CTXLAB_CACHE, else /var/cache/ctxlab when writable, else the
+// user's cache folder.
+func CacheDir() (string, error) {
+	if d := os.Getenv("CTXLAB_CACHE"); d != "" {
+		return d, os.MkdirAll(d, 0o755)
+	}
+	if err := os.MkdirAll("/var/cache/ctxlab", 0o755); err == nil {
+		if f, err := os.CreateTemp("/var/cache/ctxlab", ".probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return "/var/cache/ctxlab", nil
+		}
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	d = filepath.Join(d, "ctxlab")
+	return d, os.MkdirAll(d, 0o755)
+}
+
+// Builder runs the docker CLI.
+type Builder struct {
+	// Docker is the docker program (default "docker").
+	Docker string
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+func (b Builder) logf(format string, args ...any) {
+	if b.Log != nil {
+		fmt.Fprintf(b.Log, format+"\n", args...)
+	}
+}
+
+func (b Builder) docker(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	bin := b.Docker
+	if bin == "" {
+		bin = "docker"
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin = stdin
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err,
+			strings.TrimSpace(out.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// Exists reports whether an image is on this machine's engine.
+func (b Builder) Exists(ctx context.Context, image string) bool {
+	_, err := b.docker(ctx, nil, "image", "inspect", "--format", "{{.Id}}", image)
+	return err == nil
+}
+
+func key(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:])[:12]
+}
+
+// goroot is the host's Go toolchain folder and its version.
+func goroot() (string, string, error) {
+	out, err := exec.Command("go", "env", "GOROOT", "GOVERSION").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("go env GOROOT (a Go base image copies the host's toolchain): %w", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		return "", "", fmt.Errorf("go env GOROOT GOVERSION: unexpected output %q", out)
+	}
+	return f[0], f[1], nil
+}
+
+// BaseName is the name of ctxlab's base image of a language on this machine (it depends on the package list and,
+// for Go, on the host's Go version).
+func BaseName(lang string) (string, error) {
+	switch lang {
+	case LangPython:
+		return "ctxlab/base-python:" + key(Suite, strings.Join(Packages, ",")), nil
+	case LangGo:
+		_, version, err := goroot()
+		if err != nil {
+			return "", err
+		}
+		return "ctxlab/base-go:" + key(Suite, strings.Join(Packages, ","), version, runtime.GOARCH, goImageRev), nil
+	}
+	return "", fmt.Errorf("no base image for language %q (known: go, python)", lang)
+}
+
+// lock takes an exclusive lock on a file of the cache folder, so concurrent test processes build once.
+func lock(dir, name string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// rootfs returns the cached debootstrap folder, making it when missing.
+func (b Builder) rootfs(ctx context.Context) (string, error) {
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "debootstrap-"+Suite+"-"+key(Suite, strings.Join(Packages, ",")))
+	unlock, err := lock(cache, filepath.Base(dir))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(dir, "usr/bin/python3")); err == nil {
+		return dir, nil
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		return "", fmt.Errorf("debootstrap is not installed (apt-get install -y debootstrap): %w", err)
+	}
+	tmp := dir + ".tmp"
+	os.RemoveAll(tmp)
+	b.logf("images: debootstrap %s into %s (a few minutes, once per machine)", Suite, dir)
+	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(Packages, ","),
+		Suite, tmp, Mirror())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(tmp)
+		tail := out
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		return "", fmt.Errorf("debootstrap %s from %s: %w: %s", Suite, Mirror(), err, tail)
+	}
+	// Caches of apt hold the downloaded packages: not needed in an image.
+	os.RemoveAll(filepath.Join(tmp, "var/cache/apt/archives"))
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// Base returns ctxlab's base image of a language, building it when the engine lacks it.
+func (b Builder) Base(ctx context.Context, lang string) (string, error) {
+	name, err := BaseName(lang)
+	if err != nil {
+		return "", err
+	}
+	if b.Exists(ctx, name) {
+		return name, nil
+	}
+	rootfs, err := b.rootfs(ctx)
+	if err != nil {
+		return "", err
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	unlock, err := lock(cache, "image-"+strings.NewReplacer("/", "_", ":", "_").Replace(name))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if b.Exists(ctx, name) {
+		return name, nil
+	}
+	start := time.Now()
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	if lang == LangPython {
+		if err := b.importDir(ctx, rootfs, name, env); err != nil {
+			return "", err
+		}
+		b.logf("images: built %s in %s", name, time.Since(start).Round(time.Second))
+		return name, nil
+	}
+	gr, _, err := goroot()
+	if err != nil {
+		return "", err
+	}
+	// The Go image: the rootfs with the host's toolchain in /usr/local/go, read-only; no C compiler, so no cgo;
+	// no network, so no module downloads and no toolchain switch.
+	env = []string{"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"LANG=C.UTF-8", "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOPROXY=off", "GOSUMDB=off", "GOFLAGS=-mod=mod",
+		"GOCACHE=/root/.cache/go-build", "GOMODCACHE=" + GoModCache, "HOME=/root"}
+	stageName := strings.Replace(name, ":", "-stage:", 1)
+	if err := b.importWithGo(ctx, rootfs, gr, stageName, env); err != nil {
+		return "", err
+	}
+	defer b.docker(context.WithoutCancel(ctx), nil, "image", "rm", "-f", stageName)
+	// Warm the build cache with the standard library a small module's tests use, so grading does not compile it.
+	ctr := "ctxlab-warm-" + key(name, fmt.Sprint(time.Now().UnixNano()))
+	warm := `set -e; mkdir -p /tmp/warm && cd /tmp/warm && printf 'module warm\ngo 1.21\n' > go.mod &&
+printf 'package warm\nimport (\n"encoding/json"\n"fmt"\n"os"\n"sort"\n"strconv"\n"strings"\n"errors"\n"bytes"\n"io"\n"time"\n"sync"\n"regexp"\n"math"\n"unicode"\n"path/filepath"\n)\nvar _ = []any{json.Marshal, fmt.Sprint, os.Exit, sort.Ints, strconv.Itoa, strings.Cut, errors.New, bytes.NewReader, io.Copy, time.Now, sync.NewCond, regexp.MustCompile, math.Abs, unicode.IsDigit, filepath.Join}\n' > warm.go &&
+printf 'package warm\nimport "testing"\nfunc TestWarm(t *testing.T) {}\n' > warm_test.go &&
+go test -json ./... >/dev/null && go vet ./... && cd / && rm -rf /tmp/warm`
+	if _, err := b.docker(ctx, nil, "run", "--name", ctr, "--network", "none", stageName, "/bin/bash", "-c", warm); err != nil {
+		b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", ctr)
+		return "", fmt.Errorf("warming the Go build cache of %s: %w", name, err)
+	}
+	defer b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", ctr)
+	if _, err := b.docker(ctx, nil, "commit", "--change", "CMD [\"/bin/bash\"]", ctr, name); err != nil {
+		return "", err
+	}
+	b.logf("images: built %s in %s", name, time.Since(start).Round(time.Second))
+	return name, nil
+}
+
+// importDir imports a folder as an image, with the given environment.
+func (b Builder) importDir(ctx context.Context, dir, name string, env []string) error {
+	tar := exec.CommandContext(ctx, "tar", "-C", dir, "-c", ".")
+	return b.importTar(ctx, tar, name, env)
+}
+
+// importWithGo imports the rootfs with the Go toolchain at usr/local/go, through one tar stream (the rootfs is
+// shared between images and stays untouched).
+func (b Builder) importWithGo(ctx context.Context, rootfs, gr, name string, env []string) error {
+	stage, err := os.MkdirTemp("", "ctxlab-goroot-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage)
+	dst := filepath.Join(stage, "usr/local/go")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	// Only what building and testing need: no api, doc, test or misc folders.
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, part := range []string{"bin", "pkg", "src", "lib", "go.env", "VERSION"} {
+		if _, err := os.Stat(filepath.Join(gr, part)); err != nil {
+			continue
+		}
+		if out, err := exec.CommandContext(ctx, "cp", "-a", filepath.Join(gr, part), dst+"/").CombinedOutput(); err != nil {
+			return fmt.Errorf("copying %s of the Go toolchain: %w: %s", part, err, out)
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "chmod", "-R", "a-w", dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("making the Go toolchain read-only: %w: %s", err, out)
+	}
+	// One tar stream with two roots: the shared rootfs stays untouched.
+	tar := exec.CommandContext(ctx, "tar", "-c", "-C", rootfs, ".", "-C", stage, "./usr/local/go")
+	return b.importTar(ctx, tar, name, env)
+}
+
+func (b Builder) importTar(ctx context.Context, tar *exec.Cmd, name string, env []string) error {
+	pipe, err := tar.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var tarErr bytes.Buffer
+	tar.Stderr = &tarErr
+	if err := tar.Start(); err != nil {
+		return err
+	}
+	args := []string{"import"}
+	for _, e := range env {
+		args = append(args, "--change", "ENV "+e)
+	}
+	args = append(args, "--change", `CMD ["/bin/bash"]`, "-", name)
+	_, err = b.docker(ctx, pipe, args...)
+	werr := tar.Wait()
+	if err != nil {
+		return fmt.Errorf("importing %s: %w", name, err)
+	}
+	if werr != nil {
+		return fmt.Errorf("tar for %s: %w: %s", name, werr, tarErr.String())
+	}
+	return nil
+}
+
+// Instance builds an image holding repoDir (a git repository checked out at the instance's base_commit) at
+// /testbed, on a base image; extra maps more folders of the image to host folders copied there (a module cache).
+func (b Builder) Instance(ctx context.Context, base, repoDir, name string, extra map[string]string) error {
+	ctr := "ctxlab-build-" + key(name, fmt.Sprint(time.Now().UnixNano()))
+	if _, err := b.docker(ctx, nil, "create", "--name", ctr, "--network", "none", base, "/bin/true"); err != nil {
+		return fmt.Errorf("image %s: %w", name, err)
+	}
+	defer b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", ctr)
+	if _, err := b.docker(ctx, nil, "cp", filepath.Clean(repoDir)+"/.", ctr+":/testbed"); err != nil {
+		return fmt.Errorf("image %s: copying the repository: %w", name, err)
+	}
+	for dst, src := range extra {
+		if _, err := b.docker(ctx, nil, "cp", filepath.Clean(src)+"/.", ctr+":"+dst); err != nil {
+			return fmt.Errorf("image %s: copying %s: %w", name, dst, err)
+		}
+	}
+	if _, err := b.docker(ctx, nil, "commit", "--change", "WORKDIR /testbed", "--change", `CMD ["/bin/bash"]`, ctr, name); err != nil {
+		return fmt.Errorf("image %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"ctxlab/activities/executor"
+	"ctxlab/activities/repo"
+	"ctxlab/activities/swebench"
+	"ctxlab/internal/images"
+	"ctxlab/specs"
+)
+
+func init() {
+	commands["images"] = func(args []string, stdout, stderr io.Writer) int {
+		if len(args) == 0 || args[0] != "build" {
+			return usageError(errors.New("usage: starter images build --dataset FILE [--base IMAGE] [--namespace NS]"), stderr)
+		}
+		o, err := parseImagesBuild(args[1:], stderr)
+		if err != nil {
+			return usageError(err, stderr)
+		}
+		return buildImages(o, stdout, stderr)
+	}
+}
+
+type imagesBuildOptions struct {
+	dataset, base, namespace, repos, goproxy, docker string
+	instances                                        map[string]bool
+	rebuild                                          bool
+}
+
+func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, error) {
+	var o imagesBuildOptions
+	fs := flag.NewFlagSet("images build", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.dataset, "dataset", "", "SWE-bench-format dataset `FILE` whose instances get images")
+	fs.StringVar(&o.base, "base", "", "base `IMAGE` (default: ctxlab's offline base image of the repository's language, built from a debootstrap folder)")
+	fs.StringVar(&o.namespace, "namespace", "", "image namespace, as grading.namespace / starter grade --namespace name it (default swebench)")
+	fs.StringVar(&o.repos, "repos", specs.DefaultRepos, "each instance's repository: a folder or git URL `TEMPLATE` ({repo}, {owner}, {name}, {dataset_dir})")
+	fs.StringVar(&o.goproxy, "goproxy", "", "GOPROXY the Go modules a repository requires are downloaded from into its image (`URL`; {dataset_dir} is the dataset's folder; default: the environment's)")
+	fs.StringVar(&o.docker, "docker", "docker", "docker `PROGRAM`")
+	only := fs.String("instances", "", "comma-separated instance `IDS` to build (default: all)")
+	fs.BoolVar(&o.rebuild, "rebuild", false, "rebuild images that exist already")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: starter images build --dataset FILE [--base IMAGE] [--namespace NS] [flags]")
+		fs.PrintDefaults()
+	}
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return o, err
+	}
+	if len(rest) > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", rest)
+	}
+	if o.dataset == "" {
+		return o, errors.New("--dataset is required")
+	}
+	if *only != "" {
+		o.instances = map[string]bool{}
+		for _, id := range strings.Split(*only, ",") {
+			o.instances[strings.TrimSpace(id)] = true
+		}
+	}
+	return o, nil
+}
+
+// buildImages makes an instance image per dataset row: the repository at base_commit in /testbed (with, for Go,
+// the modules it requires in the module cache, since containers have no network), on the base image, under the
+// name the docker executor looks up (executor.InstanceImage).
+func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rows, err := swebench.ReadFile(o.dataset)
+	if err != nil {
+		fmt.Fprintf(stderr, "starter images build: %v\n", err)
+		return exitUsage
+	}
+	datasetDir, err := filepath.Abs(filepath.Dir(o.dataset))
+	if err != nil {
+		fmt.Fprintf(stderr, "starter images build: %v\n", err)
+		return exitUsage
+	}
+	for id := range o.instances {
+		if !containsInstance(rows, id) {
+			fmt.Fprintf(stderr, "starter images build: instance %s is not in %s\n", id, o.dataset)
+			return exitUsage
+		}
+	}
+	b := images.Builder{Docker: o.docker, Log: stderr}
+	bases := map[string]string{}
+	failed := 0
+	for _, in := range rows {
+		if o.instances != nil && !o.instances[in.InstanceID] {
+			continue
+		}
+		name := executor.InstanceImage(o.namespace, in.InstanceID)
+		if !o.rebuild && b.Exists(ctx, name) {
+			fmt.Fprintf(stdout, "%s\t%s\texists\n", in.InstanceID, name)
+			continue
+		}
+		start := time.Now()
+		if err := buildInstanceImage(ctx, o, b, bases, in, datasetDir, name); err != nil {
+			fmt.Fprintf(stderr, "starter images build: instance %s: %v\n", in.InstanceID, err)
+			failed++
+			continue
+		}
+		fmt.Fprintf(stdout, "%s\t%s\tbuilt in %s\n", in.InstanceID, name, time.Since(start).Round(100*time.Millisecond))
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "starter images build: %d image(s) failed\n", failed)
+		return exitFail
+	}
+	return exitOK
+}
+
+func containsInstance(rows []swebench.Instance, id string) bool {
+	for _, in := range rows {
+		if in.InstanceID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func buildInstanceImage(ctx context.Context, o imagesBuildOptions, b images.Builder, bases map[string]string,
+	in swebench.Instance, datasetDir, name string) error {
+	tmp, err := os.MkdirTemp("", "ctxlab-image-")
+	if err != nil {
+		return err
+	}
+	defer removeAllWritable(tmp)
+	src := repo.SourceFor(o.repos, in, datasetDir)
+	dir := filepath.Join(tmp, "testbed")
+	if out, err := exec.CommandContext(ctx, "git", "clone", "-q", "--no-checkout", src, dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("git clone %s: %w: %s", src, err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "checkout", "-q", "--detach", in.BaseCommit).CombinedOutput(); err != nil {
+		return fmt.Errorf("git checkout %s in %s: %w: %s", in.BaseCommit, src, err, out)
+	}
+	lang := executor.LanguageOf(dir)
+	extra := map[string]string{}
+	if lang == executor.LangGo {
+		// The modules the repository requires, downloaded on this side into the image's module cache.
+		gopath := filepath.Join(tmp, "gopath")
+		cmd := exec.CommandContext(ctx, "go", "mod", "download", "all")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOMODCACHE="+filepath.Join(gopath, "pkg", "mod"), "GOFLAGS=-mod=mod",
+			"GOSUMDB=off", "GOTOOLCHAIN=local")
+		if o.goproxy != "" {
+			cmd.Env = append(cmd.Env, "GOPROXY="+strings.ReplaceAll(o.goproxy, "{dataset_dir}", datasetDir))
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go mod download in %s at %s: %w: %s", in.Repo, in.BaseCommit, err, out)
+		}
+		if _, err := os.Stat(gopath); err == nil {
+			extra[strings.TrimSuffix(images.GoModCache, "/pkg/mod")] = gopath
+		}
+	}
+	base := o.base
+	if base == "" {
+		if base = bases[lang]; base == "" {
+			if base, err = b.Base(ctx, lang); err != nil {
+				return err
+			}
+			bases[lang] = base
+		}
+	}
+	return b.Instance(ctx, base, dir, name, extra)
+}
+
+// removeAllWritable removes a folder holding a Go module cache, whose files and folders are read-only.
+func removeAllWritable(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
