@@ -299,7 +299,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req ChatRequest
-	err := json.NewDecoder(r.Body).Decode(&req)
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		// A body cut short (its client killed while sending) is no call: a real endpoint bills none, and counting it
+		// would make a killed sweep look as if it had asked a question it never finished asking.
+		if s.authorize(w, r) {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body is not JSON: "+err.Error())
+		}
+		return
+	}
 	req.TaskName = r.Header.Get(TaskHeader)
 	task := req.Task()
 	s.mu.Lock()
@@ -330,10 +337,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if !s.authorize(w, r) {
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "the body is not JSON: "+err.Error())
 		return
 	}
 	if fail != 0 {

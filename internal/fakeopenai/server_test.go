@@ -348,3 +348,19 @@ func TestEchoKey(t *testing.T) {
 		t.Error("the server holds a key in clear")
 	}
 }
+
+// A body cut short by a client killed while sending is answered 400 and counted as no call and no request.
+func TestTruncatedBodyIsNoCall(t *testing.T) {
+	s := New()
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	res, err := http.Post(ts.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"Loca`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || s.Calls() != 0 || len(s.Requests()) != 0 {
+		t.Errorf("status %d, %d calls, %d requests; want 400 and none", res.StatusCode, s.Calls(), len(s.Requests()))
+	}
+}
