@@ -516,22 +516,33 @@ func answerDiffLines(text string) []string {
 	return lines
 }
 
+// hunkLines follows a hunk through the lines its header announces.
+type hunkLines struct{ old, new int }
+
+// take reports whether line is a hunk header or a line of the open hunk, counting it; any other line closes it.
+func (h *hunkLines) take(line string) bool {
+	if h.old > 0 || h.new > 0 {
+		if o, n, ok := diff.HunkLineCounts(line); ok {
+			h.old, h.new = h.old-o, h.new-n
+			return true
+		}
+		h.old, h.new = 0, 0
+	}
+	if o, n, ok := diff.HunkCounts(line); ok {
+		h.old, h.new = o, n
+		return true
+	}
+	return false
+}
+
 // diffFences returns the [start, end) line ranges of the bodies of the answer's fenced blocks. Inside a block, the
 // lines a hunk header announces are the hunk's even when they look like a closing fence (" ```" is a context line of
 // a markdown file). An unclosed block runs to the end.
 func diffFences(lines []string) [][2]int {
 	var out [][2]int
-	remOld, remNew := 0, 0 // lines left in a hunk of a bare diff, which no fence opens inside
+	var hunk hunkLines // a hunk of a bare diff, which no fence opens inside
 	for i := 0; i < len(lines); i++ {
-		if remOld > 0 || remNew > 0 {
-			if o, n, ok := diff.HunkLineCounts(lines[i]); ok {
-				remOld, remNew = remOld-o, remNew-n
-				continue
-			}
-			remOld, remNew = 0, 0
-		}
-		if o, n, ok := diff.HunkCounts(lines[i]); ok {
-			remOld, remNew = o, n
+		if hunk.take(lines[i]) {
 			continue
 		}
 		t := strings.TrimSpace(lines[i])
@@ -542,15 +553,7 @@ func diffFences(lines []string) [][2]int {
 		start := i + 1
 		end := len(lines)
 		for j := start; j < len(lines); j++ {
-			if remOld > 0 || remNew > 0 {
-				if o, n, ok := diff.HunkLineCounts(lines[j]); ok {
-					remOld, remNew = remOld-o, remNew-n
-					continue
-				}
-				remOld, remNew = 0, 0
-			}
-			if o, n, ok := diff.HunkCounts(lines[j]); ok {
-				remOld, remNew = o, n
+			if hunk.take(lines[j]) {
 				continue
 			}
 			if c := strings.TrimSpace(lines[j]); strings.HasPrefix(c, fence) && strings.Trim(c, fence[:1]) == "" {
@@ -560,7 +563,7 @@ func diffFences(lines []string) [][2]int {
 		}
 		out = append(out, [2]int{start, end})
 		i = end
-		remOld, remNew = 0, 0
+		hunk = hunkLines{}
 	}
 	return out
 }

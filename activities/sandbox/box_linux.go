@@ -99,10 +99,7 @@ func New(worktree string, o Options) (*Box, error) {
 	}
 	b.hide = o.Hide
 	if b.hide == nil {
-		b.hide = slices.Clone(HiddenDefault)
-		if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) != "/" {
-			b.hide = append(b.hide, home)
-		}
+		b.hide = defaultHidden()
 	}
 	for _, list := range []struct {
 		in  []string
@@ -179,29 +176,44 @@ func chownTree(dir string, uid, gid int) error {
 	return nil
 }
 
-// reachable checks that the dedicated uid can walk down to dir: each ancestor not under a hidden folder (those are
-// recreated world-searchable inside the namespace) must be searchable by others.
-func (b *Box) reachable(dir string) error {
+// reachable checks that the dedicated uid can walk down to dir (see Reachable).
+func (b *Box) reachable(dir string) error { return reachableUnder(dir, b.hide, b.uid) }
+
+// Reachable says whether a Box made with default Options lets its commands walk down to dir: every ancestor that
+// no hidden folder covers (those are recreated world-searchable inside the namespace) is searchable by others.
+// Callers use it to leave out an optional read-only folder rather than fail New.
+func Reachable(dir string) bool { return reachableUnder(dir, defaultHidden(), DefaultUID) == nil }
+
+// defaultHidden is HiddenDefault plus the grader's home.
+func defaultHidden() []string {
+	hide := slices.Clone(HiddenDefault)
+	if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) != "/" {
+		hide = append(hide, home)
+	}
+	return hide
+}
+
+func reachableUnder(dir string, hide []string, uid int) error {
 	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
-		if b.underHidden(p) == "" {
+		if underHidden(hide, p) == "" {
 			fi, err := os.Stat(p)
 			if err != nil {
 				return fmt.Errorf("sandbox: %s: %w", p, err)
 			}
 			if fi.Mode().Perm()&0o001 == 0 {
 				return fmt.Errorf("sandbox: uid %d cannot reach %s: %s is not searchable by others (mode %v)",
-					b.uid, dir, p, fi.Mode().Perm())
+					uid, dir, p, fi.Mode().Perm())
 			}
 		}
-		if p == "/" {
+		if p == "/" || p == "." {
 			return nil
 		}
 	}
 }
 
 // underHidden returns the hidden folder that p is (or lies under), or "".
-func (b *Box) underHidden(p string) string {
-	for _, h := range b.hide {
+func underHidden(hide []string, p string) string {
+	for _, h := range hide {
 		if p == h || strings.HasPrefix(p, h+"/") {
 			return h
 		}

@@ -213,7 +213,7 @@ func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
 			dirs = append(dirs, homeFolderOf(o.Command[0])...)
 		}
 		for _, d := range dirs {
-			if fi, err := os.Stat(d); err == nil && fi.IsDir() && reachable(d) {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() && sandbox.Reachable(d) {
 				so.ReadOnly = append(so.ReadOnly, d)
 			}
 		}
@@ -246,29 +246,6 @@ func homeFolderOf(prog string) []string {
 		}
 	}
 	return dirs
-}
-
-// reachable says whether the sandbox's uid can walk down to dir: every ancestor is searchable by others or lies
-// under a folder the sandbox recreates (its hidden folders and the worker's home). An unreachable convenience folder
-// (a build cache under another user's home) is left out rather than failing the run.
-func reachable(dir string) bool {
-	hidden := append([]string{}, sandbox.HiddenDefault...)
-	if home, err := os.UserHomeDir(); err == nil && home != "/" {
-		hidden = append(hidden, home)
-	}
-	for p := filepath.Dir(dir); p != "/" && p != "."; p = filepath.Dir(p) {
-		under := false
-		for _, h := range hidden {
-			under = under || p == h || strings.HasPrefix(p, h+"/")
-		}
-		if under {
-			continue
-		}
-		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o001 == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func evalSymlinks(p string) string {
