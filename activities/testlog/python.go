@@ -17,7 +17,8 @@ const (
 	ParserNone = "none"
 )
 
-// Parse reads a test log with the named parser.
+// Parse reads a test log with the named parser: gotest, pytest, unittest, none, or one of the SWE-bench harness's
+// (HarnessParser: "parse_log_django", a per-repository alias, or a repository).
 func Parse(parser string, r io.Reader) (Report, error) {
 	switch parser {
 	case ParserPytest:
@@ -27,9 +28,11 @@ func Parse(parser string, r io.Reader) (Report, error) {
 	case ParserNone:
 		_, err := io.Copy(io.Discard, r)
 		return Report{Tests: map[string][]TestResult{}}, err
-	default:
-		return ParseGoTestJSON(r)
 	}
+	if _, ok := HarnessParser(parser); ok {
+		return ParseHarness(parser, r)
+	}
+	return ParseGoTestJSON(r)
 }
 
 // pytest statuses as SWE-bench reads them; XFAIL counts as a pass there, XPASS is not a pass.
