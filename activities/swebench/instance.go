@@ -27,6 +27,12 @@ type Instance struct {
 	EnvironmentSetupCommit string `json:"environment_setup_commit,omitempty"`
 	CreatedAt              string `json:"created_at,omitempty"`
 	HintsText              string `json:"hints_text,omitempty"`
+	// InstallConfig is a SWE-rebench row's own harness spec (its test command and log parser, ...); nil for rows
+	// graded by SWE-bench's per-repository table.
+	InstallConfig *InstallConfig `json:"install_config,omitempty"`
+	// Image is the row's own instance image (SWE-rebench's docker_image, or image_name), used instead of the name
+	// ctxlab derives from the instance id.
+	Image string `json:"docker_image,omitempty"`
 	// Format is FormatMultiSWEBench for rows converted from Multi-SWE-bench (whose images and predictions are named
 	// by org, repo and number; see ParseMultiSWEBenchID), empty for SWE-bench rows.
 	Format string `json:"format,omitempty"`
@@ -68,6 +74,49 @@ func (t TestList) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(string(inner))
+}
+
+// InstallConfig is the part of a SWE-rebench row's install_config that grading needs: SWE-rebench's fork of the
+// harness (SWE-rebench/SWE-bench-fork, swebench/harness/test_spec/test_spec.py make_test_spec) uses it in place of
+// SWE-bench's per-repository table, and grading.py get_logs_eval picks the parser by its log_parser.
+type InstallConfig struct {
+	// TestCmd is the test command; the test patch's files are appended to its last command. A list (some rows
+	// hold one) runs its commands in order, and the harness grades the output of the last.
+	TestCmd TestCommands `json:"test_cmd,omitempty"`
+	// LogParser names a harness parser ("parse_log_pytest") or a repository whose parser to use.
+	LogParser string `json:"log_parser,omitempty"`
+	// Install runs again before the tests, as in the harness's eval script; EvalCommands run first of all.
+	Install      string   `json:"install,omitempty"`
+	EvalCommands []string `json:"eval_commands,omitempty"`
+}
+
+// TestCommands is a test command, written as a string or a list of strings.
+type TestCommands []string
+
+// UnmarshalJSON accepts a string or a list of strings.
+func (c *TestCommands) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*c = nil
+		if strings.TrimSpace(s) != "" {
+			*c = TestCommands{s}
+		}
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("want a command or a list of commands, got %.40s", b)
+	}
+	*c = list
+	return nil
+}
+
+// MarshalJSON writes one command as a string, several as a list.
+func (c TestCommands) MarshalJSON() ([]byte, error) {
+	if len(c) == 1 {
+		return json.Marshal(c[0])
+	}
+	return json.Marshal([]string(c))
 }
 
 // RowError names the row of a dataset file at fault: its line in a JSONL file, or its position in a JSON list or a

@@ -290,8 +290,8 @@ func formatOf(fields map[string]json.RawMessage) string {
 	return ""
 }
 
-// decodeSWEBench decodes the fields ctxlab keeps, one at a time so that an error names its field; other fields
-// (SWE-rebench's install_config, image names, ...) are ignored, and absent or null optional fields stay empty.
+// decodeSWEBench decodes the fields ctxlab keeps, one at a time so that an error names its field (SWE-rebench's
+// install_config and image field included); other fields are ignored, and absent or null optional fields stay empty.
 func decodeSWEBench(r rawRow) (Instance, error) {
 	var in Instance
 	if err := decodeString(r.fields["instance_id"], &in.InstanceID); err != nil {
@@ -320,7 +320,49 @@ func decodeSWEBench(r rawRow) (Instance, error) {
 			}
 		}
 	}
+	cfg, err := decodeInstallConfig(r.fields["install_config"])
+	if err != nil {
+		return in, r.fail(in.InstanceID, "install_config", err)
+	}
+	in.InstallConfig = cfg
+	// The row's own image: SWE-rebench names it docker_image (image_name in other exports); the first non-empty.
+	for _, name := range imageFields {
+		if err := decodeString(r.fields[name], &in.Image); err != nil {
+			return in, r.fail(in.InstanceID, name, err)
+		}
+		if in.Image = strings.TrimSpace(in.Image); in.Image != "" {
+			break
+		}
+	}
 	return in, nil
+}
+
+// imageFields are the fields that may hold a row's own instance image, in the order they are tried.
+var imageFields = []string{"docker_image", "image_name"}
+
+// decodeInstallConfig reads SWE-rebench's install_config: an object (JSONL, or a parquet struct column), or a
+// string holding one (a parquet string column). Absent, null or empty is nil; so is a config with neither a test command nor a log parser,
+// which leaves the row to SWE-bench's table.
+func decodeInstallConfig(raw json.RawMessage) (*InstallConfig, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if strings.TrimSpace(s) == "" {
+			return nil, nil
+		}
+		raw = []byte(s)
+	}
+	var cfg InstallConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("want an object with test_cmd and log_parser: %w", err)
+	}
+	if len(cfg.TestCmd) == 0 && cfg.LogParser == "" {
+		return nil, nil
+	}
+	return &cfg, nil
 }
 
 // decodeString reads a string field; absent and null are empty, and a number (a version such as 3.0 written by a
