@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"ctxlab/activities/diff"
+	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
 	"ctxlab/activities/testrun"
 )
@@ -40,6 +42,15 @@ func InstanceImage(namespace, instanceID string) string {
 		}
 	}
 	return ImageName(namespace, instanceID)
+}
+
+// ImageOf is the image an instance is graded in: the row's own image when it names one (SWE-rebench's
+// docker_image), else InstanceImage under the namespace.
+func ImageOf(namespace string, in swebench.Instance) string {
+	if img := strings.TrimSpace(in.Image); img != "" {
+		return img
+	}
+	return InstanceImage(namespace, in.InstanceID)
 }
 
 // ImageName is the harness's instance image: {namespace}/sweb.eval.x86_64.{instance id, lowercased, "__" replaced
@@ -107,7 +118,7 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	if _, err := RemoveStaleContainers(ctx, bin); err != nil {
 		return res, err
 	}
-	image := InstanceImage(r.Config.Namespace, r.Instance.InstanceID)
+	image := ImageOf(r.Config.Namespace, r.Instance)
 	// A missing image would make create try to pull it: checked first, so the row fails at once, saying what to do.
 	if _, err := docker("image", "inspect", "--format", "{{.Id}}", image); err != nil {
 		return res, fmt.Errorf("instance %s: image %s is not on this machine: run `docker pull %s` (or, for a "+
@@ -189,9 +200,12 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		}
 	}
 
-	testCmd, parser := testCommand(r, lang)
+	plan := evalPlan(r, lang)
+	parser := plan.Parser
+	eval := Eval{BaseCommit: r.Instance.BaseCommit, TestPatch: r.Instance.TestPatch, TestCmd: plan.Cmd,
+		Install: plan.Install, EvalCommands: plan.EvalCommands}
 	script := filepath.Join(tmp, "eval.sh")
-	if err := os.WriteFile(script, []byte(EvalScript(r.Instance.BaseCommit, r.Instance.TestPatch, testCmd)), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte(eval.Script()), 0o755); err != nil {
 		return res, err
 	}
 	if _, err := docker("cp", script, name+":/eval.sh"); err != nil {
@@ -225,20 +239,63 @@ func Between(log string) (string, bool) {
 	return section, ok
 }
 
-// testCommand is the spec's command (Config.TestCmdFor the repository, else for the language), else the harness's
-// for Django (runtests.py with module directives), else pytest -rA on the test files, as get_test_directives builds
-// them (or, under grading.tests "listed", on exactly the FAIL_TO_PASS and PASS_TO_PASS node ids). For Go it is
-// go test -json on every package of the module: a dataset's PASS_TO_PASS may name tests of packages the test patch
-// does not touch, and every result is parsed per package (testlog.Decide).
+// testPlan is what an eval script runs for an instance and how its log is read.
+type testPlan struct {
+	Cmd, Parser string
+	// Install and EvalCommands come from a harness spec (HarnessSpec).
+	Install      string
+	EvalCommands []string
+	// Source says where the command came from: "config", "install_config", "table" or "default".
+	Source string
+}
+
+// testCommand is evalPlan's command and parser.
 func testCommand(r Request, lang string) (string, string) {
+	p := evalPlan(r, lang)
+	return p.Cmd, p.Parser
+}
+
+// evalPlan chooses the test command and parser, first match wins:
+//   - the spec's command (Config.TestCmdFor the repository, else for the language);
+//   - for Python, the instance's harness spec (InstanceSpec: a SWE-rebench row's install_config, else SWE-bench's
+//     per-repository table), run on the harness's test directives (TestDirectives), with the spec's install and
+//     eval commands, as make_eval_script_list_py does; grading.tests "listed" does not apply, since those
+//     repositories' test names (Django's, sympy's, or pytest ids cut at a space) are no command-line arguments;
+//   - the defaults: Django's runtests.py with module directives, else pytest -rA on the test files (or, under
+//     grading.tests "listed", on exactly the FAIL_TO_PASS and PASS_TO_PASS node ids); for Go, go test -json on
+//     every package of the module, since a dataset's PASS_TO_PASS may name tests of packages the test patch does
+//     not touch, and every result is parsed per package (testlog.Decide).
+//
+// The parser is Config.LogParser when set, else the harness spec's, else chosen from the command (parserFor).
+func evalPlan(r Request, lang string) testPlan {
 	files := TestFiles(r.Instance.TestPatch)
 	var directives []string
 	cmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
+	plan := func(cmd, source string) testPlan {
+		return testPlan{Cmd: cmd, Parser: parserFor(r.Config, cmd), Source: source}
+	}
 	if lang == LangGo {
 		if cmd == "" {
-			cmd = "go test -json ./..."
+			return plan("go test -json ./...", "default")
 		}
-		return cmd, parserFor(r.Config, cmd)
+		return plan(cmd, "config")
+	}
+	if cmd == "" {
+		if spec, source, ok := InstanceSpec(r.Instance); ok {
+			cmds := slices.Clone(spec.TestCmd)
+			last := len(cmds) - 1
+			cmds[last] = strings.Join(append([]string{cmds[last]}, TestDirectives(r.Instance.Repo, r.Instance.TestPatch)...), " ")
+			p := plan(strings.Join(cmds, "\n"), source)
+			if r.Config.LogParser == "" && spec.Parser != "" {
+				p.Parser = spec.Parser
+			}
+			p.Install, p.EvalCommands = spec.Install, spec.EvalCommands
+			return p
+		}
+	}
+	source := "config"
+	if cmd == "" {
+		source = "default"
 	}
 	if r.Config.Tests == TestsListed {
 		if cmd == "" {
@@ -249,7 +306,7 @@ func testCommand(r Request, lang string) (string, string) {
 				directives = append(directives, shellQuote(id))
 			}
 		}
-		return strings.Join(append([]string{cmd}, directives...), " "), parserFor(r.Config, cmd)
+		return plan(strings.Join(append([]string{cmd}, directives...), " "), source)
 	}
 	django := r.Instance.Repo == "django/django" && cmd == ""
 	for _, f := range files {
@@ -265,44 +322,89 @@ func testCommand(r Request, lang string) (string, string) {
 	switch {
 	case cmd != "":
 	case django:
-		cmd = "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1"
+		cmd = testDjango
 	default:
 		cmd = "pytest -rA"
 	}
-	return strings.Join(append([]string{cmd}, directives...), " "), parserFor(r.Config, cmd)
+	return plan(strings.Join(append([]string{cmd}, directives...), " "), source)
 }
 
-// EvalScript is the harness's eval script shape (make_eval_script_list): record the state, reset the test files,
-// apply the test patch, run the tests between the markers, reset the test files again.
+// condaActivate activates the harness images' conda environment, only where there is one: images ctxlab builds
+// (Debian's python3, no conda) would otherwise print errors into every log.
+var condaActivate = fmt.Sprintf("if [ -f %[1]s ]; then source %[1]s && conda activate %[2]s; fi", condaActivateScript, condaEnv)
+
+const condaActivateScript = "/opt/miniconda3/bin/activate"
+
+// Eval is one eval script, in the harness's shape (make_eval_script_list_py in swebench/harness/test_spec/python.py):
+// activate the environment, run the spec's eval commands, record the state, run the spec's install command, reset
+// the test patch's files, apply the test patch, run the tests between the markers, reset the test files again.
+type Eval struct {
+	BaseCommit, TestPatch string
+	// TestCmd is the whole test command, directives included.
+	TestCmd string
+	// Install and EvalCommands come from the harness spec, when there is one.
+	Install      string
+	EvalCommands []string
+}
+
+// EvalScript is the eval script of a test command with no harness spec.
 func EvalScript(baseCommit, testPatch, testCmd string) string {
-	files := strings.Join(TestFiles(testPatch), " ")
-	reset := fmt.Sprintf("git checkout %s %s", baseCommit, files)
-	var b strings.Builder
-	lines := []string{
-		"#!/bin/bash",
-		"set -uxo pipefail",
-		"source /opt/miniconda3/bin/activate",
-		"conda activate " + condaEnv,
-		"cd " + Testbed,
-		"git config --global --add safe.directory " + Testbed,
-		"cd " + Testbed,
+	return Eval{BaseCommit: baseCommit, TestPatch: testPatch, TestCmd: testCmd}.Script()
+}
+
+// Script renders the eval script. Files the test patch modifies are checked out at base_commit before and after
+// the tests, files it creates are removed (the harness's reset commands since its fix for new files).
+func (e Eval) Script() string {
+	modified, created := resetFiles(e.TestPatch)
+	var reset []string
+	if len(modified) > 0 {
+		reset = append(reset, "git checkout "+e.BaseCommit+" "+quoteAll(modified))
+	}
+	if len(created) > 0 {
+		reset = append(reset, "rm -f "+quoteAll(created))
+	}
+	lines := []string{"#!/bin/bash", "set -uxo pipefail", condaActivate, "cd " + Testbed}
+	lines = append(lines, e.EvalCommands...)
+	lines = append(lines,
+		"git config --global --add safe.directory "+Testbed,
+		"cd "+Testbed,
 		"git status",
 		"git show",
-		"git -c core.fileMode=false diff " + baseCommit,
-		"source /opt/miniconda3/bin/activate",
-		"conda activate " + condaEnv,
-		reset,
-		"git apply -v - <<'" + heredoc + "'\n" + strings.TrimRight(testPatch, "\n") + "\n" + heredoc,
-		": '" + StartTestOutput + "'",
-		testCmd,
-		": '" + EndTestOutput + "'",
-		reset,
+		"git -c core.fileMode=false diff "+e.BaseCommit,
+		condaActivate,
+	)
+	if strings.TrimSpace(e.Install) != "" {
+		lines = append(lines, e.Install)
 	}
+	lines = append(lines, reset...)
+	lines = append(lines,
+		"git apply -v - <<'"+heredoc+"'\n"+strings.TrimRight(e.TestPatch, "\n")+"\n"+heredoc,
+		": '"+StartTestOutput+"'",
+		e.TestCmd,
+		": '"+EndTestOutput+"'",
+	)
+	lines = append(lines, reset...)
+	var b strings.Builder
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// quoteAll joins paths for a command line, quoting those the shell would otherwise split or expand (the harness
+// writes them bare).
+func quoteAll(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = p
+		if strings.IndexFunc(p, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./+-@%,:=", r))
+		}) >= 0 {
+			q[i] = shellQuote(p)
+		}
+	}
+	return strings.Join(q, " ")
 }
 
 // shellQuote quotes a word for bash (test ids may hold brackets, spaces and quotes).
