@@ -138,6 +138,26 @@ func TestDockerEngine(t *testing.T) {
 			t.Error("the grader's secret appears in the container's output")
 		}
 	})
+	t.Run("PythonGradedThroughTableEntry", func(t *testing.T) {
+		// Labelled seaborn 0.12, the instance is graded by that entry of SWE-bench's table: its command, install
+		// step and parser run.
+		in := py
+		in.Repo, in.Version = "mwaskom/seaborn", "0.12"
+		res, took := run(t, in, in.Patch, 5*time.Minute)
+		if v := decide(in, res); !v.Resolved {
+			t.Fatalf("gold not resolved through the table: %+v\n%s", v, res.Output)
+		}
+		t.Logf("graded in %s", took.Round(time.Millisecond))
+		out := string(res.Output)
+		if !strings.Contains(out, "+ pytest --no-header -rA tests/test_calc.py") ||
+			!strings.Contains(out, "+ python -m pip install -e '.[dev]'") {
+			t.Errorf("the table's commands did not run:\n%s", out)
+		}
+		// ctxlab's base image has no conda: the guarded activation leaves no error in the log.
+		if strings.Contains(out, "miniconda3/bin/activate: No such file") || strings.Contains(out, "conda: command not found") {
+			t.Errorf("conda noise in the log:\n%s", out)
+		}
+	})
 	t.Run("PythonEmptyAndUnrelatedPatchesDoNot", func(t *testing.T) {
 		res, _ := run(t, py, "", time.Minute)
 		if res.Ran || decide(py, res).Resolved {

@@ -77,7 +77,7 @@ func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, erro
 
 // buildImages makes an instance image per dataset row: the repository at base_commit in /testbed (with, for Go,
 // the modules it requires in the module cache, since containers have no network), on the base image, under the
-// name the docker executor looks up (executor.InstanceImage).
+// name the docker executor looks up (executor.ImageOf: the row's own image field, else executor.InstanceImage).
 func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -104,7 +104,7 @@ func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
 		if o.instances != nil && !o.instances[in.InstanceID] {
 			continue
 		}
-		name := executor.InstanceImage(o.namespace, in.InstanceID)
+		name := executor.ImageOf(o.namespace, in)
 		if !o.rebuild && b.Exists(ctx, name) {
 			fmt.Fprintf(stdout, "%s\t%s\texists\n", in.InstanceID, name)
 			continue
