@@ -119,10 +119,8 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	if network == "" {
 		network = "none"
 	}
-	host, pid, runLabel := graderLabels()
-	if _, err := docker("create", "--name", name, "--network", network, "--init",
-		"--label", labelHost+"="+host, "--label", labelPID+"="+pid, "--label", labelRun+"="+runLabel,
-		image, "tail", "-f", "/dev/null"); err != nil {
+	create := append([]string{"create", "--name", name, "--network", network, "--init"}, ContainerLabels()...)
+	if _, err := docker(append(create, image, "tail", "-f", "/dev/null")...); err != nil {
 		return res, err
 	}
 	defer func() {
@@ -339,10 +337,13 @@ const (
 	labelRun  = "ctxlab.run"
 )
 
-func graderLabels() (host, pid, run string) {
-	host, _ = os.Hostname()
+// ContainerLabels are the docker create flags that label a container with this process (machine, pid, run), so
+// that RemoveStaleContainers removes it once this process is gone; image builds label theirs the same way.
+func ContainerLabels() []string {
+	host, _ := os.Hostname()
 	p := os.Getpid()
-	return host, strconv.Itoa(p), runID(p)
+	return []string{"--label", labelHost + "=" + host, "--label", labelPID + "=" + strconv.Itoa(p),
+		"--label", labelRun + "=" + runID(p)}
 }
 
 // runID names a process run: host, pid and the process's start time (clock ticks since boot, /proc/PID/stat).
