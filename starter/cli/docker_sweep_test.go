@@ -81,9 +81,14 @@ func TestDockerSweepGradesDemo(t *testing.T) {
 		if got := r.String("grade_executor"); got != "docker" {
 			t.Errorf("row %v: grade_executor %q, want docker", k, got)
 		}
-		// The executor says "container" only after running the eval script in one.
-		if got := r.String("grade_isolation"); got != "container" {
-			t.Errorf("row %v: grade_isolation %q, want container (graded in a container)", k, got)
+		// The executor says "container" only after running the eval script in one; no_source's patch is empty
+		// (the offline model writes none without source), so nothing runs for it, in a container or not.
+		applied, _ := r.Bool("patch_applied")
+		if got := r.String("grade_isolation"); applied && got != "container" {
+			t.Errorf("row %v: grade_isolation %q, want container (tests run in a container)", k, got)
+		}
+		if k.Method == "oracle_files" && !applied {
+			t.Errorf("row %v: the oracle's patch did not apply: %v", k, r)
 		}
 		if v, _ := r.Bool(results.FieldResolved); v {
 			resolved[k.Method]++
