@@ -111,7 +111,7 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	// A missing image would make create try to pull it: checked first, so the row fails at once, saying what to do.
 	if _, err := docker("image", "inspect", "--format", "{{.Id}}", image); err != nil {
 		return res, fmt.Errorf("instance %s: image %s is not on this machine: run `docker pull %s` (or, for a "+
-			"dataset that publishes no images, `starter images build --dataset FILE`): %w",
+			"dataset that publishes no images, `starter images build --dataset FILE` or, for a sweep, `--spec SPEC`): %w",
 			r.Instance.InstanceID, image, image, err)
 	}
 	name := fmt.Sprintf("ctxlab-%s-%d", safe(r.Instance.InstanceID), time.Now().UnixNano())

@@ -100,6 +100,41 @@ func TestDockerSweepGradesDemo(t *testing.T) {
 	}
 }
 
+// A sweep whose images were never built fails their rows at once, naming the image and the command that makes it,
+// instead of pulling from a registry or hanging.
+func TestDockerSweepMissingImageIsARowError(t *testing.T) {
+	bin := dockertest.Engine(t)
+	const namespace, id = "ctxlabtestnoimages", "acme__tablefmt-1"
+	image := executor.InstanceImage(namespace, id)
+	if exec.Command(bin, "image", "inspect", image).Run() == nil {
+		t.Fatalf("image %s exists; this test needs it missing", image)
+	}
+	spec := filepath.Join(t.TempDir(), "missing.jsonnet")
+	src := "(import '" + dockerDemoSpec(t) + "') + { " + referenceMethods + ", name: 'docker-missing', " +
+		"dataset+: { instances: ['" + id + "'] }, grading+: { namespace: '" + namespace + "' } }\n"
+	if err := os.WriteFile(spec, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	start := time.Now()
+	stdout, stderr, code := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs, "--quiet")
+	if code != exitRowErrors {
+		t.Fatalf("run: exit %d, want %d (rows with errors)\nstdout:\n%s\nstderr:\n%s", code, exitRowErrors, stdout, stderr)
+	}
+	t.Logf("sweep with a missing image finished in %s", time.Since(start).Round(time.Second))
+	rows := readRows(t, filepath.Join(runs, "docker-missing", "results.jsonl"))
+	oracle, ok := rows[results.Key{Instance: id, Method: "oracle_files", Model: "offline"}]
+	if !ok {
+		t.Fatalf("no oracle_files row: %v", keys(rows))
+	}
+	msg, _ := oracle[results.FieldError].(string)
+	for _, want := range []string{image, "docker pull " + image, "starter images build"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the row error does not say %q: %q", want, msg)
+		}
+	}
+}
+
 // A builder killed mid-build (SIGKILL: no deferred removal runs) leaves its temporary container behind, labeled with
 // its pid and start time; the next build removes it before building, and leaves alone those of live builders.
 func TestImagesBuildRemovesContainersOfKilledBuilders(t *testing.T) {
