@@ -122,7 +122,7 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	// A missing image would make create try to pull it: checked first, so the row fails at once, saying what to do.
 	if _, err := docker("image", "inspect", "--format", "{{.Id}}", image); err != nil {
 		return res, fmt.Errorf("instance %s: image %s is not on this machine: run `docker pull %s` (or, for a "+
-			"dataset that publishes no images, `starter images build --dataset FILE`): %w",
+			"dataset that publishes no images, `starter images build --dataset FILE` or, for a sweep, `--spec SPEC`): %w",
 			r.Instance.InstanceID, image, image, err)
 	}
 	name := fmt.Sprintf("ctxlab-%s-%d", safe(r.Instance.InstanceID), time.Now().UnixNano())
@@ -130,10 +130,8 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	if network == "" {
 		network = "none"
 	}
-	host, pid, runLabel := graderLabels()
-	if _, err := docker("create", "--name", name, "--network", network, "--init",
-		"--label", labelHost+"="+host, "--label", labelPID+"="+pid, "--label", labelRun+"="+runLabel,
-		image, "tail", "-f", "/dev/null"); err != nil {
+	create := append([]string{"create", "--name", name, "--network", network, "--init"}, ContainerLabels()...)
+	if _, err := docker(append(create, image, "tail", "-f", "/dev/null")...); err != nil {
 		return res, err
 	}
 	defer func() {
@@ -441,10 +439,13 @@ const (
 	labelRun  = "ctxlab.run"
 )
 
-func graderLabels() (host, pid, run string) {
-	host, _ = os.Hostname()
+// ContainerLabels are the docker create flags that label a container with this process (machine, pid, run), so
+// that RemoveStaleContainers removes it once this process is gone; image builds label theirs the same way.
+func ContainerLabels() []string {
+	host, _ := os.Hostname()
 	p := os.Getpid()
-	return host, strconv.Itoa(p), runID(p)
+	return []string{"--label", labelHost + "=" + host, "--label", labelPID + "=" + strconv.Itoa(p),
+		"--label", labelRun + "=" + runID(p)}
 }
 
 // runID names a process run: host, pid and the process's start time (clock ticks since boot, /proc/PID/stat).

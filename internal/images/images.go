@@ -76,6 +76,10 @@ type Builder struct {
 	Docker string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
+	// Labels are docker create flags ("--label", "k=v", ...) for the temporary containers of a build, naming the
+	// building process, so that a later build removes those of a builder killed mid-build
+	// (executor.ContainerLabels and executor.RemoveStaleContainers).
+	Labels []string
 }
 
 func (b Builder) logf(format string, args ...any) {
@@ -246,7 +250,8 @@ func (b Builder) Base(ctx context.Context, lang string) (string, error) {
 printf 'package warm\nimport (\n"encoding/json"\n"fmt"\n"os"\n"sort"\n"strconv"\n"strings"\n"errors"\n"bytes"\n"io"\n"time"\n"sync"\n"regexp"\n"math"\n"unicode"\n"path/filepath"\n)\nvar _ = []any{json.Marshal, fmt.Sprint, os.Exit, sort.Ints, strconv.Itoa, strings.Cut, errors.New, bytes.NewReader, io.Copy, time.Now, sync.NewCond, regexp.MustCompile, math.Abs, unicode.IsDigit, filepath.Join}\n' > warm.go &&
 printf 'package warm\nimport "testing"\nfunc TestWarm(t *testing.T) {}\n' > warm_test.go &&
 go test -json ./... >/dev/null && go vet ./... && cd / && rm -rf /tmp/warm`
-	if _, err := b.docker(ctx, nil, "run", "--name", ctr, "--network", "none", stageName, "/bin/bash", "-c", warm); err != nil {
+	run := append(append([]string{"run", "--name", ctr, "--network", "none"}, b.Labels...), stageName, "/bin/bash", "-c", warm)
+	if _, err := b.docker(ctx, nil, run...); err != nil {
 		b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", ctr)
 		return "", fmt.Errorf("warming the Go build cache of %s: %w", name, err)
 	}
@@ -326,7 +331,8 @@ func (b Builder) importTar(ctx context.Context, tar *exec.Cmd, name string, env 
 // /testbed, on a base image; extra maps more folders of the image to host folders copied there (a module cache).
 func (b Builder) Instance(ctx context.Context, base, repoDir, name string, extra map[string]string) error {
 	ctr := "ctxlab-build-" + key(name, fmt.Sprint(time.Now().UnixNano()))
-	if _, err := b.docker(ctx, nil, "create", "--name", ctr, "--network", "none", base, "/bin/true"); err != nil {
+	create := append(append([]string{"create", "--name", ctr, "--network", "none"}, b.Labels...), base, "/bin/true")
+	if _, err := b.docker(ctx, nil, create...); err != nil {
 		return fmt.Errorf("image %s: %w", name, err)
 	}
 	defer b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", ctr)

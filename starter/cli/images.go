@@ -17,6 +17,7 @@ import (
 	"ctxlab/activities/executor"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/swebench"
+	"ctxlab/internal/flock"
 	"ctxlab/internal/images"
 	"ctxlab/specs"
 )
@@ -24,7 +25,7 @@ import (
 func init() {
 	commands["images"] = func(args []string, stdout, stderr io.Writer) int {
 		if len(args) == 0 || args[0] != "build" {
-			return usageError(errors.New("usage: starter images build --dataset FILE [--base IMAGE] [--namespace NS]"), stderr)
+			return usageError(errors.New("usage: starter images build --dataset FILE|--spec SPEC [--base IMAGE] [--namespace NS]"), stderr)
 		}
 		o, err := parseImagesBuild(args[1:], stderr)
 		if err != nil {
@@ -38,6 +39,11 @@ type imagesBuildOptions struct {
 	dataset, base, namespace, repos, goproxy, docker string
 	instances                                        map[string]bool
 	rebuild                                          bool
+	// spec, when set, names the experiment whose instances get images: its dataset (a generated one is made in
+	// runs/NAME/dataset, as starter run makes it) and its grading settings, which flags given explicitly override.
+	spec, runs string
+	set        map[string]bool
+	specFlags
 }
 
 func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, error) {
@@ -45,6 +51,10 @@ func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, erro
 	fs := flag.NewFlagSet("images build", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.dataset, "dataset", "", "SWE-bench-format dataset `FILE` whose instances get images")
+	fs.StringVar(&o.spec, "spec", "", "experiment `SPEC` whose instances get images, named and built as its grading "+
+		"block says (namespace, goproxy, docker) from its dataset (a generated one is made in the run folder)")
+	fs.StringVar(&o.runs, "runs", "runs", "folder of the run folders (with --spec: where a generated dataset is made)")
+	o.specFlags.register(fs)
 	fs.StringVar(&o.base, "base", "", "base `IMAGE` (default: ctxlab's offline base image of the repository's language, built from a debootstrap folder)")
 	fs.StringVar(&o.namespace, "namespace", "", "image namespace, as grading.namespace / starter grade --namespace name it (default swebench)")
 	fs.StringVar(&o.repos, "repos", specs.DefaultRepos, "each instance's repository: a folder or git URL `TEMPLATE` ({repo}, {owner}, {name}, {dataset_dir})")
@@ -53,7 +63,7 @@ func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, erro
 	only := fs.String("instances", "", "comma-separated instance `IDS` to build (default: all)")
 	fs.BoolVar(&o.rebuild, "rebuild", false, "rebuild images that exist already")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter images build --dataset FILE [--base IMAGE] [--namespace NS] [flags]")
+		fmt.Fprintln(stderr, "usage: starter images build --dataset FILE|--spec SPEC [--base IMAGE] [--namespace NS] [flags]")
 		fs.PrintDefaults()
 	}
 	rest, err := parseInterleaved(fs, args)
@@ -63,9 +73,11 @@ func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, erro
 	if len(rest) > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", rest)
 	}
-	if o.dataset == "" {
-		return o, errors.New("--dataset is required")
+	if (o.dataset == "") == (o.spec == "") {
+		return o, errors.New("one of --dataset and --spec is required")
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if *only != "" {
 		o.instances = map[string]bool{}
 		for _, id := range strings.Split(*only, ",") {
@@ -81,7 +93,13 @@ func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, erro
 func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rows, err := swebench.ReadFile(o.dataset)
+	var rows []swebench.Instance
+	var err error
+	if o.spec != "" {
+		rows, err = fromSpec(ctx, &o)
+	} else {
+		rows, err = swebench.ReadFile(o.dataset)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "starter images build: %v\n", err)
 		return exitUsage
@@ -97,7 +115,17 @@ func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	b := images.Builder{Docker: o.docker, Log: stderr}
+	// The build's temporary containers carry this process's labels; those of builders (and graders) killed before
+	// they could remove theirs are removed now.
+	removed, err := executor.RemoveStaleContainers(ctx, o.docker)
+	if err != nil {
+		fmt.Fprintf(stderr, "starter images build: %v\n", err)
+		return exitFail
+	}
+	for _, name := range removed {
+		fmt.Fprintf(stderr, "starter images build: removed container %s of a process that no longer runs\n", name)
+	}
+	b := images.Builder{Docker: o.docker, Log: stderr, Labels: executor.ContainerLabels()}
 	bases := map[string]string{}
 	failed := 0
 	for _, in := range rows {
@@ -122,6 +150,37 @@ func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// fromSpec reads the instances of o.spec the way starter run selects them (making a generated dataset in the run
+// folder) and fills in the options the command line left to the spec: dataset, repos, namespace, goproxy, docker.
+func fromSpec(ctx context.Context, o *imagesBuildOptions) ([]swebench.Instance, error) {
+	e, err := compileSpec(o.spec, o.specFlags)
+	if err != nil {
+		return nil, err
+	}
+	runDir := filepath.Join(o.runs, e.Name)
+	// A starter run of the same spec may be making the dataset now: one at a time, as run itself does.
+	unlock, err := flock.Lock(ctx, filepath.Join(runDir, "prepare.lock"), 100*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rows, err := prepareDataset(e, runDir)
+	if err != nil {
+		return nil, err
+	}
+	o.dataset = e.Dataset.File
+	fill := func(flagName string, dst *string, value string) {
+		if !o.set[flagName] && value != "" {
+			*dst = value
+		}
+	}
+	fill("repos", &o.repos, e.Dataset.Repos)
+	fill("namespace", &o.namespace, e.Grading.Namespace)
+	fill("goproxy", &o.goproxy, e.Grading.GoProxy)
+	fill("docker", &o.docker, e.Grading.Docker)
+	return rows, nil
 }
 
 func containsInstance(rows []swebench.Instance, id string) bool {

@@ -25,7 +25,14 @@ func TestParseImagesBuildFlags(t *testing.T) {
 	if o.dataset != "d.jsonl" || o.base != "me/py:1" || o.namespace != "ns" || !o.instances["a__b-1"] || !o.instances["c__d-2"] {
 		t.Errorf("parsed %+v", o)
 	}
-	for _, bad := range [][]string{{}, {"--base", "x"}, {"--dataset", "d", "extra"}} {
+	o, err = parseImagesBuild([]string{"--spec", "s.jsonnet", "--runs", "r", "--ext-str", "model=offline"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.spec != "s.jsonnet" || o.runs != "r" || o.ext["model"] != "offline" || o.set["namespace"] || !o.set["runs"] {
+		t.Errorf("parsed %+v", o)
+	}
+	for _, bad := range [][]string{{}, {"--base", "x"}, {"--dataset", "d", "extra"}, {"--dataset", "d", "--spec", "s"}} {
 		if _, err := parseImagesBuild(bad, &stderr); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
