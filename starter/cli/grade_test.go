@@ -291,3 +291,35 @@ func TestGradeErrorRowAndLogLine(t *testing.T) {
 		t.Errorf("console: %s", errb.String())
 	}
 }
+
+// An executor's error names its instance, and the grade activity named it again: "instance X: instance X: ...".
+func TestGradeExecutorErrorNamesItsInstanceOnce(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("TMPDIR", t.TempDir())
+	bench, err := demobench.Generate(filepath.Join(root, "dataset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := fewDemoInstances(t, bench)[1]
+	file := filepath.Join(root, "py.jsonl")
+	if err := predictions.WriteFile(file, []predictions.Prediction{{InstanceID: py.InstanceID, ModelNameOrPath: "m",
+		ModelPatch: py.Patch}}); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(root, "runs")
+	var out, errb bytes.Buffer
+	// Listed Python tests need a Python log parser: the local executor refuses any other.
+	code := Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
+		"--tests", "listed", "--log-parser", "tap"}, &out, &errb)
+	if code != exitFail {
+		t.Errorf("exit %d, want %d\n%s", code, exitFail, errb.String())
+	}
+	rows, _, err := results.ReadFile(filepath.Join(runs, "grade-py", "results.jsonl"))
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%d rows, %v\n%s", len(rows), err, errb.String())
+	}
+	msg := rows[0].String(results.FieldError)
+	if !strings.Contains(msg, "log parser") || strings.Count(msg, "instance "+py.InstanceID+":") != 1 {
+		t.Errorf("the error should name the instance once and say why: %s", msg)
+	}
+}
