@@ -139,8 +139,11 @@ const (
 	ErrWorkerStopped = "WorkerStopped"
 )
 
+// permanent makes err a non-retryable error of the kind. Its text is the message and no cause is attached: an
+// ApplicationError's text is its message followed by its cause's, so a cause would say the same text twice in every
+// row and log that shows the error.
 func permanent(kind string, err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), kind, err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), kind, nil)
 }
 
 func permanentf(kind, format string, args ...any) error {

@@ -89,10 +89,11 @@ func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error
 		if errors.Is(err, executor.ErrTestPatch) {
 			return out, permanent(ErrBadInput, err)
 		}
-		if err != nil {
-			return out, fmt.Errorf("instance %s: %w", inst.InstanceID, err)
+		// Named once: some executor errors name the instance already, others do not.
+		if err != nil && !strings.HasPrefix(err.Error(), "instance "+inst.InstanceID+":") {
+			err = fmt.Errorf("instance %s: %w", inst.InstanceID, err)
 		}
-		return out, nil
+		return out, err
 	})
 }
 

@@ -288,12 +288,13 @@ func spendWait(n int) time.Duration {
 	return min(d, 5*time.Minute)
 }
 
-// describe turns an activity failure into the message recorded on rows: the innermost application error's
-// message, or what timed out.
+// describe turns an activity failure into the message recorded on rows: the activity's application error's
+// message, or what timed out. Only the message: it already holds the text of the errors it wraps, which Error
+// would append once more per level (with Temporal's type annotations).
 func describe(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return app.Error()
+		return app.Message()
 	}
 	var to *temporal.TimeoutError
 	if errors.As(err, &to) {

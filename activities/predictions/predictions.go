@@ -4,13 +4,13 @@
 package predictions
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,38 +86,34 @@ func ToMultiSWEBench(ps []Prediction) (out []MultiSWEBench, unconverted []string
 }
 
 // ReadFile reads predictions as the harness accepts them: JSONL (one object a line), a JSON list, or a JSON object
-// keyed by instance id. Every row needs an instance_id; a missing model_patch is an empty patch (graded as such). A
-// repeated instance_id with the same model is an error naming both lines.
+// keyed by instance id, each on one line or indented. The format is told by decoding the file as a stream of JSON
+// values, never by the shape of its lines: a list is its elements, an object holding a prediction's fields is one
+// prediction, and any other object is a map of predictions keyed by instance id. Every row needs an instance_id; a
+// missing model_patch is an empty patch (graded as such). A repeated instance_id with the same model is an error
+// naming both places.
 func ReadFile(path string) ([]Prediction, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("predictions: %w", err)
 	}
-	trimmed := bytes.TrimSpace(b)
-	var out []fileRow
-	switch {
-	case len(trimmed) > 0 && trimmed[0] == '[':
-		if err := json.Unmarshal(trimmed, &out); err != nil {
-			return nil, fmt.Errorf("predictions %s: not a JSON list of predictions: %w", path, err)
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte order mark some editors write
+	var out []placedRow
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		at := lineAt(b, dec.InputOffset())
+		var v json.RawMessage
+		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("predictions %s:%d: not JSON: %w", path, at, err)
 		}
-	default:
-		out, err = readJSONL(path, b)
+		rows, err := rowsOf(v)
 		if err != nil {
-			// A single JSON object keyed by instance id.
-			var byID map[string]fileRow
-			if jerr := json.Unmarshal(trimmed, &byID); jerr == nil && len(byID) > 0 && !hasField(trimmed, "instance_id") {
-				for id, p := range byID {
-					if p.InstanceID == "" {
-						p.InstanceID = id
-					}
-					out = append(out, p)
-				}
-				slices.SortFunc(out, func(a, b fileRow) int { return strings.Compare(a.InstanceID, b.InstanceID) })
-				err = nil
-			}
+			return nil, fmt.Errorf("predictions %s:%d: %w", path, at, err)
 		}
-		if err != nil {
-			return nil, err
+		for _, r := range rows {
+			r.where = fmt.Sprintf("%s:%d", path, at) + r.where
+			out = append(out, r)
 		}
 	}
 	// Multi-SWE-bench files name no model: their file does (gold.multi-swe-bench.jsonl is model gold).
@@ -127,17 +123,17 @@ func ReadFile(path string) ([]Prediction, error) {
 			out[i].ModelNameOrPath = model
 		}
 	}
-	seen := map[[2]string]int{}
-	for i, p := range out {
+	seen := map[[2]string]string{}
+	for _, p := range out {
 		if strings.TrimSpace(p.InstanceID) == "" {
-			return nil, fmt.Errorf("predictions %s: entry %d has no instance_id", path, i+1)
+			return nil, fmt.Errorf("predictions %s: prediction has no instance_id", p.where)
 		}
 		k := [2]string{p.InstanceID, p.ModelNameOrPath}
 		if prev, dup := seen[k]; dup {
-			return nil, fmt.Errorf("predictions %s: entry %d repeats instance %s of model %q (entry %d)", path, i+1,
+			return nil, fmt.Errorf("predictions %s: repeats instance %s of model %q (%s)", p.where,
 				p.InstanceID, p.ModelNameOrPath, prev)
 		}
-		seen[k] = i + 1
+		seen[k] = p.where
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("predictions %s: no predictions", path)
@@ -149,35 +145,76 @@ func ReadFile(path string) ([]Prediction, error) {
 	return ps, nil
 }
 
-// hasField reports whether the top level of a JSON object has the key, to tell one prediction from a map of them.
-func hasField(obj []byte, key string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(obj, &m) != nil {
-		return false
-	}
-	_, ok := m[key]
-	return ok
+// placedRow is a row with where it was read, for errors.
+type placedRow struct {
+	fileRow
+	where string
 }
 
-func readJSONL(path string, b []byte) ([]fileRow, error) {
-	var out []fileRow
-	br := bufio.NewReader(bytes.NewReader(b))
-	for line := 1; ; line++ {
-		raw, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(raw)) > 0 {
-			var p fileRow
-			if jerr := json.Unmarshal(raw, &p); jerr != nil {
-				return nil, fmt.Errorf("predictions %s:%d: not a JSON object: %w", path, line, jerr)
+// predictionKeys are the fields that make a JSON object one prediction rather than a map of them: none of them
+// holds an object, while every value of a map keyed by instance id does.
+var predictionKeys = []string{"instance_id", "model_name_or_path", "model_patch", "org", "repo", "number", "fix_patch"}
+
+// rowsOf reads one top-level JSON value of a predictions file: a list of predictions, one prediction, or a map of
+// predictions keyed by instance id (sorted by id, so the order does not depend on the map).
+func rowsOf(v json.RawMessage) ([]placedRow, error) {
+	switch v[0] {
+	case '[':
+		var list []json.RawMessage
+		if err := json.Unmarshal(v, &list); err != nil {
+			return nil, fmt.Errorf("not a JSON list of predictions: %w", err)
+		}
+		out := make([]placedRow, len(list))
+		for i, e := range list {
+			out[i].where = fmt.Sprintf(": element %d", i+1)
+			if err := json.Unmarshal(e, &out[i].fileRow); err != nil {
+				return nil, fmt.Errorf("element %d: not a prediction: %w", i+1, err)
 			}
-			out = append(out, p)
 		}
-		if errors.Is(err, io.EOF) {
-			return out, nil
+		return out, nil
+	case '{':
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(v, &fields); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("predictions %s: %w", path, err)
+		if slices.ContainsFunc(predictionKeys, func(k string) bool { _, ok := fields[k]; return ok }) {
+			var r placedRow
+			if err := json.Unmarshal(v, &r.fileRow); err != nil {
+				return nil, fmt.Errorf("not a prediction: %w", err)
+			}
+			return []placedRow{r}, nil
 		}
+		ids := slices.Sorted(maps.Keys(fields))
+		out := make([]placedRow, len(ids))
+		for i, id := range ids {
+			out[i].where = ": instance " + id
+			if val := bytes.TrimSpace(fields[id]); len(val) == 0 || val[0] != '{' {
+				return nil, fmt.Errorf("instance %s: %.40s is not a prediction object (a map keyed by instance id "+
+					"holds one object per instance)", id, val)
+			}
+			if err := json.Unmarshal(fields[id], &out[i].fileRow); err != nil {
+				return nil, fmt.Errorf("instance %s: not a prediction: %w", id, err)
+			}
+			switch out[i].InstanceID {
+			case "":
+				out[i].InstanceID = id
+			case id:
+			default:
+				return nil, fmt.Errorf("key %s holds a prediction for instance %s", id, out[i].InstanceID)
+			}
+		}
+		return out, nil
 	}
+	return nil, fmt.Errorf("not predictions: a JSON %.20s where a prediction object, a list or a map of them belongs", v)
+}
+
+// lineAt is the line of the first non-space byte at or after offset: where the next JSON value starts.
+func lineAt(b []byte, offset int64) int {
+	i := int(offset)
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return 1 + bytes.Count(b[:i], []byte("\n"))
 }
 
 // WriteFile writes predictions as JSONL, atomically.

@@ -120,3 +120,37 @@ func TestMultiSWEBenchPredictions(t *testing.T) {
 		t.Errorf("read back %+v %v", back, err)
 	}
 }
+
+// The format is told by decoding, not by the shape of the lines: a map keyed by instance id on one line is the same
+// predictions as the map indented, and a one-line list or a single prediction is read too.
+func TestReadFileSniffsTheFormatByDecoding(t *testing.T) {
+	want := []Prediction{{"a__b-1", "m", "diff --git a/x b/x\n"}, {"a__b-2", "m", ""}}
+	for name, text := range map[string]string{
+		"one-line map":          `{"a__b-2": {"model_name_or_path":"m"}, "a__b-1": {"instance_id":"a__b-1","model_name_or_path":"m","model_patch":"diff --git a/x b/x\n"}}`,
+		"one-line map, newline": `{"a__b-1": {"model_name_or_path":"m","model_patch":"diff --git a/x b/x\n"},"a__b-2": {"model_name_or_path":"m","model_patch":null}}` + "\n",
+		"one-line list":         `[{"instance_id":"a__b-1","model_name_or_path":"m","model_patch":"diff --git a/x b/x\n"},{"instance_id":"a__b-2","model_name_or_path":"m"}]`,
+		"indented objects": "{\n \"instance_id\": \"a__b-1\",\n \"model_name_or_path\": \"m\",\n \"model_patch\": \"diff --git a/x b/x\\n\"\n}\n" +
+			"{\n \"instance_id\": \"a__b-2\",\n \"model_name_or_path\": \"m\"\n}\n",
+	} {
+		got, err := ReadFile(write(t, "p.json", text))
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, %v", name, got, err)
+		}
+	}
+	one, err := ReadFile(write(t, "p.json", `{"instance_id":"a__b-1","model_name_or_path":"m"}`))
+	if err != nil || !reflect.DeepEqual(one, []Prediction{{"a__b-1", "m", ""}}) {
+		t.Errorf("a single prediction: %+v, %v", one, err)
+	}
+	for name, c := range map[string]struct{ text, says string }{
+		"key and id differ":  {`{"a__b-1": {"instance_id":"a__b-9"}}`, "a__b-9"},
+		"map of non-objects": {`{"a__b-1": "diff"}`, "a__b-1"},
+		"a number":           {`42`, "not predictions"},
+		"torn map":           {`{"a__b-1": {"model_patch": "x"}` + "\n", "p.json"},
+		"bad third line": {`{"instance_id":"x"}` + "\n" + `{"instance_id":"y"}` + "\n" + `{"instance_id": oops}` + "\n",
+			":3:"},
+	} {
+		if _, err := ReadFile(write(t, "p.json", c.text)); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v (want an error saying %q)", name, err, c.says)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities"
 	"ctxlab/activities/cas"
@@ -52,6 +53,8 @@ type gradeOptions struct {
 	concurrency          int
 	quiet                bool
 	grading              specs.Grading
+	// ignoreUnknown grades the predictions of the dataset's instances and skips the others, instead of stopping.
+	ignoreUnknown bool
 }
 
 func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
@@ -66,6 +69,7 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	fs.StringVar(&o.repos, "repos", specs.DefaultRepos, "each instance's repository: a folder or git URL `TEMPLATE` ({repo}, {owner}, {name}, {dataset_dir})")
 	fs.IntVar(&o.concurrency, "concurrency", 2, "instances graded at once")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the summary")
+	fs.BoolVar(&o.ignoreUnknown, "ignore-unknown", false, "grade the predictions of the dataset's instances and skip those naming other instances (default: list them and stop)")
 	timeout := fs.Duration("timeout", specs.DefaultTimeout, "timeout of each instance's test run")
 	fs.StringVar(&o.grading.Executor, "executor", specs.DefaultExecutor, "local or docker")
 	fs.IntVar(&o.grading.Reruns, "reruns", 0, "re-run a failing grade up to N times (flake guard)")
@@ -143,15 +147,20 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 	for _, r := range rows {
 		byID[r.InstanceID] = r
 	}
-	var unknown []string
-	for _, p := range preds {
-		if _, ok := byID[p.InstanceID]; !ok {
-			unknown = append(unknown, p.InstanceID)
-		}
-	}
+	all := len(preds)
+	preds, unknown := splitUnknown(preds, byID)
 	if len(unknown) > 0 {
-		fmt.Fprintf(stderr, "%s: %d prediction(s) name instances that are not in %s: %s\n", o.predictions,
-			len(unknown), o.dataset, strings.Join(unknown[:min(len(unknown), 10)], ", "))
+		if !o.ignoreUnknown {
+			fmt.Fprintf(stderr, "%s: %d prediction(s) name instances that are not in %s: %s\n"+
+				"starter: nothing graded; --ignore-unknown grades the %d other prediction(s)\n",
+				o.predictions, all-len(preds), o.dataset, listSome(unknown, maxListed), len(preds))
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "starter: ignored %d prediction(s) naming instances that are not in %s: %s\n",
+			all-len(preds), o.dataset, listSome(unknown, maxListed))
+	}
+	if len(preds) == 0 {
+		fmt.Fprintf(stderr, "starter: nothing to grade: no prediction in %s names an instance of %s\n", o.predictions, o.dataset)
 		return exitUsage
 	}
 
@@ -187,8 +196,15 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 			defer func() { <-sem }()
 			start := time.Now()
 			out[i] = g.grade(ctx, byID[p.InstanceID], p)
-			log.Info().Str("instance", p.InstanceID).Str("model", p.ModelNameOrPath).
-				Interface("status", out[i]["grade_status"]).Dur("took", time.Since(start)).Msg("graded")
+			ev := log.Info().Str("instance", p.InstanceID).Str("model", p.ModelNameOrPath)
+			// A row that failed before grading has no grade_status: it says its error's kind instead of null.
+			if status := out[i].String("grade_status"); status != "" {
+				ev = ev.Str("status", status)
+			}
+			if out[i].String(results.FieldError) != "" {
+				ev = ev.Str("error", reasonOf(out[i]))
+			}
+			ev.Int64("took_ms", time.Since(start).Milliseconds()).Msg("graded")
 		}()
 	}
 	wg.Wait()
@@ -223,6 +239,31 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 		code = exitFail
 	}
 	return code
+}
+
+// maxListed is how many unknown instances a message names before it only counts the rest.
+const maxListed = 20
+
+// splitUnknown separates the predictions of the dataset's instances from those naming others, whose ids it returns
+// sorted and each once.
+func splitUnknown(preds []predictions.Prediction, dataset map[string]swebench.Instance) (known []predictions.Prediction, unknown []string) {
+	for _, p := range preds {
+		if _, ok := dataset[p.InstanceID]; ok {
+			known = append(known, p)
+		} else {
+			unknown = append(unknown, p.InstanceID)
+		}
+	}
+	slices.Sort(unknown)
+	return known, slices.Compact(unknown)
+}
+
+// listSome joins the first n names and counts the others: "a, b (and 3 more)".
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s (and %d more)", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // The --predictions words that grade a dataset's own patches, or none, to validate the dataset before paying for a
@@ -351,7 +392,7 @@ func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions
 		results.FieldContextTokens: nil, results.FieldRho: nil, results.FieldEpsilon: nil,
 		results.FieldPatchApplied: false, results.FieldResolved: false, results.FieldError: nil}
 	fail := func(err error) results.Row {
-		row[results.FieldError] = err.Error()
+		row[results.FieldError] = errorText(err)
 		return row
 	}
 	instRef, err := cas.PutJSON(ctx, g.store, inst)
@@ -383,6 +424,19 @@ func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions
 	// As the measure step defines it: the patch applies strictly (git apply).
 	row[results.FieldPatchApplied] = out.Row["patch_apply"] == string(diff.Applied)
 	return row
+}
+
+// errorText is an activity error's text for a row: an ApplicationError's message and its causes', without the
+// "(type: ..., retryable: ...)" that its Error adds for Temporal's logs.
+func errorText(err error) string {
+	app, ok := err.(*temporal.ApplicationError)
+	if !ok {
+		return err.Error()
+	}
+	if cause := app.Unwrap(); cause != nil {
+		return app.Message() + ": " + errorText(cause)
+	}
+	return app.Message()
 }
 
 // nodeKey names a node by what it computes, as the plan's keys do, so a second grade run reuses finished nodes.
