@@ -42,6 +42,11 @@ const specOverrides = "{ name: 'pgfault', dataset+: { limit: 3 }, methods: super
 // the sweep outlasts two server restarts.
 const callDelay = 700 * time.Millisecond
 
+// longOutage is how long the server stays down after its second kill: longer than the Temporal SDK waits for a
+// workflow's result without an answer (65 s), after which `starter run --address` used to exit with "sweep failed:
+// context deadline exceeded" while the sweep went on.
+const longOutage = 75 * time.Second
+
 // varyingFields are row fields that legitimately differ between two runs: grade_seconds is a wall time.
 var varyingFields = map[string]bool{"grade_seconds": true}
 
@@ -409,8 +414,8 @@ func waitFor(t *testing.T, what string, timeout time.Duration, starter *proc, co
 }
 
 // TestServerKilledMidSweep is the cluster deployment's fault test; see the package comment. Kill points: the server
-// after 1/4 of the uninterrupted run's different calls, llm worker A while it holds a call once 2/5 are made, and
-// the server again at 3/5; each restart of the server follows its kill at once, as a supervisor would.
+// after 1/4 of the uninterrupted run's different calls (started again at once, as a supervisor would), llm worker A
+// while it holds a call once 2/5 are made, and the server again at 3/5, this time down for longOutage.
 func TestServerKilledMidSweep(t *testing.T) {
 	pg := pgtest.Start(t)
 	starterBin, workerBin := build(t)
@@ -479,7 +484,7 @@ func TestServerKilledMidSweep(t *testing.T) {
 	sweepBegan := time.Now()
 
 	n := len(baseAsked)
-	killServer := func(i, at int) {
+	killServer := func(i, at int, down time.Duration) {
 		t.Helper()
 		waitFor(t, fmt.Sprintf("different call %d of %d", at, n), 3*time.Minute, starter,
 			func() bool { return tr.distinct() >= at })
@@ -490,11 +495,15 @@ func TestServerKilledMidSweep(t *testing.T) {
 		if rows >= len(want) {
 			t.Fatalf("server kill %d came after every row was written", i)
 		}
+		if down > 0 {
+			t.Logf("the server stays down %s", down)
+			time.Sleep(down)
+		}
 		server = startServer(i + 1)
 		t.Logf("server back %s after kill %d", time.Since(sweepBegan).Round(time.Millisecond), i)
 	}
 
-	killServer(1, n/4)
+	killServer(1, n/4, 0)
 
 	// Worker A dies for good while it holds a model call.
 	waitFor(t, "a call held by llm worker A", 3*time.Minute, starter, func() bool {
@@ -505,7 +514,7 @@ func TestServerKilledMidSweep(t *testing.T) {
 	t.Logf("llm worker A killed at %s holding %d call(s); %d of %d different calls made",
 		time.Since(sweepBegan).Round(time.Millisecond), len(held), tr.distinct(), n)
 
-	killServer(2, max(3*n/5, tr.distinct()+1))
+	killServer(2, max(3*n/5, tr.distinct()+1), longOutage)
 
 	select {
 	case <-starter.done:
