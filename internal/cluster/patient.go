@@ -29,6 +29,9 @@ type patientClient struct {
 	log     zerolog.Logger
 }
 
+// Unwrap is the client Patient wraps: the SDK's workers accept only the client Dial made.
+func (c patientClient) Unwrap() client.Client { return c.Client }
+
 func (c patientClient) GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun {
 	return patientRun{WorkflowRun: c.Client.GetWorkflow(ctx, workflowID, runID), c: c}
 }

@@ -109,3 +109,13 @@ func TestServerLost(t *testing.T) {
 		}
 	}
 }
+
+// TestPatientUnwraps: the SDK's workers panic on any client but the one Dial made, so a starter with --address and
+// its own workers hands them the wrapped client (internal/workers unwraps).
+func TestPatientUnwraps(t *testing.T) {
+	inner := scriptedClient{run: &scriptedRun{waits: new(int)}}
+	u, ok := Patient(inner, "a", zerolog.Nop()).(interface{ Unwrap() client.Client })
+	if !ok || u.Unwrap() != client.Client(inner) {
+		t.Errorf("Patient's client does not unwrap to the client it wraps")
+	}
+}
