@@ -39,6 +39,10 @@ type Options struct {
 
 // Start starts the workers and returns a function that stops them all.
 func Start(c client.Client, a *activities.Activities, o Options) (stop func(), err error) {
+	// The SDK's workers need the client Dial made, not a wrapper of it (such as cluster.Patient).
+	if w, ok := c.(interface{ Unwrap() client.Client }); ok {
+		c = w.Unwrap()
+	}
 	q := o.Queues
 	if q == (workflows.Queues{}) {
 		q = workflows.DefaultQueues

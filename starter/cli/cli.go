@@ -38,6 +38,8 @@ commands:
                  export runs/NAME's patches as SWE-bench predictions JSONL, one file per model and method
   images build --dataset FILE
                  build instance images for the docker executor (repository at base_commit in /testbed), offline
+  server --db postgres://USER@HOST:PORT/DB
+                 run a standalone Temporal server on PostgreSQL for run --address and worker processes
 
 run "starter <command> -h" for a command's flags.
 `

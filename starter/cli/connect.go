@@ -62,7 +62,8 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 		if err != nil {
 			return nil, err
 		}
-		return &connection{client: c, address: co.Address}, nil
+		// A server of its own can be restarted under a running sweep: waiting for the sweep outlasts that.
+		return &connection{client: cluster.Patient(c, co.Address, log), address: co.Address}, nil
 	}
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err

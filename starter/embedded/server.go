@@ -56,6 +56,7 @@ type Ports struct {
 // Server is a running embedded Temporal server.
 type Server struct {
 	srv   temporal.Server
+	host  string
 	ports Ports
 	ns    string
 }
@@ -87,23 +88,56 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			"_synchronous":  "2",
 		},
 	}
-	const clusterName = "active"
 	if err := createDatabase(sqlCfg, o, clusterName); err != nil {
 		return nil, err
 	}
-	logger, err := fileLogger(o.LogFile)
+	l := launch{
+		persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		host: host, database: o.DBFile, logFile: o.LogFile, namespace: o.Namespace, dc: o.DynamicConfig,
+	}
+	return l.start(ctx, o.Ports, false)
+}
+
+// clusterName names the single cluster every server here runs.
+const clusterName = "active"
+
+// launch is what starting a server needs besides its ports: its persistence, the address its services bind, and
+// what its messages name.
+type launch struct {
+	persistence config.Persistence
+	host        string
+	database    string // the database, as messages name it (no password)
+	logFile     string
+	namespace   string
+	dc          dynamicconfig.StaticClient
+}
+
+// start starts the server on the ports asked for (zero ones are picked), trying fresh ports when one it picked is
+// taken before the server binds it. With fixedFrontend the frontend port is the one asked for or none: clients
+// know it.
+func (l launch) start(ctx context.Context, want Ports, fixedFrontend bool) (*Server, error) {
+	logger, err := fileLogger(l.logFile)
 	if err != nil {
 		return nil, err
 	}
 	for try := 1; ; try++ {
-		ports, err := o.Ports.fill()
+		ports, err := want.fill(l.host)
 		if err != nil {
 			return nil, fmt.Errorf("embedded temporal: choosing ports: %w", err)
+		}
+		if fixedFrontend && ports.Frontend != want.Frontend {
+			return nil, fmt.Errorf("temporal server: %s: %w", net.JoinHostPort(l.host, strconv.Itoa(want.Frontend)),
+				syscall.EADDRINUSE)
 		}
 		if portsChosen != nil {
 			portsChosen(ports)
 		}
-		s, err := startOn(ctx, sqlCfg, ports, clusterName, o, logger)
+		s, err := l.startOn(ctx, ports, logger)
 		if err == nil {
 			return s, nil
 		}
@@ -156,18 +190,17 @@ func createDatabase(sqlCfg *config.SQL, o Options, clusterName string) error {
 // startOn builds and starts the server on the given ports. The server reports a port it cannot bind through its
 // logger's Fatal, which would exit the process with the cause only in the log file: Fatal panics instead (see
 // fatalLogger) and the panic comes back here as an error.
-func startOn(ctx context.Context, sqlCfg *config.SQL, ports Ports, clusterName string, o Options,
-	logger log.Logger) (s *Server, err error) {
+func (l launch) startOn(ctx context.Context, ports Ports, logger log.Logger) (s *Server, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			fatal, ok := r.(*fatalError)
 			if !ok {
 				panic(r)
 			}
-			s, err = nil, fmt.Errorf("embedded temporal: starting on ports %+v (log %s): %w", ports, o.LogFile, fatal)
+			s, err = nil, fmt.Errorf("embedded temporal: starting on ports %+v (log %s): %w", ports, l.logFile, fatal)
 		}
 	}()
-	cfg := serverConfig(sqlCfg, ports, clusterName)
+	cfg := serverConfig(l.persistence, l.host, ports)
 	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
 	if err != nil {
 		return nil, fmt.Errorf("embedded temporal: %w", err)
@@ -176,8 +209,8 @@ func startOn(ctx context.Context, sqlCfg *config.SQL, ports Ports, clusterName s
 	if err != nil {
 		return nil, fmt.Errorf("embedded temporal: %w", err)
 	}
-	addr := func(p int) string { return net.JoinHostPort(host, strconv.Itoa(p)) }
-	dc := o.DynamicConfig
+	addr := func(p int) string { return net.JoinHostPort(l.host, strconv.Itoa(p)) }
+	dc := l.dc
 	if dc == nil {
 		dc = dynamicconfig.StaticClient{}
 	}
@@ -200,9 +233,9 @@ func startOn(ctx context.Context, sqlCfg *config.SQL, ports Ports, clusterName s
 	}
 	if err := srv.Start(); err != nil {
 		_ = srv.Stop()
-		return nil, fmt.Errorf("embedded temporal: starting (database %s, log %s): %w", o.DBFile, o.LogFile, err)
+		return nil, fmt.Errorf("embedded temporal: starting (database %s, log %s): %w", l.database, l.logFile, err)
 	}
-	s = &Server{srv: srv, ports: ports, ns: o.Namespace}
+	s = &Server{srv: srv, host: l.host, ports: ports, ns: l.namespace}
 	if err := s.waitReady(ctx); err != nil {
 		_ = srv.Stop()
 		return nil, err
@@ -233,7 +266,7 @@ func syncedMarker(path string, present bool) error {
 }
 
 // HostPort is the frontend's gRPC address, for clients and workers.
-func (s *Server) HostPort() string { return net.JoinHostPort(host, strconv.Itoa(s.ports.Frontend)) }
+func (s *Server) HostPort() string { return net.JoinHostPort(s.host, strconv.Itoa(s.ports.Frontend)) }
 
 // Ports returns the ports in use, so a restart can ask for the same ones.
 func (s *Server) Ports() Ports { return s.ports }
@@ -262,7 +295,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 	}
 }
 
-func serverConfig(sqlCfg *config.SQL, p Ports, clusterName string) *config.Config {
+func serverConfig(persistence config.Persistence, host string, p Ports) *config.Config {
 	svc := func(port, httpPort int) config.Service {
 		return config.Service{RPC: config.RPC{GRPCPort: port, HTTPPort: httpPort, BindOnIP: host}}
 	}
@@ -271,12 +304,7 @@ func serverConfig(sqlCfg *config.SQL, p Ports, clusterName string) *config.Confi
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
 		},
-		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
-		},
+		Persistence: persistence,
 		ClusterMetadata: &cluster.Config{
 			FailoverVersionIncrement: 10,
 			MasterClusterName:        clusterName,
@@ -316,13 +344,13 @@ func fileLogger(path string) (log.Logger, error) {
 }
 
 // fill replaces zero ports with free ones, keeping the ones asked for when they are still free.
-func (p Ports) fill() (Ports, error) {
+func (p Ports) fill(host string) (Ports, error) {
 	out := p
 	for _, port := range []*int{&out.Frontend, &out.History, &out.Matching, &out.Worker, &out.HTTP} {
-		if *port != 0 && portFree(*port) {
+		if *port != 0 && portFree(host, *port) {
 			continue
 		}
-		free, err := freePort()
+		free, err := freePortOn(host)
 		if err != nil {
 			return p, err
 		}
@@ -331,7 +359,7 @@ func (p Ports) fill() (Ports, error) {
 	return out, nil
 }
 
-func portFree(port int) bool {
+func portFree(host string, port int) bool {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return false
@@ -340,14 +368,17 @@ func portFree(port int) bool {
 	return true
 }
 
-// freePort picks a free port below Linux's ephemeral range (32768 and up). A port is closed again between being
+// freePort picks a free port on the loopback address (see freePortOn).
+func freePort() (int, error) { return freePortOn(host) }
+
+// freePortOn picks a free port below Linux's ephemeral range (32768 and up). A port is closed again between being
 // chosen and the server binding it; an ephemeral one could meanwhile become the source port of any outgoing
 // connection on the machine, and the server would then fail to bind it and exit. Ports below the range are only
 // taken by listeners that ask for them.
-func freePort() (int, error) {
+func freePortOn(host string) (int, error) {
 	const lo, hi = 20000, 32768
 	for range 100 {
-		if p := lo + rand.IntN(hi-lo); portFree(p) {
+		if p := lo + rand.IntN(hi-lo); portFree(host, p) {
 			return p, nil
 		}
 	}

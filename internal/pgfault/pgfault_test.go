@@ -1,0 +1,594 @@
+package pgfault
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"ctxlab/internal/fakeopenai"
+	"ctxlab/internal/pgtest"
+	"ctxlab/results"
+)
+
+// key is the API key the llm workers get, from their environment only.
+const key = "sk-ctxlab-pgfault-5b0c2e77a1d94f38"
+
+// specOverrides make the demo an openai sweep of three instances and two methods: oracle_files (one patch call per
+// issue) and cq2care, the budget anchor (localize, evidence and patch calls). One model call at a time per llm
+// worker, so a kill of one finds it holding a known call.
+const specOverrides = "{ name: 'pgfault', dataset+: { limit: 3 }, methods: super.methods[1:3], " +
+	"models: [super.models[0] + { price: { input: 2.5, output: 10 } }], " +
+	"limits+: { queues+: { llm+: { concurrency: 1 } } } }"
+
+// callDelay is how long the fake takes per model call: long enough that kills land while calls are in flight and
+// the sweep outlasts two server restarts.
+const callDelay = 700 * time.Millisecond
+
+// longOutage is how long the server stays down after its second kill: longer than the Temporal SDK waits for a
+// workflow's result without an answer (65 s), after which `starter run --address` used to exit with "sweep failed:
+// context deadline exceeded" while the sweep went on.
+const longOutage = 75 * time.Second
+
+// varyingFields are row fields that legitimately differ between two runs: grade_seconds is a wall time.
+var varyingFields = map[string]bool{"grade_seconds": true}
+
+var tmpRoot string
+
+func TestMain(m *testing.M) {
+	var err error
+	if tmpRoot, err = os.MkdirTemp("", "pgfault"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(tmpRoot)
+	os.Exit(code)
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(wd, "..", "..")
+}
+
+// build builds ./starter and ./worker.
+func build(t *testing.T) (starter, worker string) {
+	t.Helper()
+	starter, worker = filepath.Join(tmpRoot, "starter"), filepath.Join(tmpRoot, "worker")
+	for pkg, bin := range map[string]string{"./starter": starter, "./worker": worker} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return starter, worker
+}
+
+func writeSpec(t *testing.T, dir string) string {
+	t.Helper()
+	src := "(import '" + filepath.Join(repoRoot(t), "specs", "demo.jsonnet") + "') + " + specOverrides + "\n"
+	p := filepath.Join(dir, "spec.jsonnet")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// syncBuffer is a process's output, read while the process writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// proc is one process of the deployment, in its own process group (a grade worker's test commands die with it).
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  syncBuffer
+	done chan struct{}
+	err  error
+}
+
+func startProc(t *testing.T, name string, env []string, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("--- %s output (last 4000 bytes):\n%s", p.name, tail(p.out.String(), 4000))
+		}
+	})
+	return p
+}
+
+// kill sends SIGKILL to the process group and waits for the process to die.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// env is the environment without the host's OpenAI and ctxlab settings, plus extra.
+func env(extra ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "CTXLAB_") && !strings.HasPrefix(kv, "TEMPORAL_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, extra...)
+}
+
+// tracker stands in front of the fake endpoint and attributes each model call to the process that made it (through
+// the socket's owner in /proc), so the test knows which worker holds which call.
+type tracker struct {
+	fake *fakeopenai.Server
+	port int // the endpoint's port, set once it listens
+
+	mu       sync.Mutex
+	owners   map[int]string            // pid → process name, for the processes calls are attributed to
+	inFlight map[string]map[string]int // process name → request → calls being answered
+	asked    map[string][]string       // request → process names, one per call, in order
+}
+
+func newTracker(fake *fakeopenai.Server) *tracker {
+	return &tracker{fake: fake, owners: map[int]string{}, inFlight: map[string]map[string]int{},
+		asked: map[string][]string{}}
+}
+
+func (tr *tracker) own(pid int, name string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.owners[pid] = name
+}
+
+func (tr *tracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		tr.fake.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // a client killed while sending: no call
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req fakeopenai.ChatRequest
+	if json.Unmarshal(body, &req) != nil {
+		tr.fake.ServeHTTP(w, r)
+		return
+	}
+	req.TaskName = r.Header.Get(fakeopenai.TaskHeader)
+	k := requestKey(req)
+	tr.mu.Lock()
+	owner := socketOwner(r.RemoteAddr, tr.port, tr.owners)
+	if tr.inFlight[owner] == nil {
+		tr.inFlight[owner] = map[string]int{}
+	}
+	tr.inFlight[owner][k]++
+	tr.asked[k] = append(tr.asked[k], owner)
+	tr.mu.Unlock()
+	defer func() {
+		tr.mu.Lock()
+		tr.inFlight[owner][k]--
+		if tr.inFlight[owner][k] == 0 {
+			delete(tr.inFlight[owner], k)
+		}
+		tr.mu.Unlock()
+	}()
+	tr.fake.ServeHTTP(w, r)
+}
+
+// holding returns the requests a process has in flight.
+func (tr *tracker) holding(name string) []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []string
+	for k := range tr.inFlight[name] {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// askers returns who asked each request, one entry per call.
+func (tr *tracker) askers() map[string][]string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	out := make(map[string][]string, len(tr.asked))
+	for k, v := range tr.asked {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// distinct is the number of different requests received so far: the sweep's progress through its model calls.
+func (tr *tracker) distinct() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.asked)
+}
+
+func requestKey(r fakeopenai.ChatRequest) string {
+	return fmt.Sprintf("%s\x00%s\x00%v\x00%v\x00%s", r.Task(), r.Model, deref(r.Seed), deref(r.Temperature), r.Prompt())
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// socketOwner names the process among owners that holds the client end of the connection from remote to the
+// endpoint's port: the socket's inode from /proc/net/tcp, then the process whose descriptors include it. "" when
+// none does (a process not registered, such as an embedded starter's).
+func socketOwner(remote string, serverPort int, owners map[int]string) string {
+	_, portText, err := net.SplitHostPort(remote)
+	if err != nil {
+		return ""
+	}
+	clientPort, _ := strconv.Atoi(portText)
+	inode := ""
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		f, err := os.Open(table)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() && inode == "" {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 10 || hexPort(fields[1]) != clientPort || hexPort(fields[2]) != serverPort {
+				continue
+			}
+			inode = fields[9]
+		}
+		f.Close()
+	}
+	if inode == "" {
+		return ""
+	}
+	want := "socket:[" + inode + "]"
+	for pid, name := range owners {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); link == want {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// hexPort reads the port of a /proc/net/tcp address (ADDR:PORT in hex).
+func hexPort(addr string) int {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return -1
+	}
+	p, err := strconv.ParseInt(addr[i+1:], 16, 32)
+	if err != nil {
+		return -1
+	}
+	return int(p)
+}
+
+// endpoint starts the fake behind a tracker.
+func endpoint(t *testing.T) (*tracker, string) {
+	t.Helper()
+	fake := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithDelay("localize", callDelay),
+		fakeopenai.WithDelay("evidence", callDelay), fakeopenai.WithDelay("patch", callDelay))
+	tr := newTracker(fake)
+	hs := httptest.NewServer(tr)
+	t.Cleanup(hs.Close)
+	tr.port = hs.Listener.Addr().(*net.TCPAddr).Port
+	return tr, hs.URL + "/v1"
+}
+
+func readRows(t *testing.T, path string) map[results.Key]results.Row {
+	t.Helper()
+	rows, bad, err := results.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Fatalf("%s has unreadable lines: %+v", path, bad)
+	}
+	out := map[results.Key]results.Row{}
+	for _, r := range rows {
+		if _, dup := out[r.Key()]; dup {
+			t.Errorf("%s: row %v written twice", path, r.Key())
+		}
+		out[r.Key()] = r
+	}
+	return out
+}
+
+func rowCount(path string) int {
+	rows, _, _ := results.ReadFile(path)
+	return len(rows)
+}
+
+// sameRows reports every difference between two runs' rows (keys and every field but varyingFields).
+func sameRows(t *testing.T, got, want map[results.Key]results.Row) {
+	t.Helper()
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("row %v missing", k)
+			continue
+		}
+		fields := map[string]bool{}
+		for f := range g {
+			fields[f] = true
+		}
+		for f := range w {
+			fields[f] = true
+		}
+		for f := range fields {
+			if !varyingFields[f] && !reflect.DeepEqual(g[f], w[f]) {
+				t.Errorf("row %v: %s = %v, uninterrupted run %v", k, f, g[f], w[f])
+			}
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("row %v is not in the uninterrupted run", k)
+		}
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after timeout or when the starter exits first.
+func waitFor(t *testing.T, what string, timeout time.Duration, starter *proc, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if starter != nil && starter.exited() {
+			t.Fatalf("the starter exited (%v) before %s\n%s", starter.err, what, tail(starter.out.String(), 4000))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in %s", what, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestServerKilledMidSweep is the cluster deployment's fault test; see the package comment. Kill points: the server
+// after 1/4 of the uninterrupted run's different calls (started again at once, as a supervisor would), llm worker A
+// while it holds a call once 2/5 are made, and the server again at 3/5, this time down for longOutage.
+func TestServerKilledMidSweep(t *testing.T) {
+	pg := pgtest.Start(t)
+	starterBin, workerBin := build(t)
+	dir := t.TempDir()
+	spec := writeSpec(t, dir)
+
+	// The uninterrupted run: one starter with its embedded server and workers.
+	baseFake, baseURL := endpoint(t)
+	baseRuns := filepath.Join(dir, "base")
+	began := time.Now()
+	base := startProc(t, "baseline starter", env("OPENAI_BASE_URL="+baseURL, "OPENAI_API_KEY="+key), starterBin,
+		"run", spec, "--runs", baseRuns, "--ext-str", "model=openai", "--quiet")
+	select {
+	case <-base.done:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("the uninterrupted run did not finish in 4 minutes")
+	}
+	if base.err != nil {
+		t.Fatalf("the uninterrupted run: %v\n%s", base.err, base.out.String())
+	}
+	want := readRows(t, filepath.Join(baseRuns, "pgfault", "results.jsonl"))
+	baseAsked := baseFake.askers()
+	baseCalls := baseFake.fake.Calls()
+	if len(want) != 2*3 || len(baseAsked) < 8 {
+		t.Fatalf("the uninterrupted run has %d rows and %d different calls; want 6 rows and at least 8 calls",
+			len(want), len(baseAsked))
+	}
+	if baseCalls != len(baseAsked) {
+		t.Fatalf("the uninterrupted run paid %d calls for %d different requests", baseCalls, len(baseAsked))
+	}
+	t.Logf("uninterrupted run: %d rows, %d calls in %s", len(want), baseCalls, time.Since(began).Round(time.Second))
+
+	// The deployment: server, three workers, a submitting starter.
+	tr, url := endpoint(t)
+	runs := filepath.Join(dir, "runs")
+	runDir := filepath.Join(runs, "pgfault")
+	frontend, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	address := net.JoinHostPort("127.0.0.1", strconv.Itoa(frontend))
+	serverLog := filepath.Join(dir, "temporal-server.log")
+	startServer := func(n int) *proc {
+		t.Helper()
+		p := startProc(t, fmt.Sprintf("server (start %d)", n), env(), starterBin, "server", "--db",
+			pg.URL("temporal"), "--address", address, "--log", serverLog)
+		waitFor(t, fmt.Sprintf("server start %d", n), 2*time.Minute, nil, func() bool {
+			if p.exited() {
+				t.Fatalf("server start %d exited: %v\n%s", n, p.err, p.out.String())
+			}
+			return strings.Contains(p.out.String(), "Temporal server at "+address)
+		})
+		return p
+	}
+	server := startServer(1)
+
+	common := []string{"--address", address, "--runs", runs, "--spec", spec}
+	workerEnv := env("OPENAI_BASE_URL="+url, "OPENAI_API_KEY="+key)
+	startProc(t, "worker workflow,cpu,grade", workerEnv, workerBin, append(common, "--queues", "workflow,cpu,grade")...)
+	llmA := startProc(t, "llm worker A", workerEnv, workerBin, append(common, "--queues", "llm")...)
+	llmB := startProc(t, "llm worker B", workerEnv, workerBin, append(common, "--queues", "llm")...)
+	tr.own(llmA.cmd.Process.Pid, "A")
+	tr.own(llmB.cmd.Process.Pid, "B")
+	starter := startProc(t, "starter", env(), starterBin, "run", spec, "--runs", runs, "--address", address,
+		"--no-worker", "--quiet", "--ext-str", "model=openai")
+	sweepBegan := time.Now()
+
+	n := len(baseAsked)
+	killServer := func(i, at int, down time.Duration) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("different call %d of %d", at, n), 3*time.Minute, starter,
+			func() bool { return tr.distinct() >= at })
+		server.kill()
+		rows := rowCount(filepath.Join(runDir, "results.jsonl"))
+		t.Logf("server kill %d at %s: %d of %d different calls made, %d of %d rows written", i,
+			time.Since(sweepBegan).Round(time.Millisecond), tr.distinct(), n, rows, len(want))
+		if rows >= len(want) {
+			t.Fatalf("server kill %d came after every row was written", i)
+		}
+		if down > 0 {
+			t.Logf("the server stays down %s", down)
+			time.Sleep(down)
+		}
+		server = startServer(i + 1)
+		t.Logf("server back %s after kill %d", time.Since(sweepBegan).Round(time.Millisecond), i)
+	}
+
+	killServer(1, n/4, 0)
+
+	// Worker A dies for good while it holds a model call.
+	waitFor(t, "a call held by llm worker A", 3*time.Minute, starter, func() bool {
+		return tr.distinct() >= 2*n/5 && len(tr.holding("A")) > 0
+	})
+	held := tr.holding("A")
+	llmA.kill()
+	t.Logf("llm worker A killed at %s holding %d call(s); %d of %d different calls made",
+		time.Since(sweepBegan).Round(time.Millisecond), len(held), tr.distinct(), n)
+
+	killServer(2, min(max(3*n/5, tr.distinct()+1), n), longOutage)
+
+	select {
+	case <-starter.done:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("the sweep did not complete in 4 minutes after the last kill")
+	}
+	if starter.err != nil {
+		t.Fatalf("starter run --address: %v\n%s", starter.err, starter.out.String())
+	}
+	t.Logf("faulted sweep finished in %s", time.Since(sweepBegan).Round(time.Second))
+	// The long outage outlasted the SDK's own result wait: the starter saw the server lost, and waited on.
+	if !strings.Contains(starter.out.String(), "lost the Temporal server") {
+		t.Errorf("the starter never reported the lost server, so the outage did not outlast its result wait:\n%s",
+			starter.out.String())
+	}
+
+	sameRows(t, readRows(t, filepath.Join(runDir, "results.jsonl")), want)
+
+	// Every request of the uninterrupted run, no other, each paid once but those worker A held when it died: each of
+	// them paid once more, by the survivor.
+	asked := tr.askers()
+	heldSet := map[string]bool{}
+	for _, k := range held {
+		heldSet[k] = true
+	}
+	for k := range baseAsked {
+		if len(asked[k]) == 0 {
+			t.Errorf("the faulted sweep never made the call %.120q", k)
+		}
+	}
+	calls := 0
+	for k, who := range asked {
+		calls += len(who)
+		switch {
+		case len(baseAsked[k]) == 0:
+			t.Errorf("the faulted sweep made a call the uninterrupted one did not: %.120q", k)
+		case heldSet[k]:
+			if len(who) != 2 || who[0] != "A" || who[1] != "B" {
+				t.Errorf("the call worker A held when it died was asked by %v, want A then B: %.120q", who, k)
+			}
+		case len(who) != 1:
+			t.Errorf("call paid %d times (by %v): %.120q", len(who), who, k)
+		}
+		for _, w := range who {
+			if w != "A" && w != "B" {
+				t.Errorf("a call came from %q, not from an llm worker: %.120q", w, k)
+			}
+		}
+	}
+	if want := n + len(held); calls != want || tr.fake.Calls() != want {
+		t.Errorf("%d calls paid (the endpoint counted %d), want the uninterrupted run's %d plus the %d worker A "+
+			"held when it died", calls, tr.fake.Calls(), n, len(held))
+	}
+	afterKill := 0
+	for _, who := range asked {
+		for _, w := range who {
+			if w == "B" {
+				afterKill++
+			}
+		}
+	}
+	t.Logf("calls: %d (uninterrupted %d); %d by worker B, %d by worker A before it died", calls, n, afterKill,
+		calls-afterKill)
+}
+
+// freePort picks the server's frontend port below Linux's ephemeral range, so no outgoing connection takes it as
+// its source port while the server is down between a kill and its restart.
+func freePort() (int, error) {
+	for range 100 {
+		port := 20000 + rand.IntN(12768)
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port between 20000 and 32767")
+}
