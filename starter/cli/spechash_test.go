@@ -115,4 +115,3 @@ func TestSpecHashOfTheDemoInTwoRunsFolders(t *testing.T) {
 		t.Errorf("the demo's hash depends on the runs folder: %s and %s", hashes[0], hashes[1])
 	}
 }
-
