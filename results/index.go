@@ -16,8 +16,8 @@ import (
 // 300 issues x 72 arms); with the index an Append reads only what other processes appended since.
 //
 // The index is trusted only while it still describes the file: the locked file is the one it read (Repair, or a
-// new sweep putting results aside, renames another file over the path), no shorter than off, and the bytes just
-// before off are unchanged (a file rewritten in place). Otherwise it is read again from the start.
+// new sweep putting results aside, renames another file over the path), no shorter than off, and its first bytes
+// and those just before off are unchanged (a file rewritten in place). Otherwise it is read again from the start.
 type keyIndex struct {
 	mu   sync.Mutex // taken after the file's lock, so only one goroutine of a process uses it
 	file os.FileInfo

@@ -1,8 +1,12 @@
 package results
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -111,4 +115,56 @@ func TestAppendRepairsATornLineLeftSinceItsLastAppend(t *testing.T) {
 	appendRaw(t, s.Path, last[:len(last)-1])
 	mustAppend(t, s, 1, row("i6", "a", true, 1, 1), row("i7", "a", true, 1, 1))
 	wantKeys(t, s.Path, "i1", "i2", "i3", "i4", "i5", "i6", "i7")
+}
+
+// TestAppendAcrossProcesses runs appenders in child processes, each with its own key index, sending overlapping
+// rows in turns: every key must land in the file exactly once.
+func TestAppendAcrossProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results.jsonl")
+	const procs, issues = 3, 40
+	cmds := make([]*exec.Cmd, procs)
+	for p := range cmds {
+		cmds[p] = exec.Command(os.Args[0], "-test.run=^TestAppendAcrossProcesses$")
+		cmds[p].Env = append(os.Environ(), "RESULTS_TEST_APPENDER="+path, fmt.Sprintf("RESULTS_TEST_SEED=%d", p))
+		if err := cmds[p].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("appender %d: %v", p, err)
+		}
+	}
+	rows, bad, err := ReadFile(path)
+	if err != nil || len(bad) != 0 {
+		t.Fatalf("read: %d bad, %v", len(bad), err)
+	}
+	count := map[Key]int{}
+	for _, r := range rows {
+		count[r.Key()]++
+	}
+	if len(count) != issues*2 || len(rows) != issues*2 {
+		t.Fatalf("%d rows with %d keys, want each of %d keys once", len(rows), len(count), issues*2)
+	}
+}
+
+func init() {
+	if path := os.Getenv("RESULTS_TEST_APPENDER"); path != "" {
+		appenderChild(path, os.Getenv("RESULTS_TEST_SEED"))
+	}
+}
+
+// appenderChild is a child process of TestAppendAcrossProcesses: it appends every issue's two rows, each process in its own order, and exits.
+func appenderChild(path, seed string) {
+	s := Store{Path: path}
+	n, _ := strconv.Atoi(seed)
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	for _, issue := range rng.Perm(40) {
+		inst := fmt.Sprintf("i%02d", issue)
+		if _, err := s.Append([]Row{row(inst, "a", true, 1, 1), row(inst, "b", false, 0, 0)}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(0)
 }
