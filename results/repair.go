@@ -9,7 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"ctxlab/internal/flock"
 )
 
 // TornSuffix names the file next to results.jsonl that keeps the bytes Repair cut out, so a repair throws nothing
@@ -50,28 +51,14 @@ func (s Store) Repair() (Repaired, error) {
 		return Repaired{}, err
 	}
 	defer unlock(f)
-	rep, _, err := s.repair(f)
-	return rep, err
-}
-
-// lockRepaired locks the results file, creating it, with any torn line cut out: rows appended now start on a line
-// of their own.
-func (s Store) lockRepaired() (*os.File, error) {
-	for {
-		f, err := s.lock(true)
-		if err != nil {
-			return nil, err
-		}
-		_, replaced, err := s.repair(f)
-		if err != nil {
-			unlock(f)
-			return nil, err
-		}
-		if !replaced {
-			return f, nil
-		}
-		unlock(f) // f is the old file now: lock the new one
+	rep, replaced, err := s.repair(f)
+	if rep.Changed() || replaced {
+		x := indexFor(s.Path)
+		x.mu.Lock()
+		x.reset()
+		x.mu.Unlock()
 	}
+	return rep, err
 }
 
 // repair does Repair's work on the locked file f. replaced says it renamed a new file over f's path (f is then
@@ -210,9 +197,9 @@ func (s Store) lock(create bool) (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("results: %w", err)
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		if err := flock.LockFile(f); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("results: locking %s: %w", s.Path, err)
+			return nil, fmt.Errorf("results: %w", err)
 		}
 		held, err1 := f.Stat()
 		now, err2 := os.Stat(s.Path)
@@ -227,6 +214,6 @@ func (s Store) lock(create bool) (*os.File, error) {
 }
 
 func unlock(f *os.File) {
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	flock.UnlockFile(f)
 	f.Close()
 }

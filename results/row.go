@@ -1,13 +1,14 @@
 package results
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"ctxlab/internal/jsonl"
 )
 
 // Row is one results row. Activities contribute fields, so a row is an open map; the fields every row has are
@@ -101,47 +102,41 @@ type Store struct {
 }
 
 // Append writes the rows whose key the file does not hold yet and returns how many it wrote. A retried activity
-// calling it again writes nothing twice.
+// calling it again writes nothing twice. The keys already in the file are kept in memory between calls (see
+// keyIndex): under the lock only the bytes other processes appended since the last call are read.
 func (s Store) Append(rows []Row) (int, error) {
-	f, err := s.lockRepaired()
+	f, idx, err := s.lockIndexed()
 	if err != nil {
 		return 0, err
 	}
 	defer unlock(f)
-	existing, _, err := read(io.NewSectionReader(f, 0, 1<<62))
-	if err != nil {
-		return 0, fmt.Errorf("results: %s: %w", s.Path, err)
-	}
-	have := map[Key]bool{}
-	for _, r := range existing {
-		have[r.Key()] = true
-	}
-	end, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return 0, fmt.Errorf("results: %w", err)
-	}
+	defer idx.mu.Unlock()
 	var buf bytes.Buffer
-	n := 0
+	var added []Key
+	seen := map[Key]bool{}
 	for _, r := range rows {
-		if have[r.Key()] {
+		k := r.Key()
+		if idx.keys[k] || seen[k] {
 			continue
 		}
-		have[r.Key()] = true
+		seen[k] = true
 		b, err := json.Marshal(r)
 		if err != nil {
-			return 0, fmt.Errorf("results: row %v: %w", r.Key(), err)
+			return 0, fmt.Errorf("results: row %v: %w", k, err)
 		}
 		buf.Write(b)
 		buf.WriteByte('\n')
-		n++
+		added = append(added, k)
 	}
-	if n == 0 {
+	if len(added) == 0 {
 		return 0, nil
 	}
-	if _, err := f.WriteAt(buf.Bytes(), end); err != nil {
+	if _, err := f.WriteAt(buf.Bytes(), idx.off); err != nil {
+		idx.reset() // part of buf may be in the file: read it again next time
 		return 0, fmt.Errorf("results: writing %s: %w", s.Path, err)
 	}
-	return n, f.Sync()
+	idx.wrote(f, buf.Bytes(), added)
+	return len(added), f.Sync()
 }
 
 // BadLine is a line of a results file that is not a row.
@@ -162,25 +157,23 @@ func ReadFile(path string) ([]Row, []BadLine, error) {
 }
 
 func read(r io.Reader) ([]Row, []BadLine, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	var rows []Row
 	var bad []BadLine
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	_, err := jsonl.Scan(r, jsonl.ReadPartial, func(line int, b []byte) error {
 		var row Row
 		if err := json.Unmarshal(b, &row); err != nil {
 			bad = append(bad, BadLine{Line: line, Err: err})
-			continue
+			return nil
 		}
-		if row.String(FieldInstance) == "" || row.String(FieldMethod) == "" {
+		if !row.keyed() {
 			bad = append(bad, BadLine{Line: line, Err: errors.New("row lacks instance_id or method")})
-			continue
+			return nil
 		}
 		rows = append(rows, row)
-	}
-	return rows, bad, sc.Err()
+		return nil
+	})
+	return rows, bad, err
 }
+
+// keyed reports whether the row has the fields of its key that every row must have.
+func (r Row) keyed() bool { return r.String(FieldInstance) != "" && r.String(FieldMethod) != "" }

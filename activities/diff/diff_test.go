@@ -649,3 +649,47 @@ func TestBinaryPatches(t *testing.T) {
 		t.Fatalf("binary apply: %q, %v", out["blob.bin"], err)
 	}
 }
+
+// TestUnifiedIsShortest checks on random edits that the diff changes no more lines than it must: its - and + lines
+// number len(a) + len(b) - 2 LCS(a, b), from a dynamic program independent of the writer.
+func TestUnifiedIsShortest(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	vocab := []string{"a\n", "b\n", "c\n", "}\n", "\n", "return nil\n"}
+	gen := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = vocab[rng.Intn(len(vocab))]
+		}
+		return out
+	}
+	for iter := 0; iter < 500; iter++ {
+		a, b := gen(rng.Intn(40)), gen(rng.Intn(40))
+		if rng.Intn(2) == 0 && len(a) > 0 { // a small edit of a, as well as unrelated texts
+			b = append(append(append([]string(nil), a[:len(a)/2]...), gen(rng.Intn(4))...), a[len(a)/2:]...)
+		}
+		lcs := make([][]int, len(a)+1)
+		for i := range lcs {
+			lcs[i] = make([]int, len(b)+1)
+		}
+		for i := len(a) - 1; i >= 0; i-- {
+			for j := len(b) - 1; j >= 0; j-- {
+				if a[i] == b[j] {
+					lcs[i][j] = lcs[i+1][j+1] + 1
+				} else {
+					lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+				}
+			}
+		}
+		patch := Unified("r.txt", []byte(strings.Join(a, "")), []byte(strings.Join(b, "")))
+		changed := 0
+		for _, line := range strings.Split(patch, "\n") {
+			if (strings.HasPrefix(line, "-") && !strings.HasPrefix(line, "--- ")) ||
+				(strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++ ")) {
+				changed++
+			}
+		}
+		if want := len(a) + len(b) - 2*lcs[0][0]; changed != want {
+			t.Fatalf("iteration %d: %d changed lines, the shortest diff has %d\n%s", iter, changed, want, patch)
+		}
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"ctxlab/internal/flock"
@@ -79,22 +78,16 @@ func (l *Limiter) slot(ctx context.Context) (func(), error) {
 
 // pace reserves the next start time in a shared file: starts are spaced 1/RPS apart across processes.
 func (l *Limiter) pace(ctx context.Context) error {
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
-		return fmt.Errorf("limiter: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(l.dir, "rate.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	lockPath := filepath.Join(l.dir, "rate.lock")
+	unlock, err := flock.LockPath(lockPath)
 	if err != nil {
 		return fmt.Errorf("limiter: %w", err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("limiter: locking %s: %w", f.Name(), err)
 	}
 	var next time.Time
 	var st struct {
 		Next time.Time `json:"next"`
 	}
-	if b, err := os.ReadFile(f.Name() + ".json"); err == nil && json.Unmarshal(b, &st) == nil {
+	if b, err := os.ReadFile(lockPath + ".json"); err == nil && json.Unmarshal(b, &st) == nil {
 		next = st.Next
 	}
 	now := time.Now()
@@ -104,12 +97,12 @@ func (l *Limiter) pace(ctx context.Context) error {
 	}
 	st.Next = at.Add(time.Duration(float64(time.Second) / l.limits.RPS))
 	b, _ := json.Marshal(st)
-	tmp := f.Name() + ".json.tmp"
+	tmp := lockPath + ".json.tmp"
 	werr := os.WriteFile(tmp, b, 0o644)
 	if werr == nil {
-		werr = os.Rename(tmp, f.Name()+".json")
+		werr = os.Rename(tmp, lockPath+".json")
 	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	unlock()
 	if werr != nil {
 		return fmt.Errorf("limiter: %w", werr)
 	}

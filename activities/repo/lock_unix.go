@@ -2,23 +2,9 @@
 
 package repo
 
-import (
-	"os"
-	"syscall"
-)
+import "ctxlab/internal/flock"
 
 // lockFile takes an exclusive advisory lock on path (created if needed) and returns its release.
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	return flock.LockPath(path)
 }

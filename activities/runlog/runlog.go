@@ -4,16 +4,13 @@
 package runlog
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"ctxlab/activities/cas"
+	"ctxlab/internal/jsonl"
 )
 
 // File names inside a run folder.
@@ -117,29 +114,5 @@ func Append(path string, v any) error {
 // Read decodes every line of a JSON-lines file into T. A missing file is empty. A line that does not decode (the
 // torn last line of a killed process) is skipped and counted in bad.
 func Read[T any](path string) (out []T, bad int, err error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var v T
-		if json.Unmarshal(sc.Bytes(), &v) != nil {
-			bad++
-			continue
-		}
-		out = append(out, v)
-	}
-	if err := sc.Err(); err != nil {
-		return out, bad, fmt.Errorf("%s: %w", path, err)
-	}
-	return out, bad, nil
+	return jsonl.ReadFile[T](path)
 }

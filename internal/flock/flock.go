@@ -52,6 +52,34 @@ func Lock(ctx context.Context, path string, poll time.Duration) (unlock func(), 
 	}
 }
 
+// LockPath waits for the lock file at path (created with its folder when missing), for callers that may block
+// until the holder is done.
+func LockPath(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := LockFile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { UnlockFile(f); f.Close() }, nil
+}
+
+// LockFile waits for the exclusive lock of an open file. The caller releases it with UnlockFile (or by closing f).
+func LockFile(f *os.File) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// UnlockFile releases the lock LockFile took; f stays open.
+func UnlockFile(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
 // Sleep waits for d or until ctx ends.
 func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

@@ -31,3 +31,31 @@ func TestTryLockAndLock(t *testing.T) {
 	}
 	got()
 }
+
+func TestLockPathWaitsForTheHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "b", "y.lock")
+	unlock, err := LockPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, held, err := TryLock(path); err != nil || !held {
+		t.Fatalf("LockPath must hold the lock: held %v, %v", held, err)
+	}
+	released := make(chan struct{})
+	go func() { time.Sleep(50 * time.Millisecond); close(released); unlock() }()
+	again, err := LockPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-released:
+	default:
+		t.Fatal("LockPath returned while another holder still had the lock")
+	}
+	again()
+	if u, held, err := TryLock(path); err != nil || held {
+		t.Fatalf("unlock must free the lock: held %v, %v", held, err)
+	} else {
+		u()
+	}
+}

@@ -3,6 +3,8 @@ package stats
 import (
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // McNemarExact is the one-sided exact McNemar p-value for paired binary outcomes: with b pairs where only the first
@@ -13,45 +15,12 @@ func McNemarExact(b, c int) float64 {
 	if b < 0 || c < 0 {
 		return math.NaN()
 	}
-	return binomialUpperHalf(b+c, b)
-}
-
-// binomialUpperHalf returns P(X >= k) for X ~ Binomial(n, 1/2) by summing the probabilities of k..n directly (never
-// as 1 - CDF, which would lose small tails), from exact coefficients for n <= 1000 and from log-gamma beyond.
-func binomialUpperHalf(n, k int) float64 {
-	if k <= 0 {
+	if b == 0 {
 		return 1
 	}
-	if k > n {
-		return 0
-	}
-	if n <= 1000 {
-		// Binomial coefficients by the recurrence C(n, i+1) = C(n, i)(n-i)/(i+1): exact integers up to n = 56,
-		// within n ulps beyond, and no overflow below n = 1030. Dividing by 2^n is exact.
-		c, s := 1.0, 0.0
-		for i := 0; i <= n; i++ {
-			if i >= k {
-				s += c
-			}
-			c = c * float64(n-i) / float64(i+1)
-		}
-		return math.Min(1, math.Ldexp(s, -n))
-	}
-	lgn, _ := math.Lgamma(float64(n + 1))
-	logHalf := float64(n) * math.Ln2
-	// Sum from the largest term down for accuracy: terms shrink away from n/2.
-	terms := make([]float64, 0, n-k+1)
-	for i := k; i <= n; i++ {
-		a, _ := math.Lgamma(float64(i + 1))
-		b, _ := math.Lgamma(float64(n - i + 1))
-		terms = append(terms, lgn-a-b-logHalf)
-	}
-	mx := slices.Max(terms)
-	s := 0.0
-	for _, t := range terms {
-		s += math.Exp(t - mx)
-	}
-	return math.Min(1, math.Exp(mx)*s)
+	// Binomial(n, 1/2) is symmetric, so P(X >= b) = P(X <= c): gonum's CDF, an incomplete beta function that keeps
+	// small tails (its Survival is 1 - CDF, which would round them to 0).
+	return distuv.Binomial{N: float64(b + c), P: 0.5}.CDF(float64(c))
 }
 
 // Holm adjusts p-values for a family of tests by Holm's step-down method: sort ascending, multiply the i-th

@@ -220,3 +220,15 @@ func TestLogisticSeparation(t *testing.T) {
 		t.Errorf("constant feature must be an error")
 	}
 }
+
+// TestMcNemarExactGrid checks every b, c with b + c <= 80 against the exact fraction, down to tails of 2^-80.
+func TestMcNemarExactGrid(t *testing.T) {
+	for n := 0; n <= 80; n++ {
+		for b := 0; b <= n; b++ {
+			got, want := McNemarExact(b, n-b), exactUpperTail(n, b)
+			if rel := math.Abs(got-want) / want; rel > 1e-10 {
+				t.Fatalf("McNemarExact(%d, %d) = %.17g, exact %.17g (relative error %g)", b, n-b, got, want, rel)
+			}
+		}
+	}
+}

@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -270,18 +267,6 @@ func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHisto
 		in.Order = append(in.Order, results.Key{Method: arm.Method, Model: arm.Model})
 	}
 	return in
-}
-
-// specHash identifies what a sweep computes; settings that only change how fast it runs are left out, so changing
-// them does not restart a finished sweep.
-func specHash(in workflows.SweepInput) (string, error) {
-	in.Concurrency, in.MaxHistory = 0, 0
-	b, err := json.Marshal(in)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 const specHashMemo = "spec_hash"

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"ctxlab/workflows"
+)
+
+// specHash identifies what a sweep computes; settings that only change how fast it runs are left out, so changing
+// them does not restart a finished sweep. The dataset counts by its content, not by its absolute path: a checkout
+// (or runs folder) moved elsewhere computes the same sweep, while an edited dataset file is a new spec.
+func specHash(in workflows.SweepInput) (string, error) {
+	in.Concurrency, in.MaxHistory = 0, 0
+	digest, err := datasetDigest(in.Dataset.File)
+	if err != nil {
+		return "", err
+	}
+	in.Dataset.File = digest
+	b, err := json.Marshal(in)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// datasetDigest hashes a dataset's content: a file's bytes, or for a folder of shards the slash-separated path and
+// bytes of every regular file under it, in lexical order.
+func datasetDigest(path string) (string, error) {
+	h := sha256.New()
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("hashing the dataset: %w", err)
+	}
+	if !st.IsDir() {
+		if err := hashFile(h, path, false); err != nil {
+			return "", err
+		}
+		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	}
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(path, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
+		return hashFile(h, p, true)
+	})
+	if err != nil {
+		return "", fmt.Errorf("hashing the dataset %s: %w", path, err)
+	}
+	return "sha256-dir:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashFile writes the file's bytes to h, after its size when sized (which keeps the files of a folder apart).
+func hashFile(h io.Writer, path string, sized bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("hashing the dataset: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("hashing the dataset: %w", err)
+	}
+	if sized {
+		fmt.Fprintf(h, "%d\x00", st.Size())
+	}
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("hashing the dataset %s: %w", path, err)
+	}
+	return nil
+}

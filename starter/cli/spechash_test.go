@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"ctxlab/activities/cas"
+	"ctxlab/specs"
+)
+
+// checkoutSpec writes a spec and its dataset into a folder laid out like a checkout: dir/specs/s.jsonnet names
+// dir/data/rows.jsonl by a relative path, which compiling makes absolute.
+func checkoutSpec(t *testing.T, dir, rows string) string {
+	t.Helper()
+	for name, text := range map[string]string{
+		"data/rows.jsonl": rows,
+		"specs/s.jsonnet": `local ctxlab = import 'ctxlab.libsonnet';
+ctxlab.experiment({
+  name: 'moved',
+  dataset: ctxlab.datasets.swebench('../data/rows.jsonl'),
+  models: [ctxlab.models.offline],
+  methods: [ctxlab.methods.no_source],
+})
+`} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "specs", "s.jsonnet")
+}
+
+// hashOfSpec compiles the spec and hashes the sweep it starts, as starter run does.
+func hashOfSpec(t *testing.T, path string, prepare func(*specs.Experiment)) (string, *specs.Experiment) {
+	t.Helper()
+	e, err := compileSpec(path, specFlags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(e)
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := specHash(sweepInput(e, plan, cas.RefOf(b), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hash, e
+}
+
+const rowsText = `{"instance_id":"o__r-1","repo":"o/r","base_commit":"abc","problem_statement":"p","patch":"d","test_patch":"t","FAIL_TO_PASS":["TestA"],"PASS_TO_PASS":[]}` + "\n"
+
+// The same spec in two copies of a checkout is one sweep; an edited dataset is another.
+func TestSpecHashFollowsTheDatasetContentNotItsPath(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	h1, e1 := hashOfSpec(t, checkoutSpec(t, first, rowsText), nil)
+	h2, e2 := hashOfSpec(t, checkoutSpec(t, second, rowsText), nil)
+	if e1.Dataset.File == e2.Dataset.File {
+		t.Fatalf("setup: both specs name %s", e1.Dataset.File)
+	}
+	if h1 != h2 {
+		t.Errorf("moving the checkout changed the spec hash: %s and %s", h1, h2)
+	}
+	edited := rowsText[:len(rowsText)-1] + "\n" + `{"instance_id":"o__r-2","repo":"o/r","base_commit":"abc","problem_statement":"p","patch":"d","test_patch":"t","FAIL_TO_PASS":["TestA"],"PASS_TO_PASS":[]}` + "\n"
+	h3, _ := hashOfSpec(t, checkoutSpec(t, second, edited), nil)
+	if h3 == h1 {
+		t.Errorf("an edited dataset kept the spec hash %s", h1)
+	}
+	// A folder of shards counts by its files' names and bytes.
+	shards := func(dir, name string) func(*specs.Experiment) {
+		return func(e *specs.Experiment) {
+			p := filepath.Join(dir, "shards", name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(rowsText), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e.Dataset.File = filepath.Join(dir, "shards")
+		}
+	}
+	s1, _ := hashOfSpec(t, checkoutSpec(t, first, rowsText), shards(first, "test-0.jsonl"))
+	s2, _ := hashOfSpec(t, checkoutSpec(t, second, rowsText), shards(second, "test-0.jsonl"))
+	s3, _ := hashOfSpec(t, checkoutSpec(t, t.TempDir(), rowsText), shards(t.TempDir(), "train-0.jsonl"))
+	if s1 != s2 || s1 == s3 || s1 == h1 {
+		t.Errorf("shard folders: moved %s / %s, renamed %s, single file %s", s1, s2, s3, h1)
+	}
+}
+
+// The demo's dataset is built into the runs folder: runs folders in two places are one sweep.
+func TestSpecHashOfTheDemoInTwoRunsFolders(t *testing.T) {
+	var hashes []string
+	for range 2 {
+		runDir := filepath.Join(t.TempDir(), "runs", "demo")
+		h, _ := hashOfSpec(t, demoSpec(t), func(e *specs.Experiment) {
+			if _, err := prepareDataset(e, runDir); err != nil {
+				t.Fatal(err)
+			}
+		})
+		hashes = append(hashes, h)
+	}
+	if hashes[0] != hashes[1] {
+		t.Errorf("the demo's hash depends on the runs folder: %s and %s", hashes[0], hashes[1])
+	}
+}
