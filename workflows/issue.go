@@ -44,6 +44,8 @@ type IssueResult struct {
 func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	q := in.Queues.withDefaults()
 	res := IssueResult{Instance: in.Instance.ID}
+	// Taken first, so a workflow started by older code keeps its behavior on replay.
+	resumeVersion := workflow.GetVersion(ctx, resumeChange, workflow.DefaultVersion, 1)
 	var plan specs.Plan
 	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), activities.LoadPlanName,
 		activities.LoadPlanInput{Run: in.Run, Plan: in.Plan}).Get(ctx, &plan); err != nil {
@@ -59,6 +61,12 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	// nor done, so the issue stays open and the sweep resumes where it stopped.
 	waiting, waits := map[string]bool{}, map[string]int{}
 	wakes := map[string]workflow.CancelFunc{} // cancels a waiting node's timer: it checks the cap at once
+	notify := func() {
+		if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
+			workflow.SignalExternalWorkflow(ctx, parent.ID, "", PausedSignal,
+				IssuePaused{Instance: in.Instance.ID, Nodes: len(waiting)})
+		}
+	}
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -67,13 +75,14 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 		for _, k := range slices.Sorted(maps.Keys(wakes)) {
 			wakes[k]()
 		}
-	})
-	notify := func() {
-		if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
-			workflow.SignalExternalWorkflow(ctx, parent.ID, "", PausedSignal,
-				IssuePaused{Instance: in.Instance.ID, Nodes: len(waiting)})
+		// The sweep forgot this issue's pause when it forwarded the resume: every waiting node now checks the cap
+		// again, and one still over it says so again. Kept, the old set made the first node to pass report the
+		// others as paused, and a starter that had just raised the cap stopped at once.
+		if resumeVersion >= 1 && len(waiting) > 0 {
+			clear(waiting)
+			notify()
 		}
-	}
+	})
 	remaining := len(plan.Nodes)
 	for remaining > 0 {
 		for _, n := range plan.Nodes {
@@ -255,6 +264,12 @@ func lostWorker(err error) bool {
 	var app *temporal.ApplicationError
 	return errors.As(err, &app) && app.Type() == activities.ErrWorkerStopped
 }
+
+// Change ids of workflow.GetVersion: what an Issue workflow does differently from the histories saved before.
+const (
+	// resumeChange: a resume signal clears the issue's set of nodes waiting at the spend cap.
+	resumeChange = "resume-clears-paused"
+)
 
 // PausedSignal is what an Issue workflow sends its sweep when the number of its nodes waiting for the spend cap
 // changes.
