@@ -14,6 +14,7 @@ import (
 
 	"ctxlab/activities"
 	"ctxlab/activities/cas"
+	"ctxlab/activities/llm"
 	"ctxlab/results"
 	"ctxlab/specs"
 )
@@ -28,6 +29,8 @@ type IssueInput struct {
 	Retries  int                    `json:"retries"`
 	Debug    specs.Debug            `json:"debug,omitempty"`
 	Queues   Queues                 `json:"queues"`
+	// InfraWaits overrides maxInfraRounds, how often a node waits for the endpoint (-1: never; tests).
+	InfraWaits int `json:"infra_waits,omitempty"`
 }
 
 // IssueResult says how one instance went.
@@ -46,6 +49,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	res := IssueResult{Instance: in.Instance.ID}
 	// Taken first, so a workflow started by older code keeps its behavior on replay.
 	resumeVersion := workflow.GetVersion(ctx, resumeChange, workflow.DefaultVersion, 1)
+	infraVersion := workflow.GetVersion(ctx, infraChange, workflow.DefaultVersion, 1)
 	var plan specs.Plan
 	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), activities.LoadPlanName,
 		activities.LoadPlanInput{Run: in.Run, Plan: in.Plan}).Get(ctx, &plan); err != nil {
@@ -57,6 +61,13 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	rootFailure := map[string]bool{}
 	started := map[string]bool{}
 	rounds := map[string]int{} // node key -> times rescheduled after losing its workers
+	// Node key -> times it waited for the endpoint (a long Retry-After, or retries used up on 429s, 5xx, timeouts),
+	// and the kind of a node's failure, which its rows record.
+	infraRounds, failureKinds := map[string]int{}, map[string]string{}
+	maxInfra := maxInfraRounds
+	if in.InfraWaits != 0 {
+		maxInfra = max(in.InfraWaits, 0)
+	}
 	// Nodes waiting for the spend cap to be raised, and how often each has waited: such a node is neither failed
 	// nor done, so the issue stays open and the sweep resumes where it stopped.
 	waiting, waits := map[string]bool{}, map[string]int{}
@@ -154,8 +165,25 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 						run()
 						return
 					}
+					if err != nil && infraVersion >= 1 && infraRounds[node.Key] < maxInfra {
+						// The endpoint's failure, not the model's: wait (as long as it asked, on a durable timer
+						// that a resume signal cuts short) and run the node again.
+						if d, ok := infraWait(err, infraRounds[node.Key]); ok {
+							workflow.GetLogger(ctx).Warn("waiting for the endpoint", "node", node.Key, "wait", d,
+								"error", describe(err))
+							infraRounds[node.Key]++
+							tctx, wake := workflow.WithCancel(ctx)
+							wakes[node.Key] = wake
+							sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {
+								delete(wakes, node.Key)
+								run()
+							})
+							return
+						}
+					}
 					if err != nil {
 						failures[node.Key] = describe(err)
+						failureKinds[node.Key] = failureKind(err)
 						rootFailure[node.Key] = true
 						res.FailedSteps++
 					} else {
@@ -191,6 +219,9 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 			}
 			if rootFailure[s.Key] && row[results.FieldError] == nil {
 				row[results.FieldError] = fmt.Sprintf("step %s: %s", s.ID, failures[s.Key])
+				if k := failureKinds[s.Key]; infraVersion >= 1 && k != "" {
+					row[ErrorKindField] = k
+				}
 			}
 		}
 		rows = append(rows, row)
@@ -269,7 +300,78 @@ func lostWorker(err error) bool {
 const (
 	// resumeChange: a resume signal clears the issue's set of nodes waiting at the spend cap.
 	resumeChange = "resume-clears-paused"
+	// infraChange: a node that failed because of the endpoint waits and runs again, and rows record error_kind.
+	infraChange = "infra-waits"
 )
+
+// ErrorKindField is the row field that names the kind of a failed row's error (an llm.Kind such as rate_limit,
+// auth or context_length, "timeout" or "lost_worker"); llm.ClassOf says whose failure it is. Absent when the
+// failure has no known kind (a step's own error).
+const ErrorKindField = "error_kind"
+
+// maxInfraRounds bounds how often a node waits for the endpoint before its rows record the failure (a re-run of
+// the finished sweep retries them): with backoff from a minute to 30, about 2 hours of server errors; with an
+// endpoint asking for an hour each time, 8 hours.
+const maxInfraRounds = 8
+
+// maxProviderWait bounds one wait an endpoint asks for.
+const maxProviderWait = 6 * time.Hour
+
+// infraWait reports whether a node's failure is the infrastructure's, and how long to wait before running it again:
+// what the endpoint asked for (ErrProviderWait), else a backoff of a minute doubling to 30 minutes by round.
+func infraWait(err error, round int) (time.Duration, bool) {
+	backoff := time.Minute
+	for range min(round, 5) {
+		backoff *= 2
+	}
+	backoff = min(backoff, 30*time.Minute)
+	if app := providerWait(err); app != nil {
+		var w activities.ProviderWait
+		if app.Details(&w) == nil && w.Wait > 0 {
+			return min(max(w.Wait, time.Second), maxProviderWait), true
+		}
+		return backoff, true
+	}
+	if llm.ClassOf(failureKind(err)) == llm.ClassInfrastructure {
+		return backoff, true
+	}
+	return 0, false
+}
+
+// providerWait returns the ErrProviderWait error in err's chain, nil when there is none.
+func providerWait(err error) *temporal.ApplicationError {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if app, ok := e.(*temporal.ApplicationError); ok && app.Type() == activities.ErrProviderWait {
+			return app
+		}
+	}
+	return nil
+}
+
+// failureKind names the kind of a node's failure: the model call's kind (the type of an application error in the
+// chain; the activity wraps it with the step), "lost_worker", "timeout", or "" when it has none.
+func failureKind(err error) string {
+	if app := providerWait(err); app != nil {
+		var w activities.ProviderWait
+		if app.Details(&w) == nil && w.Kind != "" {
+			return w.Kind
+		}
+		return string(llm.KindRateLimit)
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if app, ok := e.(*temporal.ApplicationError); ok && llm.Known(app.Type()) {
+			return app.Type()
+		}
+	}
+	if lostWorker(err) {
+		return string(llm.KindLostWorker)
+	}
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) {
+		return string(llm.KindTimeout)
+	}
+	return ""
+}
 
 // PausedSignal is what an Issue workflow sends its sweep when the number of its nodes waiting for the spend cap
 // changes.

@@ -34,6 +34,8 @@ type SweepInput struct {
 	Queues      Queues        `json:"queues"`
 	// MaxHistory overrides DefaultMaxHistory (tests make it small).
 	MaxHistory int `json:"max_history,omitempty"`
+	// InfraWaits overrides how often a node waits for the endpoint before failing (-1: never; tests).
+	InfraWaits int `json:"infra_waits,omitempty"`
 
 	Instances []activities.InstanceRef `json:"instances,omitempty"`
 	Next      int                      `json:"next,omitempty"`
@@ -126,7 +128,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			})
 			fut := workflow.ExecuteChildWorkflow(cctx, Issue, IssueInput{
 				Run: in.Run, Instance: inst, Plan: in.Plan, Dataset: in.Dataset, Grading: in.Grading,
-				Retries: in.Retries, Debug: in.Debug, Queues: q,
+				Retries: in.Retries, Debug: in.Debug, Queues: q, InfraWaits: in.InfraWaits,
 			})
 			id := inst.ID
 			sel.AddFuture(fut, func(f workflow.Future) {
