@@ -145,3 +145,42 @@ func TestIssueModelFailuresStayFinal(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepRetriesOnlyNamedArms: a sweep given Retry runs only those instances, and in each only the nodes the
+// named arms need, recording only their rows: a re-run of a finished sweep does not ask the model again for a
+// row whose failure was the model's.
+func TestSweepRetriesOnlyNamedArms(t *testing.T) {
+	plan, err := specs.BuildPlan(twoMethods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(Issue)
+	f := &fakeNodes{calls: map[string]int{}}
+	f.register(env, plan)
+	var rows []results.Row
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+		rows = append(rows, in.Rows...)
+		return len(in.Rows), nil
+	}, activity.RegisterOptions{Name: activities.RecordName})
+	env.RegisterActivityWithOptions(func(context.Context, activities.LoadDatasetInput) ([]activities.InstanceRef, error) {
+		return instances(3), nil
+	}, activity.RegisterOptions{Name: activities.LoadDatasetName})
+	env.RegisterActivityWithOptions(func(context.Context, activities.SummarizeInput) (string, error) {
+		return "summary", nil
+	}, activity.RegisterOptions{Name: activities.SummarizeName})
+	second := instances(3)[1].ID
+	env.ExecuteWorkflow(Sweep, SweepInput{Run: "t", Concurrency: 2, Retries: 1,
+		Retry: map[string][]results.Key{second: {{Method: "b", Model: "offline"}}}})
+	var res SweepResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Issues != 1 || len(rows) != 1 || rows[0].Key() != (results.Key{Instance: second, Method: "b", Model: "offline"}) {
+		t.Fatalf("%d issues, rows %v; want method b's row of %s only", res.Issues, rows, second)
+	}
+	if f.calls["no_source"] != 0 || f.calls["oracle_files"] != 1 || f.calls["checkout"] != 1 || f.calls["grade"] != 1 {
+		t.Errorf("nodes run: %v; want only method b's, once", f.calls)
+	}
+}

@@ -31,6 +31,9 @@ type IssueInput struct {
 	Queues   Queues                 `json:"queues"`
 	// InfraWaits overrides maxInfraRounds, how often a node waits for the endpoint (-1: never; tests).
 	InfraWaits int `json:"infra_waits,omitempty"`
+	// Arms, when set, are the only arms (method and model) to run and record; the rest already have their final
+	// rows, and nodes only they need do not run.
+	Arms []results.Key `json:"arms,omitempty"`
 }
 
 // IssueResult says how one instance went.
@@ -54,6 +57,9 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), activities.LoadPlanName,
 		activities.LoadPlanInput{Run: in.Run, Plan: in.Plan}).Get(ctx, &plan); err != nil {
 		return res, fmt.Errorf("instance %s: loading plan: %w", in.Instance.ID, err)
+	}
+	if len(in.Arms) > 0 {
+		plan = onlyArms(plan, in.Arms)
 	}
 
 	outputs := map[string]activities.NodeOutput{}
@@ -233,6 +239,42 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	}
 	res.Rows = len(rows)
 	return res, nil
+}
+
+// onlyArms is the part of a plan that the given arms need: those arms, and their nodes with every node those read.
+func onlyArms(plan specs.Plan, keep []results.Key) specs.Plan {
+	byKey := map[string]specs.Node{}
+	for _, n := range plan.Nodes {
+		byKey[n.Key] = n
+	}
+	needed := map[string]bool{}
+	var need func(k string)
+	need = func(k string) {
+		if needed[k] {
+			return
+		}
+		needed[k] = true
+		// Marks a set: the order is never observed.
+		//workflowcheck:ignore
+		for _, in := range byKey[k].Inputs {
+			need(in)
+		}
+	}
+	var out specs.Plan
+	for _, arm := range plan.Arms {
+		if slices.Contains(keep, results.Key{Method: arm.Method, Model: arm.Model}) {
+			out.Arms = append(out.Arms, arm)
+			for _, s := range arm.Steps {
+				need(s.Key)
+			}
+		}
+	}
+	for _, n := range plan.Nodes {
+		if needed[n.Key] {
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	return out
 }
 
 // borrowed reports whether a step id names a step taken from another method (a namespace prefix "name.").
