@@ -46,9 +46,11 @@ type progressEvent struct {
 	RowErrors    int     `json:"row_errors"`
 	RowsTotal    int     `json:"rows_total"`
 	SpendUSD     float64 `json:"spend_usd"`
-	PaidCalls    int     `json:"paid_calls"`
-	CacheHits    int     `json:"cache_hits"`
-	ElapsedS     float64 `json:"elapsed_s"`
+	// PaidCalls counts answered calls only; FailedCalls those that got no answer (429, 5xx, lost connections).
+	PaidCalls   int     `json:"paid_calls"`
+	CacheHits   int     `json:"cache_hits"`
+	FailedCalls int     `json:"failed_calls,omitempty"`
+	ElapsedS    float64 `json:"elapsed_s"`
 	// ETAS is this session's time per finished issue times the issues left; absent until an issue finishes.
 	ETAS *float64 `json:"eta_s,omitempty"`
 }
@@ -113,7 +115,7 @@ func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
 	ev = progressEvent{Time: now.UTC(), Event: "progress", IssuesDone: p.Done, IssuesTotal: p.Total,
 		IssuesRunning: p.Running, IssuesFailed: len(p.Failed), IssuesPaused: p.Paused, Rows: len(s.rowErr),
 		RowsTotal: p.Total * s.arms, SpendUSD: s.spend.USD, PaidCalls: s.spend.PaidCalls,
-		CacheHits: s.spend.CacheHits, ElapsedS: now.Sub(s.start).Seconds()}
+		CacheHits: s.spend.CacheHits, FailedCalls: s.spend.FailedCalls, ElapsedS: now.Sub(s.start).Seconds()}
 	for _, bad := range s.rowErr {
 		if bad {
 			ev.RowErrors++
@@ -178,8 +180,12 @@ func (ev progressEvent) line() string {
 	if ev.IssuesPaused > 0 {
 		s += fmt.Sprintf(", %d paused on the spend cap", ev.IssuesPaused)
 	}
-	return s + fmt.Sprintf("; rows %d/%d (%d with errors); spend $%.4f (%d paid calls, %d cache hits); eta %s",
-		ev.Rows, ev.RowsTotal, ev.RowErrors, ev.SpendUSD, ev.PaidCalls, ev.CacheHits, etaText(ev))
+	s += fmt.Sprintf("; rows %d/%d (%d with errors); spend $%.4f (%d paid calls, %d cache hits", ev.Rows,
+		ev.RowsTotal, ev.RowErrors, ev.SpendUSD, ev.PaidCalls, ev.CacheHits)
+	if ev.FailedCalls > 0 {
+		s += fmt.Sprintf(", %d failed calls", ev.FailedCalls)
+	}
+	return s + "); eta " + etaText(ev)
 }
 
 // lineDisplay prints a line whenever the progress changes: for logs and pipes.
@@ -278,8 +284,8 @@ func (d *barDisplay) start(ev progressEvent) {
 		})))
 	d.cost = d.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
 		e := d.current()
-		return fmt.Sprintf("spend   $%.4f  paid calls %d  cache hits %d  elapsed %s", e.SpendUSD, e.PaidCalls,
-			e.CacheHits, runstate.FormatDuration(runstate.Seconds(e.ElapsedS)))
+		return fmt.Sprintf("spend   $%.4f  paid calls %d  cache hits %d  failed calls %d  elapsed %s", e.SpendUSD,
+			e.PaidCalls, e.CacheHits, e.FailedCalls, runstate.FormatDuration(runstate.Seconds(e.ElapsedS)))
 	})))
 	if d.console != nil {
 		d.console.route(d.p)
