@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -182,5 +183,47 @@ func TestSweepRetriesOnlyNamedArms(t *testing.T) {
 	}
 	if f.calls["no_source"] != 0 || f.calls["oracle_files"] != 1 || f.calls["checkout"] != 1 || f.calls["grade"] != 1 {
 		t.Errorf("nodes run: %v; want only method b's, once", f.calls)
+	}
+}
+
+// TestGradeTimeoutIsNotWaitedOn: a node that calls no model and runs out of time (tests hanging under a patch) is
+// not the endpoint's failure: it is not waited on or run again past its attempts, and its rows say step_timeout
+// (final on a re-run), while a model call that times out is the endpoint's.
+func TestGradeTimeoutIsNotWaitedOn(t *testing.T) {
+	plan, err := specs.BuildPlan(twoMethods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := &fakeNodes{calls: map[string]int{}}
+	f.register(env, plan)
+	var mu sync.Mutex
+	grades := 0
+	env.RegisterActivityWithOptions(func(context.Context, activities.NodeInput) (activities.NodeOutput, error) {
+		mu.Lock()
+		grades++
+		mu.Unlock()
+		return activities.NodeOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+	}, activity.RegisterOptions{Name: "grade"})
+	var rows []results.Row
+	env.RegisterActivityWithOptions(func(_ context.Context, r activities.RecordInput) (int, error) {
+		rows = r.Rows
+		return len(rows), nil
+	}, activity.RegisterOptions{Name: activities.RecordName})
+	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}, Retries: 2})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if grades != 2*2 {
+		t.Errorf("grade ran %d times, want its 2 attempts for each of 2 nodes", grades)
+	}
+	for _, r := range rows {
+		if r[ErrorKindField] != "step_timeout" {
+			t.Errorf("row %v: kind %v, want step_timeout", r.Key(), r[ErrorKindField])
+		}
+	}
+	if k := failureKind(temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), true); k != "timeout" {
+		t.Errorf("a model call's timeout is of kind %q, want timeout", k)
 	}
 }

@@ -140,6 +140,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 				nin.Inputs[name] = outputs[k]
 			}
 			actx := activityOptions(ctx, q, specs.Catalog[node.Activity].Queue, in.Retries, in.Grading.Budget())
+			modelNode := specs.Catalog[node.Activity].Queue == specs.QueueLLM
 			var run func()
 			run = func() {
 				sel.AddFuture(workflow.ExecuteActivity(actx, node.Activity, nin), func(f workflow.Future) {
@@ -174,7 +175,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 					if err != nil && infraVersion >= 1 && infraRounds[node.Key] < maxInfra {
 						// The endpoint's failure, not the model's: wait (as long as it asked, on a durable timer
 						// that a resume signal cuts short) and run the node again.
-						if d, ok := infraWait(err, infraRounds[node.Key]); ok {
+						if d, ok := infraWait(err, infraRounds[node.Key], modelNode); ok {
 							workflow.GetLogger(ctx).Warn("waiting for the endpoint", "node", node.Key, "wait", d,
 								"error", describe(err))
 							infraRounds[node.Key]++
@@ -189,7 +190,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 					}
 					if err != nil {
 						failures[node.Key] = describe(err)
-						failureKinds[node.Key] = failureKind(err)
+						failureKinds[node.Key] = failureKind(err, modelNode)
 						rootFailure[node.Key] = true
 						res.FailedSteps++
 					} else {
@@ -361,7 +362,8 @@ const maxProviderWait = 6 * time.Hour
 
 // infraWait reports whether a node's failure is the infrastructure's, and how long to wait before running it again:
 // what the endpoint asked for (ErrProviderWait), else a backoff of a minute doubling to 30 minutes by round.
-func infraWait(err error, round int) (time.Duration, bool) {
+// modelNode says the node calls a model (see failureKind).
+func infraWait(err error, round int, modelNode bool) (time.Duration, bool) {
 	backoff := time.Minute
 	for range min(round, 5) {
 		backoff *= 2
@@ -374,7 +376,7 @@ func infraWait(err error, round int) (time.Duration, bool) {
 		}
 		return backoff, true
 	}
-	if llm.ClassOf(failureKind(err)) == llm.ClassInfrastructure {
+	if llm.ClassOf(failureKind(err, modelNode)) == llm.ClassInfrastructure {
 		return backoff, true
 	}
 	return 0, false
@@ -391,8 +393,10 @@ func providerWait(err error) *temporal.ApplicationError {
 }
 
 // failureKind names the kind of a node's failure: the model call's kind (the type of an application error in the
-// chain; the activity wraps it with the step), "lost_worker", "timeout", or "" when it has none.
-func failureKind(err error) string {
+// chain; the activity wraps it with the step), "lost_worker", "timeout" for a model-calling node that ran out of
+// time (the endpoint did not answer), "step_timeout" for another node (tests that hang under a patch, a step too
+// slow for its budget: not the endpoint's), or "" when it has none.
+func failureKind(err error, modelNode bool) string {
 	if app := providerWait(err); app != nil {
 		var w activities.ProviderWait
 		if app.Details(&w) == nil && w.Kind != "" {
@@ -410,7 +414,10 @@ func failureKind(err error) string {
 	}
 	var to *temporal.TimeoutError
 	if errors.As(err, &to) {
-		return string(llm.KindTimeout)
+		if modelNode {
+			return string(llm.KindTimeout)
+		}
+		return "step_timeout"
 	}
 	return ""
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/term"
 
+	"ctxlab/activities/llm"
 	"ctxlab/activities/runlog"
 	"ctxlab/results"
 	"ctxlab/results/runstate"
@@ -431,9 +432,12 @@ type runSummary struct {
 	Rows        int            `json:"rows"`
 	RowErrors   int            `json:"row_errors"`
 	ErrorKinds  map[string]int `json:"error_kinds"` // rows with errors by kind (see errorKind)
-	Spend       runstate.Spend `json:"spend"`
-	Results     string         `json:"results"`
-	SummaryFile string         `json:"summary_file"`
+	// ErrorClasses counts them by whose failure it is: infrastructure and configuration (a re-run retries them),
+	// model (final).
+	ErrorClasses map[llm.Class]int `json:"error_classes"`
+	Spend        runstate.Spend    `json:"spend"`
+	Results      string            `json:"results"`
+	SummaryFile  string            `json:"summary_file"`
 	// Summary is summary.md's table.
 	Summary string `json:"summary"`
 }
@@ -446,7 +450,7 @@ func writeJSONSummary(stdout io.Writer, runDir string, res workflows.SweepResult
 	if out.Failed == nil {
 		out.Failed = []string{}
 	}
-	out.ErrorKinds = map[string]int{}
+	out.ErrorKinds, out.ErrorClasses = map[string]int{}, map[llm.Class]int{}
 	if runErr != nil {
 		out.Error = runErr.Error()
 	}
@@ -454,7 +458,7 @@ func writeJSONSummary(stdout io.Writer, runDir string, res workflows.SweepResult
 		st := runstate.Compute(rec, runstate.Options{Now: time.Now()})
 		out.Rows, out.Spend = len(rec.Rows), st.Spend
 		tally := tallyRowErrors(rec.Rows)
-		out.RowErrors, out.ErrorKinds = tally.Errors, tally.Kinds
+		out.RowErrors, out.ErrorKinds, out.ErrorClasses = tally.Errors, tally.Kinds, tally.Classes
 	}
 	out.OK = out.OK && out.RowErrors == 0 // a sweep whose rows failed did not get its work done
 	b, err := json.Marshal(out)
