@@ -348,8 +348,8 @@ const (
 )
 
 // ErrorKindField is the row field that names the kind of a failed row's error (an llm.Kind such as rate_limit,
-// auth or context_length, "timeout" or "lost_worker"); llm.ClassOf says whose failure it is. Absent when the
-// failure has no known kind (a step's own error).
+// auth or context_length, "lost_worker" or "step_timeout"; see failureKind); llm.ClassOf says whose failure it is.
+// Absent when the failure has no known kind (a step's own error).
 const ErrorKindField = "error_kind"
 
 // maxInfraRounds bounds how often a node waits for the endpoint before its rows record the failure (a re-run of
