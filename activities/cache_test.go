@@ -215,3 +215,45 @@ func TestSameRequestAtOnceIsPaidOnce(t *testing.T) {
 		t.Errorf("%d askers were served from the cache, want 3", hits)
 	}
 }
+
+// TestLongRetryAfterIsAProviderWait: a 429 asking to wait an hour is not the model's failure and is not slept on
+// inside the activity: the call fails at once with ErrProviderWait carrying the hour and the kind (the Issue
+// workflow waits on a durable timer), the ledger records a failed call that cost nothing, and the same question
+// asked after the wait is paid once.
+func TestLongRetryAfterIsAProviderWait(t *testing.T) {
+	p := newPaidFixture(t)
+	srv := fakeopenai.New(fakeopenai.WithKey("sk-cache-test-0123456789"), fakeopenai.WithRetryAfter(time.Hour),
+		fakeopenai.WithFailures(1, fakeopenai.RateLimit))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
+	started := time.Now()
+	_, err := p.localize(0, "a")
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrProviderWait || !app.NonRetryable() {
+		t.Fatalf("want a non-retryable %s error, got %v", ErrProviderWait, err)
+	}
+	var w ProviderWait
+	if err := app.Details(&w); err != nil || w.Wait != time.Hour || w.Kind != string(llm.KindRateLimit) {
+		t.Errorf("details %+v (%v), want an hour's rate_limit", w, err)
+	}
+	if d := time.Since(started); d > 30*time.Second {
+		t.Errorf("the activity slept %v on the endpoint's wait", d)
+	}
+	p.must(p.localize(0, "a"))
+	if srv.Calls() != 2 {
+		t.Errorf("the server saw %d calls, want the refused one and the answered one", srv.Calls())
+	}
+	var failed int
+	for _, c := range p.calls(t) {
+		if c.Error != "" {
+			failed++
+			if c.CostUSD != 0 || c.Error != string(llm.KindRateLimit) {
+				t.Errorf("failed call recorded as %+v", c)
+			}
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d failed calls in the ledger, want 1", failed)
+	}
+}

@@ -65,7 +65,8 @@ func (p Prompt) render(step string, data any) ([]llm.Message, error) {
 
 // callModel sends one request to the model and returns its answer and the row fields it adds (model_calls,
 // prompt_tokens, completion_tokens, cost_usd; the Issue workflow sums them over a row's steps). Failures a retry
-// can fix (429, 5xx, timeouts, broken answers) come back as ordinary errors, so Temporal retries the activity;
+// can fix (429, 5xx, timeouts, broken answers) come back as retryable errors typed with their kind, so Temporal
+// retries the activity (an endpoint that asks to wait longer than a call waits gives ErrProviderWait instead);
 // context-length, authentication, quota and other request errors are non-retryable with the failure's kind as
 // their type, which the row's error records.
 //
@@ -252,15 +253,32 @@ func sampleModel(m specs.Model, sample int, temperature *float64) specs.Model {
 	return m
 }
 
-// modelError maps a provider failure to an activity error.
+// ErrProviderWait is the type of the error a model call fails with when the endpoint asked to wait longer than an
+// activity should sleep (a 429 with a Retry-After of an hour): its details are a ProviderWait. The Issue workflow
+// does not fail the node: it waits that long on a durable timer and runs it again.
+const ErrProviderWait = "ProviderWait"
+
+// ProviderWait is the detail of an ErrProviderWait error.
+type ProviderWait struct {
+	Kind string        `json:"kind"`
+	Wait time.Duration `json:"wait"`
+}
+
+// modelError maps a provider failure to an activity error whose type is the failure's kind: retryable kinds are
+// retried by Temporal, a long Retry-After becomes ErrProviderWait, the others are non-retryable.
 func modelError(step string, m specs.Model, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	kind := llm.KindOf(err)
 	msg := llm.ScrubSecrets(fmt.Sprintf("%s: model %s: %v", step, m.Name, err))
+	var le *llm.Error
+	if errors.As(err, &le) && le.RetryAfter > 0 && llm.ClassOf(string(kind)) == llm.ClassInfrastructure {
+		return temporal.NewNonRetryableApplicationError(msg, ErrProviderWait, nil,
+			ProviderWait{Kind: string(kind), Wait: le.RetryAfter})
+	}
 	if kind.Retryable() {
-		return errors.New(msg)
+		return temporal.NewApplicationError(msg, string(kind))
 	}
 	return temporal.NewNonRetryableApplicationError(msg, string(kind), nil)
 }

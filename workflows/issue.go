@@ -14,6 +14,7 @@ import (
 
 	"ctxlab/activities"
 	"ctxlab/activities/cas"
+	"ctxlab/activities/llm"
 	"ctxlab/results"
 	"ctxlab/specs"
 )
@@ -28,6 +29,11 @@ type IssueInput struct {
 	Retries  int                    `json:"retries"`
 	Debug    specs.Debug            `json:"debug,omitempty"`
 	Queues   Queues                 `json:"queues"`
+	// InfraWaits overrides maxInfraRounds, how often a node waits for the endpoint (-1: never; tests).
+	InfraWaits int `json:"infra_waits,omitempty"`
+	// Arms, when set, are the only arms (method and model) to run and record; the rest already have their final
+	// rows, and nodes only they need do not run.
+	Arms []results.Key `json:"arms,omitempty"`
 }
 
 // IssueResult says how one instance went.
@@ -44,10 +50,16 @@ type IssueResult struct {
 func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	q := in.Queues.withDefaults()
 	res := IssueResult{Instance: in.Instance.ID}
+	// Taken first, so a workflow started by older code keeps its behavior on replay.
+	resumeVersion := workflow.GetVersion(ctx, resumeChange, workflow.DefaultVersion, 1)
+	infraVersion := workflow.GetVersion(ctx, infraChange, workflow.DefaultVersion, 1)
 	var plan specs.Plan
 	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), activities.LoadPlanName,
 		activities.LoadPlanInput{Run: in.Run, Plan: in.Plan}).Get(ctx, &plan); err != nil {
 		return res, fmt.Errorf("instance %s: loading plan: %w", in.Instance.ID, err)
+	}
+	if len(in.Arms) > 0 {
+		plan = onlyArms(plan, in.Arms)
 	}
 
 	outputs := map[string]activities.NodeOutput{}
@@ -55,10 +67,23 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	rootFailure := map[string]bool{}
 	started := map[string]bool{}
 	rounds := map[string]int{} // node key -> times rescheduled after losing its workers
+	// Node key -> times it waited for the endpoint (a long Retry-After, or retries used up on 429s, 5xx, timeouts),
+	// and the kind of a node's failure, which its rows record.
+	infraRounds, failureKinds := map[string]int{}, map[string]string{}
+	maxInfra := maxInfraRounds
+	if in.InfraWaits != 0 {
+		maxInfra = max(in.InfraWaits, 0)
+	}
 	// Nodes waiting for the spend cap to be raised, and how often each has waited: such a node is neither failed
 	// nor done, so the issue stays open and the sweep resumes where it stopped.
 	waiting, waits := map[string]bool{}, map[string]int{}
 	wakes := map[string]workflow.CancelFunc{} // cancels a waiting node's timer: it checks the cap at once
+	notify := func() {
+		if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
+			workflow.SignalExternalWorkflow(ctx, parent.ID, "", PausedSignal,
+				IssuePaused{Instance: in.Instance.ID, Nodes: len(waiting)})
+		}
+	}
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -67,13 +92,14 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 		for _, k := range slices.Sorted(maps.Keys(wakes)) {
 			wakes[k]()
 		}
-	})
-	notify := func() {
-		if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
-			workflow.SignalExternalWorkflow(ctx, parent.ID, "", PausedSignal,
-				IssuePaused{Instance: in.Instance.ID, Nodes: len(waiting)})
+		// The sweep forgot this issue's pause when it forwarded the resume: every waiting node now checks the cap
+		// again, and one still over it says so again. Kept, the old set made the first node to pass report the
+		// others as paused, and a starter that had just raised the cap stopped at once.
+		if resumeVersion >= 1 && len(waiting) > 0 {
+			clear(waiting)
+			notify()
 		}
-	}
+	})
 	remaining := len(plan.Nodes)
 	for remaining > 0 {
 		for _, n := range plan.Nodes {
@@ -114,6 +140,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 				nin.Inputs[name] = outputs[k]
 			}
 			actx := activityOptions(ctx, q, specs.Catalog[node.Activity].Queue, in.Retries, in.Grading.Budget())
+			modelNode := specs.Catalog[node.Activity].Queue == specs.QueueLLM
 			var run func()
 			run = func() {
 				sel.AddFuture(workflow.ExecuteActivity(actx, node.Activity, nin), func(f workflow.Future) {
@@ -145,8 +172,25 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 						run()
 						return
 					}
+					if err != nil && infraVersion >= 1 && infraRounds[node.Key] < maxInfra {
+						// The endpoint's failure, not the model's: wait (as long as it asked, on a durable timer
+						// that a resume signal cuts short) and run the node again.
+						if d, ok := infraWait(err, infraRounds[node.Key], modelNode); ok {
+							workflow.GetLogger(ctx).Warn("waiting for the endpoint", "node", node.Key, "wait", d,
+								"error", describe(err))
+							infraRounds[node.Key]++
+							tctx, wake := workflow.WithCancel(ctx)
+							wakes[node.Key] = wake
+							sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {
+								delete(wakes, node.Key)
+								run()
+							})
+							return
+						}
+					}
 					if err != nil {
 						failures[node.Key] = describe(err)
+						failureKinds[node.Key] = failureKind(err, modelNode)
 						rootFailure[node.Key] = true
 						res.FailedSteps++
 					} else {
@@ -182,6 +226,9 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 			}
 			if rootFailure[s.Key] && row[results.FieldError] == nil {
 				row[results.FieldError] = fmt.Sprintf("step %s: %s", s.ID, failures[s.Key])
+				if k := failureKinds[s.Key]; infraVersion >= 1 && k != "" {
+					row[ErrorKindField] = k
+				}
 			}
 		}
 		rows = append(rows, row)
@@ -193,6 +240,42 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	}
 	res.Rows = len(rows)
 	return res, nil
+}
+
+// onlyArms is the part of a plan that the given arms need: those arms, and their nodes with every node those read.
+func onlyArms(plan specs.Plan, keep []results.Key) specs.Plan {
+	byKey := map[string]specs.Node{}
+	for _, n := range plan.Nodes {
+		byKey[n.Key] = n
+	}
+	needed := map[string]bool{}
+	var need func(k string)
+	need = func(k string) {
+		if needed[k] {
+			return
+		}
+		needed[k] = true
+		// Marks a set: the order is never observed.
+		//workflowcheck:ignore
+		for _, in := range byKey[k].Inputs {
+			need(in)
+		}
+	}
+	var out specs.Plan
+	for _, arm := range plan.Arms {
+		if slices.Contains(keep, results.Key{Method: arm.Method, Model: arm.Model}) {
+			out.Arms = append(out.Arms, arm)
+			for _, s := range arm.Steps {
+				need(s.Key)
+			}
+		}
+	}
+	for _, n := range plan.Nodes {
+		if needed[n.Key] {
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	return out
 }
 
 // borrowed reports whether a step id names a step taken from another method (a namespace prefix "name.").
@@ -254,6 +337,89 @@ func lostWorker(err error) bool {
 	}
 	var app *temporal.ApplicationError
 	return errors.As(err, &app) && app.Type() == activities.ErrWorkerStopped
+}
+
+// Change ids of workflow.GetVersion: what an Issue workflow does differently from the histories saved before.
+const (
+	// resumeChange: a resume signal clears the issue's set of nodes waiting at the spend cap.
+	resumeChange = "resume-clears-paused"
+	// infraChange: a node that failed because of the endpoint waits and runs again, and rows record error_kind.
+	infraChange = "infra-waits"
+)
+
+// ErrorKindField is the row field that names the kind of a failed row's error (an llm.Kind such as rate_limit,
+// auth or context_length, "lost_worker" or "step_timeout"; see failureKind); llm.ClassOf says whose failure it is.
+// Absent when the failure has no known kind (a step's own error).
+const ErrorKindField = "error_kind"
+
+// maxInfraRounds bounds how often a node waits for the endpoint before its rows record the failure (a re-run of
+// the finished sweep retries them): with backoff from a minute to 30, about 2 hours of server errors; with an
+// endpoint asking for an hour each time, 8 hours.
+const maxInfraRounds = 8
+
+// maxProviderWait bounds one wait an endpoint asks for.
+const maxProviderWait = 6 * time.Hour
+
+// infraWait reports whether a node's failure is the infrastructure's, and how long to wait before running it again:
+// what the endpoint asked for (ErrProviderWait), else a backoff of a minute doubling to 30 minutes by round.
+// modelNode says the node calls a model (see failureKind).
+func infraWait(err error, round int, modelNode bool) (time.Duration, bool) {
+	backoff := time.Minute
+	for range min(round, 5) {
+		backoff *= 2
+	}
+	backoff = min(backoff, 30*time.Minute)
+	if app := providerWait(err); app != nil {
+		var w activities.ProviderWait
+		if app.Details(&w) == nil && w.Wait > 0 {
+			return min(max(w.Wait, time.Second), maxProviderWait), true
+		}
+		return backoff, true
+	}
+	if llm.ClassOf(failureKind(err, modelNode)) == llm.ClassInfrastructure {
+		return backoff, true
+	}
+	return 0, false
+}
+
+// providerWait returns the ErrProviderWait error in err's chain, nil when there is none.
+func providerWait(err error) *temporal.ApplicationError {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if app, ok := e.(*temporal.ApplicationError); ok && app.Type() == activities.ErrProviderWait {
+			return app
+		}
+	}
+	return nil
+}
+
+// failureKind names the kind of a node's failure: the model call's kind (the type of an application error in the
+// chain; the activity wraps it with the step), "lost_worker", "timeout" for a model-calling node that ran out of
+// time (the endpoint did not answer), "step_timeout" for another node (tests that hang under a patch, a step too
+// slow for its budget: not the endpoint's), or "" when it has none.
+func failureKind(err error, modelNode bool) string {
+	if app := providerWait(err); app != nil {
+		var w activities.ProviderWait
+		if app.Details(&w) == nil && w.Kind != "" {
+			return w.Kind
+		}
+		return string(llm.KindRateLimit)
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if app, ok := e.(*temporal.ApplicationError); ok && llm.Known(app.Type()) {
+			return app.Type()
+		}
+	}
+	if lostWorker(err) {
+		return string(llm.KindLostWorker)
+	}
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) {
+		if modelNode {
+			return string(llm.KindTimeout)
+		}
+		return "step_timeout"
+	}
+	return ""
 }
 
 // PausedSignal is what an Issue workflow sends its sweep when the number of its nodes waiting for the spend cap

@@ -12,6 +12,8 @@ import (
 // oracle_files and cq2care) made by an earlier version, replay against today's workflow code: a researcher who
 // upgrades ctxlab can resume a paused sweep. A change to what the workflows do on replay must go behind
 // workflow.GetVersion; when it does, add the new version's histories beside these (name-vN.json), keep the old.
+// The v2 histories carry the markers of resumeChange and infraChange; issue-spendcap-v2 is an issue that waited at
+// the spend cap and was resumed after the cap was raised.
 func TestSavedHistoriesReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil || len(files) < 2 {

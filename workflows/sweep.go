@@ -34,6 +34,11 @@ type SweepInput struct {
 	Queues      Queues        `json:"queues"`
 	// MaxHistory overrides DefaultMaxHistory (tests make it small).
 	MaxHistory int `json:"max_history,omitempty"`
+	// InfraWaits overrides how often a node waits for the endpoint before failing (-1: never; tests).
+	InfraWaits int `json:"infra_waits,omitempty"`
+	// Retry, when set, limits the sweep to these instances and each to these arms (method and model): a re-run of a finished sweep
+	// retries the rows that failed for want of the endpoint or of a key, and nothing else.
+	Retry map[string][]results.Key `json:"retry,omitempty"`
 
 	Instances []activities.InstanceRef `json:"instances,omitempty"`
 	Next      int                      `json:"next,omitempty"`
@@ -92,6 +97,11 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			activities.LoadDatasetInput{Run: in.Run, Dataset: in.Dataset}).Get(ctx, &in.Instances); err != nil {
 			return SweepResult{}, fmt.Errorf("loading dataset: %w", err)
 		}
+		if len(in.Retry) > 0 {
+			in.Instances = slices.DeleteFunc(in.Instances, func(i activities.InstanceRef) bool {
+				return len(in.Retry[i.ID]) == 0
+			})
+		}
 	}
 
 	sel := workflow.NewSelector(ctx)
@@ -126,7 +136,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			})
 			fut := workflow.ExecuteChildWorkflow(cctx, Issue, IssueInput{
 				Run: in.Run, Instance: inst, Plan: in.Plan, Dataset: in.Dataset, Grading: in.Grading,
-				Retries: in.Retries, Debug: in.Debug, Queues: q,
+				Retries: in.Retries, Debug: in.Debug, Queues: q, InfraWaits: in.InfraWaits, Arms: in.Retry[inst.ID],
 			})
 			id := inst.ID
 			sel.AddFuture(fut, func(f workflow.Future) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"ctxlab/specs"
 )
@@ -73,6 +74,16 @@ const (
 	KindBadResponse   Kind = "bad_response"   // the endpoint answered with something that is not a completion
 )
 
+// Known reports whether s names one of the kinds above.
+func Known(s string) bool {
+	switch Kind(s) {
+	case KindRateLimit, KindServer, KindTimeout, KindContextLength, KindAuth, KindQuota, KindBadRequest,
+		KindBadResponse:
+		return true
+	}
+	return false
+}
+
 // Retryable reports whether a call that failed this way is worth retrying.
 func (k Kind) Retryable() bool {
 	switch k {
@@ -82,12 +93,49 @@ func (k Kind) Retryable() bool {
 	return false
 }
 
+// KindLostWorker is not a call's kind: a node whose every attempt lost its worker (killed, or stopped mid-run) is
+// recorded with it.
+const KindLostWorker Kind = "lost_worker"
+
+// Class says whose failure a kind of error is, which decides what a re-run of a finished sweep does with its row.
+type Class string
+
+// Classes of failure.
+const (
+	// ClassInfrastructure: the endpoint or the network (rate limits, server errors, timeouts, broken connections and
+	// answers, lost workers). Never the model's failure: the sweep waits and retries, and a re-run retries the row.
+	ClassInfrastructure Class = "infrastructure"
+	// ClassConfiguration: the key or the account (auth, quota). Not the model's failure either: a re-run, once the
+	// key or the credit is fixed, retries the row; retrying before that cannot help, so a sweep does not.
+	ClassConfiguration Class = "configuration"
+	// ClassModel: the model's own failure or its answer's (a prompt too long for it, a rejected request, an answer
+	// that does not parse, a patch that does not apply) and any other step failure: final, a re-run keeps the row.
+	ClassModel Class = "model"
+)
+
+// ClassOf classifies an error kind as rows record it (a Kind, "timeout", "lost_worker", or anything else).
+func ClassOf(kind string) Class {
+	switch Kind(kind) {
+	case KindRateLimit, KindServer, KindTimeout, KindBadResponse, KindLostWorker:
+		return ClassInfrastructure
+	case KindAuth, KindQuota:
+		return ClassConfiguration
+	}
+	return ClassModel
+}
+
+// RetriedOnRerun reports whether a re-run of a finished sweep retries a row whose error is of this class.
+func (c Class) RetriedOnRerun() bool { return c != ClassModel }
+
 // Error is a failed call. Its message never contains the API key.
 type Error struct {
 	Kind   Kind
 	Status int // HTTP status, 0 when there was none
 	Msg    string
 	Err    error
+	// RetryAfter is the wait the endpoint asked for when it is longer than a call waits in-process: the caller
+	// should come back after it (0 otherwise).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

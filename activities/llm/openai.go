@@ -207,6 +207,7 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 		delay, ok := p.delay(attempt, retryAfter)
 		if !ok {
 			cerr.Msg += fmt.Sprintf(" (the endpoint asked to wait %s, longer than the %s this call waits)", retryAfter, p.cfg.maxDelay)
+			cerr.RetryAfter = retryAfter
 			return Response{}, cerr
 		}
 		p.cfg.log.Warn().Str("model", p.model.ID).Str("task", req.Task).Str("kind", string(cerr.Kind)).

@@ -113,6 +113,7 @@ type Server struct {
 
 	mu         sync.Mutex
 	failures   []Failure
+	failWhen   func(ChatRequest) Failure
 	calls      int
 	perTask    map[string]int
 	embeddings int
@@ -142,6 +143,17 @@ func WithFailures(n int, f Failure) Option {
 			s.failures = append(s.failures, f)
 		}
 	}
+}
+
+// WithFailWhen makes every chat call that the queued failures (WithFailures) leave alone fail as f says (0: answer),
+// so a test can fail chosen requests whatever order they come in.
+func WithFailWhen(f func(ChatRequest) Failure) Option { return func(s *Server) { s.failWhen = f } }
+
+// SetFailWhen replaces the WithFailWhen function on a running server; nil removes it.
+func (s *Server) SetFailWhen(f func(ChatRequest) Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failWhen = f
 }
 
 // WithRetryAfter sets the wait a RateLimit failure asks for (default 10ms, sent as retry-after-ms, and rounded up
@@ -319,8 +331,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if len(s.failures) > 0 {
 		fail, s.failures = s.failures[0], s.failures[1:]
 	}
-	delay := s.delays[task]
+	delay, failWhen := s.delays[task], s.failWhen
 	s.mu.Unlock()
+	if fail == 0 && failWhen != nil {
+		fail = failWhen(req)
+	}
 	defer func() {
 		s.mu.Lock()
 		s.inFlight[""]--

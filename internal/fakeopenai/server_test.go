@@ -364,3 +364,37 @@ func TestTruncatedBodyIsNoCall(t *testing.T) {
 		t.Errorf("status %d, %d calls, %d requests; want 400 and none", res.StatusCode, s.Calls(), len(s.Requests()))
 	}
 }
+
+// TestFailWhen: the chosen requests fail as the function says, the others are answered, and the function can be
+// changed on a running server.
+func TestFailWhen(t *testing.T) {
+	s := New(WithRetryAfter(time.Hour), WithFailWhen(func(r ChatRequest) Failure {
+		if strings.Contains(r.Prompt(), "busy") {
+			return RateLimit
+		}
+		return 0
+	}))
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	post := func(prompt string) *http.Response {
+		t.Helper()
+		body := `{"model":"m","messages":[{"role":"user","content":"` + prompt + `"}]}`
+		res, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	if res := post("busy now"); res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "3600" {
+		t.Errorf("chosen request: %d, Retry-After %q; want 429 asking for 3600 s", res.StatusCode,
+			res.Header.Get("Retry-After"))
+	}
+	if res := post("free"); res.StatusCode != http.StatusOK {
+		t.Errorf("other request: %d", res.StatusCode)
+	}
+	s.SetFailWhen(nil)
+	if res := post("busy now"); res.StatusCode != http.StatusOK {
+		t.Errorf("after SetFailWhen(nil): %d", res.StatusCode)
+	}
+}

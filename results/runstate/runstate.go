@@ -105,7 +105,8 @@ type Spend struct {
 	CompletionTokens int     `json:"completion_tokens"`
 }
 
-// Add counts one call.
+// Add counts one call. A call that failed (a 429, a 5xx, a broken connection) counts as failed, not paid: it got
+// no answer to pay for.
 func (s *Spend) Add(c runlog.Call) {
 	if c.Error != "" {
 		s.FailedCalls++
@@ -114,7 +115,9 @@ func (s *Spend) Add(c runlog.Call) {
 		s.CacheHits++
 		return
 	}
-	s.PaidCalls++
+	if c.Error == "" {
+		s.PaidCalls++
+	}
 	s.USD += c.CostUSD
 	s.PromptTokens += c.PromptTokens
 	s.CompletionTokens += c.CompletionTokens

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/term"
 
+	"ctxlab/activities/llm"
 	"ctxlab/activities/runlog"
 	"ctxlab/results"
 	"ctxlab/results/runstate"
@@ -46,9 +47,11 @@ type progressEvent struct {
 	RowErrors    int     `json:"row_errors"`
 	RowsTotal    int     `json:"rows_total"`
 	SpendUSD     float64 `json:"spend_usd"`
-	PaidCalls    int     `json:"paid_calls"`
-	CacheHits    int     `json:"cache_hits"`
-	ElapsedS     float64 `json:"elapsed_s"`
+	// PaidCalls counts answered calls only; FailedCalls those that got no answer (429, 5xx, lost connections).
+	PaidCalls   int     `json:"paid_calls"`
+	CacheHits   int     `json:"cache_hits"`
+	FailedCalls int     `json:"failed_calls,omitempty"`
+	ElapsedS    float64 `json:"elapsed_s"`
 	// ETAS is this session's time per finished issue times the issues left; absent until an issue finishes.
 	ETAS *float64 `json:"eta_s,omitempty"`
 }
@@ -113,7 +116,7 @@ func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
 	ev = progressEvent{Time: now.UTC(), Event: "progress", IssuesDone: p.Done, IssuesTotal: p.Total,
 		IssuesRunning: p.Running, IssuesFailed: len(p.Failed), IssuesPaused: p.Paused, Rows: len(s.rowErr),
 		RowsTotal: p.Total * s.arms, SpendUSD: s.spend.USD, PaidCalls: s.spend.PaidCalls,
-		CacheHits: s.spend.CacheHits, ElapsedS: now.Sub(s.start).Seconds()}
+		CacheHits: s.spend.CacheHits, FailedCalls: s.spend.FailedCalls, ElapsedS: now.Sub(s.start).Seconds()}
 	for _, bad := range s.rowErr {
 		if bad {
 			ev.RowErrors++
@@ -178,8 +181,12 @@ func (ev progressEvent) line() string {
 	if ev.IssuesPaused > 0 {
 		s += fmt.Sprintf(", %d paused on the spend cap", ev.IssuesPaused)
 	}
-	return s + fmt.Sprintf("; rows %d/%d (%d with errors); spend $%.4f (%d paid calls, %d cache hits); eta %s",
-		ev.Rows, ev.RowsTotal, ev.RowErrors, ev.SpendUSD, ev.PaidCalls, ev.CacheHits, etaText(ev))
+	s += fmt.Sprintf("; rows %d/%d (%d with errors); spend $%.4f (%d paid calls, %d cache hits", ev.Rows,
+		ev.RowsTotal, ev.RowErrors, ev.SpendUSD, ev.PaidCalls, ev.CacheHits)
+	if ev.FailedCalls > 0 {
+		s += fmt.Sprintf(", %d failed calls", ev.FailedCalls)
+	}
+	return s + "); eta " + etaText(ev)
 }
 
 // lineDisplay prints a line whenever the progress changes: for logs and pipes.
@@ -278,8 +285,8 @@ func (d *barDisplay) start(ev progressEvent) {
 		})))
 	d.cost = d.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
 		e := d.current()
-		return fmt.Sprintf("spend   $%.4f  paid calls %d  cache hits %d  elapsed %s", e.SpendUSD, e.PaidCalls,
-			e.CacheHits, runstate.FormatDuration(runstate.Seconds(e.ElapsedS)))
+		return fmt.Sprintf("spend   $%.4f  paid calls %d  cache hits %d  failed calls %d  elapsed %s", e.SpendUSD,
+			e.PaidCalls, e.CacheHits, e.FailedCalls, runstate.FormatDuration(runstate.Seconds(e.ElapsedS)))
 	})))
 	if d.console != nil {
 		d.console.route(d.p)
@@ -425,9 +432,12 @@ type runSummary struct {
 	Rows        int            `json:"rows"`
 	RowErrors   int            `json:"row_errors"`
 	ErrorKinds  map[string]int `json:"error_kinds"` // rows with errors by kind (see errorKind)
-	Spend       runstate.Spend `json:"spend"`
-	Results     string         `json:"results"`
-	SummaryFile string         `json:"summary_file"`
+	// ErrorClasses counts them by whose failure it is: infrastructure and configuration (a re-run retries them),
+	// model (final).
+	ErrorClasses map[llm.Class]int `json:"error_classes"`
+	Spend        runstate.Spend    `json:"spend"`
+	Results      string            `json:"results"`
+	SummaryFile  string            `json:"summary_file"`
 	// Summary is summary.md's table.
 	Summary string `json:"summary"`
 }
@@ -440,7 +450,7 @@ func writeJSONSummary(stdout io.Writer, runDir string, res workflows.SweepResult
 	if out.Failed == nil {
 		out.Failed = []string{}
 	}
-	out.ErrorKinds = map[string]int{}
+	out.ErrorKinds, out.ErrorClasses = map[string]int{}, map[llm.Class]int{}
 	if runErr != nil {
 		out.Error = runErr.Error()
 	}
@@ -448,7 +458,7 @@ func writeJSONSummary(stdout io.Writer, runDir string, res workflows.SweepResult
 		st := runstate.Compute(rec, runstate.Options{Now: time.Now()})
 		out.Rows, out.Spend = len(rec.Rows), st.Spend
 		tally := tallyRowErrors(rec.Rows)
-		out.RowErrors, out.ErrorKinds = tally.Errors, tally.Kinds
+		out.RowErrors, out.ErrorKinds, out.ErrorClasses = tally.Errors, tally.Kinds, tally.Classes
 	}
 	out.OK = out.OK && out.RowErrors == 0 // a sweep whose rows failed did not get its work done
 	b, err := json.Marshal(out)

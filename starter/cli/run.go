@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -43,6 +45,8 @@ type runOptions struct {
 	ui       uiFlags
 	// maxHistory overrides the sweep's continue-as-new threshold (for tests).
 	maxHistory int
+	// infraWaits overrides how often a node waits for the endpoint before its rows fail (-1: never; for tests).
+	infraWaits int
 	specFlags
 
 	// allowErrors exits 0 when the sweep finished although some rows have errors.
@@ -70,6 +74,8 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.BoolVar(&o.allowErrors, "allow-errors", false, "exit 0 when the sweep finished even if rows have errors "+
 		"(by default such a sweep exits 4)")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
+	fs.IntVar(&o.infraWaits, "infra-waits", 0, "times a step waits for a failing endpoint before its rows record "+
+		"the failure (0: default, -1: never; for tests)")
 	o.ui.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter run SPEC [flags]")
@@ -146,6 +152,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	in := sweepInput(e, plan, planRef, o.maxHistory)
+	in.InfraWaits = o.infraWaits
 	hash, err := specHash(in)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -175,6 +182,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 
 	run, how, err := startOrAttach(ctx, conn.client, "sweep/"+e.Name, in, hash, func(old string) error {
 		return archiveResults(runDir, old, log)
+	}, func() (map[string][]results.Key, error) {
+		return takeRetriedRows(runDir, plan)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -251,10 +260,56 @@ func rowErrorsExit(o runOptions, runDir string, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "starter: %d of %d rows have errors (%s); see the error column of %s or starter status %s\n",
 		tally.Errors, tally.Rows, tally, filepath.Join(runDir, "results.jsonl"), filepath.Base(runDir))
+	fmt.Fprintf(stderr, "starter: by cause: %s\n", tally.byClass())
 	if o.allowErrors {
 		return exitOK
 	}
 	return exitRowErrors
+}
+
+// retriedFile keeps the rows a re-run took out of results.jsonl to run again, for the record.
+const retriedFile = "results.retried.jsonl"
+
+// takeRetriedRows takes the rows of a finished sweep that a re-run retries (their error is the infrastructure's or
+// the configuration's, not the model's) out of results.jsonl, appending them to results.retried.jsonl, and returns
+// them by instance as the sweep's Retry. Rows of arms outside the plan stay.
+func takeRetriedRows(runDir string, plan *specs.Plan) (map[string][]results.Key, error) {
+	arms := map[results.Key]bool{}
+	for _, a := range plan.Arms {
+		arms[results.Key{Method: a.Method, Model: a.Model}] = true
+	}
+	removed, err := results.Store{Path: filepath.Join(runDir, "results.jsonl")}.Remove(func(r results.Row) bool {
+		k := r.Key()
+		return retryOnRerun(r) && arms[results.Key{Method: k.Method, Model: k.Model}]
+	})
+	if err != nil || len(removed) == 0 {
+		return nil, err
+	}
+	var b []byte
+	retry := map[string][]results.Key{}
+	for _, r := range removed {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, line...), '\n')
+		k := r.Key()
+		arm := results.Key{Method: k.Method, Model: k.Model}
+		if !slices.Contains(retry[k.Instance], arm) {
+			retry[k.Instance] = append(retry[k.Instance], arm)
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(runDir, retriedFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err == nil {
+		_, err = f.Write(b)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keeping the retried rows in %s: %w", filepath.Join(runDir, retriedFile), err)
+	}
+	return retry, nil
 }
 
 func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHistory int) workflows.SweepInput {
@@ -273,9 +328,12 @@ const specHashMemo = "spec_hash"
 
 // startOrAttach attaches to a running sweep, or to a finished one of the same spec; otherwise it starts a new run.
 // Before a new run replaces a finished sweep of another spec, replaced is called with that spec's hash, so its rows
-// can be put aside instead of being mistaken for the new spec's.
+// can be put aside instead of being mistaken for the new spec's. A finished sweep of the same spec is run again
+// for the rows retry takes out of its results (failed for want of the endpoint or of a key), and only for them.
 func startOrAttach(ctx context.Context, c client.Client, id string, in workflows.SweepInput, hash string,
-	replaced func(oldHash string) error) (client.WorkflowRun, string, error) {
+	replaced func(oldHash string) error, retry func() (map[string][]results.Key, error)) (client.WorkflowRun,
+	string, error) {
+	how := "started the sweep"
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	var notFound *serviceerror.NotFound
 	switch {
@@ -294,7 +352,20 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 			return c.GetWorkflow(ctx, id, ""), how, nil
 		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 			if old == hash {
-				return c.GetWorkflow(ctx, id, ""), "the sweep had already finished; showing its results", nil
+				again, err := retry()
+				if err != nil {
+					return nil, "", fmt.Errorf("taking out the rows to retry: %w", err)
+				}
+				if len(again) == 0 {
+					return c.GetWorkflow(ctx, id, ""), "the sweep had already finished; showing its results", nil
+				}
+				in.Retry = again
+				n := 0
+				for _, arms := range again {
+					n += len(arms)
+				}
+				how = fmt.Sprintf("the sweep had finished with %d row(s) failed by the endpoint or the key "+
+					"(kept in %s); running them again", n, retriedFile)
 			}
 		}
 		if old != "" && old != hash {
@@ -316,7 +387,7 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 	if err != nil {
 		return nil, "", fmt.Errorf("starting workflow %s: %w", id, err)
 	}
-	return run, "started the sweep", nil
+	return run, how, nil
 }
 
 // archiveResults moves the rows and summary of a sweep of another spec to previous/<hash>/, so the new sweep's

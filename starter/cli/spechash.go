@@ -17,7 +17,7 @@ import (
 // them does not restart a finished sweep. The dataset counts by its content, not by its absolute path: a checkout
 // (or runs folder) moved elsewhere computes the same sweep, while an edited dataset file is a new spec.
 func specHash(in workflows.SweepInput) (string, error) {
-	in.Concurrency, in.MaxHistory = 0, 0
+	in.Concurrency, in.MaxHistory, in.InfraWaits, in.Retry = 0, 0, 0, nil
 	digest, err := datasetDigest(in.Dataset.File)
 	if err != nil {
 		return "", err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"ctxlab/activities"
+	"ctxlab/activities/llm"
 	"ctxlab/activities/swebench"
 	"ctxlab/results/runstate"
 	"ctxlab/specs"
@@ -133,6 +134,10 @@ type statusReport struct {
 	// Stopped: the starter that ran the sweep's embedded server is gone.
 	Stopped bool   `json:"stopped,omitempty"`
 	Note    string `json:"note,omitempty"`
+	// ErrorClasses counts the rows with an error by whose failure it is (infrastructure, configuration, model)
+	// and kind: a re-run retries the first two.
+	ErrorClasses map[llm.Class]map[string]int `json:"error_classes,omitempty"`
+	errors       rowErrorTally
 }
 
 func runStatus(o statusOptions, stdout, stderr io.Writer) int {
@@ -152,7 +157,10 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 	st := runstate.Compute(rec, runstate.Options{Instances: sh.instances, Arms: sh.arms(), Now: time.Now(),
 		Stopped: published && pid == nil})
 	rep := statusReport{Run: o.name, Dir: dir, Status: st, Starter: pid, Stopped: published && pid == nil,
-		Note: sh.note}
+		Note: sh.note, errors: tallyRowErrors(rec.Rows)}
+	if rep.errors.Errors > 0 {
+		rep.ErrorClasses = rep.errors.ClassKinds
+	}
 	if o.json {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -213,6 +221,9 @@ func printStatus(w io.Writer, r statusReport) {
 	_ = tw.Flush()
 	if st.OtherRows > 0 {
 		fmt.Fprintf(w, "(%d rows of methods or issues outside the recorded spec are not counted)\n", st.OtherRows)
+	}
+	if r.errors.Errors > 0 {
+		fmt.Fprintf(w, "errors:    %d rows: %s\n", r.errors.Errors, r.errors.byClass())
 	}
 	sp := st.Spend
 	fmt.Fprintf(w, "spend:     $%.4f (%d paid calls, %d cache hits, %d failed; %d prompt + %d completion tokens paid)\n",

@@ -58,7 +58,7 @@ func TestStatusAuditOfKilledPaidRun(t *testing.T) {
 	out, _ := mainOut(t, "status", "paid", "--runs", runs)
 	for _, want := range []string{
 		"2 issues x 1 methods", "no spec recorded", "1 done, 0 failed, 1 running, 0 pending",
-		"$0.0300 (2 paid calls, 1 cache hits, 1 failed; 1900 prompt + 200 completion tokens paid)",
+		"$0.0300 (1 paid calls, 1 cache hits, 1 failed; 1900 prompt + 200 completion tokens paid)",
 		"projected: $0.0300 (spent + $0.0000 per finished issue x 1 unfinished)",
 		"1 unreadable line(s) in " + filepath.Join(dir, runlog.AttemptsFile),
 	} {
@@ -70,8 +70,8 @@ func TestStatusAuditOfKilledPaidRun(t *testing.T) {
 	for _, want := range []string{
 		"issue i1", "patch  node patch-1  steps m.patch", "#1 fail", "calls 1 (paid 1, cached 0) 900+0 tokens $0.0100",
 		"error [rate_limit]: 429 too many requests", "input  " + string(in) + " context", "#2 unfinished",
-		"ledger: 2 paid calls $0.0300 (1900+200 tokens), 1 cache hits, 1 failed",
-		"attempts 0 done, 1 failed, 0 memo, 1 unfinished; 2 paid calls $0.0300, 1 cache hits",
+		"ledger: 1 paid calls $0.0300 (1900+200 tokens), 1 cache hits, 1 failed",
+		"attempts 0 done, 1 failed, 0 memo, 1 unfinished; 1 paid calls $0.0300, 1 cache hits",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("audit lacks %q:\n%s", want, out)

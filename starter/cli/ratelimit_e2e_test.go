@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"ctxlab/activities/runlog"
+	"ctxlab/internal/fakeopenai"
+)
+
+// TestHourLongRetryAfterWaitsOnATimer: an endpoint that answers 429 with Retry-After: 3600 does not fail the row
+// within seconds, as it did: the step's Issue workflow waits on a durable timer of an hour (found in its history
+// through the starter's embedded server) and no row is recorded meanwhile.
+func TestHourLongRetryAfterWaitsOnATimer(t *testing.T) {
+	srv := fakeopenai.New(fakeopenai.WithRetryAfter(time.Hour),
+		fakeopenai.WithFailWhen(func(fakeopenai.ChatRequest) fakeopenai.Failure { return fakeopenai.RateLimit }))
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "")
+	spec := demoVariant(t, "{ name: 'wait', dataset+: { limit: 1 }, anchor:: null, methods: super.methods[0:1] }")
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "wait")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := starter(ctx, t, "run", spec, "--runs", runs, "--ext-str", "model=openai")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		exited <- cmd.Wait()
+		close(done)
+	}()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		<-done
+	}()
+
+	var found time.Duration
+	for found == 0 {
+		select {
+		case err := <-exited:
+			t.Fatalf("the starter ended (%v) instead of waiting; stderr:\n%s", err, stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("no timer within the time allowed; stderr:\n%s", stderr.String())
+		case <-time.After(time.Second):
+		}
+		found = hourTimer(ctx, t, dir)
+	}
+	if found < 59*time.Minute || found > 61*time.Minute {
+		t.Errorf("the issue waits %v, want the hour the endpoint asked for", found)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		t.Errorf("rows were recorded while the step waits:\n%s", b)
+	}
+	if srv.Calls() != 1 {
+		t.Errorf("%d calls; want the one rate limited", srv.Calls())
+	}
+}
+
+// hourTimer returns the duration of a timer started in the history of the run's Issue workflow, 0 while there is
+// none (or the server, the ledger or the workflow are not there yet).
+func hourTimer(ctx context.Context, t *testing.T, dir string) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "server.json"))
+	if err != nil {
+		return 0
+	}
+	var sf serverFile
+	if json.Unmarshal(b, &sf) != nil {
+		return 0
+	}
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(dir, runlog.CallsFile))
+	if err != nil || len(calls) == 0 {
+		return 0
+	}
+	c, err := client.Dial(client.Options{HostPort: sf.Address})
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	it := c.GetWorkflowHistory(ctx, "issue/wait/"+calls[0].Instance, "", false,
+		enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return 0
+		}
+		if a := e.GetTimerStartedEventAttributes(); a != nil {
+			return a.GetStartToFireTimeout().AsDuration()
+		}
+	}
+	return 0
+}
