@@ -1,6 +1,9 @@
 package specs
 
-import "sort"
+import (
+	"reflect"
+	"sort"
+)
 
 // Task queues by kind of work, so a cluster can scale model callers, CPU work and test runs separately.
 const (
@@ -26,27 +29,44 @@ type ActivityInfo struct {
 	UsesGrading bool
 	// Summary is one line for `starter compile` and error messages.
 	Summary string
+	// Params is the struct type the activity decodes a step's params into (params.go). The spec compiler decodes
+	// every step's params into it strictly, so an unknown or mistyped param is a spec error, not a silent default.
+	Params reflect.Type
 }
 
 // Catalog lists every activity a spec may use.
 var Catalog = map[string]ActivityInfo{}
 
-func register(a ActivityInfo) { Catalog[a.Name] = a }
+func register(a ActivityInfo) {
+	if a.Params == nil || a.Params.Kind() != reflect.Struct {
+		panic("specs: activity " + a.Name + " needs a params struct type")
+	}
+	if _, dup := Catalog[a.Name]; dup {
+		panic("specs: activity " + a.Name + " registered twice")
+	}
+	Catalog[a.Name] = a
+}
 
 func init() {
 	register(ActivityInfo{Name: "checkout", Queue: QueueCPU,
+		Params:  reflect.TypeFor[CheckoutParams](),
 		Summary: "open or clone the instance's repository and snapshot it at base_commit"})
 	register(ActivityInfo{Name: "no_source", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+		Params:  reflect.TypeFor[NoSourceParams](),
 		Summary: "context of the issue text only"})
 	register(ActivityInfo{Name: "oracle_files", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+		Params:  reflect.TypeFor[OracleFilesParams](),
 		Summary: "context of the files the gold patch edits, whole"})
 	register(ActivityInfo{Name: "patch", Queue: QueueLLM, Inputs: []string{"checkout", "context"}, UsesModel: true,
 		UsesTokenizer: true,
+		Params:        reflect.TypeFor[PatchParams](),
 		Summary:       "ask the model for a patch from the context"})
 	register(ActivityInfo{Name: "measure", Queue: QueueCPU, Inputs: []string{"checkout", "context"},
 		Optional: []string{"patch"}, UsesTokenizer: true,
+		Params:  reflect.TypeFor[MeasureParams](),
 		Summary: "rho, epsilon, context tokens and whether the patch applies"})
 	register(ActivityInfo{Name: "grade", Queue: QueueGrade, Inputs: []string{"checkout", "patch"}, UsesGrading: true,
+		Params:  reflect.TypeFor[GradeParams](),
 		Summary: "apply test and model patches in a fresh worktree and run FAIL_TO_PASS and PASS_TO_PASS"})
 }
 
