@@ -20,7 +20,7 @@ type AssembleParams = specs.AssembleParams
 // TotalCap is skipped. Defaults: 60K, 12K, 80K.
 func (a *Activities) Assemble(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "assemble", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := AssembleParams{Tokenizer: "o200k_base", FileCap: 60000, SnippetCap: 12000, TotalCap: 80000}
+		p := specs.AssembleDefaults
 		if err := j.params(&p); err != nil {
 			return NodeOutput{}, err
 		}

@@ -45,8 +45,7 @@ type EvidenceResult struct {
 // line), .MaxSearches, .MaxStrings.
 func (a *Activities) Evidence(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "evidence", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := EvidenceParams{MaxSearches: 4, MaxStrings: 8, NewFiles: 2, MaxFiles: 8, Window: search.DefaultWindow,
-			FileCap: 60000}
+		p := specs.EvidenceDefaults
 		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err

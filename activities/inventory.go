@@ -19,7 +19,7 @@ type InventoryParams = specs.InventoryParams
 // the best kept within tau tokens, listed alphabetically. Its output is an inventory.Inventory.
 func (a *Activities) Inventory(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "inventory", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := InventoryParams{Tokenizer: "o200k_base", Ratio: inventory.DefaultRatio, Cap: inventory.DefaultCap}
+		p := specs.InventoryDefaults
 		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err

@@ -41,7 +41,7 @@ type Ranking struct {
 // Prompt fields: .Issue, .Inventory (one path per line), .MaxFiles.
 func (a *Activities) Localize(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "localize", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := LocalizeParams{MaxFiles: 5}
+		p := specs.LocalizeDefaults
 		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err

@@ -10,6 +10,8 @@ import (
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/llm/offline"
+	"ctxlab/activities/search"
 	"ctxlab/specs"
 )
 
@@ -55,5 +57,16 @@ func TestParamsDecodeStrictly(t *testing.T) {
 			!strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "m.context") {
 			t.Errorf("%v: error %v, want a permanent %s naming the step and %s", c.params, err, ErrBadInput, c.want)
 		}
+	}
+}
+
+// TestDefaultsAgreeWithPackages: the params defaults kept in specs name the same values as the packages that use
+// them (specs cannot import those packages).
+func TestDefaultsAgreeWithPackages(t *testing.T) {
+	if specs.EvidenceDefaults.Window != search.DefaultWindow {
+		t.Errorf("evidence window default %d, search.DefaultWindow %d", specs.EvidenceDefaults.Window, search.DefaultWindow)
+	}
+	if specs.PatchDefaults.Format != offline.FormatDiff {
+		t.Errorf("patch format default %q, want %q", specs.PatchDefaults.Format, offline.FormatDiff)
 	}
 }

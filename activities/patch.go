@@ -19,7 +19,7 @@ type PatchParams = specs.PatchParams
 // instructions for the edit format, from prompt.formats).
 func (a *Activities) Patch(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "patch", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := PatchParams{Format: offline.FormatDiff}
+		p := specs.PatchDefaults
 		if err := j.params(&p); err != nil {
 			return NodeOutput{}, err
 		}

@@ -2,8 +2,11 @@ package jsonnet
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"ctxlab/specs"
 )
 
 // TestCompileStepParamErrors: a step param the activity does not take, or of the wrong type, is a spec error at the
@@ -131,5 +134,45 @@ func TestEveryShippedSpecCompiles(t *testing.T) {
 		if _, err := Compile(p, Options{}); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
+	}
+}
+
+// TestLibraryReadsDefaultsFromCatalog: the library's CQ2-CARE knobs and patch format are the catalog's defaults,
+// read when the spec is compiled, not a copy: changing the Go default changes the compiled spec.
+func TestLibraryReadsDefaultsFromCatalog(t *testing.T) {
+	compileCQ2CARE := func() map[string]map[string]any {
+		t.Helper()
+		dir := writeFiles(t, map[string]string{"spec.jsonnet": spec(
+			"ctxlab.experiment({ name: 'x', dataset: ctxlab.datasets.demo, models: [ctxlab.models.offline],",
+			"  methods: [ctxlab.methods.cq2care] })")})
+		e, err := Compile(filepath.Join(dir, "spec.jsonnet"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		params := map[string]map[string]any{}
+		for _, s := range e.Methods[0].Steps {
+			params[s.ID] = s.Params
+		}
+		return params
+	}
+	got := compileCQ2CARE()
+	d := specs.AssembleDefaults
+	if want := map[string]any{"file_cap": float64(d.FileCap), "snippet_cap": float64(d.SnippetCap),
+		"total_cap": float64(d.TotalCap)}; !reflect.DeepEqual(got["context"], want) {
+		t.Errorf("assemble params %v, want %v", got["context"], want)
+	}
+	if got["inventory"]["ratio"] != specs.InventoryDefaults.Ratio || got["patch"]["format"] != specs.PatchDefaults.Format ||
+		got["evidence"]["max_searches"] != float64(specs.EvidenceDefaults.MaxSearches) ||
+		got["localize0"]["max_files"] != float64(specs.LocalizeDefaults.MaxFiles) {
+		t.Errorf("params %v", got)
+	}
+
+	info := specs.Catalog["assemble"]
+	t.Cleanup(func() { specs.Catalog["assemble"] = info })
+	changed := info
+	changed.Defaults = specs.AssembleParams{FileCap: 1, SnippetCap: 2, TotalCap: 3}
+	specs.Catalog["assemble"] = changed
+	if got := compileCQ2CARE()["context"]; got["total_cap"] != 3.0 || got["file_cap"] != 1.0 {
+		t.Errorf("with total_cap 3 in the catalog the library wrote %v", got)
 	}
 }

@@ -45,3 +45,21 @@ func TestRegisterNeedsParams(t *testing.T) {
 		t.Error("test_only is in the catalog")
 	}
 }
+
+// TestDefaultParams: every activity has an entry, with the defaults the catalog holds in their JSON form.
+func TestDefaultParams(t *testing.T) {
+	d, err := DefaultParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d) != len(Catalog) {
+		t.Errorf("%d activities, want %d", len(d), len(Catalog))
+	}
+	assemble, _ := d["assemble"].(map[string]any)
+	if assemble["total_cap"] != float64(AssembleDefaults.TotalCap) || assemble["tokenizer"] != DefaultTokenizer {
+		t.Errorf("assemble defaults %v", d["assemble"])
+	}
+	if trim, _ := d["trim"].(map[string]any); len(trim) != 1 || trim["count"] != 0.0 {
+		t.Errorf("trim defaults %v, want its zero params", d["trim"])
+	}
+}

@@ -6,6 +6,21 @@ package specs
 // mistyped param is a spec error. Params the plan injects (model, tokenizer, grading) are fields too, because a
 // step may set them itself.
 
+// Defaults of the params that have any, kept once: each activity starts from its defaults before decoding a step's
+// params, and jsonnet/lib writes the paper's values into specs by reading them from the catalog (the native
+// function ctxlab_defaults), never from a copy. Activities copy them by assignment: keep maps and pointers out.
+var (
+	PatchDefaults = PatchParams{Format: "diff"}
+	// InventoryDefaults are Algorithm 1's: tau = 1/2 · min(|P| in tokens, 32K).
+	InventoryDefaults = InventoryParams{Tokenizer: DefaultTokenizer, Ratio: 0.5, Cap: 32000}
+	LocalizeDefaults  = LocalizeParams{MaxFiles: 5}
+	// EvidenceDefaults' Window is activities/search's DefaultWindow (a test keeps them equal).
+	EvidenceDefaults = EvidenceParams{MaxSearches: 4, MaxStrings: 8, NewFiles: 2, MaxFiles: 8, Window: 15,
+		FileCap: 60000}
+	// AssembleDefaults are the caps of step 4 in tokens: the paper's hand-set values.
+	AssembleDefaults = AssembleParams{Tokenizer: DefaultTokenizer, FileCap: 60000, SnippetCap: 12000, TotalCap: 80000}
+)
+
 // CheckoutParams are the checkout step's parameters: none.
 type CheckoutParams struct{}
 
