@@ -5,26 +5,22 @@ import (
 
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/tokens"
+	"ctxlab/specs"
 )
 
 func init() {
 	registerNode("assemble", func(a *Activities) any { return a.Assemble })
 }
 
-// AssembleParams are the caps of Algorithm 1, step 4, in tokens.
-type AssembleParams struct {
-	Tokenizer  string `json:"tokenizer"`
-	FileCap    int    `json:"file_cap"`
-	SnippetCap int    `json:"snippet_cap"`
-	TotalCap   int    `json:"total_cap"`
-}
+// AssembleParams are declared in specs beside the catalog, which checks every step's params against them.
+type AssembleParams = specs.AssembleParams
 
 // Assemble is CQ2-CARE's context (step 4): the selected files (input files) whole, each cut at FileCap tokens, then
 // the evidence snippets (optional input evidence), each cut at SnippetCap; a block that would push the total past
 // TotalCap is skipped. Defaults: 60K, 12K, 80K.
 func (a *Activities) Assemble(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "assemble", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := AssembleParams{Tokenizer: "o200k_base", FileCap: 60000, SnippetCap: 12000, TotalCap: 80000}
+		p := specs.AssembleDefaults
 		if err := j.params(&p); err != nil {
 			return NodeOutput{}, err
 		}

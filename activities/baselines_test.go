@@ -171,7 +171,8 @@ func TestCorruptionLowersEpsilonAndApplyRate(t *testing.T) {
 	clean := patchOf(b.oracle)
 	in := map[string]NodeOutput{"checkout": b.co, "context": b.oracle}
 	toks := b.must(b.node("corrupt", inst, params("mode", "tokens", "rate", 0.2, "seed", 1), in))
-	again := b.must(b.node("corrupt", inst, params("mode", "tokens", "rate", 0.2, "seed", 1, "x", 1), in))
+	// multiplier 1 is the default: another node, the same corruption.
+	again := b.must(b.node("corrupt", inst, params("mode", "tokens", "rate", 0.2, "seed", 1, "multiplier", 1), in))
 	if toks.Ref != again.Ref {
 		t.Error("the same seed gave a different corruption")
 	}

@@ -42,13 +42,13 @@ func newPaidFixture(t *testing.T) paidFixture {
 	return paidFixture{fixture: f, srv: srv, in: map[string]NodeOutput{"checkout": co, "inventory": inv}}
 }
 
-// localize runs a localize node; label only changes the node's key (a new spec's node asking the same question).
+// localize runs a localize node; label names the model, which changes only the node's key (a new spec's node,
+// its model renamed, asking the same question: the response cache's key leaves labels out).
 func (p paidFixture) localize(sample int, label string) (NodeOutput, error) {
-	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt-4o-mini",
+	model := map[string]any{"name": "gpt-" + label, "provider": "openai", "id": "gpt-4o-mini",
 		"price": map[string]any{"input": 2.0, "output": 10.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
-	return p.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample,
-		"label": label}, p.in)
+	return p.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample}, p.in)
 }
 
 func (p paidFixture) calls(t *testing.T) []runlog.Call {

@@ -11,6 +11,7 @@ import (
 	"ctxlab/activities/compress"
 	"ctxlab/activities/contexts"
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // CompressEndpointEnv names the environment variable holding the compression server's URL (see package compress
@@ -20,20 +21,8 @@ const CompressEndpointEnv = "CTXLAB_COMPRESS_URL"
 // DefaultRateMin is the smallest rate a fit tries: LLMLingua-2 and LongLLMLingua are rarely run below 1/20.
 const DefaultRateMin = 0.05
 
-// CompressParams are the compress step's parameters.
-type CompressParams struct {
-	Tokenizer string `json:"tokenizer"`
-	// Compressor is llmlingua2, longllmlingua, longcodezip, swepruner (served by the endpoint) or fake.
-	Compressor string `json:"compressor"`
-	Endpoint   string `json:"endpoint,omitempty"`
-	// Rate is the share of tokens kept when the step has no budget input.
-	Rate float64 `json:"rate,omitempty"`
-	// RateMin bounds the fitted rate from below.
-	RateMin float64 `json:"rate_min,omitempty"`
-	// NoQuery leaves the issue text out of requests (for question-agnostic use of question-aware compressors).
-	NoQuery bool `json:"no_query,omitempty"`
-	FitParams
-}
+// CompressParams are declared in specs beside the catalog, which checks every step's params against them.
+type CompressParams = specs.CompressParams
 
 // Compress compresses every block of the input context at one rate (each block on its own, so the result still
 // says which file each line came from). With a budget input, the rate is fitted so the context lands within the

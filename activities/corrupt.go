@@ -8,6 +8,7 @@ import (
 	"ctxlab/activities/corrupt"
 	"ctxlab/activities/repo"
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // Pairing modes of the corrupt step, besides corrupt.ModeTokens and corrupt.ModeLines.
@@ -20,14 +21,8 @@ const (
 	ModeSameTextOtherFiles = "same_text_other_files"
 )
 
-// CorruptParams are the corrupt step's parameters.
-type CorruptParams struct {
-	Tokenizer string  `json:"tokenizer"`
-	Mode      string  `json:"mode"`
-	Rate      float64 `json:"rate,omitempty"`
-	Seed      int64   `json:"seed,omitempty"`
-	FitParams
-}
+// CorruptParams are declared in specs beside the catalog, which checks every step's params against them.
+type CorruptParams = specs.CorruptParams
 
 // Corrupt makes a controlled variant of the input context (see package corrupt): tokens or whole lines deleted at
 // a seeded rate, or one of the two pairings with the context named other.

@@ -10,27 +10,15 @@ import (
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/search"
 	"ctxlab/activities/tokens"
+	"ctxlab/specs"
 )
 
 func init() {
 	registerNode("evidence", func(a *Activities) any { return a.Evidence })
 }
 
-// EvidenceParams are the evidence step's parameters (Algorithm 1, step 3).
-type EvidenceParams struct {
-	modelParams
-	// MaxSearches and MaxStrings bound the plan: at most 4 searches of at most 8 fixed strings each.
-	MaxSearches int `json:"max_searches"`
-	MaxStrings  int `json:"max_strings"`
-	// NewFiles is how many files not yet shown one search may add (2); MaxFiles stops the step once the evidence
-	// covers that many files (8).
-	NewFiles int `json:"new_files"`
-	MaxFiles int `json:"max_files"`
-	// Window is the half-height of a line window, for hits outside any definition.
-	Window int `json:"window"`
-	// FileCap cuts each selected file shown in the planning prompt (tokens).
-	FileCap int `json:"file_cap"`
-}
+// EvidenceParams are declared in specs beside the catalog, which checks every step's params against them.
+type EvidenceParams = specs.EvidenceParams
 
 // EvidenceSnippet is one snippet of E, with the search that found it.
 type EvidenceSnippet struct {
@@ -57,8 +45,7 @@ type EvidenceResult struct {
 // line), .MaxSearches, .MaxStrings.
 func (a *Activities) Evidence(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "evidence", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := EvidenceParams{MaxSearches: 4, MaxStrings: 8, NewFiles: 2, MaxFiles: 8, Window: search.DefaultWindow,
-			FileCap: 60000}
+		p := specs.EvidenceDefaults
 		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err
@@ -74,7 +61,7 @@ func (a *Activities) Evidence(ctx context.Context, in NodeInput) (NodeOutput, er
 			if !ok {
 				continue
 			}
-			cut, _, err := tokens.Truncate(p.tokenizer(), text, p.FileCap)
+			cut, _, err := tokens.Truncate(modelTokenizer(p.ModelParams), text, p.FileCap)
 			if err != nil {
 				return NodeOutput{}, permanent(ErrBadInput, err)
 			}
@@ -84,7 +71,7 @@ func (a *Activities) Evidence(ctx context.Context, in NodeInput) (NodeOutput, er
 			}
 			shown.WriteString("\n")
 		}
-		msgs, err := p.Prompt.render(in.Step, struct {
+		msgs, err := renderPrompt(p.Prompt, in.Step, struct {
 			Issue, Files, Paths     string
 			MaxSearches, MaxStrings int
 		}{inst.ProblemStatement, shown.String(), strings.Join(sel.Files, "\n"), p.MaxSearches, p.MaxStrings})
@@ -94,7 +81,7 @@ func (a *Activities) Evidence(ctx context.Context, in NodeInput) (NodeOutput, er
 		req := llm.Request{Task: llm.TaskEvidence, Messages: msgs, Sample: p.Sample,
 			Offline: &offline.EvidenceInput{Issue: inst.ProblemStatement, Files: sel.Files, Read: read,
 				MaxSearches: p.MaxSearches, MaxStrings: p.MaxStrings}}
-		resp, row, err := j.callModel(ctx, p.modelParams, req)
+		resp, row, err := j.callModel(ctx, p.ModelParams, req)
 		if err != nil {
 			return NodeOutput{}, err
 		}

@@ -8,17 +8,11 @@ import (
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/contexts"
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
-// FitParams are the budget-fitting parameters every knob-bearing context step (retrieve, compress, corrupt's
-// same_text_other_files) takes. The budget itself comes from the optional input named "budget": the context of the
-// anchor method on the same issue (ctxlab.baselines.fitted wires it), whose rendered tokens times Multiplier are the
-// target.
-type FitParams struct {
-	Multiplier float64 `json:"multiplier,omitempty"` // 1 when 0
-	Tolerance  float64 `json:"tolerance,omitempty"`  // budget.DefaultTolerance when 0
-	MaxEvals   int     `json:"max_evals,omitempty"`  // budget.DefaultMaxEvals when 0
-}
+// FitParams are declared in specs beside the catalog, which checks every step's params against them.
+type FitParams = specs.FitParams
 
 // Row fields of budget fitting, besides results.FieldBudget, FieldBudgetEvals and FieldBudgetError.
 const (

@@ -21,10 +21,8 @@ import (
 	"ctxlab/specs"
 )
 
-// GradeParams are the grade step's parameters; Grading is filled in by the plan.
-type GradeParams struct {
-	Grading specs.Grading `json:"grading"`
-}
+// GradeParams are declared in specs beside the catalog, which checks every step's params against them.
+type GradeParams = specs.GradeParams
 
 // Grade statuses recorded on the row.
 const (

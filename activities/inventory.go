@@ -5,24 +5,21 @@ import (
 
 	"ctxlab/activities/cas"
 	"ctxlab/activities/inventory"
+	"ctxlab/specs"
 )
 
 func init() {
 	registerNode("inventory", func(a *Activities) any { return a.Inventory })
 }
 
-// InventoryParams are the inventory step's parameters: tau = ratio · min(tokens of all paths, cap).
-type InventoryParams struct {
-	Tokenizer string  `json:"tokenizer"`
-	Ratio     float64 `json:"ratio"`
-	Cap       int     `json:"cap"`
-}
+// InventoryParams are declared in specs beside the catalog, which checks every step's params against them.
+type InventoryParams = specs.InventoryParams
 
 // Inventory is CQ2-CARE's step 1 (no model): the repository's paths ranked by the words they share with the issue,
 // the best kept within tau tokens, listed alphabetically. Its output is an inventory.Inventory.
 func (a *Activities) Inventory(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "inventory", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := InventoryParams{Tokenizer: "o200k_base", Ratio: inventory.DefaultRatio, Cap: inventory.DefaultCap}
+		p := specs.InventoryDefaults
 		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err

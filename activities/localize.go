@@ -13,6 +13,7 @@ import (
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/repo"
+	"ctxlab/specs"
 )
 
 func init() {
@@ -21,12 +22,8 @@ func init() {
 	registerNode("trim", func(a *Activities) any { return a.Trim })
 }
 
-// LocalizeParams are one localization sample's parameters.
-type LocalizeParams struct {
-	modelParams
-	// MaxFiles is how many paths the prompt asks for at most.
-	MaxFiles int `json:"max_files"`
-}
+// LocalizeParams are declared in specs beside the catalog, which checks every step's params against them.
+type LocalizeParams = specs.LocalizeParams
 
 // Ranking is one localization sample: the model's answer and the repository paths parsed from it, in rank order.
 type Ranking struct {
@@ -44,7 +41,7 @@ type Ranking struct {
 // Prompt fields: .Issue, .Inventory (one path per line), .MaxFiles.
 func (a *Activities) Localize(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "localize", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := LocalizeParams{MaxFiles: 5}
+		p := specs.LocalizeDefaults
 		inst, m, err := j.setup(ctx, &p)
 		if err != nil {
 			return NodeOutput{}, err
@@ -53,7 +50,7 @@ func (a *Activities) Localize(ctx context.Context, in NodeInput) (NodeOutput, er
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		msgs, err := p.Prompt.render(in.Step, struct {
+		msgs, err := renderPrompt(p.Prompt, in.Step, struct {
 			Issue, Inventory string
 			MaxFiles         int
 		}{inst.ProblemStatement, inv.Text(), p.MaxFiles})
@@ -63,7 +60,7 @@ func (a *Activities) Localize(ctx context.Context, in NodeInput) (NodeOutput, er
 		req := llm.Request{Task: llm.TaskLocalize, Messages: msgs, Sample: p.Sample,
 			Offline: &offline.LocalizeInput{Issue: inst.ProblemStatement, Paths: inv.Paths,
 				Read: j.reader(ctx, m), TopK: p.MaxFiles}}
-		resp, row, err := j.callModel(ctx, p.modelParams, req)
+		resp, row, err := j.callModel(ctx, p.ModelParams, req)
 		if err != nil {
 			return NodeOutput{}, err
 		}
@@ -118,11 +115,8 @@ func (a *Activities) Intersect(ctx context.Context, in NodeInput) (NodeOutput, e
 	})
 }
 
-// TrimParams are the trim step's parameters.
-type TrimParams struct {
-	// Count, when positive, is the number of files kept; otherwise the like input's count is used.
-	Count int `json:"count"`
-}
+// TrimParams are declared in specs beside the catalog, which checks every step's params against them.
+type TrimParams = specs.TrimParams
 
 // Trim is the single-sample ablation: one localization sample (input sample), tests and docs excluded, cut to the
 // number of files of another selection (input like, typically the intersection), or to params.count.

@@ -11,12 +11,11 @@ import (
 	"ctxlab/activities/diff"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/tokens"
+	"ctxlab/specs"
 )
 
-// MeasureParams are the measure step's parameters; Tokenizer is filled in by the plan.
-type MeasureParams struct {
-	Tokenizer string `json:"tokenizer"`
-}
+// MeasureParams are declared in specs beside the catalog, which checks every step's params against them.
+type MeasureParams = specs.MeasureParams
 
 // Measure computes the offline metrics of a context (rho, epsilon, share of lines in gold files, tokens) and
 // whether the patch, if any, applies strictly at base_commit.

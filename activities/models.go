@@ -32,16 +32,11 @@ var newProvider = func(a *Activities, m specs.Model, tokenizer string) (llm.Prov
 		m.Name, m.Provider)
 }
 
-// Prompt is a chat prompt from the spec: Go text/template texts filled per instance (see each activity for the
-// fields it offers). Formats holds the edit-format instructions of the patch prompt, by format name.
-type Prompt struct {
-	System  string            `json:"system"`
-	User    string            `json:"user"`
-	Formats map[string]string `json:"formats,omitempty"`
-}
+// Prompt is declared in specs with the params that hold it (specs/params.go).
+type Prompt = specs.Prompt
 
-// render fills the prompt's templates with data.
-func (p Prompt) render(step string, data any) ([]llm.Message, error) {
+// renderPrompt fills the prompt's templates with data.
+func renderPrompt(p Prompt, step string, data any) ([]llm.Message, error) {
 	if p.User == "" {
 		return nil, permanentf(ErrBadInput, "%s: params.prompt.user is empty (ctxlab.libsonnet's steps set it)", step)
 	}
@@ -77,7 +72,7 @@ func (p Prompt) render(step string, data any) ([]llm.Message, error) {
 func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (llm.Response, map[string]any, error) {
 	m := sampleModel(mp.Model, req.Sample, mp.Temperature)
 	provider := func() (llm.Provider, error) {
-		p, err := newProvider(j.a, m, mp.tokenizer())
+		p, err := newProvider(j.a, m, modelTokenizer(mp))
 		if err != nil && !isPermanent(err) {
 			err = modelError(j.in.Step, m, err)
 		}
@@ -283,18 +278,10 @@ func modelError(step string, m specs.Model, err error) error {
 	return temporal.NewNonRetryableApplicationError(msg, string(kind), nil)
 }
 
-// modelParams are the parameters every model-calling step has; Model and Tokenizer are filled in by the plan.
-type modelParams struct {
-	Model     specs.Model `json:"model"`
-	Tokenizer string      `json:"tokenizer"`
-	Prompt    Prompt      `json:"prompt"`
-	// Sample numbers independent samples of the same prompt.
-	Sample int `json:"sample"`
-	// Temperature, when set, overrides the model's for this step (localization samples must differ).
-	Temperature *float64 `json:"temperature,omitempty"`
-}
+// modelParams are declared in specs beside the catalog, which checks every step's params against them.
+type modelParams = specs.ModelParams
 
-func (p modelParams) tokenizer() string {
+func modelTokenizer(p modelParams) string {
 	if p.Tokenizer == "" {
 		return "o200k_base"
 	}

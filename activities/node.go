@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,13 +58,17 @@ func (j *job) readFailure() error {
 	return j.readErr
 }
 
-// params decodes the node's parameters into v (a struct with json tags).
+// params decodes the node's parameters into v (its specs params struct) strictly: a param the struct lacks or a
+// value of the wrong type is an error, never a silent default. The spec compiler checks the same at compile time;
+// this catches plans built another way.
 func (j *job) params(v any) error {
 	b, err := json.Marshal(j.in.Params)
 	if err != nil {
 		return permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
 	}
 	return nil

@@ -6,15 +6,11 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
+	"ctxlab/specs"
 )
 
-// PatchParams are the patch step's parameters; Model and Tokenizer are filled in by the plan.
-type PatchParams struct {
-	modelParams
-	// Format is the edit format asked for: diff (a unified diff) or search_replace (SEARCH/REPLACE blocks, turned
-	// into a diff against the real file text).
-	Format string `json:"format"`
-}
+// PatchParams are declared in specs beside the catalog, which checks every step's params against them.
+type PatchParams = specs.PatchParams
 
 // Patch asks the step's model for a patch from the context (single turn). Its output is the patch as a unified diff,
 // possibly empty: an answer that holds no usable edit is an empty patch, and the row's patch_parse_error says why.
@@ -23,7 +19,7 @@ type PatchParams struct {
 // instructions for the edit format, from prompt.formats).
 func (a *Activities) Patch(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "patch", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := PatchParams{Format: offline.FormatDiff}
+		p := specs.PatchDefaults
 		if err := j.params(&p); err != nil {
 			return NodeOutput{}, err
 		}
@@ -43,14 +39,14 @@ func (a *Activities) Patch(ctx context.Context, in NodeInput) (NodeOutput, error
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		msgs, err := p.Prompt.render(in.Step, struct{ Issue, Context, Format string }{
+		msgs, err := renderPrompt(p.Prompt, in.Step, struct{ Issue, Context, Format string }{
 			inst.ProblemStatement, c.Render(), p.Prompt.Formats[p.Format]})
 		if err != nil {
 			return NodeOutput{}, err
 		}
 		req := llm.Request{Task: llm.TaskPatch, Messages: msgs, Sample: p.Sample,
 			Offline: &offline.PatchInput{Gold: inst.Patch, Context: c, Format: p.Format}}
-		resp, row, err := j.callModel(ctx, p.modelParams, req)
+		resp, row, err := j.callModel(ctx, p.ModelParams, req)
 		if err != nil {
 			return NodeOutput{}, err
 		}

@@ -30,25 +30,8 @@ const DefaultRetrieveTokens = 13800
 // maxRetrieveFileBytes skips generated or data files that no retriever should index whole.
 const maxRetrieveFileBytes = 1 << 20
 
-// RetrieveParams are the retrieve step's parameters.
-type RetrieveParams struct {
-	Tokenizer string `json:"tokenizer"`
-	// Scorer is bm25 (default) or dense.
-	Scorer string `json:"scorer,omitempty"`
-	// Unit is definition, function, window, file or swebench_file.
-	Unit   string   `json:"unit"`
-	Window int      `json:"window,omitempty"`
-	K1     float64  `json:"k1,omitempty"` // bm25.DefaultK1 when 0 and B is unset
-	B      *float64 `json:"b,omitempty"`  // bm25.DefaultB when unset
-	// EmbeddingModel names the model of the embeddings endpoint (dense).
-	EmbeddingModel string `json:"embedding_model,omitempty"`
-	// Partial lets the last chunk be cut at a line to meet the budget; false shows whole chunks only ("whole files
-	// ranked by similarity" with unit file), so a budget between two chunk counts is recorded as unreachable.
-	Partial *bool `json:"partial,omitempty"`
-	// MaxTokens is the budget when the step has no budget input.
-	MaxTokens int `json:"max_tokens,omitempty"`
-	FitParams
-}
+// RetrieveParams are declared in specs beside the catalog, which checks every step's params against them.
+type RetrieveParams = specs.RetrieveParams
 
 // Retrieve ranks the repository's chunks against the issue text (BM25 or dense embeddings) and shows them in rank
 // order up to the budget: multiplier x the anchor's context tokens when the step has a budget input, max_tokens

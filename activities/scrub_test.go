@@ -52,8 +52,9 @@ func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 	if out.Row["model_calls"] != 1.0 {
 		t.Fatalf("localize row %v", out.Row)
 	}
-	// Served again from the cache under another node.
-	f.must(f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "label": "again"}, in))
+	// Served again from the cache under another node: the model renamed.
+	renamed := map[string]any{"name": "gpt-again", "provider": "openai", "id": "gpt"}
+	f.must(f.node("localize", inst, map[string]any{"model": renamed, "prompt": prompt}, in))
 	provider = leakyProvider{key: key, fail: true}
 	_, err := f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": 1}, in)
 	if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), llm.Redacted) {

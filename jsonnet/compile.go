@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	gojsonnet "github.com/google/go-jsonnet"
+	"github.com/google/go-jsonnet/ast"
 
 	"ctxlab/specs"
 )
@@ -79,6 +80,7 @@ func Compile(path string, opts Options) (*specs.Experiment, error) {
 func newVM(opts Options) (*gojsonnet.VM, error) {
 	vm := gojsonnet.MakeVM()
 	vm.Importer(newImporter())
+	vm.NativeFunction(defaultsFunction)
 	all := map[string]string{}
 	for name, v := range opts.ExtStr {
 		vm.ExtVar(name, v)
@@ -123,6 +125,14 @@ func newVM(opts Options) (*gojsonnet.VM, error) {
 		vm.TLACode(name, code)
 	}
 	return vm, nil
+}
+
+// defaultsFunction is std.native('ctxlab_defaults')(): every activity's default params by name, from the catalog,
+// which ctxlab.param_defaults reads so that the library keeps no copy of them.
+var defaultsFunction = &gojsonnet.NativeFunction{
+	Name:   "ctxlab_defaults",
+	Params: ast.Identifiers{},
+	Func:   func([]any) (any, error) { return specs.DefaultParams() },
 }
 
 // evalError places an evaluation error. A file imported by the spec that does not parse is reported by go-jsonnet at

@@ -28,6 +28,7 @@ func decode(data []byte) (*specs.Experiment, []*specs.ValidationError) {
 	}
 	var errs []*specs.ValidationError
 	check(generic, reflect.TypeFor[specs.Experiment](), "", &errs)
+	checkStepParams(generic, &errs)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -42,6 +43,54 @@ func decode(data []byte) (*specs.Experiment, []*specs.ValidationError) {
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// checkStepParams checks each step's params against its activity's params struct (specs.Catalog), as check does
+// the rest of the spec: a param the activity does not take and a value of the wrong type are errors at the step's
+// param. Steps of an unknown activity are left to specs.Validate, which names the activity.
+func checkStepParams(generic any, errs *[]*specs.ValidationError) {
+	methods, _ := generic.(map[string]any)["methods"].([]any)
+	for i, m := range methods {
+		steps, _ := asObject(m)["steps"].([]any)
+		for j, s := range steps {
+			step := asObject(s)
+			activity, _ := step["activity"].(string)
+			info, known := specs.Catalog[activity]
+			params, isObject := step["params"].(map[string]any)
+			if !known || !isObject {
+				continue
+			}
+			id, _ := step["id"].(string)
+			path := fmt.Sprintf("methods[%d].steps[%d].params", i, j)
+			fields := jsonFields(info.Params)
+			for _, k := range slices.Sorted(maps.Keys(params)) {
+				if _, ok := fields[k]; !ok {
+					takes := "none"
+					if len(fields) > 0 {
+						takes = strings.Join(slices.Sorted(maps.Keys(fields)), ", ")
+					}
+					*errs = append(*errs, &specs.ValidationError{Path: join(path, k), Value: k, Key: true,
+						Msg: fmt.Sprintf("step %q: activity %s takes no param %q (params: %s)", id, activity, k, takes)})
+					continue
+				}
+				var found []*specs.ValidationError
+				check(params[k], fields[k].Type, join(path, k), &found)
+				for _, v := range found {
+					v.Msg = fmt.Sprintf("step %q: activity %s: %s", id, activity, v.Msg)
+					if v.Value == "" {
+						// A mistyped number or object has no literal to find: point at the param's name instead.
+						v.Value, v.Key = lastKey(v.Path), true
+					}
+				}
+				*errs = append(*errs, found...)
+			}
+		}
+	}
+}
+
+func asObject(v any) map[string]any {
+	obj, _ := v.(map[string]any)
+	return obj
+}
 
 // check compares a decoded JSON value with the Go type it will be decoded into.
 func check(v any, t reflect.Type, path string, errs *[]*specs.ValidationError) {
@@ -122,12 +171,18 @@ func typeError(v any, want, path string, errs *[]*specs.ValidationError) {
 // jsonFields maps the JSON names of a struct's fields to the fields.
 func jsonFields(t reflect.Type) map[string]reflect.StructField {
 	out := map[string]reflect.StructField{}
+	var embedded []reflect.Type
 	for i := range t.NumField() {
 		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// encoding/json promotes an untagged embedded struct's fields (specs.ModelParams, specs.FitParams).
+			embedded = append(embedded, f.Type)
+			continue
+		}
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" {
 			continue
 		}
@@ -135,6 +190,14 @@ func jsonFields(t reflect.Type) map[string]reflect.StructField {
 			name = f.Name
 		}
 		out[name] = f
+	}
+	// The outer struct's own fields win over promoted ones, as in encoding/json.
+	for _, et := range embedded {
+		for name, f := range jsonFields(et) {
+			if _, own := out[name]; !own {
+				out[name] = f
+			}
+		}
 	}
 	return out
 }

@@ -1,6 +1,10 @@
 package specs
 
-import "sort"
+import (
+	"fmt"
+	"reflect"
+	"sort"
+)
 
 // Task queues by kind of work, so a cluster can scale model callers, CPU work and test runs separately.
 const (
@@ -26,27 +30,49 @@ type ActivityInfo struct {
 	UsesGrading bool
 	// Summary is one line for `starter compile` and error messages.
 	Summary string
+	// Params is the struct type the activity decodes a step's params into (params.go). The spec compiler decodes
+	// every step's params into it strictly, so an unknown or mistyped param is a spec error, not a silent default.
+	Params reflect.Type
+	// Defaults, when set, is a Params value the activity starts from before decoding a step's params.
+	Defaults any
 }
 
 // Catalog lists every activity a spec may use.
 var Catalog = map[string]ActivityInfo{}
 
-func register(a ActivityInfo) { Catalog[a.Name] = a }
+func register(a ActivityInfo) {
+	if a.Params == nil || a.Params.Kind() != reflect.Struct {
+		panic("specs: activity " + a.Name + " needs a params struct type")
+	}
+	if a.Defaults != nil && reflect.TypeOf(a.Defaults) != a.Params {
+		panic("specs: activity " + a.Name + " has defaults of another type than its params")
+	}
+	if _, dup := Catalog[a.Name]; dup {
+		panic("specs: activity " + a.Name + " registered twice")
+	}
+	Catalog[a.Name] = a
+}
 
 func init() {
 	register(ActivityInfo{Name: "checkout", Queue: QueueCPU,
+		Params:  reflect.TypeFor[CheckoutParams](),
 		Summary: "open or clone the instance's repository and snapshot it at base_commit"})
 	register(ActivityInfo{Name: "no_source", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+		Params:  reflect.TypeFor[NoSourceParams](),
 		Summary: "context of the issue text only"})
 	register(ActivityInfo{Name: "oracle_files", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+		Params:  reflect.TypeFor[OracleFilesParams](),
 		Summary: "context of the files the gold patch edits, whole"})
 	register(ActivityInfo{Name: "patch", Queue: QueueLLM, Inputs: []string{"checkout", "context"}, UsesModel: true,
 		UsesTokenizer: true,
-		Summary:       "ask the model for a patch from the context"})
+		Params:        reflect.TypeFor[PatchParams](), Defaults: PatchDefaults,
+		Summary: "ask the model for a patch from the context"})
 	register(ActivityInfo{Name: "measure", Queue: QueueCPU, Inputs: []string{"checkout", "context"},
 		Optional: []string{"patch"}, UsesTokenizer: true,
+		Params:  reflect.TypeFor[MeasureParams](),
 		Summary: "rho, epsilon, context tokens and whether the patch applies"})
 	register(ActivityInfo{Name: "grade", Queue: QueueGrade, Inputs: []string{"checkout", "patch"}, UsesGrading: true,
+		Params:  reflect.TypeFor[GradeParams](),
 		Summary: "apply test and model patches in a fresh worktree and run FAIL_TO_PASS and PASS_TO_PASS"})
 }
 
@@ -58,4 +84,22 @@ func ActivityNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// DefaultParams returns every activity's default params in their JSON form (fields without a default are zero, and
+// omitempty ones are left out), by activity name: what jsonnet/lib reads instead of keeping a copy.
+func DefaultParams() (map[string]any, error) {
+	out := map[string]any{}
+	for name, info := range Catalog {
+		v := info.Defaults
+		if v == nil {
+			v = reflect.New(info.Params).Elem().Interface()
+		}
+		p, err := toParam(v)
+		if err != nil {
+			return nil, fmt.Errorf("default params of %s: %w", name, err)
+		}
+		out[name] = p
+	}
+	return out, nil
 }

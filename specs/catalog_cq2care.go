@@ -1,20 +1,28 @@
 package specs
 
+import "reflect"
+
 // CQ2-CARE's steps (PAPER.md, Algorithm 1); jsonnet/lib/cq2care.libsonnet puts them together.
 func init() {
 	register(ActivityInfo{Name: "inventory", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+		Params: reflect.TypeFor[InventoryParams](), Defaults: InventoryDefaults,
 		Summary: "rank repository paths by words shared with the issue; keep the best within tau tokens, alphabetically"})
 	register(ActivityInfo{Name: "localize", Queue: QueueLLM, Inputs: []string{"checkout", "inventory"},
 		UsesModel: true, UsesTokenizer: true,
+		Params: reflect.TypeFor[LocalizeParams](), Defaults: LocalizeDefaults,
 		Summary: "one localization sample: the model ranks the files to change (params.sample numbers it)"})
 	register(ActivityInfo{Name: "intersect", Queue: QueueCPU, Inputs: []string{"l0", "l1", "l2"},
+		Params:  reflect.TypeFor[IntersectParams](),
 		Summary: "F = L1 ∩ L2 minus tests and docs, by reciprocal-rank sum; empty F falls back to L0"})
 	register(ActivityInfo{Name: "trim", Queue: QueueCPU, Inputs: []string{"sample"}, Optional: []string{"like"},
+		Params:  reflect.TypeFor[TrimParams](),
 		Summary: "one localization sample, tests and docs dropped, cut to the file count of input like (or params.count)"})
 	register(ActivityInfo{Name: "evidence", Queue: QueueLLM, Inputs: []string{"checkout", "files"},
 		UsesModel: true, UsesTokenizer: true,
+		Params: reflect.TypeFor[EvidenceParams](), Defaults: EvidenceDefaults,
 		Summary: "the model plans typed searches; grep at base_commit; enclosing definitions become snippets"})
 	register(ActivityInfo{Name: "assemble", Queue: QueueCPU, Inputs: []string{"checkout", "files"},
 		Optional: []string{"evidence"}, UsesTokenizer: true,
+		Params: reflect.TypeFor[AssembleParams](), Defaults: AssembleDefaults,
 		Summary: "selected files whole, then evidence snippets, within per-file, per-snippet and total token caps"})
 }

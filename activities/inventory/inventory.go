@@ -12,12 +12,6 @@ import (
 	"ctxlab/activities/tokens"
 )
 
-// Defaults of Algorithm 1: tau = 1/2 · min(|P| in tokens, 32K).
-const (
-	DefaultRatio = 0.5
-	DefaultCap   = 32000
-)
-
 // Inventory is the list of paths shown to the localizer.
 type Inventory struct {
 	// Paths are the kept paths, alphabetically.

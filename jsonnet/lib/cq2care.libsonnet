@@ -81,12 +81,13 @@ function(ctxlab) {
     },
   },
 
-  // Caps of step 4 in tokens (the paper's hand-set values), and the knobs of steps 1 and 3.
-  caps:: { file_cap: 60000, snippet_cap: 12000, total_cap: 80000 },
-  inventory_params:: { ratio: 0.5, cap: 32000 },
-  evidence_params:: { max_searches: 4, max_strings: 8, new_files: 2, max_files: 8 },
+  // Caps of step 4 in tokens (the paper's hand-set values), and the knobs of steps 1 and 3: the activities'
+  // defaults (specs/params.go), written into the spec.
+  caps:: ctxlab.param_defaults('assemble', ['file_cap', 'snippet_cap', 'total_cap']),
+  inventory_params:: ctxlab.param_defaults('inventory', ['ratio', 'cap']),
+  evidence_params:: ctxlab.param_defaults('evidence', ['max_searches', 'max_strings', 'new_files', 'max_files']),
   // Localization samples must differ: their temperature overrides the model's (the seed is offset per sample).
-  localize_params:: { max_files: 5, temperature: 0.7 },
+  localize_params:: ctxlab.param_defaults('localize', ['max_files']) { temperature: 0.7 },
 
   local c = self,
 

@@ -11,6 +11,7 @@
 // Adding a method: write its context step (and any steps it needs before that) and hand them to ctxlab.method,
 // which adds the shared head (checkout) and tail (patch, measure, grade). Steps with equal activity, params and
 // inputs are run once per issue however many methods declare them, so methods may repeat shared work freely.
+local catalog_defaults = std.native('ctxlab_defaults')();
 {
   // Defaults ctxlab.experiment fills in; the same as specs.Experiment.SetDefaults, so compiled JSON is explicit.
   defaults:: {
@@ -41,6 +42,14 @@
   ext(name, default)::
     std.get(std.extVar('ctxlab_ext'), name, default),
 
+  // param_defaults(activity, fields) is the named fields of the activity's default params, read from the compiled
+  // catalog (specs/params.go keeps them once). A library writes the knobs it means into the spec explicitly, so
+  // that a compiled spec says them, without a second copy of their values.
+  param_defaults(activity, fields)::
+    assert std.objectHas(catalog_defaults, activity) : 'ctxlab.param_defaults: unknown activity ' + activity;
+    local d = catalog_defaults[activity];
+    { [f]: d[f] for f in fields },
+
   // step(id, activity, params, inputs) is one node of a method's DAG. inputs maps the activity's input names to ids
   // of other steps of the same method, e.g. { checkout: 'checkout' }.
   step(id, activity, params={}, inputs={})::
@@ -57,7 +66,7 @@
 
   // patch_params are the patch step's default params: a unified diff, asked for with CQ2-CARE's patch prompt, so
   // that every method's patch is written under the same instructions.
-  patch_params:: { format: 'diff', prompt: $.cq2care.prompts.patch },
+  patch_params:: $.param_defaults('patch', ['format']) { prompt: $.cq2care.prompts.patch },
 
   // tail(context, patch) is the steps every method ends with, reading the context from the step named context: the
   // model writes a patch (patch holds the patch step's params), measure computes rho, epsilon and tokens, grade runs
