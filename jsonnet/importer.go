@@ -21,7 +21,7 @@ const LibraryName = "ctxlab.libsonnet"
 // "<std>", so that it cannot be mistaken for a file on disk.
 const libPrefix = "<ctxlab>/"
 
-// Library returns the text of the embedded ctxlab.libsonnet, for `starter compile --lib` and documentation.
+// Library returns the text of the embedded ctxlab.libsonnet, for `starter compile --lib`.
 func Library() string {
 	b, err := libFS.ReadFile("lib/" + LibraryName)
 	if err != nil {

@@ -62,6 +62,8 @@ func (r *repeatedFlag) Set(s string) error {
 
 type compileOptions struct {
 	spec string
+	// lib prints the embedded library instead of compiling a spec.
+	lib bool
 	specFlags
 }
 
@@ -70,14 +72,22 @@ func parseCompile(args []string, stderr io.Writer) (compileOptions, error) {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o.register(fs)
+	fs.BoolVar(&o.lib, "lib", false, "print the embedded "+jsonnet.LibraryName+" (every helper, documented) "+
+		"instead of compiling a spec")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter compile SPEC [-J DIR] [--ext-str K=V] [--ext-str-file K=FILE] "+
-			"[--ext-code K=CODE] [--tla-str K=V] [--tla-code K=CODE]")
+			"[--ext-code K=CODE] [--tla-str K=V] [--tla-code K=CODE]\n       starter compile --lib")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return o, err
+	}
+	if o.lib {
+		if len(pos) > 0 {
+			return o, fmt.Errorf("compile --lib takes no spec, got %d arguments", len(pos))
+		}
+		return o, nil
 	}
 	o.spec, err = oneSpec("compile", pos)
 	return o, err
@@ -102,6 +112,10 @@ type compiled struct {
 }
 
 func compile(o compileOptions, stdout, stderr io.Writer) int {
+	if o.lib {
+		fmt.Fprint(stdout, jsonnet.Library())
+		return exitOK
+	}
 	e, err := compileSpec(o.spec, o.specFlags)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"ctxlab/jsonnet"
 )
 
 func TestParseSpecFlags(t *testing.T) {
@@ -128,5 +130,18 @@ func TestSpecFlagsInHelp(t *testing.T) {
 				t.Errorf("%v -h does not list %s", cmd, f)
 			}
 		}
+	}
+}
+
+func TestCompileLib(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"compile", "--lib"}, &out, &errb); code != 0 {
+		t.Fatalf("compile --lib: exit %d: %s", code, errb.String())
+	}
+	if out.String() != jsonnet.Library() || !strings.Contains(out.String(), "experiment(cfg)") {
+		t.Errorf("compile --lib printed %d bytes, not the embedded library", out.Len())
+	}
+	if code := Main([]string{"compile", "--lib", "s.jsonnet"}, &out, &errb); code != exitUsage {
+		t.Errorf("compile --lib with a spec: exit %d", code)
 	}
 }
