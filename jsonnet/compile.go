@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,10 +19,16 @@ import (
 // (as values) variable, which ctxlab.ext reads so that a spec can give a default for a variable that was not set.
 const ExtVarAll = "ctxlab_ext"
 
-// Options are the variables a spec is evaluated with, like the jsonnet tool's flags.
+// Options are the variables and library folders a spec is evaluated with, like the jsonnet tool's flags.
 type Options struct {
+	// JPath are library folders, in search order (SearchPath makes it from -J flags and JSONNET_PATH): an import
+	// not found beside the importing file is looked up in each in turn.
+	JPath []string
 	// ExtStr are --ext-str variables: std.extVar(name) is the string, and ctxlab.ext(name, default) reads them.
 	ExtStr map[string]string
+	// ExtStrFile are --ext-str-file variables: std.extVar(name) is the text of the file (a path relative to the
+	// working directory), as if given with --ext-str.
+	ExtStrFile map[string]string
 	// ExtCode are --ext-code variables: Jsonnet code whose value std.extVar(name) is.
 	ExtCode map[string]string
 	// TLAStr and TLACode are --tla-str and --tla-code: arguments of a spec that is a function.
@@ -79,10 +86,14 @@ func Compile(path string, opts Options) (*specs.Experiment, error) {
 // newVM makes a VM with ctxlab's importer and the options' variables.
 func newVM(opts Options) (*gojsonnet.VM, error) {
 	vm := gojsonnet.MakeVM()
-	vm.Importer(newImporter())
+	vm.Importer(newImporter(opts.JPath...))
 	vm.NativeFunction(defaultsFunction)
+	extStr, err := extStrings(opts)
+	if err != nil {
+		return nil, err
+	}
 	all := map[string]string{}
-	for name, v := range opts.ExtStr {
+	for name, v := range extStr {
 		vm.ExtVar(name, v)
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -91,7 +102,7 @@ func newVM(opts Options) (*gojsonnet.VM, error) {
 		all[name] = string(b)
 	}
 	for name, code := range opts.ExtCode {
-		if _, dup := opts.ExtStr[name]; dup {
+		if _, dup := extStr[name]; dup {
 			return nil, fmt.Errorf("external variable %s is given both as ext-str and ext-code", name)
 		}
 		vm.ExtCode(name, code)
@@ -133,6 +144,28 @@ var defaultsFunction = &gojsonnet.NativeFunction{
 	Name:   "ctxlab_defaults",
 	Params: ast.Identifiers{},
 	Func:   func([]any) (any, error) { return specs.DefaultParams() },
+}
+
+// extStrings merges ext-str variables with the text of ext-str-file ones; a name given both ways is an error.
+func extStrings(opts Options) (map[string]string, error) {
+	if len(opts.ExtStrFile) == 0 {
+		return opts.ExtStr, nil
+	}
+	all := make(map[string]string, len(opts.ExtStr)+len(opts.ExtStrFile))
+	for name, v := range opts.ExtStr {
+		all[name] = v
+	}
+	for name, file := range opts.ExtStrFile {
+		if _, dup := opts.ExtStr[name]; dup {
+			return nil, fmt.Errorf("external variable %s is given both as ext-str and ext-str-file", name)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("ext-str-file %s: %w", name, err)
+		}
+		all[name] = string(b)
+	}
+	return all, nil
 }
 
 // evalError places an evaluation error. A file imported by the spec that does not parse is reported by go-jsonnet at

@@ -21,7 +21,7 @@ const LibraryName = "ctxlab.libsonnet"
 // "<std>", so that it cannot be mistaken for a file on disk.
 const libPrefix = "<ctxlab>/"
 
-// Library returns the text of the embedded ctxlab.libsonnet, for `starter compile --lib` and documentation.
+// Library returns the text of the embedded ctxlab.libsonnet, for `starter compile --lib`.
 func Library() string {
 	b, err := libFS.ReadFile("lib/" + LibraryName)
 	if err != nil {
@@ -32,14 +32,36 @@ func Library() string {
 
 var _ gojsonnet.Importer = (*importer)(nil)
 
-// importer serves LibraryName from the embedded library and everything else from disk, relative to the importing
-// file. The embedded library's own relative imports resolve inside the library. It returns the same Contents for
-// the same file every time, as go-jsonnet requires.
+// importer serves LibraryName from the embedded library and everything else from disk: relative to the importing
+// file first, then from the library folders of jpath in order (go-jsonnet's FileImporter convention). The embedded
+// library's own relative imports resolve inside the library. It returns the same Contents for the same file every
+// time, as go-jsonnet requires.
 type importer struct {
+	jpath []string
 	cache map[string]gojsonnet.Contents
 }
 
-func newImporter() *importer { return &importer{cache: map[string]gojsonnet.Contents{}} }
+func newImporter(jpath ...string) *importer {
+	return &importer{jpath: jpath, cache: map[string]gojsonnet.Contents{}}
+}
+
+// SearchPath is the library folders the jsonnet tool searches, in search order, for its -J flags (in command-line
+// order) and a JSONNET_PATH value: the right-most -J first, then JSONNET_PATH's folders left-most first. Empty
+// entries are dropped.
+func SearchPath(jflags []string, jsonnetPath string) []string {
+	var dirs []string
+	for i := len(jflags) - 1; i >= 0; i-- {
+		if jflags[i] != "" {
+			dirs = append(dirs, jflags[i])
+		}
+	}
+	for _, d := range filepath.SplitList(jsonnetPath) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
 
 // Import implements jsonnet.Importer.
 func (im *importer) Import(importedFrom, importedPath string) (gojsonnet.Contents, string, error) {
@@ -60,28 +82,54 @@ func (im *importer) Import(importedFrom, importedPath string) (gojsonnet.Content
 		im.cache[foundAt] = c
 		return c, foundAt, nil
 	}
-	foundAt := importedPath
+	first := importedPath
 	if importedFrom != "" && !filepath.IsAbs(importedPath) {
-		foundAt = filepath.Join(filepath.Dir(importedFrom), importedPath)
+		first = filepath.Join(filepath.Dir(importedFrom), importedPath)
 	}
+	candidates := []string{first}
+	// The spec itself (importedFrom == "") and absolute paths are never looked up in library folders, as in the
+	// jsonnet tool.
+	if importedFrom != "" && !filepath.IsAbs(importedPath) {
+		for _, dir := range im.jpath {
+			candidates = append(candidates, filepath.Join(dir, importedPath))
+		}
+	}
+	for _, foundAt := range candidates {
+		c, found, err := im.read(importedPath, foundAt)
+		if err != nil {
+			return gojsonnet.Contents{}, "", err
+		}
+		if found {
+			return c, foundAt, nil
+		}
+	}
+	if len(candidates) > 1 {
+		return gojsonnet.Contents{}, "", fmt.Errorf("couldn't open import %q: no file %s, nor in the library folders %s",
+			importedPath, first, strings.Join(im.jpath, ", "))
+	}
+	return gojsonnet.Contents{}, "", fmt.Errorf("couldn't open import %q: no file %s", importedPath, first)
+}
+
+// read returns the contents of the file at foundAt, found false when there is none (the search goes on).
+func (im *importer) read(importedPath, foundAt string) (gojsonnet.Contents, bool, error) {
 	if c, ok := im.cache[foundAt]; ok {
-		return c, foundAt, nil
+		return c, true, nil
 	}
 	// Only regular files: a device or a pipe could block or never end.
 	if fi, err := os.Stat(foundAt); err == nil && !fi.Mode().IsRegular() {
-		return gojsonnet.Contents{}, "", fmt.Errorf("couldn't open import %q: %s is not a regular file", importedPath,
-			foundAt)
+		return gojsonnet.Contents{}, false, fmt.Errorf("couldn't open import %q: %s is not a regular file",
+			importedPath, foundAt)
 	}
 	b, err := os.ReadFile(foundAt)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return gojsonnet.Contents{}, "", fmt.Errorf("couldn't open import %q: no file %s", importedPath, foundAt)
+			return gojsonnet.Contents{}, false, nil
 		}
-		return gojsonnet.Contents{}, "", fmt.Errorf("couldn't open import %q: %w", importedPath, err)
+		return gojsonnet.Contents{}, false, fmt.Errorf("couldn't open import %q: %w", importedPath, err)
 	}
 	c := gojsonnet.MakeContentsRaw(b)
 	im.cache[foundAt] = c
-	return c, foundAt, nil
+	return c, true, nil
 }
 
 // isLibrary reports whether a file name from a location or trace is the embedded library or a go-jsonnet internal

@@ -11,7 +11,7 @@ function(ctxlab, anchor, offline_only=false, candidates=null)
   local b = ctxlab.baselines;
   local m = ctxlab.methods;
   local fit(method) = b.fitted(method, anchor);
-  local offline = [
+  local offline_fitted = [
     // Retrieval at the anchor's per-issue budget: BM25 over the four chunk units and SWE-bench's file level.
     fit(m.bm25_definition),
     fit(m.bm25_function),
@@ -30,10 +30,11 @@ function(ctxlab, anchor, offline_only=false, candidates=null)
     b.same_text_other_files(anchor, fit(m.bm25_function)),
     // The same files, compressed (other text).
     b.compress_files(anchor, 'fake', 0.5),
-  ]
+  ];
   // Budget vs resolve: BM25 over functions at 0.25x, 0.5x and 2x the anchor (1x is above).
-  + [x for x in b.budget_sweep(m.bm25_function, anchor) if x.name != m.bm25_function.name];
-  local services = [
+  local offline_sweep = [x for x in b.budget_sweep(m.bm25_function, anchor) if x.name != m.bm25_function.name];
+  local offline = offline_fitted + offline_sweep;
+  local services_fitted = [
     // Dense retrieval (OPENAI_BASE_URL / OPENAI_API_KEY name an embeddings endpoint).
     fit(m.dense_function),
     fit(m.whole_files_dense),
@@ -46,10 +47,14 @@ function(ctxlab, anchor, offline_only=false, candidates=null)
     // LLMLingua-2 on the anchor's own files: token-level; SWE-Pruner, a line pruner, for the whole-line variant.
     b.compress_files(anchor, 'llmlingua2', 0.5),
     b.compress_files(anchor, 'swepruner', 0.5),
-  ]
-  + [x for x in b.budget_sweep(m.bm25_swebench, anchor) + b.budget_sweep(m.llmlingua2, anchor)
-     if x.name != m.bm25_swebench.name && x.name != m.llmlingua2.name]
-  + (if candidates == null then []
-     else [b.fitted(b.compress_files(candidates, 'longcodezip', 1), anchor,
-                    name='longcodezip_%s_candidates' % candidates.name)]);
+  ];
+  local services_sweep = [
+    x
+    for x in b.budget_sweep(m.bm25_swebench, anchor) + b.budget_sweep(m.llmlingua2, anchor)
+    if x.name != m.bm25_swebench.name && x.name != m.llmlingua2.name
+  ];
+  local trimmed_candidates =
+    if candidates == null then []
+    else [b.fitted(b.compress_files(candidates, 'longcodezip', 1), anchor, name='longcodezip_%s_candidates' % candidates.name)];
+  local services = services_fitted + services_sweep + trimmed_candidates;
   if offline_only then offline else offline + services

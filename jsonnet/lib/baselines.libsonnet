@@ -54,7 +54,7 @@ function(ctxlab) {
              % [method.name, ctx, step.activity, std.join(', ', fittable)];
     assert multiplier > 0 : 'baselines.fitted: multiplier must be positive, got %s' % multiplier;
     local sources = if step.activity == 'compress'
-      then [s.id for s in method.steps if s.id == step.inputs.context && s.activity == 'retrieve'] else [];
+    then [s.id for s in method.steps if s.id == step.inputs.context && s.activity == 'retrieve'] else [];
     local budget = { budget: 'anchor.' + lib.contextOf(anchor) };
     method {
       name: if name != null then name else if multiplier == 1 then method.name else method.name + '_x' + mult(multiplier),
@@ -74,46 +74,69 @@ function(ctxlab) {
   // corrupted(method, mode, rate, seed) is method's context with a share rate of the tokens of every line
   // (mode 'tokens') or of its lines (mode 'lines') deleted, seeded and reproducible.
   corrupted(method, mode='tokens', rate=0.2, seed=0)::
-    lib.derive('%s_%s%d' % [method.name, mode, std.round(rate * 100)], method,
-               ctxlab.step('context', 'corrupt', { mode: mode, rate: rate, seed: seed },
+    lib.derive('%s_%s%d' % [method.name, mode, std.round(rate * 100)],
+               method,
+               ctxlab.step('context',
+                           'corrupt',
+                           { mode: mode, rate: rate, seed: seed },
                            { checkout: 'checkout', context: 'base.' + lib.contextOf(method) })),
 
   // same_files_other_text(files, text): the files and lines of method files, made as non-verbatim as method text's
   // context is (files' rho, text's epsilon).
   same_files_other_text(files, text, seed=0)::
     ctxlab.method('%s_files_%s_text' % [files.name, text.name],
-                  ctxlab.step('context', 'corrupt', { mode: 'same_files_other_text', seed: seed },
-                              { checkout: 'checkout', context: 'a.' + lib.contextOf(files),
-                                other: 'b.' + lib.contextOf(text) }),
+                  ctxlab.step('context',
+                              'corrupt',
+                              { mode: 'same_files_other_text', seed: seed },
+                              {
+                                checkout: 'checkout',
+                                context: 'a.' + lib.contextOf(files),
+                                other: 'b.' + lib.contextOf(text),
+                              }),
                   lib.prefixed(files, 'a.') + lib.prefixed(text, 'b.')),
 
   // same_text_other_files(text, files): whole verbatim files, as text shows them, but the files method files
   // chose, in its order, cut to text's tokens (text's epsilon, files' rho).
   same_text_other_files(text, files)::
     ctxlab.method('%s_text_%s_files' % [text.name, files.name],
-                  ctxlab.step('context', 'corrupt', { mode: 'same_text_other_files' },
-                              { checkout: 'checkout', context: 'a.' + lib.contextOf(text),
-                                other: 'b.' + lib.contextOf(files) }),
+                  ctxlab.step('context',
+                              'corrupt',
+                              { mode: 'same_text_other_files' },
+                              {
+                                checkout: 'checkout',
+                                context: 'a.' + lib.contextOf(text),
+                                other: 'b.' + lib.contextOf(files),
+                              }),
                   lib.prefixed(text, 'a.') + lib.prefixed(files, 'b.')),
 
   // retriever(name, unit, scorer, params) is a retrieval method over one chunk unit.
   retriever(name, unit, scorer='bm25', params={})::
-    ctxlab.method(name, ctxlab.step('context', 'retrieve', { unit: unit, scorer: scorer } + params,
+    ctxlab.method(name, ctxlab.step('context',
+                                    'retrieve',
+                                    { unit: unit, scorer: scorer } + params,
                                     { checkout: 'checkout' })),
 
   // compressor(name, compressor, rate, source_tokens) compresses SWE-bench-style file-level BM25 retrieval of
   // source_tokens (32K by default) down at rate; fitted() fits the rate to the budget instead.
   compressor(name, compressor, rate=0.5, source_tokens=32000)::
-    ctxlab.method(name, ctxlab.step('context', 'compress', { compressor: compressor, rate: rate },
-                                    { context: 'source' }),
-                  [ctxlab.step('source', 'retrieve', { unit: 'swebench_file', max_tokens: source_tokens },
+    ctxlab.method(name,
+                  ctxlab.step('context',
+                              'compress',
+                              { compressor: compressor, rate: rate },
+                              { context: 'source' }),
+                  [ctxlab.step('source',
+                               'retrieve',
+                               { unit: 'swebench_file', max_tokens: source_tokens },
                                { checkout: 'checkout' })]),
 
   // compress_files(method, compressor, rate) compresses method's own context at a fixed rate: the same files,
   // other text (PAPER.md: "LLMLingua-2 on the same files").
   compress_files(method, compressor, rate=0.5)::
-    lib.derive('%s_%s_r%d' % [method.name, compressor, std.round(rate * 100)], method,
-               ctxlab.step('context', 'compress', { compressor: compressor, rate: rate },
+    lib.derive('%s_%s_r%d' % [method.name, compressor, std.round(rate * 100)],
+               method,
+               ctxlab.step('context',
+                           'compress',
+                           { compressor: compressor, rate: rate },
                            { context: 'base.' + lib.contextOf(method) })),
 
   // The embedding model of dense retrieval; any model the OPENAI_BASE_URL endpoint serves.
@@ -129,13 +152,17 @@ function(ctxlab) {
     bm25_swebench: lib.retriever('bm25_swebench', 'swebench_file'),
     // Whole files ranked by similarity, never cut: a budget between two file counts is recorded as unreachable.
     whole_files_bm25: lib.retriever('whole_files_bm25', 'file', params={ partial: false }),
-    whole_files_dense: lib.retriever('whole_files_dense', 'file', 'dense',
+    whole_files_dense: lib.retriever('whole_files_dense',
+                                     'file',
+                                     'dense',
                                      { partial: false, embedding_model: lib.embedding_model }),
     // Dense retrieval over functions (CodeRankEmbed-style) through an OpenAI-compatible embeddings endpoint.
     dense_function: lib.retriever('dense_function', 'function', 'dense', { embedding_model: lib.embedding_model }),
     // SweRank's retrieval stage: dense retrieval of functions with its embedding model, served by the endpoint.
     // (SweRank's listwise LLM reranking stage is not implemented here.)
-    swerank_retrieve: lib.retriever('swerank_retrieve', 'function', 'dense',
+    swerank_retrieve: lib.retriever('swerank_retrieve',
+                                    'function',
+                                    'dense',
                                     { embedding_model: 'Salesforce/SweRankEmbed-Small' }),
     // Compressors through the compression server (scripts/compress_server.py; CTXLAB_COMPRESS_URL).
     llmlingua2: lib.compressor('llmlingua2', 'llmlingua2'),

@@ -95,7 +95,9 @@ function(ctxlab) {
   steps(prompts=c.prompts, evidence=true)::
     [ctxlab.step('inventory', 'inventory', c.inventory_params, { checkout: 'checkout' })]
     + [
-      ctxlab.step('localize%d' % i, 'localize', c.localize_params { sample: i, prompt: prompts.localize },
+      ctxlab.step('localize%d' % i,
+                  'localize',
+                  c.localize_params { sample: i, prompt: prompts.localize },
                   { checkout: 'checkout', inventory: 'inventory' })
       for i in [0, 1, 2]
     ]
@@ -103,17 +105,23 @@ function(ctxlab) {
     + (if evidence then [c.evidence_step(prompts)] else []),
 
   evidence_step(prompts=c.prompts)::
-    ctxlab.step('evidence', 'evidence', c.evidence_params { prompt: prompts.evidence },
+    ctxlab.step('evidence',
+                'evidence',
+                c.evidence_params { prompt: prompts.evidence },
                 { checkout: 'checkout', files: 'files' }),
 
   // context(caps, evidence): the assemble step.
   context(caps=c.caps, evidence=true)::
-    ctxlab.step('context', 'assemble', caps,
+    ctxlab.step('context',
+                'assemble',
+                caps,
                 { checkout: 'checkout', files: 'files' } + (if evidence then { evidence: 'evidence' } else {})),
 
   // method(name, ...): CQ2-CARE as a whole method. format is the patch's edit format (diff or search_replace).
   method(name='cq2care', prompts=c.prompts, caps=c.caps, format='diff', evidence=true)::
-    ctxlab.method(name, c.context(caps, evidence), c.steps(prompts, evidence),
+    ctxlab.method(name,
+                  c.context(caps, evidence),
+                  c.steps(prompts, evidence),
                   patch={ format: format, prompt: prompts.patch }),
 
   // The paper's ablations of a CQ2-CARE method m, built from m's own steps:

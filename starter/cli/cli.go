@@ -135,17 +135,6 @@ func (kv kvFlag) Set(s string) error {
 	return nil
 }
 
-// specFlags are the flags every command that reads a spec takes.
-type specFlags struct {
-	ext, tla kvFlag
-}
-
-func (s *specFlags) register(fs *flag.FlagSet) {
-	s.ext, s.tla = kvFlag{}, kvFlag{}
-	fs.Var(s.ext, "ext-str", "Jsonnet external variable `K=V` (repeatable), as the jsonnet tool's --ext-str")
-	fs.Var(s.tla, "tla-str", "Jsonnet top-level argument `K=V` (repeatable), as the jsonnet tool's --tla-str")
-}
-
 // oneSpec checks that exactly one spec path was given.
 func oneSpec(cmd string, positional []string) (string, error) {
 	if len(positional) != 1 {

@@ -7,14 +7,8 @@ import (
 	"ctxlab/activities"
 	"ctxlab/activities/swebench"
 	"ctxlab/demobench"
-	"ctxlab/jsonnet"
 	"ctxlab/specs"
 )
-
-// compileSpec evaluates and validates a spec.
-func compileSpec(path string, sf specFlags) (*specs.Experiment, error) {
-	return jsonnet.Compile(path, jsonnet.Options{ExtStr: sf.ext, TLAStr: sf.tla})
-}
 
 // prepareDataset builds a generated dataset into the run folder if needed, then reads and validates every row, so a
 // broken dataset stops the run before anything is paid for.

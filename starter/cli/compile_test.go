@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"ctxlab/jsonnet"
+)
+
+func TestParseSpecFlags(t *testing.T) {
+	args := []string{"s.jsonnet", "-J", "lib1", "--jpath", "lib2", "--ext-str", "a=1", "--ext-str-file", "b=b.txt",
+		"--ext-code", "c=1 + 1", "--tla-str", "d=x", "--tla-code", "e={ k: 1 }"}
+	check := func(cmd string, sf specFlags) {
+		t.Helper()
+		if !slices.Equal(sf.jpath, []string{"lib1", "lib2"}) || sf.ext["a"] != "1" || sf.extStrFile["b"] != "b.txt" ||
+			sf.extCode["c"] != "1 + 1" || sf.tla["d"] != "x" || sf.tlaCode["e"] != "{ k: 1 }" {
+			t.Errorf("%s parsed %+v", cmd, sf)
+		}
+	}
+	var stderr bytes.Buffer
+	ro, err := parseRun(append([]string{"--runs", "out"}, args...), &stderr)
+	if err != nil || ro.spec != "s.jsonnet" || ro.runs != "out" {
+		t.Fatalf("run: %v %+v", err, ro)
+	}
+	check("run", ro.specFlags)
+	co, err := parseCompile(args, &stderr)
+	if err != nil || co.spec != "s.jsonnet" {
+		t.Fatalf("compile: %v %+v", err, co)
+	}
+	check("compile", co.specFlags)
+	for _, bad := range []string{"--ext-code", "--ext-str-file", "--tla-code"} {
+		if _, err := parseCompile([]string{bad, "novalue", "s.jsonnet"}, &stderr); err == nil {
+			t.Errorf("%s without = accepted", bad)
+		}
+	}
+}
+
+// TestCompileWithImporterFlags drives `starter compile` with each of the jsonnet tool's conventions and checks that
+// the compiled experiment carries what each one supplied.
+func TestCompileWithImporterFlags(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	spec := write("spec/spec.jsonnet", `local ctxlab = import 'ctxlab.libsonnet';
+local lib = import 'naming.libsonnet';
+ctxlab.experiment({
+  name: lib.prefix + '-' + std.extVar('suffix') + '-' + ctxlab.ext('tag', 'none'),
+  dataset: ctxlab.datasets.swebench('d.jsonl'),
+  models: [ctxlab.models.offline],
+  methods: [ctxlab.methods.no_source],
+  limits: { concurrency: std.extVar('n') },
+})
+`)
+	write("flaglib/naming.libsonnet", "{ prefix: 'flag' }")
+	write("envlib/naming.libsonnet", "{ prefix: 'env' }")
+	suffix := write("suffix.txt", "fromfile")
+
+	compileName := func(args ...string) (string, int, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"compile", spec}, args...), &out, &errb)
+		if code != 0 {
+			return "", code, errb.String()
+		}
+		var c compiled
+		if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+			t.Fatalf("compile output is not JSON: %v", err)
+		}
+		if c.Experiment.Limits.Concurrency != 3 {
+			t.Errorf("--ext-code n: concurrency %d, want 3", c.Experiment.Limits.Concurrency)
+		}
+		return c.Experiment.Name, code, errb.String()
+	}
+
+	t.Setenv("JSONNET_PATH", "")
+	common := []string{"--ext-str-file", "suffix=" + suffix, "--ext-code", "n=1 + 2"}
+	if name, code, errs := compileName(append(common, "-J", filepath.Join(dir, "flaglib"))...); name != "flag-fromfile-none" {
+		t.Errorf("-J: name %q (exit %d: %s)", name, code, errs)
+	}
+	if name, code, errs := compileName(append(common, "--ext-code", "tag='t' + 'x'",
+		"--jpath", filepath.Join(dir, "flaglib"))...); name != "flag-fromfile-tx" {
+		t.Errorf("--jpath, --ext-code read by ctxlab.ext: name %q (exit %d: %s)", name, code, errs)
+	}
+
+	t.Setenv("JSONNET_PATH", filepath.Join(dir, "envlib"))
+	if name, code, errs := compileName(common...); name != "env-fromfile-none" {
+		t.Errorf("JSONNET_PATH: name %q (exit %d: %s)", name, code, errs)
+	}
+	if name, code, errs := compileName(append(common, "-J", filepath.Join(dir, "flaglib"))...); name != "flag-fromfile-none" {
+		t.Errorf("-J before JSONNET_PATH: name %q (exit %d: %s)", name, code, errs)
+	}
+
+	// Without a library folder the import fails, naming the spec's line: a spec error, exit 2.
+	t.Setenv("JSONNET_PATH", "")
+	_, code, errs := compileName(common...)
+	if code != exitUsage || !strings.Contains(errs, spec+":2:") || !strings.Contains(errs, "naming.libsonnet") {
+		t.Errorf("no library folder: exit %d, stderr %q", code, errs)
+	}
+	// An unreadable --ext-str-file is a spec error naming the variable and the file.
+	_, code, errs = compileName("--ext-str-file", "suffix="+filepath.Join(dir, "nope.txt"), "--ext-code", "n=3")
+	if code != exitUsage || !strings.Contains(errs, "ext-str-file suffix") || !strings.Contains(errs, "nope.txt") {
+		t.Errorf("missing --ext-str-file: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestSpecFlagsInHelp keeps the flags' names in each spec-reading command's help, which the docs promise.
+func TestSpecFlagsInHelp(t *testing.T) {
+	for _, cmd := range [][]string{{"run"}, {"compile"}, {"images", "build"}} {
+		var out, errb bytes.Buffer
+		if code := Main(append(slices.Clone(cmd), "-h"), &out, &errb); code != 0 {
+			t.Fatalf("%v -h: exit %d", cmd, code)
+		}
+		help := out.String() + errb.String()
+		for _, f := range []string{"-J DIR", "-jpath DIR", "-ext-str K=V", "-ext-str-file K=FILE", "-ext-code K=CODE",
+			"-tla-str K=V", "-tla-code K=CODE"} {
+			if !strings.Contains(help, f) {
+				t.Errorf("%v -h does not list %s", cmd, f)
+			}
+		}
+	}
+}
+
+func TestCompileLib(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"compile", "--lib"}, &out, &errb); code != 0 {
+		t.Fatalf("compile --lib: exit %d: %s", code, errb.String())
+	}
+	if out.String() != jsonnet.Library() || !strings.Contains(out.String(), "experiment(cfg)") {
+		t.Errorf("compile --lib printed %d bytes, not the embedded library", out.Len())
+	}
+	if code := Main([]string{"compile", "--lib", "s.jsonnet"}, &out, &errb); code != exitUsage {
+		t.Errorf("compile --lib with a spec: exit %d", code)
+	}
+}
