@@ -11,9 +11,9 @@ import (
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/temporal"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // Activities holds the dependencies of every activity. Its exported methods are the activities.

@@ -11,12 +11,12 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"ctxlab/activities/cas"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/respcache"
-	"ctxlab/activities/runlog"
+	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // newProvider returns the provider of a model: the offline stand-in, or the openai provider against the endpoint the

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"ctxlab/activities/limiter"
-	"ctxlab/activities/runlog"
+	"ctxlab/runlog"
 	"ctxlab/specs"
 )
 

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // Names of the sweep's bookkeeping activities. They are not DAG steps, so specs cannot name them.

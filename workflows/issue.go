@@ -13,10 +13,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"ctxlab/activities"
-	"ctxlab/activities/cas"
 	"ctxlab/activities/llm"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // IssueInput is one instance of a sweep.

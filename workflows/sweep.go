@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"ctxlab/activities"
-	"ctxlab/activities/cas"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // ProgressQuery is the query name that returns a sweep's Progress.
