@@ -33,9 +33,8 @@ var Stack = []Layer{
 	{"infrastructure", []string{"store/...", "dataset/...", "patch/...", "jsonnet"}},
 	{"records and demo data", []string{"runlog", "demobench"}},
 	{"results", []string{"results/..."}},
-	{"activity parts", []string{"activities/..."}}, // the pure sub-packages the activities are thin methods over
-	{"activities", []string{"activities"}},
-	{"workflows", []string{"workflows"}},
+	{"activity parts", []string{"activities/..."}},                    // the pure sub-packages the activities are thin methods over
+	{"activities and workflows", []string{"activities", "workflows"}}, // peers: workflows need only activities/api
 	{"worker wiring", []string{"internal/workers"}},
 	{"commands", []string{"starter/...", "worker"}},
 	{"test harnesses", []string{"internal/faulttest", "internal/orchbench", "internal/pgfault", "internal/benchmarks"}},

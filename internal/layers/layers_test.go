@@ -78,25 +78,27 @@ func TestModuleImportsPointDown(t *testing.T) {
 
 func TestCheckFindsUpwardAndSidewaysImports(t *testing.T) {
 	pkgs := []Package{
-		{"ctxlab/store/cas", []string{"fmt", "ctxlab/activities"}},                // up
-		{"ctxlab/runlog", []string{"ctxlab/store/cas", "ctxlab/internal/jsonl"}},  // down: fine
-		{"ctxlab/dataset/swebench", []string{"ctxlab/patch/diff"}},                // sideways: same layer, other unit
-		{"ctxlab/activities/dense", []string{"ctxlab/activities/llm"}},            // same unit: fine
-		{"ctxlab/activities/llm", []string{"ctxlab/activities"}},                  // up, out of its unit
-		{"ctxlab/internal/cluster", []string{"ctxlab/internal/workers"}},          // the exception sits higher
-		{"ctxlab/workflows", []string{"ctxlab/activities", "go.temporal.io/sdk"}}, // down: fine
-		{"ctxlab/newthing", []string{"ctxlab/specs"}},                             // not placed
-		{"other.example/x", []string{"ctxlab/activities"}},                        // outside the module: ignored
-		{"ctxlab/results/runstate", []string{"ctxlab/results", "ctxlab/nowhere"}}, // import of an unplaced package
+		{"ctxlab/store/cas", []string{"fmt", "ctxlab/activities"}},                    // up
+		{"ctxlab/runlog", []string{"ctxlab/store/cas", "ctxlab/internal/jsonl"}},      // down: fine
+		{"ctxlab/dataset/swebench", []string{"ctxlab/patch/diff"}},                    // sideways: same layer, other unit
+		{"ctxlab/activities/dense", []string{"ctxlab/activities/llm"}},                // same unit: fine
+		{"ctxlab/activities/llm", []string{"ctxlab/activities"}},                      // up, out of its unit
+		{"ctxlab/internal/cluster", []string{"ctxlab/internal/workers"}},              // the exception sits higher
+		{"ctxlab/workflows", []string{"ctxlab/activities/api", "go.temporal.io/sdk"}}, // down: fine
+		{"ctxlab/workflows", []string{"ctxlab/activities"}},                           // sideways: peers
+		{"ctxlab/newthing", []string{"ctxlab/specs"}},                                 // not placed
+		{"other.example/x", []string{"ctxlab/activities"}},                            // outside the module: ignored
+		{"ctxlab/results/runstate", []string{"ctxlab/results", "ctxlab/nowhere"}},     // import of an unplaced package
 	}
 	got := Check(pkgs)
 	want := []string{
-		`ctxlab/activities/llm (layer "activity parts") imports ctxlab/activities (layer "activities"), which is not below it`,
+		`ctxlab/activities/llm (layer "activity parts") imports ctxlab/activities (layer "activities and workflows"), which is not below it`,
 		`ctxlab/dataset/swebench (layer "infrastructure") imports ctxlab/patch/diff (layer "infrastructure"), which is not below it`,
 		`ctxlab/internal/cluster (layer "tools") imports ctxlab/internal/workers (layer "worker wiring"), which is not below it`,
 		`ctxlab/newthing: no layer covers this package; add it to layers.Stack`,
 		`ctxlab/results/runstate imports ctxlab/nowhere, which no layer covers; add it to layers.Stack`,
-		`ctxlab/store/cas (layer "infrastructure") imports ctxlab/activities (layer "activities"), which is not below it`,
+		`ctxlab/store/cas (layer "infrastructure") imports ctxlab/activities (layer "activities and workflows"), which is not below it`,
+		`ctxlab/workflows (layer "activities and workflows") imports ctxlab/activities (layer "activities and workflows"), which is not below it`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Check:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
