@@ -37,7 +37,8 @@ var Stack = []Layer{
 	{"activities and workflows", []string{"activities", "workflows"}}, // peers: workflows need only activities/api
 	{"worker wiring", []string{"internal/workers"}},
 	{"commands", []string{"starter/...", "worker"}},
-	{"test harnesses", []string{"internal/faulttest", "internal/orchbench", "internal/pgfault", "internal/benchmarks"}},
+	{"test harnesses", []string{ // test-only packages
+		"internal/faulttest", "internal/orchbench", "internal/pgfault", "internal/benchmarks", "docs"}},
 }
 
 // Package is what the check needs of one package: its import path and the import paths it imports.
