@@ -11,9 +11,9 @@ import (
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/temporal"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/swebench"
-	"ctxlab/specs"
+	"ctxlab/activities/api"
+	"ctxlab/dataset/swebench"
+	"ctxlab/store/cas"
 )
 
 // Activities holds the dependencies of every activity. Its exported methods are the activities.
@@ -47,32 +47,16 @@ func New(runs string, log zerolog.Logger) *Activities {
 		stores: map[string]cas.Store{}}
 }
 
-// InstanceRef points at one dataset row stored in the run's content store.
-type InstanceRef struct {
-	ID  string  `json:"id"`
-	Ref cas.Ref `json:"ref"`
-}
-
-// NodeInput is what every DAG node activity receives.
-type NodeInput struct {
-	Run      string      `json:"run"`
-	Instance InstanceRef `json:"instance"`
-	// Node is the node's key; Step one of the "method.step" labels that use it, for messages.
-	Node   string         `json:"node"`
-	Step   string         `json:"step"`
-	Params map[string]any `json:"params,omitempty"`
-	// Inputs are the outputs of the nodes this one depends on, by input name.
-	Inputs  map[string]NodeOutput `json:"inputs,omitempty"`
-	Dataset specs.Dataset         `json:"dataset"`
-	Debug   specs.Debug           `json:"debug,omitempty"`
-}
-
-// NodeOutput is what every DAG node activity returns: a reference to its large output, and the small fields it
-// contributes to the results rows of the methods that use it.
-type NodeOutput struct {
-	Ref cas.Ref        `json:"ref,omitempty"`
-	Row map[string]any `json:"row,omitempty"`
-}
+// The types the workflows exchange with the activities live in package api, below both; these aliases keep
+// callers of package activities unchanged.
+type (
+	// InstanceRef points at one dataset row stored in the run's content store.
+	InstanceRef = api.InstanceRef
+	// NodeInput is what every DAG node activity receives.
+	NodeInput = api.NodeInput
+	// NodeOutput is what every DAG node activity returns.
+	NodeOutput = api.NodeOutput
+)
 
 // nodeActivities maps the name a step uses to its activity; each activity's file registers itself, so adding an
 // activity touches only its own file (and its entry in specs' catalog).
@@ -127,16 +111,13 @@ func (a *Activities) Store(run string) (cas.Store, error) {
 	return s, nil
 }
 
-// Error types of failures that retrying cannot fix; the Issue workflow records them on the row.
+// Error types of failures that retrying cannot fix; the Issue workflow records them on the row. See package api.
 const (
-	ErrBadInput    = "BadInput"    // a dataset row, parameter or input that cannot be used
-	ErrRepo        = "RepoError"   // a repository or commit that cannot be found
-	ErrUnsupported = "Unsupported" // a provider or option this build does not offer
-	ErrPanic       = "Panic"       // a bug in ctxlab: recorded, never retried in a loop
-
-	// ErrWorkerStopped is retryable: the worker shut down while the node ran. The Issue workflow does not count
-	// it against the node.
-	ErrWorkerStopped = "WorkerStopped"
+	ErrBadInput      = api.ErrBadInput
+	ErrRepo          = api.ErrRepo
+	ErrUnsupported   = api.ErrUnsupported
+	ErrPanic         = api.ErrPanic
+	ErrWorkerStopped = api.ErrWorkerStopped // retryable, and not counted against the node
 )
 
 // permanent makes err a non-retryable error of the kind. Its text is the message and no cause is attached: an

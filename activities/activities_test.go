@@ -15,11 +15,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/diff"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
+	"ctxlab/patch/diff"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // fixture is a run folder with the demo benchmark loaded, and a Temporal activity environment.

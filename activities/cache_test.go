@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/llm"
-	"ctxlab/activities/runlog"
 	"ctxlab/internal/fakeopenai"
+	"ctxlab/runlog"
 	"ctxlab/specs"
 )
 

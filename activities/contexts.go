@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"ctxlab/activities/cas"
 	"ctxlab/activities/contexts"
-	"ctxlab/activities/diff"
+	"ctxlab/patch/diff"
+	"ctxlab/store/cas"
 )
 
 // NoSource is the lower bound: the issue text and no repository text.

@@ -5,12 +5,12 @@ import (
 	"sort"
 	"strings"
 
-	"ctxlab/activities/cas"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/search"
 	"ctxlab/activities/tokens"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 func init() {

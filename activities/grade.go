@@ -12,13 +12,13 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/diff"
 	"ctxlab/activities/executor"
 	"ctxlab/activities/repo"
-	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // GradeParams are declared in specs beside the catalog, which checks every step's params against them.

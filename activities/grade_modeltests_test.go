@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/diff"
 	"ctxlab/activities/executor"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // A patch that only adds a test file whose TestMain prints passing results for every listed test is not resolved;

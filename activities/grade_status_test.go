@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/diff"
 	"ctxlab/activities/executor"
 	"ctxlab/activities/testlog"
+	"ctxlab/patch/diff"
+	"ctxlab/store/cas"
 )
 
 // A model patch that breaks the build of the tests' package is build_failed, with the compiler's text on the row.

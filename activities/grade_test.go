@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/diff"
+	"ctxlab/patch/diff"
+	"ctxlab/store/cas"
 )
 
 func (f *fixture) putPatch(text string) NodeOutput {

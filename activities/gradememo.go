@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"ctxlab/activities/cas"
 	"ctxlab/activities/executor"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
+	"ctxlab/store/cas"
 )
 
 // newExecutor returns the grading executor a spec names; tests replace it to count test runs.

@@ -3,9 +3,9 @@ package activities
 import (
 	"context"
 
-	"ctxlab/activities/cas"
 	"ctxlab/activities/inventory"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 func init() {

@@ -7,13 +7,13 @@ import (
 	"io/fs"
 	"sort"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/diff"
 	"ctxlab/activities/inventory"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/repo"
+	"ctxlab/patch/diff"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 func init() {

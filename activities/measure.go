@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"ctxlab/activities/contexts"
-	"ctxlab/activities/diff"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/tokens"
+	"ctxlab/patch/diff"
 	"ctxlab/specs"
 )
 

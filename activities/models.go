@@ -11,12 +11,13 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"ctxlab/activities/cas"
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/respcache"
-	"ctxlab/activities/runlog"
+	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // newProvider returns the provider of a model: the offline stand-in, or the openai provider against the endpoint the
@@ -249,15 +250,11 @@ func sampleModel(m specs.Model, sample int, temperature *float64) specs.Model {
 }
 
 // ErrProviderWait is the type of the error a model call fails with when the endpoint asked to wait longer than an
-// activity should sleep (a 429 with a Retry-After of an hour): its details are a ProviderWait. The Issue workflow
-// does not fail the node: it waits that long on a durable timer and runs it again.
-const ErrProviderWait = "ProviderWait"
+// activity should sleep; its details are a ProviderWait (see package api).
+const ErrProviderWait = api.ErrProviderWait
 
 // ProviderWait is the detail of an ErrProviderWait error.
-type ProviderWait struct {
-	Kind string        `json:"kind"`
-	Wait time.Duration `json:"wait"`
-}
+type ProviderWait = api.ProviderWait
 
 // modelError maps a provider failure to an activity error whose type is the failure's kind: retryable kinds are
 // retried by Temporal, a long Retry-After becomes ErrProviderWait, the others are non-retryable.

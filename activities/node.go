@@ -16,11 +16,11 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"ctxlab/activities/cas"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
-	"ctxlab/activities/runlog"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
+	"ctxlab/runlog"
+	"ctxlab/store/cas"
 )
 
 // heartbeatEvery is how often a running node tells Temporal it is alive; the workflow's heartbeat timeout is a few

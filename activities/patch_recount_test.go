@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/diff"
 	"ctxlab/activities/llm/offline"
+	"ctxlab/patch/diff"
 )
 
 // TestPatchRowRecordsRecount: an answer whose last hunk lost its trailing blank context line gives a patch that

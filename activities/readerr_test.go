@@ -7,10 +7,10 @@ import (
 	"sync"
 	"testing"
 
-	"ctxlab/activities/cas"
 	"ctxlab/activities/contexts"
-	"ctxlab/activities/diff"
 	"ctxlab/activities/repo"
+	"ctxlab/patch/diff"
+	"ctxlab/store/cas"
 )
 
 // flakyStore fails the first Get of one blob, as a network store does on a dropped connection.

@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
-	"ctxlab/activities/runlog"
+	"ctxlab/runlog"
 	"ctxlab/specs"
 )
 
@@ -64,7 +65,7 @@ func ReadLimits(runDir string) (RunLimits, error) {
 
 // ErrSpendLimit is the type of the error a model call fails with when the run has spent its cap. The Issue
 // workflow does not fail the node: it waits and tries again, so the sweep continues once the cap is raised.
-const ErrSpendLimit = "SpendLimit"
+const ErrSpendLimit = api.ErrSpendLimit
 
 // tally follows a run's calls.jsonl and keeps the dollars paid so far, reading only what was appended since the
 // last look: every worker process sees every other's calls.

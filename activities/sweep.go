@@ -6,25 +6,28 @@ import (
 	"os"
 	"path/filepath"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/swebench"
+	"ctxlab/activities/api"
+	"ctxlab/dataset/swebench"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
-// Names of the sweep's bookkeeping activities. They are not DAG steps, so specs cannot name them.
+// Names of the sweep's bookkeeping activities (see package api). They are not DAG steps, so specs cannot name them.
 const (
-	LoadDatasetName = "ctxlab.load_dataset"
-	LoadPlanName    = "ctxlab.load_plan"
-	RecordName      = "ctxlab.record"
-	SummarizeName   = "ctxlab.summarize"
+	LoadDatasetName = api.LoadDatasetName
+	LoadPlanName    = api.LoadPlanName
+	RecordName      = api.RecordName
+	SummarizeName   = api.SummarizeName
 )
 
-// LoadDatasetInput names the dataset of a run.
-type LoadDatasetInput struct {
-	Run     string        `json:"run"`
-	Dataset specs.Dataset `json:"dataset"`
-}
+// The bookkeeping activities' inputs live in package api, beside the workflows' other types.
+type (
+	LoadDatasetInput = api.LoadDatasetInput
+	LoadPlanInput    = api.LoadPlanInput
+	RecordInput      = api.RecordInput
+	SummarizeInput   = api.SummarizeInput
+)
 
 // LoadDataset reads and validates the dataset, stores each row in the content store and returns references in
 // dataset order (filtered by the spec's instances and limit).
@@ -76,12 +79,6 @@ func Select(rows []swebench.Instance, d specs.Dataset) ([]swebench.Instance, err
 	return rows, nil
 }
 
-// LoadPlanInput points at a compiled plan in the run's store.
-type LoadPlanInput struct {
-	Run  string  `json:"run"`
-	Plan cas.Ref `json:"plan"`
-}
-
 // LoadPlan reads the compiled plan, so that each Issue workflow's history holds it once instead of every child's
 // start event in the Sweep's history.
 func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan, error) {
@@ -97,23 +94,10 @@ func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan
 	return p, nil
 }
 
-// RecordInput carries one issue's rows.
-type RecordInput struct {
-	Run  string        `json:"run"`
-	Rows []results.Row `json:"rows"`
-}
-
 // Record appends rows to the run's results.jsonl, once per (instance, method, model) however often it is retried.
 func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
 	defer a.heartbeat(ctx)()
 	return results.Store{Path: filepath.Join(a.RunDir(in.Run), "results.jsonl")}.Append(in.Rows)
-}
-
-// SummarizeInput names a run and the order of its methods.
-type SummarizeInput struct {
-	Run   string        `json:"run"`
-	Title string        `json:"title"`
-	Order []results.Key `json:"order"`
 }
 
 // Summarize writes summary.md from results.jsonl and returns its text.

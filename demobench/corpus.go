@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"ctxlab/activities/diff"
+	"ctxlab/patch/diff"
 )
 
 //go:embed all:_corpus

@@ -33,8 +33,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"ctxlab/activities/diff"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 )
 
 // Result describes a generated benchmark.

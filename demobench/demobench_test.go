@@ -28,10 +28,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"ctxlab/activities/diff"
 	"ctxlab/activities/executor"
-	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 )
 
 // testRoot holds everything the tests write; TestMain removes it.

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/results"
 	"ctxlab/specs"
 )
@@ -31,21 +31,21 @@ func runIssueWithPatch(t *testing.T, in IssueInput, patch func(call int) error) 
 	f.register(env, plan)
 	var mu sync.Mutex
 	calls := map[string]int{}
-	env.RegisterActivityWithOptions(func(_ context.Context, n activities.NodeInput) (activities.NodeOutput, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, n api.NodeInput) (api.NodeOutput, error) {
 		mu.Lock()
 		calls[n.Node]++
 		c := calls[n.Node]
 		mu.Unlock()
 		if err := patch(c); err != nil {
-			return activities.NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
-		return activities.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
+		return api.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
 	}, activity.RegisterOptions{Name: "patch"})
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, r activities.RecordInput) (int, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, r api.RecordInput) (int, error) {
 		rows = r.Rows
 		return len(rows), nil
-	}, activity.RegisterOptions{Name: activities.RecordName})
+	}, activity.RegisterOptions{Name: api.RecordName})
 	start := env.Now()
 	env.ExecuteWorkflow(Issue, in)
 	if err := env.GetWorkflowError(); err != nil {
@@ -61,11 +61,11 @@ func runIssueWithPatch(t *testing.T, in IssueInput, patch func(call int) error) 
 // model's failure: the node waits the hour on a durable timer and runs again, and the rows have no error. Before,
 // the rows failed within seconds.
 func TestIssueWaitsForLongRetryAfter(t *testing.T) {
-	rows, calls, took := runIssueWithPatch(t, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"},
+	rows, calls, took := runIssueWithPatch(t, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"},
 		Retries: 3}, func(call int) error {
 		if call == 1 {
 			return temporal.NewNonRetryableApplicationError("patch: model call failed (rate_limit, HTTP 429)",
-				activities.ErrProviderWait, nil, activities.ProviderWait{Kind: "rate_limit", Wait: time.Hour})
+				api.ErrProviderWait, nil, api.ProviderWait{Kind: "rate_limit", Wait: time.Hour})
 		}
 		return nil
 	})
@@ -87,7 +87,7 @@ func TestIssueWaitsForLongRetryAfter(t *testing.T) {
 // TestIssueWaitsOutServerErrors: server errors that outlast the activity's retries (3 attempts) wait on a timer
 // and the node gets fresh attempts; the rows have no error.
 func TestIssueWaitsOutServerErrors(t *testing.T) {
-	rows, calls, took := runIssueWithPatch(t, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"},
+	rows, calls, took := runIssueWithPatch(t, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"},
 		Retries: 3}, func(call int) error {
 		if call <= 7 {
 			// As activities.modelError returns it, wrapped by the node activity with its step.
@@ -122,7 +122,7 @@ func (w *wrapped) Unwrap() error { return w.err }
 // TestIssueModelFailuresStayFinal: a model's own failure (context_length) is not waited on or retried, and the
 // row records its kind; with waits turned off an infrastructure failure is recorded with its kind too.
 func TestIssueModelFailuresStayFinal(t *testing.T) {
-	rows, calls, _ := runIssueWithPatch(t, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"},
+	rows, calls, _ := runIssueWithPatch(t, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"},
 		Retries: 3}, func(int) error {
 		return temporal.NewNonRetryableApplicationError("model call failed (context_length)", "context_length", nil)
 	})
@@ -136,7 +136,7 @@ func TestIssueModelFailuresStayFinal(t *testing.T) {
 			t.Errorf("row %v: error %v, kind %v", r.Key(), r[results.FieldError], r[ErrorKindField])
 		}
 	}
-	rows, _, _ = runIssueWithPatch(t, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"},
+	rows, _, _ = runIssueWithPatch(t, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"},
 		Retries: 2, InfraWaits: -1}, func(int) error {
 		return &wrapped{"patch", temporal.NewApplicationError("model call failed (server, HTTP 500)", "server")}
 	})
@@ -161,16 +161,16 @@ func TestSweepRetriesOnlyNamedArms(t *testing.T) {
 	f := &fakeNodes{calls: map[string]int{}}
 	f.register(env, plan)
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
 		rows = append(rows, in.Rows...)
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: activities.RecordName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.LoadDatasetInput) ([]activities.InstanceRef, error) {
+	}, activity.RegisterOptions{Name: api.RecordName})
+	env.RegisterActivityWithOptions(func(context.Context, api.LoadDatasetInput) ([]api.InstanceRef, error) {
 		return instances(3), nil
-	}, activity.RegisterOptions{Name: activities.LoadDatasetName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.SummarizeInput) (string, error) {
+	}, activity.RegisterOptions{Name: api.LoadDatasetName})
+	env.RegisterActivityWithOptions(func(context.Context, api.SummarizeInput) (string, error) {
 		return "summary", nil
-	}, activity.RegisterOptions{Name: activities.SummarizeName})
+	}, activity.RegisterOptions{Name: api.SummarizeName})
 	second := instances(3)[1].ID
 	env.ExecuteWorkflow(Sweep, SweepInput{Run: "t", Concurrency: 2, Retries: 1,
 		Retry: map[string][]results.Key{second: {{Method: "b", Model: "offline"}}}})
@@ -200,18 +200,18 @@ func TestGradeTimeoutIsNotWaitedOn(t *testing.T) {
 	f.register(env, plan)
 	var mu sync.Mutex
 	grades := 0
-	env.RegisterActivityWithOptions(func(context.Context, activities.NodeInput) (activities.NodeOutput, error) {
+	env.RegisterActivityWithOptions(func(context.Context, api.NodeInput) (api.NodeOutput, error) {
 		mu.Lock()
 		grades++
 		mu.Unlock()
-		return activities.NodeOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+		return api.NodeOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
 	}, activity.RegisterOptions{Name: "grade"})
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, r activities.RecordInput) (int, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, r api.RecordInput) (int, error) {
 		rows = r.Rows
 		return len(rows), nil
-	}, activity.RegisterOptions{Name: activities.RecordName})
-	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}, Retries: 2})
+	}, activity.RegisterOptions{Name: api.RecordName})
+	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}, Retries: 2})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,23 +12,23 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"ctxlab/activities"
-	"ctxlab/activities/cas"
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // IssueInput is one instance of a sweep.
 type IssueInput struct {
-	Run      string                 `json:"run"`
-	Instance activities.InstanceRef `json:"instance"`
-	Plan     cas.Ref                `json:"plan"`
-	Dataset  specs.Dataset          `json:"dataset"`
-	Grading  specs.Grading          `json:"grading"`
-	Retries  int                    `json:"retries"`
-	Debug    specs.Debug            `json:"debug,omitempty"`
-	Queues   Queues                 `json:"queues"`
+	Run      string          `json:"run"`
+	Instance api.InstanceRef `json:"instance"`
+	Plan     cas.Ref         `json:"plan"`
+	Dataset  specs.Dataset   `json:"dataset"`
+	Grading  specs.Grading   `json:"grading"`
+	Retries  int             `json:"retries"`
+	Debug    specs.Debug     `json:"debug,omitempty"`
+	Queues   Queues          `json:"queues"`
 	// InfraWaits overrides maxInfraRounds, how often a node waits for the endpoint (-1: never; tests).
 	InfraWaits int `json:"infra_waits,omitempty"`
 	// Arms, when set, are the only arms (method and model) to run and record; the rest already have their final
@@ -54,15 +54,15 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	resumeVersion := workflow.GetVersion(ctx, resumeChange, workflow.DefaultVersion, 1)
 	infraVersion := workflow.GetVersion(ctx, infraChange, workflow.DefaultVersion, 1)
 	var plan specs.Plan
-	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), activities.LoadPlanName,
-		activities.LoadPlanInput{Run: in.Run, Plan: in.Plan}).Get(ctx, &plan); err != nil {
+	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), api.LoadPlanName,
+		api.LoadPlanInput{Run: in.Run, Plan: in.Plan}).Get(ctx, &plan); err != nil {
 		return res, fmt.Errorf("instance %s: loading plan: %w", in.Instance.ID, err)
 	}
 	if len(in.Arms) > 0 {
 		plan = onlyArms(plan, in.Arms)
 	}
 
-	outputs := map[string]activities.NodeOutput{}
+	outputs := map[string]api.NodeOutput{}
 	failures := map[string]string{} // node key -> why (set for failed and skipped nodes)
 	rootFailure := map[string]bool{}
 	started := map[string]bool{}
@@ -130,9 +130,9 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 			}
 			started[n.Key] = true
 			node := n
-			nin := activities.NodeInput{
+			nin := api.NodeInput{
 				Run: in.Run, Instance: in.Instance, Node: node.Key, Step: node.Steps[0], Params: node.Params,
-				Inputs: map[string]activities.NodeOutput{}, Dataset: in.Dataset, Debug: in.Debug,
+				Inputs: map[string]api.NodeOutput{}, Dataset: in.Dataset, Debug: in.Debug,
 			}
 			// Copied into a map: the order is never observed.
 			//workflowcheck:ignore
@@ -144,7 +144,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 			var run func()
 			run = func() {
 				sel.AddFuture(workflow.ExecuteActivity(actx, node.Activity, nin), func(f workflow.Future) {
-					var out activities.NodeOutput
+					var out api.NodeOutput
 					err := f.Get(ctx, &out)
 					if err != nil && spendLimited(err) {
 						if !waiting[node.Key] {
@@ -234,8 +234,8 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 		rows = append(rows, row)
 	}
 	var n int
-	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), activities.RecordName,
-		activities.RecordInput{Run: in.Run, Rows: rows}).Get(ctx, &n); err != nil {
+	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), api.RecordName,
+		api.RecordInput{Run: in.Run, Rows: rows}).Get(ctx, &n); err != nil {
 		return res, fmt.Errorf("instance %s: recording rows: %w", in.Instance.ID, err)
 	}
 	res.Rows = len(rows)
@@ -336,7 +336,7 @@ func lostWorker(err error) bool {
 		return true
 	}
 	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == activities.ErrWorkerStopped
+	return errors.As(err, &app) && app.Type() == api.ErrWorkerStopped
 }
 
 // Change ids of workflow.GetVersion: what an Issue workflow does differently from the histories saved before.
@@ -370,7 +370,7 @@ func infraWait(err error, round int, modelNode bool) (time.Duration, bool) {
 	}
 	backoff = min(backoff, 30*time.Minute)
 	if app := providerWait(err); app != nil {
-		var w activities.ProviderWait
+		var w api.ProviderWait
 		if app.Details(&w) == nil && w.Wait > 0 {
 			return min(max(w.Wait, time.Second), maxProviderWait), true
 		}
@@ -385,7 +385,7 @@ func infraWait(err error, round int, modelNode bool) (time.Duration, bool) {
 // providerWait returns the ErrProviderWait error in err's chain, nil when there is none.
 func providerWait(err error) *temporal.ApplicationError {
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		if app, ok := e.(*temporal.ApplicationError); ok && app.Type() == activities.ErrProviderWait {
+		if app, ok := e.(*temporal.ApplicationError); ok && app.Type() == api.ErrProviderWait {
 			return app
 		}
 	}
@@ -398,7 +398,7 @@ func providerWait(err error) *temporal.ApplicationError {
 // slow for its budget: not the endpoint's), or "" when it has none.
 func failureKind(err error, modelNode bool) string {
 	if app := providerWait(err); app != nil {
-		var w activities.ProviderWait
+		var w api.ProviderWait
 		if app.Details(&w) == nil && w.Kind != "" {
 			return w.Kind
 		}
@@ -440,7 +440,7 @@ type IssuePaused struct {
 // spendLimited reports whether an activity stopped at the run's spend cap.
 func spendLimited(err error) bool {
 	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == activities.ErrSpendLimit
+	return errors.As(err, &app) && app.Type() == api.ErrSpendLimit
 }
 
 // spendWait is how long a node waits before checking the spend cap again: 10 s, doubling to at most 5 minutes, so

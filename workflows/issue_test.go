@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/results"
 	"ctxlab/specs"
 )
@@ -49,7 +49,7 @@ type fakeNodes struct {
 func (f *fakeNodes) register(env *testsuite.TestWorkflowEnvironment, plan *specs.Plan) {
 	for name := range specs.Catalog {
 		name := name
-		fn := func(ctx context.Context, in activities.NodeInput) (activities.NodeOutput, error) {
+		fn := func(ctx context.Context, in api.NodeInput) (api.NodeOutput, error) {
 			f.mu.Lock()
 			f.calls[name]++
 			fail := f.fail[name]
@@ -58,15 +58,15 @@ func (f *fakeNodes) register(env *testsuite.TestWorkflowEnvironment, plan *specs
 				time.Sleep(f.delay)
 			}
 			if fail {
-				return activities.NodeOutput{}, temporal.NewNonRetryableApplicationError(name+" broke", "Test", nil)
+				return api.NodeOutput{}, temporal.NewNonRetryableApplicationError(name+" broke", "Test", nil)
 			}
-			return activities.NodeOutput{Ref: "", Row: map[string]any{name + "_ran": true, "last_input_count": len(in.Inputs)}}, nil
+			return api.NodeOutput{Ref: "", Row: map[string]any{name + "_ran": true, "last_input_count": len(in.Inputs)}}, nil
 		}
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
-	env.RegisterActivityWithOptions(func(context.Context, activities.LoadPlanInput) (specs.Plan, error) {
+	env.RegisterActivityWithOptions(func(context.Context, api.LoadPlanInput) (specs.Plan, error) {
 		return *plan, nil
-	}, activity.RegisterOptions{Name: activities.LoadPlanName})
+	}, activity.RegisterOptions{Name: api.LoadPlanName})
 }
 
 func runIssue(t *testing.T, f *fakeNodes) (IssueResult, []results.Row, *testsuite.TestWorkflowEnvironment) {
@@ -79,11 +79,11 @@ func runIssue(t *testing.T, f *fakeNodes) (IssueResult, []results.Row, *testsuit
 	env := s.NewTestWorkflowEnvironment()
 	f.register(env, plan)
 	var recorded []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
 		recorded = append(recorded, in.Rows...)
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: activities.RecordName})
-	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}})
+	}, activity.RegisterOptions{Name: api.RecordName})
+	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -133,8 +133,8 @@ func TestIssueRunsIndependentNodesInParallel(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	f.register(env, plan)
-	env.RegisterActivityWithOptions(func(context.Context, activities.RecordInput) (int, error) { return 0, nil },
-		activity.RegisterOptions{Name: activities.RecordName})
+	env.RegisterActivityWithOptions(func(context.Context, api.RecordInput) (int, error) { return 0, nil },
+		activity.RegisterOptions{Name: api.RecordName})
 	var mu sync.Mutex
 	running, peak := 0, 0
 	env.SetOnActivityStartedListener(func(_ *activity.Info, _ context.Context, _ converter.EncodedValues) {
@@ -149,7 +149,7 @@ func TestIssueRunsIndependentNodesInParallel(t *testing.T) {
 		running--
 	})
 	f.delay = 50 * time.Millisecond
-	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}})
+	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestIssueReschedulesNodesThatLostTheirWorker(t *testing.T) {
 		err  func() error
 	}{
 		{"worker stopped", func() error {
-			return temporal.NewApplicationError("patch: worker stopped", activities.ErrWorkerStopped)
+			return temporal.NewApplicationError("patch: worker stopped", api.ErrWorkerStopped)
 		}},
 		{"heartbeat timeout", func() error { return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil) }},
 	} {
@@ -204,19 +204,19 @@ func TestIssueReschedulesNodesThatLostTheirWorker(t *testing.T) {
 			f.register(env, plan)
 			lost := 0
 			// Replace checkout: the first five attempts lose their worker (more than one round of 3 attempts).
-			env.RegisterActivityWithOptions(func(context.Context, activities.NodeInput) (activities.NodeOutput, error) {
+			env.RegisterActivityWithOptions(func(context.Context, api.NodeInput) (api.NodeOutput, error) {
 				if lost < 5 {
 					lost++
-					return activities.NodeOutput{}, tc.err()
+					return api.NodeOutput{}, tc.err()
 				}
-				return activities.NodeOutput{Row: map[string]any{"checkout_ran": true}}, nil
+				return api.NodeOutput{Row: map[string]any{"checkout_ran": true}}, nil
 			}, activity.RegisterOptions{Name: "checkout"})
 			var rows []results.Row
-			env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+			env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
 				rows = in.Rows
 				return len(rows), nil
-			}, activity.RegisterOptions{Name: activities.RecordName})
-			env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}, Retries: 3})
+			}, activity.RegisterOptions{Name: api.RecordName})
+			env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}, Retries: 3})
 			if err := env.GetWorkflowError(); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 
-	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/results"
 	"ctxlab/specs"
 )
@@ -67,19 +67,19 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 	}
 	for name := range specs.Catalog {
 		name := name
-		env.RegisterActivityWithOptions(func(_ context.Context, in activities.NodeInput) (activities.NodeOutput, error) {
-			return activities.NodeOutput{Row: usage[name]}, nil
+		env.RegisterActivityWithOptions(func(_ context.Context, in api.NodeInput) (api.NodeOutput, error) {
+			return api.NodeOutput{Row: usage[name]}, nil
 		}, activity.RegisterOptions{Name: name})
 	}
-	env.RegisterActivityWithOptions(func(context.Context, activities.LoadPlanInput) (specs.Plan, error) {
+	env.RegisterActivityWithOptions(func(context.Context, api.LoadPlanInput) (specs.Plan, error) {
 		return *plan, nil
-	}, activity.RegisterOptions{Name: activities.LoadPlanName})
+	}, activity.RegisterOptions{Name: api.LoadPlanName})
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
 		rows = append(rows, in.Rows...)
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: activities.RecordName})
-	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}})
+	}, activity.RegisterOptions{Name: api.RecordName})
+	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +90,9 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 		t.Errorf("%d nodes, want 11 (full's 8, resample's patch, fitted's context and patch)", n)
 	}
 	// ArmRow, which re-derives a lost row from the memoized node outputs, builds the rows the workflow recorded.
-	outputs := map[string]activities.NodeOutput{}
+	outputs := map[string]api.NodeOutput{}
 	for _, n := range plan.Nodes {
-		outputs[n.Key] = jsonRoundTrip(t, activities.NodeOutput{Row: usage[n.Activity]})
+		outputs[n.Key] = jsonRoundTrip(t, api.NodeOutput{Row: usage[n.Activity]})
 	}
 	for i, arm := range plan.Arms {
 		got, ok := ArmRow("i-1", arm, outputs)

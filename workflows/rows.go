@@ -1,7 +1,7 @@
 package workflows
 
 import (
-	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/results"
 	"ctxlab/specs"
 )
@@ -9,7 +9,7 @@ import (
 // ArmRow is the row an Issue workflow records for an arm whose steps all succeeded, given their node outputs (by
 // node key); ok is false when an output is missing. It lets a starter re-derive a row that was lost after it was
 // recorded (a torn results.jsonl) from the memoized node outputs, exactly as the workflow built it.
-func ArmRow(instance string, arm specs.Arm, outputs map[string]activities.NodeOutput) (row results.Row, ok bool) {
+func ArmRow(instance string, arm specs.Arm, outputs map[string]api.NodeOutput) (row results.Row, ok bool) {
 	row = results.Row{results.FieldInstance: instance, results.FieldMethod: arm.Method, results.FieldModel: arm.Model}
 	for _, f := range results.Required {
 		if _, set := row[f]; !set {

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/results"
 	"ctxlab/specs"
 )
@@ -33,27 +33,27 @@ func TestSweepPausesAtSpendCap(t *testing.T) {
 
 	var mu sync.Mutex
 	raised, checks := false, 0
-	env.RegisterActivityWithOptions(func(context.Context, activities.NodeInput) (activities.NodeOutput, error) {
+	env.RegisterActivityWithOptions(func(context.Context, api.NodeInput) (api.NodeOutput, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !raised {
 			checks++
-			return activities.NodeOutput{}, temporal.NewNonRetryableApplicationError("patch: spend cap reached",
-				activities.ErrSpendLimit, nil)
+			return api.NodeOutput{}, temporal.NewNonRetryableApplicationError("patch: spend cap reached",
+				api.ErrSpendLimit, nil)
 		}
-		return activities.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
+		return api.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
 	}, activity.RegisterOptions{Name: "patch"})
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
 		rows = append(rows, in.Rows...)
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: activities.RecordName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.LoadDatasetInput) ([]activities.InstanceRef, error) {
+	}, activity.RegisterOptions{Name: api.RecordName})
+	env.RegisterActivityWithOptions(func(context.Context, api.LoadDatasetInput) ([]api.InstanceRef, error) {
 		return instances(1), nil
-	}, activity.RegisterOptions{Name: activities.LoadDatasetName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.SummarizeInput) (string, error) {
+	}, activity.RegisterOptions{Name: api.LoadDatasetName})
+	env.RegisterActivityWithOptions(func(context.Context, api.SummarizeInput) (string, error) {
 		return "summary", nil
-	}, activity.RegisterOptions{Name: activities.SummarizeName})
+	}, activity.RegisterOptions{Name: api.SummarizeName})
 
 	var during Progress
 	env.RegisterDelayedCallback(func() {
@@ -151,18 +151,18 @@ func TestResumeClearsPausedState(t *testing.T) {
 		f.register(env, plan)
 		var mu sync.Mutex
 		raised := false
-		env.RegisterActivityWithOptions(func(context.Context, activities.NodeInput) (activities.NodeOutput, error) {
+		env.RegisterActivityWithOptions(func(context.Context, api.NodeInput) (api.NodeOutput, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if !raised {
-				return activities.NodeOutput{}, temporal.NewNonRetryableApplicationError("patch: spend cap reached",
-					activities.ErrSpendLimit, nil)
+				return api.NodeOutput{}, temporal.NewNonRetryableApplicationError("patch: spend cap reached",
+					api.ErrSpendLimit, nil)
 			}
-			return activities.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
+			return api.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
 		}, activity.RegisterOptions{Name: "patch"})
-		env.RegisterActivityWithOptions(func(_ context.Context, in activities.RecordInput) (int, error) {
+		env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
 			return len(in.Rows), nil
-		}, activity.RegisterOptions{Name: activities.RecordName})
+		}, activity.RegisterOptions{Name: api.RecordName})
 		env.RegisterDelayedCallback(func() {
 			mu.Lock()
 			raised = raise
@@ -177,7 +177,7 @@ func TestResumeClearsPausedState(t *testing.T) {
 				env.SignalWorkflow(ResumeSignal, nil)
 			}, 2*time.Hour)
 		}
-		env.ExecuteWorkflow(pauseRecorder, IssueInput{Run: "t", Instance: activities.InstanceRef{ID: "i-1"}, Retries: 3})
+		env.ExecuteWorkflow(pauseRecorder, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}, Retries: 3})
 		if err := env.GetWorkflowError(); err != nil {
 			t.Fatal(err)
 		}

@@ -8,10 +8,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
-	"ctxlab/activities"
-	"ctxlab/activities/cas"
+	"ctxlab/activities/api"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // ProgressQuery is the query name that returns a sweep's Progress.
@@ -40,11 +40,11 @@ type SweepInput struct {
 	// retries the rows that failed for want of the endpoint or of a key, and nothing else.
 	Retry map[string][]results.Key `json:"retry,omitempty"`
 
-	Instances []activities.InstanceRef `json:"instances,omitempty"`
-	Next      int                      `json:"next,omitempty"`
-	Done      int                      `json:"done,omitempty"`
-	Failed    []string                 `json:"failed,omitempty"`
-	Runs      int                      `json:"runs,omitempty"`
+	Instances []api.InstanceRef `json:"instances,omitempty"`
+	Next      int               `json:"next,omitempty"`
+	Done      int               `json:"done,omitempty"`
+	Failed    []string          `json:"failed,omitempty"`
+	Runs      int               `json:"runs,omitempty"`
 }
 
 // Progress is what the progress query returns.
@@ -93,12 +93,12 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 		return SweepResult{}, err
 	}
 	if in.Instances == nil {
-		if err := workflow.ExecuteActivity(bctx, activities.LoadDatasetName,
-			activities.LoadDatasetInput{Run: in.Run, Dataset: in.Dataset}).Get(ctx, &in.Instances); err != nil {
+		if err := workflow.ExecuteActivity(bctx, api.LoadDatasetName,
+			api.LoadDatasetInput{Run: in.Run, Dataset: in.Dataset}).Get(ctx, &in.Instances); err != nil {
 			return SweepResult{}, fmt.Errorf("loading dataset: %w", err)
 		}
 		if len(in.Retry) > 0 {
-			in.Instances = slices.DeleteFunc(in.Instances, func(i activities.InstanceRef) bool {
+			in.Instances = slices.DeleteFunc(in.Instances, func(i api.InstanceRef) bool {
 				return len(in.Retry[i.ID]) == 0
 			})
 		}
@@ -164,7 +164,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	}
 
 	var summary string
-	if err := workflow.ExecuteActivity(bctx, activities.SummarizeName, activities.SummarizeInput{
+	if err := workflow.ExecuteActivity(bctx, api.SummarizeName, api.SummarizeInput{
 		Run: in.Run, Title: in.Title, Order: in.Order}).Get(ctx, &summary); err != nil {
 		return SweepResult{}, fmt.Errorf("writing summary: %w", err)
 	}

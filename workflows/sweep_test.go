@@ -14,13 +14,13 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"ctxlab/activities"
+	"ctxlab/activities/api"
 )
 
-func instances(n int) []activities.InstanceRef {
-	out := make([]activities.InstanceRef, n)
+func instances(n int) []api.InstanceRef {
+	out := make([]api.InstanceRef, n)
 	for i := range out {
-		out[i] = activities.InstanceRef{ID: fmt.Sprintf("i-%02d", i)}
+		out[i] = api.InstanceRef{ID: fmt.Sprintf("i-%02d", i)}
 	}
 	return out
 }
@@ -30,12 +30,12 @@ func sweepEnv(t *testing.T, n int) (*testsuite.TestWorkflowEnvironment, *int, *[
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(Issue)
-	env.RegisterActivityWithOptions(func(context.Context, activities.LoadDatasetInput) ([]activities.InstanceRef, error) {
+	env.RegisterActivityWithOptions(func(context.Context, api.LoadDatasetInput) ([]api.InstanceRef, error) {
 		return instances(n), nil
-	}, activity.RegisterOptions{Name: activities.LoadDatasetName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.SummarizeInput) (string, error) {
+	}, activity.RegisterOptions{Name: api.LoadDatasetName})
+	env.RegisterActivityWithOptions(func(context.Context, api.SummarizeInput) (string, error) {
 		return "summary", nil
-	}, activity.RegisterOptions{Name: activities.SummarizeName})
+	}, activity.RegisterOptions{Name: api.SummarizeName})
 	var mu sync.Mutex
 	running, peak := 0, 0
 	var order []string

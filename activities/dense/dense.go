@@ -16,9 +16,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"ctxlab/activities/cas"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
+	"ctxlab/store/cas"
 )
 
 // MaxInputTokens is where inputs are cut (whole lines, cl100k_base): OpenAI's embedding models take at most 8192.

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"ctxlab/activities/diff"
-	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
 	"ctxlab/activities/testrun"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 )
 
 // The SWE-bench harness's constants (swebench/harness/constants): the eval script prints these around the test

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/diff"
-	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
+	"ctxlab/dataset/swebench"
 	"ctxlab/internal/dockertest"
 	"ctxlab/internal/images"
+	"ctxlab/patch/diff"
 )
 
 // These tests grade in a real Docker engine (internal/dockertest: skipped by plain go test when none answers,

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"ctxlab/activities/diff"
 	"ctxlab/activities/sandbox"
-	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 )
 
 // Config is the grading section of a spec, as far as executors need it.

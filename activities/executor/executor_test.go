@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/diff"
-	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 )
 
 // A small Python project with a real bug, its fix and its new test, as a SWE-bench row describes them.

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"ctxlab/activities/diff"
-	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 )
 
 // HarnessSpec is how the SWE-bench harness tests one version of a repository: the part of

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/diff"
-	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 )
 
 // The table covers every SWE-bench Verified repository at the versions its instances use.

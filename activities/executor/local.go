@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 
-	"ctxlab/activities/diff"
 	"ctxlab/activities/testlog"
 	"ctxlab/activities/testrun"
+	"ctxlab/patch/diff"
 )
 
 // Local grades in a fresh temporary worktree on this machine, removed afterwards. A repository with a go.mod runs

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/diff"
-	"ctxlab/activities/swebench"
 	"ctxlab/activities/testlog"
+	"ctxlab/dataset/swebench"
+	"ctxlab/patch/diff"
 )
 
 // A small Go module with a real bug: Add subtracts. The test patch adds TestAdd (FAIL_TO_PASS); TestMul passes before

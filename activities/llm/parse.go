@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"ctxlab/activities/diff"
+	"ctxlab/patch/diff"
 )
 
 // Parsers of model answers. Models wrap what was asked for in prose, fences, markdown and numbering; these read

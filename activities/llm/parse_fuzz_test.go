@@ -7,7 +7,7 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
-	"ctxlab/activities/diff"
+	"ctxlab/patch/diff"
 )
 
 // canonicalDiff reports whether d is a valid text diff in git's format: it parses, and go-gitdiff writes exactly d

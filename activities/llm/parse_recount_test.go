@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/diff"
+	"ctxlab/patch/diff"
 )
 
 // blankTailSource has a blank line after each function, so an edit to a function's first line makes a hunk whose

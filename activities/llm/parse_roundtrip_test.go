@@ -14,8 +14,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"ctxlab/activities/diff"
 	"ctxlab/demobench"
+	"ctxlab/patch/diff"
 )
 
 // The property of ExtractDiff: every valid unified diff D, written in any shape a model or the offline stand-in

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"ctxlab/activities/diff"
+	"ctxlab/patch/diff"
 )
 
 // Replace is one search/replace block: in the file at Path, the lines Search become the lines Replace. An empty

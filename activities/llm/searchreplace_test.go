@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/diff"
+	"ctxlab/patch/diff"
 )
 
 var srFiles = map[string]string{
@@ -20,7 +20,7 @@ func readSR(p string) (string, bool) {
 	return s, ok
 }
 
-// applied applies d to srFiles with activities/diff and returns the changed files' new text.
+// applied applies d to srFiles with patch/diff and returns the changed files' new text.
 func applied(t *testing.T, d string) map[string]string {
 	t.Helper()
 	out, err := diff.ApplyFiles(func(p string) ([]byte, bool) {

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"ctxlab/activities/cas"
+	"ctxlab/store/cas"
 )
 
 // maxLinkHops bounds symlink chains when checking where a link leads (Linux allows 40).

@@ -18,7 +18,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 )
 
 // SourceFor fills a source template for an instance. Placeholders: {repo} (owner/name as in the dataset), {owner},

@@ -19,8 +19,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
+	"ctxlab/store/cas"
 )
 
 var sig = &object.Signature{Name: "ctxlab test", Email: "test@ctxlab.invalid", When: time.Unix(1700000000, 0)}

@@ -19,7 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"ctxlab/activities/cas"
+	"ctxlab/store/cas"
 )
 
 // File modes of a manifest entry.

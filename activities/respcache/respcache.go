@@ -13,10 +13,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"ctxlab/activities/cas"
 	"ctxlab/activities/llm"
 	"ctxlab/internal/flock"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // Request is what a cache key is computed from.

@@ -28,10 +28,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"ctxlab/activities/runlog"
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
+	"ctxlab/runlog"
 	"ctxlab/starter/embedded"
 )
 

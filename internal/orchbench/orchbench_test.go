@@ -21,7 +21,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/activities"
-	"ctxlab/activities/cas"
 	"ctxlab/demobench"
 	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
@@ -29,6 +28,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
+	"ctxlab/store/cas"
 	"ctxlab/workflows"
 )
 

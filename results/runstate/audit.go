@@ -3,8 +3,8 @@ package runstate
 import (
 	"time"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/runlog"
+	"ctxlab/runlog"
+	"ctxlab/store/cas"
 )
 
 // Node is a node of the sweep's plan: one activity per issue.

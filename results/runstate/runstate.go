@@ -11,8 +11,8 @@ import (
 	"slices"
 	"time"
 
-	"ctxlab/activities/runlog"
 	"ctxlab/results"
+	"ctxlab/runlog"
 )
 
 // ResultsFile is the rows file of a run folder.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/runlog"
 	"ctxlab/results"
+	"ctxlab/runlog"
+	"ctxlab/store/cas"
 )
 
 var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)

@@ -3,7 +3,7 @@ package runstate
 import (
 	"testing"
 
-	"ctxlab/activities/runlog"
+	"ctxlab/runlog"
 )
 
 // TestFailedCallsAreNotPaid: a call that failed (rate limited, server error) is counted as failed, never as paid; a

@@ -16,9 +16,9 @@ import (
 	"unicode/utf8"
 
 	"ctxlab/activities"
-	"ctxlab/activities/cas"
-	"ctxlab/activities/runlog"
 	"ctxlab/results/runstate"
+	"ctxlab/runlog"
+	"ctxlab/store/cas"
 )
 
 func init() {

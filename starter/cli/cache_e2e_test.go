@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/runlog"
 	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
+	"ctxlab/runlog"
 )
 
 // paidCalls reads a run's ledger: the paid calls' keys (counted) and the cached calls.

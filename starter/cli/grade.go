@@ -21,13 +21,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities"
-	"ctxlab/activities/cas"
-	"ctxlab/activities/diff"
-	"ctxlab/activities/predictions"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/internal/logs"
+	"ctxlab/patch/diff"
 	"ctxlab/results"
+	"ctxlab/results/predictions"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 func init() {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/results"
 )

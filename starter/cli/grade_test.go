@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/predictions"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/results"
+	"ctxlab/results/predictions"
 )
 
 func TestParseGradeFlags(t *testing.T) {

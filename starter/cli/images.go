@@ -16,7 +16,7 @@ import (
 
 	"ctxlab/activities/executor"
 	"ctxlab/activities/repo"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/images"
 	"ctxlab/specs"

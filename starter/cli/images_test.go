@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"ctxlab/activities/executor"
-	"ctxlab/activities/predictions"
 	"ctxlab/demobench"
 	"ctxlab/internal/dockertest"
 	"ctxlab/internal/images"
 	"ctxlab/results"
+	"ctxlab/results/predictions"
 )
 
 func TestParseImagesBuildFlags(t *testing.T) {

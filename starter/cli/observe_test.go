@@ -16,12 +16,12 @@ import (
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/runlog"
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
 	"ctxlab/results/runstate"
+	"ctxlab/runlog"
+	"ctxlab/store/cas"
 )
 
 // brokenVariant is a two-issue sweep of two methods, one of which ("broken", no_source with an empty prompt) fails

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"ctxlab/activities"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/specs"
 )

@@ -17,9 +17,9 @@ import (
 	"golang.org/x/term"
 
 	"ctxlab/activities/llm"
-	"ctxlab/activities/runlog"
 	"ctxlab/results"
 	"ctxlab/results/runstate"
+	"ctxlab/runlog"
 	"ctxlab/workflows"
 )
 

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/runlog"
 	"ctxlab/results/runstate"
+	"ctxlab/runlog"
 )
 
 // TestProgressLineCountsFailedCallsApart: calls that got a 429 or a 5xx are not paid calls on the progress line;

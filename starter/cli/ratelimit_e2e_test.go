@@ -14,8 +14,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"ctxlab/activities/runlog"
 	"ctxlab/internal/fakeopenai"
+	"ctxlab/runlog"
 )
 
 // TestHourLongRetryAfterWaitsOnATimer: an endpoint that answers 429 with Retry-After: 3600 does not fail the row

@@ -15,11 +15,11 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"ctxlab/activities"
-	"ctxlab/activities/cas"
-	"ctxlab/activities/runlog"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/results"
+	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 	"ctxlab/workflows"
 )
 

@@ -22,13 +22,13 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"ctxlab/activities"
-	"ctxlab/activities/cas"
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 	"ctxlab/workflows"
 )
 

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"ctxlab/activities/cas"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // checkoutSpec writes a spec and its dataset into a folder laid out like a checkout: dir/specs/s.jsonnet names

@@ -16,7 +16,7 @@ import (
 
 	"ctxlab/activities"
 	"ctxlab/activities/llm"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/results/runstate"
 	"ctxlab/specs"
 )

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/runlog"
 	"ctxlab/results"
+	"ctxlab/runlog"
+	"ctxlab/store/cas"
 )
 
 // TestStatusAuditOfKilledPaidRun reads a run folder written by hand as a killed sweep that paid for model calls

@@ -8,8 +8,8 @@ import (
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"ctxlab/activities/contexts"
-	"ctxlab/activities/diff"
 	"ctxlab/activities/llm"
+	"ctxlab/patch/diff"
 )
 
 // TestOracleAnswerKeepsBlankContextTails sends a gold patch whose hunks end in blank context lines (the common case

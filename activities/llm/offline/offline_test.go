@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"ctxlab/activities/contexts"
-	"ctxlab/activities/diff"
 	"ctxlab/activities/llm"
+	"ctxlab/patch/diff"
 )
 
 var repoFiles = map[string]string{

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/cas"
 	"ctxlab/results"
+	"ctxlab/store/cas"
 )
 
 func write(t *testing.T, name, text string) string {

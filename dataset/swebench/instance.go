@@ -1,6 +1,8 @@
 // Package swebench reads task instances of SWE-bench-family datasets as researchers download them (JSONL, a JSON
 // list, parquet files or a folder of parquet shards; SWE-bench rows or Multi-SWE-bench rows) and writes them in
 // SWE-bench's JSONL format.
+//
+// It is infrastructure below activities, demobench and the starter; it imports no other ctxlab package.
 package swebench
 
 import (

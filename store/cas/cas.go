@@ -1,5 +1,7 @@
 // Package cas is ctxlab's content-addressed store: large values (file snapshots, contexts, patches, test logs) are
 // written once under the hash of their bytes, and only the short reference travels through Temporal.
+//
+// It is infrastructure: activities, workflows and results build on it, and it imports none of them.
 package cas
 
 import (

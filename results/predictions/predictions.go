@@ -1,6 +1,8 @@
 // Package predictions reads and writes SWE-bench prediction files (instance_id, model_name_or_path, model_patch) and
 // Multi-SWE-bench ones (org, repo, number, fix_patch), and exports them from a finished ctxlab run, so that the same
 // patches can be graded by the official harnesses and predictions made elsewhere can be graded by ctxlab.
+//
+// It is not an activity: it sits above results (it reads a run's rows) and below the starter, which uses it.
 package predictions
 
 import (
@@ -17,9 +19,9 @@ import (
 	"strconv"
 	"strings"
 
-	"ctxlab/activities/cas"
-	"ctxlab/activities/swebench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/results"
+	"ctxlab/store/cas"
 )
 
 // Prediction is one row of a predictions file.

@@ -1,6 +1,8 @@
 // Package runlog holds the run folder's append-only records: attempts.jsonl (every start and end of every node
 // activity, including the attempts Temporal's history does not keep) and calls.jsonl (every model call, paid or
 // served from the response cache). Workers append to them from several processes; status and audit read them.
+//
+// It is infrastructure below activities and results (it imports only store/cas and internal packages).
 package runlog
 
 import (
@@ -9,8 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"ctxlab/activities/cas"
 	"ctxlab/internal/jsonl"
+	"ctxlab/store/cas"
 )
 
 // File names inside a run folder.

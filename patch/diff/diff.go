@@ -10,6 +10,9 @@
 // Errors are classified with sentinel values for errors.Is: ErrEmpty (nothing to apply), ErrMalformed (not a patch),
 // ErrEscapes (a path leaves the worktree), ErrConflict (the patch does not match the files; the error is a
 // *ConflictError naming the file and hunk) and ErrUnsupported.
+//
+// It is infrastructure below activities (the executor, llm and the patch activity use it); it imports no other
+// ctxlab package.
 package diff
 
 import (

@@ -1,0 +1,100 @@
+// Package api is the contract between the workflows and the activities: the names of the sweep's bookkeeping
+// activities, the inputs and outputs every activity exchanges with the workflows, and the error types the workflows
+// act on. It holds types only, so the workflows depend on it rather than on the activities' implementation (and its
+// model clients, sandboxes and stores); package activities re-exports each name, so its callers do not change.
+package api
+
+import (
+	"time"
+
+	"ctxlab/results"
+	"ctxlab/specs"
+	"ctxlab/store/cas"
+)
+
+// Names of the sweep's bookkeeping activities. They are not DAG steps, so specs cannot name them.
+const (
+	LoadDatasetName = "ctxlab.load_dataset"
+	LoadPlanName    = "ctxlab.load_plan"
+	RecordName      = "ctxlab.record"
+	SummarizeName   = "ctxlab.summarize"
+)
+
+// InstanceRef points at one dataset row stored in the run's content store.
+type InstanceRef struct {
+	ID  string  `json:"id"`
+	Ref cas.Ref `json:"ref"`
+}
+
+// NodeInput is what every DAG node activity receives.
+type NodeInput struct {
+	Run      string      `json:"run"`
+	Instance InstanceRef `json:"instance"`
+	// Node is the node's key; Step one of the "method.step" labels that use it, for messages.
+	Node   string         `json:"node"`
+	Step   string         `json:"step"`
+	Params map[string]any `json:"params,omitempty"`
+	// Inputs are the outputs of the nodes this one depends on, by input name.
+	Inputs  map[string]NodeOutput `json:"inputs,omitempty"`
+	Dataset specs.Dataset         `json:"dataset"`
+	Debug   specs.Debug           `json:"debug,omitempty"`
+}
+
+// NodeOutput is what every DAG node activity returns: a reference to its large output, and the small fields it
+// contributes to the results rows of the methods that use it.
+type NodeOutput struct {
+	Ref cas.Ref        `json:"ref,omitempty"`
+	Row map[string]any `json:"row,omitempty"`
+}
+
+// LoadDatasetInput names the dataset of a run.
+type LoadDatasetInput struct {
+	Run     string        `json:"run"`
+	Dataset specs.Dataset `json:"dataset"`
+}
+
+// LoadPlanInput points at a compiled plan in the run's store.
+type LoadPlanInput struct {
+	Run  string  `json:"run"`
+	Plan cas.Ref `json:"plan"`
+}
+
+// RecordInput carries one issue's rows.
+type RecordInput struct {
+	Run  string        `json:"run"`
+	Rows []results.Row `json:"rows"`
+}
+
+// SummarizeInput names a run and the order of its methods.
+type SummarizeInput struct {
+	Run   string        `json:"run"`
+	Title string        `json:"title"`
+	Order []results.Key `json:"order"`
+}
+
+// Error types of failures that retrying cannot fix; the Issue workflow records them on the row.
+const (
+	ErrBadInput    = "BadInput"    // a dataset row, parameter or input that cannot be used
+	ErrRepo        = "RepoError"   // a repository or commit that cannot be found
+	ErrUnsupported = "Unsupported" // a provider or option this build does not offer
+	ErrPanic       = "Panic"       // a bug in ctxlab: recorded, never retried in a loop
+
+	// ErrWorkerStopped is retryable: the worker shut down while the node ran. The Issue workflow does not count
+	// it against the node.
+	ErrWorkerStopped = "WorkerStopped"
+)
+
+// ErrSpendLimit is the type of the error a model call fails with when the run has spent its cap. The Issue
+// workflow does not fail the node: it waits and tries again, so the sweep continues once the cap is raised.
+const ErrSpendLimit = "SpendLimit"
+
+// ErrProviderWait is the type of the error a model call fails with when the endpoint asked to wait longer than an
+// activity should sleep (a 429 with a Retry-After of an hour): its details are a ProviderWait. The Issue workflow
+// does not fail the node: it waits that long on a durable timer and runs it again.
+const ErrProviderWait = "ProviderWait"
+
+// ProviderWait is the detail of an ErrProviderWait error.
+type ProviderWait struct {
+	Kind string        `json:"kind"`
+	Wait time.Duration `json:"wait"`
+}

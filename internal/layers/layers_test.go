@@ -1,0 +1,106 @@
+package layers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// modulePackages runs `go list` over the whole module and returns each package with the imports of its non-test
+// files.
+func modulePackages(t *testing.T) []Package {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports", Module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s/...: %v\n%s", Module, err, stderr.String())
+	}
+	var pkgs []Package
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p Package
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found only %d packages in %s; is the test running inside the module?", len(pkgs), Module)
+	}
+	return pkgs
+}
+
+// touchSources stats every Go file and go.mod in the module and opens every folder. `go test` caches a result
+// against the files the test itself opened, not the ones the `go list` child read; without this an upward import
+// added later would be answered by the cached pass.
+func touchSources(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	root := strings.TrimSpace(string(out))
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod") {
+			_, err = os.Stat(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("walking module %s: %v", root, err)
+	}
+}
+
+func TestModuleImportsPointDown(t *testing.T) {
+	touchSources(t)
+	for _, problem := range Check(modulePackages(t)) {
+		t.Error(problem)
+	}
+}
+
+func TestCheckFindsUpwardAndSidewaysImports(t *testing.T) {
+	pkgs := []Package{
+		{"ctxlab/store/cas", []string{"fmt", "ctxlab/activities"}},                    // up
+		{"ctxlab/runlog", []string{"ctxlab/store/cas", "ctxlab/internal/jsonl"}},      // down: fine
+		{"ctxlab/dataset/swebench", []string{"ctxlab/patch/diff"}},                    // sideways: same layer, other unit
+		{"ctxlab/activities/dense", []string{"ctxlab/activities/llm"}},                // same unit: fine
+		{"ctxlab/activities/llm", []string{"ctxlab/activities"}},                      // up, out of its unit
+		{"ctxlab/internal/cluster", []string{"ctxlab/internal/workers"}},              // the exception sits higher
+		{"ctxlab/workflows", []string{"ctxlab/activities/api", "go.temporal.io/sdk"}}, // down: fine
+		{"ctxlab/workflows", []string{"ctxlab/activities"}},                           // sideways: peers
+		{"ctxlab/newthing", []string{"ctxlab/specs"}},                                 // not placed
+		{"other.example/x", []string{"ctxlab/activities"}},                            // outside the module: ignored
+		{"ctxlab/results/runstate", []string{"ctxlab/results", "ctxlab/nowhere"}},     // import of an unplaced package
+	}
+	got := Check(pkgs)
+	want := []string{
+		`ctxlab/activities/llm (layer "activity parts") imports ctxlab/activities (layer "activities and workflows"), which is not below it`,
+		`ctxlab/dataset/swebench (layer "infrastructure") imports ctxlab/patch/diff (layer "infrastructure"), which is not below it`,
+		`ctxlab/internal/cluster (layer "tools") imports ctxlab/internal/workers (layer "worker wiring"), which is not below it`,
+		`ctxlab/newthing: no layer covers this package; add it to layers.Stack`,
+		`ctxlab/results/runstate imports ctxlab/nowhere, which no layer covers; add it to layers.Stack`,
+		`ctxlab/store/cas (layer "infrastructure") imports ctxlab/activities (layer "activities and workflows"), which is not below it`,
+		`ctxlab/workflows (layer "activities and workflows") imports ctxlab/activities (layer "activities and workflows"), which is not below it`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Check:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}
