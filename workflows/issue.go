@@ -47,168 +47,284 @@ type IssueResult struct {
 // Issue runs every node of the plan for one instance: a node starts as soon as all its inputs are done, independent
 // nodes run in parallel, and a node shared by several methods runs once. A failed node fails only the rows of the
 // methods that need it; the rest go on. Rows are recorded at the end.
+//
+// The work is done by an issueState's methods. They must issue the same commands in the same order as the code that
+// wrote the saved histories (testdata/histories): a change to that order goes behind workflow.GetVersion.
 func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
-	q := in.Queues.withDefaults()
-	res := IssueResult{Instance: in.Instance.ID}
+	s := &issueState{ctx: ctx, in: in, queues: in.Queues.withDefaults(), res: IssueResult{Instance: in.Instance.ID}}
 	// Taken first, so a workflow started by older code keeps its behavior on replay.
-	resumeVersion := workflow.GetVersion(ctx, resumeChange, workflow.DefaultVersion, 1)
-	infraVersion := workflow.GetVersion(ctx, infraChange, workflow.DefaultVersion, 1)
-	var plan specs.Plan
-	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), api.LoadPlanName,
-		api.LoadPlanInput{Run: in.Run, Plan: in.Plan}).Get(ctx, &plan); err != nil {
-		return res, fmt.Errorf("instance %s: loading plan: %w", in.Instance.ID, err)
+	s.resumeVersion = workflow.GetVersion(ctx, resumeChange, workflow.DefaultVersion, 1)
+	s.infraVersion = workflow.GetVersion(ctx, infraChange, workflow.DefaultVersion, 1)
+	if err := s.loadPlan(); err != nil {
+		return s.res, err
 	}
-	if len(in.Arms) > 0 {
-		plan = onlyArms(plan, in.Arms)
+	s.prepare()
+	s.runNodes()
+	rows := s.buildRows()
+	if err := s.record(rows); err != nil {
+		return s.res, err
 	}
+	s.res.Rows = len(rows)
+	return s.res, nil
+}
 
-	outputs := map[string]api.NodeOutput{}
-	failures := map[string]string{} // node key -> why (set for failed and skipped nodes)
-	rootFailure := map[string]bool{}
-	started := map[string]bool{}
-	rounds := map[string]int{} // node key -> times rescheduled after losing its workers
-	// Node key -> times it waited for the endpoint (a long Retry-After, or retries used up on 429s, 5xx, timeouts),
-	// and the kind of a node's failure, which its rows record.
-	infraRounds, failureKinds := map[string]int{}, map[string]string{}
-	maxInfra := maxInfraRounds
-	if in.InfraWaits != 0 {
-		maxInfra = max(in.InfraWaits, 0)
-	}
+// issueState is one Issue workflow's progress through its plan. Its maps are keyed by node key.
+type issueState struct {
+	ctx    workflow.Context
+	in     IssueInput
+	queues Queues
+	plan   specs.Plan
+	res    IssueResult
+
+	// Versions of the changes made since the first saved histories (see resumeChange and infraChange).
+	resumeVersion, infraVersion workflow.Version
+
+	outputs     map[string]api.NodeOutput
+	failures    map[string]string // why a node failed or was skipped
+	rootFailure map[string]bool   // nodes that failed themselves, not skipped for a failed input
+	started     map[string]bool   // nodes scheduled or skipped
+	remaining   int               // nodes neither done, failed nor skipped
+
+	rounds map[string]int // times a node was rescheduled after losing its workers
+	// Times a node waited for the endpoint (a long Retry-After, or retries used up on 429s, 5xx, timeouts), and the
+	// kind of a node's failure, which its rows record.
+	infraRounds  map[string]int
+	failureKinds map[string]string
+	maxInfra     int // bound on infraRounds
+
 	// Nodes waiting for the spend cap to be raised, and how often each has waited: such a node is neither failed
 	// nor done, so the issue stays open and the sweep resumes where it stopped.
-	waiting, waits := map[string]bool{}, map[string]int{}
-	wakes := map[string]workflow.CancelFunc{} // cancels a waiting node's timer: it checks the cap at once
-	notify := func() {
-		if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
-			workflow.SignalExternalWorkflow(ctx, parent.ID, "", PausedSignal,
-				IssuePaused{Instance: in.Instance.ID, Nodes: len(waiting)})
-		}
-	}
-	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
-		// Sorted keys: a deterministic order.
-		//workflowcheck:ignore
-		for _, k := range slices.Sorted(maps.Keys(wakes)) {
-			wakes[k]()
-		}
-		// The sweep forgot this issue's pause when it forwarded the resume: every waiting node now checks the cap
-		// again, and one still over it says so again. Kept, the old set made the first node to pass report the
-		// others as paused, and a starter that had just raised the cap stopped at once.
-		if resumeVersion >= 1 && len(waiting) > 0 {
-			clear(waiting)
-			notify()
-		}
-	})
-	remaining := len(plan.Nodes)
-	for remaining > 0 {
-		for _, n := range plan.Nodes {
-			if started[n.Key] {
-				continue
-			}
-			ready, blockedBy := true, ""
-			// Sorted keys: a deterministic order.
-			//workflowcheck:ignore
-			for _, name := range slices.Sorted(maps.Keys(n.Inputs)) {
-				k := n.Inputs[name]
-				if _, bad := failures[k]; bad {
-					blockedBy = name
-					break
-				}
-				if _, ok := outputs[k]; !ok {
-					ready = false
-				}
-			}
-			if blockedBy != "" {
-				started[n.Key] = true
-				failures[n.Key] = "skipped: input " + blockedBy + " failed"
-				remaining--
-				continue
-			}
-			if !ready {
-				continue
-			}
-			started[n.Key] = true
-			node := n
-			nin := api.NodeInput{
-				Run: in.Run, Instance: in.Instance, Node: node.Key, Step: node.Steps[0], Params: node.Params,
-				Inputs: map[string]api.NodeOutput{}, Dataset: in.Dataset, Debug: in.Debug,
-			}
-			// Copied into a map: the order is never observed.
-			//workflowcheck:ignore
-			for name, k := range node.Inputs {
-				nin.Inputs[name] = outputs[k]
-			}
-			actx := activityOptions(ctx, q, specs.Catalog[node.Activity].Queue, in.Retries, in.Grading.Budget())
-			modelNode := specs.Catalog[node.Activity].Queue == specs.QueueLLM
-			var run func()
-			run = func() {
-				sel.AddFuture(workflow.ExecuteActivity(actx, node.Activity, nin), func(f workflow.Future) {
-					var out api.NodeOutput
-					err := f.Get(ctx, &out)
-					if err != nil && spendLimited(err) {
-						if !waiting[node.Key] {
-							waiting[node.Key] = true
-							notify()
-						}
-						d := spendWait(waits[node.Key])
-						waits[node.Key]++
-						tctx, wake := workflow.WithCancel(ctx)
-						wakes[node.Key] = wake
-						sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {
-							delete(wakes, node.Key)
-							run()
-						})
-						return
-					}
-					if waiting[node.Key] {
-						delete(waiting, node.Key)
-						notify()
-					}
-					if err != nil && lostWorker(err) && rounds[node.Key] < maxRounds {
-						// Every attempt ended with its worker gone: that says nothing about the node, so it
-						// gets a fresh set of attempts instead of failing the rows that need it.
-						rounds[node.Key]++
-						run()
-						return
-					}
-					if err != nil && infraVersion >= 1 && infraRounds[node.Key] < maxInfra {
-						// The endpoint's failure, not the model's: wait (as long as it asked, on a durable timer
-						// that a resume signal cuts short) and run the node again.
-						if d, ok := infraWait(err, infraRounds[node.Key], modelNode); ok {
-							workflow.GetLogger(ctx).Warn("waiting for the endpoint", "node", node.Key, "wait", d,
-								"error", describe(err))
-							infraRounds[node.Key]++
-							tctx, wake := workflow.WithCancel(ctx)
-							wakes[node.Key] = wake
-							sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {
-								delete(wakes, node.Key)
-								run()
-							})
-							return
-						}
-					}
-					if err != nil {
-						failures[node.Key] = describe(err)
-						failureKinds[node.Key] = failureKind(err, modelNode)
-						rootFailure[node.Key] = true
-						res.FailedSteps++
-					} else {
-						outputs[node.Key] = out
-					}
-					remaining--
-				})
-			}
-			run()
-		}
-		if remaining > 0 {
-			sel.Select(ctx)
-		}
-	}
+	waiting map[string]bool
+	waits   map[string]int
+	wakes   map[string]workflow.CancelFunc // cancels a waiting node's timer: it checks the cap at once
 
-	rows := make([]results.Row, 0, len(plan.Arms))
-	for _, arm := range plan.Arms {
-		row := results.Row{results.FieldInstance: in.Instance.ID, results.FieldMethod: arm.Method,
+	sel workflow.Selector
+}
+
+// nodeRun is what running one node again needs: the activity, its options and its input.
+type nodeRun struct {
+	key       string
+	activity  string
+	actx      workflow.Context
+	input     api.NodeInput
+	modelNode bool // the node calls a model (see failureKind)
+}
+
+// loadPlan reads the plan, cut down to in.Arms when set.
+func (s *issueState) loadPlan() error {
+	if err := workflow.ExecuteActivity(bookkeepingOptions(s.ctx, s.queues), api.LoadPlanName,
+		api.LoadPlanInput{Run: s.in.Run, Plan: s.in.Plan}).Get(s.ctx, &s.plan); err != nil {
+		return fmt.Errorf("instance %s: loading plan: %w", s.in.Instance.ID, err)
+	}
+	if len(s.in.Arms) > 0 {
+		s.plan = onlyArms(s.plan, s.in.Arms)
+	}
+	return nil
+}
+
+// prepare sets up the bookkeeping and the selector, which listens for the resume signal.
+func (s *issueState) prepare() {
+	s.outputs = map[string]api.NodeOutput{}
+	s.failures = map[string]string{}
+	s.rootFailure = map[string]bool{}
+	s.started = map[string]bool{}
+	s.rounds = map[string]int{}
+	s.infraRounds, s.failureKinds = map[string]int{}, map[string]string{}
+	s.maxInfra = maxInfraRounds
+	if s.in.InfraWaits != 0 {
+		s.maxInfra = max(s.in.InfraWaits, 0)
+	}
+	s.waiting, s.waits = map[string]bool{}, map[string]int{}
+	s.wakes = map[string]workflow.CancelFunc{}
+	s.sel = workflow.NewSelector(s.ctx)
+	s.sel.AddReceive(workflow.GetSignalChannel(s.ctx, ResumeSignal), s.onResume)
+	s.remaining = len(s.plan.Nodes)
+}
+
+// notifyParent tells the sweep how many of this issue's nodes wait for the spend cap.
+func (s *issueState) notifyParent() {
+	if parent := workflow.GetInfo(s.ctx).ParentWorkflowExecution; parent != nil {
+		workflow.SignalExternalWorkflow(s.ctx, parent.ID, "", PausedSignal,
+			IssuePaused{Instance: s.in.Instance.ID, Nodes: len(s.waiting)})
+	}
+}
+
+// onResume wakes every waiting node: it checks the cap (or the endpoint) at once.
+func (s *issueState) onResume(c workflow.ReceiveChannel, _ bool) {
+	c.Receive(s.ctx, nil)
+	// Sorted keys: a deterministic order.
+	//workflowcheck:ignore
+	for _, k := range slices.Sorted(maps.Keys(s.wakes)) {
+		s.wakes[k]()
+	}
+	// The sweep forgot this issue's pause when it forwarded the resume: every waiting node now checks the cap
+	// again, and one still over it says so again. Kept, the old set made the first node to pass report the
+	// others as paused, and a starter that had just raised the cap stopped at once.
+	if s.resumeVersion >= 1 && len(s.waiting) > 0 {
+		clear(s.waiting)
+		s.notifyParent()
+	}
+}
+
+// runNodes schedules nodes as their inputs become ready until every node is done, failed or skipped.
+func (s *issueState) runNodes() {
+	for s.remaining > 0 {
+		s.scheduleReady()
+		if s.remaining > 0 {
+			s.sel.Select(s.ctx)
+		}
+	}
+}
+
+// scheduleReady starts every node whose inputs are all done and skips every node with a failed input, in plan
+// order (a node skipped here blocks the nodes after it in the same pass).
+func (s *issueState) scheduleReady() {
+	for _, n := range s.plan.Nodes {
+		if s.started[n.Key] {
+			continue
+		}
+		ready, blockedBy := s.readiness(n)
+		if blockedBy != "" {
+			s.started[n.Key] = true
+			s.failures[n.Key] = "skipped: input " + blockedBy + " failed"
+			s.remaining--
+			continue
+		}
+		if !ready {
+			continue
+		}
+		s.started[n.Key] = true
+		s.execute(s.newRun(n))
+	}
+}
+
+// readiness reports whether all of a node's inputs are done, or else names its first failed input (inputs by name).
+func (s *issueState) readiness(n specs.Node) (ready bool, blockedBy string) {
+	ready = true
+	// Sorted keys: a deterministic order.
+	//workflowcheck:ignore
+	for _, name := range slices.Sorted(maps.Keys(n.Inputs)) {
+		k := n.Inputs[name]
+		if _, bad := s.failures[k]; bad {
+			return ready, name
+		}
+		if _, ok := s.outputs[k]; !ok {
+			ready = false
+		}
+	}
+	return ready, ""
+}
+
+// newRun builds a ready node's activity input from its inputs' outputs.
+func (s *issueState) newRun(n specs.Node) nodeRun {
+	nin := api.NodeInput{
+		Run: s.in.Run, Instance: s.in.Instance, Node: n.Key, Step: n.Steps[0], Params: n.Params,
+		Inputs: map[string]api.NodeOutput{}, Dataset: s.in.Dataset, Debug: s.in.Debug,
+	}
+	// Copied into a map: the order is never observed.
+	//workflowcheck:ignore
+	for name, k := range n.Inputs {
+		nin.Inputs[name] = s.outputs[k]
+	}
+	queue := specs.Catalog[n.Activity].Queue
+	return nodeRun{
+		key:       n.Key,
+		activity:  n.Activity,
+		actx:      activityOptions(s.ctx, s.queues, queue, s.in.Retries, s.in.Grading.Budget()),
+		input:     nin,
+		modelNode: queue == specs.QueueLLM,
+	}
+}
+
+// execute starts (or starts again) a node's activity; onDone handles how it ends.
+func (s *issueState) execute(r nodeRun) {
+	s.sel.AddFuture(workflow.ExecuteActivity(r.actx, r.activity, r.input), func(f workflow.Future) {
+		s.onDone(r, f)
+	})
+}
+
+// onDone handles a node's activity ending: it waits at the spend cap, runs again after losing its workers or
+// waits for the endpoint, or else the node is done or failed.
+func (s *issueState) onDone(r nodeRun, f workflow.Future) {
+	var out api.NodeOutput
+	err := f.Get(s.ctx, &out)
+	if err != nil && spendLimited(err) {
+		s.waitForSpend(r)
+		return
+	}
+	if s.waiting[r.key] {
+		delete(s.waiting, r.key)
+		s.notifyParent()
+	}
+	if err != nil && lostWorker(err) && s.rounds[r.key] < maxRounds {
+		// Every attempt ended with its worker gone: that says nothing about the node, so it gets a fresh set of
+		// attempts instead of failing the rows that need it.
+		s.rounds[r.key]++
+		s.execute(r)
+		return
+	}
+	if err != nil && s.waitForInfra(r, err) {
+		return
+	}
+	if err != nil {
+		s.onFailed(r, err)
+	} else {
+		s.outputs[r.key] = out
+	}
+	s.remaining--
+}
+
+// waitForSpend parks a node that stopped at the spend cap: the sweep learns it waits, and it runs again after a
+// growing wait or at a resume signal.
+func (s *issueState) waitForSpend(r nodeRun) {
+	if !s.waiting[r.key] {
+		s.waiting[r.key] = true
+		s.notifyParent()
+	}
+	d := spendWait(s.waits[r.key])
+	s.waits[r.key]++
+	s.executeAfter(r, d)
+}
+
+// waitForInfra reports whether a node's failure is the endpoint's, not the model's, with waits left: then the node
+// runs again after waiting as long as the endpoint asked (on a durable timer that a resume signal cuts short).
+func (s *issueState) waitForInfra(r nodeRun, err error) bool {
+	if s.infraVersion < 1 || s.infraRounds[r.key] >= s.maxInfra {
+		return false
+	}
+	d, ok := infraWait(err, s.infraRounds[r.key], r.modelNode)
+	if !ok {
+		return false
+	}
+	workflow.GetLogger(s.ctx).Warn("waiting for the endpoint", "node", r.key, "wait", d, "error", describe(err))
+	s.infraRounds[r.key]++
+	s.executeAfter(r, d)
+	return true
+}
+
+// executeAfter runs a node again when a timer of d fires, or at once when a resume signal cancels the timer.
+func (s *issueState) executeAfter(r nodeRun, d time.Duration) {
+	tctx, wake := workflow.WithCancel(s.ctx)
+	s.wakes[r.key] = wake
+	s.sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {
+		delete(s.wakes, r.key)
+		s.execute(r)
+	})
+}
+
+// onFailed records a node's own failure, which its rows report.
+func (s *issueState) onFailed(r nodeRun, err error) {
+	s.failures[r.key] = describe(err)
+	s.failureKinds[r.key] = failureKind(err, r.modelNode)
+	s.rootFailure[r.key] = true
+	s.res.FailedSteps++
+}
+
+// buildRows makes one row per arm from its nodes' row fragments, with the error of its first failed step.
+func (s *issueState) buildRows() []results.Row {
+	rows := make([]results.Row, 0, len(s.plan.Arms))
+	for _, arm := range s.plan.Arms {
+		row := results.Row{results.FieldInstance: s.in.Instance.ID, results.FieldMethod: arm.Method,
 			results.FieldModel: arm.Model}
 		for _, f := range results.Required {
 			if _, set := row[f]; !set {
@@ -216,30 +332,34 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 			}
 		}
 		merged := map[string]bool{}
-		for _, s := range arm.Steps {
+		for _, st := range arm.Steps {
 			// A borrowed step (its id namespaced, e.g. "anchor.context" in a baseline fitted to an anchor's
 			// budget) is another method's node: it must run first, and its failure fails this row, but its
 			// fields (model calls, cost, localization) describe that method's row, not this one.
-			if !merged[s.Key] && !borrowed(s.ID) {
-				merged[s.Key] = true
-				mergeRow(row, outputs[s.Key].Row)
+			if !merged[st.Key] && !borrowed(st.ID) {
+				merged[st.Key] = true
+				mergeRow(row, s.outputs[st.Key].Row)
 			}
-			if rootFailure[s.Key] && row[results.FieldError] == nil {
-				row[results.FieldError] = fmt.Sprintf("step %s: %s", s.ID, failures[s.Key])
-				if k := failureKinds[s.Key]; infraVersion >= 1 && k != "" {
+			if s.rootFailure[st.Key] && row[results.FieldError] == nil {
+				row[results.FieldError] = fmt.Sprintf("step %s: %s", st.ID, s.failures[st.Key])
+				if k := s.failureKinds[st.Key]; s.infraVersion >= 1 && k != "" {
 					row[ErrorKindField] = k
 				}
 			}
 		}
 		rows = append(rows, row)
 	}
+	return rows
+}
+
+// record appends the rows to the run's results.
+func (s *issueState) record(rows []results.Row) error {
 	var n int
-	if err := workflow.ExecuteActivity(bookkeepingOptions(ctx, q), api.RecordName,
-		api.RecordInput{Run: in.Run, Rows: rows}).Get(ctx, &n); err != nil {
-		return res, fmt.Errorf("instance %s: recording rows: %w", in.Instance.ID, err)
+	if err := workflow.ExecuteActivity(bookkeepingOptions(s.ctx, s.queues), api.RecordName,
+		api.RecordInput{Run: s.in.Run, Rows: rows}).Get(s.ctx, &n); err != nil {
+		return fmt.Errorf("instance %s: recording rows: %w", s.in.Instance.ID, err)
 	}
-	res.Rows = len(rows)
-	return res, nil
+	return nil
 }
 
 // onlyArms is the part of a plan that the given arms need: those arms, and their nodes with every node those read.
