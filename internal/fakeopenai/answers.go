@@ -7,52 +7,38 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"ctxlab/internal/offlinetask"
 )
 
-// DefaultAnswer answers from the prompt alone, deterministically, in the shapes a model uses (prose around a
-// numbered list, fenced JSON, a fenced diff):
+// DefaultAnswer answers from the prompt alone, deterministically, in the shapes a model uses, through the prompt
+// answer registered for the request's task with internal/offlinetask (the extension point the fake shares with the
+// offline stand-in), or "OK" when the task has none. The built-in answers are:
 //   - localize: the paths listed in the prompt, ranked by how many words of the path the issue text shares (ties
 //     keep prompt order), at most 10 (or the N of "at most N paths" in the prompt), those sharing none left out unless none share any (then the first 3);
 //   - evidence: a JSON plan of the identifiers in the issue text (CamelCase, snake_case, or followed by "("):
 //     a definition search for up to 8 of them and a callers search for the first 3;
-//   - patch: an empty ```diff fence (the fake cannot edit code);
-//   - anything else: "OK".
+//   - patch: an empty ```diff fence (the fake cannot edit code).
 //
 // The issue text is the part of the prompt between <issue> and </issue>, or under a heading or label "Issue", or
 // else every line of the prompt that is not a path.
 func DefaultAnswer(req ChatRequest) string {
-	prompt := req.Prompt()
-	switch req.Task() {
-	case "localize":
-		return localizeAnswer(prompt)
-	case "evidence":
-		return evidenceAnswer(prompt)
-	case "patch":
-		return "I cannot write a reliable patch from this context.\n\n```diff\n```\n"
+	if a, ok := offlinetask.Lookup(req.Task()); ok && a.FromPrompt != nil {
+		return a.FromPrompt(req.Prompt())
 	}
 	return "OK"
 }
 
-// guessTask reads the task from the wording of a prompt.
-func guessTask(prompt string) string {
-	low := strings.ToLower(prompt)
-	has := func(words ...string) bool {
-		for _, w := range words {
-			if strings.Contains(low, w) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case has("<<<<<<< search", "unified diff", "```diff", "git diff", "search/replace", "write a patch", "the patch"):
-		return "patch"
-	case has("search plan", "searches", "\"strings\""):
-		return "evidence"
-	case has("rank", "which files", "files to edit", "files to change", "file paths", "list of files", "most relevant files"):
-		return "localize"
-	}
-	return ""
+// The built-in tasks' prompt answers, and the wording that names each when a call has no task header. Registration
+// order is the order Guess tries them in: a prompt asking for a diff is a patch prompt even if it also says "rank".
+func init() {
+	offlinetask.Register("patch", offlinetask.Answerer{
+		FromPrompt: func(string) string { return "I cannot write a reliable patch from this context.\n\n```diff\n```\n" },
+		Markers:    []string{"<<<<<<< search", "unified diff", "```diff", "git diff", "search/replace", "write a patch", "the patch"}})
+	offlinetask.Register("evidence", offlinetask.Answerer{FromPrompt: evidenceAnswer,
+		Markers: []string{"search plan", "searches", "\"strings\""}})
+	offlinetask.Register("localize", offlinetask.Answerer{FromPrompt: localizeAnswer,
+		Markers: []string{"rank", "which files", "files to edit", "files to change", "file paths", "list of files", "most relevant files"}})
 }
 
 var (

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"ctxlab/internal/offlinetask"
 )
 
 // TaskHeader is the header ctxlab's openai provider names the task of a call in (llm.TaskHeader); without it the
@@ -94,12 +96,12 @@ func (r ChatRequest) Prompt() string {
 }
 
 // Task is the task the request is for: the X-Ctxlab-Task header when it came, else a guess from the prompt
-// ("localize", "evidence", "patch", or "" when none fits).
+// by the markers tasks register with internal/offlinetask ("localize", "evidence", "patch", or "" when none fits).
 func (r ChatRequest) Task() string {
 	if r.TaskName != "" {
 		return r.TaskName
 	}
-	return guessTask(r.Prompt())
+	return offlinetask.Guess(r.Prompt())
 }
 
 // Server is the fake endpoint. It is safe for concurrent use.

@@ -7,16 +7,18 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
+	"ctxlab/internal/offlinetask"
 )
 
 // Name is the model name the stand-in reports in responses.
 const Name = "offline-stand-in"
 
-// Provider is the offline stand-in as an llm.Provider. It answers a request by its Task, reading what it needs from
-// Request.Offline (a *LocalizeInput, *EvidenceInput or *PatchInput) instead of the prompt, and returns text in the
-// same formats the prompts ask a model for, so the activities parse its answers with the same code as a model's.
-// Usage counts the prompt and the answer with a tokenizer (what the call would have sent and received); the cost
-// is always zero. It is not a language model.
+// Provider is the offline stand-in as an llm.Provider. It answers a request by its Task through the task's input
+// answer registered with internal/offlinetask (the extension point it shares with the fake endpoint), reading what
+// it needs from Request.Offline (a *LocalizeInput, *EvidenceInput or *PatchInput for the built-in tasks) instead of
+// the prompt, and returns text in the same formats the prompts ask a model for, so the activities parse its answers
+// with the same code as a model's. Usage counts the prompt and the answer with a tokenizer (what the call would have
+// sent and received); the cost is always zero. It is not a language model.
 type Provider struct {
 	// Tokenizer counts usage (o200k_base when empty).
 	Tokenizer string
@@ -24,32 +26,52 @@ type Provider struct {
 
 var _ llm.Provider = Provider{}
 
+// The built-in tasks' input answers. Their prompt answers (for the fake endpoint) are registered by fakeopenai.
+func init() {
+	offlinetask.Register(llm.TaskLocalize, offlinetask.Answerer{FromInput: Answer(func(in *LocalizeInput, c offlinetask.Call) (string, error) {
+		return Localize(*in, c.Sample), nil
+	})})
+	offlinetask.Register(llm.TaskEvidence, offlinetask.Answerer{FromInput: Answer(func(in *EvidenceInput, _ offlinetask.Call) (string, error) {
+		return PlanEvidence(*in), nil
+	})})
+	offlinetask.Register(llm.TaskPatch, offlinetask.Answerer{FromInput: Answer(func(in *PatchInput, _ offlinetask.Call) (string, error) {
+		res, err := OraclePatch(in.Gold, in.Context)
+		if err != nil {
+			return "", err
+		}
+		return FormatPatch(res.Patch, in.Format)
+	})})
+}
+
+// Answer adapts a function of a task's own input type to an offlinetask input answer: a call without input, or
+// with input of another type, is an error naming the task, so the activity that forgot to attach its input learns
+// which one it was.
+func Answer[In any](answer func(in *In, c offlinetask.Call) (string, error)) func(offlinetask.Call) (string, error) {
+	return func(c offlinetask.Call) (string, error) {
+		if c.Input == nil {
+			return "", fmt.Errorf("the offline stand-in got a %q request without its offline input", c.Task)
+		}
+		in, ok := c.Input.(*In)
+		if !ok {
+			return "", fmt.Errorf("the offline stand-in cannot answer a %q request carrying %T (want %T)", c.Task, c.Input, in)
+		}
+		return answer(in, c)
+	}
+}
+
 // Complete answers one request.
 func (p Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return llm.Response{}, err
 	}
-	var text string
-	switch in := req.Offline.(type) {
-	case *LocalizeInput:
-		text = Localize(*in, req.Sample)
-	case *EvidenceInput:
-		text = PlanEvidence(*in)
-	case *PatchInput:
-		res, err := OraclePatch(in.Gold, in.Context)
-		if err != nil {
-			return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest, Msg: err.Error(), Err: err}
-		}
-		text, err = FormatPatch(res.Patch, in.Format)
-		if err != nil {
-			return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest, Msg: err.Error(), Err: err}
-		}
-	case nil:
+	answerer, ok := offlinetask.Lookup(req.Task)
+	if !ok || answerer.FromInput == nil {
 		return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest,
-			Msg: fmt.Sprintf("the offline stand-in got a %q request without its offline input", req.Task)}
-	default:
-		return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest,
-			Msg: fmt.Sprintf("the offline stand-in cannot answer a %q request carrying %T", req.Task, in)}
+			Msg: fmt.Sprintf("the offline stand-in cannot answer a %q request: no input answer is registered for it (offlinetask.Register)", req.Task)}
+	}
+	text, err := answerer.FromInput(offlinetask.Call{Task: req.Task, Input: req.Offline, Sample: req.Sample})
+	if err != nil {
+		return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest, Msg: err.Error(), Err: err}
 	}
 	tok := p.Tokenizer
 	if tok == "" {

@@ -1,0 +1,313 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"ctxlab/activities/inventory"
+	"ctxlab/activities/llm"
+	"ctxlab/activities/llm/offline"
+	"ctxlab/internal/fakeopenai"
+	"ctxlab/internal/offlinetask"
+	"ctxlab/jsonnet"
+	"ctxlab/specs"
+	"ctxlab/store/cas"
+)
+
+// This file is docs/adding-an-activity.md's worked example, performed: a rerank step that asks the model to reorder
+// one localization sample. Each block is what the doc tells you to write in the file named above it; here they are
+// registered for one test only (TestRerankExample), under the throwaway name rerank_example, so the walkthrough is
+// checked on every run without adding an activity to ctxlab.
+
+// --- specs/params.go: the params struct and its defaults ---
+
+// RerankParams are the rerank step's parameters; Model and Tokenizer are filled in by the plan.
+type RerankParams struct {
+	specs.ModelParams
+	// Keep is how many paths the reranked list keeps.
+	Keep int `json:"keep"`
+}
+
+// RerankDefaults are what a rerank step starts from before its params are decoded.
+var RerankDefaults = RerankParams{Keep: 3}
+
+// --- specs/catalog_cq2care.go: the catalog entry, inside init ---
+
+func registerRerankInfo() {
+	specs.Catalog["rerank_example"] = specs.ActivityInfo{ // in specs: register(specs.ActivityInfo{...})
+		Name: "rerank_example", Queue: specs.QueueLLM, Inputs: []string{"checkout", "sample"},
+		UsesModel: true, UsesTokenizer: true,
+		Params: reflect.TypeFor[RerankParams](), Defaults: RerankDefaults,
+		Summary: "the model reorders one localization sample, best first, and keeps params.keep paths"}
+}
+
+// --- activities/llm/offline/rerank.go: the offline answers, through the offlinetask extension point ---
+
+// TaskRerank names the model task (in activities/llm: beside TaskLocalize).
+const TaskRerank = "rerank_example"
+
+// RerankInput is what the offline stand-in reads instead of the prompt.
+type RerankInput struct {
+	Issue string
+	Paths []string
+	Keep  int
+}
+
+// rerankOffline puts first the paths that share a word with the issue, keeping their order otherwise, and answers with a
+// numbered list, as the prompt asks a model to.
+func rerankOffline(in RerankInput) string {
+	issue := inventory.Set(in.Issue)
+	shares := func(p string) bool {
+		for _, w := range inventory.Words(p) {
+			if issue[w] {
+				return true
+			}
+		}
+		return false
+	}
+	ranked := slices.Clone(in.Paths)
+	slices.SortStableFunc(ranked, func(a, b string) int {
+		switch sa, sb := shares(a), shares(b); {
+		case sa && !sb:
+			return -1
+		case sb && !sa:
+			return 1
+		}
+		return 0
+	})
+	var b strings.Builder
+	b.WriteString("Most relevant first:\n\n")
+	for i, p := range ranked[:min(in.Keep, len(ranked))] {
+		fmt.Fprintf(&b, "%d. `%s`\n", i+1, p)
+	}
+	return b.String()
+}
+
+// rerankFromPrompt is the fake endpoint's answer: it sees only the prompt, so it lists the "- path" lines the
+// prompt holds, in the order given.
+func rerankFromPrompt(prompt string) string {
+	var b strings.Builder
+	n := 0
+	for _, line := range strings.Split(prompt, "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
+			n++
+			fmt.Fprintf(&b, "%d. `%s`\n", n, p)
+		}
+	}
+	return b.String()
+}
+
+func registerRerankAnswers() (unregister func()) { // in package offline: func init() { offlinetask.Register(...) }
+	return offlinetask.Register(TaskRerank, offlinetask.Answerer{
+		FromInput: offline.Answer(func(in *RerankInput, _ offlinetask.Call) (string, error) {
+			return rerankOffline(*in), nil
+		}),
+		FromPrompt: rerankFromPrompt,
+	})
+}
+
+// --- activities/rerank.go: the implementation and its registration ---
+
+func registerRerankNode() { // in activities/rerank.go: func init() { registerNode("rerank", ...) }
+	registerNode("rerank_example", func(a *Activities) any { return a.Rerank })
+}
+
+// Rerank asks the model to reorder a localization sample (input sample) and keeps the best params.keep paths that
+// the repository holds. Its output is a Ranking, so trim and intersect read it as they read a localize sample.
+//
+// Prompt fields: .Issue, .Paths (the sample's paths), .Keep. Row fields: rerank_kept (how many paths it kept),
+// rerank_top_changed (whether the first path differs from the sample's), and the model call's usage.
+func (a *Activities) Rerank(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "rerank_example", func(ctx context.Context, j *job) (NodeOutput, error) {
+		p := RerankDefaults
+		inst, m, err := j.setup(ctx, &p)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		var sample Ranking
+		if err := j.loadJSON(ctx, "sample", &sample); err != nil {
+			return NodeOutput{}, err
+		}
+		msgs, err := renderPrompt(p.Prompt, in.Step, struct {
+			Issue string
+			Paths []string
+			Keep  int
+		}{inst.ProblemStatement, sample.Paths, p.Keep})
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		req := llm.Request{Task: TaskRerank, Messages: msgs, Sample: p.Sample,
+			Offline: &RerankInput{Issue: inst.ProblemStatement, Paths: sample.Paths, Keep: p.Keep}}
+		resp, row, err := j.callModel(ctx, p.ModelParams, req)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		rk := Ranking{Sample: p.Sample, Answer: resp.Text}
+		rk.Paths = llm.ParseRankedPaths(resp.Text, func(path string) bool { _, ok := m.Lookup(path); return ok })
+		rk.Paths = rk.Paths[:min(p.Keep, len(rk.Paths))]
+		ref, err := cas.PutJSON(ctx, j.store, rk)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		row["rerank_kept"] = len(rk.Paths)
+		row["rerank_top_changed"] = len(rk.Paths) > 0 && len(sample.Paths) > 0 && rk.Paths[0] != sample.Paths[0]
+		return NodeOutput{Ref: ref, Row: row}, nil
+	})
+}
+
+// --- jsonnet/lib/cq2care.libsonnet: the helper (here a local of the test's spec) ---
+
+const rerankSpec = `local ctxlab = import 'ctxlab.libsonnet';
+local c = ctxlab.cq2care;
+
+// rerank(id, sample, keep) reorders the localization sample in step sample; keep defaults to the catalog's.
+local rerank(id, sample, keep=null) =
+  ctxlab.step(id,
+              'rerank_example',
+              ctxlab.param_defaults('rerank_example', ['keep'])
+              + (if keep == null then {} else { keep: keep })
+              + { prompt: { user: 'Issue:\n{{.Issue}}\n\nRerank these paths, best first; keep {{.Keep}}:\n{{range .Paths}}- {{.}}\n{{end}}' } },
+              { checkout: 'checkout', sample: sample });
+
+ctxlab.experiment({
+  name: 'rerank_example',
+  dataset: ctxlab.datasets.demo,
+  models: [ctxlab.models.offline],
+  methods: [
+    ctxlab.method('cq2care_reranked',
+                  c.context(evidence=false),
+                  c.steps(evidence=false)[:2]  // inventory, localize0
+                  + [rerank('reranked', 'localize0', keep=KEEP),
+                     ctxlab.step('files', 'trim', { count: 2 }, { sample: 'reranked' })]),
+  ],
+})
+`
+
+// TestRerankExample performs the doc's steps on a throwaway kind: the spec using the helper compiles (and a mistyped
+// param of the new step is a spec error), the plan runs the new node on a demo instance with the offline model,
+// whose answer comes through the registered input answer, and the fake endpoint answers the same task through the
+// registered prompt answer.
+func TestRerankExample(t *testing.T) {
+	registerRerankInfo()
+	registerRerankNode()
+	t.Cleanup(registerRerankAnswers())
+	t.Cleanup(func() {
+		delete(specs.Catalog, "rerank_example")
+		delete(nodeActivities, "rerank_example")
+	})
+
+	dir := t.TempDir()
+	compile := func(keep string) (*specs.Experiment, error) {
+		path := filepath.Join(dir, "rerank.jsonnet")
+		if err := os.WriteFile(path, []byte(strings.Replace(rerankSpec, "KEEP", keep, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return jsonnet.Compile(path, jsonnet.Options{})
+	}
+	if _, err := compile("'three'"); err == nil || !strings.Contains(err.Error(), "rerank.jsonnet:21:") ||
+		!strings.Contains(err.Error(), "params.keep") {
+		t.Errorf("a string keep compiled (err %v), want a spec error naming rerank.jsonnet:21 and params.keep", err)
+	}
+	e, err := compile("4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f := newFixture(t)
+	outs := map[string]NodeOutput{}
+	var rerank, sample *NodeOutput
+	for _, n := range plan.Nodes {
+		inputs := map[string]NodeOutput{}
+		for name, k := range n.Inputs {
+			inputs[name] = outs[k]
+		}
+		in := NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key, Step: n.Steps[0], Params: n.Params,
+			Inputs: inputs, Dataset: f.dataset}
+		out := f.must(f.node2(n.Activity, in))
+		outs[n.Key] = out
+		switch n.Activity {
+		case "localize":
+			sample = &out
+		case "rerank_example":
+			rerank = &out
+		}
+		if n.Activity == "trim" { // the rest is the shared tail (patch, measure, grade)
+			break
+		}
+	}
+	if rerank == nil || sample == nil {
+		t.Fatalf("the plan ran no rerank_example or no localize node: %+v", plan.Nodes)
+	}
+	var before, after Ranking
+	mustLoad(t, f, sample.Ref, &before)
+	mustLoad(t, f, rerank.Ref, &after)
+	want := rerankOffline(RerankInput{Issue: f.rows[inst].ProblemStatement, Paths: before.Paths, Keep: 4})
+	if after.Answer != want {
+		t.Errorf("rerank answer %q, want the registered offline answer %q", after.Answer, want)
+	}
+	if len(after.Paths) != min(4, len(before.Paths)) || rerank.Row["rerank_kept"] != float64(len(after.Paths)) {
+		t.Errorf("kept %v (row %v) of %v", after.Paths, rerank.Row["rerank_kept"], before.Paths)
+	}
+	if rerank.Row["model_calls"] != 1.0 {
+		t.Errorf("row %v: want the model call's usage fields", rerank.Row)
+	}
+
+	// The fake endpoint answers the task, sent by name as the openai provider sends it, with the prompt answer.
+	srv := httptest.NewServer(fakeopenai.New())
+	defer srv.Close()
+	body := `{"model":"m","messages":[{"role":"user","content":"Rerank these paths:\n- b/z.go\n- a/y.go\n"}]}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set(fakeopenai.TaskHeader, TaskRerank)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var completion struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(raw, &completion); err != nil || len(completion.Choices) != 1 {
+		t.Fatalf("fake endpoint answered %s (%v)", raw, err)
+	}
+	if got := completion.Choices[0].Message.Content; got != "1. `b/z.go`\n2. `a/y.go`\n" {
+		t.Errorf("fake endpoint's rerank answer %q, want the registered prompt answer", got)
+	}
+}
+
+// node2 runs one node activity with a NodeInput the caller built.
+func (f *fixture) node2(activity string, in NodeInput) (NodeOutput, error) {
+	f.t.Helper()
+	v, err := f.env.ExecuteActivity(activity, in)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	var out NodeOutput
+	if err := v.Get(&out); err != nil {
+		f.t.Fatal(err)
+	}
+	return out, nil
+}
+
+func mustLoad(t *testing.T, f *fixture, ref cas.Ref, v any) {
+	t.Helper()
+	if err := cas.GetJSON(context.Background(), mustStore(t, f.a), ref, v); err != nil {
+		t.Fatal(err)
+	}
+}
