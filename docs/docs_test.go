@@ -174,7 +174,8 @@ type help struct {
 	worker   map[string]bool
 }
 
-var flagLineRe = regexp.MustCompile(`(?m)^\s+-([\w.-]+)`)
+// flagLineRe matches a flag line of a command's help: "  -J, --jpath DIR" or "      --runs string".
+var flagLineRe = regexp.MustCompile(`(?m)^\s+(?:-(\w), )?--([\w.-]+)`)
 
 func starterHelp(t *testing.T) help {
 	t.Helper()
@@ -193,7 +194,10 @@ func starterHelp(t *testing.T) help {
 		}
 		flags := map[string]bool{"h": true, "help": true}
 		for _, f := range flagLineRe.FindAllStringSubmatch(o.String()+e.String(), -1) {
-			flags[f[1]] = true
+			flags[f[2]] = true
+			if f[1] != "" {
+				flags[f[1]] = true
+			}
 		}
 		h.commands[name] = flags
 	}

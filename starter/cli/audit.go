@@ -22,13 +22,8 @@ import (
 )
 
 func init() {
-	commands["audit"] = func(args []string, stdout, stderr io.Writer) int {
-		o, err := parseAudit(args, stderr)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		return runAudit(o, stdout, stderr)
-	}
+	commands = append(commands, newCommand("audit", "every attempt of every activity of a run", parseAudit,
+		runAudit))
 }
 
 type auditOptions struct {
@@ -56,7 +51,7 @@ func parseAudit(args []string, stderr io.Writer) (auditOptions, error) {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter audit NAME [flags]\n       starter audit [NAME] --show REF\n\n"+
 			"Every attempt of every activity (node x issue) of runs/NAME, from the run folder's records.")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

@@ -77,7 +77,7 @@ func parseCompile(args []string, stderr io.Writer) (compileOptions, error) {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter compile SPEC [-J DIR] [--ext-str K=V] [--ext-str-file K=FILE] "+
 			"[--ext-code K=CODE] [--tla-str K=V] [--tla-code K=CODE]\n       starter compile --lib")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

@@ -124,8 +124,8 @@ func TestSpecFlagsInHelp(t *testing.T) {
 			t.Fatalf("%v -h: exit %d", cmd, code)
 		}
 		help := out.String() + errb.String()
-		for _, f := range []string{"-J DIR", "-jpath DIR", "-ext-str K=V", "-ext-str-file K=FILE", "-ext-code K=CODE",
-			"-tla-str K=V", "-tla-code K=CODE"} {
+		for _, f := range []string{"-J, --jpath DIR", "--ext-str K=V", "--ext-str-file K=FILE", "--ext-code K=CODE",
+			"--tla-str K=V", "--tla-code K=CODE"} {
 			if !strings.Contains(help, f) {
 				t.Errorf("%v -h does not list %s", cmd, f)
 			}

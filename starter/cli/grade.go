@@ -31,20 +31,10 @@ import (
 )
 
 func init() {
-	commands["grade"] = func(args []string, stdout, stderr io.Writer) int {
-		o, err := parseGrade(args, stderr)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		return gradePredictions(o, stdout, stderr)
-	}
-	commands["predictions"] = func(args []string, stdout, stderr io.Writer) int {
-		o, err := parsePredictions(args, stderr)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		return exportPredictions(o, stdout, stderr)
-	}
+	commands = append(commands, newCommand("grade", "grade SWE-bench predictions with ctxlab's grader", parseGrade,
+		gradePredictions))
+	commands = append(commands, newCommand("predictions", "export a run's patches as SWE-bench predictions", parsePredictions,
+		exportPredictions))
 }
 
 type gradeOptions struct {
@@ -74,7 +64,7 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	fs.StringVar(&o.grading.Executor, "executor", specs.DefaultExecutor, "local or docker")
 	fs.IntVar(&o.grading.Reruns, "reruns", 0, "re-run a failing grade up to N times (flake guard)")
 	fs.StringVar(&o.grading.Namespace, "namespace", "", "docker: image namespace (default swebench)")
-	fs.Var(&o.grading.TestCmd, "test-cmd", "test command replacing the default (test files are appended)")
+	fs.Var(&o.grading.TestCmd, "test-cmd", "test `COMMAND` replacing the default (test files are appended)")
 	fs.StringVar(&o.grading.LogParser, "log-parser", "", "gotest, pytest or unittest (default: from the command)")
 	fs.StringVar(&o.grading.GoProxy, "goproxy", "", "GOPROXY for downloading Go modules before the tests run offline (`URL`; {dataset_dir} is the dataset's folder; default: the worker's)")
 	fs.StringVar(&o.grading.Tests, "tests", "", "Python tests to run: files (the test patch's files, as the harness) or listed (exactly FAIL_TO_PASS and PASS_TO_PASS)")
@@ -82,7 +72,7 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	fs.StringVar(&o.grading.ModelTests, "model-tests", "", "the model patch's test files: drop (default; reset before the tests run) or keep")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter grade --dataset FILE --predictions FILE|gold|empty [flags]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -456,7 +446,7 @@ func parsePredictions(args []string, stderr io.Writer) (predictionsOptions, erro
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter predictions NAME [--runs DIR]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

@@ -22,18 +22,9 @@ import (
 	"ctxlab/specs"
 )
 
-func init() {
-	commands["images"] = func(args []string, stdout, stderr io.Writer) int {
-		if len(args) == 0 || args[0] != "build" {
-			return usageError(errors.New("usage: starter images build --dataset FILE|--spec SPEC [--base IMAGE] [--namespace NS]"), stderr)
-		}
-		o, err := parseImagesBuild(args[1:], stderr)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		return buildImages(o, stdout, stderr)
-	}
-}
+// imagesBuildCommand is starter images build.
+var imagesBuildCommand = newCommand("build", "build instance images for the docker executor", parseImagesBuild,
+	buildImages)
 
 type imagesBuildOptions struct {
 	dataset, base, namespace, repos, goproxy, docker string
@@ -64,9 +55,9 @@ func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, erro
 	fs.BoolVar(&o.rebuild, "rebuild", false, "rebuild images that exist already")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter images build --dataset FILE|--spec SPEC [--base IMAGE] [--namespace NS] [flags]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
-	rest, err := parseInterleaved(fs, args)
+	rest, set, err := parseFlags(fs, args)
 	if err != nil {
 		return o, err
 	}
@@ -76,8 +67,7 @@ func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, erro
 	if (o.dataset == "") == (o.spec == "") {
 		return o, errors.New("one of --dataset and --spec is required")
 	}
-	o.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	o.set = set
 	if *only != "" {
 		o.instances = map[string]bool{}
 		for _, id := range strings.Split(*only, ",") {

@@ -13,13 +13,8 @@ import (
 )
 
 func init() {
-	commands["predict"] = func(args []string, stdout, stderr io.Writer) int {
-		o, err := parsePredict(args, stderr)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		return runPredict(o, stdout, stderr)
-	}
+	commands = append(commands, newCommand("predict", "freeze a prediction of a method's resolve rate", parsePredict,
+		runPredict))
 }
 
 type predictOptions struct {
@@ -46,7 +41,7 @@ func parsePredict(args []string, stderr io.Writer) (predictOptions, error) {
 		fmt.Fprintln(stderr, "usage: starter predict NAME|RESULTS.jsonl --method M --fit M1,M2 [flags]\n\n"+
 			"Freezes a prediction of M's resolve rate into a file named by its SHA-256; starter report checks it\n"+
 			"against M's outcomes once they exist.")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

@@ -18,13 +18,8 @@ import (
 )
 
 func init() {
-	commands["report"] = func(args []string, stdout, stderr io.Writer) int {
-		o, err := parseReport(args, stderr)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		return runReport(o, stdout, stderr)
-	}
+	commands = append(commands, newCommand("report", "tables, statistics and figures of a run", parseReport,
+		runReport))
 }
 
 // specRecord is the file in a run folder that keeps the compiled spec of the last `starter run`, so a report knows
@@ -90,7 +85,7 @@ func parseReport(args []string, stderr io.Writer) (reportOptions, error) {
 	fs.BoolVar(&o.noFigures, "no-figures", false, "write tables only")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter report NAME|RESULTS.jsonl [flags]\n\nNAME is a run folder under --runs; a path to a results.jsonl works too.")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

@@ -79,7 +79,7 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	o.ui.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter run SPEC [flags]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

@@ -22,13 +22,8 @@ type serverOptions struct {
 }
 
 func init() {
-	commands["server"] = func(args []string, stdout, stderr io.Writer) int {
-		o, err := parseServer(args, stderr)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		return runServer(o, stderr)
-	}
+	commands = append(commands, newCommand("server", "run a standalone Temporal server on PostgreSQL", parseServer,
+		func(o serverOptions, _, stderr io.Writer) int { return runServer(o, stderr) }))
 }
 
 func parseServer(args []string, stderr io.Writer) (serverOptions, error) {
@@ -42,7 +37,7 @@ func parseServer(args []string, stderr io.Writer) (serverOptions, error) {
 	fs.StringVar(&o.logFile, "log", "temporal-server.log", "the server's log `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter server --db postgres://USER@HOST:PORT/DB [flags]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

@@ -22,13 +22,8 @@ import (
 )
 
 func init() {
-	commands["status"] = func(args []string, stdout, stderr io.Writer) int {
-		o, err := parseStatus(args, stderr)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		return runStatus(o, stdout, stderr)
-	}
+	commands = append(commands, newCommand("status", "where a run's sweep stands", parseStatus,
+		runStatus))
 }
 
 type statusOptions struct {
@@ -46,7 +41,7 @@ func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter status NAME [flags]\n\nReads runs/NAME's records only, so it works while "+
 			"a sweep runs (from another shell) and after one stopped.")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

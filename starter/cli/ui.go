@@ -81,7 +81,7 @@ func parseUI(args []string, stderr io.Writer) (uiOptions, error) {
 	fs.IntVar(&o.port, "ui-port", 0, "`PORT` of the Web UI on 127.0.0.1 (0: a free one)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter ui NAME [flags]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -161,11 +161,6 @@ func markViewer(runDir string) error {
 }
 
 func init() {
-	commands["ui"] = func(args []string, stdout, stderr io.Writer) int {
-		o, err := parseUI(args, stderr)
-		if err != nil {
-			return usageError(err, stderr)
-		}
-		return serveUI(o, stderr)
-	}
+	commands = append(commands, newCommand("ui", "serve the Temporal Web UI over a run's workflow histories", parseUI,
+		func(o uiOptions, _, stderr io.Writer) int { return serveUI(o, stderr) }))
 }

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Long flags take one dash or two, as Go's flag package took them, and a flag's value is never read as a flag.
+func TestParseSingleDashLongFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	o, err := parseStatus([]string{"-runs", "out", "n", "-json"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.runs != "out" || !o.json || o.name != "n" {
+		t.Errorf("status -runs out n -json: parsed %+v", o)
+	}
+	r, err := parseRun([]string{"-ext-str", "-runs=x", "s.jsonnet", "-J", "-lib", "-Jlib2", "--jpath=lib3",
+		"-infra-waits=-1"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ext["-runs"] != "x" || r.runs != "runs" {
+		t.Errorf("--ext-str -runs=x: ext %v, runs %q (a flag's value was read as a flag)", r.ext, r.runs)
+	}
+	if want := []string{"-lib", "lib2", "lib3"}; !slices.Equal(r.jpath, want) {
+		t.Errorf("jpath %q, want %q", r.jpath, want)
+	}
+	if r.spec != "s.jsonnet" || r.infraWaits != -1 {
+		t.Errorf("spec %q, infra-waits %d", r.spec, r.infraWaits)
+	}
+	if _, err := parseStatus([]string{"-rns", "out", "n"}, &stderr); err == nil {
+		t.Error("an unknown single-dash flag was accepted")
+	}
+}
+
+// Help writes flags as the README does (--name), and leaves out the flags that exist for tests only.
+func TestHelpListsDoubleDashFlagsWithoutTestOnes(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"run", "-h"}, &out, &errb); code != exitOK {
+		t.Fatalf("run -h: exit %d", code)
+	}
+	help := out.String() + errb.String()
+	for _, want := range []string{"usage: starter run SPEC", "      --runs string", "      --allow-errors",
+		"  -J, --jpath DIR"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("run -h lacks %q:\n%s", want, help)
+		}
+	}
+	for _, hidden := range testOnlyFlags {
+		if strings.Contains(help, hidden) {
+			t.Errorf("run -h lists the test-only flag --%s", hidden)
+		}
+	}
+	if strings.Contains(help, "(default [])") {
+		t.Errorf("run -h prints empty list defaults:\n%s", help)
+	}
+}
+
+func TestMainExitCodes(t *testing.T) {
+	cases := []struct {
+		args []string
+		want int
+	}{
+		{nil, exitUsage},
+		{[]string{"-h"}, exitOK},
+		{[]string{"--help"}, exitOK},
+		{[]string{"frobnicate"}, exitUsage},
+		{[]string{"status", "--bogus", "n"}, exitUsage},
+		{[]string{"status"}, exitUsage},
+		{[]string{"status", "--help"}, exitOK},
+		{[]string{"images"}, exitUsage},
+		{[]string{"images", "build", "-h"}, exitOK},
+		{[]string{"help", "report"}, exitOK},
+		{[]string{"help", "nope"}, exitUsage},
+		{[]string{"completion", "bash"}, exitOK},
+	}
+	for _, tc := range cases {
+		var out, errb bytes.Buffer
+		if code := Main(tc.args, &out, &errb); code != tc.want {
+			t.Errorf("starter %q: exit %d, want %d (stderr %q)", tc.args, code, tc.want, errb.String())
+		}
+	}
+}
+
+// The completion script is generated, and the completion of a command's flags lists its flags but not the
+// test-only ones.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		var out, errb bytes.Buffer
+		code := Main([]string{"completion", shell}, &out, &errb)
+		if code != exitOK || !strings.Contains(out.String(), "starter") {
+			t.Errorf("completion %s: exit %d, %d bytes, stderr %q", shell, code, out.Len(), errb.String())
+		}
+	}
+	complete := func(args ...string) []string {
+		var out, errb bytes.Buffer
+		if code := Main(append([]string{"__complete"}, args...), &out, &errb); code != exitOK {
+			t.Fatalf("__complete %q: exit %d: %s", args, code, errb.String())
+		}
+		var words []string
+		for _, line := range strings.Split(out.String(), "\n") {
+			if line != "" && !strings.HasPrefix(line, ":") {
+				word, _, _ := strings.Cut(line, "\t")
+				words = append(words, word)
+			}
+		}
+		return words
+	}
+	if got := complete("sta"); !slices.Equal(got, []string{"status"}) {
+		t.Errorf("sta<TAB> = %q, want status", got)
+	}
+	if got := complete("run", "s.jsonnet", "--ext-str"); !slices.Contains(got, "--ext-str-file") {
+		t.Errorf("run s.jsonnet --ext-str<TAB> = %q, want --ext-str-file among them", got)
+	}
+	if got := complete("images", "build", "--reb"); !slices.Equal(got, []string{"--rebuild"}) {
+		t.Errorf("images build --reb<TAB> = %q", got)
+	}
+	if got := complete("run", "--"); !slices.Contains(got, "--runs") || slices.Contains(got, "--infra-waits") {
+		t.Errorf("run --<TAB> = %q: want --runs, not --infra-waits", got)
+	}
+}
