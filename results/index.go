@@ -39,6 +39,15 @@ func indexFor(path string) *keyIndex {
 	return v.(*keyIndex)
 }
 
+// forget drops the index of path, for a change that rewrote the file under the lock (Repair, Remove): the next
+// Append reads it again rather than trusting keys that may have gone.
+func forget(path string) {
+	x := indexFor(path)
+	x.mu.Lock()
+	x.reset()
+	x.mu.Unlock()
+}
+
 func (x *keyIndex) reset() {
 	x.file, x.off, x.head, x.last, x.keys = nil, 0, nil, nil, nil
 }

@@ -1,13 +1,14 @@
 package results
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+
+	"ctxlab/internal/jsonl"
 )
 
 // Remove takes the rows that drop selects out of the results file, under the lock Append holds, and returns them:
@@ -24,23 +25,25 @@ func (s Store) Remove(drop func(Row) bool) ([]Row, error) {
 	defer unlock(f)
 	var kept bytes.Buffer
 	var removed []Row
-	sc := bufio.NewScanner(io.NewSectionReader(f, 0, 1<<62))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
+	_, err = jsonl.Scan(io.NewSectionReader(f, 0, 1<<62), jsonl.ReadPartial, func(_ int, line []byte) error {
 		var row Row
 		if json.Unmarshal(line, &row) == nil && row.String(FieldInstance) != "" && drop(row) {
 			removed = append(removed, row)
-			continue
+			return nil
 		}
 		kept.Write(line)
 		kept.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("results: reading %s: %w", s.Path, err)
 	}
 	if len(removed) == 0 {
 		return nil, nil
 	}
-	return removed, replaceFile(s.Path, kept.Bytes())
+	if err := replaceFile(s.Path, kept.Bytes()); err != nil {
+		return nil, err
+	}
+	forget(s.Path)
+	return removed, nil
 }

@@ -53,10 +53,7 @@ func (s Store) Repair() (Repaired, error) {
 	defer unlock(f)
 	rep, replaced, err := s.repair(f)
 	if rep.Changed() || replaced {
-		x := indexFor(s.Path)
-		x.mu.Lock()
-		x.reset()
-		x.mu.Unlock()
+		forget(s.Path)
 	}
 	return rep, err
 }
