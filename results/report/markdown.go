@@ -59,16 +59,18 @@ func (r *Report) Markdown() string {
 		"an error counts as neither). mean rho, mean epsilon, gold-line share, tokens, cost, loc F1: over the rows "+
 		"that carry the field. no gold shown %: rows with rho = 0 among rows with rho. fallback %: among rows that "+
 		"carry the field. – : no row carries the field.")
-	alt := "in the direction the data point (the side with more discordant wins, column better); this is half the " +
-		"two-sided exact p"
+	alt := "the alternative points the way the data do (the side with more discordant wins; the anchor on a tie), " +
+		"so p is half the two-sided exact p when the counts differ"
 	if r.Alternative == AltAnchor {
-		alt = "for \"the anchor resolves more\", fixed before looking at the data"
+		alt = "the alternative is always \"the anchor resolves more\", fixed before looking at the data"
 	}
 	section("Paired comparisons", "comparisons", fmt.Sprintf("Anchor: %s (%s). Pairs are the issues both methods "+
-		"have. only anchor / only method: discordant pairs. p one-sided: exact McNemar, P(X ≥ wins) with X ~ "+
-		"Binomial(discordant, 1/2), %s. p Holm: Holm's step-down adjustment over all comparisons of this report. "+
+		"have. only anchor / only method: discordant pairs. better: the side with more discordant wins; %s when "+
+		"the counts are equal (difference 0: no direction is claimed). The test is one-sided: one-sided H1 is the "+
+		"alternative tested (A > B: A resolves more); %s. p one-sided: exact McNemar, P(X ≥ wins of the H1 side) "+
+		"with X ~ Binomial(discordant, 1/2). p Holm: Holm's step-down adjustment over all comparisons of this report. "+
 		"sig: *** p < 0.001, ** p < 0.01, * p < 0.05 (Holm-adjusted); blank: not significant. diff pts: anchor − "+
-		"method on the paired issues, with its paired bootstrap interval.", r.Anchor, r.AnchorFrom, alt))
+		"method on the paired issues, with its paired bootstrap interval.", r.Anchor, r.AnchorFrom, NoDifference, alt))
 	section("Budget sweep", "budget", "Methods at several budgets: a row field budget_multiplier, or a name "+
 		"METHOD@0.5x; the plain METHOD is 1x when multiplied variants exist.")
 	var regNotes []string

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"ctxlab/results"
 	"ctxlab/results/stats"
@@ -20,6 +21,7 @@ const FieldBudgetMultiplier = "budget_multiplier"
 const (
 	// AltObserved tests in the direction the data point: the side with more discordant wins is the claimed better
 	// one (the paper states each result as "A beats B", with its one-sided p). Equal to half the two-sided exact p.
+	// A tie (equal discordant counts) claims no side: its p is still computed, and is at least 1/2.
 	AltObserved = "observed"
 	// AltAnchor always tests "the anchor resolves more", a direction fixed before looking at the data.
 	AltAnchor = "anchor"
@@ -99,8 +101,12 @@ type Comparison struct {
 	DiffCI  stats.Interval
 	// OnlyAnchor and OnlyMethod are the discordant pairs.
 	OnlyAnchor, OnlyMethod int
-	// Better is the side the one-sided test claims is better (Anchor or Method).
+	// Better is the side that resolved more of the discordant pairs (Anchor or Method); empty when they tie
+	// (OnlyAnchor == OnlyMethod): then no direction is claimed.
 	Better string
+	// Tested is the side the one-sided alternative hypothesis says is better: Better under AltObserved (the
+	// anchor on a tie), always the anchor under AltAnchor. P is the exact McNemar p of that alternative.
+	Tested string
 	P      float64
 	PHolm  float64
 	Stars  string
@@ -346,6 +352,11 @@ func assignBudgets(ms []MethodStats, g grouped) {
 		}
 		if len(vals) > 0 && slices.Min(vals) == slices.Max(vals) && vals[0] > 0 {
 			m.Multiplier = some(vals[0])
+			// baselines.fitted names a variant METHOD_x0_5 (the multiplier with "_" for "."): its base is METHOD.
+			suffix := "_x" + strings.ReplaceAll(strconv.FormatFloat(vals[0], 'g', -1, 64), ".", "_")
+			if base, ok := strings.CutSuffix(m.Method, suffix); ok && base != "" {
+				m.Base = base
+			}
 		}
 		if m.Multiplier.OK {
 			bases[m.Base] = true
@@ -420,10 +431,16 @@ func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap
 			c.DiffPts = c.AnchorPct - c.MethodPct
 			iv := boot("pair\x00"+r.Anchor+"\x00"+k.Method+"\x00"+model).PairedDiffCI(a, b, o.Level)
 			c.DiffCI = stats.Interval{Lo: 100 * iv.Lo, Hi: 100 * iv.Hi}
-			if o.Alternative == AltAnchor || c.OnlyAnchor >= c.OnlyMethod {
-				c.Better, c.P = r.Anchor, stats.McNemarExact(c.OnlyAnchor, c.OnlyMethod)
+			switch {
+			case c.OnlyAnchor > c.OnlyMethod:
+				c.Better = r.Anchor
+			case c.OnlyMethod > c.OnlyAnchor:
+				c.Better = k.Method
+			}
+			if o.Alternative == AltAnchor || c.Better != k.Method {
+				c.Tested, c.P = r.Anchor, stats.McNemarExact(c.OnlyAnchor, c.OnlyMethod)
 			} else {
-				c.Better, c.P = k.Method, stats.McNemarExact(c.OnlyMethod, c.OnlyAnchor)
+				c.Tested, c.P = k.Method, stats.McNemarExact(c.OnlyMethod, c.OnlyAnchor)
 			}
 			r.Comparisons = append(r.Comparisons, c)
 		}
@@ -446,9 +463,18 @@ func b2f(b bool) float64 {
 	return 0
 }
 
+// budget lists the budget points of every base method (per model) that ran at two or more multipliers: a single
+// point per method (every fitted method carries 1x) is no sweep.
 func (r *Report) budget(g grouped, boot func(string) stats.Bootstrap) {
+	type series struct{ base, model string }
+	mults := map[series][]float64{}
 	for _, m := range r.Methods {
-		if !m.Multiplier.OK {
+		if s := (series{m.Base, m.Model}); m.Multiplier.OK && !slices.Contains(mults[s], m.Multiplier.V) {
+			mults[s] = append(mults[s], m.Multiplier.V)
+		}
+	}
+	for _, m := range r.Methods {
+		if !m.Multiplier.OK || len(mults[series{m.Base, m.Model}]) < 2 {
 			continue
 		}
 		r.Budget = append(r.Budget, BudgetPoint{Base: m.Base, Model: m.Model, Method: m.Method,

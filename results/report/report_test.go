@@ -1,9 +1,12 @@
 package report
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,11 +64,11 @@ func TestHandComputedTable(t *testing.T) {
 		}
 	}
 	// Comparison rows; the diff interval is random, the rest is not.
-	cmpRow := regexp.MustCompile(`(?m)^\| m \| A \| B \| 6 \| 66\.7 \| 33\.3 \| \+33\.3 \| \[[-0-9.]+, [-0-9.]+\] \| 3 \| 1 \| A \| 0\.31[23] \| 0\.625 \|  \|$`)
+	cmpRow := regexp.MustCompile(`(?m)^\| m \| A \| B \| 6 \| 66\.7 \| 33\.3 \| \+33\.3 \| \[[-0-9.]+, [-0-9.]+\] \| 3 \| 1 \| A \| A > B \| 0\.31[23] \| 0\.625 \|  \|$`)
 	if !cmpRow.MatchString(md) {
 		t.Errorf("A vs B row wrong:\n%s", md)
 	}
-	cmpRow = regexp.MustCompile(`(?m)^\| m \| A \| C \| 3 \| 100\.0 \| 66\.7 \| \+33\.3 \| \[[-0-9.]+, [-0-9.]+\] \| 1 \| 0 \| A \| 0\.500 \| 0\.625 \|  \|$`)
+	cmpRow = regexp.MustCompile(`(?m)^\| m \| A \| C \| 3 \| 100\.0 \| 66\.7 \| \+33\.3 \| \[[-0-9.]+, [-0-9.]+\] \| 1 \| 0 \| A \| A > C \| 0\.500 \| 0\.625 \|  \|$`)
 	if !cmpRow.MatchString(md) {
 		t.Errorf("A vs C row wrong:\n%s", md)
 	}
@@ -75,7 +78,7 @@ func TestHandComputedTable(t *testing.T) {
 			csv = tb.CSV()
 		}
 	}
-	if !strings.Contains(csv, ",3,1,A,0.3125,0.625,\n") || !strings.Contains(csv, ",1,0,A,0.5,0.625,\n") {
+	if !strings.Contains(csv, ",3,1,A,A > B,0.3125,0.625,\n") || !strings.Contains(csv, ",1,0,A,A > C,0.5,0.625,\n") {
 		t.Errorf("comparisons CSV:\n%s", csv)
 	}
 }
@@ -84,12 +87,12 @@ func TestAnchorAndAlternative(t *testing.T) {
 	r := handReport(t, Options{Anchor: "B", AnchorFrom: "--anchor"})
 	// B vs A: only B 1, only A 3: observed direction favours A: p = P(X>=3 | 4) = 0.3125, better A.
 	c := r.Comparisons[0]
-	if c.Method != "A" || c.OnlyAnchor != 1 || c.OnlyMethod != 3 || c.Better != "A" || c.P != 0.3125 {
+	if c.Method != "A" || c.OnlyAnchor != 1 || c.OnlyMethod != 3 || c.Better != "A" || c.Tested != "A" || c.P != 0.3125 {
 		t.Errorf("observed alternative: %+v", c)
 	}
 	r = handReport(t, Options{Anchor: "B", Alternative: AltAnchor})
-	// Anchor direction: p = P(X>=1 | 4) = 15/16.
-	if c := r.Comparisons[0]; c.Better != "B" || c.P != 15.0/16 {
+	// Anchor direction: p = P(X>=1 | 4) = 15/16. The test is of "B > A", but the data favour A: better says so.
+	if c := r.Comparisons[0]; c.Better != "A" || c.Tested != "B" || c.Hypothesis() != "B > A" || c.P != 15.0/16 {
 		t.Errorf("anchor alternative: %+v", c)
 	}
 	rows, bad, _ := results.ReadFile(filepath.Join("testdata", "hand.jsonl"))
@@ -150,10 +153,106 @@ func TestBudgetMultipliers(t *testing.T) {
 			t.Errorf("budget point %+v", b)
 		}
 	}
-	if len(got) != 3 || got["bm25"] != 1 || got["bm25@0.5x"] != 0.5 || got["bm25_big"] != 2 {
-		t.Errorf("multipliers %v (cq2care must have none)", got)
+	// bm25_big's single 2x point is no sweep of its own.
+	if len(got) != 2 || got["bm25"] != 1 || got["bm25@0.5x"] != 0.5 {
+		t.Errorf("multipliers %v (cq2care and bm25_big must have none)", got)
 	}
 	if !strings.Contains(r.Markdown(), "## Budget sweep") {
 		t.Errorf("no budget section")
+	}
+}
+
+// outcomes builds rows of one model "m": for each method, resolved per instance i0, i1, ...
+func outcomes(methods map[string][]bool, extra map[string]map[string]any) []results.Row {
+	var rows []results.Row
+	for _, name := range slices.Sorted(maps.Keys(methods)) {
+		for i, v := range methods[name] {
+			r := results.Row{results.FieldInstance: fmt.Sprintf("i%d", i), results.FieldMethod: name,
+				results.FieldModel: "m", results.FieldResolved: v}
+			for k, x := range extra[name] {
+				r[k] = x
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// TestTiedComparisonClaimsNoDirection: equal discordant counts (0-0 and 2-2) claim no better side under either
+// alternative; a non-zero difference does.
+func TestTiedComparisonClaimsNoDirection(t *testing.T) {
+	rows := outcomes(map[string][]bool{
+		"anchor": {true, true, false, false, true, false},
+		"same":   {true, true, false, false, true, false}, // 0 discordant pairs
+		"swap":   {false, false, true, true, true, false}, // 2 only anchor, 2 only swap
+		"worse":  {false, true, false, false, true, false},
+	}, nil)
+	for _, alt := range []string{AltObserved, AltAnchor} {
+		r, err := Build(rows, nil, Options{Anchor: "anchor", Alternative: alt, Resamples: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := map[string]Comparison{}
+		for _, c := range r.Comparisons {
+			by[c.Method] = c
+		}
+		if c := by["same"]; c.Better != "" || c.BetterText() != NoDifference || c.P != 1 || c.DiffPts != 0 {
+			t.Errorf("%s: 0 discordant: %+v", alt, c)
+		}
+		if c := by["swap"]; c.OnlyAnchor != 2 || c.OnlyMethod != 2 || c.Better != "" || c.BetterText() != NoDifference {
+			t.Errorf("%s: 2-2 tie: %+v", alt, c)
+		}
+		if c := by["worse"]; c.Better != "anchor" || c.Hypothesis() != "anchor > worse" || c.P != 0.5 {
+			t.Errorf("%s: 1-0: %+v", alt, c)
+		}
+		md := r.Markdown()
+		for _, m := range []string{"same", "swap"} {
+			line := regexp.MustCompile(`(?m)^\| m \| anchor \| ` + m + ` \|.*$`).FindString(md)
+			if cells := strings.Split(strings.Trim(line, "| "), " | "); len(cells) < 11 || cells[10] != NoDifference {
+				t.Errorf("%s: tied row claims a direction: %q", alt, line)
+			}
+		}
+		if !strings.Contains(md, "The test is one-sided") {
+			t.Errorf("%s: report does not say the test is one-sided", alt)
+		}
+	}
+}
+
+// TestBudgetSweepOnlyWithSeveralBudgets: every method at a single 1x point (as every fitted method is) makes no
+// budget section, no budget table and no multiplier column; a base at several multipliers does, found by
+// NAME@0.5x or by the fitted baselines' NAME_x0_5 names.
+func TestBudgetSweepOnlyWithSeveralBudgets(t *testing.T) {
+	one := map[string]any{FieldBudgetMultiplier: 1.0}
+	res := []bool{true, false, true, true}
+	r, err := Build(outcomes(map[string][]bool{"cq2care": res, "bm25": res, "lingua": res},
+		map[string]map[string]any{"bm25": one, "lingua": one}), nil, Options{Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := r.Markdown()
+	if len(r.Budget) != 0 || strings.Contains(md, "Budget sweep") || strings.Contains(md, "budget x") {
+		t.Errorf("single 1x points made a budget sweep: %+v\n%s", r.Budget, md)
+	}
+	for _, tb := range r.Tables() {
+		if tb.Name == "budget" {
+			t.Errorf("budget table written for single points")
+		}
+	}
+	r, err = Build(outcomes(map[string][]bool{"cq2care": res, "bm25_function": res, "bm25_function_x0_5": res,
+		"bm25_function_x2": res, "lingua": res},
+		map[string]map[string]any{"bm25_function": one, "bm25_function_x0_5": {FieldBudgetMultiplier: 0.5},
+			"bm25_function_x2": {FieldBudgetMultiplier: 2.0}, "lingua": one}), nil, Options{Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range r.Budget {
+		got = append(got, fmt.Sprintf("%s@%g", b.Base, b.Multiplier))
+	}
+	if strings.Join(got, " ") != "bm25_function@0.5 bm25_function@1 bm25_function@2" {
+		t.Errorf("budget points %v", got)
+	}
+	if !strings.Contains(r.Markdown(), "## Budget sweep") {
+		t.Errorf("no budget section for a three-point sweep")
 	}
 }

@@ -57,10 +57,8 @@ func pval(p float64) cell {
 // Tables returns the report's tables in the order report.md shows them; empty ones are left out.
 func (r *Report) Tables() []Table {
 	var ts []Table
-	hasMult := false
-	for _, m := range r.Methods {
-		hasMult = hasMult || m.Multiplier.OK
-	}
+	// The multiplier column only matters when some method ran at several budgets.
+	hasMult := len(r.Budget) > 0
 	mt := Table{Name: "methods", Caption: fmt.Sprintf("Per method: resolve rate with %.0f%% issue-level bootstrap interval (%d resamples) and context metrics", 100*r.Level, r.Resamples),
 		Head: []string{"method", "model", "n", "errors", "resolved %", "95% CI", "applied %", "mean rho",
 			"mean epsilon", "gold-line share", "no gold shown %", "tokens mean", "tokens median", "cost/issue $",
@@ -83,17 +81,18 @@ func (r *Report) Tables() []Table {
 	if len(r.Comparisons) > 0 {
 		ct := Table{Name: "comparisons", Caption: fmt.Sprintf("Paired comparisons against the anchor %s: one-sided exact McNemar, Holm-adjusted over %d comparisons", r.Anchor, len(r.Comparisons)),
 			Head: []string{"model", "anchor", "method", "paired n", "anchor %", "method %", "diff pts", "95% CI",
-				"only anchor", "only method", "better", "p one-sided", "p Holm", "sig"}}
+				"only anchor", "only method", "better", "one-sided H1", "p one-sided", "p Holm", "sig"}}
 		for _, c := range r.Comparisons {
 			if c.Paired == 0 {
 				ct.rows = append(ct.rows, []cell{txt(c.Model), txt(c.Anchor), txt(c.Method), integer(0), txt(missing),
-					txt(missing), txt(missing), txt(missing), integer(0), integer(0), txt(missing), pval(math.NaN()),
+					txt(missing), txt(missing), txt(missing), integer(0), integer(0), txt(missing), txt(missing), pval(math.NaN()),
 					pval(math.NaN()), txt("")})
 				continue
 			}
 			ct.rows = append(ct.rows, []cell{txt(c.Model), txt(c.Anchor), txt(c.Method), integer(c.Paired),
 				num(c.AnchorPct, "%.1f"), num(c.MethodPct, "%.1f"), num(c.DiffPts, "%+.1f"), interval(c.DiffCI.Lo, c.DiffCI.Hi),
-				integer(c.OnlyAnchor), integer(c.OnlyMethod), txt(c.Better), pval(c.P), pval(c.PHolm), txt(c.Stars)})
+				integer(c.OnlyAnchor), integer(c.OnlyMethod), txt(c.BetterText()), txt(c.Hypothesis()), pval(c.P),
+				pval(c.PHolm), txt(c.Stars)})
 		}
 		ts = append(ts, ct)
 	}
@@ -147,6 +146,30 @@ func (r *Report) Tables() []Table {
 		ts = append(ts, pt)
 	}
 	return ts
+}
+
+// NoDifference is what a comparison claims when the discordant counts tie.
+const NoDifference = "no difference"
+
+// BetterText is the observed better side, or NoDifference on a tie: a direction is only claimed when the
+// discordant counts differ.
+func (c Comparison) BetterText() string {
+	if c.Better == "" {
+		return NoDifference
+	}
+	return c.Better
+}
+
+// Hypothesis is the one-sided alternative the p-value tests, as "A > B" (A resolves more).
+func (c Comparison) Hypothesis() string {
+	if c.Tested == "" {
+		return ""
+	}
+	other := c.Method
+	if c.Tested == c.Method {
+		other = c.Anchor
+	}
+	return c.Tested + " > " + other
 }
 
 // Markdown renders the table as a GitHub table.
@@ -232,7 +255,7 @@ func (t Table) LaTeX() string {
 }
 
 var textColumns = map[string]bool{"method": true, "model": true, "anchor": true, "base method": true, "term": true,
-	"fitted on": true, "better": true, "frozen at": true, "fit on": true, "inside PI": true, "file": true, "sig": true}
+	"fitted on": true, "better": true, "one-sided H1": true, "frozen at": true, "fit on": true, "inside PI": true, "file": true, "sig": true}
 
 var texReplacer = strings.NewReplacer(`\`, `\textbackslash{}`, `_`, `\_`, `%`, `\%`, `&`, `\&`, `#`, `\#`,
 	`$`, `\$`, `{`, `\{`, `}`, `\}`, `~`, `\textasciitilde{}`, `^`, `\textasciicircum{}`, "–", "--")
