@@ -71,6 +71,14 @@ func (r *Report) Markdown() string {
 		"with X ~ Binomial(discordant, 1/2). p Holm: Holm's step-down adjustment over all comparisons of this report. "+
 		"sig: *** p < 0.001, ** p < 0.01, * p < 0.05 (Holm-adjusted); blank: not significant. diff pts: anchor − "+
 		"method on the paired issues, with its paired bootstrap interval.", r.Anchor, r.AnchorFrom, NoDifference, alt))
+	var counts []string
+	for _, p := range r.Pairs {
+		counts = append(counts, fmt.Sprintf("%s vs %s: %d only %s, %d only %s", label(p.A, p.Model, r.models()),
+			p.B, len(p.OnlyA), p.A, len(p.OnlyB), p.B))
+	}
+	section("Disagreements", "disagreements", "One row per issue that exactly one method of a pair resolves, "+
+		"with both sides' rho, epsilon and context tokens: the discordant pairs behind each McNemar count ("+
+		strings.Join(counts, "; ")+"). Pairs where both methods agree on every issue have no rows.")
 	section("Budget sweep", "budget", "Methods at several budgets: a row field budget_multiplier, or a name "+
 		"METHOD@0.5x; the plain METHOD is 1x when multiplied variants exist.")
 	var regNotes []string
@@ -127,6 +135,15 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
+// models counts the report's models.
+func (r *Report) models() int {
+	seen := map[string]bool{}
+	for _, m := range r.Methods {
+		seen[m.Model] = true
+	}
+	return len(seen)
+}
+
 // Write writes report.md into dir and every table as CSV and LaTeX under dir/tables, and returns the paths.
 func (r *Report) Write(dir string) ([]string, error) {
 	tdir := filepath.Join(dir, "tables")
@@ -134,7 +151,7 @@ func (r *Report) Write(dir string) ([]string, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	// Tables of sections this report no longer has (a prediction file removed) must not linger.
-	for _, name := range []string{"methods", "comparisons", "budget", "regression", "calibration", "predictions"} {
+	for _, name := range []string{"methods", "comparisons", "disagreements", "budget", "regression", "calibration", "predictions"} {
 		for _, ext := range []string{".csv", ".tex"} {
 			_ = os.Remove(filepath.Join(tdir, name+ext))
 		}

@@ -46,6 +46,8 @@ type Options struct {
 	// Fit names the methods the regression is fitted on (empty: all); Features its features (empty: Default).
 	Fit      []string
 	Features []string
+	// Pairs are extra (A, B) method pairs whose disagreements are listed, besides each comparison's.
+	Pairs [][2]string
 	// Predictions are frozen predictions to check against the outcomes.
 	Predictions []Prediction
 }
@@ -133,6 +135,8 @@ type Report struct {
 	AnchorFrom    string
 	Alternative   string
 	Comparisons   []Comparison
+	// Pairs are the issues behind each comparison's discordant counts, then those of Options.Pairs.
+	Pairs  []Pair
 	Budget        []BudgetPoint
 	Regressions   []Regression
 	Checks        []PredictionCheck
@@ -184,6 +188,14 @@ func Build(rows []results.Row, bad []results.BadLine, o Options) (*Report, error
 	if err := r.compare(g, o, boot); err != nil {
 		return nil, err
 	}
+	for _, ab := range o.Pairs {
+		for _, m := range ab {
+			if !slices.ContainsFunc(g.keys, func(k results.Key) bool { return k.Method == m }) {
+				return nil, fmt.Errorf("report: pair %s,%s: method %q has no rows", ab[0], ab[1], m)
+			}
+		}
+	}
+	r.disagreements(rows, g, o.Pairs)
 	r.budget(g, boot)
 	r.Regressions = regressions(g, o)
 	r.Checks = checkPredictions(g, o.Predictions)

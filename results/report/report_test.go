@@ -256,3 +256,51 @@ func TestBudgetSweepOnlyWithSeveralBudgets(t *testing.T) {
 		t.Errorf("no budget section for a three-point sweep")
 	}
 }
+
+// TestDisagreementsMatchMcNemarCounts: the disagreement lists of every comparison hold exactly as many issues as
+// its discordant counts, each resolved by the side it is listed under, with both sides' metrics; an extra pair
+// (two non-anchor methods) is listed too, and its CSV has one line per issue.
+func TestDisagreementsMatchMcNemarCounts(t *testing.T) {
+	r := handReport(t, Options{Pairs: [][2]string{{"B", "C"}}})
+	if len(r.Pairs) != len(r.Comparisons)+1 {
+		t.Fatalf("%d pairs for %d comparisons + 1", len(r.Pairs), len(r.Comparisons))
+	}
+	for i, c := range r.Comparisons {
+		p := r.Pairs[i]
+		if p.A != c.Anchor || p.B != c.Method || len(p.OnlyA) != c.OnlyAnchor || len(p.OnlyB) != c.OnlyMethod {
+			t.Errorf("pair %s/%s: %d+%d listed, McNemar %d+%d", p.A, p.B, len(p.OnlyA), len(p.OnlyB), c.OnlyAnchor, c.OnlyMethod)
+		}
+	}
+	// By hand (see TestHandComputedTable): only A resolves i1 i3 i5, only B i6; A rho on i1 1, B rho 0.5.
+	ab := r.Pairs[0]
+	var onlyA []string
+	for _, d := range ab.OnlyA {
+		onlyA = append(onlyA, d.Instance)
+	}
+	if strings.Join(onlyA, " ") != "i1 i3 i5" || len(ab.OnlyB) != 1 || ab.OnlyB[0].Instance != "i6" ||
+		ab.OnlyB[0].ResolvedBy != "B" || ab.OnlyA[0].RhoA != some(1) || ab.OnlyA[0].RhoB != some(0.5) {
+		t.Errorf("A vs B disagreements %+v", ab)
+	}
+	// B vs C on i1..i3 (C's duplicate i3 row ignored): B resolves i2 only; C resolves i1, i3 (i2 is C's error row).
+	bc := r.Pairs[len(r.Pairs)-1]
+	if bc.A != "B" || bc.B != "C" || len(bc.OnlyA) != 1 || len(bc.OnlyB) != 2 {
+		t.Errorf("B vs C disagreements %+v", bc)
+	}
+	var csv string
+	for _, tb := range r.Tables() {
+		if tb.Name == "disagreements" {
+			csv = tb.CSV()
+		}
+	}
+	want := 1 + 4 + 1 + 3 // header, A-B, A-C, B-C
+	if got := strings.Count(csv, "\n"); got != want || !strings.Contains(csv, "m,A,B,i6,B,") {
+		t.Errorf("disagreements CSV has %d lines, want %d:\n%s", got, want, csv)
+	}
+	if !strings.Contains(r.Markdown(), "## Disagreements") {
+		t.Errorf("no disagreements section")
+	}
+	rows, bad, _ := results.ReadFile(filepath.Join("testdata", "hand.jsonl"))
+	if _, err := Build(rows, bad, Options{Pairs: [][2]string{{"A", "nope"}}}); err == nil {
+		t.Errorf("pair with an unknown method accepted")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -95,6 +96,22 @@ func (r *Report) Tables() []Table {
 				pval(c.PHolm), txt(c.Stars)})
 		}
 		ts = append(ts, ct)
+	}
+
+	if len(r.Pairs) > 0 {
+		dt := Table{Name: "disagreements", Caption: "Disagreements: the issues exactly one method of a pair resolves (the discordant pairs of its McNemar test)",
+			Head: []string{"model", "method A", "method B", "instance", "resolved by", "rho A", "rho B",
+				"epsilon A", "epsilon B", "tokens A", "tokens B"}}
+		for _, p := range r.Pairs {
+			for _, d := range append(slices.Clip(p.OnlyA), p.OnlyB...) {
+				dt.rows = append(dt.rows, []cell{txt(p.Model), txt(p.A), txt(p.B), txt(d.Instance), txt(d.ResolvedBy),
+					opt(d.RhoA, "%.3f"), opt(d.RhoB, "%.3f"), opt(d.EpsilonA, "%.3f"), opt(d.EpsilonB, "%.3f"),
+					opt(d.TokensA, "%.0f"), opt(d.TokensB, "%.0f")})
+			}
+		}
+		if len(dt.rows) > 0 {
+			ts = append(ts, dt)
+		}
 	}
 
 	if len(r.Budget) > 0 {
@@ -255,7 +272,7 @@ func (t Table) LaTeX() string {
 }
 
 var textColumns = map[string]bool{"method": true, "model": true, "anchor": true, "base method": true, "term": true,
-	"fitted on": true, "better": true, "one-sided H1": true, "frozen at": true, "fit on": true, "inside PI": true, "file": true, "sig": true}
+	"fitted on": true, "method A": true, "method B": true, "instance": true, "resolved by": true, "better": true, "one-sided H1": true, "frozen at": true, "fit on": true, "inside PI": true, "file": true, "sig": true}
 
 var texReplacer = strings.NewReplacer(`\`, `\textbackslash{}`, `_`, `\_`, `%`, `\%`, `&`, `\&`, `#`, `\#`,
 	`$`, `\$`, `{`, `\{`, `}`, `\}`, `~`, `\textasciitilde{}`, `^`, `\textasciicircum{}`, "–", "--")

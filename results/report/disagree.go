@@ -1,0 +1,103 @@
+package report
+
+import (
+	"slices"
+
+	"ctxlab/results"
+)
+
+// Disagreement is one issue that exactly one of two methods resolves: one discordant pair of their McNemar test,
+// with each side's context metrics.
+type Disagreement struct {
+	Instance string
+	// ResolvedBy is the method that resolved the issue (A or B of its Pair).
+	ResolvedBy         string
+	RhoA, RhoB         Value
+	TokensA, TokensB   Value
+	EpsilonA, EpsilonB Value
+}
+
+// Pair lists the issues behind the discordant counts of methods A and B under one model: OnlyA are the issues
+// only A resolves, OnlyB those only B resolves, each sorted by instance.
+type Pair struct {
+	Model, A, B  string
+	OnlyA, OnlyB []Disagreement
+}
+
+// Disagree pairs the rows of methods a and b of one model by instance and returns the issues exactly one of them
+// resolves. Rows of other methods or models are ignored; the first row of a (instance, method, model) counts.
+func Disagree(rows []results.Row, model, a, b string) Pair {
+	p := Pair{Model: model, A: a, B: b}
+	byA, byB := map[string]results.Row{}, map[string]results.Row{}
+	var order []string
+	for _, r := range rows {
+		if r.String(results.FieldModel) != model {
+			continue
+		}
+		inst := r.String(results.FieldInstance)
+		switch r.String(results.FieldMethod) {
+		case a:
+			if _, ok := byA[inst]; !ok {
+				byA[inst] = r
+				order = append(order, inst)
+			}
+		case b:
+			if _, ok := byB[inst]; !ok {
+				byB[inst] = r
+			}
+		}
+	}
+	slices.Sort(order)
+	for _, inst := range order {
+		ra, rb := byA[inst], byB[inst]
+		if rb == nil || resolved(ra) == resolved(rb) {
+			continue
+		}
+		d := Disagreement{Instance: inst, RhoA: field(ra, results.FieldRho), RhoB: field(rb, results.FieldRho),
+			TokensA: field(ra, results.FieldContextTokens), TokensB: field(rb, results.FieldContextTokens),
+			EpsilonA: field(ra, results.FieldEpsilon), EpsilonB: field(rb, results.FieldEpsilon)}
+		if resolved(ra) {
+			d.ResolvedBy = a
+			p.OnlyA = append(p.OnlyA, d)
+		} else {
+			d.ResolvedBy = b
+			p.OnlyB = append(p.OnlyB, d)
+		}
+	}
+	return p
+}
+
+func field(r results.Row, name string) Value {
+	if v, ok := r.Float(name); ok {
+		return some(v)
+	}
+	return Value{}
+}
+
+// disagreements fills r.Pairs: one per paired comparison (anchor against method), then the extra pairs asked
+// for, in that order, without repeats.
+func (r *Report) disagreements(rows []results.Row, g grouped, extra [][2]string) {
+	type id struct{ model, a, b string }
+	seen := map[id]bool{}
+	add := func(model, a, b string) {
+		if seen[id{model, a, b}] {
+			return
+		}
+		seen[id{model, a, b}] = true
+		r.Pairs = append(r.Pairs, Disagree(rows, model, a, b))
+	}
+	for _, c := range r.Comparisons {
+		if c.Paired > 0 {
+			add(c.Model, c.Anchor, c.Method)
+		}
+	}
+	for _, model := range g.models {
+		for _, ab := range extra {
+			_, okA := g.rows_[results.Key{Method: ab[0], Model: model}]
+			_, okB := g.rows_[results.Key{Method: ab[1], Model: model}]
+			if okA && okB {
+				add(model, ab[0], ab[1])
+			}
+		}
+	}
+}
