@@ -136,10 +136,10 @@ type Report struct {
 	Alternative   string
 	Comparisons   []Comparison
 	// Pairs are the issues behind each comparison's discordant counts, then those of Options.Pairs.
-	Pairs  []Pair
-	Budget        []BudgetPoint
-	Regressions   []Regression
-	Checks        []PredictionCheck
+	Pairs       []Pair
+	Budget      []BudgetPoint
+	Regressions []Regression
+	Checks      []PredictionCheck
 	// Figures are paths relative to the report's folder, filled in by whoever draws them.
 	Figures   []string
 	Resamples int
