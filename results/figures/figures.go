@@ -1,6 +1,7 @@
 // Package figures draws a report's figures with gonum.org/v1/plot, each as PNG and SVG: resolve rate with its
 // confidence interval per method, resolve rate against the budget multiplier when methods ran at several budgets,
-// and mean rho against mean epsilon per method. The points are the report's numbers, nothing else.
+// and mean rho against mean epsilon per method (with a caption naming the methods whose points coincide). The
+// points are the report's numbers, nothing else.
 package figures
 
 import (
@@ -10,10 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -21,6 +24,7 @@ import (
 )
 
 // Write draws every figure the report has data for into dir and returns the files written (PNG and SVG of each).
+// It records each drawn figure's caption in r.FigureCaptions, keyed by the figure's name (its file stem).
 func Write(r *report.Report, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("figures: %w", err)
@@ -38,26 +42,62 @@ func Write(r *report.Report, dir string) ([]string, error) {
 	}
 	for _, f := range []struct {
 		name string
-		draw func(*report.Report, func(string, string) string) (*plot.Plot, vg.Length, vg.Length, error)
+		draw func(*report.Report, func(string, string) string) (*figure, error)
 	}{{"resolve_ci", resolveCI}, {"budget_resolve", budgetResolve}, {"rho_epsilon", rhoEpsilon}} {
-		p, w, h, err := f.draw(r, label)
+		fig, err := f.draw(r, label)
 		if err != nil {
 			return files, fmt.Errorf("figures: %s: %w", f.name, err)
 		}
-		if p == nil {
+		if fig == nil {
 			_ = os.Remove(filepath.Join(dir, f.name+".png"))
 			_ = os.Remove(filepath.Join(dir, f.name+".svg"))
 			continue
 		}
-		for _, ext := range []string{".png", ".svg"} {
-			path := filepath.Join(dir, f.name+ext)
-			if err := p.Save(w, h, path); err != nil {
+		for _, ext := range []string{"png", "svg"} {
+			path := filepath.Join(dir, f.name+"."+ext)
+			if err := fig.save(path, ext); err != nil {
 				return files, fmt.Errorf("figures: %s: %w", path, err)
 			}
 			files = append(files, path)
 		}
+		if fig.caption != "" {
+			if r.FigureCaptions == nil {
+				r.FigureCaptions = map[string]string{}
+			}
+			r.FigureCaptions[f.name] = fig.caption
+		}
 	}
 	return files, nil
+}
+
+// figure is a drawing of a given size and its caption.
+type figure struct {
+	w, h    vg.Length
+	render  func(draw.Canvas)
+	caption string
+}
+
+func plotFigure(p *plot.Plot, w, h vg.Length) *figure {
+	return &figure{w: w, h: h, render: p.Draw}
+}
+
+func (f *figure) save(path, format string) (err error) {
+	c, err := draw.NewFormattedCanvas(f.w, f.h, format)
+	if err != nil {
+		return err
+	}
+	f.render(draw.New(c))
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	_, err = c.WriteTo(out)
+	return err
 }
 
 // points are XY points with asymmetric Y errors, as plotter.YErrorBars reads them.
@@ -67,9 +107,9 @@ type points struct {
 }
 
 // resolveCI: one point per (method, model) with its bootstrap interval.
-func resolveCI(r *report.Report, label func(string, string) string) (*plot.Plot, vg.Length, vg.Length, error) {
+func resolveCI(r *report.Report, label func(string, string) string) (*figure, error) {
 	if len(r.Methods) == 0 {
-		return nil, 0, 0, nil
+		return nil, nil
 	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Resolve rate with %.0f%% bootstrap interval (%d resamples)", 100*r.Level, r.Resamples)
@@ -84,12 +124,12 @@ func resolveCI(r *report.Report, label func(string, string) string) (*plot.Plot,
 	}
 	bars, err := plotter.NewYErrorBars(pts)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
 	bars.LineStyle.Width = vg.Points(1.2)
 	dots, err := plotter.NewScatter(pts.XYs)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
 	dots.GlyphStyle.Shape = draw.CircleGlyph{}
 	dots.GlyphStyle.Radius = vg.Points(3.5)
@@ -101,13 +141,13 @@ func resolveCI(r *report.Report, label func(string, string) string) (*plot.Plot,
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YTop
 	w := max(5*vg.Inch, vg.Length(len(names))*0.6*vg.Inch)
-	return p, w, 5 * vg.Inch, nil
+	return plotFigure(p, w, 5*vg.Inch), nil
 }
 
 // budgetResolve: resolve rate against the budget multiplier, one line per base method (and model).
-func budgetResolve(r *report.Report, label func(string, string) string) (*plot.Plot, vg.Length, vg.Length, error) {
+func budgetResolve(r *report.Report, label func(string, string) string) (*figure, error) {
 	if len(r.Budget) == 0 {
-		return nil, 0, 0, nil
+		return nil, nil
 	}
 	p := plot.New()
 	p.Title.Text = "Resolve rate by budget (multiples of the anchor's per-issue budget)"
@@ -149,78 +189,174 @@ func budgetResolve(r *report.Report, label func(string, string) string) (*plot.P
 		}
 		line, dots, err := plotter.NewLinePoints(pts.XYs)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, err
 		}
 		c := plotutil.Color(i)
 		line.Color, dots.Color = c, c
 		dots.Shape = plotutil.Shape(i)
 		bars, err := plotter.NewYErrorBars(pts)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, err
 		}
 		bars.Color = c
 		p.Add(line, dots, bars)
 		p.Legend.Add(label(s.base, s.model), line, dots)
 	}
-	return p, 6 * vg.Inch, 4 * vg.Inch, nil
+	return plotFigure(p, 6*vg.Inch, 4*vg.Inch), nil
 }
 
-// rhoEpsilon: each method's mean rho against its mean epsilon, labelled. Retrieval loses rho (left), compression
-// loses epsilon (down); whole files keep both (top right).
-func rhoEpsilon(r *report.Report, label func(string, string) string) (*plot.Plot, vg.Length, vg.Length, error) {
-	var xys plotter.XYs
-	var labels []string
+// rhoEpsilon: each method's mean rho against its mean epsilon. Retrieval loses rho (left), compression loses
+// epsilon (down); whole files keep both (top right). Methods with equal means (at the table's three decimals)
+// share one marker; each marker carries a number, placed where it overlaps no other number or marker, and the
+// legend beside the plot lists every method under its number and marker, with its resolve rate. The caption
+// names the methods that coincide.
+func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, error) {
+	type group struct {
+		rho, eps float64
+		members  []string // labels with resolved %
+		names    []string
+	}
+	var groups []*group
+	byMeans := map[string]*group{}
 	for _, m := range r.Methods {
 		if !m.MeanRho.OK || !m.MeanEpsilon.OK {
 			continue
 		}
-		xys = append(xys, plotter.XY{X: m.MeanRho.V, Y: m.MeanEpsilon.V})
-		labels = append(labels, fmt.Sprintf("%s %.0f%%", label(m.Method, m.Model), m.ResolvedPct))
+		k := fmt.Sprintf("%.3f %.3f", m.MeanRho.V, m.MeanEpsilon.V)
+		g := byMeans[k]
+		if g == nil {
+			g = &group{rho: m.MeanRho.V, eps: m.MeanEpsilon.V}
+			byMeans[k] = g
+			groups = append(groups, g)
+		}
+		name := label(m.Method, m.Model)
+		g.names = append(g.names, name)
+		g.members = append(g.members, fmt.Sprintf("%s  %.0f%%", name, m.ResolvedPct))
 	}
-	if len(xys) == 0 {
-		return nil, 0, 0, nil
+	if len(groups) == 0 {
+		return nil, nil
 	}
 	p := plot.New()
-	p.Title.Text = "Gold-file recall (rho) against verbatim rate (epsilon), per method; label: resolved %"
+	p.Title.Text = "Gold-file recall (rho) against verbatim rate (epsilon), per method"
 	p.Title.TextStyle.Font.Size = vg.Points(10)
 	p.X.Label.Text = "mean rho"
 	p.Y.Label.Text = "mean epsilon"
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -0.05, 1.15, -0.05, 1.1
-	dots, err := plotter.NewScatter(xys)
-	if err != nil {
-		return nil, 0, 0, err
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -0.05, 1.05, -0.05, 1.05
+	p.Add(plotter.NewGrid())
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(8)
+	const radius = 4
+	keyStyle := legend.TextStyle
+	var coincide []string
+	for i, g := range groups {
+		dots, err := plotter.NewScatter(plotter.XYs{{X: g.rho, Y: g.eps}})
+		if err != nil {
+			return nil, err
+		}
+		dots.GlyphStyle.Shape = plotutil.Shape(i)
+		dots.GlyphStyle.Color = plotutil.Color(i)
+		dots.GlyphStyle.Radius = vg.Points(radius)
+		p.Add(dots)
+		for _, m := range g.members {
+			legend.Add(fmt.Sprintf("%d  %s", i+1, m), dots)
+		}
+		if len(g.names) > 1 {
+			coincide = append(coincide, fmt.Sprintf("%s coincide at rho %.3f, epsilon %.3f (key %d)",
+				strings.Join(g.names, ", "), g.rho, g.eps, i+1))
+		}
 	}
-	dots.GlyphStyle.Shape = draw.CircleGlyph{}
-	dots.GlyphStyle.Radius = vg.Points(4)
-	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: placeLabels(xys), Labels: labels})
-	if err != nil {
-		return nil, 0, 0, err
+	caption := "Mean rho against mean epsilon per method. Each marker carries a number that keys the legend, " +
+		"which lists every method with its resolve rate; methods with equal means (to three decimals) share one " +
+		"marker and number."
+	if len(coincide) > 0 {
+		caption += " Coinciding: " + strings.Join(coincide, "; ") + "."
+	} else {
+		caption += " No two methods coincide."
 	}
-	lbl.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(-3)}
-	for i := range lbl.TextStyle {
-		lbl.TextStyle[i].Font.Size = vg.Points(8)
+
+	// The legend sits to the right of a square plot; the page grows to hold it.
+	var legendW vg.Length
+	for i, g := range groups {
+		for _, m := range g.members {
+			legendW = max(legendW, legend.TextStyle.Width(fmt.Sprintf("%d  %s", i+1, m)))
+		}
 	}
-	p.Add(plotter.NewGrid(), dots, lbl)
-	return p, 5 * vg.Inch, 5 * vg.Inch, nil
+	legendW += legend.ThumbnailWidth + 2*legend.TextStyle.Width(" ") + vg.Points(12)
+	plotW := 5 * vg.Inch
+	legendH := legend.Rectangle(draw.Canvas{}).Size().Y + vg.Points(24)
+	w, h := plotW+legendW, max(plotW, legendH)
+	render := func(c draw.Canvas) {
+		pc := draw.Crop(c, 0, -legendW, h-plotW, 0) // the plot's square, at the top left
+		p.Draw(pc)
+		dc := p.DataCanvas(pc)
+		xf, yf := p.Transforms(&dc)
+		markers := make([]vg.Point, len(groups))
+		keys := make([]string, len(groups))
+		for i, g := range groups {
+			markers[i] = vg.Point{X: xf(g.rho), Y: yf(g.eps)}
+			keys[i] = strconv.Itoa(i + 1)
+		}
+		boxes := placeKeys(markers, keys, keyStyle, vg.Points(radius), dc.Rectangle)
+		for i, b := range boxes {
+			at := b.Min.Sub(keyStyle.Rectangle(keys[i]).Min)
+			dc.FillText(keyStyle, at, keys[i])
+		}
+		legend.Draw(draw.Crop(c, plotW+vg.Points(6), 0, 0, -vg.Points(12)))
+	}
+	return &figure{w: w, h: h, render: render, caption: caption}, nil
 }
 
-// placeLabels puts each label at its point unless an earlier label is already there (in data units: the figure is
-// 1.2 units across 5 inches, and an 8-point line is about 0.035 units high); then it moves down one line at a time.
-func placeLabels(pts plotter.XYs) plotter.XYs {
-	const lineH, width = 0.035, 0.3
-	out := make(plotter.XYs, len(pts))
-	for i, p := range pts {
-		y := p.Y
-		for moved := true; moved; {
-			moved = false
-			for _, q := range out[:i] {
-				if math.Abs(q.X-p.X) < width && math.Abs(q.Y-y) < lineH {
-					y = q.Y - lineH
-					moved = true
+// placeKeys places each text next to its marker (a disc of the given radius) where its box overlaps no marker and
+// no text placed before it, and stays inside bounds: it tries eight directions at growing distances, and returns
+// the boxes in canvas units. A text that finds no free place in twelve rings goes to its marker's right.
+func placeKeys(markers []vg.Point, texts []string, sty text.Style, radius vg.Length, bounds vg.Rectangle) []vg.Rectangle {
+	markerBox := func(m vg.Point) vg.Rectangle {
+		return vg.Rectangle{Min: vg.Point{X: m.X - radius, Y: m.Y - radius}, Max: vg.Point{X: m.X + radius, Y: m.Y + radius}}
+	}
+	var taken []vg.Rectangle
+	for _, m := range markers {
+		taken = append(taken, markerBox(m))
+	}
+	free := func(b vg.Rectangle) bool {
+		if b.Min.X < bounds.Min.X || b.Min.Y < bounds.Min.Y || b.Max.X > bounds.Max.X || b.Max.Y > bounds.Max.Y {
+			return false
+		}
+		for _, t := range taken {
+			if overlap(b, t) {
+				return false
+			}
+		}
+		return true
+	}
+	gap := vg.Points(1.5)
+	out := make([]vg.Rectangle, len(markers))
+	for i, m := range markers {
+		size := sty.Rectangle(texts[i]).Size()
+		at := func(dx, dy, d vg.Length) vg.Rectangle {
+			// dx, dy in {-1, 0, 1}: which side of the marker, d the distance from its edge.
+			x := m.X - size.X/2 + dx*(radius+d+size.X/2)
+			y := m.Y - size.Y/2 + dy*(radius+d+size.Y/2)
+			return vg.Rectangle{Min: vg.Point{X: x, Y: y}, Max: vg.Point{X: x + size.X, Y: y + size.Y}}
+		}
+		placed := false
+		for ring := 0; ring < 12 && !placed; ring++ {
+			d := gap + vg.Length(ring)*size.Y
+			for _, dir := range [][2]vg.Length{{1, 0}, {1, 1}, {0, 1}, {-1, 1}, {-1, 0}, {-1, -1}, {0, -1}, {1, -1}} {
+				if b := at(dir[0], dir[1], d); free(b) {
+					out[i], placed = b, true
+					break
 				}
 			}
 		}
-		out[i] = plotter.XY{X: p.X, Y: y}
+		if !placed {
+			out[i] = at(1, 0, gap)
+		}
+		taken = append(taken, out[i])
 	}
 	return out
+}
+
+func overlap(a, b vg.Rectangle) bool {
+	return a.Min.X < b.Max.X && b.Min.X < a.Max.X && a.Min.Y < b.Max.Y && b.Min.Y < a.Max.Y
 }

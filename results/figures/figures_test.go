@@ -5,8 +5,12 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 
 	"ctxlab/results"
 	"ctxlab/results/report"
@@ -24,6 +28,7 @@ func TestWriteFigures(t *testing.T) {
 	add("bm25", 0.4, 1, true, false, false, true)
 	add("bm25@0.5x", 0.3, 1, false, false, false, true)
 	add("lingua", 0.9, 0.2, false, true, false, false)
+	add("bm25@2x", 0.9, 1, true, true, true, true)
 	r, err := report.Build(rows, nil, report.Options{Resamples: 500})
 	if err != nil {
 		t.Fatal(err)
@@ -51,9 +56,25 @@ func TestWriteFigures(t *testing.T) {
 		}
 	}
 	svg, _ := os.ReadFile(filepath.Join(dir, "resolve_ci.svg"))
-	for _, m := range []string{"cq2care", "bm25@0.5x", "lingua"} {
+	for _, m := range []string{"cq2care", "bm25@0.5x", "lingua", "bm25@2x"} {
 		if !strings.Contains(string(svg), m) {
 			t.Errorf("resolve_ci.svg lacks the label %s", m)
+		}
+	}
+	// cq2care and bm25@2x share their means: one marker, named as coinciding in the caption and in report.md.
+	caption := r.FigureCaptions["rho_epsilon"]
+	if !strings.Contains(caption, "Coinciding: cq2care, bm25@2x coincide at rho 0.900, epsilon 1.000") ||
+		strings.Contains(caption, "lingua,") {
+		t.Errorf("rho_epsilon caption: %q", caption)
+	}
+	r.Figures = []string{"figures/rho_epsilon.png"}
+	if !strings.Contains(r.Markdown(), caption) {
+		t.Errorf("report.md lacks the caption")
+	}
+	svg, _ = os.ReadFile(filepath.Join(dir, "rho_epsilon.svg"))
+	for _, m := range []string{"1  cq2care  75%", "1  bm25@2x  100%", "lingua"} {
+		if !strings.Contains(string(svg), m) {
+			t.Errorf("rho_epsilon.svg legend lacks %q", m)
 		}
 	}
 	// Without multipliers the budget figure is not drawn and a stale one is removed.
@@ -70,5 +91,43 @@ func TestWriteFigures(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "budget_resolve.png")); err == nil {
 		t.Errorf("stale budget figure left behind")
+	}
+}
+
+// TestPlaceKeysNoOverlap: keys of coinciding, crowded and edge points get boxes that overlap neither each other nor
+// any marker, and stay inside the data area.
+func TestPlaceKeysNoOverlap(t *testing.T) {
+	sty := plot.NewLegend().TextStyle
+	sty.Font.Size = vg.Points(8)
+	bounds := vg.Rectangle{Max: vg.Point{X: 300, Y: 300}}
+	var markers []vg.Point
+	var keys []string
+	for i := range 25 {
+		// A crowded row along the top edge 6 points apart, a few exactly on top of each other, and a corner.
+		x := 290 - vg.Length(6*(i%12))
+		if i%5 == 0 {
+			x = 290
+		}
+		markers = append(markers, vg.Point{X: x, Y: 296})
+		keys = append(keys, strconv.Itoa(i+1))
+	}
+	markers = append(markers, vg.Point{X: 0, Y: 0}, vg.Point{X: 150, Y: 150}, vg.Point{X: 152, Y: 151})
+	keys = append(keys, "26", "27", "28")
+	const radius = 4
+	boxes := placeKeys(markers, keys, sty, radius, bounds)
+	for i, a := range boxes {
+		if a.Min.X < 0 || a.Min.Y < 0 || a.Max.X > 300 || a.Max.Y > 300 || a.Size().X <= 0 {
+			t.Errorf("key %s box %v outside the data area", keys[i], a)
+		}
+		for j, b := range boxes[:i] {
+			if overlap(a, b) {
+				t.Errorf("keys %s and %s overlap: %v %v", keys[i], keys[j], a, b)
+			}
+		}
+		for j, m := range markers {
+			if overlap(a, vg.Rectangle{Min: vg.Point{X: m.X - radius, Y: m.Y - radius}, Max: vg.Point{X: m.X + radius, Y: m.Y + radius}}) {
+				t.Errorf("key %s covers marker %d", keys[i], j+1)
+			}
+		}
 	}
 }

@@ -123,7 +123,11 @@ func (r *Report) Markdown() string {
 		b.WriteString("## Figures\n\n")
 		for _, f := range r.Figures {
 			if strings.HasSuffix(f, ".png") {
-				fmt.Fprintf(&b, "![%s](%s)\n\n", strings.TrimSuffix(filepath.Base(f), ".png"), filepath.ToSlash(f))
+				stem := strings.TrimSuffix(filepath.Base(f), ".png")
+				fmt.Fprintf(&b, "![%s](%s)\n\n", stem, filepath.ToSlash(f))
+				if c := r.FigureCaptions[stem]; c != "" {
+					b.WriteString(c + "\n\n")
+				}
 			}
 		}
 		b.WriteString("Each figure is also an SVG next to its PNG.\n\n")

@@ -141,11 +141,13 @@ type Report struct {
 	Regressions []Regression
 	Checks      []PredictionCheck
 	// Figures are paths relative to the report's folder, filled in by whoever draws them.
-	Figures   []string
-	Resamples int
-	Seed      uint64
-	Level     float64
-	Notes     []string
+	Figures []string
+	// FigureCaptions are captions by figure name (file stem), filled in with Figures.
+	FigureCaptions map[string]string
+	Resamples      int
+	Seed           uint64
+	Level          float64
+	Notes          []string
 }
 
 // Build computes a report from rows (bad lines are only counted and listed).
