@@ -59,8 +59,8 @@ func (r *Report) Markdown() string {
 		"an error counts as neither). mean rho, mean epsilon, gold-line share, tokens, cost, loc F1: over the rows "+
 		"that carry the field. no gold shown %: rows with rho = 0 among rows with rho. fallback %: among rows that "+
 		"carry the field. – : no row carries the field.")
-	alt := "the alternative points the way the data do (the side with more discordant wins; the anchor on a tie), " +
-		"so p is half the two-sided exact p when the counts differ"
+	alt := "the alternative points the way the data do (the side with more discordant wins), so p is half the " +
+		"two-sided exact p; on a tie it points nowhere (–) and p, the same for either side, is at least 0.5"
 	if r.Alternative == AltAnchor {
 		alt = "the alternative is always \"the anchor resolves more\", fixed before looking at the data"
 	}
@@ -79,8 +79,9 @@ func (r *Report) Markdown() string {
 	section("Disagreements", "disagreements", "One row per issue that exactly one method of a pair resolves, "+
 		"with both sides' rho, epsilon and context tokens: the discordant pairs behind each McNemar count ("+
 		strings.Join(counts, "; ")+"). Pairs where both methods agree on every issue have no rows.")
-	section("Budget sweep", "budget", "Methods at several budgets: a row field budget_multiplier, or a name "+
-		"METHOD@0.5x; the plain METHOD is 1x when multiplied variants exist.")
+	section("Budget sweep", "budget", "Methods that ran at two or more budgets: the multiplier is the row field "+
+		"budget_multiplier or a name METHOD@0.5x; variants named METHOD_x0_5 (as the fitted baselines are) and "+
+		"METHOD@0.5x belong to METHOD, which is 1x. A method at a single budget is no sweep and is left out.")
 	var regNotes []string
 	for _, g := range r.Regressions {
 		s := fmt.Sprintf("%s: fitted on %s (%d rows", g.Model, strings.Join(g.Methods, ", "), g.N)

@@ -106,8 +106,9 @@ type Comparison struct {
 	// Better is the side that resolved more of the discordant pairs (Anchor or Method); empty when they tie
 	// (OnlyAnchor == OnlyMethod): then no direction is claimed.
 	Better string
-	// Tested is the side the one-sided alternative hypothesis says is better: Better under AltObserved (the
-	// anchor on a tie), always the anchor under AltAnchor. P is the exact McNemar p of that alternative.
+	// Tested is the side the one-sided alternative hypothesis says is better: Better under AltObserved (empty on a
+	// tie, whose p is the same for either side), always the anchor under AltAnchor. P is the exact McNemar p of
+	// that alternative.
 	Tested string
 	P      float64
 	PHolm  float64
@@ -451,10 +452,14 @@ func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap
 			case c.OnlyMethod > c.OnlyAnchor:
 				c.Better = k.Method
 			}
-			if o.Alternative == AltAnchor || c.Better != k.Method {
+			switch {
+			case o.Alternative == AltAnchor || c.Better == r.Anchor:
 				c.Tested, c.P = r.Anchor, stats.McNemarExact(c.OnlyAnchor, c.OnlyMethod)
-			} else {
+			case c.Better == k.Method:
 				c.Tested, c.P = k.Method, stats.McNemarExact(c.OnlyMethod, c.OnlyAnchor)
+			default:
+				// A tie under the observed alternative points nowhere; p is the same for either side.
+				c.P = stats.McNemarExact(c.OnlyAnchor, c.OnlyMethod)
 			}
 			r.Comparisons = append(r.Comparisons, c)
 		}

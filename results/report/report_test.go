@@ -199,8 +199,14 @@ func TestTiedComparisonClaimsNoDirection(t *testing.T) {
 		if c := by["same"]; c.Better != "" || c.BetterText() != NoDifference || c.P != 1 || c.DiffPts != 0 {
 			t.Errorf("%s: 0 discordant: %+v", alt, c)
 		}
-		if c := by["swap"]; c.OnlyAnchor != 2 || c.OnlyMethod != 2 || c.Better != "" || c.BetterText() != NoDifference {
+		if c := by["swap"]; c.OnlyAnchor != 2 || c.OnlyMethod != 2 || c.Better != "" || c.BetterText() != NoDifference ||
+			c.P != 11.0/16 {
 			t.Errorf("%s: 2-2 tie: %+v", alt, c)
+		}
+		// Only the anchor alternative, fixed in advance, names a side on a tie.
+		wantH1 := map[string]string{AltObserved: "", AltAnchor: "anchor > swap"}[alt]
+		if h := by["swap"].Hypothesis(); h != wantH1 {
+			t.Errorf("%s: tie's H1 %q, want %q", alt, h, wantH1)
 		}
 		if c := by["worse"]; c.Better != "anchor" || c.Hypothesis() != "anchor > worse" || c.P != 0.5 {
 			t.Errorf("%s: 1-0: %+v", alt, c)

@@ -90,9 +90,13 @@ func (r *Report) Tables() []Table {
 					pval(math.NaN()), txt("")})
 				continue
 			}
+			hyp := txt(c.Hypothesis())
+			if c.Tested == "" {
+				hyp = cell{missing, ""}
+			}
 			ct.rows = append(ct.rows, []cell{txt(c.Model), txt(c.Anchor), txt(c.Method), integer(c.Paired),
 				num(c.AnchorPct, "%.1f"), num(c.MethodPct, "%.1f"), num(c.DiffPts, "%+.1f"), interval(c.DiffCI.Lo, c.DiffCI.Hi),
-				integer(c.OnlyAnchor), integer(c.OnlyMethod), txt(c.BetterText()), txt(c.Hypothesis()), pval(c.P),
+				integer(c.OnlyAnchor), integer(c.OnlyMethod), txt(c.BetterText()), hyp, pval(c.P),
 				pval(c.PHolm), txt(c.Stars)})
 		}
 		ts = append(ts, ct)
