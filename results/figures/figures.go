@@ -246,6 +246,7 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 	legend := plot.NewLegend()
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(8)
+	legend.Padding = vg.Points(1.5)
 	const radius = 4
 	keyStyle := legend.TextStyle
 	var coincide []string

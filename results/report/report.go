@@ -149,6 +149,8 @@ type Report struct {
 	Seed           uint64
 	Level          float64
 	Notes          []string
+	// rows are the rows the report counted (the first of each duplicate), in file order: the HTML drill-down.
+	rows []results.Row
 }
 
 // Build computes a report from rows (bad lines are only counted and listed).
@@ -172,6 +174,7 @@ func Build(rows []results.Row, bad []results.BadLine, o Options) (*Report, error
 		Seed: o.Seed, Level: o.Level}
 	g := group(rows, o.Order)
 	r.Rows, r.Duplicates, r.Instances = g.rows, g.duplicates, len(g.instances)
+	r.rows = g.kept
 	if r.Duplicates > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d duplicate rows (same instance, method and model) were ignored; the first of each was kept.", r.Duplicates))
 	}
@@ -220,6 +223,7 @@ type grouped struct {
 	instances  map[string]bool
 	rows       int
 	duplicates int
+	kept       []results.Row
 }
 
 func group(rows []results.Row, order []results.Key) grouped {
@@ -234,6 +238,7 @@ func group(rows []results.Row, order []results.Key) grouped {
 		}
 		seen[id] = true
 		g.rows++
+		g.kept = append(g.kept, row)
 		g.instances[id.Instance] = true
 		k := results.Key{Method: id.Method, Model: id.Model}
 		if _, ok := g.rows_[k]; !ok {
