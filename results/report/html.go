@@ -49,10 +49,14 @@ const MaxLogChars = 20000
 // and a Content-Security-Policy forbids anything else) with the report's tables, its figures and a drill-down per
 // instance and method. Everything from rows and stored objects is escaped by html/template.
 func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
+	type cellView struct {
+		Text string
+		Left bool // a text column
+	}
 	type tableView struct {
 		Name, Caption string
-		Head          []string
-		Rows          [][]string
+		Head          []cellView
+		Rows          [][]cellView
 		Text          string
 	}
 	type refView struct {
@@ -106,11 +110,14 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 			"McNemar count.",
 	}
 	for _, t := range r.Tables() {
-		tv := tableView{Name: t.Name, Caption: t.Caption, Head: t.Head, Text: texts[t.Name]}
+		tv := tableView{Name: t.Name, Caption: t.Caption, Text: texts[t.Name]}
+		for _, h := range t.Head {
+			tv.Head = append(tv.Head, cellView{h, textColumns[h]})
+		}
 		for _, row := range t.rows {
-			cells := make([]string, len(row))
+			cells := make([]cellView, len(row))
 			for i, c := range row {
-				cells[i] = c.show
+				cells[i] = cellView{c.show, textColumns[t.Head[i]]}
 			}
 			tv.Rows = append(tv.Rows, cells)
 		}
@@ -182,6 +189,9 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// CountedRows are the rows the report counted: the first of each (instance, method, model), in file order.
+func (r *Report) CountedRows() []results.Row { return r.rows }
+
 func yesNo(row results.Row, f string) string {
 	v, ok := row.Bool(f)
 	switch {
@@ -218,7 +228,7 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <style>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em 2em; color: #1d1d1f; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-nav a { margin-right: 1em; }
+nav a { margin-right: 1em; } .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 13px; }
 th, td { border: 1px solid #d0d0d0; padding: 2px 7px; text-align: right; white-space: nowrap; }
 th { background: #f0f2f5; } td.t, th.t { text-align: left; }
@@ -243,10 +253,10 @@ code { font-size: 12px; } .meta { color: #555; }
 <section id="{{.Name}}">
 <h2>{{.Caption}}</h2>
 {{if .Text}}<p class="caption">{{.Text}}</p>{{end}}
-<table>
-<thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</tbody>
-</table>
+<div class="scroll"><table>
+<thead><tr>{{range .Head}}<th{{if .Left}} class="t"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td{{if .Left}} class="t"{{end}}>{{.Text}}</td>{{end}}</tr>{{end}}</tbody>
+</table></div>
 </section>
 {{end}}
 {{if .Figures}}

@@ -58,7 +58,7 @@ func TestHTMLEscapesRowsAndListsEverything(t *testing.T) {
 	}
 	// Every method is in the per-method table and every instance has its drill-down.
 	for _, m := range []string{"anchor", "other"} {
-		if !regexp.MustCompile(`<td>` + m + `</td>`).MatchString(html) {
+		if !regexp.MustCompile(`<td class="t">` + m + `</td>`).MatchString(html) {
 			t.Errorf("method %s not listed", m)
 		}
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,11 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"ctxlab/activities"
+	"ctxlab/activities/contexts"
 	"ctxlab/results"
 	"ctxlab/results/figures"
 	"ctxlab/results/report"
 	"ctxlab/results/stats"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 func init() {
@@ -45,6 +49,8 @@ func writeSpecRecord(runDir string, e *specs.Experiment) error {
 type reportOptions struct {
 	name        string
 	runs        string
+	store       string
+	pairs       listFlag
 	out         string
 	anchor      string
 	fit         listFlag
@@ -83,6 +89,9 @@ func parseReport(args []string, stderr io.Writer) (reportOptions, error) {
 	fs.IntVar(&o.resamples, "resamples", stats.DefaultResamples, "issue-level bootstrap resamples")
 	fs.Uint64Var(&o.seed, "seed", 1, "bootstrap seed (the same seed gives the same report)")
 	fs.BoolVar(&o.noFigures, "no-figures", false, "write tables only")
+	fs.Var(&o.pairs, "pair", "also list the disagreements of methods `A,B` (repeatable; every comparison's are listed)")
+	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store the run used, for report.html's "+
+		"drill-down: file:// or s3:// `URL`, or a folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter report NAME|RESULTS.jsonl [flags]\n\nNAME is a run folder under --runs; a path to a results.jsonl works too.")
 		printFlags(fs)
@@ -97,6 +106,9 @@ func parseReport(args []string, stderr io.Writer) (reportOptions, error) {
 	o.name = pos[0]
 	if o.alternative != report.AltObserved && o.alternative != report.AltAnchor {
 		return o, fmt.Errorf("report: --alternative %q: want observed or anchor", o.alternative)
+	}
+	if len(o.pairs)%2 != 0 {
+		return o, fmt.Errorf("report: --pair wants two methods, A,B")
 	}
 	if o.resamples < 100 {
 		return o, fmt.Errorf("report: --resamples %d: want at least 100", o.resamples)
@@ -157,6 +169,9 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 	}
 	opts := report.Options{Title: "Report: " + filepath.Base(dir), Source: file, Resamples: o.resamples, Seed: o.seed,
 		Alternative: o.alternative, Fit: o.fit, Features: o.features, Anchor: o.anchor, AnchorFrom: "--anchor"}
+	for i := 0; i+1 < len(o.pairs); i += 2 {
+		opts.Pairs = append(opts.Pairs, [2]string{o.pairs[i], o.pairs[i+1]})
+	}
 	e, err := readSpecRecord(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter report:", err)
@@ -221,6 +236,14 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	written = append(files, written...)
+	page, problems := writeReportHTML(rep, o, dir, out, e)
+	for _, p := range problems {
+		fmt.Fprintln(stderr, "starter report: report.html:", p)
+	}
+	if page == "" {
+		return exitFail
+	}
+	written = append(written, page)
 	for _, t := range rep.Tables() {
 		if t.Name == "methods" || t.Name == "comparisons" {
 			fmt.Fprintf(stdout, "%s\n\n%s\n", t.Caption, t.Markdown())
@@ -236,4 +259,150 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// writeReportHTML writes out/report.html: the report, its figures (the SVGs just drawn) and, per row, the stored
+// objects the run's records lead to. It returns the page's path ("" when it could not be written) and what could
+// not be read.
+func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *specs.Experiment) (string, []string) {
+	var problems []string
+	hopts := report.HTMLOptions{Run: filepath.Base(dir)}
+	if e != nil {
+		hopts.Run = e.Name
+	}
+	for _, f := range rep.Figures {
+		if !strings.HasSuffix(f, ".svg") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".svg")
+		hopts.Figures = append(hopts.Figures, report.Figure{Name: name, Caption: rep.FigureCaptions[name], SVG: b})
+	}
+	// A folder without a store is not a run folder (a results file alone): do not create one in it.
+	if st, err := os.Stat(filepath.Join(dir, "cas")); o.store != "" || (err == nil && st.IsDir()) {
+		store, err := cas.Open(context.Background(), o.store, hopts.Run, filepath.Join(dir, "cas"))
+		if err != nil {
+			problems = append(problems, err.Error())
+		} else {
+			var more []string
+			hopts.Details, more = reportDetails(context.Background(), dir, store, e, rep)
+			problems = append(problems, more...)
+			if d, ok := store.(*cas.Dir); ok {
+				hopts.Link = func(ref string) string {
+					h := strings.TrimPrefix(ref, "sha256:")
+					if len(h) < 3 {
+						return ""
+					}
+					rel, err := filepath.Rel(out, filepath.Join(d.Root(), h[:2], h[2:]))
+					if err != nil {
+						return ""
+					}
+					return filepath.ToSlash(rel)
+				}
+			}
+		}
+	}
+	page, err := rep.HTML(hopts)
+	if err == nil {
+		path := filepath.Join(out, "report.html")
+		if err = os.WriteFile(path, page, 0o644); err == nil {
+			return path, problems
+		}
+	}
+	return "", append(problems, err.Error())
+}
+
+// maxProblems bounds how many unreadable objects report.html's problems list names one by one.
+const maxProblems = 5
+
+// reportDetails reads, for every row of the report, the context its method's measure step read (its files), the
+// patch, and the grade step's test log: the plan of the recorded spec names each arm's nodes, and the run's node
+// records name the stored objects.
+func reportDetails(ctx context.Context, dir string, store cas.Store, e *specs.Experiment, rep *report.Report) (map[results.Key]report.Detail, []string) {
+	if e == nil {
+		return nil, []string{"no spec recorded in the run folder: no drill-down into stored objects"}
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("the recorded spec: %v", err)}
+	}
+	nodes := map[string]specs.Node{}
+	for _, n := range plan.Nodes {
+		nodes[n.Key] = n
+	}
+	type armNodes struct{ context, patch, grade string }
+	arms := map[results.Key]armNodes{}
+	for _, a := range plan.Arms {
+		var an armNodes
+		for _, s := range a.Steps {
+			switch n := nodes[s.Key]; n.Activity {
+			case "measure":
+				an.context, an.patch = n.Inputs["context"], n.Inputs["patch"]
+			case "grade":
+				an.grade = s.Key
+				if an.patch == "" {
+					an.patch = n.Inputs["patch"]
+				}
+			}
+		}
+		arms[results.Key{Method: a.Method, Model: a.Model}] = an
+	}
+	details := map[results.Key]report.Detail{}
+	unread := 0
+	var problems []string
+	note := func(d *report.Detail, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		d.Problems = append(d.Problems, msg)
+		if unread++; unread <= maxProblems {
+			problems = append(problems, msg)
+		}
+	}
+	get := func(d *report.Detail, what string, ref cas.Ref) []byte {
+		b, err := store.Get(ctx, ref)
+		if err != nil {
+			note(d, "%s %s: %v", what, ref, err)
+		}
+		return b
+	}
+	for _, row := range rep.CountedRows() {
+		id := row.Key()
+		an, ok := arms[results.Key{Method: id.Method, Model: id.Model}]
+		if !ok {
+			continue // a method of an earlier spec
+		}
+		var d report.Detail
+		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.context); ok && out.Ref != "" {
+			d.ContextRef = string(out.Ref)
+			var c contexts.Context
+			if b := get(&d, "context", out.Ref); b != nil {
+				if err := json.Unmarshal(b, &c); err != nil {
+					note(&d, "context %s: %v", out.Ref, err)
+				}
+				d.ContextFiles = c.Files()
+			}
+		}
+		patchRef := cas.Ref(row.String("patch_ref"))
+		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.patch); patchRef == "" && ok {
+			patchRef = out.Ref
+		}
+		if patchRef != "" {
+			d.PatchRef = string(patchRef)
+			d.Patch = string(get(&d, "patch", patchRef))
+		}
+		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.grade); ok && out.Ref != "" {
+			d.TestLogRef = string(out.Ref)
+			d.TestLog = string(get(&d, "test log", out.Ref))
+		}
+		if d.ContextRef != "" || d.PatchRef != "" || d.TestLogRef != "" {
+			details[id] = d
+		}
+	}
+	if unread > maxProblems {
+		problems = append(problems, fmt.Sprintf("and %d more objects could not be read", unread-maxProblems))
+	}
+	return details, problems
 }
