@@ -283,12 +283,12 @@ method for its context's files, its patch and its test log. A reference names a 
 <details class="arm">
 <summary>{{.Label}}: {{if .ResolvedOK}}resolved{{else}}not resolved{{end}}</summary>
 {{if .HasDetail}}
-<p>Context {{template "ref" .Context}}: {{len .Files}} files{{if .Files}}:{{end}}</p>
+<p>Context {{template "ref" .Context}}: files shown: {{len .Files}}</p>
 {{if .Files}}<ul>{{range .Files}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
-<p>Patch {{template "ref" .PatchRef}}</p>
-<pre>{{.Patch}}</pre>
-<p>Test log {{template "ref" .LogRef}}{{if .LogCut}} (its last {{len .Log}} bytes; {{.LogCut}} bytes before them are behind the reference){{end}}</p>
-<pre>{{.Log}}</pre>
+<p>Patch {{template "ref" .PatchRef}}{{if not .Patch}}: empty{{end}}</p>
+{{if .Patch}}<pre>{{.Patch}}</pre>{{end}}
+{{if .LogRef.Ref}}<p>Test log {{template "ref" .LogRef}}{{if .LogCut}} (its last {{len .Log}} bytes; {{.LogCut}} bytes before them are behind the reference){{end}}</p>
+<pre>{{.Log}}</pre>{{else}}<p>No test log: the tests did not run{{if .Status}} (grade: {{.Status}}){{end}}.</p>{{end}}
 {{else}}
 <p>No stored objects were found for this row{{if .PatchRef.Ref}}; patch {{template "ref" .PatchRef}}{{end}}.</p>
 {{end}}
