@@ -164,3 +164,17 @@ func TestReportHTMLInChromium(t *testing.T) {
 	headless(ctx, t, bin, url, "--screenshot="+shot)
 	checkScreenshot(t, shot)
 }
+
+func TestParseReportPairs(t *testing.T) {
+	var stderr bytes.Buffer
+	o, err := parseReport([]string{"demo", "--pair", "a,b", "--pair", "c,d", "--store", "elsewhere"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.pairs, ",") != "a,b,c,d" || o.store != "elsewhere" {
+		t.Errorf("parsed %+v", o)
+	}
+	if _, err := parseReport([]string{"demo", "--pair", "a,b,c"}, &stderr); err == nil {
+		t.Error("--pair with three methods accepted")
+	}
+}
