@@ -150,12 +150,14 @@ func budgetResolve(r *report.Report, label func(string, string) string) (*figure
 		return nil, nil
 	}
 	p := plot.New()
-	p.Title.Text = "Resolve rate by budget (multiples of the anchor's per-issue budget)"
-	p.X.Label.Text = "budget multiplier (log scale)"
+	p.Title.Text = "Resolve rate by budget multiplier"
+	p.X.Label.Text = "multiple of the anchor's per-issue budget (log scale)"
 	p.Y.Label.Text = "resolved %"
 	p.Y.Min, p.Y.Max = -3, 103 // room for the markers at 0 and 100
 	p.X.Scale = plot.LogScale{}
-	p.Legend.Top, p.Legend.Left = false, false
+	// Resolve rates grow with the budget, so the top left is where the curves are not.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(6)
 	type series struct{ base, model string }
 	var order []series
 	by := map[series]*points{}
@@ -283,7 +285,8 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 			legendW = max(legendW, legend.TextStyle.Width(fmt.Sprintf("%d  %s", i+1, m)))
 		}
 	}
-	legendW += legend.ThumbnailWidth + 2*legend.TextStyle.Width(" ") + vg.Points(12)
+	// Room to spare: a browser showing the SVG may substitute a wider font than the one measured here.
+	legendW = legendW*1.25 + legend.ThumbnailWidth + 2*legend.TextStyle.Width(" ") + vg.Points(12)
 	plotW := 5 * vg.Inch
 	legendH := legend.Rectangle(draw.Canvas{}).Size().Y + vg.Points(24)
 	w, h := plotW+legendW, max(plotW, legendH)

@@ -253,10 +253,10 @@ code { font-size: 12px; } .meta { color: #555; }
 <section id="{{.Name}}">
 <h2>{{.Caption}}</h2>
 {{if .Text}}<p class="caption">{{.Text}}</p>{{end}}
-<div class="scroll"><table>
+{{if gt (len .Rows) 30}}<details><summary>{{len .Rows}} rows</summary>{{end}}<div class="scroll"><table>
 <thead><tr>{{range .Head}}<th{{if .Left}} class="t"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
 <tbody>{{range .Rows}}<tr>{{range .}}<td{{if .Left}} class="t"{{end}}>{{.Text}}</td>{{end}}</tr>{{end}}</tbody>
-</table></div>
+</table></div>{{if gt (len .Rows) 30}}</details>{{end}}
 </section>
 {{end}}
 {{if .Figures}}
