@@ -87,7 +87,6 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 		Tables                      []tableView
 		Figures                     []figView
 		Instances                   []instView
-		Methods                     []string
 	}{Title: r.Title, Source: r.Source, Run: o.Run, Notes: r.Notes}
 	if view.Run == "" {
 		view.Run = "NAME"
@@ -95,7 +94,6 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 	nm := map[string]bool{}
 	for _, m := range r.Methods {
 		nm[m.Method] = true
-		view.Methods = append(view.Methods, label(m.Method, m.Model, r.models()))
 	}
 	view.Summary = fmt.Sprintf("%d rows, %d issues, %d methods, %d method × model arms.", r.Rows, r.Instances,
 		len(nm), len(r.Methods))
