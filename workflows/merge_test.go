@@ -38,7 +38,7 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 	// and patch: its row counts only its own patch call.
 	fitted := specs.Method{Name: "fitted", Steps: []specs.Step{step("checkout", "checkout", nil, nil)}}
 	for _, st := range full.Steps[:7] {
-		st.ID = "anchor." + st.ID
+		st.ID, st.Borrowed = "anchor."+st.ID, true
 		ins := map[string]string{}
 		for k, v := range st.Inputs {
 			ins[k] = "anchor." + v
@@ -61,9 +61,10 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	usage := map[string]map[string]any{
-		"localize": {"model_calls": 1, "prompt_tokens": 100, "completion_tokens": 10, "cost_usd": 0.25},
-		"patch":    {"model_calls": 1, "prompt_tokens": 1000, "completion_tokens": 50, "cost_usd": 1.5, "label": "patch"},
-		"assemble": {"label": "assemble", "files_selected": 2},
+		"localize":  {"model_calls": 1, "prompt_tokens": 100, "completion_tokens": 10, "cost_usd": 0.25},
+		"patch":     {"model_calls": 1, "prompt_tokens": 1000, "completion_tokens": 50, "cost_usd": 1.5},
+		"intersect": {"files_selected": 2},
+		"assemble":  {"files_shown": 3},
 	}
 	for name := range specs.Catalog {
 		name := name
@@ -95,14 +96,14 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 		outputs[n.Key] = jsonRoundTrip(t, api.NodeOutput{Row: usage[n.Activity]})
 	}
 	for i, arm := range plan.Arms {
-		got, ok := ArmRow("i-1", arm, outputs)
+		got, ok := ArmRow("i-1", *plan, arm, outputs)
 		if want := jsonRoundTrip(t, rows[i]); !ok || !reflect.DeepEqual(jsonRoundTrip(t, got), want) {
 			t.Errorf("ArmRow(%s) = %v, %v; the workflow recorded %v", arm.Method, got, ok, want)
 		}
 		last := arm.Steps[len(arm.Steps)-1].Key
 		kept := outputs[last]
 		delete(outputs, last)
-		if _, ok := ArmRow("i-1", arm, outputs); ok {
+		if _, ok := ArmRow("i-1", *plan, arm, outputs); ok {
 			t.Errorf("ArmRow(%s) built a row without its last step's output", arm.Method)
 		}
 		outputs[last] = kept
@@ -123,8 +124,8 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 				t.Errorf("%s: %s = %v, want %v (three samples and one patch)", r.String(results.FieldMethod), k, r[k], v)
 			}
 		}
-		if r["label"] != "patch" || r["files_selected"] != 2.0 {
-			t.Errorf("%s: other fields should keep the last step's value: %v", r.String(results.FieldMethod), r)
+		if r["files_selected"] != 2.0 || r["files_shown"] != 3.0 {
+			t.Errorf("%s: other fields should keep their step's value: %v", r.String(results.FieldMethod), r)
 		}
 	}
 }
