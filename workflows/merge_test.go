@@ -3,13 +3,21 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"ctxlab/activities/api"
+	"ctxlab/jsonnet"
 	"ctxlab/results"
 	"ctxlab/specs"
 )
@@ -142,4 +150,201 @@ func jsonRoundTrip[T any](t *testing.T, v T) T {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestBorrowedStepsByPlanMark: in a plan that marks borrowed steps, the mark alone decides (a step id with a "." of
+// the method's own counts, a marked one does not); a plan from before the mark falls back to the "." rule; and
+// cutting a plan down to some arms keeps its format.
+func TestBorrowedStepsByPlanMark(t *testing.T) {
+	usage := func(calls int) api.NodeOutput {
+		return api.NodeOutput{Row: map[string]any{"model_calls": calls, "cost_usd": float64(calls)}}
+	}
+	outputs := map[string]api.NodeOutput{"k-anchor": usage(1), "k-dotted": usage(10), "k-own": usage(100)}
+	arm := specs.Arm{Method: "m", Model: "offline", Steps: []specs.ArmStep{
+		{ID: "anchor.patch", Key: "k-anchor", Borrowed: true},
+		{ID: "fix.patch", Key: "k-dotted"}, // a dotted id of the method's own
+		{ID: "patch", Key: "k-own"},
+	}}
+	plan := specs.Plan{Format: specs.PlanFormatBorrowed, Arms: []specs.Arm{arm}, Nodes: []specs.Node{
+		{Key: "k-anchor", Activity: "patch"}, {Key: "k-dotted", Activity: "patch"}, {Key: "k-own", Activity: "patch"}}}
+	for _, tc := range []struct {
+		format int
+		want   float64
+	}{{specs.PlanFormatBorrowed, 110}, {0, 100}} {
+		plan.Format = tc.format
+		row, ok := ArmRow("i-1", plan, arm, outputs)
+		if got, _ := row.Float("model_calls"); !ok || got != tc.want {
+			t.Errorf("plan format %d: model_calls %v, want %v", tc.format, row["model_calls"], tc.want)
+		}
+	}
+	plan.Format = specs.PlanFormatBorrowed
+	if cut := onlyArms(plan, []results.Key{{Method: "m", Model: "offline"}}); cut.Format != plan.Format ||
+		len(cut.Arms) != 1 {
+		t.Errorf("onlyArms: format %d, %d arms; want format %d, 1 arm", cut.Format, len(cut.Arms), plan.Format)
+	}
+}
+
+// TestBuildPlanMarksTheDemosBorrowedSteps: the plan compiler marks the steps ctxlab.libsonnet namespaces from
+// another method, and they are exactly the demo's steps the "." rule took for borrowed, so the demo's rows do not
+// change with the rule.
+func TestBuildPlanMarksTheDemosBorrowedSteps(t *testing.T) {
+	e, err := jsonnet.Compile(filepath.Join("..", "specs", "demo.jsonnet"), jsonnet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Format != specs.PlanFormatBorrowed {
+		t.Errorf("plan format %d, want %d", plan.Format, specs.PlanFormatBorrowed)
+	}
+	marked := 0
+	for _, arm := range plan.Arms {
+		for _, st := range arm.Steps {
+			if st.Borrowed != strings.Contains(st.ID, ".") {
+				t.Errorf("%s: step %s borrowed=%v", arm.Method, st.ID, st.Borrowed)
+			}
+			if st.Borrowed {
+				marked++
+			}
+		}
+	}
+	if marked == 0 {
+		t.Error("no step of the demo is marked borrowed; its fitted baselines borrow the anchor's steps")
+	}
+}
+
+// TestReplacingContextResetsContextFields: a step whose activity replaces the context (compress over a retrieve)
+// resets every field the catalog marks Context before its own are merged, so the row shows none of the replaced
+// context's fields (and names each such field, null); a context step that does not replace (assemble over a
+// selection) keeps its selection's fields.
+func TestReplacingContextResetsContextFields(t *testing.T) {
+	outputs := map[string]api.NodeOutput{
+		"k-retrieve": {Row: map[string]any{"files_shown": 3, "chunks_shown": 5, "template_shown": true,
+			"budget_tokens": 100}},
+		"k-compress":  {Row: map[string]any{"files_shown": 2, "compress_rate": 0.5, "template_shown": false}},
+		"k-intersect": {Row: map[string]any{"files_selected": 2, "loc_f1": 0.5}},
+		"k-assemble":  {Row: map[string]any{"files_shown": 2, "assembled_tokens": 40}},
+	}
+	plan := specs.Plan{Format: specs.PlanFormatBorrowed, Nodes: []specs.Node{
+		{Key: "k-retrieve", Activity: "retrieve"}, {Key: "k-compress", Activity: "compress"},
+		{Key: "k-intersect", Activity: "intersect"}, {Key: "k-assemble", Activity: "assemble"}}}
+	compressed := specs.Arm{Method: "compressed", Steps: []specs.ArmStep{{ID: "source", Key: "k-retrieve"},
+		{ID: "context", Key: "k-compress"}}}
+	row, _ := ArmRow("i-1", plan, compressed, outputs)
+	want := map[string]any{"files_shown": 2, "compress_rate": 0.5, "template_shown": false, "chunks_shown": nil,
+		"budget_tokens": nil}
+	for k, v := range want {
+		if row[k] != v {
+			t.Errorf("compressed: %s = %v, want %v", k, row[k], v)
+		}
+	}
+	resets := specs.ContextResetFields()
+	for _, k := range resets {
+		if _, named := row[k]; !named {
+			t.Errorf("compressed: context field %s is not named in the row: %v", k, row)
+		}
+	}
+	if len(resets) < 20 || !slices.Contains(resets, "loc_f1") || slices.Contains(resets, "files_shown") {
+		t.Errorf("context fields %v", resets)
+	}
+	assembled := specs.Arm{Method: "assembled", Steps: []specs.ArmStep{{ID: "files", Key: "k-intersect"},
+		{ID: "context", Key: "k-assemble"}}}
+	row, _ = ArmRow("i-1", plan, assembled, outputs)
+	if row["files_selected"] != 2 || row["loc_f1"] != 0.5 || row["files_shown"] != 2 {
+		t.Errorf("assembled: %v keeps its selection's fields", row)
+	}
+	if _, named := row["compress_rate"]; named {
+		t.Errorf("assembled: %v names fields of a context it did not replace", row)
+	}
+}
+
+// TestSavedHistoriesBuildTheirRows: from each saved Issue history (made by code that predates the fields'
+// declarations and the borrowed mark), the plan and node outputs it recorded build, with today's row builder, the
+// very rows it recorded (those without an error; ArmRow builds only rows whose steps all succeeded).
+func TestSavedHistoriesBuildTheirRows(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "histories", "issue-*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("saved issue histories: %v %v", files, err)
+	}
+	dc := converter.GetDefaultDataConverter()
+	compared := 0
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var instance string
+		var plan specs.Plan
+		var recorded []results.Row
+		outputs := map[string]api.NodeOutput{}
+		scheduled := map[int64]*historypb.HistoryEvent{}
+		for _, ev := range h.GetEvents() {
+			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+				var in IssueInput
+				if err := dc.FromPayloads(a.GetInput(), &in); err != nil {
+					t.Fatalf("%s: issue input: %v", file, err)
+				}
+				instance = in.Instance.ID
+			}
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+				scheduled[ev.GetEventId()] = ev
+				if a.GetActivityType().GetName() == api.RecordName {
+					var in api.RecordInput
+					if err := dc.FromPayloads(a.GetInput(), &in); err != nil {
+						t.Fatalf("%s: record input: %v", file, err)
+					}
+					recorded = append(recorded, in.Rows...)
+				}
+			}
+			a := ev.GetActivityTaskCompletedEventAttributes()
+			if a == nil {
+				continue
+			}
+			sa := scheduled[a.GetScheduledEventId()].GetActivityTaskScheduledEventAttributes()
+			switch name := sa.GetActivityType().GetName(); {
+			case name == api.LoadPlanName:
+				if err := dc.FromPayloads(a.GetResult(), &plan); err != nil {
+					t.Fatalf("%s: plan: %v", file, err)
+				}
+			case specs.Catalog[name].Name == name:
+				var in api.NodeInput
+				var out api.NodeOutput
+				if err := dc.FromPayloads(sa.GetInput(), &in); err != nil {
+					t.Fatalf("%s: %s input: %v", file, name, err)
+				}
+				if err := dc.FromPayloads(a.GetResult(), &out); err != nil {
+					t.Fatalf("%s: %s output: %v", file, name, err)
+				}
+				outputs[in.Node] = out
+			}
+		}
+		if plan.Format != 0 {
+			t.Errorf("%s: plan format %d; these histories predate the borrowed mark", file, plan.Format)
+		}
+		byKey := map[results.Key]results.Row{}
+		for _, r := range recorded {
+			byKey[r.Key()] = r
+		}
+		for _, arm := range plan.Arms {
+			want, has := byKey[results.Key{Instance: instance, Method: arm.Method, Model: arm.Model}]
+			if !has || want[results.FieldError] != nil {
+				continue
+			}
+			got, ok := ArmRow(instance, plan, arm, outputs)
+			if !ok || !reflect.DeepEqual(jsonRoundTrip(t, got), jsonRoundTrip(t, want)) {
+				t.Errorf("%s: %s: built %v, recorded %v", file, arm.Method, got, want)
+			}
+			compared++
+		}
+	}
+	if compared < 3 {
+		t.Errorf("compared %d rows; the histories hold more", compared)
+	}
 }
