@@ -20,7 +20,7 @@ import (
 // TestEveryActivityEmitsOnlyDeclaredFields runs the demo spec's whole plan (all its methods, so every activity of
 // the catalog) on a demo instance with the real activities: a node whose row sets a field its activity does not
 // declare, or a value of another kind, fails, and so does this test. An activity of the catalog that the demo does
-// not run is an error too, so a new activity cannot escape the check.
+// not run is an error too, unless notInDemo names the test that runs it, so a new activity cannot escape the check.
 func TestEveryActivityEmitsOnlyDeclaredFields(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs and grades every demo method on one instance")
@@ -44,10 +44,17 @@ func TestEveryActivityEmitsOnlyDeclaredFields(t *testing.T) {
 		}
 	}
 	for _, name := range specs.ActivityNames() {
-		if !ran[name] && name != "rerank_example" {
-			t.Errorf("activity %s is not in the demo's plan: its row fields are not checked by a run", name)
+		if _, elsewhere := notInDemo[name]; !ran[name] && !elsewhere {
+			t.Errorf("activity %s is not in the demo's plan: run it there, or name the test that runs it in notInDemo",
+				name)
 		}
 	}
+}
+
+// notInDemo names the activities the demo spec does not run, each with the test that runs it through the node
+// wrapper (which checks its row fields).
+var notInDemo = map[string]string{
+	"rerank_example": "TestRerankExample",
 }
 
 // TestNodeRefusesUndeclaredRowFields: a node whose row sets a field its activity does not declare, or a declared

@@ -36,7 +36,7 @@ type ActivityInfo struct {
 	// Defaults, when set, is a Params value the activity starts from before decoding a step's params.
 	Defaults any
 	// Fields are the results row fields the activity owns: its node output's row fragment may set these and no
-	// others (the activity fails naming the step and field otherwise; the Issue workflow merges only these).
+	// others: the activity fails, naming the instance, step and field, on any other (specs.CheckRow).
 	Fields []RowField
 	// ReplacesContext marks an activity whose context replaces the contexts its method's earlier steps built
 	// (retrieve, compress, corrupt): before its fragment is merged into a row, every field marked Context in the
