@@ -348,3 +348,27 @@ func TestSavedHistoriesBuildTheirRows(t *testing.T) {
 		t.Errorf("compared %d rows; the histories hold more", compared)
 	}
 }
+
+// TestSummedFieldsAreTheUsageFields: the fields rows add up over steps are the model-usage fields every model
+// activity declares, and each is declared a number.
+func TestSummedFieldsAreTheUsageFields(t *testing.T) {
+	var usage []string
+	for _, f := range specs.UsageFields {
+		usage = append(usage, f.Name)
+		if f.Kind != specs.KindInt && f.Kind != specs.KindFloat {
+			t.Errorf("usage field %s is declared %s, not a number", f.Name, f.Kind)
+		}
+	}
+	if !slices.Equal(usage, results.Summed) {
+		t.Errorf("usage fields %v, summed fields %v", usage, results.Summed)
+	}
+	for _, name := range specs.ActivityNames() {
+		if specs.Catalog[name].UsesModel {
+			for _, f := range results.Summed {
+				if _, ok := specs.Field(name, f); !ok {
+					t.Errorf("model activity %s does not declare %s", name, f)
+				}
+			}
+		}
+	}
+}
