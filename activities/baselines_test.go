@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"ctxlab/specs"
+	"ctxlab/workflows"
 )
 
 // baselineFixture is the demo instance with its checkout and the oracle context (the budget anchor).
@@ -198,8 +201,14 @@ func TestPairings(t *testing.T) {
 	otherM := b.measure(other)
 	sf := b.must(b.node("corrupt", inst, params("mode", "same_files_other_text", "seed", 2),
 		map[string]NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
-	if v, set := sf.Row["budget_tokens"]; !set || v != nil {
-		t.Errorf("a pairing must reset the budget fields its other side set: %v", sf.Row)
+	// The row of a method that pairs its context with a compressed one: the pairing replaces the context, so the
+	// row keeps none of the compression's fields.
+	plan := specs.Plan{Format: specs.PlanFormatBorrowed, Nodes: []specs.Node{{Key: "other", Activity: "compress"},
+		{Key: "sf", Activity: "corrupt"}}}
+	arm := specs.Arm{Method: "paired", Steps: []specs.ArmStep{{ID: "other", Key: "other"}, {ID: "context", Key: "sf"}}}
+	row, _ := workflows.ArmRow(inst, plan, arm, map[string]NodeOutput{"other": other, "sf": sf})
+	if v, set := row["compress_rate"]; !set || v != nil || row["corrupt_lines_changed"] == nil {
+		t.Errorf("a pairing must reset the context fields its other side set: %v", row)
 	}
 	m := b.measure(sf)
 	if m["rho"] != 1.0 || math.Abs(m["epsilon"].(float64)-otherM["epsilon"].(float64)) > 0.1 {

@@ -126,7 +126,6 @@ func (a *Activities) Compress(ctx context.Context, in NodeInput) (NodeOutput, er
 				out.Row[k] = v
 			}
 		}
-		resetInherited(out.Row)
 		return out, nil
 	})
 }

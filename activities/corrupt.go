@@ -114,7 +114,6 @@ func (a *Activities) Corrupt(ctx context.Context, in NodeInput) (NodeOutput, err
 			res.Row[k] = v
 		}
 		res.Row[results.FieldTemplateShown] = showsTemplate(out.Files())
-		resetInherited(res.Row)
 		return res, nil
 	})
 }

@@ -22,29 +22,6 @@ const (
 	fieldBudgetReached    = results.FieldBudgetReached
 )
 
-// inheritedFields are row fields that steps feeding a context step may have set for another method (the anchor's
-// steps in a fitted method, the other side of a pairing, the base of a corruption) and that do not describe the
-// context this step builds. The Issue workflow merges the fields of every step of a method into its row, in
-// dependency order, so a step that builds a new context resets them; its own values, set after, win.
-var inheritedFields = []string{
-	results.FieldBudget, results.FieldBudgetEvals, results.FieldBudgetError, results.FieldBudgetAnchor,
-	results.FieldBudgetMultiplier, results.FieldBudgetKnob, results.FieldBudgetReached,
-	results.FieldChunksShown, results.FieldTemplateShown, results.FieldFilesSelected, results.FieldFallback,
-	results.FieldLocPrecision, results.FieldLocRecall, results.FieldLocF1,
-	"compress_rate", "compressor_calls", "compressor_tokens_in", "compressor_tokens_out",
-	"embedding_tokens", "embeddings_cached",
-	"corrupt_tokens_deleted", "corrupt_lines_deleted", "corrupt_target_epsilon", "corrupt_lines_changed",
-}
-
-// resetInherited sets every inherited field row does not set itself to null.
-func resetInherited(row map[string]any) {
-	for _, k := range inheritedFields {
-		if _, set := row[k]; !set {
-			row[k] = nil
-		}
-	}
-}
-
 // budgetTarget returns the token target of a fitted step: multiplier x the anchor context's tokens. ok is false
 // when the step has no budget input (it then uses its own fixed knob).
 func (j *job) budgetTarget(ctx context.Context, tokenizer string, p FitParams) (target, anchor int, ok bool, err error) {

@@ -168,6 +168,9 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 	if rerr := j.readFailure(); err == nil && rerr != nil {
 		err = rerr // retryable: the output would lack a file the store failed to read
 	}
+	if err == nil {
+		err = checkRowFields(name, in, out)
+	}
 	err = scrubError(err)
 	if err != nil && ctx.Err() != nil && workerStopping(ctx) {
 		return out, temporal.NewApplicationError(in.Step+": worker stopped while the step ran", ErrWorkerStopped)

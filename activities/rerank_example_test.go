@@ -48,6 +48,10 @@ func registerRerankInfo() {
 		Name: "rerank_example", Queue: specs.QueueLLM, Inputs: []string{"checkout", "sample"},
 		UsesModel: true, UsesTokenizer: true,
 		Params: reflect.TypeFor[RerankParams](), Defaults: RerankDefaults,
+		Fields: specs.Fields(specs.UsageFields, []specs.RowField{
+			{Name: "rerank_kept", Kind: specs.KindInt},
+			{Name: "rerank_top_changed", Kind: specs.KindBool},
+		}),
 		Summary: "the model reorders one localization sample, best first, and keeps params.keep paths"}
 }
 

@@ -114,7 +114,6 @@ func (a *Activities) Retrieve(ctx context.Context, in NodeInput) (NodeOutput, er
 				out.Row[k] = v
 			}
 		}
-		resetInherited(out.Row)
 		return out, nil
 	})
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // Row is one results row. Activities contribute fields, so a row is an open map; the fields every row has are
-// named by the constants below.
+// named by the constants below. Each field an activity sets is declared, with its kind, by that activity's catalog
+// entry (specs.ActivityInfo.Fields); the Issue workflow adds instance_id, method, model, error and error_kind.
 type Row map[string]any
 
 // Fields every row carries (null when the step that sets them did not run).

@@ -35,6 +35,13 @@ type ActivityInfo struct {
 	Params reflect.Type
 	// Defaults, when set, is a Params value the activity starts from before decoding a step's params.
 	Defaults any
+	// Fields are the results row fields the activity owns: its node output's row fragment may set these and no
+	// others: the activity fails, naming the instance, step and field, on any other (specs.CheckRow).
+	Fields []RowField
+	// ReplacesContext marks an activity whose context replaces the contexts its method's earlier steps built
+	// (retrieve, compress, corrupt): before its fragment is merged into a row, every field marked Context in the
+	// catalog is reset to null, so the row never describes a context the method did not patch from.
+	ReplacesContext bool
 }
 
 // Catalog lists every activity a spec may use.
@@ -50,29 +57,61 @@ func register(a ActivityInfo) {
 	if _, dup := Catalog[a.Name]; dup {
 		panic("specs: activity " + a.Name + " registered twice")
 	}
+	if err := checkFields(a, Catalog); err != nil {
+		panic("specs: " + err.Error())
+	}
 	Catalog[a.Name] = a
 }
 
 func init() {
 	register(ActivityInfo{Name: "checkout", Queue: QueueCPU,
 		Params:  reflect.TypeFor[CheckoutParams](),
+		Fields:  []RowField{{Name: "repo_files", Kind: KindInt}},
 		Summary: "open or clone the instance's repository and snapshot it at base_commit"})
 	register(ActivityInfo{Name: "no_source", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
 		Params:  reflect.TypeFor[NoSourceParams](),
+		Fields:  ContextStepFields,
 		Summary: "context of the issue text only"})
 	register(ActivityInfo{Name: "oracle_files", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
 		Params:  reflect.TypeFor[OracleFilesParams](),
+		Fields:  ContextStepFields,
 		Summary: "context of the files the gold patch edits, whole"})
 	register(ActivityInfo{Name: "patch", Queue: QueueLLM, Inputs: []string{"checkout", "context"}, UsesModel: true,
 		UsesTokenizer: true,
 		Params:        reflect.TypeFor[PatchParams](), Defaults: PatchDefaults,
+		Fields: Fields(UsageFields, []RowField{
+			{Name: "patch_parse_error", Kind: KindString}, // the answer's edit could not be read
+			{Name: "patch_recounted", Kind: KindInt},      // hunks whose line counts were repaired
+			{Name: "oracle_hunks_emitted", Kind: KindInt}, // the offline stand-in's hunks shown ...
+			{Name: "oracle_hunks_total", Kind: KindInt},   // ... of the gold patch's
+		}),
 		Summary: "ask the model for a patch from the context"})
 	register(ActivityInfo{Name: "measure", Queue: QueueCPU, Inputs: []string{"checkout", "context"},
 		Optional: []string{"patch"}, UsesTokenizer: true,
-		Params:  reflect.TypeFor[MeasureParams](),
+		Params: reflect.TypeFor[MeasureParams](),
+		Fields: []RowField{
+			{Name: "context_tokens", Kind: KindInt}, {Name: "context_lines", Kind: KindInt},
+			{Name: "rho", Kind: KindFloat}, {Name: "epsilon", Kind: KindFloat},
+			{Name: "gold_line_share", Kind: KindFloat}, {Name: "gold_files_missed", Kind: KindBool},
+			{Name: "patch_applied", Kind: KindBool}, {Name: "patch_empty", Kind: KindBool},
+			{Name: "patch_apply_error", Kind: KindString},
+		},
 		Summary: "rho, epsilon, context tokens and whether the patch applies"})
 	register(ActivityInfo{Name: "grade", Queue: QueueGrade, Inputs: []string{"checkout", "patch"}, UsesGrading: true,
-		Params:  reflect.TypeFor[GradeParams](),
+		Params: reflect.TypeFor[GradeParams](),
+		Fields: []RowField{
+			{Name: "resolved", Kind: KindBool}, {Name: "grade_status", Kind: KindString},
+			{Name: "grade_executor", Kind: KindString}, {Name: "grade_isolation", Kind: KindString},
+			{Name: "grade_note", Kind: KindString}, {Name: "grade_error", Kind: KindString},
+			{Name: "grade_build_error", Kind: KindString}, {Name: "grade_seconds", Kind: KindFloat},
+			{Name: "grade_runs", Kind: KindList}, {Name: "grade_flaky", Kind: KindBool},
+			{Name: "tests_failed", Kind: KindList}, {Name: "tests_missing", Kind: KindList},
+			{Name: "tests_skipped", Kind: KindList}, {Name: "patch_ref", Kind: KindString},
+			{Name: "patch_apply", Kind: KindString}, {Name: "patch_apply_stage", Kind: KindString},
+			{Name: "patch_hunks_shifted", Kind: KindInt}, {Name: "patch_hunks_fuzzed", Kind: KindInt},
+			{Name: "patch_rejected", Kind: KindList},
+			{Name: "patch_test_files_dropped", Kind: KindList}, {Name: "patch_test_files_kept", Kind: KindList},
+		},
 		Summary: "apply test and model patches in a fresh worktree and run FAIL_TO_PASS and PASS_TO_PASS"})
 }
 

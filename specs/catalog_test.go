@@ -3,6 +3,7 @@ package specs
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -61,5 +62,78 @@ func TestDefaultParams(t *testing.T) {
 	}
 	if trim, _ := d["trim"].(map[string]any); len(trim) != 1 || trim["count"] != 0.0 {
 		t.Errorf("trim defaults %v, want its zero params", d["trim"])
+	}
+}
+
+// TestRegisterRefusesConflictingRowFields: a row field means one thing in every row, so an activity that declares a
+// field another activity declares with another kind or Context mark, a field twice, or an unknown kind, is refused.
+func TestRegisterRefusesConflictingRowFields(t *testing.T) {
+	for _, fields := range [][]RowField{
+		{{Name: "files_shown", Kind: KindFloat}}, // retrieve and others: int
+		{{Name: "loc_f1", Kind: KindFloat}},      // intersect, trim: Context
+		{{Name: "x_count", Kind: KindInt}, {Name: "x_count", Kind: KindInt}},
+		{{Name: "x_count", Kind: "integer"}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("fields %v: registered", fields)
+				}
+			}()
+			register(ActivityInfo{Name: "test_only", Queue: QueueCPU, Params: reflect.TypeFor[CheckoutParams](),
+				Fields: fields})
+		}()
+	}
+	if _, ok := Catalog["test_only"]; ok {
+		t.Error("test_only is in the catalog")
+	}
+}
+
+// TestRowFieldAccepts: values of each kind, as activities set them and as JSON decodes them.
+func TestRowFieldAccepts(t *testing.T) {
+	share := 0.5
+	var none *float64
+	for _, tc := range []struct {
+		kind FieldKind
+		v    any
+		want bool
+	}{
+		{KindInt, 3, true}, {KindInt, 3.0, true}, {KindInt, 3.5, false}, {KindInt, "3", false},
+		{KindFloat, 0.5, true}, {KindFloat, 2, true}, {KindFloat, &share, true}, {KindFloat, none, true},
+		{KindFloat, true, false}, {KindString, "x", true}, {KindString, 1, false},
+		{KindBool, false, true}, {KindBool, 0, false}, {KindList, []string{"a"}, true},
+		{KindList, []any{"a"}, true}, {KindList, "a", false}, {KindList, []byte("a"), false},
+		{KindString, nil, true},
+	} {
+		if got := (RowField{Name: "f", Kind: tc.kind}).Accepts(tc.v); got != tc.want {
+			t.Errorf("%s accepts %#v: %v, want %v", tc.kind, tc.v, got, tc.want)
+		}
+	}
+}
+
+// TestContextResetFieldsKeepTheRows: the fields a replacing context step resets, derived from the declarations,
+// are those the hand-kept list (activities' inheritedFields) reset before the declarations existed: a field added
+// to or dropped from it changes which fields every retriever, compressor and corruption row names. Change this list
+// only with a change to the rows that is meant.
+func TestContextResetFieldsKeepTheRows(t *testing.T) {
+	before := []string{
+		"budget_tokens", "budget_evals", "budget_error", "budget_anchor_tokens", "budget_multiplier", "budget_knob",
+		"budget_reached", "chunks_shown", "template_shown", "files_selected", "fallback", "loc_precision",
+		"loc_recall", "loc_f1", "compress_rate", "compressor_calls", "compressor_tokens_in", "compressor_tokens_out",
+		"embedding_tokens", "embeddings_cached", "corrupt_tokens_deleted", "corrupt_lines_deleted",
+		"corrupt_target_epsilon", "corrupt_lines_changed",
+	}
+	slices.Sort(before)
+	if got := ContextResetFields(); !slices.Equal(got, before) {
+		t.Errorf("context fields %v, want %v", got, before)
+	}
+	var replacing []string
+	for _, name := range ActivityNames() {
+		if Catalog[name].ReplacesContext {
+			replacing = append(replacing, name)
+		}
+	}
+	if !slices.Equal(replacing, []string{"compress", "corrupt", "retrieve"}) {
+		t.Errorf("activities that replace the context: %v", replacing)
 	}
 }

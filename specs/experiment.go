@@ -72,6 +72,9 @@ type Step struct {
 	Params   map[string]any `json:"params,omitempty"`
 	// Inputs maps the activity's input names to ids of other steps of the same method.
 	Inputs map[string]string `json:"inputs,omitempty"`
+	// Borrowed marks a step taken from another method (under a namespaced id, e.g. "anchor.context"): it runs and
+	// its failure fails this method's row, but its row fields describe the other method's row, not this one's.
+	Borrowed bool `json:"borrowed,omitempty"`
 }
 
 // Grading says how patches are graded.

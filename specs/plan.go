@@ -15,7 +15,13 @@ type Plan struct {
 	// Nodes are in an order where every node comes after its inputs.
 	Nodes []Node `json:"nodes"`
 	Arms  []Arm  `json:"arms"`
+	// Format says what the plan's fields mean: PlanFormatBorrowed and later plans mark borrowed arm steps
+	// (ArmStep.Borrowed); older plans (0) leave them to be told by a "." in the step id.
+	Format int `json:"format,omitempty"`
 }
+
+// PlanFormatBorrowed is the first plan format whose arm steps carry ArmStep.Borrowed.
+const PlanFormatBorrowed = 1
 
 // Node is one unit of work per issue.
 type Node struct {
@@ -39,6 +45,8 @@ type Arm struct {
 type ArmStep struct {
 	ID  string `json:"id"`
 	Key string `json:"key"`
+	// Borrowed copies Step.Borrowed: the step is another method's, and adds nothing to this arm's row.
+	Borrowed bool `json:"borrowed,omitempty"`
 }
 
 // Label names a step of an arm in messages: "model/method.step", or "method.step" when there is one model.
@@ -51,7 +59,7 @@ func Label(model, method, step string, models int) string {
 
 // BuildPlan merges the arms of a validated experiment.
 func BuildPlan(e *Experiment) (*Plan, error) {
-	p := &Plan{}
+	p := &Plan{Format: PlanFormatBorrowed}
 	index := map[string]int{}
 	grading, err := toParam(e.Grading)
 	if err != nil {
@@ -107,7 +115,7 @@ func BuildPlan(e *Experiment) (*Plan, error) {
 					p.Nodes = append(p.Nodes, Node{Key: key, Activity: s.Activity, Params: params, Inputs: inputs,
 						Steps: []string{label}})
 				}
-				arm.Steps = append(arm.Steps, ArmStep{ID: s.ID, Key: key})
+				arm.Steps = append(arm.Steps, ArmStep{ID: s.ID, Key: key, Borrowed: s.Borrowed})
 			}
 			p.Arms = append(p.Arms, arm)
 		}

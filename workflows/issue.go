@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -322,31 +321,19 @@ func (s *issueState) onFailed(r nodeRun, err error) {
 
 // buildRows makes one row per arm from its nodes' row fragments, with the error of its first failed step.
 func (s *issueState) buildRows() []results.Row {
+	m := newRowMerger(s.plan)
 	rows := make([]results.Row, 0, len(s.plan.Arms))
 	for _, arm := range s.plan.Arms {
-		row := results.Row{results.FieldInstance: s.in.Instance.ID, results.FieldMethod: arm.Method,
-			results.FieldModel: arm.Model}
-		for _, f := range results.Required {
-			if _, set := row[f]; !set {
-				row[f] = nil // every row names every required field, null until a step sets it
-			}
-		}
-		merged := map[string]bool{}
-		for _, st := range arm.Steps {
-			// A borrowed step (its id namespaced, e.g. "anchor.context" in a baseline fitted to an anchor's
-			// budget) is another method's node: it must run first, and its failure fails this row, but its
-			// fields (model calls, cost, localization) describe that method's row, not this one.
-			if !merged[st.Key] && !borrowed(st.ID) {
-				merged[st.Key] = true
-				mergeRow(row, s.outputs[st.Key].Row)
-			}
+		row, _ := m.armRow(s.in.Instance.ID, arm, func(key string) (map[string]any, bool) {
+			return s.outputs[key].Row, true // a failed node has no fields; its error is recorded below
+		}, func(row results.Row, st specs.ArmStep) {
 			if s.rootFailure[st.Key] && row[results.FieldError] == nil {
 				row[results.FieldError] = fmt.Sprintf("step %s: %s", st.ID, s.failures[st.Key])
 				if k := s.failureKinds[st.Key]; s.infraVersion >= 1 && k != "" {
 					row[ErrorKindField] = k
 				}
 			}
-		}
+		})
 		rows = append(rows, row)
 	}
 	return rows
@@ -381,7 +368,7 @@ func onlyArms(plan specs.Plan, keep []results.Key) specs.Plan {
 			need(in)
 		}
 	}
-	var out specs.Plan
+	out := specs.Plan{Format: plan.Format}
 	for _, arm := range plan.Arms {
 		if slices.Contains(keep, results.Key{Method: arm.Method, Model: arm.Model}) {
 			out.Arms = append(out.Arms, arm)
@@ -396,53 +383,6 @@ func onlyArms(plan specs.Plan, keep []results.Key) specs.Plan {
 		}
 	}
 	return out
-}
-
-// borrowed reports whether a step id names a step taken from another method (a namespace prefix "name.").
-func borrowed(id string) bool { return strings.Contains(id, ".") }
-
-// mergeRow adds a node's row fragment to a row: fields in results.Summed (model calls, tokens, cost) add up over
-// the arm's nodes, each node counted once; every other field takes the value of the last node that sets it.
-func mergeRow(row results.Row, fragment map[string]any) {
-	// Sorted keys: a deterministic order.
-	//workflowcheck:ignore
-	for _, k := range slices.Sorted(maps.Keys(fragment)) {
-		v := fragment[k]
-		if slices.Contains(results.Summed, k) {
-			if sum, ok := addNumbers(row[k], v); ok {
-				row[k] = sum
-				continue
-			}
-		}
-		row[k] = v
-	}
-}
-
-// addNumbers returns a+b when both are numbers (or a is unset); JSON numbers arrive as float64.
-func addNumbers(a, b any) (float64, bool) {
-	num := func(v any) (float64, bool) {
-		switch x := v.(type) {
-		case float64:
-			return x, true
-		case int:
-			return float64(x), true
-		case int64:
-			return float64(x), true
-		}
-		return 0, false
-	}
-	y, ok := num(b)
-	if !ok {
-		return 0, false
-	}
-	if a == nil {
-		return y, true
-	}
-	x, ok := num(a)
-	if !ok {
-		return 0, false
-	}
-	return x + y, true
 }
 
 // maxRounds bounds how often a node is rescheduled after all its attempts lost their workers.

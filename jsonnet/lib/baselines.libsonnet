@@ -23,10 +23,11 @@ function(ctxlab) {
     assert std.length(p) == 1 : 'method %s has no patch step' % method.name;
     p[0].inputs.context,
 
-  // prefixed(method, prefix) is method's steps before its tail, with ids (and the inputs naming them) prefixed.
+  // prefixed(method, prefix) is method's steps before its tail, with ids (and the inputs naming them) prefixed and
+  // marked borrowed: they are method's nodes, and their row fields stay in method's rows.
   prefixed(method, prefix)::
     [
-      s { id: prefix + s.id }
+      s { id: prefix + s.id, borrowed: true }
       + (if std.objectHas(s, 'inputs') then { inputs: { [k]: prefix + s.inputs[k] for k in std.objectFields(s.inputs) } }
          else {})
       for s in method.steps

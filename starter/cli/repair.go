@@ -90,7 +90,7 @@ func repairResults(runDir string, plan *specs.Plan, instances []string) (results
 					}
 				}
 			}
-			if row, ok := workflows.ArmRow(id, arm, outputs); ok {
+			if row, ok := workflows.ArmRow(id, *plan, arm, outputs); ok {
 				restored = append(restored, row)
 			}
 		}
