@@ -153,7 +153,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	in := sweepInput(e, plan, planRef, o.maxHistory)
 	in.InfraWaits = o.infraWaits
-	hash, err := specHash(in)
+	hash, err := specHash(in, plan)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail

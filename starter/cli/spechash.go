@@ -9,15 +9,25 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"ctxlab/specs"
+	"ctxlab/store/cas"
 	"ctxlab/workflows"
 )
 
 // specHash identifies what a sweep computes; settings that only change how fast it runs are left out, so changing
 // them does not restart a finished sweep. The dataset counts by its content, not by its absolute path: a checkout
-// (or runs folder) moved elsewhere computes the same sweep, while an edited dataset file is a new spec.
-func specHash(in workflows.SweepInput) (string, error) {
+// (or runs folder) moved elsewhere computes the same sweep, while an edited dataset file is a new spec. The plan
+// counts without its annotations that change nothing that runs (the borrowed marks of plan format 1), so a sweep
+// finished before an upgrade that added them is still the same sweep.
+func specHash(in workflows.SweepInput, plan *specs.Plan) (string, error) {
 	in.Concurrency, in.MaxHistory, in.InfraWaits, in.Retry = 0, 0, 0, nil
+	planRef, err := unannotatedPlanRef(plan)
+	if err != nil {
+		return "", err
+	}
+	in.Plan = planRef
 	digest, err := datasetDigest(in.Dataset.File)
 	if err != nil {
 		return "", err
@@ -29,6 +39,24 @@ func specHash(in workflows.SweepInput) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// unannotatedPlanRef is the content reference the plan had before plan formats: the same plan with format 0 and no
+// borrowed marks, encoded as the content store encodes it.
+func unannotatedPlanRef(plan *specs.Plan) (cas.Ref, error) {
+	bare := specs.Plan{Nodes: plan.Nodes, Arms: make([]specs.Arm, len(plan.Arms))}
+	for i, arm := range plan.Arms {
+		arm.Steps = slices.Clone(arm.Steps)
+		for j := range arm.Steps {
+			arm.Steps[j].Borrowed = false
+		}
+		bare.Arms[i] = arm
+	}
+	b, err := json.Marshal(bare)
+	if err != nil {
+		return "", fmt.Errorf("hashing the plan: %w", err)
+	}
+	return cas.RefOf(b), nil
 }
 
 // datasetDigest hashes a dataset's content: a file's bytes, or for a folder of shards the slash-separated path and

@@ -8,6 +8,7 @@ import (
 
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/workflows"
 )
 
 // checkoutSpec writes a spec and its dataset into a folder laid out like a checkout: dir/specs/s.jsonnet names
@@ -53,7 +54,7 @@ func hashOfSpec(t *testing.T, path string, prepare func(*specs.Experiment)) (str
 	if err != nil {
 		t.Fatal(err)
 	}
-	hash, err := specHash(sweepInput(e, plan, cas.RefOf(b), 0))
+	hash, err := specHash(sweepInput(e, plan, cas.RefOf(b), 0), plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +114,43 @@ func TestSpecHashOfTheDemoInTwoRunsFolders(t *testing.T) {
 	}
 	if hashes[0] != hashes[1] {
 		t.Errorf("the demo's hash depends on the runs folder: %s and %s", hashes[0], hashes[1])
+	}
+}
+
+// A sweep finished before plans marked their borrowed steps keeps its hash after the upgrade: the marks change
+// nothing that runs, and a changed hash would put the finished rows aside and run the sweep again.
+func TestSpecHashIgnoresBorrowedMarks(t *testing.T) {
+	anchor := specs.ArmStep{ID: "context", Key: "k1"}
+	fitted := specs.ArmStep{ID: "anchor.context", Key: "k1", Borrowed: true}
+	marked := &specs.Plan{Format: specs.PlanFormatBorrowed, Nodes: []specs.Node{{Key: "k1"}},
+		Arms: []specs.Arm{{Method: "m", Model: "x", Steps: []specs.ArmStep{anchor}},
+			{Method: "f", Model: "x", Steps: []specs.ArmStep{fitted}}}}
+	old := &specs.Plan{Nodes: marked.Nodes, Arms: []specs.Arm{marked.Arms[0],
+		{Method: "f", Model: "x", Steps: []specs.ArmStep{{ID: "anchor.context", Key: "k1"}}}}}
+	oldJSON, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataset := filepath.Join(t.TempDir(), "rows.jsonl")
+	if err := os.WriteFile(dataset, []byte(rowsText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := workflows.SweepInput{Run: "r", Dataset: specs.Dataset{File: dataset}}
+	in.Plan = cas.RefOf(oldJSON)
+	before, err := specHash(in, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	markedJSON, _ := json.Marshal(marked)
+	in.Plan = cas.RefOf(markedJSON)
+	after, err := specHash(in, marked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != after {
+		t.Errorf("the borrowed marks changed the spec hash: %s before, %s after", before, after)
+	}
+	if !marked.Arms[1].Steps[0].Borrowed {
+		t.Error("hashing cleared the plan's own borrowed mark")
 	}
 }
