@@ -20,6 +20,7 @@ import (
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runlog"
+	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
 
@@ -72,6 +73,24 @@ func (j *job) params(v any) error {
 		return permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
 	}
 	return nil
+}
+
+// checkParams refuses a node with a param its activity's params struct does not declare, or a value it cannot hold,
+// as specs.Validate does at compile time. It runs for every activity, those that read no params included, so a plan
+// built without the spec compiler cannot pass a param that silently means nothing.
+func (j *job) checkParams(activity string) error {
+	problems, err := specs.CheckParams(activity, j.in.Params)
+	if err != nil {
+		return permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.Msg
+	}
+	return permanentf(ErrBadInput, "%s: parameters: %s", j.in.Step, strings.Join(msgs, "; "))
 }
 
 // instance returns the dataset row this node works on.
@@ -164,7 +183,9 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 			return out, ctx.Err()
 		}
 	}
-	out, err = body(ctx, j)
+	if err = j.checkParams(name); err == nil {
+		out, err = body(ctx, j)
+	}
 	if rerr := j.readFailure(); err == nil && rerr != nil {
 		err = rerr // retryable: the output would lack a file the store failed to read
 	}

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -68,5 +69,31 @@ func TestDefaultsAgreeWithPackages(t *testing.T) {
 	}
 	if specs.PatchDefaults.Format != offline.FormatDiff {
 		t.Errorf("patch format default %q, want %q", specs.PatchDefaults.Format, offline.FormatDiff)
+	}
+}
+
+// TestEveryActivityRefusesUnknownParams: every node activity, those that read no params included (checkout,
+// no_source, oracle_files, intersect), fails permanently on a param its catalog entry does not declare, naming the
+// step and the param, before it does any work.
+func TestEveryActivityRefusesUnknownParams(t *testing.T) {
+	a := New(t.TempDir(), zerolog.Nop())
+	for name, fn := range a.Functions() {
+		if _, node := specs.Catalog[name]; !node {
+			continue // bookkeeping activities take no step params
+		}
+		call, ok := fn.(func(context.Context, NodeInput) (NodeOutput, error))
+		if !ok {
+			t.Errorf("%s: function %T is not a node activity", name, fn)
+			continue
+		}
+		step := "m." + name
+		in := NodeInput{Run: "params", Instance: InstanceRef{ID: "acme__x-1"}, Node: "n-" + name, Step: step,
+			Params: map[string]any{"variant": 3}}
+		_, err := call(context.Background(), in)
+		var app *temporal.ApplicationError
+		if !errors.As(err, &app) || app.Type() != ErrBadInput || !app.NonRetryable() ||
+			!strings.Contains(err.Error(), step+": ") || !strings.Contains(err.Error(), `no param "variant"`) {
+			t.Errorf("%s: error %v, want a permanent %s naming step %s and param variant", name, err, ErrBadInput, step)
+		}
 	}
 }

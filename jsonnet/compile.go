@@ -88,6 +88,7 @@ func newVM(opts Options) (*gojsonnet.VM, error) {
 	vm := gojsonnet.MakeVM()
 	vm.Importer(newImporter(opts.JPath...))
 	vm.NativeFunction(defaultsFunction)
+	vm.NativeFunction(experimentDefaultsFunction)
 	extStr, err := extStrings(opts)
 	if err != nil {
 		return nil, err
@@ -144,6 +145,14 @@ var defaultsFunction = &gojsonnet.NativeFunction{
 	Name:   "ctxlab_defaults",
 	Params: ast.Identifiers{},
 	Func:   func([]any) (any, error) { return specs.DefaultParams() },
+}
+
+// experimentDefaultsFunction is std.native('ctxlab_experiment_defaults')(): the experiment defaults SetDefaults
+// fills (specs.ExperimentDefaults), which ctxlab.experiment merges a spec onto, so the library keeps no copy.
+var experimentDefaultsFunction = &gojsonnet.NativeFunction{
+	Name:   "ctxlab_experiment_defaults",
+	Params: ast.Identifiers{},
+	Func:   func([]any) (any, error) { return specs.DefaultsJSON() },
 }
 
 // extStrings merges ext-str variables with the text of ext-str-file ones; a name given both ways is an error.

@@ -355,3 +355,37 @@ func TestLibraryDefaultsMatchSetDefaults(t *testing.T) {
 		t.Errorf("library defaults %+v\n     SetDefaults %+v", fromLib, fromGo)
 	}
 }
+
+// TestLibraryReadsExperimentDefaultsFromGo: ctxlab.experiment's defaults are specs.ExperimentDefaults read when the
+// spec is compiled, not a copy: changing a Go default changes what the library itself yields (checked on the
+// library's output, before SetDefaults could fill anything in).
+func TestLibraryReadsExperimentDefaultsFromGo(t *testing.T) {
+	saved := specs.ExperimentDefaults
+	t.Cleanup(func() { specs.ExperimentDefaults = saved })
+	specs.ExperimentDefaults.Tokenizer = "cl100k_base"
+	specs.ExperimentDefaults.Grading.Timeout = specs.Duration(7 * time.Minute)
+	specs.ExperimentDefaults.Limits.Concurrency = 9
+
+	vm, err := newVM(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := gojsonnet.SnippetToAST("defaults",
+		"(import 'ctxlab.libsonnet').experiment({ limits: { retries: 5 } })")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := vm.Evaluate(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromLib specs.Experiment
+	if err := json.Unmarshal([]byte(out), &fromLib); err != nil {
+		t.Fatal(err)
+	}
+	want := specs.ExperimentDefaults
+	want.Limits.Retries = 5 // the spec's own value wins; the defaults beside it in limits stay
+	if !reflect.DeepEqual(fromLib, want) {
+		t.Errorf("library yields %+v\nwant %+v", fromLib, want)
+	}
+}

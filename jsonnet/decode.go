@@ -61,7 +61,7 @@ func checkStepParams(generic any, errs *[]*specs.ValidationError) {
 			}
 			id, _ := step["id"].(string)
 			path := fmt.Sprintf("methods[%d].steps[%d].params", i, j)
-			fields := jsonFields(info.Params)
+			fields := specs.JSONFields(info.Params)
 			for _, k := range slices.Sorted(maps.Keys(params)) {
 				if _, ok := fields[k]; !ok {
 					takes := "none"
@@ -111,7 +111,7 @@ func check(v any, t reflect.Type, path string, errs *[]*specs.ValidationError) {
 			typeError(v, "an object", path, errs)
 			return
 		}
-		fields := jsonFields(t)
+		fields := specs.JSONFields(t)
 		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			f, ok := fields[k]
 			if !ok {
@@ -166,40 +166,6 @@ func typeError(v any, want, path string, errs *[]*specs.ValidationError) {
 	s, _ := v.(string)
 	*errs = append(*errs, &specs.ValidationError{Path: path, Value: s,
 		Msg: fmt.Sprintf("expected %s, got %s", want, describe(v))})
-}
-
-// jsonFields maps the JSON names of a struct's fields to the fields.
-func jsonFields(t reflect.Type) map[string]reflect.StructField {
-	out := map[string]reflect.StructField{}
-	var embedded []reflect.Type
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			// encoding/json promotes an untagged embedded struct's fields (specs.ModelParams, specs.FitParams).
-			embedded = append(embedded, f.Type)
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f
-	}
-	// The outer struct's own fields win over promoted ones, as in encoding/json.
-	for _, et := range embedded {
-		for name, f := range jsonFields(et) {
-			if _, own := out[name]; !own {
-				out[name] = f
-			}
-		}
-	}
-	return out
 }
 
 func goKind(t reflect.Type) string {

@@ -27,11 +27,17 @@ type CheckoutParams struct{}
 // NoSourceParams are the no_source step's parameters; Tokenizer is filled in by the plan.
 type NoSourceParams struct {
 	Tokenizer string `json:"tokenizer"`
+	// Replica tells otherwise equal steps apart, so that each runs as its own node (the orchestration benchmark
+	// gives every method its own nodes this way); the output does not depend on it.
+	Replica int `json:"replica,omitempty"`
 }
 
 // OracleFilesParams are the oracle_files step's parameters; Tokenizer is filled in by the plan.
 type OracleFilesParams struct {
 	Tokenizer string `json:"tokenizer"`
+	// Replica tells otherwise equal steps apart, so that each runs as its own node (the orchestration benchmark
+	// gives every method its own nodes this way); the output does not depend on it.
+	Replica int `json:"replica,omitempty"`
 }
 
 // Prompt is a chat prompt from the spec: Go text/template texts filled per instance (see each activity for the

@@ -1,17 +1,19 @@
 package specs
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 )
 
-// Defaults that SetDefaults fills in. jsonnet/lib/ctxlab.libsonnet's ctxlab.experiment fills the same ones, so that a
-// compiled spec is explicit; keep the two in step.
+// Defaults that SetDefaults fills in (ExperimentDefaults holds them as an experiment).
 const (
 	DefaultTokenizer   = "o200k_base"
 	DefaultExecutor    = "local"
@@ -41,37 +43,82 @@ var (
 	Isolations = []string{"sandbox", "none"}
 )
 
-// SetDefaults fills the fields a spec may leave out. Zero means "not set": a zero concurrency becomes
-// DefaultConcurrency, while a negative one is left for Validate to reject. Models have no default: an experiment must
-// name at least one.
+// ExperimentDefaults are the values SetDefaults fills in, kept once: jsonnet/lib/ctxlab.libsonnet's
+// ctxlab.experiment writes them into every spec (so that a compiled spec is explicit) by reading DefaultsJSON through
+// the native function ctxlab_experiment_defaults, never from a copy. Zero fields have no default. Keep maps, slices
+// and pointers out: SetDefaults copies these values by assignment.
+var ExperimentDefaults = Experiment{
+	Tokenizer: DefaultTokenizer,
+	Dataset:   Dataset{Repos: DefaultRepos},
+	Grading: Grading{Executor: DefaultExecutor, Timeout: Duration(DefaultTimeout), ModelTests: DefaultModelTests,
+		Tests: DefaultTests, Isolation: DefaultIsolation},
+	Limits: Limits{Concurrency: DefaultConcurrency, Retries: DefaultRetries},
+}
+
+// SetDefaults fills the fields a spec may leave out from ExperimentDefaults. Zero means "not set": a zero
+// concurrency becomes DefaultConcurrency, while a negative one is left for Validate to reject. Models have no
+// default: an experiment must name at least one.
 func (e *Experiment) SetDefaults() {
-	if e.Tokenizer == "" {
-		e.Tokenizer = DefaultTokenizer
+	fillZero(reflect.ValueOf(e).Elem(), reflect.ValueOf(ExperimentDefaults))
+}
+
+// fillZero sets each zero field of dst, a struct, to the same field of def, descending into nested structs.
+func fillZero(dst, def reflect.Value) {
+	for i := range dst.NumField() {
+		d, v := dst.Field(i), def.Field(i)
+		switch {
+		case !d.CanSet() || v.IsZero():
+		case d.Kind() == reflect.Struct:
+			fillZero(d, v)
+		case d.IsZero():
+			d.Set(v)
+		}
 	}
-	if e.Grading.Executor == "" {
-		e.Grading.Executor = DefaultExecutor
+}
+
+// DefaultsJSON returns ExperimentDefaults in their JSON form with the fields that have no default left out: what
+// ctxlab.experiment merges a spec onto.
+func DefaultsJSON() (map[string]any, error) {
+	v, err := toParam(ExperimentDefaults)
+	if err != nil {
+		return nil, fmt.Errorf("experiment defaults: %w", err)
 	}
-	if e.Grading.Timeout == 0 {
-		e.Grading.Timeout = Duration(DefaultTimeout)
+	obj, _ := dropZero(v).(map[string]any)
+	return obj, nil
+}
+
+// dropZero removes the zero values ("", 0, false, null and objects left empty) from a decoded JSON value.
+func dropZero(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if e = dropZero(e); e != nil {
+				out[k] = e
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case string:
+		if x == "" {
+			return nil
+		}
+	case float64:
+		if x == 0 {
+			return nil
+		}
+	case bool:
+		if !x {
+			return nil
+		}
+	case []any:
+		if len(x) == 0 {
+			return nil
+		}
 	}
-	if e.Grading.ModelTests == "" {
-		e.Grading.ModelTests = DefaultModelTests
-	}
-	if e.Grading.Tests == "" {
-		e.Grading.Tests = DefaultTests
-	}
-	if e.Grading.Isolation == "" {
-		e.Grading.Isolation = DefaultIsolation
-	}
-	if e.Limits.Concurrency == 0 {
-		e.Limits.Concurrency = DefaultConcurrency
-	}
-	if e.Limits.Retries == 0 {
-		e.Limits.Retries = DefaultRetries
-	}
-	if e.Dataset.Repos == "" {
-		e.Dataset.Repos = DefaultRepos
-	}
+	return v
 }
 
 // ValidationError is one problem with an experiment, in one line.
@@ -242,7 +289,7 @@ func Validate(e *Experiment) []*ValidationError {
 	return errs
 }
 
-// validateSteps checks one method's steps: ids, activities, inputs against the catalog, and cycles.
+// validateSteps checks one method's steps: ids, activities, inputs and params against the catalog, and cycles.
 func validateSteps(p string, m Method) []*ValidationError {
 	var errs []*ValidationError
 	add := func(path, value, format string, args ...any) *ValidationError {
@@ -299,6 +346,11 @@ func validateSteps(p string, m Method) []*ValidationError {
 			}
 		}
 		if known {
+			// Every problem has a literal to point at: the param's name.
+			problems, _ := CheckParams(s.Activity, s.Params)
+			for _, pp := range problems {
+				add(sp+".params."+pp.Param, pp.Param, "method %q, step %q: %s", m.Name, s.ID, pp.Msg).Key = true
+			}
 			for _, name := range info.Inputs {
 				if _, ok := s.Inputs[name]; !ok {
 					add(sp+".inputs", s.ID, "step %q (activity %s) needs input %q", s.ID, s.Activity, name)
@@ -337,3 +389,80 @@ func folderName(s string) bool {
 }
 
 func list(names []string) string { return strings.Join(names, ", ") }
+
+// ParamProblem is one param a step sets that its activity's params struct does not take, or a value it cannot hold.
+type ParamProblem struct {
+	Param string // the param's name
+	Msg   string // what is wrong, naming the activity and the param
+}
+
+// CheckParams checks a step's params against its activity's params struct (Catalog) as strictly as the activity
+// decodes them: every param the struct lacks and every value of the wrong type is a problem, in param order. Validate
+// reports them at compile time; the activities check the same at run time, for plans built another way.
+func CheckParams(activity string, params map[string]any) ([]ParamProblem, error) {
+	info, ok := Catalog[activity]
+	if !ok {
+		return nil, fmt.Errorf("unknown activity %q", activity)
+	}
+	fields := JSONFields(info.Params)
+	var problems []ParamProblem
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		f, ok := fields[name]
+		if !ok {
+			takes := "none"
+			if len(fields) > 0 {
+				takes = list(slices.Sorted(maps.Keys(fields)))
+			}
+			problems = append(problems, ParamProblem{Param: name,
+				Msg: fmt.Sprintf("activity %s takes no param %q (params: %s)", activity, name, takes)})
+			continue
+		}
+		if err := decodeStrict(params[name], reflect.New(f.Type).Interface()); err != nil {
+			problems = append(problems, ParamProblem{Param: name,
+				Msg: fmt.Sprintf("activity %s: param %q: %s", activity, name, strings.TrimPrefix(err.Error(), "json: "))})
+		}
+	}
+	return problems, nil
+}
+
+// decodeStrict decodes v, a JSON value as encoding/json decodes it into any, into out, refusing unknown fields of
+// nested objects too.
+func decodeStrict(v any, out any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(out)
+}
+
+// JSONFields maps the JSON names of a struct's fields to the fields, as encoding/json sees them: untagged embedded
+// structs' fields are promoted, and the outer struct's own fields win over promoted ones.
+func JSONFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	var embedded []reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			embedded = append(embedded, f.Type)
+			continue
+		}
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f
+	}
+	for _, et := range embedded {
+		for name, f := range JSONFields(et) {
+			if _, own := out[name]; !own {
+				out[name] = f
+			}
+		}
+	}
+	return out
+}

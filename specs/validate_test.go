@@ -125,6 +125,21 @@ func TestValidate(t *testing.T) {
 			"context", false, 0, `method "no_source": steps form a cycle: context -> patch -> context`},
 		{"self input", func(e *Experiment) { e.Methods[0].Steps[1].Inputs["checkout"] = "context" },
 			"methods[0].steps[1]", "context", false, 0, "steps form a cycle: context -> context"},
+		{"param the activity does not take", func(e *Experiment) {
+			e.Methods[0].Steps[1].Params = map[string]any{"tokenizer": "o200k_base", "variant": 1.0}
+		}, "methods[0].steps[1].params.variant", "variant", true, 0,
+			`method "no_source", step "context": activity no_source takes no param "variant" (params: replica, tokenizer)`},
+		{"param of an activity that takes none", func(e *Experiment) {
+			e.Methods[1].Steps[0].Params = map[string]any{"depth": 1.0}
+		}, "methods[1].steps[0].params.depth", "depth", true, 0,
+			`method "oracle_files", step "checkout": activity checkout takes no param "depth" (params: none)`},
+		{"mistyped param", func(e *Experiment) { e.Methods[0].Steps[2].Params = map[string]any{"format": 3.0} },
+			"methods[0].steps[2].params.format", "format", true, 0,
+			`method "no_source", step "patch": activity patch: param "format": cannot unmarshal number`},
+		{"unknown field inside a param", func(e *Experiment) {
+			e.Methods[0].Steps[2].Params = map[string]any{"prompt": map[string]any{"systm": "be brief"}}
+		}, "methods[0].steps[2].params.prompt", "prompt", true, 0,
+			`activity patch: param "prompt": unknown field "systm"`},
 		{"bad executor", func(e *Experiment) { e.Grading.Executor = "k8s" }, "grading.executor", "k8s", false,
 			0, `unknown grading executor "k8s" (known: local, docker)`},
 		{"bad reruns", func(e *Experiment) { e.Grading.Reruns = -1 }, "grading.reruns", "", false, 0,
@@ -233,5 +248,55 @@ func TestTestCommandJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), &c); err == nil || !strings.Contains(err.Error(), "test_cmd must be") {
 			t.Errorf("%s: %v", bad, err)
 		}
+	}
+}
+
+// TestValidateAcceptsDeclaredParams: params every activity declares pass, promoted ones (patch's model params) and
+// nulls included, so the check above is not a blanket refusal.
+func TestValidateAcceptsDeclaredParams(t *testing.T) {
+	e := goodExperiment()
+	e.Methods[0].Steps[1].Params = map[string]any{"tokenizer": "cl100k_base"}
+	e.Methods[0].Steps[2].Params = map[string]any{"format": "search_replace", "sample": 2.0, "temperature": nil,
+		"prompt": map[string]any{"system": "s", "user": "u"}}
+	e.Methods[0].Steps[4].Params = map[string]any{"grading": map[string]any{"timeout": "10m"}}
+	if errs := Validate(e); errs != nil {
+		t.Errorf("declared params refused: %v", errs)
+	}
+}
+
+// TestCheckParamsTakesEveryDefault: each activity's own default params, in their JSON form, pass its check.
+func TestCheckParamsTakesEveryDefault(t *testing.T) {
+	defaults, err := DefaultParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range defaults {
+		params, ok := p.(map[string]any)
+		if !ok {
+			t.Errorf("%s: defaults are %T, not an object", name, p)
+		}
+		problems, err := CheckParams(name, params)
+		if err != nil || len(problems) > 0 {
+			t.Errorf("%s: defaults %v: %v %v", name, params, problems, err)
+		}
+	}
+	if _, err := CheckParams("bm25", nil); err == nil {
+		t.Error("CheckParams of an unknown activity gave no error")
+	}
+}
+
+// TestCheckParamsListsEveryProblem: all bad params of a step come back, in param order.
+func TestCheckParamsListsEveryProblem(t *testing.T) {
+	problems, err := CheckParams("assemble", map[string]any{"total_capp": 1.0, "file_cap": "big", "snippet_cap": 5.0,
+		"tokenizer": "o200k_base"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.Param)
+	}
+	if strings.Join(got, " ") != "file_cap total_capp" {
+		t.Errorf("problems %+v, want file_cap and total_capp", problems)
 	}
 }

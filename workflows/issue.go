@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"ctxlab/activities/api"
-	"ctxlab/activities/llm"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -407,8 +407,8 @@ const (
 	infraChange = "infra-waits"
 )
 
-// ErrorKindField is the row field that names the kind of a failed row's error (an llm.Kind such as rate_limit,
-// auth or context_length, "lost_worker" or "step_timeout"; see failureKind); llm.ClassOf says whose failure it is.
+// ErrorKindField is the row field that names the kind of a failed row's error (an errkind.Kind such as rate_limit,
+// auth or context_length, "lost_worker" or "step_timeout"; see failureKind); errkind.ClassOf says whose failure it is.
 // Absent when the failure has no known kind (a step's own error).
 const ErrorKindField = "error_kind"
 
@@ -436,7 +436,7 @@ func infraWait(err error, round int, modelNode bool) (time.Duration, bool) {
 		}
 		return backoff, true
 	}
-	if llm.ClassOf(failureKind(err, modelNode)) == llm.ClassInfrastructure {
+	if errkind.ClassOf(failureKind(err, modelNode)) == errkind.Infrastructure {
 		return backoff, true
 	}
 	return 0, false
@@ -462,20 +462,20 @@ func failureKind(err error, modelNode bool) string {
 		if app.Details(&w) == nil && w.Kind != "" {
 			return w.Kind
 		}
-		return string(llm.KindRateLimit)
+		return string(errkind.RateLimit)
 	}
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		if app, ok := e.(*temporal.ApplicationError); ok && llm.Known(app.Type()) {
+		if app, ok := e.(*temporal.ApplicationError); ok && errkind.Known(app.Type()) {
 			return app.Type()
 		}
 	}
 	if lostWorker(err) {
-		return string(llm.KindLostWorker)
+		return string(errkind.LostWorker)
 	}
 	var to *temporal.TimeoutError
 	if errors.As(err, &to) {
 		if modelNode {
-			return string(llm.KindTimeout)
+			return string(errkind.Timeout)
 		}
 		return "step_timeout"
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/specs"
 )
 
@@ -59,73 +60,40 @@ type Provider interface {
 	Complete(ctx context.Context, req Request) (Response, error)
 }
 
-// Kind classifies a failed call.
-type Kind string
-
-// Kinds of failure. Retryable ones are worth another attempt after a backoff.
-const (
-	KindRateLimit     Kind = "rate_limit"     // 429
-	KindServer        Kind = "server"         // 5xx
-	KindTimeout       Kind = "timeout"        // no answer in time, or the connection broke
-	KindContextLength Kind = "context_length" // the prompt does not fit the model: retrying cannot help
-	KindAuth          Kind = "auth"           // 401/403: a missing or wrong key
-	KindQuota         Kind = "quota"          // 429 insufficient_quota: the account is out of credit
-	KindBadRequest    Kind = "bad_request"    // another 4xx
-	KindBadResponse   Kind = "bad_response"   // the endpoint answered with something that is not a completion
+// The failure vocabulary lives in package errkind, below both the activities and the workflows (which act on a
+// failure's kind without importing the model clients); these names keep callers of package llm unchanged.
+type (
+	// Kind classifies a failed call.
+	Kind = errkind.Kind
+	// Class says whose failure a kind of error is.
+	Class = errkind.Class
 )
 
-// Known reports whether s names one of the kinds above.
-func Known(s string) bool {
-	switch Kind(s) {
-	case KindRateLimit, KindServer, KindTimeout, KindContextLength, KindAuth, KindQuota, KindBadRequest,
-		KindBadResponse:
-		return true
-	}
-	return false
-}
-
-// Retryable reports whether a call that failed this way is worth retrying.
-func (k Kind) Retryable() bool {
-	switch k {
-	case KindRateLimit, KindServer, KindTimeout, KindBadResponse:
-		return true
-	}
-	return false
-}
-
-// KindLostWorker is not a call's kind: a node whose every attempt lost its worker (killed, or stopped mid-run) is
-// recorded with it.
-const KindLostWorker Kind = "lost_worker"
-
-// Class says whose failure a kind of error is, which decides what a re-run of a finished sweep does with its row.
-type Class string
-
-// Classes of failure.
+// Kinds of failure; see package errkind.
 const (
-	// ClassInfrastructure: the endpoint or the network (rate limits, server errors, timeouts, broken connections and
-	// answers, lost workers). Never the model's failure: the sweep waits and retries, and a re-run retries the row.
-	ClassInfrastructure Class = "infrastructure"
-	// ClassConfiguration: the key or the account (auth, quota). Not the model's failure either: a re-run, once the
-	// key or the credit is fixed, retries the row; retrying before that cannot help, so a sweep does not.
-	ClassConfiguration Class = "configuration"
-	// ClassModel: the model's own failure or its answer's (a prompt too long for it, a rejected request, an answer
-	// that does not parse, a patch that does not apply) and any other step failure: final, a re-run keeps the row.
-	ClassModel Class = "model"
+	KindRateLimit     = errkind.RateLimit
+	KindServer        = errkind.Server
+	KindTimeout       = errkind.Timeout
+	KindContextLength = errkind.ContextLength
+	KindAuth          = errkind.Auth
+	KindQuota         = errkind.Quota
+	KindBadRequest    = errkind.BadRequest
+	KindBadResponse   = errkind.BadResponse
+	KindLostWorker    = errkind.LostWorker
 )
 
-// ClassOf classifies an error kind as rows record it (a Kind, "timeout", "lost_worker", or anything else).
-func ClassOf(kind string) Class {
-	switch Kind(kind) {
-	case KindRateLimit, KindServer, KindTimeout, KindBadResponse, KindLostWorker:
-		return ClassInfrastructure
-	case KindAuth, KindQuota:
-		return ClassConfiguration
-	}
-	return ClassModel
-}
+// Classes of failure; see package errkind.
+const (
+	ClassInfrastructure = errkind.Infrastructure
+	ClassConfiguration  = errkind.Configuration
+	ClassModel          = errkind.Model
+)
 
-// RetriedOnRerun reports whether a re-run of a finished sweep retries a row whose error is of this class.
-func (c Class) RetriedOnRerun() bool { return c != ClassModel }
+// Known reports whether s names the kind of a failed call.
+func Known(s string) bool { return errkind.Known(s) }
+
+// ClassOf classifies an error kind as rows record it.
+func ClassOf(kind string) Class { return errkind.ClassOf(kind) }
 
 // Error is a failed call. Its message never contains the API key.
 type Error struct {

@@ -104,3 +104,23 @@ func TestCheckFindsUpwardAndSidewaysImports(t *testing.T) {
 		t.Errorf("Check:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
 	}
 }
+
+// TestWorkflowsNeedNoModelClient: the workflows act on a failure's kind (activities/api/errkind) but must not
+// depend, even indirectly, on the model clients of activities/llm; the layers alone would allow that import.
+func TestWorkflowsNeedNoModelClient(t *testing.T) {
+	touchSources(t)
+	pkg := Module + "/workflows"
+	out, err := exec.Command("go", "list", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, Module+"/activities/api/errkind") {
+		t.Errorf("%s does not depend on %s/activities/api/errkind; is the list complete?", pkg, Module)
+	}
+	for _, forbidden := range []string{Module + "/activities/llm", "github.com/openai/openai-go/v3"} {
+		if slices.Contains(deps, forbidden) {
+			t.Errorf("%s depends on %s; import the error kinds from activities/api/errkind instead", pkg, forbidden)
+		}
+	}
+}

@@ -61,8 +61,8 @@ func libraryPatchParams(t testing.TB) map[string]any {
 
 // generate builds a dataset of n issues by repeating the demo benchmark's instances under new ids (their
 // repositories are shared, so checkout is cheap after the first), and m methods: no_source and oracle_files
-// alternately, each with its own variant parameter so that no two methods share a node but checkout, each ending
-// in patch and measure (no grading: the benchmark measures orchestration, not test runs).
+// alternately, each with its own replica param (declared for this) so that no two methods share a node but
+// checkout, each ending in patch and measure (no grading: the benchmark measures orchestration, not test runs).
 func generate(t testing.TB, dir string, n, m int) sweep {
 	t.Helper()
 	res, err := demobench.Generate(filepath.Join(dir, "dataset"))
@@ -99,7 +99,7 @@ func generate(t testing.TB, dir string, n, m int) sweep {
 		ctxAct := []string{"no_source", "oracle_files"}[i%2]
 		e.Methods = append(e.Methods, specs.Method{Name: fmt.Sprintf("m%02d_%s", i, ctxAct), Steps: []specs.Step{
 			{ID: "checkout", Activity: "checkout"},
-			{ID: "context", Activity: ctxAct, Params: map[string]any{"variant": i},
+			{ID: "context", Activity: ctxAct, Params: map[string]any{"replica": i},
 				Inputs: map[string]string{"checkout": "checkout"}},
 			{ID: "patch", Activity: "patch", Params: patch,
 				Inputs: map[string]string{"checkout": "checkout", "context": "context"}},
@@ -114,6 +114,11 @@ func generate(t testing.TB, dir string, n, m int) sweep {
 	plan, err := specs.BuildPlan(e)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// One shared checkout, and a context, patch and measure node per method: the benchmark's numbers stay
+	// comparable only while no two methods share a node.
+	if want := 1 + 3*m; len(plan.Nodes) != want {
+		t.Fatalf("plan has %d nodes, want %d", len(plan.Nodes), want)
 	}
 	return sweep{e: e, plan: plan}
 }

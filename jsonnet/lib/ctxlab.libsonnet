@@ -13,22 +13,18 @@
 // inputs are run once per issue however many methods declare them, so methods may repeat shared work freely.
 local catalog_defaults = std.native('ctxlab_defaults')();
 {
-  // Defaults ctxlab.experiment fills in; the same as specs.Experiment.SetDefaults, so compiled JSON is explicit.
-  defaults:: {
-    tokenizer: 'o200k_base',
-    dataset: { repos: '{dataset_dir}/repos/{repo}' },
-    // grading.model_tests: 'drop' (default) resets the model patch's test files (Go *_test.go, testdata/;
-    // Python test_*.py, *_test.py, conftest.py, pytest.ini, anything under tests/ or test/; any file of the test
-    // patch) to the base commit before the tests run and lists them on the row (patch_test_files_dropped); 'keep'
-    // leaves all but the test patch's. grading.tests: 'files' (default) runs the test patch's files (Python, as the
-    // SWE-bench harness does); 'listed' runs exactly FAIL_TO_PASS and PASS_TO_PASS (local executor only).
-    // grading.test_cmd: a string for every instance, or an object by language ('go', 'python') and by repository
-    // ('owner/name'), a repository's command winning over its language's. grading.isolation: 'sandbox' (default)
-    // runs the code under test as a dedicated uid in its own pid, mount and network namespaces where the worker is
-    // root on Linux (rows say grade_isolation); 'none' only in its own process group.
-    grading: { executor: 'local', timeout: '30m', model_tests: 'drop', tests: 'files', isolation: 'sandbox' },
-    limits: { concurrency: 4, retries: 3 },
-  },
+  // Defaults ctxlab.experiment fills in, so that compiled JSON is explicit: specs.ExperimentDefaults (the values
+  // SetDefaults fills: tokenizer, dataset.repos, grading and limits), read from the compiled Go, never a copy.
+  // grading.model_tests: 'drop' (default) resets the model patch's test files (Go *_test.go, testdata/;
+  // Python test_*.py, *_test.py, conftest.py, pytest.ini, anything under tests/ or test/; any file of the test
+  // patch) to the base commit before the tests run and lists them on the row (patch_test_files_dropped); 'keep'
+  // leaves all but the test patch's. grading.tests: 'files' (default) runs the test patch's files (Python, as the
+  // SWE-bench harness does); 'listed' runs exactly FAIL_TO_PASS and PASS_TO_PASS (local executor only).
+  // grading.test_cmd: a string for every instance, or an object by language ('go', 'python') and by repository
+  // ('owner/name'), a repository's command winning over its language's. grading.isolation: 'sandbox' (default)
+  // runs the code under test as a dedicated uid in its own pid, mount and network namespaces where the worker is
+  // root on Linux (rows say grade_isolation); 'none' only in its own process group.
+  defaults:: std.native('ctxlab_experiment_defaults')(),
 
   // experiment(cfg) is a whole experiment: cfg with the defaults filled in where it leaves them out. Nested objects
   // merge (limits: { concurrency: 8 } keeps retries: 3); lists, such as models and methods, are taken as given.
