@@ -151,6 +151,7 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 	pid, published := liveStarter(dir)
 	st := runstate.Compute(rec, runstate.Options{Instances: sh.instances, Arms: sh.arms(), Now: time.Now(),
 		Stopped: published && pid == nil})
+	st = endElapsedWhenFinished(st)
 	rep := statusReport{Run: o.name, Dir: dir, Status: st, Starter: pid, Stopped: published && pid == nil,
 		Note: sh.note, errors: tallyRowErrors(rec.Rows)}
 	if rep.errors.Errors > 0 {
@@ -167,6 +168,15 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 	}
 	printStatus(stdout, rep)
 	return exitOK
+}
+
+// endElapsedWhenFinished stops the clock of a finished sweep at its last attempt: the time since then is not the
+// sweep's (a 12-minute sweep looked at 5 minutes later took 12 minutes, not 17).
+func endElapsedWhenFinished(st runstate.Status) runstate.Status {
+	if st.Finished() && st.FirstAttempt != nil && st.LastAttempt != nil {
+		st.ElapsedS = st.LastAttempt.Sub(*st.FirstAttempt).Seconds()
+	}
+	return st
 }
 
 // liveStarter returns the pid of the starter that published the run's embedded server, when that process lives;
@@ -229,9 +239,14 @@ func printStatus(w io.Writer, r statusReport) {
 	} else {
 		fmt.Fprintln(w, "projected: - (no issue finished yet)")
 	}
-	if st.FirstAttempt == nil {
+	switch {
+	case st.FirstAttempt == nil:
 		fmt.Fprintln(w, "elapsed:   - (no attempt recorded)")
-	} else {
+	case st.Finished():
+		fmt.Fprintf(w, "elapsed:   %s from the first attempt to the last (%s working); finished %s ago\n",
+			runstate.FormatDuration(runstate.Seconds(st.ElapsedS)), runstate.FormatDuration(runstate.Seconds(st.ActiveS)),
+			runstate.FormatDuration(runstate.Seconds(st.SinceLastS)))
+	default:
 		fmt.Fprintf(w, "elapsed:   %s since the first attempt (%s working); last attempt %s ago\n",
 			runstate.FormatDuration(runstate.Seconds(st.ElapsedS)), runstate.FormatDuration(runstate.Seconds(st.ActiveS)),
 			runstate.FormatDuration(runstate.Seconds(st.SinceLastS)))
