@@ -212,14 +212,9 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	fmt.Fprint(stdout, summary)
+	failed := printGradedAndErrored(stdout, out)
 	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
 		filepath.Join(runDir, "summary.md"))
-	failed := 0
-	for _, r := range out {
-		if r.String(results.FieldError) != "" {
-			failed++
-		}
-	}
 	code := exitOK
 	if isValidation(o.predictions) && reportValidation(o.predictions, out, stdout) > 0 {
 		code = exitFail
@@ -229,6 +224,27 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 		code = exitFail
 	}
 	return code
+}
+
+// printGradedAndErrored says, below the summary table, how many rows were graded and how many errored before a
+// test verdict: the table's resolved and applied rates count an errored row as neither, which alone reads as a
+// patch that did not apply. It returns the errored rows' count.
+func printGradedAndErrored(stdout io.Writer, rows []results.Row) int {
+	var errored []string
+	for _, r := range rows {
+		if r.String(results.FieldError) != "" {
+			errored = append(errored, r.String(results.FieldInstance))
+		}
+	}
+	fmt.Fprintf(stdout, "\ngraded: %d of %d predictions; errored: %d", len(rows)-len(errored), len(rows), len(errored))
+	if len(errored) == 0 {
+		fmt.Fprintln(stdout)
+		return 0
+	}
+	slices.Sort(errored)
+	fmt.Fprintf(stdout, " (no test verdict; the table counts them as not applied and not resolved): %s\n",
+		listSome(errored, maxListed))
+	return len(errored)
 }
 
 // maxListed is how many unknown instances a message names before it only counts the rest.
