@@ -34,6 +34,8 @@ type auditOptions struct {
 	method string
 	show   string
 	json   bool
+	// export is the folder --export writes the rows' files to.
+	export string
 }
 
 func parseAudit(args []string, stderr io.Writer) (auditOptions, error) {
@@ -48,6 +50,8 @@ func parseAudit(args []string, stderr io.Writer) (auditOptions, error) {
 	fs.StringVar(&o.show, "show", "", "print the stored object `REF` (pretty JSON when it is JSON); without NAME, "+
 		"every run under --runs is searched")
 	fs.BoolVar(&o.json, "json", false, "print one JSON document")
+	fs.StringVar(&o.export, "export", "", "write each row's context.txt, patch.diff, test_output.txt and row.json "+
+		"to `DIR`/MODEL/METHOD/INSTANCE/, as the SWE-bench harness lays out its logs")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: starter audit NAME [flags]\n       starter audit [NAME] --show REF\n\n"+
 			"Every attempt of every activity (node x issue) of runs/NAME, from the run folder's records.")
@@ -93,6 +97,15 @@ func runAudit(o auditOptions, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "starter audit:", err)
 		return exitFail
+	}
+	if o.export != "" {
+		n, err := exportRun(context.Background(), o, dir, readShape(dir).plan)
+		if err != nil {
+			fmt.Fprintln(stderr, "starter audit:", err)
+			return exitFail
+		}
+		printExport(stdout, o.export, n)
+		return exitOK
 	}
 	rec, err := runstate.Read(dir)
 	if err != nil {
