@@ -22,11 +22,11 @@ func TestParseSingleDashLongFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ext["-runs"] != "x" || r.runs != "runs" {
-		t.Errorf("--ext-str -runs=x: ext %v, runs %q (a flag's value was read as a flag)", r.ext, r.runs)
+	if r.ExtStr["-runs"] != "x" || r.runs != "runs" {
+		t.Errorf("--ext-str -runs=x: ext %v, runs %q (a flag's value was read as a flag)", r.ExtStr, r.runs)
 	}
-	if want := []string{"-lib", "lib2", "lib3"}; !slices.Equal(r.jpath, want) {
-		t.Errorf("jpath %q, want %q", r.jpath, want)
+	if want := []string{"-lib", "lib2", "lib3"}; !slices.Equal(r.JPath, want) {
+		t.Errorf("jpath %q, want %q", r.JPath, want)
 	}
 	if r.spec != "s.jsonnet" || r.infraWaits != -1 {
 		t.Errorf("spec %q, infra-waits %d", r.spec, r.infraWaits)

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -14,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"ctxlab/activities"
 	"ctxlab/activities/llm"
 	"ctxlab/dataset/swebench"
@@ -21,10 +22,7 @@ import (
 	"ctxlab/specs"
 )
 
-func init() {
-	commands = append(commands, newCommand("status", "where a run's sweep stands", parseStatus,
-		runStatus))
-}
+func init() { commands = append(commands, statusCommand.command()) }
 
 type statusOptions struct {
 	name string
@@ -32,26 +30,29 @@ type statusOptions struct {
 	json bool
 }
 
-func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
-	var o statusOptions
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+var statusCommand = commandDef[statusOptions, *statusOptions]{
+	use:   "status NAME",
+	short: "where a run's sweep stands",
+	long: "Reads runs/NAME's records only, so it works while a sweep runs (from another shell) and after one " +
+		"stopped.",
+	run: runStatus,
+}
+
+func (o *statusOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter status NAME [flags]\n\nReads runs/NAME's records only, so it works while "+
-			"a sweep runs (from another shell) and after one stopped.")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+}
+
+func (o *statusOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	if len(pos) != 1 {
-		return o, fmt.Errorf("status: want one run name, got %d arguments", len(pos))
+		return fmt.Errorf("status: want one run name, got %d arguments", len(pos))
 	}
 	o.name = pos[0]
-	return o, nil
+	return nil
+}
+
+func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
+	return statusCommand.parse(args, stderr)
 }
 
 // runFolder returns runs/NAME, or an error naming the folder when there is none.
