@@ -122,3 +122,26 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("run --<TAB> = %q: want --runs, not --infra-waits", got)
 	}
 }
+
+// A switch is written in help as the docs write it (--json, not --json[=true|false]) and still takes a value.
+func TestSwitchFlags(t *testing.T) {
+	for _, cmd := range [][]string{{"run"}, {"status"}, {"audit"}, {"grade"}, {"images", "build"}} {
+		var out, errb bytes.Buffer
+		if code := Main(append(slices.Clone(cmd), "--help"), &out, &errb); code != exitOK {
+			t.Fatalf("%v --help: exit %d", cmd, code)
+		}
+		if strings.Contains(out.String(), "[=true|false]") || !strings.Contains(out.String(), "\n  -h, --help ") {
+			t.Errorf("%v --help:\n%s", cmd, out.String())
+		}
+	}
+	var stderr bytes.Buffer
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{[]string{"n", "--json"}, true}, {[]string{"--json=false", "n"}, false}, {[]string{"n"}, false}} {
+		o, err := parseStatus(tc.args, &stderr)
+		if err != nil || o.json != tc.want || o.name != "n" {
+			t.Errorf("status %q: json %v, name %q, %v; want json %v", tc.args, o.json, o.name, err, tc.want)
+		}
+	}
+}
