@@ -12,9 +12,11 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 
 	"ctxlab/activities"
 	"ctxlab/activities/sandbox"
+	"ctxlab/internal/cliflags"
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
@@ -37,22 +39,32 @@ func main() {
 	cache := flag.String("cache", os.Getenv(activities.CacheEnv), "keep model answers in this shared `FOLDER` "+
 		"(default: each run's content store folder; $"+activities.CacheEnv+")")
 	noCache := flag.Bool("no-cache", false, "do not answer model calls from the response cache")
-	flag.Parse()
+	// --spec reads the spec as starter run does: the same -J/$JSONNET_PATH, --ext-str and --tla-str family.
+	fs := pflag.NewFlagSet("worker", pflag.ExitOnError)
+	fs.AddGoFlagSet(flag.CommandLine)
+	var specFlags jsonnet.Flags
+	specFlags.Register(fs)
+	_ = fs.Parse(cliflags.GoStyleArgs(fs, os.Args[1:])) // ExitOnError: a bad flag exits 2
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "worker: unexpected arguments %q\n", fs.Args())
+		os.Exit(2)
+	}
 
 	log, closeLog, _ := logs.New(logs.Options{Console: os.Stderr, ConsoleLevel: zerolog.InfoLevel})
 	defer closeLog()
-	if err := run(conn, *queues, *runs, *store, *spec, *cache, *noCache, log); err != nil {
+	if err := run(conn, *queues, *runs, *store, *spec, specFlags, *cache, *noCache, log); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
 
-func run(conn cluster.Options, queues, runs, store, spec, cache string, noCache bool, log zerolog.Logger) error {
+func run(conn cluster.Options, queues, runs, store, spec string, specFlags jsonnet.Flags, cache string, noCache bool,
+	log zerolog.Logger) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	o := workers.Options{Kinds: strings.Split(queues, ",")}
 	if spec != "" {
-		e, err := jsonnet.Compile(spec, jsonnet.Options{})
+		e, err := jsonnet.Compile(spec, specFlags.Options())
 		if err != nil {
 			return err
 		}

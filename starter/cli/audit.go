@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,16 +14,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spf13/pflag"
+
 	"ctxlab/activities"
 	"ctxlab/results/runstate"
 	"ctxlab/runlog"
 	"ctxlab/store/cas"
 )
 
-func init() {
-	commands = append(commands, newCommand("audit", "every attempt of every activity of a run", parseAudit,
-		runAudit))
-}
+func init() { commands = append(commands, auditCommand.command()) }
 
 type auditOptions struct {
 	name   string
@@ -34,12 +32,20 @@ type auditOptions struct {
 	method string
 	show   string
 	json   bool
+	// export is the folder --export writes the rows' files to.
+	export string
 }
 
-func parseAudit(args []string, stderr io.Writer) (auditOptions, error) {
-	var o auditOptions
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+var auditCommand = commandDef[auditOptions, *auditOptions]{
+	use:   "audit NAME",
+	short: "every attempt of every activity of a run",
+	long: "Every attempt of every activity (node x issue) of runs/NAME, from the run folder's records.\n" +
+		"starter audit [NAME] --show REF prints a stored object; starter audit NAME --export DIR writes each row's\n" +
+		"context, patch and test log to DIR/MODEL/METHOD/INSTANCE/.",
+	run: runAudit,
+}
+
+func (o *auditOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store the run used: file:// or s3:// "+
 		"`URL`, or a folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
@@ -48,23 +54,19 @@ func parseAudit(args []string, stderr io.Writer) (auditOptions, error) {
 	fs.StringVar(&o.show, "show", "", "print the stored object `REF` (pretty JSON when it is JSON); without NAME, "+
 		"every run under --runs is searched")
 	fs.BoolVar(&o.json, "json", false, "print one JSON document")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter audit NAME [flags]\n       starter audit [NAME] --show REF\n\n"+
-			"Every attempt of every activity (node x issue) of runs/NAME, from the run folder's records.")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+	fs.StringVar(&o.export, "export", "", "write each row's context.txt, patch.diff, test_output.txt and row.json "+
+		"to `DIR`/MODEL/METHOD/INSTANCE/, as the SWE-bench harness lays out its logs")
+}
+
+func (o *auditOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	switch {
 	case len(pos) == 1:
 		o.name = pos[0]
 	case len(pos) == 0 && o.show != "":
 	default:
-		return o, fmt.Errorf("audit: want one run name (or --show REF), got %d arguments", len(pos))
+		return fmt.Errorf("audit: want one run name (or --show REF), got %d arguments", len(pos))
 	}
-	return o, nil
+	return nil
 }
 
 // auditReport is audit's JSON document.
@@ -93,6 +95,15 @@ func runAudit(o auditOptions, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "starter audit:", err)
 		return exitFail
+	}
+	if o.export != "" {
+		n, err := exportRun(context.Background(), o, dir, readShape(dir).plan)
+		if err != nil {
+			fmt.Fprintln(stderr, "starter audit:", err)
+			return exitFail
+		}
+		printExport(stdout, o.export, n)
+		return exitOK
 	}
 	rec, err := runstate.Read(dir)
 	if err != nil {

@@ -2,63 +2,33 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
+
+	"github.com/spf13/pflag"
 
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
 )
 
-// specFlags are the flags every command that reads a spec takes: the jsonnet tool's variables, top-level arguments
-// and library folders, with its names.
-type specFlags struct {
-	ext, extStrFile, extCode kvFlag
-	tla, tlaCode             kvFlag
-	// jpath are the -J folders in command-line order (the right-most is searched first, then $JSONNET_PATH).
-	jpath repeatedFlag
-}
-
-func (s *specFlags) register(fs *flag.FlagSet) {
-	s.ext, s.extStrFile, s.extCode, s.tla, s.tlaCode = kvFlag{}, kvFlag{}, kvFlag{}, kvFlag{}, kvFlag{}
-	fs.Var(s.ext, "ext-str", "Jsonnet external variable `K=V` (repeatable), as the jsonnet tool's --ext-str")
-	fs.Var(s.extStrFile, "ext-str-file", "Jsonnet external variable `K=FILE` whose string is the file's text "+
-		"(repeatable)")
-	fs.Var(s.extCode, "ext-code", "Jsonnet external variable `K=CODE` whose value is the Jsonnet code's (repeatable)")
-	fs.Var(s.tla, "tla-str", "Jsonnet top-level argument `K=V` (repeatable), as the jsonnet tool's --tla-str")
-	fs.Var(s.tlaCode, "tla-code", "Jsonnet top-level argument `K=CODE` whose value is the Jsonnet code's (repeatable)")
-	for _, name := range []string{"J", "jpath"} {
-		fs.Var(&s.jpath, name, "library `DIR` searched for imports not found beside the importing file (repeatable: "+
-			"the right-most first, then $JSONNET_PATH)")
-	}
-}
-
-// jsonnetOptions are the compiler options the flags and $JSONNET_PATH say.
-func (s specFlags) jsonnetOptions() jsonnet.Options {
-	return jsonnet.Options{
-		JPath:      jsonnet.SearchPath(s.jpath, os.Getenv("JSONNET_PATH")),
-		ExtStr:     s.ext,
-		ExtStrFile: s.extStrFile,
-		ExtCode:    s.extCode,
-		TLAStr:     s.tla,
-		TLACode:    s.tlaCode,
-	}
-}
+// specFlags are the flags every command that reads a spec takes (the jsonnet tool's variables, top-level arguments
+// and library folders), declared once in package jsonnet and shared with the worker's --spec.
+type specFlags = jsonnet.Flags
 
 // compileSpec evaluates and validates a spec.
 func compileSpec(path string, sf specFlags) (*specs.Experiment, error) {
-	return jsonnet.Compile(path, sf.jsonnetOptions())
+	return jsonnet.Compile(path, sf.Options())
 }
 
-// repeatedFlag collects every value of a repeated flag, in order.
-type repeatedFlag []string
-
-func (r *repeatedFlag) String() string { return fmt.Sprint([]string(*r)) }
-func (r *repeatedFlag) Set(s string) error {
-	*r = append(*r, s)
-	return nil
+var compileCommand = commandDef[compileOptions, *compileOptions]{
+	use:   "compile SPEC",
+	short: "print the compiled DAG of every method as JSON",
+	long: "Prints every method's compiled DAG, with the node each step resolved to; steps that share a node run " +
+		"once per issue.\n`starter compile --lib` prints the embedded " + jsonnet.LibraryName + " instead.",
+	run: compile,
 }
+
+func init() { commands = append(commands, compileCommand.command()) }
 
 type compileOptions struct {
 	spec string
@@ -67,30 +37,26 @@ type compileOptions struct {
 	specFlags
 }
 
-func parseCompile(args []string, stderr io.Writer) (compileOptions, error) {
-	var o compileOptions
-	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o.register(fs)
+func (o *compileOptions) define(fs *pflag.FlagSet) {
+	o.specFlags.Register(fs)
 	fs.BoolVar(&o.lib, "lib", false, "print the embedded "+jsonnet.LibraryName+" (every helper, documented) "+
 		"instead of compiling a spec")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter compile SPEC [-J DIR] [--ext-str K=V] [--ext-str-file K=FILE] "+
-			"[--ext-code K=CODE] [--tla-str K=V] [--tla-code K=CODE]\n       starter compile --lib")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+}
+
+func (o *compileOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	if o.lib {
 		if len(pos) > 0 {
-			return o, fmt.Errorf("compile --lib takes no spec, got %d arguments", len(pos))
+			return fmt.Errorf("compile --lib takes no spec, got %d arguments", len(pos))
 		}
-		return o, nil
+		return nil
 	}
+	var err error
 	o.spec, err = oneSpec("compile", pos)
-	return o, err
+	return err
+}
+
+func parseCompile(args []string, stderr io.Writer) (compileOptions, error) {
+	return compileCommand.parse(args, stderr)
 }
 
 // compiledStep is a method's step as compile prints it: the step, and the node it resolved to.

@@ -17,8 +17,8 @@ func TestParseSpecFlags(t *testing.T) {
 		"--ext-code", "c=1 + 1", "--tla-str", "d=x", "--tla-code", "e={ k: 1 }"}
 	check := func(cmd string, sf specFlags) {
 		t.Helper()
-		if !slices.Equal(sf.jpath, []string{"lib1", "lib2"}) || sf.ext["a"] != "1" || sf.extStrFile["b"] != "b.txt" ||
-			sf.extCode["c"] != "1 + 1" || sf.tla["d"] != "x" || sf.tlaCode["e"] != "{ k: 1 }" {
+		if !slices.Equal(sf.JPath, []string{"lib1", "lib2"}) || sf.ExtStr["a"] != "1" || sf.ExtStrFile["b"] != "b.txt" ||
+			sf.ExtCode["c"] != "1 + 1" || sf.TLAStr["d"] != "x" || sf.TLACode["e"] != "{ k: 1 }" {
 			t.Errorf("%s parsed %+v", cmd, sf)
 		}
 	}

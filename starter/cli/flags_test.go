@@ -22,11 +22,11 @@ func TestParseSingleDashLongFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ext["-runs"] != "x" || r.runs != "runs" {
-		t.Errorf("--ext-str -runs=x: ext %v, runs %q (a flag's value was read as a flag)", r.ext, r.runs)
+	if r.ExtStr["-runs"] != "x" || r.runs != "runs" {
+		t.Errorf("--ext-str -runs=x: ext %v, runs %q (a flag's value was read as a flag)", r.ExtStr, r.runs)
 	}
-	if want := []string{"-lib", "lib2", "lib3"}; !slices.Equal(r.jpath, want) {
-		t.Errorf("jpath %q, want %q", r.jpath, want)
+	if want := []string{"-lib", "lib2", "lib3"}; !slices.Equal(r.JPath, want) {
+		t.Errorf("jpath %q, want %q", r.JPath, want)
 	}
 	if r.spec != "s.jsonnet" || r.infraWaits != -1 {
 		t.Errorf("spec %q, infra-waits %d", r.spec, r.infraWaits)
@@ -120,5 +120,28 @@ func TestCompletion(t *testing.T) {
 	}
 	if got := complete("run", "--"); !slices.Contains(got, "--runs") || slices.Contains(got, "--infra-waits") {
 		t.Errorf("run --<TAB> = %q: want --runs, not --infra-waits", got)
+	}
+}
+
+// A switch is written in help as the docs write it (--json, not --json[=true|false]) and still takes a value.
+func TestSwitchFlags(t *testing.T) {
+	for _, cmd := range [][]string{{"run"}, {"status"}, {"audit"}, {"grade"}, {"images", "build"}} {
+		var out, errb bytes.Buffer
+		if code := Main(append(slices.Clone(cmd), "--help"), &out, &errb); code != exitOK {
+			t.Fatalf("%v --help: exit %d", cmd, code)
+		}
+		if strings.Contains(out.String(), "[=true|false]") || !strings.Contains(out.String(), "\n  -h, --help ") {
+			t.Errorf("%v --help:\n%s", cmd, out.String())
+		}
+	}
+	var stderr bytes.Buffer
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{[]string{"n", "--json"}, true}, {[]string{"--json=false", "n"}, false}, {[]string{"n"}, false}} {
+		o, err := parseStatus(tc.args, &stderr)
+		if err != nil || o.json != tc.want || o.name != "n" {
+			t.Errorf("status %q: json %v, name %q, %v; want json %v", tc.args, o.json, o.name, err, tc.want)
+		}
 	}
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities"
@@ -30,12 +29,15 @@ import (
 	"ctxlab/store/cas"
 )
 
-func init() {
-	commands = append(commands, newCommand("grade", "grade SWE-bench predictions with ctxlab's grader", parseGrade,
-		gradePredictions))
-	commands = append(commands, newCommand("predictions", "export a run's patches as SWE-bench predictions", parsePredictions,
-		exportPredictions))
+var gradeCommand = commandDef[gradeOptions, *gradeOptions]{
+	use:   "grade --dataset FILE --predictions FILE|gold|empty",
+	short: "grade SWE-bench predictions with ctxlab's grader",
+	long: "Grades each prediction's patch by running its instance's tests (no server needed) into runs/NAME; " +
+		"gold and empty validate the dataset.",
+	run: gradePredictions,
 }
+
+func init() { commands = append(commands, gradeCommand.command()) }
 
 type gradeOptions struct {
 	dataset, predictions string
@@ -43,14 +45,13 @@ type gradeOptions struct {
 	concurrency          int
 	quiet                bool
 	grading              specs.Grading
+	// timeout is --timeout, moved into grading by complete.
+	timeout time.Duration
 	// ignoreUnknown grades the predictions of the dataset's instances and skips the others, instead of stopping.
 	ignoreUnknown bool
 }
 
-func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
-	var o gradeOptions
-	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func (o *gradeOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dataset, "dataset", "", "dataset `FILE` holding the predicted instances: JSONL, JSON list, parquet or a folder of parquet shards; SWE-bench or Multi-SWE-bench rows")
 	fs.StringVar(&o.predictions, "predictions", "", "predictions `FILE` (JSONL, JSON list or map: instance_id, model_name_or_path, model_patch; or Multi-SWE-bench's org, repo, number, fix_patch), "+
 		"or gold (the dataset's own patches) or empty (no patch) to validate the dataset: exit 1 when some gold patch does not resolve, or some empty one does")
@@ -60,51 +61,50 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 	fs.IntVar(&o.concurrency, "concurrency", 2, "instances graded at once")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the summary")
 	fs.BoolVar(&o.ignoreUnknown, "ignore-unknown", false, "grade the predictions of the dataset's instances and skip those naming other instances (default: list them and stop)")
-	timeout := fs.Duration("timeout", specs.DefaultTimeout, "timeout of each instance's test run")
+	fs.DurationVar(&o.timeout, "timeout", specs.DefaultTimeout, "timeout of each instance's test run")
 	fs.StringVar(&o.grading.Executor, "executor", specs.DefaultExecutor, "local or docker")
 	fs.IntVar(&o.grading.Reruns, "reruns", 0, "re-run a failing grade up to N times (flake guard)")
 	fs.StringVar(&o.grading.Namespace, "namespace", "", "docker: image namespace (default swebench)")
-	fs.Var(&o.grading.TestCmd, "test-cmd", "test `COMMAND` replacing the default (test files are appended)")
+	fs.Var(goFlagValue{&o.grading.TestCmd, "COMMAND"}, "test-cmd", "test `COMMAND` replacing the default (test files are appended)")
 	fs.StringVar(&o.grading.LogParser, "log-parser", "", "gotest, pytest or unittest (default: from the command)")
 	fs.StringVar(&o.grading.GoProxy, "goproxy", "", "GOPROXY for downloading Go modules before the tests run offline (`URL`; {dataset_dir} is the dataset's folder; default: the worker's)")
 	fs.StringVar(&o.grading.Tests, "tests", "", "Python tests to run: files (the test patch's files, as the harness) or listed (exactly FAIL_TO_PASS and PASS_TO_PASS)")
 	fs.StringVar(&o.grading.Isolation, "isolation", "", "sandbox (default: the tests run as a dedicated uid in their own namespaces, when root on Linux) or none")
 	fs.StringVar(&o.grading.ModelTests, "model-tests", "", "the model patch's test files: drop (default; reset before the tests run) or keep")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter grade --dataset FILE --predictions FILE|gold|empty [flags]")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+}
+
+func (o *gradeOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	if len(pos) > 0 {
-		return o, fmt.Errorf("grade: unexpected arguments %v", pos)
+		return fmt.Errorf("grade: unexpected arguments %v", pos)
 	}
 	if o.dataset == "" || o.predictions == "" {
-		return o, errors.New("grade: --dataset and --predictions are required")
+		return errors.New("grade: --dataset and --predictions are required")
 	}
 	if o.concurrency < 1 {
-		return o, fmt.Errorf("grade: --concurrency %d must be at least 1", o.concurrency)
+		return fmt.Errorf("grade: --concurrency %d must be at least 1", o.concurrency)
 	}
 	if !validExecutor(o.grading.Executor) {
-		return o, fmt.Errorf("grade: unknown executor %q (known: %s)", o.grading.Executor, strings.Join(specs.Executors, ", "))
+		return fmt.Errorf("grade: unknown executor %q (known: %s)", o.grading.Executor, strings.Join(specs.Executors, ", "))
 	}
 	if g := o.grading; g.ModelTests != "" && !slices.Contains(specs.ModelTests, g.ModelTests) {
-		return o, fmt.Errorf("grade: unknown --model-tests %q (known: %s)", g.ModelTests, strings.Join(specs.ModelTests, ", "))
+		return fmt.Errorf("grade: unknown --model-tests %q (known: %s)", g.ModelTests, strings.Join(specs.ModelTests, ", "))
 	}
 	if g := o.grading; g.Isolation != "" && !slices.Contains(specs.Isolations, g.Isolation) {
-		return o, fmt.Errorf("grade: unknown --isolation %q (known: %s)", g.Isolation, strings.Join(specs.Isolations, ", "))
+		return fmt.Errorf("grade: unknown --isolation %q (known: %s)", g.Isolation, strings.Join(specs.Isolations, ", "))
 	}
 	if g := o.grading; g.Tests != "" && !slices.Contains(specs.TestModes, g.Tests) {
-		return o, fmt.Errorf("grade: unknown --tests %q (known: %s)", g.Tests, strings.Join(specs.TestModes, ", "))
+		return fmt.Errorf("grade: unknown --tests %q (known: %s)", g.Tests, strings.Join(specs.TestModes, ", "))
 	}
-	o.grading.Timeout = specs.Duration(*timeout)
+	o.grading.Timeout = specs.Duration(o.timeout)
 	if o.name == "" {
 		base := filepath.Base(o.predictions)
 		o.name = "grade-" + strings.TrimSuffix(base, filepath.Ext(base))
 	}
-	return o, nil
+	return nil
+}
+
+func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
+	return gradeCommand.parse(args, stderr)
 }
 
 func validExecutor(e string) bool { return slices.Contains(specs.Executors, e) }
@@ -212,14 +212,9 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	fmt.Fprint(stdout, summary)
+	failed := printGradedAndErrored(stdout, out)
 	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
 		filepath.Join(runDir, "summary.md"))
-	failed := 0
-	for _, r := range out {
-		if r.String(results.FieldError) != "" {
-			failed++
-		}
-	}
 	code := exitOK
 	if isValidation(o.predictions) && reportValidation(o.predictions, out, stdout) > 0 {
 		code = exitFail
@@ -229,6 +224,27 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 		code = exitFail
 	}
 	return code
+}
+
+// printGradedAndErrored says, below the summary table, how many rows were graded and how many errored before a
+// test verdict: the table's resolved and applied rates count an errored row as neither, which alone reads as a
+// patch that did not apply. It returns the errored rows' count.
+func printGradedAndErrored(stdout io.Writer, rows []results.Row) int {
+	var errored []string
+	for _, r := range rows {
+		if r.String(results.FieldError) != "" {
+			errored = append(errored, r.String(results.FieldInstance))
+		}
+	}
+	fmt.Fprintf(stdout, "\ngraded: %d of %d predictions; errored: %d", len(rows)-len(errored), len(rows), len(errored))
+	if len(errored) == 0 {
+		fmt.Fprintln(stdout)
+		return 0
+	}
+	slices.Sort(errored)
+	fmt.Fprintf(stdout, " (no test verdict; the table counts them as not applied and not resolved): %s\n",
+		listSome(errored, maxListed))
+	return len(errored)
 }
 
 // maxListed is how many unknown instances a message names before it only counts the rest.
@@ -433,50 +449,4 @@ func errorText(err error) string {
 func nodeKey(activity string, params map[string]any, inputs map[string]activities.NodeOutput) string {
 	b, _ := json.Marshal([]any{activity, params, inputs})
 	return activity + "-" + string(cas.RefOf(b))[len("sha256:"):][:16]
-}
-
-type predictionsOptions struct {
-	name, runs string
-}
-
-func parsePredictions(args []string, stderr io.Writer) (predictionsOptions, error) {
-	var o predictionsOptions
-	fs := flag.NewFlagSet("predictions", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter predictions NAME [--runs DIR]")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
-	if len(pos) != 1 {
-		return o, fmt.Errorf("predictions: want exactly one run name, got %d arguments", len(pos))
-	}
-	o.name = pos[0]
-	return o, nil
-}
-
-func exportPredictions(o predictionsOptions, stdout, stderr io.Writer) int {
-	dir := filepath.Join(o.runs, o.name)
-	repairRunFolder("predictions", dir, filepath.Join(dir, "results.jsonl"), stderr)
-	res, err := predictions.Export(context.Background(), dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	for _, path := range slices.Sorted(maps.Keys(res.Files)) {
-		fmt.Fprintf(stdout, "%s\t%d predictions\n", path, res.Files[path])
-	}
-	if res.NoPatch > 0 {
-		fmt.Fprintf(stderr, "starter: %d row(s) have no patch_ref (their patch step failed, or the method has no "+
-			"grade step); written with an empty model_patch\n", res.NoPatch)
-	}
-	if n := len(res.NotMultiSWEBench); n > 0 {
-		fmt.Fprintf(stderr, "starter: %d instance id(s) are not org__repo-number, so the Multi-SWE-bench files leave them out: %s\n",
-			n, strings.Join(res.NotMultiSWEBench[:min(n, 10)], ", "))
-	}
-	return exitOK
 }

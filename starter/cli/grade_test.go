@@ -290,6 +290,11 @@ func TestGradeErrorRowAndLogLine(t *testing.T) {
 	if strings.Contains(errb.String(), "status=null") || strings.Contains(errb.String(), "took=") {
 		t.Errorf("console: %s", errb.String())
 	}
+	// The summary counts the errored row apart from the graded one, naming it.
+	if want := "graded: 1 of 2 predictions; errored: 1 (no test verdict"; !strings.Contains(out.String(), want) ||
+		!strings.Contains(out.String(), "): "+broken+"\n") {
+		t.Errorf("the summary does not count the errored row apart (want %q naming %s):\n%s", want, broken, out.String())
+	}
 }
 
 // An executor's error names its instance, and the grade activity named it again: "instance X: instance X: ...".

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"ctxlab/activities/executor"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
@@ -23,8 +24,13 @@ import (
 )
 
 // imagesBuildCommand is starter images build.
-var imagesBuildCommand = newCommand("build", "build instance images for the docker executor", parseImagesBuild,
-	buildImages)
+var imagesBuildCommand = commandDef[imagesBuildOptions, *imagesBuildOptions]{
+	use:   "build --dataset FILE|--spec SPEC",
+	short: "build instance images for the docker executor",
+	long: "Builds an image per instance (the repository at base_commit in /testbed, offline) under the name the " +
+		"docker executor looks up.",
+	run: buildImages,
+}
 
 type imagesBuildOptions struct {
 	dataset, base, namespace, repos, goproxy, docker string
@@ -35,46 +41,45 @@ type imagesBuildOptions struct {
 	spec, runs string
 	set        map[string]bool
 	specFlags
+	// only is --instances, split into instances by complete.
+	only string
 }
 
-func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, error) {
-	var o imagesBuildOptions
-	fs := flag.NewFlagSet("images build", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func (o *imagesBuildOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dataset, "dataset", "", "SWE-bench-format dataset `FILE` whose instances get images")
 	fs.StringVar(&o.spec, "spec", "", "experiment `SPEC` whose instances get images, named and built as its grading "+
 		"block says (namespace, goproxy, docker) from its dataset (a generated one is made in the run folder)")
 	fs.StringVar(&o.runs, "runs", "runs", "folder of the run folders (with --spec: where a generated dataset is made)")
-	o.specFlags.register(fs)
+	o.specFlags.Register(fs)
 	fs.StringVar(&o.base, "base", "", "base `IMAGE` (default: ctxlab's offline base image of the repository's language, built from a debootstrap folder)")
 	fs.StringVar(&o.namespace, "namespace", "", "image namespace, as grading.namespace / starter grade --namespace name it (default swebench)")
 	fs.StringVar(&o.repos, "repos", specs.DefaultRepos, "each instance's repository: a folder or git URL `TEMPLATE` ({repo}, {owner}, {name}, {dataset_dir})")
 	fs.StringVar(&o.goproxy, "goproxy", "", "GOPROXY the Go modules a repository requires are downloaded from into its image (`URL`; {dataset_dir} is the dataset's folder; default: the environment's)")
 	fs.StringVar(&o.docker, "docker", "docker", "docker `PROGRAM`")
-	only := fs.String("instances", "", "comma-separated instance `IDS` to build (default: all)")
+	fs.StringVar(&o.only, "instances", "", "comma-separated instance `IDS` to build (default: all)")
 	fs.BoolVar(&o.rebuild, "rebuild", false, "rebuild images that exist already")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter images build --dataset FILE|--spec SPEC [--base IMAGE] [--namespace NS] [flags]")
-		printFlags(fs)
-	}
-	rest, set, err := parseFlags(fs, args)
-	if err != nil {
-		return o, err
-	}
+}
+
+func (o *imagesBuildOptions) complete(rest []string, fs *pflag.FlagSet) error {
 	if len(rest) > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", rest)
+		return fmt.Errorf("unexpected arguments %q", rest)
 	}
 	if (o.dataset == "") == (o.spec == "") {
-		return o, errors.New("one of --dataset and --spec is required")
+		return errors.New("one of --dataset and --spec is required")
 	}
-	o.set = set
-	if *only != "" {
+	o.set = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
+	if o.only != "" {
 		o.instances = map[string]bool{}
-		for _, id := range strings.Split(*only, ",") {
+		for _, id := range strings.Split(o.only, ",") {
 			o.instances[strings.TrimSpace(id)] = true
 		}
 	}
-	return o, nil
+	return nil
+}
+
+func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, error) {
+	return imagesBuildCommand.parse(args, stderr)
 }
 
 // buildImages makes an instance image per dataset row: the repository at base_commit in /testbed (with, for Go,

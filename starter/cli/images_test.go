@@ -29,7 +29,7 @@ func TestParseImagesBuildFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.spec != "s.jsonnet" || o.runs != "r" || o.ext["model"] != "offline" || o.set["namespace"] || !o.set["runs"] {
+	if o.spec != "s.jsonnet" || o.runs != "r" || o.ExtStr["model"] != "offline" || o.set["namespace"] || !o.set["runs"] {
 		t.Errorf("parsed %+v", o)
 	}
 	for _, bad := range [][]string{{}, {"--base", "x"}, {"--dataset", "d", "extra"}, {"--dataset", "d", "--spec", "s"}} {

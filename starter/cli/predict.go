@@ -1,34 +1,37 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"ctxlab/results"
 	"ctxlab/results/report"
 )
 
-func init() {
-	commands = append(commands, newCommand("predict", "freeze a prediction of a method's resolve rate", parsePredict,
-		runPredict))
+var predictCommand = commandDef[predictOptions, *predictOptions]{
+	use:   "predict NAME|RESULTS.jsonl --method M --fit M1,M2",
+	short: "freeze a prediction of a method's resolve rate",
+	long: "Freezes a prediction of M's resolve rate into a file named by its SHA-256; starter report checks it\n" +
+		"against M's outcomes once they exist.",
+	run: runPredict,
 }
+
+func init() { commands = append(commands, predictCommand.command()) }
 
 type predictOptions struct {
 	name, runs, out string
 	method, model   string
-	fit, features   listFlag
+	fit, features   commaList
 	replicates      int
 	seed            uint64
 }
 
-func parsePredict(args []string, stderr io.Writer) (predictOptions, error) {
-	var o predictOptions
-	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func (o *predictOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	fs.StringVar(&o.out, "out", "", "folder for the frozen prediction (default: the run folder's predictions/)")
 	fs.StringVar(&o.method, "method", "", "the `METHOD` to predict, from its rows' context features (required)")
@@ -37,27 +40,24 @@ func parsePredict(args []string, stderr io.Writer) (predictOptions, error) {
 	fs.Var(&o.features, "features", "regression `FEATURES` (default: "+strings.Join(report.DefaultFeatures, ",")+")")
 	fs.IntVar(&o.replicates, "replicates", 2000, "bootstrap refits behind the prediction interval")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the refits")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter predict NAME|RESULTS.jsonl --method M --fit M1,M2 [flags]\n\n"+
-			"Freezes a prediction of M's resolve rate into a file named by its SHA-256; starter report checks it\n"+
-			"against M's outcomes once they exist.")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+}
+
+func (o *predictOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	if len(pos) != 1 {
-		return o, fmt.Errorf("predict: want one run name or results file, got %d arguments", len(pos))
+		return fmt.Errorf("predict: want one run name or results file, got %d arguments", len(pos))
 	}
 	o.name = pos[0]
 	if o.method == "" || len(o.fit) == 0 {
-		return o, fmt.Errorf("predict: --method and --fit are required")
+		return fmt.Errorf("predict: --method and --fit are required")
 	}
 	if o.replicates < 100 {
-		return o, fmt.Errorf("predict: --replicates %d: want at least 100", o.replicates)
+		return fmt.Errorf("predict: --replicates %d: want at least 100", o.replicates)
 	}
-	return o, nil
+	return nil
+}
+
+func parsePredict(args []string, stderr io.Writer) (predictOptions, error) {
+	return predictCommand.parse(args, stderr)
 }
 
 func runPredict(o predictOptions, stdout, stderr io.Writer) int {

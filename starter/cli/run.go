@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -53,13 +54,20 @@ type runOptions struct {
 	allowErrors bool
 }
 
-func parseRun(args []string, stderr io.Writer) (runOptions, error) {
-	var o runOptions
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o.register(fs)
+var runCommand = commandDef[runOptions, *runOptions]{
+	use:   "run SPEC",
+	short: "run (or attach to) the sweep a Jsonnet spec declares",
+	long: "Runs the sweep SPEC declares into runs/NAME (results.jsonl, summary.md), or attaches to it when another " +
+		"starter runs it.",
+	run: runSweep,
+}
+
+func init() { commands = append(commands, runCommand.command()) }
+
+func (o *runOptions) define(fs *pflag.FlagSet) {
+	o.specFlags.Register(fs)
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
-	o.cluster.Register(fs, "", "default")
+	defineCluster(fs, &o.cluster, "", "default")
 	fs.Lookup("address").Usage = "use the Temporal server at `HOST:PORT` instead of an embedded one"
 	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store: file:// or s3:// `URL`, or a "+
 		"folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
@@ -76,17 +84,25 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	fs.IntVar(&o.infraWaits, "infra-waits", 0, "times a step waits for a failing endpoint before its rows record "+
 		"the failure (0: default, -1: never; for tests)")
-	o.ui.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter run SPEC [flags]")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+	o.ui.define(fs)
+}
+
+// defineCluster declares the connection flags on fs. They are declared once, in package cluster, on the flag
+// package's type, which the worker also uses; pflag takes them over as they are.
+func defineCluster(fs *pflag.FlagSet, o *cluster.Options, address, namespace string) {
+	gfs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	o.Register(gfs, address, namespace)
+	fs.AddGoFlagSet(gfs)
+}
+
+func (o *runOptions) complete(pos []string, _ *pflag.FlagSet) error {
+	var err error
 	o.spec, err = oneSpec("run", pos)
-	return o, err
+	return err
+}
+
+func parseRun(args []string, stderr io.Writer) (runOptions, error) {
+	return runCommand.parse(args, stderr)
 }
 
 func runSweep(o runOptions, stdout, stderr io.Writer) int {

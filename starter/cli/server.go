@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"ctxlab/starter/embedded"
 )
@@ -21,35 +22,36 @@ type serverOptions struct {
 	logFile   string
 }
 
-func init() {
-	commands = append(commands, newCommand("server", "run a standalone Temporal server on PostgreSQL", parseServer,
-		func(o serverOptions, _, stderr io.Writer) int { return runServer(o, stderr) }))
+func init() { commands = append(commands, serverCommand.command()) }
+
+var serverCommand = commandDef[serverOptions, *serverOptions]{
+	use:   "server --db postgres://USER@HOST:PORT/DB",
+	short: "run a standalone Temporal server on PostgreSQL",
+	long: "Runs a Temporal server on PostgreSQL until SIGINT or SIGTERM, for starter run --address and worker " +
+		"processes.",
+	run: func(o serverOptions, _, stderr io.Writer) int { return runServer(o, stderr) },
 }
 
-func parseServer(args []string, stderr io.Writer) (serverOptions, error) {
-	var o serverOptions
-	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func (o *serverOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.db, "db", "", "PostgreSQL database `URL` postgres://USER@HOST:PORT/DB (password in the URL or "+
 		"$PGPASSWORD; visibility goes to DB_visibility; both are created when missing)")
 	fs.StringVar(&o.address, "address", "127.0.0.1:7233", "frontend `HOST:PORT` to listen on (HOST an IP address)")
 	fs.StringVar(&o.namespace, "namespace", "default", "namespace to create when missing")
 	fs.StringVar(&o.logFile, "log", "temporal-server.log", "the server's log `FILE`")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter server --db postgres://USER@HOST:PORT/DB [flags]")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+}
+
+func (o *serverOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	if len(pos) > 0 {
-		return o, fmt.Errorf("server: unexpected arguments %q", pos)
+		return fmt.Errorf("server: unexpected arguments %q", pos)
 	}
 	if o.db == "" {
-		return o, fmt.Errorf("server: --db is required (postgres://USER@HOST:PORT/DB)")
+		return fmt.Errorf("server: --db is required (postgres://USER@HOST:PORT/DB)")
 	}
-	return o, nil
+	return nil
+}
+
+func parseServer(args []string, stderr io.Writer) (serverOptions, error) {
+	return serverCommand.parse(args, stderr)
 }
 
 // serverStartTimeout bounds the schema setup and the services' start; a database that does not answer fails then.

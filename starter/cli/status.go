@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -14,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"ctxlab/activities"
 	"ctxlab/activities/llm"
 	"ctxlab/dataset/swebench"
@@ -21,10 +22,7 @@ import (
 	"ctxlab/specs"
 )
 
-func init() {
-	commands = append(commands, newCommand("status", "where a run's sweep stands", parseStatus,
-		runStatus))
-}
+func init() { commands = append(commands, statusCommand.command()) }
 
 type statusOptions struct {
 	name string
@@ -32,26 +30,29 @@ type statusOptions struct {
 	json bool
 }
 
-func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
-	var o statusOptions
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+var statusCommand = commandDef[statusOptions, *statusOptions]{
+	use:   "status NAME",
+	short: "where a run's sweep stands",
+	long: "Reads runs/NAME's records only, so it works while a sweep runs (from another shell) and after one " +
+		"stopped.",
+	run: runStatus,
+}
+
+func (o *statusOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter status NAME [flags]\n\nReads runs/NAME's records only, so it works while "+
-			"a sweep runs (from another shell) and after one stopped.")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+}
+
+func (o *statusOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	if len(pos) != 1 {
-		return o, fmt.Errorf("status: want one run name, got %d arguments", len(pos))
+		return fmt.Errorf("status: want one run name, got %d arguments", len(pos))
 	}
 	o.name = pos[0]
-	return o, nil
+	return nil
+}
+
+func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
+	return statusCommand.parse(args, stderr)
 }
 
 // runFolder returns runs/NAME, or an error naming the folder when there is none.
@@ -151,6 +152,7 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 	pid, published := liveStarter(dir)
 	st := runstate.Compute(rec, runstate.Options{Instances: sh.instances, Arms: sh.arms(), Now: time.Now(),
 		Stopped: published && pid == nil})
+	st = endElapsedWhenFinished(st)
 	rep := statusReport{Run: o.name, Dir: dir, Status: st, Starter: pid, Stopped: published && pid == nil,
 		Note: sh.note, errors: tallyRowErrors(rec.Rows)}
 	if rep.errors.Errors > 0 {
@@ -167,6 +169,15 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 	}
 	printStatus(stdout, rep)
 	return exitOK
+}
+
+// endElapsedWhenFinished stops the clock of a finished sweep at its last attempt: the time since then is not the
+// sweep's (a 12-minute sweep looked at 5 minutes later took 12 minutes, not 17).
+func endElapsedWhenFinished(st runstate.Status) runstate.Status {
+	if st.Finished() && st.FirstAttempt != nil && st.LastAttempt != nil {
+		st.ElapsedS = st.LastAttempt.Sub(*st.FirstAttempt).Seconds()
+	}
+	return st
 }
 
 // liveStarter returns the pid of the starter that published the run's embedded server, when that process lives;
@@ -229,9 +240,14 @@ func printStatus(w io.Writer, r statusReport) {
 	} else {
 		fmt.Fprintln(w, "projected: - (no issue finished yet)")
 	}
-	if st.FirstAttempt == nil {
+	switch {
+	case st.FirstAttempt == nil:
 		fmt.Fprintln(w, "elapsed:   - (no attempt recorded)")
-	} else {
+	case st.Finished():
+		fmt.Fprintf(w, "elapsed:   %s from the first attempt to the last (%s working); finished %s ago\n",
+			runstate.FormatDuration(runstate.Seconds(st.ElapsedS)), runstate.FormatDuration(runstate.Seconds(st.ActiveS)),
+			runstate.FormatDuration(runstate.Seconds(st.SinceLastS)))
+	default:
 		fmt.Fprintf(w, "elapsed:   %s since the first attempt (%s working); last attempt %s ago\n",
 			runstate.FormatDuration(runstate.Seconds(st.ElapsedS)), runstate.FormatDuration(runstate.Seconds(st.ActiveS)),
 			runstate.FormatDuration(runstate.Seconds(st.SinceLastS)))

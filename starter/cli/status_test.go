@@ -78,3 +78,46 @@ func TestStatusAuditOfKilledPaidRun(t *testing.T) {
 		}
 	}
 }
+
+// A finished sweep's elapsed time ends at its last attempt: looking at it later does not make it longer.
+func TestStatusElapsedEndsAtLastAttemptOfFinishedSweep(t *testing.T) {
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "done")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Now().Add(-17 * time.Minute).UTC()
+	last := first.Add(12*time.Minute + 17*time.Second)
+	var b strings.Builder
+	add := func(v any) {
+		line, _ := json.Marshal(v)
+		b.Write(append(line, '\n'))
+	}
+	add(runlog.Attempt{Time: first, Event: runlog.EventStart, Instance: "i1", Node: "n-1", Activity: "patch",
+		Step: "m.patch", Attempt: 1})
+	add(runlog.Attempt{Time: last, Event: runlog.EventDone, Instance: "i1", Node: "n-1", Activity: "patch",
+		Step: "m.patch", Attempt: 1})
+	if err := os.WriteFile(filepath.Join(dir, runlog.AttemptsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	add(results.Row{results.FieldInstance: "i1", results.FieldMethod: "m", results.FieldModel: "offline"})
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, _ := mainOut(t, "status", "done", "--runs", runs)
+	if !strings.Contains(out, "state:     finished") || !strings.Contains(out, "elapsed:   12m17s from the first attempt to the last") {
+		t.Errorf("a finished 12m17s sweep:\n%s", out)
+	}
+	out, _ = mainOut(t, "status", "done", "--runs", runs, "--json")
+	var st struct {
+		ElapsedS float64 `json:"elapsed_s"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if want := last.Sub(first).Seconds(); st.ElapsedS != want {
+		t.Errorf("elapsed_s %v, want %v (first to last attempt)", st.ElapsedS, want)
+	}
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
 
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/logs"
@@ -25,7 +25,7 @@ type uiFlags struct {
 	port int
 }
 
-func (f *uiFlags) register(fs *flag.FlagSet) {
+func (f *uiFlags) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.on, "ui", false, "serve the Temporal Web UI of the sweep's embedded server while it runs (URL on stderr)")
 	fs.IntVar(&f.port, "ui-port", 0, "`PORT` of the Web UI on 127.0.0.1 (0: a free one; a non-zero port implies --ui)")
 }
@@ -72,26 +72,30 @@ type uiOptions struct {
 	port      int
 }
 
-func parseUI(args []string, stderr io.Writer) (uiOptions, error) {
-	var o uiOptions
-	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+var uiCommand = commandDef[uiOptions, *uiOptions]{
+	use:   "ui NAME",
+	short: "serve the Temporal Web UI over a run's workflow histories",
+	long: "Opens the embedded server of runs/NAME (finished or interrupted) and serves the Temporal Web UI over it " +
+		"until Ctrl-C, running no workers; when a starter runs the sweep, it shows that starter's server.",
+	run: func(o uiOptions, _, stderr io.Writer) int { return serveUI(o, stderr) },
+}
+
+func (o *uiOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	fs.StringVar(&o.namespace, "namespace", "default", "Temporal namespace the sweep ran in")
 	fs.IntVar(&o.port, "ui-port", 0, "`PORT` of the Web UI on 127.0.0.1 (0: a free one)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter ui NAME [flags]")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+}
+
+func (o *uiOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	if len(pos) != 1 {
-		return o, fmt.Errorf("ui: want exactly one run name, got %d arguments", len(pos))
+		return fmt.Errorf("ui: want exactly one run name, got %d arguments", len(pos))
 	}
 	o.name = pos[0]
-	return o, nil
+	return nil
+}
+
+func parseUI(args []string, stderr io.Writer) (uiOptions, error) {
+	return uiCommand.parse(args, stderr)
 }
 
 // serveUI opens the embedded server of a run folder and serves the Web UI over it until interrupted, so the
@@ -160,7 +164,4 @@ func markViewer(runDir string) error {
 	return os.Rename(tmp, path)
 }
 
-func init() {
-	commands = append(commands, newCommand("ui", "serve the Temporal Web UI over a run's workflow histories", parseUI,
-		func(o uiOptions, _, stderr io.Writer) int { return serveUI(o, stderr) }))
-}
+func init() { commands = append(commands, uiCommand.command()) }

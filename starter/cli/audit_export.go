@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"ctxlab/activities"
+	"ctxlab/activities/contexts"
+	"ctxlab/results"
+	"ctxlab/results/runstate"
+	"ctxlab/specs"
+	"ctxlab/store/cas"
+)
+
+// The files of one exported row, as the SWE-bench harness keeps an instance's logs: one folder per model, method
+// and instance, so a researcher can ls, grep and open one failure in an editor.
+const (
+	exportContext    = "context.txt"
+	exportPatch      = "patch.diff"
+	exportTestOutput = "test_output.txt"
+	exportRow        = "row.json"
+)
+
+// exportCounts says what an export wrote.
+type exportCounts struct {
+	Rows, Files int
+}
+
+// exportRun writes DIR/<model>/<method>/<instance>/{context.txt,patch.diff,test_output.txt,row.json} for every row
+// of the run that --issue and --method keep. A file whose object the run never stored (the step failed, or the row
+// was graded outside a sweep) is left out; row.json is always written.
+func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.Plan) (exportCounts, error) {
+	var n exportCounts
+	rows, _, err := results.ReadFile(filepath.Join(runDir, runstate.ResultsFile))
+	if err != nil {
+		return n, err
+	}
+	store, err := cas.Open(ctx, o.store, o.name, filepath.Join(runDir, "cas"))
+	if err != nil {
+		return n, err
+	}
+	for _, row := range rows {
+		k := row.Key()
+		if o.issue != "" && k.Instance != o.issue {
+			continue
+		}
+		if o.method != "" && k.Method != o.method && k.Model+"/"+k.Method != o.method {
+			continue
+		}
+		folder := filepath.Join(o.export, exportSegment(k.Model), exportSegment(k.Method), exportSegment(k.Instance))
+		if !isWithin(o.export, folder) { // exportSegment keeps names inside; this says so again at the write
+			return n, fmt.Errorf("row %s/%s/%s would be written outside %s", k.Model, k.Method, k.Instance, o.export)
+		}
+		files, err := writeRowFolder(ctx, store, runDir, plan, row, folder)
+		if err != nil {
+			return n, fmt.Errorf("row %s/%s/%s: %w", k.Model, k.Method, k.Instance, err)
+		}
+		n.Rows++
+		n.Files += files
+	}
+	return n, nil
+}
+
+// writeRowFolder writes one row's folder and returns how many files it wrote.
+func writeRowFolder(ctx context.Context, store cas.Store, runDir string, plan *specs.Plan, row results.Row,
+	folder string) (int, error) {
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		return 0, err
+	}
+	b, err := json.MarshalIndent(row, "", "  ")
+	if err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(folder, exportRow), append(b, '\n'), 0o644); err != nil {
+		return 0, err
+	}
+	files := 1
+	write := func(name string, ref cas.Ref, render func([]byte) ([]byte, error)) error {
+		if ref == "" {
+			return nil
+		}
+		b, err := store.Get(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", name, ref, err)
+		}
+		if render != nil {
+			if b, err = render(b); err != nil {
+				return fmt.Errorf("%s: %s: %w", name, ref, err)
+			}
+		}
+		files++
+		return os.WriteFile(filepath.Join(folder, name), b, 0o644)
+	}
+	k := row.Key()
+	refs := armRefs(runDir, plan, k)
+	patchRef := cas.Ref(row.String("patch_ref"))
+	if patchRef == "" {
+		patchRef = refs.patch
+	}
+	if err := write(exportPatch, patchRef, nil); err != nil {
+		return files, err
+	}
+	if err := write(exportTestOutput, refs.testOutput, nil); err != nil {
+		return files, err
+	}
+	if status := row.String("grade_status"); refs.testOutput == "" && status != "" {
+		// Graded without running tests (an empty patch, one that does not apply): the folder still says why.
+		note := fmt.Sprintf("ctxlab: no test ran for this row: grade_status %s", status)
+		if reason := reasonOf(row); reason != "" {
+			note += " (" + reason + ")"
+		}
+		if err := os.WriteFile(filepath.Join(folder, exportTestOutput), []byte(note+"\n"), 0o644); err != nil {
+			return files, err
+		}
+		files++
+	}
+	err = write(exportContext, refs.context, func(b []byte) ([]byte, error) {
+		var c contexts.Context
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, err
+		}
+		return []byte(c.Render()), nil
+	})
+	return files, err
+}
+
+// rowRefs are the stored objects behind a row: the context its patch step read, the patch, the test log.
+type rowRefs struct {
+	context, patch, testOutput cas.Ref
+}
+
+// armRefs finds a row's objects through the plan: the arm's grade node, the patch node it graded, and the context
+// node that patch read, each through the output memoized under nodes/. Without a plan (no spec recorded) it finds
+// none.
+func armRefs(runDir string, plan *specs.Plan, k results.Key) rowRefs {
+	var refs rowRefs
+	if plan == nil {
+		return refs
+	}
+	nodes := map[string]specs.Node{}
+	for _, n := range plan.Nodes {
+		nodes[n.Key] = n
+	}
+	output := func(key string) cas.Ref {
+		if key == "" {
+			return ""
+		}
+		out, ok := activities.ReadNodeMemo(runDir, k.Instance, key)
+		if !ok {
+			return ""
+		}
+		return out.Ref
+	}
+	for _, arm := range plan.Arms {
+		if arm.Method != k.Method || arm.Model != k.Model {
+			continue
+		}
+		var gradeKey, patchKey string
+		for _, s := range arm.Steps {
+			switch nodes[s.Key].Activity {
+			case "grade":
+				gradeKey = s.Key
+			case "patch":
+				patchKey = s.Key // the last one, unless the grade step names its own
+			}
+		}
+		if g, ok := nodes[gradeKey]; ok && g.Inputs["patch"] != "" {
+			patchKey = g.Inputs["patch"]
+		}
+		refs.testOutput = output(gradeKey)
+		refs.patch = output(patchKey)
+		refs.context = output(nodes[patchKey].Inputs["context"])
+	}
+	return refs
+}
+
+// exportSegment makes a model, method or instance name one folder name that stays inside the export folder: a
+// '/' or '\' does not nest, '.' and '..' do not climb, control characters do not land in file names. A changed
+// name gets a hash of the original, so two names that clean to the same text keep apart.
+func exportSegment(name string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, name)
+	if strings.Trim(clean, ".") == "" {
+		clean = "_" + clean
+	}
+	if clean == name {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return clean + "-" + hex.EncodeToString(sum[:4])
+}
+
+// isWithin reports whether path lies inside dir (not dir itself).
+func isWithin(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && filepath.IsLocal(rel)
+}
+
+// printExport says where the export went.
+func printExport(w io.Writer, dir string, n exportCounts) {
+	fmt.Fprintf(w, "exported %d rows (%d files) to %s: MODEL/METHOD/INSTANCE/{%s,%s,%s,%s}\n", n.Rows, n.Files,
+		dir, exportContext, exportPatch, exportTestOutput, exportRow)
+}
