@@ -18,6 +18,9 @@ type ActivityInfo struct {
 	Name string
 	// Queue is the task queue kind the activity runs on.
 	Queue string
+	// Cheap activities take well under a second even on a large repository and need nothing a queue's workers
+	// have that the workflow worker lacks: the Issue workflow runs them in process (see RunsLocally).
+	Cheap bool
 	// Inputs are the input names the activity requires; Optional ones may be left out.
 	Inputs   []string
 	Optional []string
@@ -68,11 +71,11 @@ func init() {
 		Params:  reflect.TypeFor[CheckoutParams](),
 		Fields:  []RowField{{Name: "repo_files", Kind: KindInt}},
 		Summary: "open or clone the instance's repository and snapshot it at base_commit"})
-	register(ActivityInfo{Name: "no_source", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+	register(ActivityInfo{Name: "no_source", Queue: QueueCPU, Cheap: true, Inputs: []string{"checkout"}, UsesTokenizer: true,
 		Params:  reflect.TypeFor[NoSourceParams](),
 		Fields:  ContextStepFields,
 		Summary: "context of the issue text only"})
-	register(ActivityInfo{Name: "oracle_files", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+	register(ActivityInfo{Name: "oracle_files", Queue: QueueCPU, Cheap: true, Inputs: []string{"checkout"}, UsesTokenizer: true,
 		Params:  reflect.TypeFor[OracleFilesParams](),
 		Fields:  ContextStepFields,
 		Summary: "context of the files the gold patch edits, whole"})
@@ -86,7 +89,7 @@ func init() {
 			{Name: "oracle_hunks_total", Kind: KindInt},   // ... of the gold patch's
 		}),
 		Summary: "ask the model for a patch from the context"})
-	register(ActivityInfo{Name: "measure", Queue: QueueCPU, Inputs: []string{"checkout", "context"},
+	register(ActivityInfo{Name: "measure", Queue: QueueCPU, Cheap: true, Inputs: []string{"checkout", "context"},
 		Optional: []string{"patch"}, UsesTokenizer: true,
 		Params: reflect.TypeFor[MeasureParams](),
 		Fields: []RowField{

@@ -27,7 +27,7 @@ func init() {
 		}),
 		ReplacesContext: true,
 		Summary:         "compress each block of a context at a rate (fitted to the budget) through a compression server"})
-	register(ActivityInfo{Name: "corrupt", Queue: QueueCPU, Inputs: []string{"checkout", "context"},
+	register(ActivityInfo{Name: "corrupt", Queue: QueueCPU, Cheap: true, Inputs: []string{"checkout", "context"},
 		Optional: []string{"other"}, UsesTokenizer: true,
 		Params: reflect.TypeFor[CorruptParams](),
 		Fields: Fields(ContextStepFields, FitFields, []RowField{TemplateShownField,

@@ -48,3 +48,25 @@ func validateQueues(q QueueLimits) []*ValidationError {
 	}
 	return errs
 }
+
+// RunsLocally reports whether the workflow worker runs a node in process (a Temporal local activity, one round trip
+// fewer and no task queue) rather than on its kind's queue: a Cheap activity, or a model step whose model is the
+// offline stand-in (no endpoint, no rate to respect, no money at stake). Which nodes it picks shapes the Issue
+// workflow's history: changing it changes replay (workflows' localChange).
+func RunsLocally(n Node) bool {
+	info, ok := Catalog[n.Activity]
+	if !ok {
+		return false
+	}
+	if info.Cheap {
+		return true
+	}
+	if !info.UsesModel {
+		return false
+	}
+	model, _ := n.Params["model"].(map[string]any)
+	return model != nil && model["provider"] == ProviderOffline
+}
+
+// ProviderOffline is the provider of the offline stand-in model.
+const ProviderOffline = "offline"
