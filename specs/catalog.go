@@ -21,6 +21,9 @@ type ActivityInfo struct {
 	// Cheap activities take well under a second even on a large repository and need nothing a queue's workers
 	// have that the workflow worker lacks: the Issue workflow runs them in process (see RunsLocally).
 	Cheap bool
+	// NoEndpoint, when set, reports whether a step with these params calls no endpoint (the offline model, the
+	// fake compressor): such a step is as cheap as a Cheap one, and runs in process too.
+	NoEndpoint func(params map[string]any) bool
 	// Inputs are the input names the activity requires; Optional ones may be left out.
 	Inputs   []string
 	Optional []string
@@ -80,8 +83,8 @@ func init() {
 		Fields:  ContextStepFields,
 		Summary: "context of the files the gold patch edits, whole"})
 	register(ActivityInfo{Name: "patch", Queue: QueueLLM, Inputs: []string{"checkout", "context"}, UsesModel: true,
-		UsesTokenizer: true,
-		Params:        reflect.TypeFor[PatchParams](), Defaults: PatchDefaults,
+		UsesTokenizer: true, NoEndpoint: offlineModel,
+		Params: reflect.TypeFor[PatchParams](), Defaults: PatchDefaults,
 		Fields: Fields(UsageFields, []RowField{
 			{Name: "patch_parse_error", Kind: KindString}, // the answer's edit could not be read
 			{Name: "patch_recounted", Kind: KindInt},      // hunks whose line counts were repaired

@@ -8,7 +8,7 @@ func init() {
 		Params: reflect.TypeFor[InventoryParams](), Defaults: InventoryDefaults,
 		Fields:  []RowField{{Name: "inventory_paths", Kind: KindInt}, {Name: "inventory_tokens", Kind: KindInt}},
 		Summary: "rank repository paths by words shared with the issue; keep the best within tau tokens, alphabetically"})
-	register(ActivityInfo{Name: "localize", Queue: QueueLLM, Inputs: []string{"checkout", "inventory"},
+	register(ActivityInfo{Name: "localize", Queue: QueueLLM, NoEndpoint: offlineModel, Inputs: []string{"checkout", "inventory"},
 		UsesModel: true, UsesTokenizer: true,
 		Params: reflect.TypeFor[LocalizeParams](), Defaults: LocalizeDefaults,
 		Fields:  UsageFields,
@@ -21,7 +21,7 @@ func init() {
 		Params:  reflect.TypeFor[TrimParams](),
 		Fields:  SelectionFields,
 		Summary: "one localization sample, tests and docs dropped, cut to the file count of input like (or params.count)"})
-	register(ActivityInfo{Name: "evidence", Queue: QueueLLM, Inputs: []string{"checkout", "files"},
+	register(ActivityInfo{Name: "evidence", Queue: QueueLLM, NoEndpoint: offlineModel, Inputs: []string{"checkout", "files"},
 		UsesModel: true, UsesTokenizer: true,
 		Params: reflect.TypeFor[EvidenceParams](), Defaults: EvidenceDefaults,
 		Fields: Fields(UsageFields, []RowField{
