@@ -35,6 +35,9 @@ import (
 var (
 	issues  = flag.Int("orch.issues", 300, "issues in the benchmark's sweep")
 	methods = flag.Int("orch.methods", 12, "methods in the benchmark's sweep")
+	wayList = flag.String("orch.ways", "now,before", "comma-separated ways to run the Temporal side: "+
+		"now, before, and one lever of now's taken back each: remote (every node on its queue), rollback (the old "+
+		"SQLite journal)")
 )
 
 // way is how the Temporal side runs a sweep.
@@ -50,7 +53,25 @@ var (
 	before = way{name: "before", remoteOnly: true, journal: embedded.JournalRollback}
 	// now is how it runs them: cheap nodes as local activities in the workflow worker, SQLite in WAL mode.
 	now = way{name: "now"}
+	// ways by name, now's levers among them, each taken back alone.
+	ways = map[string]way{"now": now, "before": before,
+		"remote":   {name: "remote", remoteOnly: true},
+		"rollback": {name: "rollback", journal: embedded.JournalRollback},
+	}
 )
+
+// chosenWays are the ways -orch.ways names.
+func chosenWays(t testing.TB) []way {
+	var out []way
+	for name := range strings.SplitSeq(*wayList, ",") {
+		w, ok := ways[name]
+		if !ok {
+			t.Fatalf("-orch.ways: no way %q", name)
+		}
+		out = append(out, w)
+	}
+	return out
+}
 
 // sweep is a generated experiment and its plan.
 type sweep struct {
@@ -347,8 +368,8 @@ func compare(t testing.TB, n, m int, ways ...way) (plain outcome, temporal []out
 	if got := plain.activities - 1 - n; got != nodes {
 		t.Errorf("plain ran %d node activities, want %d", got, nodes)
 	}
-	for _, w := range ways {
-		o := runTemporal(t, s, filepath.Join(dir, w.name), w)
+	for i, w := range ways {
+		o := runTemporal(t, s, filepath.Join(dir, fmt.Sprintf("%d-%s", i, w.name)), w)
 		if o.rows != want {
 			t.Fatalf("rows: temporal (%s) %d, want %d", w.name, o.rows, want)
 		}
@@ -372,12 +393,13 @@ func TestSmallSweepBothWays(t *testing.T) {
 // Run it once: go test ./internal/orchbench/ -run '^$' -bench Orchestration -benchtime 1x
 func BenchmarkOrchestration(b *testing.B) {
 	for range b.N {
-		plain, temporal := compare(b, *issues, *methods, now, before)
+		chosen := chosenWays(b)
+		plain, temporal := compare(b, *issues, *methods, chosen...)
 		b.ReportMetric(plain.perSecond(), "plain-act/s")
 		b.ReportMetric(plain.peakMiB, "plain-peak-heap-MiB")
 		b.Logf("%d issues × %d methods: plain goroutines %d activities in %s (%.1f/s, peak heap %.0f MiB)",
 			*issues, *methods, plain.activities, plain.wall.Round(time.Millisecond), plain.perSecond(), plain.peakMiB)
-		for i, w := range []way{now, before} {
+		for i, w := range chosen {
 			o := temporal[i]
 			overhead := (o.wall - plain.wall).Seconds() / float64(o.activities)
 			b.ReportMetric(o.perSecond(), w.name+"-act/s")
@@ -388,7 +410,10 @@ func BenchmarkOrchestration(b *testing.B) {
 				"per activity", w.name, o.activities, o.wall.Round(time.Millisecond), o.perSecond(), o.peakMiB,
 				o.wall.Seconds()/plain.wall.Seconds(), overhead*1e3)
 		}
-		b.Logf("now is %.1fx faster than before", temporal[1].wall.Seconds()/temporal[0].wall.Seconds())
+		for i, w := range chosen[1:] {
+			b.Logf("%s takes %.2fx as long as %s", w.name, temporal[i+1].wall.Seconds()/temporal[0].wall.Seconds(),
+				chosen[0].name)
+		}
 	}
 }
 
@@ -424,8 +449,9 @@ func BenchmarkDemo(b *testing.B) {
 		dir := b.TempDir()
 		s, n := demoSweep(b, dir)
 		var walls []time.Duration
-		for _, w := range []way{now, before} {
-			o := runTemporal(b, s, filepath.Join(dir, w.name), w)
+		chosen := chosenWays(b)
+		for i, w := range chosen {
+			o := runTemporal(b, s, filepath.Join(dir, fmt.Sprintf("%d-%s", i, w.name)), w)
 			if want := n * len(s.plan.Arms); o.rows != want {
 				b.Fatalf("%s: %d rows, want %d", w.name, o.rows, want)
 			}
@@ -434,7 +460,10 @@ func BenchmarkDemo(b *testing.B) {
 				o.wall.Round(time.Millisecond))
 			walls = append(walls, o.wall)
 		}
-		b.ReportMetric(walls[1].Seconds()/walls[0].Seconds(), "before/now")
-		b.Logf("the demo now takes %.2fx less time than before", walls[1].Seconds()/walls[0].Seconds())
+		for i, w := range chosen[1:] {
+			b.ReportMetric(walls[i+1].Seconds()/walls[0].Seconds(), w.name+"/"+chosen[0].name)
+			b.Logf("the demo %s takes %.2fx as long as %s", w.name, walls[i+1].Seconds()/walls[0].Seconds(),
+				chosen[0].name)
+		}
 	}
 }
