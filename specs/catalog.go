@@ -18,6 +18,12 @@ type ActivityInfo struct {
 	Name string
 	// Queue is the task queue kind the activity runs on.
 	Queue string
+	// Cheap activities take well under a second even on a large repository and need nothing a queue's workers
+	// have that the workflow worker lacks: the Issue workflow runs them in process (see RunsLocally).
+	Cheap bool
+	// NoEndpoint, when set, reports whether a step with these params calls no endpoint (the offline model, the
+	// fake compressor): such a step is as cheap as a Cheap one, and runs in process too.
+	NoEndpoint func(params map[string]any) bool
 	// Inputs are the input names the activity requires; Optional ones may be left out.
 	Inputs   []string
 	Optional []string
@@ -68,17 +74,17 @@ func init() {
 		Params:  reflect.TypeFor[CheckoutParams](),
 		Fields:  []RowField{{Name: "repo_files", Kind: KindInt}},
 		Summary: "open or clone the instance's repository and snapshot it at base_commit"})
-	register(ActivityInfo{Name: "no_source", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+	register(ActivityInfo{Name: "no_source", Queue: QueueCPU, Cheap: true, Inputs: []string{"checkout"}, UsesTokenizer: true,
 		Params:  reflect.TypeFor[NoSourceParams](),
 		Fields:  ContextStepFields,
 		Summary: "context of the issue text only"})
-	register(ActivityInfo{Name: "oracle_files", Queue: QueueCPU, Inputs: []string{"checkout"}, UsesTokenizer: true,
+	register(ActivityInfo{Name: "oracle_files", Queue: QueueCPU, Cheap: true, Inputs: []string{"checkout"}, UsesTokenizer: true,
 		Params:  reflect.TypeFor[OracleFilesParams](),
 		Fields:  ContextStepFields,
 		Summary: "context of the files the gold patch edits, whole"})
 	register(ActivityInfo{Name: "patch", Queue: QueueLLM, Inputs: []string{"checkout", "context"}, UsesModel: true,
-		UsesTokenizer: true,
-		Params:        reflect.TypeFor[PatchParams](), Defaults: PatchDefaults,
+		UsesTokenizer: true, NoEndpoint: offlineModel,
+		Params: reflect.TypeFor[PatchParams](), Defaults: PatchDefaults,
 		Fields: Fields(UsageFields, []RowField{
 			{Name: "patch_parse_error", Kind: KindString}, // the answer's edit could not be read
 			{Name: "patch_recounted", Kind: KindInt},      // hunks whose line counts were repaired
@@ -86,7 +92,7 @@ func init() {
 			{Name: "oracle_hunks_total", Kind: KindInt},   // ... of the gold patch's
 		}),
 		Summary: "ask the model for a patch from the context"})
-	register(ActivityInfo{Name: "measure", Queue: QueueCPU, Inputs: []string{"checkout", "context"},
+	register(ActivityInfo{Name: "measure", Queue: QueueCPU, Cheap: true, Inputs: []string{"checkout", "context"},
 		Optional: []string{"patch"}, UsesTokenizer: true,
 		Params: reflect.TypeFor[MeasureParams](),
 		Fields: []RowField{

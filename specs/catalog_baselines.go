@@ -16,7 +16,7 @@ func init() {
 		}),
 		ReplacesContext: true,
 		Summary:         "rank the repository's chunks against the issue (BM25 or dense) and show them in rank order up to the budget"})
-	register(ActivityInfo{Name: "compress", Queue: QueueLLM, Inputs: []string{"context"},
+	register(ActivityInfo{Name: "compress", Queue: QueueLLM, NoEndpoint: fakeCompressor, Inputs: []string{"context"},
 		Optional: []string{"budget"}, UsesTokenizer: true,
 		Params: reflect.TypeFor[CompressParams](),
 		Fields: Fields(ContextStepFields, FitFields, []RowField{TemplateShownField,
@@ -27,7 +27,7 @@ func init() {
 		}),
 		ReplacesContext: true,
 		Summary:         "compress each block of a context at a rate (fitted to the budget) through a compression server"})
-	register(ActivityInfo{Name: "corrupt", Queue: QueueCPU, Inputs: []string{"checkout", "context"},
+	register(ActivityInfo{Name: "corrupt", Queue: QueueCPU, Cheap: true, Inputs: []string{"checkout", "context"},
 		Optional: []string{"other"}, UsesTokenizer: true,
 		Params: reflect.TypeFor[CorruptParams](),
 		Fields: Fields(ContextStepFields, FitFields, []RowField{TemplateShownField,

@@ -48,3 +48,24 @@ func validateQueues(q QueueLimits) []*ValidationError {
 	}
 	return errs
 }
+
+// RunsLocally reports whether the workflow worker runs a node in process (a Temporal local activity: one round trip
+// fewer, no task queue) rather than on its kind's queue: a Cheap activity, or a step that calls no endpoint (the
+// offline model, the fake compressor: no rate to respect, no money at stake). Which nodes it picks shapes the
+// Issue workflow's history: changing it changes replay (workflows' localChange).
+func RunsLocally(n Node) bool {
+	info, ok := Catalog[n.Activity]
+	if !ok {
+		return false
+	}
+	return info.Cheap || info.NoEndpoint != nil && info.NoEndpoint(n.Params)
+}
+
+// offlineModel reports whether a model step's model is the offline stand-in.
+func offlineModel(params map[string]any) bool {
+	model, _ := params["model"].(map[string]any)
+	return model != nil && model["provider"] == "offline"
+}
+
+// fakeCompressor reports whether a compress step uses the stand-in compressor.
+func fakeCompressor(params map[string]any) bool { return params["compressor"] == "fake" }

@@ -39,3 +39,30 @@ func TestValidateQueueLimits(t *testing.T) {
 		t.Errorf("second error %+v", *errs[1])
 	}
 }
+
+func TestRunsLocally(t *testing.T) {
+	offline := map[string]any{"name": "offline", "provider": "offline"}
+	openai := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt-x"}
+	for _, tc := range []struct {
+		node Node
+		want bool
+	}{
+		{Node{Activity: "measure"}, true},
+		{Node{Activity: "assemble"}, true},
+		{Node{Activity: "checkout"}, false},
+		{Node{Activity: "grade"}, false},
+		{Node{Activity: "retrieve"}, false},
+		{Node{Activity: "patch", Params: map[string]any{"model": offline}}, true},
+		{Node{Activity: "patch", Params: map[string]any{"model": openai}}, false},
+		{Node{Activity: "localize", Params: map[string]any{"model": offline}}, true},
+		{Node{Activity: "evidence", Params: map[string]any{"model": openai}}, false},
+		{Node{Activity: "patch"}, false},
+		{Node{Activity: "compress", Params: map[string]any{"compressor": "fake"}}, true},
+		{Node{Activity: "compress", Params: map[string]any{"compressor": "llmlingua2"}}, false},
+		{Node{Activity: "no_such_step"}, false},
+	} {
+		if got := RunsLocally(tc.node); got != tc.want {
+			t.Errorf("RunsLocally(%s %v) = %v, want %v", tc.node.Activity, tc.node.Params, got, tc.want)
+		}
+	}
+}

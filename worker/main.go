@@ -1,5 +1,8 @@
 // Command worker joins an existing Temporal cluster and serves some of ctxlab's task queues, for sweeps that need
 // more than one machine. The starter runs the same workers in-process when it embeds its own server.
+//
+// A worker that serves workflows also runs the cheap steps of the issues it drives (local activities: see
+// specs.RunsLocally), so it needs the run folders (or the shared store) as the cpu workers do.
 package main
 
 import (

@@ -33,6 +33,9 @@ type IssueInput struct {
 	// Arms, when set, are the only arms (method and model) to run and record; the rest already have their final
 	// rows, and nodes only they need do not run.
 	Arms []results.Key `json:"arms,omitempty"`
+	// RemoteOnly sends every node to its kind's task queue, none runs in the workflow worker (see localChange): for
+	// a cluster whose workflow workers cannot reach the run folder, and to measure against the way before.
+	RemoteOnly bool `json:"remote_only,omitempty"`
 }
 
 // IssueResult says how one instance went.
@@ -54,6 +57,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	// Taken first, so a workflow started by older code keeps its behavior on replay.
 	s.resumeVersion = workflow.GetVersion(ctx, resumeChange, workflow.DefaultVersion, 1)
 	s.infraVersion = workflow.GetVersion(ctx, infraChange, workflow.DefaultVersion, 1)
+	s.localVersion = workflow.GetVersion(ctx, localChange, workflow.DefaultVersion, 1)
 	if err := s.loadPlan(); err != nil {
 		return s.res, err
 	}
@@ -75,8 +79,8 @@ type issueState struct {
 	plan   specs.Plan
 	res    IssueResult
 
-	// Versions of the changes made since the first saved histories (see resumeChange and infraChange).
-	resumeVersion, infraVersion workflow.Version
+	// Versions of the changes made since the first saved histories (see resumeChange, infraChange, localChange).
+	resumeVersion, infraVersion, localVersion workflow.Version
 
 	outputs     map[string]api.NodeOutput
 	failures    map[string]string // why a node failed or was skipped
@@ -107,12 +111,22 @@ type nodeRun struct {
 	actx      workflow.Context
 	input     api.NodeInput
 	modelNode bool // the node calls a model (see failureKind)
+	local     bool // run in the workflow worker as a local activity (actx has local activity options)
 }
+
+// runsLocal reports whether this issue runs its cheap nodes (and its plan's loading) in the workflow worker.
+func (s *issueState) runsLocal() bool { return s.localVersion >= 1 && !s.in.RemoteOnly }
 
 // loadPlan reads the plan, cut down to in.Arms when set.
 func (s *issueState) loadPlan() error {
-	if err := workflow.ExecuteActivity(bookkeepingOptions(s.ctx, s.queues), api.LoadPlanName,
-		api.LoadPlanInput{Run: s.in.Run, Plan: s.in.Plan}).Get(s.ctx, &s.plan); err != nil {
+	input := api.LoadPlanInput{Run: s.in.Run, Plan: s.in.Plan}
+	f := func() workflow.Future {
+		if s.runsLocal() {
+			return workflow.ExecuteLocalActivity(localBookkeepingOptions(s.ctx), api.LoadPlanName, input)
+		}
+		return workflow.ExecuteActivity(bookkeepingOptions(s.ctx, s.queues), api.LoadPlanName, input)
+	}()
+	if err := f.Get(s.ctx, &s.plan); err != nil {
 		return fmt.Errorf("instance %s: loading plan: %w", s.in.Instance.ID, err)
 	}
 	if len(s.in.Arms) > 0 {
@@ -226,18 +240,32 @@ func (s *issueState) newRun(n specs.Node) nodeRun {
 		nin.Inputs[name] = s.outputs[k]
 	}
 	queue := specs.Catalog[n.Activity].Queue
-	return nodeRun{
+	r := nodeRun{
 		key:       n.Key,
 		activity:  n.Activity,
-		actx:      activityOptions(s.ctx, s.queues, queue, s.in.Retries, s.in.Grading.Budget()),
 		input:     nin,
 		modelNode: queue == specs.QueueLLM,
+		local:     s.runsLocal() && specs.RunsLocally(n),
 	}
+	if r.local {
+		r.actx = localActivityOptions(s.ctx, s.in.Retries)
+	} else {
+		r.actx = activityOptions(s.ctx, s.queues, queue, s.in.Retries, s.in.Grading.Budget())
+	}
+	return r
 }
 
-// execute starts (or starts again) a node's activity; onDone handles how it ends.
+// execute starts (or starts again) a node's activity; onDone handles how it ends. A local one runs in this
+// worker: the node memoizes its output before returning, so a worker killed before the result reaches the
+// history costs a memo read on replay, not the work.
 func (s *issueState) execute(r nodeRun) {
-	s.sel.AddFuture(workflow.ExecuteActivity(r.actx, r.activity, r.input), func(f workflow.Future) {
+	var f workflow.Future
+	if r.local {
+		f = workflow.ExecuteLocalActivity(r.actx, r.activity, r.input)
+	} else {
+		f = workflow.ExecuteActivity(r.actx, r.activity, r.input)
+	}
+	s.sel.AddFuture(f, func(f workflow.Future) {
 		s.onDone(r, f)
 	})
 }
@@ -405,6 +433,9 @@ const (
 	resumeChange = "resume-clears-paused"
 	// infraChange: a node that failed because of the endpoint waits and runs again, and rows record error_kind.
 	infraChange = "infra-waits"
+	// localChange: the plan is loaded, and nodes that specs.RunsLocally picks run, as local activities in the
+	// workflow worker (unless IssueInput.RemoteOnly). Changing which nodes RunsLocally picks needs a new version.
+	localChange = "local-cheap-nodes"
 )
 
 // ErrorKindField is the row field that names the kind of a failed row's error (an errkind.Kind such as rate_limit,

@@ -97,3 +97,33 @@ func bookkeepingOptions(ctx workflow.Context, q Queues) workflow.Context {
 		},
 	})
 }
+
+// localActivityOptions are the options of a node the workflow worker runs itself (specs.RunsLocally): the retries
+// of a node activity, with no heartbeat (the workflow task's own timeout notices a dead worker).
+func localActivityOptions(ctx workflow.Context, attempts int) workflow.Context {
+	if attempts < 1 {
+		attempts = 3
+	}
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    int32(attempts),
+		},
+	})
+}
+
+// localBookkeepingOptions are bookkeepingOptions for the workflow worker's own short activities (loading the plan).
+func localBookkeepingOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    10,
+		},
+	})
+}

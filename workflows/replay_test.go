@@ -14,6 +14,8 @@ import (
 // workflow.GetVersion; when it does, add the new version's histories beside these (name-vN.json), keep the old.
 // The v2 histories carry the markers of resumeChange and infraChange; issue-spendcap-v2 is an issue that waited at
 // the spend cap and was resumed after the cap was raised.
+// The v3 histories (internal/orchbench's TestSaveHistories) run cheap nodes and offline model steps as local
+// activities (localChange): their outputs are marker events.
 func TestSavedHistoriesReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil || len(files) < 2 {

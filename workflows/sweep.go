@@ -39,6 +39,8 @@ type SweepInput struct {
 	// Retry, when set, limits the sweep to these instances and each to these arms (method and model): a re-run of a finished sweep
 	// retries the rows that failed for want of the endpoint or of a key, and nothing else.
 	Retry map[string][]results.Key `json:"retry,omitempty"`
+	// RemoteOnly runs every node on its kind's task queue, none in the workflow worker (IssueInput.RemoteOnly).
+	RemoteOnly bool `json:"remote_only,omitempty"`
 
 	Instances []api.InstanceRef `json:"instances,omitempty"`
 	Next      int               `json:"next,omitempty"`
@@ -137,6 +139,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			fut := workflow.ExecuteChildWorkflow(cctx, Issue, IssueInput{
 				Run: in.Run, Instance: inst, Plan: in.Plan, Dataset: in.Dataset, Grading: in.Grading,
 				Retries: in.Retries, Debug: in.Debug, Queues: q, InfraWaits: in.InfraWaits, Arms: in.Retry[inst.ID],
+				RemoteOnly: in.RemoteOnly,
 			})
 			id := inst.ID
 			sel.AddFuture(fut, func(f workflow.Future) {

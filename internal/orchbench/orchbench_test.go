@@ -35,7 +35,43 @@ import (
 var (
 	issues  = flag.Int("orch.issues", 300, "issues in the benchmark's sweep")
 	methods = flag.Int("orch.methods", 12, "methods in the benchmark's sweep")
+	wayList = flag.String("orch.ways", "now,before", "comma-separated ways to run the Temporal side: "+
+		"now, before, and one lever of now's taken back each: remote (every node on its queue), rollback (the old "+
+		"SQLite journal)")
 )
+
+// way is how the Temporal side runs a sweep.
+type way struct {
+	name       string
+	remoteOnly bool             // every node on its kind's task queue
+	journal    embedded.Journal // how the embedded server's SQLite commits
+}
+
+var (
+	// before is how ctxlab ran sweeps until cheap nodes ran locally: every node a task-queue round trip, and the
+	// server's SQLite on its rollback journal synced at every commit.
+	before = way{name: "before", remoteOnly: true, journal: embedded.JournalRollback}
+	// now is how it runs them: cheap nodes as local activities in the workflow worker, SQLite in WAL mode.
+	now = way{name: "now"}
+	// ways by name, now's levers among them, each taken back alone.
+	ways = map[string]way{"now": now, "before": before,
+		"remote":   {name: "remote", remoteOnly: true},
+		"rollback": {name: "rollback", journal: embedded.JournalRollback},
+	}
+)
+
+// chosenWays are the ways -orch.ways names.
+func chosenWays(t testing.TB) []way {
+	var out []way
+	for name := range strings.SplitSeq(*wayList, ",") {
+		w, ok := ways[name]
+		if !ok {
+			t.Fatalf("-orch.ways: no way %q", name)
+		}
+		out = append(out, w)
+	}
+	return out
+}
 
 // sweep is a generated experiment and its plan.
 type sweep struct {
@@ -245,12 +281,13 @@ func runPlain(t testing.TB, s sweep, runs string) outcome {
 	return outcome{wall: wall, activities: int(count.Load()), rows: countRows(t, runs, s), peakMiB: stopPeak()}
 }
 
-// runTemporal runs the sweep as ctxlab does: the Sweep workflow on the embedded server, with in-process workers.
-func runTemporal(t testing.TB, s sweep, dir string) outcome {
+// runTemporal runs the sweep as ctxlab does, the way w says: the Sweep workflow on the embedded server, with
+// in-process workers.
+func runTemporal(t testing.TB, s sweep, dir string, w way) outcome {
 	t.Helper()
 	ctx := context.Background()
 	srv, err := embedded.Start(ctx, embedded.Options{DBFile: filepath.Join(dir, "temporal.db"),
-		LogFile: filepath.Join(dir, "temporal.log"), Namespace: "default"})
+		LogFile: filepath.Join(dir, "temporal.log"), Namespace: "default", Journal: w.journal})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +300,7 @@ func runTemporal(t testing.TB, s sweep, dir string) outcome {
 	defer c.Close()
 	runs := filepath.Join(dir, "runs")
 	a := activities.New(runs, zerolog.Nop())
-	stopWorkers, err := workers.Start(c, a, workers.Options{Kinds: workers.AllKinds})
+	stopWorkers, err := workers.Start(c, a, workers.Options{Kinds: workers.AllKinds, Limits: s.e.Limits.Queues})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +313,9 @@ func runTemporal(t testing.TB, s sweep, dir string) outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := workflows.SweepInput{Run: s.e.Name, Plan: planRef, Dataset: s.e.Dataset, Grading: s.e.Grading,
-		Concurrency: s.e.Limits.Concurrency, Retries: s.e.Limits.Retries, Queues: workflows.DefaultQueues}
+	in := workflows.SweepInput{Run: s.e.Name, Title: "ctxlab: " + s.e.Name, Plan: planRef, Dataset: s.e.Dataset,
+		Grading: s.e.Grading, Concurrency: s.e.Limits.Concurrency, Retries: s.e.Limits.Retries, Debug: s.e.Debug,
+		Queues: workflows.DefaultQueues, RemoteOnly: w.remoteOnly}
 	for _, arm := range s.plan.Arms {
 		in.Order = append(in.Order, results.Key{Method: arm.Method, Model: arm.Model})
 	}
@@ -321,47 +359,116 @@ func countRows(t testing.TB, runs string, s sweep) int {
 	return len(rows)
 }
 
-// compare runs both and checks that they did the same work.
-func compare(t testing.TB, n, m int) (plain, temporal outcome) {
+// compare runs the sweep on plain goroutines and then each way on Temporal, and checks that they all did the same
+// work: every row, every node exactly once.
+func compare(t testing.TB, n, m int, ways ...way) (plain outcome, temporal []outcome) {
 	dir := t.TempDir()
 	s := generate(t, dir, n, m)
 	plain = runPlain(t, s, filepath.Join(dir, "plain"))
-	temporal = runTemporal(t, s, filepath.Join(dir, "temporal"))
 	want := n * m
-	if plain.rows != want || temporal.rows != want {
-		t.Fatalf("rows: plain %d, temporal %d, want %d", plain.rows, temporal.rows, want)
-	}
 	nodes := n * len(s.plan.Nodes)
-	if got := temporal.activities - 2 - 2*n; got != nodes {
-		t.Errorf("temporal ran %d node activities, want %d (every node once)", got, nodes)
+	if plain.rows != want {
+		t.Fatalf("rows: plain %d, want %d", plain.rows, want)
 	}
 	if got := plain.activities - 1 - n; got != nodes {
 		t.Errorf("plain ran %d node activities, want %d", got, nodes)
 	}
+	for i, w := range ways {
+		o := runTemporal(t, s, filepath.Join(dir, fmt.Sprintf("%d-%s", i, w.name)), w)
+		if o.rows != want {
+			t.Fatalf("rows: temporal (%s) %d, want %d", w.name, o.rows, want)
+		}
+		if got := o.activities - 2 - 2*n; got != nodes {
+			t.Errorf("temporal (%s) ran %d node activities, want %d (every node once)", w.name, got, nodes)
+		}
+		temporal = append(temporal, o)
+	}
 	return plain, temporal
 }
 
-// TestSmallSweepBothWays keeps the benchmark's code honest in every `go test ./...` at a small size.
+// TestSmallSweepBothWays keeps the benchmark's code honest in every `go test ./...` at a small size, both the way
+// ctxlab runs sweeps and the way it ran them before.
 func TestSmallSweepBothWays(t *testing.T) {
-	plain, temporal := compare(t, 4, 3)
-	t.Logf("plain %v, temporal %v", plain, temporal)
+	plain, temporal := compare(t, 4, 3, now, before)
+	t.Logf("plain %+v, temporal now %+v, before %+v", plain, temporal[0], temporal[1])
 }
 
-// BenchmarkOrchestration runs the generated sweep (-orch.issues × -orch.methods, 300 × 12 by default) both ways.
+// BenchmarkOrchestration runs the generated sweep (-orch.issues × -orch.methods, 300 × 12 by default) on plain
+// goroutines, then on Temporal the way ctxlab runs it now and the way it ran it before.
 // Run it once: go test ./internal/orchbench/ -run '^$' -bench Orchestration -benchtime 1x
 func BenchmarkOrchestration(b *testing.B) {
 	for range b.N {
-		plain, temporal := compare(b, *issues, *methods)
-		overhead := (temporal.wall - plain.wall).Seconds() / float64(temporal.activities)
-		b.ReportMetric(temporal.perSecond(), "temporal-act/s")
+		chosen := chosenWays(b)
+		plain, temporal := compare(b, *issues, *methods, chosen...)
 		b.ReportMetric(plain.perSecond(), "plain-act/s")
-		b.ReportMetric(plain.perSecond()/temporal.perSecond(), "plain/temporal")
-		b.ReportMetric(overhead*1e3, "overhead-ms/act")
-		b.ReportMetric(temporal.peakMiB, "temporal-peak-heap-MiB")
 		b.ReportMetric(plain.peakMiB, "plain-peak-heap-MiB")
-		b.Logf("%d issues × %d methods: temporal %d activities in %s (%.1f/s, peak heap %.0f MiB); plain "+
-			"goroutines %d in %s (%.1f/s, peak heap %.0f MiB); overhead %.2f ms per activity", *issues, *methods,
-			temporal.activities, temporal.wall.Round(time.Millisecond), temporal.perSecond(), temporal.peakMiB,
-			plain.activities, plain.wall.Round(time.Millisecond), plain.perSecond(), plain.peakMiB, overhead*1e3)
+		b.Logf("%d issues × %d methods: plain goroutines %d activities in %s (%.1f/s, peak heap %.0f MiB)",
+			*issues, *methods, plain.activities, plain.wall.Round(time.Millisecond), plain.perSecond(), plain.peakMiB)
+		for i, w := range chosen {
+			o := temporal[i]
+			overhead := (o.wall - plain.wall).Seconds() / float64(o.activities)
+			b.ReportMetric(o.perSecond(), w.name+"-act/s")
+			b.ReportMetric(o.wall.Seconds()/plain.wall.Seconds(), w.name+"/plain")
+			b.ReportMetric(overhead*1e3, w.name+"-overhead-ms/act")
+			b.ReportMetric(o.peakMiB, w.name+"-peak-heap-MiB")
+			b.Logf("temporal (%s): %d activities in %s (%.1f/s, peak heap %.0f MiB); %.1fx plain; overhead %.2f ms "+
+				"per activity", w.name, o.activities, o.wall.Round(time.Millisecond), o.perSecond(), o.peakMiB,
+				o.wall.Seconds()/plain.wall.Seconds(), overhead*1e3)
+		}
+		for i, w := range chosen[1:] {
+			b.Logf("%s takes %.2fx as long as %s", w.name, temporal[i+1].wall.Seconds()/temporal[0].wall.Seconds(),
+				chosen[0].name)
+		}
+	}
+}
+
+// demoSweep is specs/demo.jsonnet with its generated dataset built under dir, as `starter run` builds it.
+func demoSweep(t testing.TB, dir string) (sweep, int) {
+	t.Helper()
+	e, err := jsonnet.Compile(filepath.Join("..", "..", "specs", "demo.jsonnet"), jsonnet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := demobench.Generate(filepath.Join(dir, "dataset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Dataset.File, err = filepath.Abs(res.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sweep{e: e, plan: plan}, len(res.Instances)
+}
+
+// BenchmarkDemo runs the demo sweep (specs/demo.jsonnet: every method, graded) on the embedded server the way
+// ctxlab runs it now and the way it ran it before, each in a fresh folder, in the same process:
+// go test ./internal/orchbench/ -run '^$' -bench Demo -benchtime 1x
+// The Go build cache is shared, but each run grades in its own copies of the repositories, so neither way starts
+// warmer than the other; "now" runs first.
+func BenchmarkDemo(b *testing.B) {
+	for range b.N {
+		dir := b.TempDir()
+		s, n := demoSweep(b, dir)
+		var walls []time.Duration
+		chosen := chosenWays(b)
+		for i, w := range chosen {
+			o := runTemporal(b, s, filepath.Join(dir, fmt.Sprintf("%d-%s", i, w.name)), w)
+			if want := n * len(s.plan.Arms); o.rows != want {
+				b.Fatalf("%s: %d rows, want %d", w.name, o.rows, want)
+			}
+			b.ReportMetric(o.wall.Seconds(), w.name+"-s")
+			b.Logf("demo (%s): %d rows, %d activities in %s", w.name, o.rows, o.activities,
+				o.wall.Round(time.Millisecond))
+			walls = append(walls, o.wall)
+		}
+		for i, w := range chosen[1:] {
+			b.ReportMetric(walls[i+1].Seconds()/walls[0].Seconds(), w.name+"/"+chosen[0].name)
+			b.Logf("the demo %s takes %.2fx as long as %s", w.name, walls[i+1].Seconds()/walls[0].Seconds(),
+				chosen[0].name)
+		}
 	}
 }

@@ -57,8 +57,15 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 		var w worker.Worker
 		switch kind {
 		case KindWorkflow:
-			w = worker.New(c, q.Workflow, worker.Options{})
+			// The Issue workflow runs cheap nodes here as local activities (specs.RunsLocally), as many at once
+			// as the cpu queue's workers would.
+			w = worker.New(c, q.Workflow, worker.Options{LocalActivityWorkerOnly: true,
+				MaxConcurrentLocalActivityExecutionSize: activityWorkerOptions(KindCPU,
+					o.Limits.For(KindCPU)).MaxConcurrentActivityExecutionSize})
 			workflows.Register(w)
+			for name, fn := range a.Functions() {
+				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+			}
 		case KindLLM, KindCPU, KindGrade:
 			w = worker.New(c, q.For(kind), activityWorkerOptions(kind, o.Limits.For(kind)))
 			for name, fn := range a.Functions() {

@@ -46,6 +46,42 @@ type Options struct {
 	Ports Ports
 	// DynamicConfig overrides server defaults (history size limits in tests, for example).
 	DynamicConfig dynamicconfig.StaticClient
+	// Journal is how the SQLite file commits; empty means JournalWAL.
+	Journal Journal
+}
+
+// Journal is how SQLite makes a transaction durable (docs/development.md, "The embedded server's database").
+type Journal string
+
+const (
+	// JournalWAL appends to a write-ahead log and syncs it at checkpoints (synchronous=NORMAL): a committed
+	// transaction survives a killed process; a power loss or OS crash may lose the last ones (never corrupt the
+	// file), which node memos and the response ledger make harmless (the lost steps run again, nothing is paid
+	// twice).
+	JournalWAL Journal = "wal"
+	// JournalWALFull syncs the write-ahead log at every commit (synchronous=FULL): a power loss loses nothing
+	// committed.
+	JournalWALFull Journal = "wal-full"
+	// JournalRollback is SQLite's default rollback journal, synced at every commit: what ctxlab ran before (its
+	// WAL setting was passed under a name SQLite ignores). Kept to measure against.
+	JournalRollback Journal = "rollback"
+)
+
+// connectAttributes are the SQLite connection settings of a journal; the server's plugin turns every key it does
+// not know as a URI parameter into a PRAGMA of that name.
+func (j Journal) connectAttributes() (map[string]string, error) {
+	attrs := map[string]string{"mode": "rwc"}
+	switch j {
+	case "", JournalWAL:
+		attrs["journal_mode"], attrs["synchronous"] = "wal", "NORMAL"
+	case JournalWALFull:
+		attrs["journal_mode"], attrs["synchronous"] = "wal", "FULL"
+	case JournalRollback:
+	default:
+		return nil, fmt.Errorf("embedded temporal: unknown journal %q (want %s, %s or %s)", j, JournalWAL,
+			JournalWALFull, JournalRollback)
+	}
+	return attrs, nil
 }
 
 // Ports of the services of one embedded server.
@@ -79,15 +115,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := os.MkdirAll(filepath.Dir(o.DBFile), 0o755); err != nil {
 		return nil, fmt.Errorf("embedded temporal: %w", err)
 	}
-	sqlCfg := &config.SQL{
-		PluginName:   sqliteplugin.PluginName,
-		DatabaseName: o.DBFile,
-		ConnectAttributes: map[string]string{
-			"mode":          "rwc",
-			"_journal_mode": "wal",
-			"_synchronous":  "2",
-		},
+	attrs, err := o.Journal.connectAttributes()
+	if err != nil {
+		return nil, err
 	}
+	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: o.DBFile, ConnectAttributes: attrs}
 	if err := createDatabase(sqlCfg, o, clusterName); err != nil {
 		return nil, err
 	}

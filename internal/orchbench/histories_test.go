@@ -1,0 +1,136 @@
+package orchbench
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"ctxlab/activities"
+	"ctxlab/demobench"
+	"ctxlab/internal/logs"
+	"ctxlab/internal/workers"
+	"ctxlab/jsonnet"
+	"ctxlab/results"
+	"ctxlab/specs"
+	"ctxlab/starter/embedded"
+	"ctxlab/store/cas"
+	"ctxlab/workflows"
+)
+
+var saveHistories = flag.String("orch.save-histories", "", "write the Sweep and one Issue history of a small demo "+
+	"sweep into this `folder` as NAME-SUFFIX.json (see workflows/replay_test.go)")
+
+var historySuffix = flag.String("orch.history-suffix", "v3", "suffix of the saved histories' names")
+
+// TestSaveHistories makes the saved histories workflows' TestSavedHistoriesReplay replays: the demo's reference
+// methods and cq2care on its first two instances, run by today's code, with run-folder paths relative and a fixed
+// worker identity, so the files name nothing of the machine that made them.
+//
+//	go test ./internal/orchbench/ -run TestSaveHistories -orch.save-histories "$PWD/workflows/testdata/histories"
+func TestSaveHistories(t *testing.T) {
+	if *saveHistories == "" {
+		t.Skip("-orch.save-histories not set")
+	}
+	out, err := filepath.Abs(*saveHistories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := jsonnet.Compile(filepath.Join("..", "..", "specs", "demo.jsonnet"), jsonnet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Methods = slices.DeleteFunc(e.Methods, func(m specs.Method) bool {
+		return !slices.Contains([]string{"no_source", "oracle_files", "cq2care"}, m.Name)
+	})
+	e.Anchor = "cq2care"
+	e.Dataset.Limit = 2
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	runs := "runs"
+	res, err := demobench.Generate(filepath.Join(runs, e.Name, "dataset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Dataset.File = res.File
+
+	ctx := context.Background()
+	srv, err := embedded.Start(ctx, embedded.Options{DBFile: "temporal.db", LogFile: "temporal.log",
+		Namespace: "ctxlab-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "ctxlab-test",
+		Identity: "ctxlab-histories", Logger: logs.Temporal{L: zerolog.Nop()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a := activities.New(runs, zerolog.Nop())
+	stop, err := workers.Start(c, a, workers.Options{Kinds: workers.AllKinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	store, err := a.Store(e.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planRef, err := cas.PutJSON(ctx, store, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := workflows.SweepInput{Run: e.Name, Title: "ctxlab: " + e.Name, Plan: planRef, Dataset: e.Dataset,
+		Grading: e.Grading, Concurrency: e.Limits.Concurrency, Retries: e.Limits.Retries, Debug: e.Debug,
+		Queues: workflows.DefaultQueues}
+	for _, arm := range plan.Arms {
+		in.Order = append(in.Order, results.Key{Method: arm.Method, Model: arm.Model})
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "sweep/" + e.Name,
+		TaskQueue: workflows.DefaultQueues.Workflow}, workflows.SweepName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr workflows.SweepResult
+	if err := run.Get(ctx, &sr); err != nil || len(sr.Failed) > 0 {
+		t.Fatalf("sweep: %v %v", err, sr.Failed)
+	}
+	for name, id := range map[string]string{"sweep": "sweep/" + e.Name,
+		"issue": workflows.IssueWorkflowID(e.Name, "acme__humanize-1")} {
+		it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		h := &historypb.History{}
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Events = append(h.Events, ev)
+		}
+		b, err := protojson.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wd, _ := os.Getwd()
+		if strings.Contains(string(b), wd) {
+			t.Fatalf("%s's history names the folder it ran in", id)
+		}
+		path := filepath.Join(out, name+"-"+*historySuffix+".json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d events -> %s", id, len(h.Events), path)
+	}
+}
