@@ -500,7 +500,10 @@ func RemoveStaleContainers(ctx context.Context, bin string) ([]string, error) {
 		}
 		rm := exec.CommandContext(cctx, bin, "rm", "-f", f[0])
 		rm.Env = dockerEnv()
-		if out, err := rm.CombinedOutput(); err != nil && !strings.Contains(string(out), "No such container") {
+		// Gone already, or being removed by another grader at the same time (graders run in parallel): either way
+		// it goes.
+		if out, err := rm.CombinedOutput(); err != nil && !strings.Contains(string(out), "No such container") &&
+			!strings.Contains(string(out), "is already in progress") {
 			return removed, fmt.Errorf("removing stale grading container %s: %w: %s", f[0], err, bytes.TrimSpace(out))
 		}
 		removed = append(removed, f[0])
