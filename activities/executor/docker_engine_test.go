@@ -135,8 +135,13 @@ func TestDockerEngine(t *testing.T) {
 	}
 
 	// The Go subtest (the slowest: its image and its two grades compile in the container) runs beside the Python
-	// ones, which stay in order among themselves; their container checks count only their own instance's.
+	// ones, which stay in order among themselves; their container checks count only their own instance's. The
+	// SIGKILL subtest waits for the Go grades to end: each grade removes dead graders' containers, its killed
+	// grader's among them.
+	goDone, goStarted := make(chan struct{}), false
 	t.Run("Go", func(t *testing.T) {
+		goStarted = true
+		t.Cleanup(func() { close(goDone) }) // after its parallel grades
 		t.Parallel()
 		gi := engineGoInstance()
 		instanceImage(t, bin, images.LangGo, &gi, strsBase)
@@ -162,6 +167,9 @@ func TestDockerEngine(t *testing.T) {
 			t.Logf("graded in %s", took.Round(time.Millisecond))
 		})
 	})
+	if !goStarted { // left out by -run
+		close(goDone)
+	}
 	t.Run("Python", func(t *testing.T) {
 		t.Parallel()
 		py := enginePythonInstance()
@@ -273,7 +281,9 @@ func TestDockerEngine(t *testing.T) {
 				t.Errorf("containers created for a missing image: %v", left)
 			}
 		})
+		<-goDone
 		t.Run("SIGKILLedGraderContainerRemovedByTheNextGrade", func(t *testing.T) {
+			dockertest.Alone(t) // no other test process grades, and so removes the killed grader's container
 			hang := diff.Unified("calc/ops.py", []byte(calcBase["calc/ops.py"]),
 				[]byte(strings.Replace(calcBase["calc/ops.py"], "    return a - b", "    while True:\n        pass", 1)))
 			job, err := json.Marshal(childJob{Instance: py, Patch: hang, Config: cfg})

@@ -5,14 +5,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,18 +27,44 @@ import (
 // itself with this variable set and becomes the starter, so there is no second build of the Temporal server.
 const asStarter = "CTXLAB_TEST_AS_STARTER"
 
+// sharedDir holds what the tests build once and share (the worker binary); removed when they end.
+var sharedDir string
+
 func TestMain(m *testing.M) {
 	if os.Getenv(asStarter) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	var err error
+	if sharedDir, err = os.MkdirTemp("", "ctxlab-cli-test"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(sharedDir)
+	os.Exit(code)
+}
+
+// starterEnvs holds, per test, the variables its starter subprocesses get on top of the test's environment: the
+// end-to-end tests run in parallel, and t.Setenv would forbid that (and reach every test's subprocesses).
+var starterEnvs sync.Map // *testing.T -> []string
+
+// setStarterEnv adds KEY=VALUE pairs to the environment of the starters t runs.
+func setStarterEnv(t *testing.T, kv ...string) {
+	t.Helper()
+	prev, _ := starterEnvs.Load(t)
+	env, _ := prev.([]string)
+	starterEnvs.Store(t, append(slices.Clone(env), kv...))
+	t.Cleanup(func() { starterEnvs.Delete(t) })
 }
 
 // starter returns a command running the starter with args in dir.
 func starter(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asStarter+"=1")
+	extra, _ := starterEnvs.Load(t)
+	env, _ := extra.([]string)
+	// Later entries win, so the test's variables override the inherited ones.
+	cmd.Env = append(append(os.Environ(), env...), asStarter+"=1")
 	return cmd
 }
 
@@ -109,6 +138,7 @@ func readRows(t *testing.T, path string) map[results.Key]results.Row {
 }
 
 func TestDemoSweepEndToEnd(t *testing.T) {
+	t.Parallel()
 	runs := t.TempDir()
 	spec := demoSpec(t)
 	// A small history limit makes the sweep continue as new on the real server at least once.
@@ -252,6 +282,7 @@ func readAttempts(t *testing.T, path string) []attemptEvent {
 // TestCrashResume kills the starter with SIGKILL in the middle of a slowed sweep, starts it again, and checks that
 // the sweep completes with the results of an uninterrupted run and that no activity that had completed ran again.
 func TestCrashResume(t *testing.T) {
+	t.Parallel()
 	spec := demoVariant(t, "{ name: 'slow', "+referenceMethods+", debug: { slow_activities: '400ms' }, "+
 		"limits+: { concurrency: 3 } }")
 
@@ -337,6 +368,7 @@ func keys(m map[results.Key]results.Row) []string {
 // TestChangedSpecStartsOver runs a spec, then a changed spec of the same name: the new sweep's results hold only
 // its own rows (the old ones are put aside), and nodes the two specs share are not run again.
 func TestChangedSpecStartsOver(t *testing.T) {
+	t.Parallel()
 	const base = "{ name: 'chg', dataset+: { limit: 2 }, " + referenceMethods + " }"
 	both := demoVariant(t, base)
 	one := demoVariant(t, base+" + { methods: [super.methods[0]] }")
