@@ -98,22 +98,36 @@ func demoVariant(t *testing.T, overrides string) string {
 
 func runStarter(t *testing.T, timeout time.Duration, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return startStarter(t, timeout, args...)()
+}
+
+// startStarter starts the starter as runStarter does and returns at once; wait, called from the test's goroutine,
+// waits for it and returns what runStarter returns. A test runs its reference run beside its other steps this way.
+func startStarter(t *testing.T, timeout time.Duration, args ...string) (wait func() (stdout, stderr string, code int)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	cmd := starter(ctx, t, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code = 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	if err := cmd.Start(); err != nil {
+		cancel()
 		t.Fatalf("starter %v: %v", args, err)
 	}
-	if ctx.Err() != nil {
-		t.Fatalf("starter %v did not finish in %s; stderr:\n%s", args, timeout, errb.String())
+	return func() (string, string, int) {
+		t.Helper()
+		defer cancel()
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("starter %v: %v", args, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("starter %v did not finish in %s; stderr:\n%s", args, timeout, errb.String())
+		}
+		return out.String(), errb.String(), code
 	}
-	return out.String(), errb.String(), code
 }
 
 // readRows returns the rows of a run keyed by (instance, method, model), without fields that measure time.
@@ -286,12 +300,9 @@ func TestCrashResume(t *testing.T) {
 	spec := demoVariant(t, "{ name: 'slow', "+referenceMethods+", debug: { slow_activities: '400ms' }, "+
 		"limits+: { concurrency: 3 } }")
 
-	// The uninterrupted reference run.
+	// The uninterrupted reference run, beside the killed one.
 	refRuns := t.TempDir()
-	if _, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet"); code != 0 {
-		t.Fatalf("reference run: exit %d\n%s", code, stderr)
-	}
-	want := readRows(t, filepath.Join(refRuns, "slow", "results.jsonl"))
+	reference := startStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet")
 
 	runs := t.TempDir()
 	dir := filepath.Join(runs, "slow")
@@ -331,6 +342,10 @@ func TestCrashResume(t *testing.T) {
 	if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil {
 		rowsBefore = len(rs)
 	}
+	if _, stderr, code := reference(); code != 0 {
+		t.Fatalf("reference run: exit %d\n%s", code, stderr)
+	}
+	want := readRows(t, filepath.Join(refRuns, "slow", "results.jsonl"))
 	if rowsBefore >= len(want) {
 		t.Fatalf("the kill came too late: all %d rows were already written", rowsBefore)
 	}

@@ -99,11 +99,9 @@ func TestSweepAcrossProcesses(t *testing.T) {
 	spec := demoVariant(t, "{ name: 'multi', "+referenceMethods+", debug: { slow_activities: '300ms' }, "+
 		"limits+: { concurrency: 3, queues: { grade: { concurrency: 2 }, llm: { rate: 50 } } } }")
 
+	// The single-process reference run, beside the multi-process one.
 	refRuns := t.TempDir()
-	if _, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet"); code != 0 {
-		t.Fatalf("single-process reference run: exit %d\n%s", code, stderr)
-	}
-	want := readRows(t, filepath.Join(refRuns, "multi", "results.jsonl"))
+	reference := startStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -164,11 +162,16 @@ func TestSweepAcrossProcesses(t *testing.T) {
 	if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil {
 		rowsBefore = len(rs)
 	}
+	time.Sleep(time.Second)
+	startProc(t, "worker grade (restarted)", gradeCmd())
+
+	if _, stderr, code := reference(); code != 0 {
+		t.Fatalf("single-process reference run: exit %d\n%s", code, stderr)
+	}
+	want := readRows(t, filepath.Join(refRuns, "multi", "results.jsonl"))
 	if rowsBefore >= len(want) {
 		t.Fatalf("the kill came too late: all %d rows were already written", rowsBefore)
 	}
-	time.Sleep(time.Second)
-	startProc(t, "worker grade (restarted)", gradeCmd())
 
 	select {
 	case err := <-server.done:
