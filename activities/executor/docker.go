@@ -361,7 +361,10 @@ func (e Eval) Script() string {
 	if len(created) > 0 {
 		reset = append(reset, "rm -f "+quoteAll(created))
 	}
-	lines := []string{"#!/bin/bash", "set -uxo pipefail", condaActivate, "cd " + Testbed}
+	// exec 2>&1: the markers are xtrace lines (stderr) and the tests write to stdout; docker exec carries the two
+	// streams apart, so on a busy machine a marker could arrive before the output it follows. One stream keeps
+	// their order.
+	lines := []string{"#!/bin/bash", "exec 2>&1", "set -uxo pipefail", condaActivate, "cd " + Testbed}
 	lines = append(lines, e.EvalCommands...)
 	lines = append(lines,
 		"git config --global --add safe.directory "+Testbed,

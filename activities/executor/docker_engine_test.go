@@ -90,16 +90,39 @@ func gitRepo(t *testing.T, files map[string]string) (string, string) {
 // of the language) and sets the instance's base_commit; the image is removed when the test ends.
 func instanceImage(t *testing.T, bin, lang string, in *swebench.Instance, files map[string]string) {
 	t.Helper()
+	if err := startInstanceImage(t, bin, lang, in, files)(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startInstanceImage prepares what instanceImage builds and starts the build; wait returns its error. The test's
+// goroutine calls it (its failures are fatal), the build runs beside what the test does meanwhile.
+func startInstanceImage(t *testing.T, bin, lang string, in *swebench.Instance, files map[string]string) (wait func() error) {
+	t.Helper()
 	base := dockertest.Base(t, bin, lang)
 	repo, commit := gitRepo(t, files)
 	in.BaseCommit = commit
 	name := InstanceImage(engineNamespace, in.InstanceID)
-	start := time.Now()
-	if err := (images.Builder{Docker: bin}).Instance(context.Background(), base, repo, name, nil); err != nil {
-		t.Fatal(err)
+	var err error
+	var took time.Duration
+	built := make(chan struct{})
+	go func() {
+		start := time.Now()
+		err = (images.Builder{Docker: bin}).Instance(context.Background(), base, repo, name, nil)
+		took = time.Since(start)
+		close(built)
+	}()
+	t.Cleanup(func() {
+		<-built // also when the test ended early: the image is removed once it exists
+		_ = exec.Command(bin, "image", "rm", "-f", name).Run()
+	})
+	return func() error {
+		<-built
+		if err == nil {
+			t.Logf("instance image %s built in %s", name, took.Round(time.Millisecond))
+		}
+		return err
 	}
-	t.Logf("instance image %s built in %s", name, time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", name).Run() })
 }
 
 // containersOf lists the containers labeled with a grader's pid that grade an instance (their names start with
@@ -134,17 +157,72 @@ func TestDockerEngine(t *testing.T) {
 		return res, time.Since(start)
 	}
 
-	// The Go subtest (the slowest: its image and its two grades compile in the container) runs beside the Python
-	// ones, which stay in order among themselves; their container checks count only their own instance's. The
-	// SIGKILL subtest waits for the Go grades to end: each grade removes dead graders' containers, its killed
-	// grader's among them.
-	goDone, goStarted := make(chan struct{}), false
+	// The Go image (the slowest to build) builds from the start. The SIGKILL subtest runs first, alone: every grade
+	// removes dead graders' containers, its killed grader's among them. Then the Go subtest (its two grades compile
+	// in the container) runs beside the Python ones, which stay in order among themselves; their container checks
+	// count only their own instance's.
+	gi := engineGoInstance()
+	goImage := startInstanceImage(t, bin, images.LangGo, &gi, strsBase)
+	py := enginePythonInstance()
+	instanceImage(t, bin, images.LangPython, &py, calcBase)
+	t.Run("SIGKILLedGraderContainerRemovedByTheNextGrade", func(t *testing.T) {
+		dockertest.Alone(t) // no other test process grades meanwhile (this one does not yet)
+		hang := diff.Unified("calc/ops.py", []byte(calcBase["calc/ops.py"]),
+			[]byte(strings.Replace(calcBase["calc/ops.py"], "    return a - b", "    while True:\n        pass", 1)))
+		job, err := json.Marshal(childJob{Instance: py, Patch: hang, Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		child := exec.Command(os.Args[0], "-test.run=^TestDockerEngineChildGrader$", "-test.v")
+		child.Env = append(os.Environ(), childJobEnv+"="+string(job))
+		out, err := os.CreateTemp(t.TempDir(), "child")
+		if err != nil {
+			t.Fatal(err)
+		}
+		child.Stdout, child.Stderr = out, out
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := child.Process.Pid
+		// Wait until the child's container runs the tests (the eval script is copied in just before).
+		deadline := time.Now().Add(3 * time.Minute)
+		var names []string
+		for time.Now().Before(deadline) {
+			if names = containersOf(t, bin, pid, py.InstanceID); len(names) == 1 {
+				if exec.Command(bin, "exec", names[0], "test", "-f", "/eval.sh").Run() == nil {
+					break
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		if len(names) != 1 {
+			_ = child.Process.Kill()
+			b, _ := os.ReadFile(out.Name())
+			t.Fatalf("the child grader's container never appeared (%v)\n%s", names, b)
+		}
+		time.Sleep(time.Second)
+		if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = child.Wait()
+		if left := containersOf(t, bin, pid, py.InstanceID); len(left) != 1 {
+			t.Fatalf("after the SIGKILL the container should still be there (nothing removed it): %v", left)
+		}
+		t.Logf("container %s outlived its grader (pid %d)", names[0], pid)
+		res, _ := run(t, py, py.Patch, 5*time.Minute)
+		if !decide(py, res).Resolved {
+			t.Errorf("gold not resolved after the sweep:\n%s", res.Output)
+		}
+		if left := containersOf(t, bin, pid, py.InstanceID); len(left) != 0 {
+			t.Errorf("the dead grader's container survived the next grade: %v", left)
+		}
+	})
+	goErr := goImage()
 	t.Run("Go", func(t *testing.T) {
-		goStarted = true
-		t.Cleanup(func() { close(goDone) }) // after its parallel grades
 		t.Parallel()
-		gi := engineGoInstance()
-		instanceImage(t, bin, images.LangGo, &gi, strsBase)
+		if goErr != nil {
+			t.Fatal(goErr)
+		}
 		// Its two grades are independent containers of one image, each compiling the tests: graded side by side.
 		t.Run("GoldResolves", func(t *testing.T) {
 			t.Parallel()
@@ -167,13 +245,8 @@ func TestDockerEngine(t *testing.T) {
 			t.Logf("graded in %s", took.Round(time.Millisecond))
 		})
 	})
-	if !goStarted { // left out by -run
-		close(goDone)
-	}
 	t.Run("Python", func(t *testing.T) {
 		t.Parallel()
-		py := enginePythonInstance()
-		instanceImage(t, bin, images.LangPython, &py, calcBase)
 		t.Run("PythonGoldResolves", func(t *testing.T) {
 			res, took := run(t, py, py.Patch, 5*time.Minute)
 			v := decide(py, res)
@@ -279,59 +352,6 @@ func TestDockerEngine(t *testing.T) {
 			}
 			if left := containersOf(t, bin, os.Getpid(), in.InstanceID); len(left) != 0 {
 				t.Errorf("containers created for a missing image: %v", left)
-			}
-		})
-		<-goDone
-		t.Run("SIGKILLedGraderContainerRemovedByTheNextGrade", func(t *testing.T) {
-			dockertest.Alone(t) // no other test process grades, and so removes the killed grader's container
-			hang := diff.Unified("calc/ops.py", []byte(calcBase["calc/ops.py"]),
-				[]byte(strings.Replace(calcBase["calc/ops.py"], "    return a - b", "    while True:\n        pass", 1)))
-			job, err := json.Marshal(childJob{Instance: py, Patch: hang, Config: cfg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			child := exec.Command(os.Args[0], "-test.run=^TestDockerEngineChildGrader$", "-test.v")
-			child.Env = append(os.Environ(), childJobEnv+"="+string(job))
-			out, err := os.CreateTemp(t.TempDir(), "child")
-			if err != nil {
-				t.Fatal(err)
-			}
-			child.Stdout, child.Stderr = out, out
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := child.Process.Pid
-			// Wait until the child's container runs the tests (the eval script is copied in just before).
-			deadline := time.Now().Add(3 * time.Minute)
-			var names []string
-			for time.Now().Before(deadline) {
-				if names = containersOf(t, bin, pid, py.InstanceID); len(names) == 1 {
-					if exec.Command(bin, "exec", names[0], "test", "-f", "/eval.sh").Run() == nil {
-						break
-					}
-				}
-				time.Sleep(300 * time.Millisecond)
-			}
-			if len(names) != 1 {
-				_ = child.Process.Kill()
-				b, _ := os.ReadFile(out.Name())
-				t.Fatalf("the child grader's container never appeared (%v)\n%s", names, b)
-			}
-			time.Sleep(time.Second)
-			if err := child.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = child.Wait()
-			if left := containersOf(t, bin, pid, py.InstanceID); len(left) != 1 {
-				t.Fatalf("after the SIGKILL the container should still be there (nothing removed it): %v", left)
-			}
-			t.Logf("container %s outlived its grader (pid %d)", names[0], pid)
-			res, _ := run(t, py, py.Patch, 5*time.Minute)
-			if !decide(py, res).Resolved {
-				t.Errorf("gold not resolved after the sweep:\n%s", res.Output)
-			}
-			if left := containersOf(t, bin, pid, py.InstanceID); len(left) != 0 {
-				t.Errorf("the dead grader's container survived the next grade: %v", left)
 			}
 		})
 
