@@ -361,7 +361,10 @@ func (e Eval) Script() string {
 	if len(created) > 0 {
 		reset = append(reset, "rm -f "+quoteAll(created))
 	}
-	lines := []string{"#!/bin/bash", "set -uxo pipefail", condaActivate, "cd " + Testbed}
+	// exec 2>&1: the markers are xtrace lines (stderr) and the tests write to stdout; docker exec carries the two
+	// streams apart, so on a busy machine a marker could arrive before the output it follows. One stream keeps
+	// their order.
+	lines := []string{"#!/bin/bash", "exec 2>&1", "set -uxo pipefail", condaActivate, "cd " + Testbed}
 	lines = append(lines, e.EvalCommands...)
 	lines = append(lines,
 		"git config --global --add safe.directory "+Testbed,
@@ -500,7 +503,10 @@ func RemoveStaleContainers(ctx context.Context, bin string) ([]string, error) {
 		}
 		rm := exec.CommandContext(cctx, bin, "rm", "-f", f[0])
 		rm.Env = dockerEnv()
-		if out, err := rm.CombinedOutput(); err != nil && !strings.Contains(string(out), "No such container") {
+		// Gone already, or being removed by another grader at the same time (graders run in parallel): either way
+		// it goes.
+		if out, err := rm.CombinedOutput(); err != nil && !strings.Contains(string(out), "No such container") &&
+			!strings.Contains(string(out), "is already in progress") {
 			return removed, fmt.Errorf("removing stale grading container %s: %w: %s", f[0], err, bytes.TrimSpace(out))
 		}
 		removed = append(removed, f[0])

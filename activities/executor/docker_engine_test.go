@@ -22,7 +22,9 @@ import (
 // These tests grade in a real Docker engine (internal/dockertest: skipped by plain go test when none answers,
 // failed under scripts/test). Their instance images are built here, from ctxlab's debootstrap base images.
 
-const engineNamespace = "ctxlabtest"
+// engineNamespace holds this test process's instance images: the pid keeps two concurrent runs of these tests
+// (two checkouts, or CI beside a developer) from building, grading and removing each other's images.
+var engineNamespace = fmt.Sprintf("ctxlabtest%d", os.Getpid())
 
 // The test patch of the Python instance adds, beside the failing test, two tests that hold only in a contained
 // run: the container has no network interface but loopback, and none of the grader's variables.
@@ -88,34 +90,62 @@ func gitRepo(t *testing.T, files map[string]string) (string, string) {
 // of the language) and sets the instance's base_commit; the image is removed when the test ends.
 func instanceImage(t *testing.T, bin, lang string, in *swebench.Instance, files map[string]string) {
 	t.Helper()
+	if err := startInstanceImage(t, bin, lang, in, files)(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startInstanceImage prepares what instanceImage builds and starts the build; wait returns its error. The test's
+// goroutine calls it (its failures are fatal), the build runs beside what the test does meanwhile.
+func startInstanceImage(t *testing.T, bin, lang string, in *swebench.Instance, files map[string]string) (wait func() error) {
+	t.Helper()
 	base := dockertest.Base(t, bin, lang)
 	repo, commit := gitRepo(t, files)
 	in.BaseCommit = commit
 	name := InstanceImage(engineNamespace, in.InstanceID)
-	start := time.Now()
-	if err := (images.Builder{Docker: bin}).Instance(context.Background(), base, repo, name, nil); err != nil {
-		t.Fatal(err)
+	var err error
+	var took time.Duration
+	built := make(chan struct{})
+	go func() {
+		start := time.Now()
+		err = (images.Builder{Docker: bin}).Instance(context.Background(), base, repo, name, nil)
+		took = time.Since(start)
+		close(built)
+	}()
+	t.Cleanup(func() {
+		<-built // also when the test ended early: the image is removed once it exists
+		_ = exec.Command(bin, "image", "rm", "-f", name).Run()
+	})
+	return func() error {
+		<-built
+		if err == nil {
+			t.Logf("instance image %s built in %s", name, took.Round(time.Millisecond))
+		}
+		return err
 	}
-	t.Logf("instance image %s built in %s", name, time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", name).Run() })
 }
 
-// containersOf lists the containers labeled with a grader's pid.
-func containersOf(t *testing.T, bin string, pid int) []string {
+// containersOf lists the containers labeled with a grader's pid that grade an instance (their names start with
+// the instance id): the Python and Go subtests grade beside each other in this process.
+func containersOf(t *testing.T, bin string, pid int, instanceID string) []string {
 	t.Helper()
 	out, err := exec.Command(bin, "ps", "-a", "--filter", fmt.Sprintf("label=%s=%d", labelPID, pid),
 		"--format", "{{.Names}}").Output()
 	if err != nil {
 		t.Fatalf("docker ps: %v", err)
 	}
-	return strings.Fields(string(out))
+	var names []string
+	for _, name := range strings.Fields(string(out)) {
+		if strings.HasPrefix(name, "ctxlab-"+safe(instanceID)+"-") {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 func TestDockerEngine(t *testing.T) {
 	bin := dockertest.Engine(t)
 	t.Setenv(graderSecretEnv, "sk-should-never-reach-the-container")
-	py := enginePythonInstance()
-	instanceImage(t, bin, images.LangPython, &py, calcBase)
 	cfg := Config{Docker: bin, Namespace: engineNamespace}
 	run := func(t *testing.T, in swebench.Instance, patch string, timeout time.Duration) (Result, time.Duration) {
 		t.Helper()
@@ -127,114 +157,16 @@ func TestDockerEngine(t *testing.T) {
 		return res, time.Since(start)
 	}
 
-	t.Run("PythonGoldResolves", func(t *testing.T) {
-		res, took := run(t, py, py.Patch, 5*time.Minute)
-		v := decide(py, res)
-		if !v.Resolved || res.Isolation != "container" {
-			t.Fatalf("gold not resolved: %+v\n%s", v, res.Output)
-		}
-		t.Logf("graded in %s", took.Round(time.Millisecond))
-		if strings.Contains(string(res.Output), "sk-should-never") {
-			t.Error("the grader's secret appears in the container's output")
-		}
-	})
-	t.Run("PythonGradedThroughTableEntry", func(t *testing.T) {
-		// Labelled seaborn 0.12, the instance is graded by that entry of SWE-bench's table: its command, install
-		// step and parser run.
-		in := py
-		in.Repo, in.Version = "mwaskom/seaborn", "0.12"
-		res, took := run(t, in, in.Patch, 5*time.Minute)
-		if v := decide(in, res); !v.Resolved {
-			t.Fatalf("gold not resolved through the table: %+v\n%s", v, res.Output)
-		}
-		t.Logf("graded in %s", took.Round(time.Millisecond))
-		out := string(res.Output)
-		if !strings.Contains(out, "+ pytest --no-header -rA tests/test_calc.py") ||
-			!strings.Contains(out, "+ python -m pip install -e '.[dev]'") {
-			t.Errorf("the table's commands did not run:\n%s", out)
-		}
-		// ctxlab's base image has no conda: the guarded activation leaves no error in the log.
-		if strings.Contains(out, "miniconda3/bin/activate: No such file") || strings.Contains(out, "conda: command not found") {
-			t.Errorf("conda noise in the log:\n%s", out)
-		}
-	})
-	t.Run("PythonEmptyAndUnrelatedPatchesDoNot", func(t *testing.T) {
-		res, _ := run(t, py, "", time.Minute)
-		if res.Ran || decide(py, res).Resolved {
-			t.Errorf("empty patch: ran %v, %+v", res.Ran, decide(py, res))
-		}
-		readme := diff.Unified("README.md", []byte(calcBase["README.md"]), []byte("calc, documented\n"))
-		res, _ = run(t, py, readme, 5*time.Minute)
-		v := decide(py, res)
-		if !res.Ran || v.Resolved {
-			t.Fatalf("README-only patch: ran %v, %+v\n%s", res.Ran, v, res.Output)
-		}
-		// The contained-run tests passed even though the fix is missing: the failure is the bug's alone.
-		for _, id := range py.PassToPass {
-			if rs := res.Report.Tests[id]; len(rs) != 1 || rs[0].Status != testlog.StatusPass {
-				t.Errorf("%s = %+v\n%s", id, rs, res.Output)
-			}
-		}
-	})
-	t.Run("EscapingPatchRefusedBeforeAnyContainer", func(t *testing.T) {
-		// A wrapper docker that records its calls: an escaping patch must make none.
-		dir := t.TempDir()
-		calls := filepath.Join(dir, "calls")
-		wrapper := filepath.Join(dir, "docker")
-		real, err := exec.LookPath(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %q\nexec %q \"$@\"\n", calls, real)
-		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, patch := range []string{
-			"--- /dev/null\n+++ /etc/ctxlab-escaped\n@@ -0,0 +1 @@\n+x\n",
-			diff.Unified("../outside.py", nil, []byte("x = 1\n")),
-		} {
-			c := cfg
-			c.Docker = wrapper
-			res, err := Docker{}.Run(context.Background(), Request{Instance: py, Patch: patch, Timeout: time.Minute, Config: c})
-			if err != nil || res.Ran || res.Apply.Outcome != diff.Escapes {
-				t.Errorf("%q: ran %v, outcome %v, err %v", patch, res.Ran, res.Apply.Outcome, err)
-			}
-		}
-		if b, err := os.ReadFile(calls); err == nil || !os.IsNotExist(err) {
-			t.Errorf("docker was called for an escaping patch: %s", b)
-		}
-	})
-	t.Run("HangKilledAtTimeoutContainerRemoved", func(t *testing.T) {
-		hang := diff.Unified("calc/ops.py", []byte(calcBase["calc/ops.py"]),
-			[]byte(strings.Replace(calcBase["calc/ops.py"], "    return a - b", "    while True:\n        pass", 1)))
-		res, took := run(t, py, hang, 15*time.Second)
-		if !res.TimedOut || decide(py, res).Resolved {
-			t.Fatalf("hang: timed out %v, %+v\n%s", res.TimedOut, decide(py, res), res.Output)
-		}
-		if took > 90*time.Second {
-			t.Errorf("a 15 s timeout took %s", took)
-		}
-		if left := containersOf(t, bin, os.Getpid()); len(left) != 0 {
-			t.Errorf("containers left after the timeout: %v", left)
-		}
-	})
-	t.Run("MissingImageIsARowErrorNamingThePull", func(t *testing.T) {
-		in := py
-		in.InstanceID = "acme__absent-1"
-		start := time.Now()
-		_, err := Docker{}.Run(context.Background(), Request{Instance: in, Patch: py.Patch, Timeout: time.Minute, Config: cfg})
-		want := "docker pull " + InstanceImage(engineNamespace, in.InstanceID)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("err = %v, want one naming %q", err, want)
-		}
-		if d := time.Since(start); d > 30*time.Second {
-			t.Errorf("took %s", d)
-		}
-		if left := containersOf(t, bin, os.Getpid()); len(left) != 0 {
-			t.Errorf("containers created for a missing image: %v", left)
-		}
-	})
+	// The Go image (the slowest to build) builds from the start. The SIGKILL subtest runs first, alone: every grade
+	// removes dead graders' containers, its killed grader's among them. Then the Go subtest (its two grades compile
+	// in the container) runs beside the Python ones, which stay in order among themselves; their container checks
+	// count only their own instance's.
+	gi := engineGoInstance()
+	goImage := startInstanceImage(t, bin, images.LangGo, &gi, strsBase)
+	py := enginePythonInstance()
+	instanceImage(t, bin, images.LangPython, &py, calcBase)
 	t.Run("SIGKILLedGraderContainerRemovedByTheNextGrade", func(t *testing.T) {
+		dockertest.Alone(t) // no other test process grades meanwhile (this one does not yet)
 		hang := diff.Unified("calc/ops.py", []byte(calcBase["calc/ops.py"]),
 			[]byte(strings.Replace(calcBase["calc/ops.py"], "    return a - b", "    while True:\n        pass", 1)))
 		job, err := json.Marshal(childJob{Instance: py, Patch: hang, Config: cfg})
@@ -256,7 +188,7 @@ func TestDockerEngine(t *testing.T) {
 		deadline := time.Now().Add(3 * time.Minute)
 		var names []string
 		for time.Now().Before(deadline) {
-			if names = containersOf(t, bin, pid); len(names) == 1 {
+			if names = containersOf(t, bin, pid, py.InstanceID); len(names) == 1 {
 				if exec.Command(bin, "exec", names[0], "test", "-f", "/eval.sh").Run() == nil {
 					break
 				}
@@ -273,7 +205,7 @@ func TestDockerEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = child.Wait()
-		if left := containersOf(t, bin, pid); len(left) != 1 {
+		if left := containersOf(t, bin, pid, py.InstanceID); len(left) != 1 {
 			t.Fatalf("after the SIGKILL the container should still be there (nothing removed it): %v", left)
 		}
 		t.Logf("container %s outlived its grader (pid %d)", names[0], pid)
@@ -281,27 +213,148 @@ func TestDockerEngine(t *testing.T) {
 		if !decide(py, res).Resolved {
 			t.Errorf("gold not resolved after the sweep:\n%s", res.Output)
 		}
-		if left := containersOf(t, bin, pid); len(left) != 0 {
+		if left := containersOf(t, bin, pid, py.InstanceID); len(left) != 0 {
 			t.Errorf("the dead grader's container survived the next grade: %v", left)
 		}
 	})
+	goErr := goImage()
+	t.Run("Go", func(t *testing.T) {
+		t.Parallel()
+		if goErr != nil {
+			t.Fatal(goErr)
+		}
+		// Its two grades are independent containers of one image, each compiling the tests: graded side by side.
+		t.Run("GoldResolves", func(t *testing.T) {
+			t.Parallel()
+			res, took := run(t, gi, gi.Patch, 5*time.Minute)
+			if v := decide(gi, res); !v.Resolved {
+				t.Fatalf("Go gold not resolved: %+v\n%s", v, res.Output)
+			}
+			t.Logf("graded in %s", took.Round(time.Millisecond))
+		})
+		t.Run("ReadmeOnlyPatchDoesNot", func(t *testing.T) {
+			t.Parallel()
+			readme := diff.Unified("README.md", []byte(strsBase["README.md"]), []byte("strs, documented\n"))
+			res, took := run(t, gi, readme, 5*time.Minute)
+			if v := decide(gi, res); !res.Ran || v.Resolved {
+				t.Fatalf("README-only patch: ran %v, %+v\n%s", res.Ran, v, res.Output)
+			}
+			if rs := res.Report.Tests["TestUpper"]; len(rs) != 1 || rs[0].Status != testlog.StatusPass {
+				t.Errorf("TestUpper = %+v\n%s", rs, res.Output)
+			}
+			t.Logf("graded in %s", took.Round(time.Millisecond))
+		})
+	})
+	t.Run("Python", func(t *testing.T) {
+		t.Parallel()
+		t.Run("PythonGoldResolves", func(t *testing.T) {
+			res, took := run(t, py, py.Patch, 5*time.Minute)
+			v := decide(py, res)
+			if !v.Resolved || res.Isolation != "container" {
+				t.Fatalf("gold not resolved: %+v\n%s", v, res.Output)
+			}
+			t.Logf("graded in %s", took.Round(time.Millisecond))
+			if strings.Contains(string(res.Output), "sk-should-never") {
+				t.Error("the grader's secret appears in the container's output")
+			}
+		})
+		t.Run("PythonGradedThroughTableEntry", func(t *testing.T) {
+			// Labelled seaborn 0.12, the instance is graded by that entry of SWE-bench's table: its command, install
+			// step and parser run.
+			in := py
+			in.Repo, in.Version = "mwaskom/seaborn", "0.12"
+			res, took := run(t, in, in.Patch, 5*time.Minute)
+			if v := decide(in, res); !v.Resolved {
+				t.Fatalf("gold not resolved through the table: %+v\n%s", v, res.Output)
+			}
+			t.Logf("graded in %s", took.Round(time.Millisecond))
+			out := string(res.Output)
+			if !strings.Contains(out, "+ pytest --no-header -rA tests/test_calc.py") ||
+				!strings.Contains(out, "+ python -m pip install -e '.[dev]'") {
+				t.Errorf("the table's commands did not run:\n%s", out)
+			}
+			// ctxlab's base image has no conda: the guarded activation leaves no error in the log.
+			if strings.Contains(out, "miniconda3/bin/activate: No such file") || strings.Contains(out, "conda: command not found") {
+				t.Errorf("conda noise in the log:\n%s", out)
+			}
+		})
+		t.Run("PythonEmptyAndUnrelatedPatchesDoNot", func(t *testing.T) {
+			res, _ := run(t, py, "", time.Minute)
+			if res.Ran || decide(py, res).Resolved {
+				t.Errorf("empty patch: ran %v, %+v", res.Ran, decide(py, res))
+			}
+			readme := diff.Unified("README.md", []byte(calcBase["README.md"]), []byte("calc, documented\n"))
+			res, _ = run(t, py, readme, 5*time.Minute)
+			v := decide(py, res)
+			if !res.Ran || v.Resolved {
+				t.Fatalf("README-only patch: ran %v, %+v\n%s", res.Ran, v, res.Output)
+			}
+			// The contained-run tests passed even though the fix is missing: the failure is the bug's alone.
+			for _, id := range py.PassToPass {
+				if rs := res.Report.Tests[id]; len(rs) != 1 || rs[0].Status != testlog.StatusPass {
+					t.Errorf("%s = %+v\n%s", id, rs, res.Output)
+				}
+			}
+		})
+		t.Run("EscapingPatchRefusedBeforeAnyContainer", func(t *testing.T) {
+			// A wrapper docker that records its calls: an escaping patch must make none.
+			dir := t.TempDir()
+			calls := filepath.Join(dir, "calls")
+			wrapper := filepath.Join(dir, "docker")
+			real, err := exec.LookPath(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %q\nexec %q \"$@\"\n", calls, real)
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, patch := range []string{
+				"--- /dev/null\n+++ /etc/ctxlab-escaped\n@@ -0,0 +1 @@\n+x\n",
+				diff.Unified("../outside.py", nil, []byte("x = 1\n")),
+			} {
+				c := cfg
+				c.Docker = wrapper
+				res, err := Docker{}.Run(context.Background(), Request{Instance: py, Patch: patch, Timeout: time.Minute, Config: c})
+				if err != nil || res.Ran || res.Apply.Outcome != diff.Escapes {
+					t.Errorf("%q: ran %v, outcome %v, err %v", patch, res.Ran, res.Apply.Outcome, err)
+				}
+			}
+			if b, err := os.ReadFile(calls); err == nil || !os.IsNotExist(err) {
+				t.Errorf("docker was called for an escaping patch: %s", b)
+			}
+		})
+		t.Run("HangKilledAtTimeoutContainerRemoved", func(t *testing.T) {
+			hang := diff.Unified("calc/ops.py", []byte(calcBase["calc/ops.py"]),
+				[]byte(strings.Replace(calcBase["calc/ops.py"], "    return a - b", "    while True:\n        pass", 1)))
+			res, took := run(t, py, hang, 15*time.Second)
+			if !res.TimedOut || decide(py, res).Resolved {
+				t.Fatalf("hang: timed out %v, %+v\n%s", res.TimedOut, decide(py, res), res.Output)
+			}
+			if took > 90*time.Second {
+				t.Errorf("a 15 s timeout took %s", took)
+			}
+			if left := containersOf(t, bin, os.Getpid(), py.InstanceID); len(left) != 0 {
+				t.Errorf("containers left after the timeout: %v", left)
+			}
+		})
+		t.Run("MissingImageIsARowErrorNamingThePull", func(t *testing.T) {
+			in := py
+			in.InstanceID = "acme__absent-1"
+			start := time.Now()
+			_, err := Docker{}.Run(context.Background(), Request{Instance: in, Patch: py.Patch, Timeout: time.Minute, Config: cfg})
+			want := "docker pull " + InstanceImage(engineNamespace, in.InstanceID)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v, want one naming %q", err, want)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("took %s", d)
+			}
+			if left := containersOf(t, bin, os.Getpid(), in.InstanceID); len(left) != 0 {
+				t.Errorf("containers created for a missing image: %v", left)
+			}
+		})
 
-	t.Run("GoGoldResolvesEmptyDoesNot", func(t *testing.T) {
-		gi := engineGoInstance()
-		instanceImage(t, bin, images.LangGo, &gi, strsBase)
-		res, took := run(t, gi, gi.Patch, 5*time.Minute)
-		if v := decide(gi, res); !v.Resolved {
-			t.Fatalf("Go gold not resolved: %+v\n%s", v, res.Output)
-		}
-		t.Logf("graded in %s", took.Round(time.Millisecond))
-		readme := diff.Unified("README.md", []byte(strsBase["README.md"]), []byte("strs, documented\n"))
-		res, _ = run(t, gi, readme, 5*time.Minute)
-		if v := decide(gi, res); !res.Ran || v.Resolved {
-			t.Fatalf("README-only patch: ran %v, %+v\n%s", res.Ran, v, res.Output)
-		}
-		if rs := res.Report.Tests["TestUpper"]; len(rs) != 1 || rs[0].Status != testlog.StatusPass {
-			t.Errorf("TestUpper = %+v\n%s", rs, res.Output)
-		}
 	})
 }
 

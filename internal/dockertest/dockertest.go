@@ -7,7 +7,10 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +38,70 @@ func Engine(t testing.TB) string {
 		t.Skip(msg)
 	}
 	t.Logf("Docker engine %s", strings.TrimSpace(string(out)))
+	shareEngine(t)
+	return bin
+}
+
+// Every grade and image build removes the containers of dead ctxlab processes machine-wide
+// (executor.RemoveStaleContainers). A test that kills a grader or builder and checks that its container is still
+// there until its own next step removes it would fail if another test process graded meanwhile, so test processes
+// coordinate through a file lock in ctxlab's cache folder: Engine holds it shared for the test, Alone exclusively.
+var engineLock struct {
+	sync.Mutex
+	file  *os.File
+	users int // tests of this process holding it
+}
+
+// shareEngine takes the lock shared (once per process) until t ends.
+func shareEngine(t testing.TB) {
+	t.Helper()
+	engineLock.Lock()
+	defer engineLock.Unlock()
+	if engineLock.users == 0 {
+		dir, err := images.CacheDir()
+		if err != nil {
+			t.Fatalf("the Docker tests' lock: %v", err)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "dockertest-engine.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatalf("the Docker tests' lock: %v", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+			f.Close()
+			t.Fatalf("locking %s: %v", f.Name(), err)
+		}
+		engineLock.file = f
+	}
+	engineLock.users++
+	t.Cleanup(func() {
+		engineLock.Lock()
+		defer engineLock.Unlock()
+		if engineLock.users--; engineLock.users == 0 {
+			_ = syscall.Flock(int(engineLock.file.Fd()), syscall.LOCK_UN)
+			engineLock.file.Close()
+			engineLock.file = nil
+		}
+	})
+}
+
+// Alone returns the docker program like Engine, and keeps every other test process from grading or building images
+// until t ends (it waits for those that do). It cannot see this process's own tests: a test that calls it must not
+// run beside others of its process that use the engine (it is not parallel, or runs after its parallel siblings).
+func Alone(t testing.TB) string {
+	t.Helper()
+	bin := Engine(t)
+	engineLock.Lock()
+	f := engineLock.file
+	engineLock.Unlock()
+	start := time.Now()
+	// The process's one descriptor is converted to exclusive (other processes' shared holds make it wait), and back.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("locking %s: %v", f.Name(), err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Logf("waited %s for other test processes to stop using the Docker engine", waited.Round(time.Second))
+	}
+	t.Cleanup(func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_SH) })
 	return bin
 }
 

@@ -575,6 +575,7 @@ func dbWithoutKey(t *testing.T, runDir string) {
 // past the count reached, or kills 0.5-2 s after the restart: in the embedded server's start, the workers' start, or
 // the resumption of the killed activities. Counts below N-2 leave the sweep unfinished at every kill.
 func TestKilledSweepResumes(t *testing.T) {
+	t.Parallel() // beside TestKilledDuringPatchCall: own run folder, fake endpoint and starter processes
 	base := baseline(t)
 	rng := rand.New(rand.NewPCG(seed(t), 0x5eed))
 	// Every random number is drawn here, before any timing can change how many are drawn, so a seed replays them.
@@ -694,6 +695,7 @@ func TestKilledSweepResumes(t *testing.T) {
 // time (the llm queue's concurrency is 1), so exactly that call is in flight; after a restart the sweep completes
 // with the uninterrupted run's rows and at most one paid call more than it.
 func TestKilledDuringPatchCall(t *testing.T) {
+	t.Parallel()
 	base := baseline(t)
 	rng := rand.New(rand.NewPCG(seed(t), 0xca11))
 	nth := 1 + rng.IntN(max(base.perTask["patch"], 1))

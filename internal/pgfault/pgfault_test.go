@@ -72,18 +72,14 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(wd, "..", "..")
 }
 
-// build builds ./starter and ./worker.
-func build(t *testing.T) (starter, worker string) {
-	t.Helper()
-	starter, worker = filepath.Join(tmpRoot, "starter"), filepath.Join(tmpRoot, "worker")
-	for pkg, bin := range map[string]string{"./starter": starter, "./worker": worker} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("building %s: %v\n%s", pkg, err, out)
-		}
+// build builds ./starter and ./worker with one go build (one link step each, run side by side by the go command).
+func build(root string) (starter, worker string, err error) {
+	cmd := exec.Command("go", "build", "-o", tmpRoot+string(filepath.Separator), "./starter", "./worker")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("building ./starter and ./worker: %v\n%s", err, out)
 	}
-	return starter, worker
+	return filepath.Join(tmpRoot, "starter"), filepath.Join(tmpRoot, "worker"), nil
 }
 
 func writeSpec(t *testing.T, dir string) string {
@@ -417,8 +413,23 @@ func waitFor(t *testing.T, what string, timeout time.Duration, starter *proc, co
 // after 1/4 of the uninterrupted run's different calls (started again at once, as a supervisor would), llm worker A
 // while it holds a call once 2/5 are made, and the server again at 3/5, this time down for longOutage.
 func TestServerKilledMidSweep(t *testing.T) {
+	// The binaries build while PostgreSQL starts; the uninterrupted run goes on while the deployment starts.
+	type binaries struct {
+		starter, worker string
+		err             error
+	}
+	built, root := make(chan binaries, 1), repoRoot(t)
+	go func() {
+		var b binaries
+		b.starter, b.worker, b.err = build(root)
+		built <- b
+	}()
 	pg := pgtest.Start(t)
-	starterBin, workerBin := build(t)
+	bins := <-built
+	if bins.err != nil {
+		t.Fatal(bins.err)
+	}
+	starterBin, workerBin := bins.starter, bins.worker
 	dir := t.TempDir()
 	spec := writeSpec(t, dir)
 
@@ -428,27 +439,9 @@ func TestServerKilledMidSweep(t *testing.T) {
 	began := time.Now()
 	base := startProc(t, "baseline starter", env("OPENAI_BASE_URL="+baseURL, "OPENAI_API_KEY="+key), starterBin,
 		"run", spec, "--runs", baseRuns, "--ext-str", "model=openai", "--quiet")
-	select {
-	case <-base.done:
-	case <-time.After(4 * time.Minute):
-		t.Fatal("the uninterrupted run did not finish in 4 minutes")
-	}
-	if base.err != nil {
-		t.Fatalf("the uninterrupted run: %v\n%s", base.err, base.out.String())
-	}
-	want := readRows(t, filepath.Join(baseRuns, "pgfault", "results.jsonl"))
-	baseAsked := baseFake.askers()
-	baseCalls := baseFake.fake.Calls()
-	if len(want) != 2*3 || len(baseAsked) < 8 {
-		t.Fatalf("the uninterrupted run has %d rows and %d different calls; want 6 rows and at least 8 calls",
-			len(want), len(baseAsked))
-	}
-	if baseCalls != len(baseAsked) {
-		t.Fatalf("the uninterrupted run paid %d calls for %d different requests", baseCalls, len(baseAsked))
-	}
-	t.Logf("uninterrupted run: %d rows, %d calls in %s", len(want), baseCalls, time.Since(began).Round(time.Second))
 
-	// The deployment: server, three workers, a submitting starter.
+	// The deployment: server and three workers now; the submitting starter once the uninterrupted run has given
+	// the kill points.
 	tr, url := endpoint(t)
 	runs := filepath.Join(dir, "runs")
 	runDir := filepath.Join(runs, "pgfault")
@@ -479,6 +472,30 @@ func TestServerKilledMidSweep(t *testing.T) {
 	llmB := startProc(t, "llm worker B", workerEnv, workerBin, append(common, "--queues", "llm")...)
 	tr.own(llmA.cmd.Process.Pid, "A")
 	tr.own(llmB.cmd.Process.Pid, "B")
+
+	select {
+	case <-base.done:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("the uninterrupted run did not finish in 4 minutes")
+	}
+	if base.err != nil {
+		t.Fatalf("the uninterrupted run: %v\n%s", base.err, base.out.String())
+	}
+	want := readRows(t, filepath.Join(baseRuns, "pgfault", "results.jsonl"))
+	baseAsked := baseFake.askers()
+	baseCalls := baseFake.fake.Calls()
+	if len(want) != 2*3 || len(baseAsked) < 8 {
+		t.Fatalf("the uninterrupted run has %d rows and %d different calls; want 6 rows and at least 8 calls",
+			len(want), len(baseAsked))
+	}
+	if baseCalls != len(baseAsked) {
+		t.Fatalf("the uninterrupted run paid %d calls for %d different requests", baseCalls, len(baseAsked))
+	}
+	t.Logf("uninterrupted run: %d rows, %d calls in %s", len(want), baseCalls, time.Since(began).Round(time.Second))
+	if tr.fake.Calls() != 0 {
+		t.Fatalf("the deployment's workers made %d calls before any sweep was submitted", tr.fake.Calls())
+	}
+
 	starter := startProc(t, "starter", env(), starterBin, "run", spec, "--runs", runs, "--address", address,
 		"--no-worker", "--quiet", "--ext-str", "model=openai")
 	sweepBegan := time.Now()

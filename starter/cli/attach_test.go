@@ -22,6 +22,7 @@ import (
 // folder used to exit "try again" while the winner was still starting its server; it must wait for that server,
 // attach, and watch the sweep to its end: both exit 0, the sweep ran once, and every row is written once.
 func TestTwoStartersAtOnce(t *testing.T) {
+	t.Parallel()
 	runs := t.TempDir()
 	spec := demoVariant(t, "{ name: 'twice', dataset+: { limit: 3 }, "+referenceMethods+" }")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

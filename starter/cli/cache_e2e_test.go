@@ -42,12 +42,12 @@ func paidCalls(t *testing.T, dir string) (paid map[string]int, n, cached int) {
 //  3. with one ablation added: only that ablation's new calls are paid (its patch, once per issue);
 //  4. under another name sharing the response cache folder: nothing is paid, and the rows are the same.
 func TestSpendCapCacheAndNewAblation(t *testing.T) {
+	t.Parallel()
 	const key = "sk-ctxlab-cache-DO-NOT-LEAK-41d2"
 	srv := fakeopenai.New(fakeopenai.WithKey(key))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", key)
+	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY="+key)
 	runs, cache := t.TempDir(), t.TempDir()
 	spec := func(name, methods string, spend float64) string {
 		return demoVariant(t, "{ name: '"+name+"', dataset+: { limit: 2 }, methods: "+methods+", "+

@@ -22,6 +22,7 @@ import (
 // TestRunAgainstExistingServer runs the demo sweep with --address against a server the test started, then replays
 // the recorded workflow histories with the current workflow code, which fails on any non-deterministic change.
 func TestRunAgainstExistingServer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	srv, err := embedded.Start(ctx, embedded.Options{DBFile: filepath.Join(dir, "temporal.db"),
@@ -79,6 +80,7 @@ func history(ctx context.Context, t *testing.T, c client.Client, id string) *his
 }
 
 func TestAddressUnreachableFailsClearly(t *testing.T) {
+	t.Parallel()
 	spec := demoSpec(t)
 	_, stderr, code := runStarter(t, 2*time.Minute, "run", spec, "--runs", t.TempDir(), "--address", "127.0.0.1:1",
 		"--quiet")
@@ -90,6 +92,7 @@ func TestAddressUnreachableFailsClearly(t *testing.T) {
 // TestSecondStarterAttaches starts a slowed sweep, then a second starter on the same run folder: it must attach to
 // the running sweep instead of starting another, and both must report the same finished sweep.
 func TestSecondStarterAttaches(t *testing.T) {
+	t.Parallel()
 	spec := demoVariant(t, "{ name: 'attach', "+referenceMethods+", debug: { slow_activities: '300ms' } }")
 	runs := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

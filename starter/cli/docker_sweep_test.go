@@ -29,12 +29,14 @@ func dockerDemoSpec(t *testing.T) string {
 // module (which its image must carry, since containers have no network) under the two reference methods keep the
 // test to a few minutes; the full demo is measured in the README.
 func TestDockerSweepGradesDemo(t *testing.T) {
+	t.Parallel()
 	bin := dockertest.Engine(t)
 	dockertest.Base(t, bin, images.LangPython)
 	dockertest.Base(t, bin, images.LangGo)
 	ids := []string{"acme__tablefmt-1", "acme__relnotes-1"}
-	// A namespace of its own, so the images are built here (not found from an earlier build) and removed after.
-	const namespace = "ctxlabtestsweep"
+	// A namespace of its own, so the images are built here (not found from an earlier build) and removed after; the
+	// pid keeps a concurrent run of these tests from removing them.
+	namespace := testNamespace("ctxlabtestsweep")
 	for _, id := range ids {
 		name := executor.InstanceImage(namespace, id)
 		t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", name).Run() })
@@ -103,8 +105,9 @@ func TestDockerSweepGradesDemo(t *testing.T) {
 // A sweep whose images were never built fails their rows at once, naming the image and the command that makes it,
 // instead of pulling from a registry or hanging.
 func TestDockerSweepMissingImageIsARowError(t *testing.T) {
+	t.Parallel()
 	bin := dockertest.Engine(t)
-	const namespace, id = "ctxlabtestnoimages", "acme__tablefmt-1"
+	namespace, id := testNamespace("ctxlabtestnoimages"), "acme__tablefmt-1"
 	image := executor.InstanceImage(namespace, id)
 	if exec.Command(bin, "image", "inspect", image).Run() == nil {
 		t.Fatalf("image %s exists; this test needs it missing", image)
@@ -138,14 +141,15 @@ func TestDockerSweepMissingImageIsARowError(t *testing.T) {
 // A builder killed mid-build (SIGKILL: no deferred removal runs) leaves its temporary container behind, labeled with
 // its pid and start time; the next build removes it before building, and leaves alone those of live builders.
 func TestImagesBuildRemovesContainersOfKilledBuilders(t *testing.T) {
-	bin := dockertest.Engine(t)
+	// Not parallel, and alone on the engine: any other grade or build would remove the killed builder's container.
+	bin := dockertest.Alone(t)
 	dockertest.Base(t, bin, images.LangPython)
 	root := t.TempDir()
 	bench, err := demobench.Generate(filepath.Join(root, "dataset"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const namespace, id = "ctxlabtestkill", "acme__tablefmt-1"
+	namespace, id := testNamespace("ctxlabtestkill"), "acme__tablefmt-1"
 	image := executor.InstanceImage(namespace, id)
 	t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", image).Run() })
 
@@ -219,6 +223,10 @@ func TestImagesBuildRemovesContainersOfKilledBuilders(t *testing.T) {
 		t.Errorf("the next build did not build %s:\n%s", image, out.String())
 	}
 }
+
+// testNamespace is an image namespace of this test process, so that two runs of the tests at once (two checkouts,
+// or CI beside a developer) neither share nor remove each other's images.
+func testNamespace(prefix string) string { return prefix + strconv.Itoa(os.Getpid()) }
 
 // buildContainersOf lists the ctxlab-build-* containers labeled with a builder's pid.
 func buildContainersOf(t *testing.T, bin string, pid int) []string {

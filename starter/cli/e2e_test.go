@@ -5,14 +5,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,18 +27,44 @@ import (
 // itself with this variable set and becomes the starter, so there is no second build of the Temporal server.
 const asStarter = "CTXLAB_TEST_AS_STARTER"
 
+// sharedDir holds what the tests build once and share (the worker binary); removed when they end.
+var sharedDir string
+
 func TestMain(m *testing.M) {
 	if os.Getenv(asStarter) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	var err error
+	if sharedDir, err = os.MkdirTemp("", "ctxlab-cli-test"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(sharedDir)
+	os.Exit(code)
+}
+
+// starterEnvs holds, per test, the variables its starter subprocesses get on top of the test's environment: the
+// end-to-end tests run in parallel, and t.Setenv would forbid that (and reach every test's subprocesses).
+var starterEnvs sync.Map // *testing.T -> []string
+
+// setStarterEnv adds KEY=VALUE pairs to the environment of the starters t runs.
+func setStarterEnv(t *testing.T, kv ...string) {
+	t.Helper()
+	prev, _ := starterEnvs.Load(t)
+	env, _ := prev.([]string)
+	starterEnvs.Store(t, append(slices.Clone(env), kv...))
+	t.Cleanup(func() { starterEnvs.Delete(t) })
 }
 
 // starter returns a command running the starter with args in dir.
 func starter(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asStarter+"=1")
+	extra, _ := starterEnvs.Load(t)
+	env, _ := extra.([]string)
+	// Later entries win, so the test's variables override the inherited ones.
+	cmd.Env = append(append(os.Environ(), env...), asStarter+"=1")
 	return cmd
 }
 
@@ -69,22 +98,36 @@ func demoVariant(t *testing.T, overrides string) string {
 
 func runStarter(t *testing.T, timeout time.Duration, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return startStarter(t, timeout, args...)()
+}
+
+// startStarter starts the starter as runStarter does and returns at once; wait, called from the test's goroutine,
+// waits for it and returns what runStarter returns. A test runs its reference run beside its other steps this way.
+func startStarter(t *testing.T, timeout time.Duration, args ...string) (wait func() (stdout, stderr string, code int)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	cmd := starter(ctx, t, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code = 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	if err := cmd.Start(); err != nil {
+		cancel()
 		t.Fatalf("starter %v: %v", args, err)
 	}
-	if ctx.Err() != nil {
-		t.Fatalf("starter %v did not finish in %s; stderr:\n%s", args, timeout, errb.String())
+	return func() (string, string, int) {
+		t.Helper()
+		defer cancel()
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("starter %v: %v", args, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("starter %v did not finish in %s; stderr:\n%s", args, timeout, errb.String())
+		}
+		return out.String(), errb.String(), code
 	}
-	return out.String(), errb.String(), code
 }
 
 // readRows returns the rows of a run keyed by (instance, method, model), without fields that measure time.
@@ -109,6 +152,7 @@ func readRows(t *testing.T, path string) map[results.Key]results.Row {
 }
 
 func TestDemoSweepEndToEnd(t *testing.T) {
+	t.Parallel()
 	runs := t.TempDir()
 	spec := demoSpec(t)
 	// A small history limit makes the sweep continue as new on the real server at least once.
@@ -252,15 +296,13 @@ func readAttempts(t *testing.T, path string) []attemptEvent {
 // TestCrashResume kills the starter with SIGKILL in the middle of a slowed sweep, starts it again, and checks that
 // the sweep completes with the results of an uninterrupted run and that no activity that had completed ran again.
 func TestCrashResume(t *testing.T) {
+	t.Parallel()
 	spec := demoVariant(t, "{ name: 'slow', "+referenceMethods+", debug: { slow_activities: '400ms' }, "+
 		"limits+: { concurrency: 3 } }")
 
-	// The uninterrupted reference run.
+	// The uninterrupted reference run, beside the killed one.
 	refRuns := t.TempDir()
-	if _, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet"); code != 0 {
-		t.Fatalf("reference run: exit %d\n%s", code, stderr)
-	}
-	want := readRows(t, filepath.Join(refRuns, "slow", "results.jsonl"))
+	reference := startStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet")
 
 	runs := t.TempDir()
 	dir := filepath.Join(runs, "slow")
@@ -300,6 +342,10 @@ func TestCrashResume(t *testing.T) {
 	if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil {
 		rowsBefore = len(rs)
 	}
+	if _, stderr, code := reference(); code != 0 {
+		t.Fatalf("reference run: exit %d\n%s", code, stderr)
+	}
+	want := readRows(t, filepath.Join(refRuns, "slow", "results.jsonl"))
 	if rowsBefore >= len(want) {
 		t.Fatalf("the kill came too late: all %d rows were already written", rowsBefore)
 	}
@@ -337,6 +383,7 @@ func keys(m map[results.Key]results.Row) []string {
 // TestChangedSpecStartsOver runs a spec, then a changed spec of the same name: the new sweep's results hold only
 // its own rows (the old ones are put aside), and nodes the two specs share are not run again.
 func TestChangedSpecStartsOver(t *testing.T) {
+	t.Parallel()
 	const base = "{ name: 'chg', dataset+: { limit: 2 }, " + referenceMethods + " }"
 	both := demoVariant(t, base)
 	one := demoVariant(t, base+" + { methods: [super.methods[0]] }")

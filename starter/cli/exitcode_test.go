@@ -15,11 +15,11 @@ import (
 // with an auth error). The starter used to exit 0 with "ok": true; it must exit exitRowErrors, say how many rows
 // failed and of which kind, and report ok false. --allow-errors gives scripts their 0 back, still saying it.
 func TestRunExitsNonZeroWhenRowsFail(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.New(fakeopenai.WithKey("sk-the-right-key"))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", "sk-a-wrong-key")
+	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=sk-a-wrong-key")
 
 	spec := demoVariant(t, "{ name: 'autherr', dataset+: { limit: 2 }, anchor:: null, methods: super.methods[0:1] }")
 	runs := t.TempDir()

@@ -105,6 +105,7 @@ func writeMultiSWEBench(t *testing.T, path string, rows []swebench.Instance) {
 // every instance and `--predictions empty` none; a dataset whose gold does not resolve fails validation, naming the
 // instance and its grade_status.
 func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	bench, err := demobench.Generate(filepath.Join(root, "dataset"))
 	if err != nil {

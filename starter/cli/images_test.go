@@ -46,6 +46,7 @@ func TestParseImagesBuildFlags(t *testing.T) {
 // do not. A Python instance, a Go one and a Go one that requires a third-party module (from the dataset's module
 // proxy, so its image must carry the module) keep the test to a few minutes.
 func TestImagesBuildThenGradeDemoInDocker(t *testing.T) {
+	t.Parallel()
 	bin := dockertest.Engine(t)
 	dockertest.Base(t, bin, images.LangPython)
 	dockertest.Base(t, bin, images.LangGo)
@@ -55,7 +56,7 @@ func TestImagesBuildThenGradeDemoInDocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{"acme__tablefmt-1", "acme__humanize-1", "acme__relnotes-1"}
-	const namespace = "ctxlabtestdemo"
+	namespace := testNamespace("ctxlabtestdemo")
 	for _, id := range ids {
 		name := executor.InstanceImage(namespace, id)
 		t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", name).Run() })

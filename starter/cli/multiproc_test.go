@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,17 +18,30 @@ import (
 	"ctxlab/results"
 )
 
-// buildWorker builds the standalone worker (cmd ./worker) into a temporary folder and returns its path. It links
-// no Temporal server, so it builds in seconds from the cache the test binary left.
+var (
+	workerOnce sync.Once
+	workerBin  string
+	workerErr  error
+)
+
+// buildWorker builds the standalone worker (cmd ./worker) once per test binary, into the shared folder, and returns
+// its path. It links no Temporal server, so it builds in seconds from the cache the test binary left.
 func buildWorker(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "worker")
-	cmd := exec.Command("go", "build", "-o", bin, "./worker")
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the worker: %v\n%s", err, out)
+	workerOnce.Do(func() {
+		bin := filepath.Join(sharedDir, "worker")
+		cmd := exec.Command("go", "build", "-o", bin, "./worker")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			workerErr = fmt.Errorf("building the worker: %v\n%s", err, out)
+			return
+		}
+		workerBin = bin
+	})
+	if workerErr != nil {
+		t.Fatal(workerErr)
 	}
-	return bin
+	return workerBin
 }
 
 // proc is a subprocess whose output is kept for failure messages.
@@ -79,15 +94,14 @@ func grades(path string) map[string]int {
 // share a file:// object store for blobs. The grade worker is killed with SIGKILL in the middle of the sweep and
 // started again; the sweep must complete with the rows of a single-process run.
 func TestSweepAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	worker := buildWorker(t)
 	spec := demoVariant(t, "{ name: 'multi', "+referenceMethods+", debug: { slow_activities: '300ms' }, "+
 		"limits+: { concurrency: 3, queues: { grade: { concurrency: 2 }, llm: { rate: 50 } } } }")
 
+	// The single-process reference run, beside the multi-process one.
 	refRuns := t.TempDir()
-	if _, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet"); code != 0 {
-		t.Fatalf("single-process reference run: exit %d\n%s", code, stderr)
-	}
-	want := readRows(t, filepath.Join(refRuns, "multi", "results.jsonl"))
+	reference := startStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -148,11 +162,16 @@ func TestSweepAcrossProcesses(t *testing.T) {
 	if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil {
 		rowsBefore = len(rs)
 	}
+	time.Sleep(time.Second)
+	startProc(t, "worker grade (restarted)", gradeCmd())
+
+	if _, stderr, code := reference(); code != 0 {
+		t.Fatalf("single-process reference run: exit %d\n%s", code, stderr)
+	}
+	want := readRows(t, filepath.Join(refRuns, "multi", "results.jsonl"))
 	if rowsBefore >= len(want) {
 		t.Fatalf("the kill came too late: all %d rows were already written", rowsBefore)
 	}
-	time.Sleep(time.Second)
-	startProc(t, "worker grade (restarted)", gradeCmd())
 
 	select {
 	case err := <-server.done:
@@ -191,6 +210,7 @@ func TestSweepAcrossProcesses(t *testing.T) {
 // TestNoWorkerUnreachableFailsClearly: a submit-only starter and a worker both refuse to start, saying why, when
 // the server cannot be reached.
 func TestNoWorkerUnreachableFailsClearly(t *testing.T) {
+	t.Parallel()
 	_, stderr, code := runStarter(t, 2*time.Minute, "run", demoSpec(t), "--runs", t.TempDir(), "--address",
 		"127.0.0.1:1", "--no-worker", "--quiet")
 	if code == 0 || !strings.Contains(stderr, "cannot reach Temporal at 127.0.0.1:1") {

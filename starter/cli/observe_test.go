@@ -43,6 +43,7 @@ func mainOut(t *testing.T, args ...string) (string, string) {
 // TestObserveSweep runs one small sweep in --json mode (half its rows fail, so it exits exitRowErrors), then checks that status, audit and the run's Temporal
 // history tell the same story as results.jsonl and attempts.jsonl.
 func TestObserveSweep(t *testing.T) {
+	t.Parallel()
 	runs := t.TempDir()
 	dir := filepath.Join(runs, "obs")
 	spec := demoVariant(t, brokenVariant)
@@ -293,11 +294,11 @@ func TestStatusAuditErrors(t *testing.T) {
 // TestObservePaidSweep runs a small sweep with paid calls (the openai provider against a fake server): the --json
 // summary, status and audit report the same spend as the calls ledger, and audit's per-attempt usage adds up to it.
 func TestObservePaidSweep(t *testing.T) {
+	t.Parallel()
 	const key = "sk-ctxlab-observe-test-7f3a"
 	hs := httptest.NewServer(fakeopenai.New(fakeopenai.WithKey(key)))
 	defer hs.Close()
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", key)
+	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY="+key)
 	runs := t.TempDir()
 	spec := demoVariant(t, "{ name: 'paid', dataset+: { limit: 2 }, methods: [super.methods[2]], "+
 		"models: [super.models[0] + { price: { input: 2.5, output: 10 } }] }")

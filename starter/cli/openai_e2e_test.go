@@ -18,12 +18,12 @@ import (
 // folder: not in results, logs, attempts, the content store, node outputs or Temporal's database (workflow history),
 // although the server echoes it inside every 200 answer's text and model name.
 func TestOpenAIDemoSweep(t *testing.T) {
+	t.Parallel()
 	const key = "sk-ctxlab-e2e-DO-NOT-LEAK-7c1f93a2b8d4"
 	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithEchoKey())
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", key)
+	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY="+key)
 
 	// A price table makes cost visible ($ per million tokens). Two instances keep it short, and so do the methods up
 	// to CQ2-CARE's ablations (the baselines' only model call is the patch, which these methods exercise too).

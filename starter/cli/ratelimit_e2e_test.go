@@ -22,12 +22,12 @@ import (
 // within seconds, as it did: the step's Issue workflow waits on a durable timer of an hour (found in its history
 // through the starter's embedded server) and no row is recorded meanwhile.
 func TestHourLongRetryAfterWaitsOnATimer(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.New(fakeopenai.WithRetryAfter(time.Hour),
 		fakeopenai.WithFailWhen(func(fakeopenai.ChatRequest) fakeopenai.Failure { return fakeopenai.RateLimit }))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", "")
+	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
 	spec := demoVariant(t, "{ name: 'wait', dataset+: { limit: 1 }, anchor:: null, methods: super.methods[0:1] }")
 	runs := t.TempDir()
 	dir := filepath.Join(runs, "wait")

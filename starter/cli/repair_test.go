@@ -54,6 +54,7 @@ func tearRow(t *testing.T, file string, failed bool) results.Key {
 // mid-append does: predictions, status, report and a re-run of the finished sweep each cut the torn line and bring
 // the lost row back, re-derived from the stored node outputs, exactly once and equal to the row the sweep wrote.
 func TestTornResultsRepaired(t *testing.T) {
+	t.Parallel()
 	runs := t.TempDir()
 	spec := demoVariant(t, "{ name: 'torn', dataset+: { limit: 2 }, "+referenceMethods+" }")
 	if stdout, stderr, code := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs); code != 0 {
@@ -108,6 +109,7 @@ func TestTornResultsRepaired(t *testing.T) {
 // TestTornFailedRowRestoredFromHistory: a lost row whose step failed has no node output to re-derive it from; the
 // re-run of the finished sweep takes it from the Record activity in its Issue workflow's history.
 func TestTornFailedRowRestoredFromHistory(t *testing.T) {
+	t.Parallel()
 	runs := t.TempDir()
 	spec := demoVariant(t, brokenVariant)
 	if stdout, stderr, code := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs); code != 0 &&

@@ -19,6 +19,7 @@ import (
 // that failed by the model's own fault (context_length) is final: its request is not sent again. Before, the re-run
 // said "already finished" and sent nothing. starter status tells the two kinds apart.
 func TestRerunRetriesInfrastructureFailures(t *testing.T) {
+	t.Parallel()
 	// The first distinct prompt is too long for the model, the second is rate limited until the endpoint heals.
 	var mu sync.Mutex
 	fate := map[string]fakeopenai.Failure{}
@@ -43,8 +44,7 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 	}))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", "")
+	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
 	spec := demoVariant(t, "{ name: 'infra', dataset+: { limit: 2 }, anchor:: null, methods: super.methods[0:1] }")
 	runs := t.TempDir()
 	dir := filepath.Join(runs, "infra")

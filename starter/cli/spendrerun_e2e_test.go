@@ -19,11 +19,11 @@ import (
 // others, already woken and on their way, as paused, every running issue looked paused for two samples, and the
 // re-run stopped at once with "spend cap reached" (a third run went on).
 func TestRaisedCapContinuesOnFirstRerun(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.New()
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", "")
+	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
 	runs := t.TempDir()
 	spec := func(spend string) string {
 		return demoVariant(t, "{ name: 'raise', dataset+: { limit: 2 }, methods: super.methods[2:4], "+

@@ -118,6 +118,7 @@ func tail(s string, n int) string {
 // workflow list in headless Chromium: the page must list the sweep's workflow and one workflow per issue that has
 // rows, and the screenshot must be a real picture. $CTXLAB_UI_SCREENSHOT, when set, names a file to keep it in.
 func TestWebUIShowsSweep(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	start := time.Now()
 	phase := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
@@ -290,6 +291,7 @@ func colours(img image.Image) int {
 // the plain writes: each must be refused with 403 while the reads a researcher's pages make answer 200, and the
 // sweep must finish with a row for every (instance, method).
 func TestWebUIGuardKeepsSweepWhole(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	runs := t.TempDir()
