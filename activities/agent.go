@@ -377,6 +377,9 @@ func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOu
 		row["agent_calls_"+k] = byKind[k]
 	}
 	row["model_calls"], row["prompt_tokens"], row["completion_tokens"], row["cost_usd"] = len(t.Turns), prompt, completion, cost
+	// Seen vs paid: the tool output shown once, against every turn's prompt (the conversation is sent again each
+	// turn) and answer.
+	row["agent_tokens_paid"] = prompt + completion
 	return NodeOutput{Ref: in.State, Row: row}, nil
 }
 

@@ -22,7 +22,7 @@ ctxlab.experiment({
   methods: [
     ctxlab.methods.oracle_files,
     ctxlab.methods.agent({ max_turns: 8 }),
-    ctxlab.methods.agent({ name: 'agent_half', anchor: ctxlab.methods.oracle_files, multiplier: 0.5 }),
+    ctxlab.baselines.fitted(ctxlab.methods.agent(), ctxlab.methods.oracle_files, 0.5, name='agent_half'),
   ],
 })
 `
@@ -183,5 +183,42 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 	}
 	if memos < 2 {
 		t.Errorf("rerun: %d turn memos read, want every turn's", memos)
+	}
+}
+
+// TestAgentAnchorOptionIsFitted: methods.agent({anchor, multiplier}) is baselines.fitted of the plain agent: the
+// same agent node, reading the anchor's context as its budget input.
+func TestAgentAnchorOptionIsFitted(t *testing.T) {
+	plan := compileAgentSpec(t, `local ctxlab = import 'ctxlab.libsonnet';
+ctxlab.experiment({ name: 'a', dataset: ctxlab.datasets.demo, models: [ctxlab.models.offline],
+  methods: [ctxlab.methods.cq2care,
+            ctxlab.methods.agent({ name: 'by_option', anchor: ctxlab.methods.cq2care, multiplier: 2 }),
+            ctxlab.baselines.fitted(ctxlab.methods.agent(), ctxlab.methods.cq2care, 2, name='by_fitted')] })`)
+	agentKey := map[string]string{}
+	for _, arm := range plan.Arms {
+		for _, s := range arm.Steps {
+			if s.ID == "agent" {
+				agentKey[arm.Method] = s.Key
+			}
+		}
+	}
+	if agentKey["by_option"] == "" || agentKey["by_option"] != agentKey["by_fitted"] {
+		t.Fatalf("agent nodes %v, want one node for both spellings", agentKey)
+	}
+	var cq2careContext string
+	for _, arm := range plan.Arms {
+		if arm.Method == "cq2care" {
+			for _, s := range arm.Steps {
+				if s.ID == "context" {
+					cq2careContext = s.Key
+				}
+			}
+		}
+	}
+	for _, n := range plan.Nodes {
+		if n.Key == agentKey["by_option"] && (n.Inputs["budget"] != cq2careContext || n.Params["multiplier"] != 2.0) {
+			t.Errorf("agent node inputs %v params multiplier %v; want cq2care's context %s and 2",
+				n.Inputs, n.Params["multiplier"], cq2careContext)
+		}
 	}
 }

@@ -125,23 +125,17 @@ local catalog_defaults = std.native('ctxlab_defaults')();
     local o = { name: 'agent', prompts: $.agent_prompts, anchor: null, multiplier: 1 } + opts;
     local knobs = $.param_defaults('agent', ['max_turns', 'edit_format'])
                   + { [k]: o[k] for k in ['max_turns', 'tool_output_budget', 'edit_format'] if std.objectHas(o, k) };
-    local anchored = o.anchor != null;
-    local budget = if anchored then { budget: 'anchor.' + $.baselines.contextOf(o.anchor) } else {};
-    {
+    local method = {
       name: o.name,
-      steps: $.head
-             + (if anchored then $.baselines.prefixed(o.anchor, 'anchor.') else [])
-             + [
-               $.step('agent',
-                      'agent',
-                      knobs { prompt: o.prompts } + (if anchored then { multiplier: o.multiplier } else {}),
-                      { checkout: 'checkout' } + budget),
-               $.step('context', 'agent_context', {}, { checkout: 'checkout', agent: 'agent' }),
-               $.step('patch', 'agent_patch', {}, { checkout: 'checkout', agent: 'agent', context: 'context' }),
-               $.step('measure', 'measure', {}, { checkout: 'checkout', context: 'context', patch: 'patch' }),
-               $.step('grade', 'grade', {}, { checkout: 'checkout', patch: 'patch' }),
-             ],
-    },
+      steps: $.head + [
+        $.step('agent', 'agent', knobs { prompt: o.prompts }, { checkout: 'checkout' }),
+        $.step('context', 'agent_context', {}, { checkout: 'checkout', agent: 'agent' }),
+        $.step('patch', 'agent_patch', {}, { checkout: 'checkout', agent: 'agent', context: 'context' }),
+        $.step('measure', 'measure', {}, { checkout: 'checkout', context: 'context', patch: 'patch' }),
+        $.step('grade', 'grade', {}, { checkout: 'checkout', patch: 'patch' }),
+      ],
+    };
+    if o.anchor == null then method else $.baselines.fitted(method, o.anchor, o.multiplier, name=o.name),
 
   // CQ2-CARE, its prompts and ablations (cq2care.libsonnet), and the baselines (baselines.libsonnet) live in files of
   // their own; each is a function of this library.
