@@ -30,6 +30,9 @@ type Snapshot struct {
 // ErrOutside is the error of a path that names something outside the snapshot.
 var ErrOutside = errors.New("path is outside the repository")
 
+// maxFileBytes is search.Grep's bound: a larger file is not searched.
+const maxFileBytes = 1 << 20
+
 // maxLinkHops bounds symlink resolution (a cycle of links ends here).
 const maxLinkHops = 16
 
@@ -175,8 +178,8 @@ func (s Snapshot) search(pattern string, regex bool, under string, lim Limits) (
 			return res, fmt.Errorf("bad regex: %w", err)
 		}
 		for _, f := range files {
-			if strings.IndexByte(f.Text, 0) >= 0 {
-				continue
+			if len(f.Text) > maxFileBytes || strings.IndexByte(f.Text, 0) >= 0 {
+				continue // as search.Grep does: generated, data and binary files are not code
 			}
 			for i, l := range strings.Split(f.Text, "\n") {
 				if re.MatchString(l) {
@@ -212,6 +215,9 @@ func (s Snapshot) open(p string, start, end int, lim Limits) (Result, error) {
 	text, ok := s.Read(resolved)
 	if !ok {
 		return res, fmt.Errorf("%s: no such file", p)
+	}
+	if strings.IndexByte(text, 0) >= 0 {
+		return res, fmt.Errorf("%s is a binary file", p)
 	}
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	if start < 1 {

@@ -39,6 +39,7 @@ func testSnapshot() Snapshot {
 		"README.md":         "calc and tabular\n",
 		"docs/guide.md":     "see Add\n",
 		"calc/calc_test.go": "package calc\n\nfunc TestAdd() { Add(1, 2) }\n",
+		"logo.png":          "\x89PNG\x00Add(",
 	}
 	links := map[string]string{
 		"escape":         "../../etc/passwd",
@@ -170,6 +171,13 @@ func TestTools(t *testing.T) {
 	}
 	if _, err := s.Run(call("definition", map[string]any{"name": "Nowhere"}), Limits{}); err == nil {
 		t.Error("a missing definition gave no error")
+	}
+	if _, err := s.Run(call("open", map[string]any{"path": "logo.png"}), Limits{}); err == nil {
+		t.Error("a binary file was opened")
+	}
+	res, _ = s.Run(call("search", map[string]any{"pattern": "Add\\(", "regex": true}), Limits{})
+	if out := render(res); strings.Contains(out, "logo.png") || !strings.Contains(out, "calc/calc.go:4:") {
+		t.Errorf("regex search over a binary file:\n%s", out)
 	}
 	if _, err := s.Run(call("rm", nil), Limits{}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("unknown tool: %v", err)
