@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"ctxlab/activities/agent"
 	"ctxlab/activities/llm"
@@ -114,11 +115,19 @@ func (a *Activities) Agent(ctx context.Context, in NodeInput) (NodeOutput, error
 	})
 }
 
-// turnInput is the node input of one turn: its own memo key and label, the agent node's params and inputs.
+// turnInput is the node input of one turn: its own memo key and label, the agent node's params and inputs, and the
+// trajectory it continues as the input "trajectory" (so an audit lists the reference turn by turn).
 func turnInput(in AgentTurnInput, part string) NodeInput {
 	n := in.Node
 	n.Node = fmt.Sprintf("%s.t%02d.%s", in.Node.Node, in.Turn, part)
 	n.Step = fmt.Sprintf("%s turn %d (%s)", in.Node.Step, in.Turn, part)
+	if in.State != "" {
+		n.Inputs = maps.Clone(in.Node.Inputs)
+		if n.Inputs == nil {
+			n.Inputs = map[string]NodeOutput{}
+		}
+		n.Inputs["trajectory"] = NodeOutput{Ref: in.State}
+	}
 	return n
 }
 

@@ -172,6 +172,15 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 	if again.Ref != first.Ref {
 		t.Errorf("rerun trajectory %s, want %s", again.Ref, first.Ref)
 	}
+	withTrajectory := 0
+	for _, a := range before {
+		if a.Activity == AgentToolTurnName && a.Inputs["trajectory"] != "" {
+			withTrajectory++
+		}
+	}
+	if withTrajectory == 0 {
+		t.Error("no tool turn's attempt names the trajectory it continued")
+	}
 	memos := 0
 	for _, a := range after[len(before):] {
 		if a.Event == runlog.EventStart && a.Activity != "agent" {
