@@ -140,10 +140,21 @@ func (j *job) agentParams() (AgentParams, error) {
 	if p.EditFormat != offline.FormatDiff && p.EditFormat != offline.FormatSearchReplace {
 		return p, permanentf(ErrBadInput, "%s: unknown edit_format %q (diff, search_replace)", j.in.Step, p.EditFormat)
 	}
+	if p.ToolCalling != "native" && p.ToolCalling != "text" {
+		return p, permanentf(ErrBadInput, "%s: unknown tool_calling %q (native, text)", j.in.Step, p.ToolCalling)
+	}
 	if p.MaxTurns < 1 {
 		return p, permanentf(ErrBadInput, "%s: max_turns must be at least 1, got %d", j.in.Step, p.MaxTurns)
 	}
 	return p, nil
+}
+
+// toolsHelp is the prompt's .Tools: the plain-text protocol, or a short list when tools are offered natively.
+func toolsHelp(p AgentParams) string {
+	if p.ToolCalling == "native" {
+		return agent.ToolsHelpNative
+	}
+	return agent.ToolsHelp
 }
 
 // loadTrajectory reads the trajectory a turn continues.
@@ -161,7 +172,7 @@ func (j *job) startTrajectory(ctx context.Context, p AgentParams, issue string) 
 	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct {
 		Issue, Tools, Format string
 		MaxTurns             int
-	}{issue, agent.ToolsHelp, p.Prompt.Formats[p.EditFormat], p.MaxTurns})
+	}{issue, toolsHelp(p), p.Prompt.Formats[p.EditFormat], p.MaxTurns})
 	if err != nil {
 		return AgentTrajectory{}, err
 	}
@@ -225,6 +236,9 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Nod
 			return NodeOutput{}, err
 		}
 		req := llm.Request{Task: offlinetask.TaskAgent, Messages: t.Messages, Sample: p.Sample, Offline: off}
+		if p.ToolCalling == "native" {
+			req.Tools = agent.NativeTools
+		}
 		resp, row, err := j.callModel(ctx, p.ModelParams, req)
 		if err != nil {
 			return NodeOutput{}, err

@@ -13,6 +13,9 @@ type AgentParams struct {
 	ToolOutputBudget int `json:"tool_output_budget,omitempty"`
 	// EditFormat is the format of the final edit: diff or search_replace, read by the patch step's parsers.
 	EditFormat string `json:"edit_format"`
+	// ToolCalling is how tools are offered: native (OpenAI function tools; the default) or text (the plain-text
+	// protocol the prompt's .Tools describes, for endpoints without tool calling).
+	ToolCalling string `json:"tool_calling"`
 	// MaxHits and MaxLines bound one search's hits and one open's lines before the budget does.
 	MaxHits  int `json:"max_hits,omitempty"`
 	MaxLines int `json:"max_lines,omitempty"`
@@ -20,7 +23,7 @@ type AgentParams struct {
 }
 
 // AgentDefaults: a short trajectory, SWE-agent's default edit format being a diff.
-var AgentDefaults = AgentParams{MaxTurns: 12, EditFormat: "diff", MaxHits: 50, MaxLines: 400}
+var AgentDefaults = AgentParams{MaxTurns: 12, EditFormat: "diff", ToolCalling: "native", MaxHits: 50, MaxLines: 400}
 
 // AgentContextParams are the agent_context step's parameters: none.
 type AgentContextParams struct{}

@@ -5,6 +5,7 @@ import (
 	"unicode"
 
 	"ctxlab/activities/contexts"
+	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/internal/offlinetask"
 )
@@ -19,6 +20,34 @@ const ToolsHelp = "You can call one read-only tool per turn over the repository 
 	"- list {path (a folder, \".\" for the root)}: the folder's entries\n" +
 	"- definition {name}: the Go or Python definition of name, whole\n" +
 	"Paths are relative to the repository root. Tool output counts against a token budget.\n"
+
+// ToolsHelpNative describes the tools when they are offered as native function tools.
+const ToolsHelpNative = "You can call one read-only tool per turn over the repository at the issue's commit: search " +
+	"(matching lines as path:line: text), open (a file or a line range, numbered), list (a folder's entries), " +
+	"definition (the Go or Python definition of a name, whole). Paths are relative to the repository root. Tool " +
+	"output counts against a token budget.\n"
+
+// NativeTools are the tools as OpenAI function tools, with their arguments' JSON schemas.
+var NativeTools = []llm.Tool{
+	{Name: offlinetask.ToolSearch, Description: "Lines of the repository matching a fixed string, or an RE2 regex with regex=true, as path:line: text.",
+		Parameters: schema(map[string]any{"pattern": str, "regex": boolean, "path": str}, "pattern")},
+	{Name: offlinetask.ToolOpen, Description: "A file, or lines start..end of it (1-based), numbered.",
+		Parameters: schema(map[string]any{"path": str, "start": integer, "end": integer}, "path")},
+	{Name: offlinetask.ToolList, Description: "The entries of a folder (\".\" for the root).",
+		Parameters: schema(map[string]any{"path": str}, "path")},
+	{Name: offlinetask.ToolDefinition, Description: "The Go or Python definition of a function, method, type or class, whole.",
+		Parameters: schema(map[string]any{"name": str}, "name")},
+}
+
+var (
+	str     = map[string]any{"type": "string"}
+	boolean = map[string]any{"type": "boolean"}
+	integer = map[string]any{"type": "integer"}
+)
+
+func schema(props map[string]any, required ...string) map[string]any {
+	return map[string]any{"type": "object", "properties": props, "required": required}
+}
 
 // OfflineInput is what the offline stand-in agent reads instead of the conversation.
 type OfflineInput struct {
