@@ -72,6 +72,25 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 		}
 	}
 
+	// The agent spoke OpenAI tool calling: every turn offered the tools, and results went back as tool messages.
+	toolResults := 0
+	for _, r := range srv.Requests() {
+		if r.Task() != offlinetask.TaskAgent {
+			continue
+		}
+		if len(r.Tools) == 0 {
+			t.Fatalf("an agent request offered no tools: %+v", r.Messages)
+		}
+		for _, m := range r.Messages {
+			if m.Role == "tool" {
+				toolResults++
+			}
+		}
+	}
+	if toolResults == 0 {
+		t.Error("no agent request carried a tool message")
+	}
+
 	runs := t.TempDir()
 	dir := filepath.Join(runs, "agentkill")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
