@@ -34,8 +34,12 @@ type AgentTurnInput struct {
 	State cas.Ref   `json:"state,omitempty"`
 }
 
-// AgentDoneField is the field of a turn's output row that says the trajectory has ended.
-const AgentDoneField = "agent_done"
+// AgentTurnOutput is what a turn activity returns: the trajectory after the turn, and whether it has ended. Turns
+// add no row fields: the agent's row comes from AgentFinish.
+type AgentTurnOutput struct {
+	State cas.Ref `json:"state"`
+	Done  bool    `json:"done,omitempty"`
+}
 
 // AgentTrajectory is an agent's conversation and what it saw, as the content store keeps it after each turn.
 type AgentTrajectory struct {
@@ -102,14 +106,14 @@ func (a *Activities) Agent(ctx context.Context, in NodeInput) (NodeOutput, error
 			if err != nil {
 				return NodeOutput{}, err
 			}
-			state = out.Ref
-			if done, _ := out.Row[AgentDoneField].(bool); done {
+			state = out.State
+			if out.Done {
 				break
 			}
 			if out, err = a.AgentToolTurn(ctx, AgentTurnInput{Node: in, Turn: turn, State: state}); err != nil {
 				return NodeOutput{}, err
 			}
-			state = out.Ref
+			state = out.State
 		}
 		return a.AgentFinish(ctx, AgentTurnInput{Node: in, State: state})
 	})
@@ -195,10 +199,27 @@ func (j *job) startTrajectory(ctx context.Context, p AgentParams, issue string) 
 	return t, nil
 }
 
+// turnOutput reads whether the trajectory a turn stored has ended.
+func (a *Activities) turnOutput(ctx context.Context, in AgentTurnInput, out NodeOutput, err error) (AgentTurnOutput, error) {
+	if err != nil {
+		return AgentTurnOutput{}, err
+	}
+	store, err := a.Store(in.Node.Run)
+	if err != nil {
+		return AgentTurnOutput{}, err
+	}
+	var t AgentTrajectory
+	if err := cas.GetJSON(ctx, store, out.Ref, &t); err != nil {
+		return AgentTurnOutput{}, fmt.Errorf("instance %s: %s turn %d: agent trajectory: %w", in.Node.Instance.ID,
+			in.Node.Step, in.Turn, err)
+	}
+	return AgentTurnOutput{State: out.Ref, Done: t.Done}, nil
+}
+
 // AgentModelTurn asks the model for one turn: a tool call, or the final edit. Its output is the trajectory with
-// the answer added; its row is the call's usage and whether the trajectory ended.
-func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (NodeOutput, error) {
-	return a.node(ctx, turnInput(in, "model"), AgentModelTurnName, func(ctx context.Context, j *job) (NodeOutput, error) {
+// the answer (and the call's usage) added.
+func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
+	out, err := a.node(ctx, turnInput(in, "model"), AgentModelTurnName, func(ctx context.Context, j *job) (NodeOutput, error) {
 		p, err := j.agentParams()
 		if err != nil {
 			return NodeOutput{}, err
@@ -239,7 +260,7 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Nod
 		if p.ToolCalling == "native" {
 			req.Tools = agent.NativeTools
 		}
-		resp, row, err := j.callModel(ctx, p.ModelParams, req)
+		resp, _, err := j.callModel(ctx, p.ModelParams, req)
 		if err != nil {
 			return NodeOutput{}, err
 		}
@@ -264,9 +285,9 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Nod
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		row[AgentDoneField] = t.Done
-		return NodeOutput{Ref: ref, Row: row}, nil
+		return NodeOutput{Ref: ref}, nil
 	})
+	return a.turnOutput(ctx, in, out, err)
 }
 
 // agentSnapshot is the snapshot as the agent's tools read it: symlinks resolved inside it, regular files read
@@ -296,8 +317,8 @@ func (j *job) agentSnapshot(ctx context.Context, m repo.Manifest) (agent.Snapsho
 // AgentToolTurn runs the tool call of the trajectory's last turn and shows its result to the agent, cut to the
 // budget's rest. A bad call (unknown tool, path outside the repository, bad regex) is shown as an error; it never
 // fails the step.
-func (a *Activities) AgentToolTurn(ctx context.Context, in AgentTurnInput) (NodeOutput, error) {
-	return a.node(ctx, turnInput(in, "tool"), AgentToolTurnName, func(ctx context.Context, j *job) (NodeOutput, error) {
+func (a *Activities) AgentToolTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
+	out, err := a.node(ctx, turnInput(in, "tool"), AgentToolTurnName, func(ctx context.Context, j *job) (NodeOutput, error) {
 		p, err := j.agentParams()
 		if err != nil {
 			return NodeOutput{}, err
@@ -358,6 +379,7 @@ func (a *Activities) AgentToolTurn(ctx context.Context, in AgentTurnInput) (Node
 		}
 		return NodeOutput{Ref: ref}, nil
 	})
+	return a.turnOutput(ctx, in, out, err)
 }
 
 // AgentFinish is the agent node's output: the trajectory and its row fields (turns, tool calls by kind, tokens of

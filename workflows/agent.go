@@ -18,8 +18,6 @@ const (
 	agentModelTurn = "agent_model_turn"
 	agentToolTurn  = "agent_tool_turn"
 	agentFinish    = "agent_finish"
-	// agentDoneField is the field of a model turn's row that says the trajectory has ended.
-	agentDoneField = "agent_done"
 )
 
 // AgentInput is one agent node of an issue: the node's own input, as the Issue workflow would pass its activity.
@@ -36,6 +34,12 @@ type agentTurnInput struct {
 	State cas.Ref       `json:"state,omitempty"`
 }
 
+// agentTurnOutput is what a turn activity returns (activities.AgentTurnOutput on the wire).
+type agentTurnOutput struct {
+	State cas.Ref `json:"state"`
+	Done  bool    `json:"done,omitempty"`
+}
+
 // Agent runs one agent node's trajectory turn by turn: a model call on the llm queue, then the tool call it asked
 // for on the cpu queue, until the model answers with its edit or max_turns model calls were made; then the node's
 // output (the trajectory's reference and its row fields). Each turn is its own activity, memoized by the worker,
@@ -48,20 +52,20 @@ func Agent(ctx workflow.Context, in AgentInput) (api.NodeOutput, error) {
 	maxTurns := agentMaxTurns(in.Node.Params)
 	var state cas.Ref
 	for turn := 0; turn < maxTurns; turn++ {
-		var out api.NodeOutput
+		var out agentTurnOutput
 		if err := workflow.ExecuteActivity(llmCtx, agentModelTurn,
 			agentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
 			return api.NodeOutput{}, fmt.Errorf("%s: turn %d: model: %w", in.Node.Step, turn, err)
 		}
-		state = out.Ref
-		if done, _ := out.Row[agentDoneField].(bool); done {
+		state = out.State
+		if out.Done {
 			break
 		}
 		if err := workflow.ExecuteActivity(cpuCtx, agentToolTurn,
 			agentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
 			return api.NodeOutput{}, fmt.Errorf("%s: turn %d: tool: %w", in.Node.Step, turn, err)
 		}
-		state = out.Ref
+		state = out.State
 	}
 	var out api.NodeOutput
 	if err := workflow.ExecuteActivity(cpuCtx, agentFinish, agentTurnInput{Node: in.Node, State: state}).

@@ -141,6 +141,11 @@ func TestAgentTurnInputMatchesActivities(t *testing.T) {
 	if err := json.Unmarshal(b, &a); err != nil || a.Turn != 3 || a.State != w.State || a.Node.Step != "m.agent" {
 		t.Errorf("decoded %+v (%v)", a, err)
 	}
+	b, _ = json.Marshal(activities.AgentTurnOutput{State: "sha256:y", Done: true})
+	var out agentTurnOutput
+	if err := json.Unmarshal(b, &out); err != nil || out.State != "sha256:y" || !out.Done {
+		t.Errorf("turn output decoded %+v (%v)", out, err)
+	}
 	names := map[string]bool{}
 	for n := range activities.New(t.TempDir(), zerolog.Nop()).AgentTurnFunctions() {
 		names[n] = true
