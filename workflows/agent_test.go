@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"ctxlab/activities"
 	"ctxlab/activities/api"
@@ -87,6 +89,9 @@ func TestAgentWorkflowTurnsAreActivities(t *testing.T) {
 
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	// The test environment runs these real activities on the workflow's goroutine; on a loaded machine one may
+	// take longer than the default 1 s deadlock detection allows.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	for name, fn := range a.AgentTurnFunctions() {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
