@@ -67,7 +67,7 @@ func TestCompileDemo(t *testing.T) {
 	if got := steps["checkout"]; len(got) != 1 || strings.Count(got[0], ".checkout") < len(e.Methods) {
 		t.Errorf("checkout nodes %v, want one shared by every method", got)
 	}
-	if got := steps["patch"]; len(got) != len(e.Methods) {
+	if got := append(steps["patch"], steps["agent_patch"]...); len(got) != len(e.Methods) {
 		t.Errorf("patch nodes %v, want one per method (contexts or samples differ)", got)
 	}
 	if len(plan.Arms) != len(names) {

@@ -21,6 +21,8 @@ ctxlab.experiment({
     else error "ext var model must be 'offline' or 'openai', got '%s'" % model,
   ],
   methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files, ctxlab.methods.cq2care] + ctxlab.cq2care.ablations
+           // The agent gathers its own context with read-only tools, its tool output capped at CQ2-CARE's tokens.
+           + [ctxlab.baselines.fitted(ctxlab.methods.agent(), ctxlab.methods.cq2care)]
            + baselines,
   anchor: 'cq2care',
   limits: { concurrency: 4 },

@@ -15,4 +15,5 @@ const (
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepName})
 	r.RegisterWorkflowWithOptions(Issue, workflow.RegisterOptions{Name: IssueName})
+	r.RegisterWorkflowWithOptions(Agent, workflow.RegisterOptions{Name: AgentName})
 }

@@ -34,6 +34,9 @@ type Request struct {
 	// Sample numbers independent samples of the same prompt (0, 1, 2, ...): it seeds the offline stand-in, and a
 	// response cache keys on it so that two samples are two calls.
 	Sample int `json:"sample"`
+	// Tools, when set, are offered as native function tools; the conversation stays in the plain-text tool protocol,
+	// which the openai provider translates both ways (tools.go). Other providers ignore them.
+	Tools []Tool `json:"tools,omitempty"`
 	// Offline carries what the offline stand-in reads instead of the prompt (see package offline). It is never
 	// sent to a remote model and never serialized.
 	Offline any `json:"-"`

@@ -248,7 +248,15 @@ func (p *openAIProvider) params(req Request) (openai.ChatCompletionNewParams, *E
 	if len(req.Messages) == 0 {
 		return params, &Error{Kind: KindBadRequest, Msg: "the request has no messages"}
 	}
-	for i, m := range req.Messages {
+	messages := req.Messages
+	if len(req.Tools) > 0 { // native tool calling: the plain-text tool protocol translated (tools.go)
+		var terr *Error
+		if params.Messages, params.Tools, terr = toolMessages(req); terr != nil {
+			return params, terr
+		}
+		messages = nil
+	}
+	for i, m := range messages {
 		switch m.Role {
 		case "system":
 			params.Messages = append(params.Messages, openai.SystemMessage(m.Content))
@@ -303,7 +311,7 @@ func (p *openAIProvider) once(ctx context.Context, task string, params openai.Ch
 	u := Usage{PromptTokens: int(res.Usage.PromptTokens), CompletionTokens: int(res.Usage.CompletionTokens)}
 	// A 200 answer is scrubbed too: an endpoint may echo the key in it, and answers are cached and stored.
 	return Response{
-		Text:    p.ep.ScrubText(res.Choices[0].Message.Content),
+		Text:    p.ep.ScrubText(answerWithToolCalls(res.Choices[0].Message)),
 		Usage:   u,
 		CostUSD: Cost(u, p.model.Price),
 		Model:   p.ep.ScrubText(res.Model),

@@ -31,13 +31,16 @@ type Request struct {
 	Task        string        `json:"task"`
 	Messages    []llm.Message `json:"messages"`
 	Sample      int           `json:"sample"`
+	// Tools offered natively make another request than the same conversation without them (omitted when none, so
+	// the keys of other requests are unchanged).
+	Tools []llm.Tool `json:"tools,omitempty"`
 }
 
 // For is the cache request of one call of model m (the sampled model: its seed and temperature already set for the
 // sample) against endpoint.
 func For(m specs.Model, endpoint string, req llm.Request) Request {
 	return Request{Provider: m.Provider, ModelID: m.ID, Endpoint: endpoint, Temperature: m.Temperature,
-		MaxTokens: m.MaxTokens, Seed: m.Seed, Task: req.Task, Messages: req.Messages, Sample: req.Sample}
+		MaxTokens: m.MaxTokens, Seed: m.Seed, Task: req.Task, Messages: req.Messages, Sample: req.Sample, Tools: req.Tools}
 }
 
 // Key is the request's hex digest.

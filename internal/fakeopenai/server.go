@@ -46,15 +46,34 @@ type Message struct {
 // UnmarshalJSON accepts content as a string or as [{"type": "text", "text": ...}] parts.
 func (m *Message) UnmarshalJSON(data []byte) error {
 	var raw struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		ToolCalls []struct {
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
 	}
 	m.Role = raw.Role
 	m.Content = ""
+	// An assistant's native tool calls read as the plain-text protocol, so prompt answers see every call.
+	for _, tc := range raw.ToolCalls {
+		c := offlinetask.AgentCall{Tool: tc.Function.Name}
+		_ = json.Unmarshal([]byte(tc.Function.Arguments), &c.Args)
+		m.Content += offlinetask.FormatAgentCall(c)
+	}
 	if len(raw.Content) == 0 || string(raw.Content) == "null" {
+		return nil
+	}
+	if len(raw.ToolCalls) > 0 {
+		var text string
+		if err := json.Unmarshal(raw.Content, &text); err == nil {
+			m.Content = text + "\n" + m.Content
+		}
 		return nil
 	}
 	if err := json.Unmarshal(raw.Content, &m.Content); err == nil {
@@ -82,6 +101,9 @@ type ChatRequest struct {
 	MaxTokens           *int64    `json:"max_tokens,omitempty"`
 	MaxCompletionTokens *int64    `json:"max_completion_tokens,omitempty"`
 	Seed                *int64    `json:"seed,omitempty"`
+	// Tools are the tools the request offers (OpenAI's function tools); with them, an answer that calls a tool in
+	// the plain-text protocol is sent as a native tool call.
+	Tools json.RawMessage `json:"tools,omitempty"`
 	// TaskName is the X-Ctxlab-Task header ("" when absent).
 	TaskName string `json:"-"`
 }
@@ -373,6 +395,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if s.usage != nil {
 		prompt, completion = s.usage[0], s.usage[1]
 	}
+	message, finish := map[string]any{"role": "assistant", "content": answer}, "stop"
+	if len(req.Tools) > 0 && string(req.Tools) != "null" {
+		if m, ok := toolCallsOf(answer, toolCallID(s.Calls())); ok {
+			message, finish = m, "tool_calls"
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id":      fmt.Sprintf("chatcmpl-fake-%d", s.Calls()),
 		"object":  "chat.completion",
@@ -380,8 +408,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		"model":   model,
 		"choices": []any{map[string]any{
 			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": answer},
-			"finish_reason": "stop",
+			"message":       message,
+			"finish_reason": finish,
 			"logprobs":      nil,
 		}},
 		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},

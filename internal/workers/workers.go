@@ -71,6 +71,9 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 			for name, fn := range a.Functions() {
 				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 			}
+			for name, fn := range a.AgentTurnFunctions() { // the Agent child workflow's turns
+				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+			}
 		default:
 			stop()
 			return nil, fmt.Errorf("unknown worker kind %q (want %v)", kind, AllKinds)

@@ -50,7 +50,9 @@ function(ctxlab) {
   fitted(method, anchor, multiplier=1, tolerance=0.02, name=null, source_factor=4)::
     local ctx = lib.contextOf(method);
     local step = [s for s in method.steps if s.id == ctx][0];
-    assert std.member(fittable, step.activity)
+    // An agent's context is what it saw: its step's tool output budget is set to the target (a cap, not a fit).
+    local agent = if step.activity == 'agent_context' then step.inputs.agent else null;
+    assert std.member(fittable, step.activity) || agent != null
            : 'baselines.fitted: method %s: its context step %s (activity %s) has no knob to fit (fittable: %s)'
              % [method.name, ctx, step.activity, std.join(', ', fittable)];
     assert multiplier > 0 : 'baselines.fitted: multiplier must be positive, got %s' % multiplier;
@@ -60,7 +62,8 @@ function(ctxlab) {
     method {
       name: if name != null then name else if multiplier == 1 then method.name else method.name + '_x' + mult(multiplier),
       steps: lib.prefixed(anchor, 'anchor.') + [
-        if s.id == ctx then s { params+: { multiplier: multiplier, tolerance: tolerance }, inputs+: budget }
+        if s.id == agent then s { params+: { multiplier: multiplier }, inputs+: budget }
+        else if s.id == ctx && agent == null then s { params+: { multiplier: multiplier, tolerance: tolerance }, inputs+: budget }
         else if std.member(sources, s.id)
         then s { params+: { multiplier: multiplier * source_factor, tolerance: tolerance }, inputs+: budget }
         else s

@@ -94,7 +94,44 @@ local catalog_defaults = std.native('ctxlab_defaults')();
     no_source: $.method('no_source', $.step('context', 'no_source', inputs={ checkout: 'checkout' })),
     // oracle_files: the whole files the gold patch edits (an upper reference, not a method an agent could use).
     oracle_files: $.method('oracle_files', $.step('context', 'oracle_files', inputs={ checkout: 'checkout' })),
+    // agent(opts): the model gathers its own context with read-only tools, turn by turn, then edits; the union of
+    // what it saw is its context. opts: name ('agent'), max_turns, tool_output_budget (tokens of tool output it
+    // may see; 0: none), edit_format ('diff' or 'search_replace'), prompts ($.agent_prompts), and anchor (a
+    // method) with multiplier: the budget is multiplier x the anchor's context tokens on each issue.
+    agent(opts={}):: $.agent_method(opts),
   } + $.cq2care.methods + $.baselines.methods,
+
+  // agent_prompts: the agent's prompt (fields {{.Issue}}, {{.Tools}}, {{.MaxTurns}}, {{.Format}}) and the edit
+  // formats, which are the patch step's.
+  agent_prompts:: {
+    system: 'You are an expert software engineer. You find the code an issue is about, then fix it with a small, correct edit.',
+    user: |||
+      <issue>
+      {{.Issue}}
+      </issue>
+
+      {{.Tools}}
+      You have at most {{.MaxTurns}} turns. When you have seen the code to change, stop calling tools and write the
+      change that resolves the issue. {{.Format}}
+    |||,
+    formats: $.cq2care.prompts.patch.formats,
+  },
+
+  agent_method(opts)::
+    local o = { name: 'agent', prompts: $.agent_prompts, anchor: null, multiplier: 1 } + opts;
+    local knobs = $.param_defaults('agent', ['max_turns', 'edit_format'])
+                  + { [k]: o[k] for k in ['max_turns', 'tool_output_budget', 'edit_format'] if std.objectHas(o, k) };
+    local method = {
+      name: o.name,
+      steps: $.head + [
+        $.step('agent', 'agent', knobs { prompt: o.prompts }, { checkout: 'checkout' }),
+        $.step('context', 'agent_context', {}, { checkout: 'checkout', agent: 'agent' }),
+        $.step('patch', 'agent_patch', {}, { checkout: 'checkout', agent: 'agent', context: 'context' }),
+        $.step('measure', 'measure', {}, { checkout: 'checkout', context: 'context', patch: 'patch' }),
+        $.step('grade', 'grade', {}, { checkout: 'checkout', patch: 'patch' }),
+      ],
+    };
+    if o.anchor == null then method else $.baselines.fitted(method, o.anchor, o.multiplier, name=o.name),
 
   // CQ2-CARE, its prompts and ablations (cq2care.libsonnet), and the baselines (baselines.libsonnet) live in files of
   // their own; each is a function of this library.

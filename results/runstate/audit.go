@@ -1,6 +1,7 @@
 package runstate
 
 import (
+	"strings"
 	"time"
 
 	"ctxlab/runlog"
@@ -134,7 +135,7 @@ func Audit(r Records, o AuditOptions) []Activity {
 			continue
 		}
 		for _, n := range nodes {
-			if o.Keep != nil && !o.Keep[n.Key] {
+			if o.Keep != nil && !o.Keep[n.Key] && !o.Keep[parentKey(n.Key)] {
 				continue
 			}
 			k := key{inst, n.Key}
@@ -149,4 +150,11 @@ func Audit(r Records, o AuditOptions) []Activity {
 		}
 	}
 	return out
+}
+
+// parentKey is the plan node a sub-node's attempts belong to: an agent turn, recorded as "KEY.t03.model", belongs
+// to node KEY (plan keys hold no dot); a plan node is its own.
+func parentKey(key string) string {
+	p, _, _ := strings.Cut(key, ".")
+	return p
 }

@@ -1,0 +1,484 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"ctxlab/activities/agent"
+	"ctxlab/activities/llm"
+	"ctxlab/activities/llm/offline"
+	"ctxlab/activities/repo"
+	"ctxlab/internal/offlinetask"
+	"ctxlab/specs"
+	"ctxlab/store/cas"
+)
+
+// AgentParams are declared in specs beside the catalog, which checks every step's params against them.
+type AgentParams = specs.AgentParams
+
+// Names of the agent's turn activities: the Agent child workflow (workflows/agent.go) runs them one by one; the
+// agent node activity runs the same functions in a loop when the Issue workflow runs it as an activity.
+const (
+	AgentModelTurnName = "agent_model_turn" // llm queue: one model call
+	AgentToolTurnName  = "agent_tool_turn"  // cpu queue: one tool call
+	AgentFinishName    = "agent_finish"     // cpu queue: the trajectory's row fields
+)
+
+// AgentTurnInput is one turn of an agent trajectory: the agent node's own input, the turn's number and the
+// trajectory so far (a reference into the content store; empty before the first turn).
+type AgentTurnInput struct {
+	Node  NodeInput `json:"node"`
+	Turn  int       `json:"turn"`
+	State cas.Ref   `json:"state,omitempty"`
+}
+
+// AgentTurnOutput is what a turn activity returns: the trajectory after the turn, and whether it has ended. Turns
+// add no row fields: the agent's row comes from AgentFinish.
+type AgentTurnOutput struct {
+	State cas.Ref `json:"state"`
+	Done  bool    `json:"done,omitempty"`
+}
+
+// AgentTrajectory is an agent's conversation and what it saw, as the content store keeps it after each turn.
+type AgentTrajectory struct {
+	Messages []llm.Message `json:"messages"`
+	Turns    []AgentTurn   `json:"turns"`
+	// Seen are the repository lines shown, as runs per path.
+	Seen map[string][][2]int `json:"seen,omitempty"`
+	// Budget is the bound on tool output tokens (0: none), ToolTokens what was shown of it.
+	Budget     int    `json:"budget"`
+	ToolTokens int    `json:"tool_tokens"`
+	EditFormat string `json:"edit_format"`
+	Done       bool   `json:"done"`
+	// Stop says why the trajectory ended: answered, or max_turns (a tool call on the last turn).
+	Stop  string `json:"stop,omitempty"`
+	Final string `json:"final,omitempty"`
+}
+
+// AgentTurn is one model call and the tool call it asked for.
+type AgentTurn struct {
+	N       int     `json:"n"`
+	Request cas.Ref `json:"request"` // the messages sent
+	Answer  cas.Ref `json:"answer"`  // the answer's text
+	// Call is the tool call the answer asked for; CallError why it could not be read.
+	Call      *offlinetask.AgentCall `json:"call,omitempty"`
+	CallError string                 `json:"call_error,omitempty"`
+	// Result is the tool's output as the agent saw it, ResultTokens its tokens; Refused marks a path outside.
+	Result       string `json:"result,omitempty"`
+	ResultTokens int    `json:"result_tokens,omitempty"`
+	ResultCut    bool   `json:"result_cut,omitempty"`
+	Refused      bool   `json:"refused,omitempty"`
+	// The model call's usage.
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+func init() {
+	registerNode("agent", func(a *Activities) any { return a.Agent })
+	registerNode("agent_context", func(a *Activities) any { return a.AgentContext })
+	registerNode("agent_patch", func(a *Activities) any { return a.AgentPatch })
+}
+
+// AgentTurnFunctions are the turn activities of the Agent child workflow, for registration with a worker.
+func (a *Activities) AgentTurnFunctions() map[string]any {
+	return map[string]any{
+		AgentModelTurnName: a.AgentModelTurn,
+		AgentToolTurnName:  a.AgentToolTurn,
+		AgentFinishName:    a.AgentFinish,
+	}
+}
+
+// Agent is the agent node run as one activity: its turns in a loop, each memoized on its own (a retried or resumed
+// node asks no finished turn again, and the response cache holds every paid answer). Its output is the
+// trajectory; agent_context and agent_patch read it.
+func (a *Activities) Agent(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "agent", func(ctx context.Context, j *job) (NodeOutput, error) {
+		p := specs.AgentDefaults
+		if err := j.params(&p); err != nil {
+			return NodeOutput{}, err
+		}
+		var state cas.Ref
+		for turn := 0; turn < p.MaxTurns; turn++ {
+			out, err := a.AgentModelTurn(ctx, AgentTurnInput{Node: in, Turn: turn, State: state})
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			state = out.State
+			if out.Done {
+				break
+			}
+			if out, err = a.AgentToolTurn(ctx, AgentTurnInput{Node: in, Turn: turn, State: state}); err != nil {
+				return NodeOutput{}, err
+			}
+			state = out.State
+		}
+		return a.AgentFinish(ctx, AgentTurnInput{Node: in, State: state})
+	})
+}
+
+// turnInput is the node input of one turn: its own memo key and label, the agent node's params and inputs, and the
+// trajectory it continues as the input "trajectory" (so an audit lists the reference turn by turn).
+func turnInput(in AgentTurnInput, part string) NodeInput {
+	n := in.Node
+	n.Node = fmt.Sprintf("%s.t%02d.%s", in.Node.Node, in.Turn, part)
+	n.Step = fmt.Sprintf("%s turn %d (%s)", in.Node.Step, in.Turn, part)
+	if in.State != "" {
+		n.Inputs = maps.Clone(in.Node.Inputs)
+		if n.Inputs == nil {
+			n.Inputs = map[string]NodeOutput{}
+		}
+		n.Inputs["trajectory"] = NodeOutput{Ref: in.State}
+	}
+	return n
+}
+
+// agentParams decodes the agent's params and checks them.
+func (j *job) agentParams() (AgentParams, error) {
+	p := specs.AgentDefaults
+	if err := j.params(&p); err != nil {
+		return p, err
+	}
+	if p.EditFormat != offline.FormatDiff && p.EditFormat != offline.FormatSearchReplace {
+		return p, permanentf(ErrBadInput, "%s: unknown edit_format %q (diff, search_replace)", j.in.Step, p.EditFormat)
+	}
+	if p.ToolCalling != "native" && p.ToolCalling != "text" {
+		return p, permanentf(ErrBadInput, "%s: unknown tool_calling %q (native, text)", j.in.Step, p.ToolCalling)
+	}
+	if p.MaxTurns < 1 {
+		return p, permanentf(ErrBadInput, "%s: max_turns must be at least 1, got %d", j.in.Step, p.MaxTurns)
+	}
+	return p, nil
+}
+
+// toolsHelp is the prompt's .Tools: the plain-text protocol, or a short list when tools are offered natively.
+func toolsHelp(p AgentParams) string {
+	if p.ToolCalling == "native" {
+		return agent.ToolsHelpNative
+	}
+	return agent.ToolsHelp
+}
+
+// loadTrajectory reads the trajectory a turn continues.
+func (j *job) loadTrajectory(ctx context.Context, ref cas.Ref) (AgentTrajectory, error) {
+	var t AgentTrajectory
+	if err := cas.GetJSON(ctx, j.store, ref, &t); err != nil {
+		return t, fmt.Errorf("instance %s: %s: agent trajectory: %w", j.in.Instance.ID, j.in.Step, err)
+	}
+	return t, nil
+}
+
+// startTrajectory renders the prompt and sets the tool output budget: the step's, or multiplier times the tokens
+// of the budget input's context.
+func (j *job) startTrajectory(ctx context.Context, p AgentParams, issue string) (AgentTrajectory, error) {
+	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct {
+		Issue, Tools, Format string
+		MaxTurns             int
+	}{issue, toolsHelp(p), p.Prompt.Formats[p.EditFormat], p.MaxTurns})
+	if err != nil {
+		return AgentTrajectory{}, err
+	}
+	t := AgentTrajectory{Messages: msgs, Budget: p.ToolOutputBudget, EditFormat: p.EditFormat}
+	if _, ok := j.in.Inputs["budget"]; ok {
+		c, err := j.loadContext(ctx, "budget")
+		if err != nil {
+			return t, err
+		}
+		n, err := countTokens(p.Tokenizer, c.Render())
+		if err != nil {
+			return t, err
+		}
+		mult := p.Multiplier
+		if mult == 0 {
+			mult = 1
+		}
+		t.Budget = max(1, int(float64(n)*mult))
+	}
+	return t, nil
+}
+
+// turnOutput reads whether the trajectory a turn stored has ended.
+func (a *Activities) turnOutput(ctx context.Context, in AgentTurnInput, out NodeOutput, err error) (AgentTurnOutput, error) {
+	if err != nil {
+		return AgentTurnOutput{}, err
+	}
+	store, err := a.Store(in.Node.Run)
+	if err != nil {
+		return AgentTurnOutput{}, err
+	}
+	var t AgentTrajectory
+	if err := cas.GetJSON(ctx, store, out.Ref, &t); err != nil {
+		return AgentTurnOutput{}, fmt.Errorf("instance %s: %s turn %d: agent trajectory: %w", in.Node.Instance.ID,
+			in.Node.Step, in.Turn, err)
+	}
+	return AgentTurnOutput{State: out.Ref, Done: t.Done}, nil
+}
+
+// AgentModelTurn asks the model for one turn: a tool call, or the final edit. Its output is the trajectory with
+// the answer (and the call's usage) added.
+func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
+	out, err := a.node(ctx, turnInput(in, "model"), AgentModelTurnName, func(ctx context.Context, j *job) (NodeOutput, error) {
+		p, err := j.agentParams()
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		inst, err := j.instance(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		var t AgentTrajectory
+		if in.State == "" {
+			t, err = j.startTrajectory(ctx, p, inst.ProblemStatement)
+		} else {
+			t, err = j.loadTrajectory(ctx, in.State)
+		}
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		turnsLeft := p.MaxTurns - in.Turn
+		off := &agent.OfflineInput{Issue: inst.ProblemStatement, Gold: inst.Patch, Format: p.EditFormat,
+			TurnsLeft: turnsLeft}
+		if p.Model.Provider == "offline" {
+			for _, tn := range t.Turns {
+				if tn.Call != nil {
+					off.Steps = append(off.Steps, offlinetask.AgentStep{Call: *tn.Call, Result: tn.Result})
+				}
+			}
+			m, err := j.snapshot(ctx)
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			off.Seen = agent.SeenFromRanges(t.Seen).Context(inst.ProblemStatement, j.reader(ctx, m))
+		}
+		turn := AgentTurn{N: in.Turn}
+		if turn.Request, err = cas.PutJSON(ctx, j.store, t.Messages); err != nil {
+			return NodeOutput{}, err
+		}
+		req := llm.Request{Task: offlinetask.TaskAgent, Messages: t.Messages, Sample: p.Sample, Offline: off}
+		if p.ToolCalling == "native" {
+			req.Tools = agent.NativeTools
+		}
+		resp, _, err := j.callModel(ctx, p.ModelParams, req)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		if turn.Answer, err = j.store.Put(ctx, []byte(resp.Text)); err != nil {
+			return NodeOutput{}, err
+		}
+		turn.PromptTokens, turn.CompletionTokens, turn.CostUSD = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.CostUSD
+		t.Messages = append(t.Messages, llm.Message{Role: "assistant", Content: resp.Text})
+		call, isCall, perr := offlinetask.ParseAgentCall(resp.Text)
+		switch {
+		case !isCall:
+			t.Done, t.Stop, t.Final = true, "answered", resp.Text
+		case turnsLeft <= 1:
+			t.Done, t.Stop, t.Final = true, "max_turns", resp.Text
+		case perr != nil:
+			turn.CallError = perr.Error()
+		default:
+			turn.Call = &call
+		}
+		t.Turns = append(t.Turns, turn)
+		ref, err := cas.PutJSON(ctx, j.store, t)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		return NodeOutput{Ref: ref}, nil
+	})
+	return a.turnOutput(ctx, in, out, err)
+}
+
+// agentSnapshot is the snapshot as the agent's tools read it: symlinks resolved inside it, regular files read
+// through the job's reader.
+func (j *job) agentSnapshot(ctx context.Context, m repo.Manifest) (agent.Snapshot, error) {
+	read := j.reader(ctx, m)
+	s := agent.Snapshot{Paths: m.Paths(), Links: map[string]string{}}
+	for _, e := range m.Files {
+		if e.Mode != repo.ModeSymlink {
+			continue
+		}
+		b, err := m.Read(ctx, j.store, e.Path)
+		if err != nil {
+			return s, fmt.Errorf("instance %s: symlink %s: %w", j.in.Instance.ID, e.Path, err)
+		}
+		s.Links[e.Path] = string(b)
+	}
+	s.Read = func(p string) (string, bool) {
+		if _, link := s.Links[p]; link {
+			return "", false
+		}
+		return read(p)
+	}
+	return s, nil
+}
+
+// AgentToolTurn runs the tool call of the trajectory's last turn and shows its result to the agent, cut to the
+// budget's rest. A bad call (unknown tool, path outside the repository, bad regex) is shown as an error; it never
+// fails the step.
+func (a *Activities) AgentToolTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
+	out, err := a.node(ctx, turnInput(in, "tool"), AgentToolTurnName, func(ctx context.Context, j *job) (NodeOutput, error) {
+		p, err := j.agentParams()
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		m, err := j.snapshot(ctx)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		t, err := j.loadTrajectory(ctx, in.State)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		if len(t.Turns) == 0 || t.Done {
+			return NodeOutput{}, permanentf(ErrBadInput, "%s: no tool call to run", j.in.Step)
+		}
+		turn := &t.Turns[len(t.Turns)-1]
+		budget := agent.Budget{Tokenizer: modelTokenizer(p.ModelParams), Limit: t.Budget, Used: t.ToolTokens}
+		var text, tool string
+		switch {
+		case turn.CallError != "":
+			text, tool = "error: "+turn.CallError+"\n", "?"
+		case budget.Spent():
+			text, tool = "[tool output budget spent: answer with what you have]\n", turn.Call.Tool
+		default:
+			tool = turn.Call.Tool
+			snap, err := j.agentSnapshot(ctx, m)
+			if err != nil {
+				return NodeOutput{}, err
+			}
+			res, terr := snap.Run(*turn.Call, agent.Limits{MaxHits: p.MaxHits, MaxLines: p.MaxLines})
+			if terr != nil {
+				text, turn.Refused = "error: "+terr.Error()+"\n", errors.Is(terr, agent.ErrOutside)
+				break
+			}
+			shown, err := budget.Show(res)
+			if err != nil {
+				return NodeOutput{}, permanent(ErrBadInput, err)
+			}
+			seen := agent.SeenFromRanges(t.Seen)
+			seen.Add(shown.Lines)
+			t.Seen = seen.Ranges()
+			text, turn.ResultTokens, turn.ResultCut = shown.Text, shown.Tokens, shown.Cut
+			t.ToolTokens = budget.Used
+		}
+		if err := j.readFailure(); err != nil {
+			return NodeOutput{}, err // a store read failed: the result would miss a file
+		}
+		turn.Result = text
+		left := p.MaxTurns - in.Turn - 1
+		msg := fmt.Sprintf("Result of %s (%d turns left):\n%s", tool, left, text)
+		if left <= 1 {
+			msg += "This is your last turn: answer with the edit now; no more tool calls.\n"
+		}
+		t.Messages = append(t.Messages, llm.Message{Role: "user", Content: msg})
+		ref, err := cas.PutJSON(ctx, j.store, t)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		return NodeOutput{Ref: ref}, nil
+	})
+	return a.turnOutput(ctx, in, out, err)
+}
+
+// AgentFinish is the agent node's output: the trajectory and its row fields (turns, tool calls by kind, tokens of
+// tool output seen and of prompts paid, and the model calls' usage, which the Issue workflow sums over a row).
+func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOutput, error) {
+	j := &job{a: a, in: in.Node}
+	store, err := a.Store(in.Node.Run)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	j.store = store
+	t, err := j.loadTrajectory(ctx, in.State)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	row := map[string]any{"agent_turns": len(t.Turns), "agent_stop": t.Stop,
+		"agent_tool_output_tokens": t.ToolTokens, "agent_budget_tokens": t.Budget}
+	if !t.Done {
+		row["agent_stop"] = "max_turns"
+	}
+	calls, refused, badCalls := 0, 0, 0
+	byKind := map[string]int{}
+	var prompt, completion int
+	var cost float64
+	for _, tn := range t.Turns {
+		prompt, completion, cost = prompt+tn.PromptTokens, completion+tn.CompletionTokens, cost+tn.CostUSD
+		switch {
+		case tn.Call != nil:
+			calls++
+			byKind[tn.Call.Tool]++
+		case tn.CallError != "":
+			badCalls++
+		}
+		if tn.Refused {
+			refused++
+		}
+	}
+	row["agent_tool_calls"], row["agent_refused_calls"], row["agent_bad_calls"] = calls, refused, badCalls
+	for _, k := range offlinetask.AgentTools {
+		row["agent_calls_"+k] = byKind[k]
+	}
+	row["model_calls"], row["prompt_tokens"], row["completion_tokens"], row["cost_usd"] = len(t.Turns), prompt, completion, cost
+	// Seen vs paid: the tool output shown once, against every turn's prompt (the conversation is sent again each
+	// turn) and answer.
+	row["agent_tokens_paid"] = prompt + completion
+	return NodeOutput{Ref: in.State, Row: row}, nil
+}
+
+// AgentContext is the union of every repository line the agent saw, as a context: measure reads it like any
+// method's, so the agent gets context_tokens, rho, epsilon and gold_line_share.
+func (a *Activities) AgentContext(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "agent_context", func(ctx context.Context, j *job) (NodeOutput, error) {
+		var p specs.AgentContextParams
+		inst, m, err := j.setup(ctx, &p)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		src, err := j.input("agent")
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		t, err := j.loadTrajectory(ctx, src.Ref)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		c := agent.SeenFromRanges(t.Seen).Context(inst.ProblemStatement, j.reader(ctx, m))
+		if err := j.readFailure(); err != nil {
+			return NodeOutput{}, err
+		}
+		return j.putContext(ctx, c)
+	})
+}
+
+// AgentPatch reads the agent's final answer as a patch, with the patch step's parsers and its row fields
+// (patch_parse_error, patch_recounted). A trajectory that ended without an answer is an empty patch.
+func (a *Activities) AgentPatch(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.node(ctx, in, "agent_patch", func(ctx context.Context, j *job) (NodeOutput, error) {
+		var p specs.AgentPatchParams
+		_, m, err := j.setup(ctx, &p)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		src, err := j.input("agent")
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		t, err := j.loadTrajectory(ctx, src.Ref)
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		row := map[string]any{}
+		patch := recordPatch(row, t.Final, t.EditFormat, j.reader(ctx, m))
+		if err := j.readFailure(); err != nil {
+			return NodeOutput{}, err
+		}
+		ref, err := j.store.Put(ctx, []byte(patch))
+		if err != nil {
+			return NodeOutput{}, err
+		}
+		return NodeOutput{Ref: ref, Row: row}, nil
+	})
+}

@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"ctxlab/internal/fakeopenai"
+	"ctxlab/internal/offlinetask"
+	"ctxlab/results"
+	"ctxlab/runlog"
+)
+
+// agentSpec writes the demo spec cut to the agent method on two instances, priced, and returns its path.
+func agentSpec(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name+".jsonnet")
+	src := "local ctxlab = import 'ctxlab.libsonnet';\n(import '" + demoSpec(t) + "') + { name: '" + name + "', " +
+		"dataset+: { limit: 2 }, methods: [ctxlab.methods.agent({ max_turns: 8 })], anchor:: null, " +
+		"models: [super.models[0] + { price: { input: 2.5, output: 10 } }] }\n"
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// agentTurnsDone counts the model turns of agent trajectories that finished in a run so far.
+func agentTurnsDone(dir string) int {
+	atts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
+	n := 0
+	for _, a := range atts {
+		if a.Activity == "agent_model_turn" && a.Event == runlog.EventDone {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAgentCrashMidTrajectory kills the starter with SIGKILL while agent trajectories are half done against the
+// fake endpoint, starts it again, and checks that the resumed sweep produces the rows of an uninterrupted one, that
+// no turn finished before the kill ran again, and that no request paid before the kill was paid again.
+func TestAgentCrashMidTrajectory(t *testing.T) {
+	const key = "sk-ctxlab-agent-crash-DO-NOT-LEAK"
+	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithDelay(offlinetask.TaskAgent, 250*time.Millisecond))
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", key)
+
+	// The uninterrupted reference run.
+	refRuns := t.TempDir()
+	spec := agentSpec(t, "agentkill")
+	if _, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet",
+		"--ext-str", "model=openai"); code != 0 {
+		t.Fatalf("reference run: exit %d\n%s", code, stderr)
+	}
+	want := readRows(t, filepath.Join(refRuns, "agentkill", "results.jsonl"))
+	refCalls := srv.CallsFor(offlinetask.TaskAgent)
+	if len(want) != 2 || refCalls < 4 {
+		t.Fatalf("reference run: %d rows, %d agent calls; want 2 rows of several turns", len(want), refCalls)
+	}
+	for k, r := range want {
+		if r[results.FieldError] != nil || r["agent_turns"] == nil || r["agent_calls_search"] == nil {
+			t.Fatalf("reference row %v: %v", k, r)
+		}
+	}
+
+	// The agent spoke OpenAI tool calling: every turn offered the tools, and results went back as tool messages.
+	toolResults := 0
+	for _, r := range srv.Requests() {
+		if r.Task() != offlinetask.TaskAgent {
+			continue
+		}
+		if len(r.Tools) == 0 {
+			t.Fatalf("an agent request offered no tools: %+v", r.Messages)
+		}
+		for _, m := range r.Messages {
+			if m.Role == "tool" {
+				toolResults++
+			}
+		}
+	}
+	if toolResults == 0 {
+		t.Error("no agent request carried a tool message")
+	}
+
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "agentkill")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := starter(ctx, t, "run", spec, "--runs", runs, "--quiet", "--ext-str", "model=openai")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for agentTurnsDone(dir) < 2 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no agent turn finished; stderr:\n%s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killedAt := time.Now()
+	callsBeforeResume := srv.CallsFor(offlinetask.TaskAgent) - refCalls
+	atts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
+	turnDone := map[string]bool{}
+	for _, a := range atts {
+		if a.Event == runlog.EventDone && strings.HasPrefix(a.Activity, "agent_") {
+			turnDone[a.Instance+"/"+a.Node] = true
+		}
+	}
+	if rs, _, _ := results.ReadFile(filepath.Join(dir, "results.jsonl")); len(rs) >= len(want) {
+		t.Fatalf("the kill came too late: all %d rows were written", len(rs))
+	}
+	paidBefore, _, _ := paidCalls(t, dir)
+
+	if _, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--quiet",
+		"--ext-str", "model=openai"); code != 0 {
+		t.Fatalf("resumed run: exit %d\n%s", code, stderr)
+	}
+	got := readRows(t, filepath.Join(dir, "results.jsonl"))
+	if !reflect.DeepEqual(got, want) {
+		for k, w := range want {
+			if !reflect.DeepEqual(got[k], w) {
+				t.Errorf("%v after the crash:\n got %v\nwant %v", k, got[k], w)
+			}
+		}
+	}
+	after, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
+	memos := 0
+	for _, a := range after {
+		if !a.Time.After(killedAt) {
+			continue
+		}
+		if a.Event == runlog.EventStart && turnDone[a.Instance+"/"+a.Node] {
+			t.Errorf("turn %s of %s had finished before the kill but started again", a.Node, a.Instance)
+		}
+		if a.Event == runlog.EventMemo && strings.HasPrefix(a.Activity, "agent_") {
+			memos++
+		}
+	}
+	if memos == 0 {
+		t.Error("the resumed trajectories read no turn memo: the kill did not land mid-trajectory")
+	}
+	paidAfter, _, _ := paidCalls(t, dir)
+	for k, n := range paidAfter {
+		if n > 1 {
+			t.Errorf("request %s paid %d times", k, n)
+		}
+		if paidBefore[k] > 0 && n != paidBefore[k] {
+			t.Errorf("request %s paid before the kill was paid again", k)
+		}
+	}
+	// Calls in flight at the kill (at most one per running trajectory) are the only ones asked twice.
+	total := srv.CallsFor(offlinetask.TaskAgent) - refCalls
+	if total > refCalls+len(want) {
+		t.Errorf("%d agent calls over the killed and resumed runs, want at most %d (the uninterrupted run's %d plus one in flight per trajectory)",
+			total, refCalls+len(want), refCalls)
+	}
+	t.Logf("killed after %d agent calls with %d turn activities done; resumed with %d turn memos, %d agent calls in all (uninterrupted: %d)",
+		callsBeforeResume, len(turnDone), memos, total, refCalls)
+}

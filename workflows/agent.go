@@ -1,0 +1,87 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"ctxlab/activities/api"
+	"ctxlab/specs"
+	"ctxlab/store/cas"
+)
+
+// AgentName is the registered type name of the Agent child workflow.
+const AgentName = "Agent"
+
+// Names of the agent's turn activities (activities/agent.go registers them under these).
+const (
+	agentModelTurn = "agent_model_turn"
+	agentToolTurn  = "agent_tool_turn"
+	agentFinish    = "agent_finish"
+)
+
+// AgentInput is one agent node of an issue: the node's own input, as the Issue workflow would pass its activity.
+type AgentInput struct {
+	Node    api.NodeInput `json:"node"`
+	Queues  Queues        `json:"queues"`
+	Retries int           `json:"retries"`
+}
+
+// agentTurnInput is what each turn activity receives (activities.AgentTurnInput on the wire).
+type agentTurnInput struct {
+	Node  api.NodeInput `json:"node"`
+	Turn  int           `json:"turn"`
+	State cas.Ref       `json:"state,omitempty"`
+}
+
+// agentTurnOutput is what a turn activity returns (activities.AgentTurnOutput on the wire).
+type agentTurnOutput struct {
+	State cas.Ref `json:"state"`
+	Done  bool    `json:"done,omitempty"`
+}
+
+// Agent runs one agent node's trajectory turn by turn: a model call on the llm queue, then the tool call it asked
+// for on the cpu queue, until the model answers with its edit or max_turns model calls were made; then the node's
+// output (the trajectory's reference and its row fields). Each turn is its own activity, memoized by the worker,
+// and the conversation lives in the content store: the history carries references only, and a resumed run asks no
+// finished turn again. Its result is the node's output, as the agent activity would return it.
+func Agent(ctx workflow.Context, in AgentInput) (api.NodeOutput, error) {
+	q := in.Queues.withDefaults()
+	llmCtx := activityOptions(ctx, q, specs.QueueLLM, in.Retries, 0)
+	cpuCtx := activityOptions(ctx, q, specs.QueueCPU, in.Retries, 0)
+	maxTurns := agentMaxTurns(in.Node.Params)
+	var state cas.Ref
+	for turn := 0; turn < maxTurns; turn++ {
+		var out agentTurnOutput
+		if err := workflow.ExecuteActivity(llmCtx, agentModelTurn,
+			agentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
+			return api.NodeOutput{}, fmt.Errorf("%s: turn %d: model: %w", in.Node.Step, turn, err)
+		}
+		state = out.State
+		if out.Done {
+			break
+		}
+		if err := workflow.ExecuteActivity(cpuCtx, agentToolTurn,
+			agentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
+			return api.NodeOutput{}, fmt.Errorf("%s: turn %d: tool: %w", in.Node.Step, turn, err)
+		}
+		state = out.State
+	}
+	var out api.NodeOutput
+	if err := workflow.ExecuteActivity(cpuCtx, agentFinish, agentTurnInput{Node: in.Node, State: state}).
+		Get(ctx, &out); err != nil {
+		return out, fmt.Errorf("%s: finishing: %w", in.Node.Step, err)
+	}
+	return out, nil
+}
+
+// agentMaxTurns reads the node's max_turns (a JSON number once it has crossed Temporal), or the catalog's default.
+func agentMaxTurns(params map[string]any) int {
+	switch v := params["max_turns"].(type) {
+	case float64:
+		return int(v)
+	case int:
+		return v
+	}
+	return specs.AgentDefaults.MaxTurns
+}
