@@ -26,6 +26,16 @@ const (
 	AgentFinishName    = "agent_finish"     // cpu queue: the trajectory's row fields
 )
 
+// declaringActivity is the catalog activity whose params and row fields a node activity is checked against: an
+// agent turn runs on the agent node's input, so it is held to the agent's declaration.
+func declaringActivity(name string) string {
+	switch name {
+	case AgentModelTurnName, AgentToolTurnName, AgentFinishName:
+		return "agent"
+	}
+	return name
+}
+
 // AgentTurnInput is one turn of an agent trajectory: the agent node's own input, the turn's number and the
 // trajectory so far (a reference into the content store; empty before the first turn).
 type AgentTurnInput struct {

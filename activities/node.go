@@ -183,14 +183,14 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 			return out, ctx.Err()
 		}
 	}
-	if err = j.checkParams(name); err == nil {
+	if err = j.checkParams(declaringActivity(name)); err == nil {
 		out, err = body(ctx, j)
 	}
 	if rerr := j.readFailure(); err == nil && rerr != nil {
 		err = rerr // retryable: the output would lack a file the store failed to read
 	}
 	if err == nil {
-		err = checkRowFields(name, in, out)
+		err = checkRowFields(declaringActivity(name), in, out)
 	}
 	err = scrubError(err)
 	if err != nil && ctx.Err() != nil && workerStopping(ctx) {

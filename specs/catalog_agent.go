@@ -36,12 +36,21 @@ func init() {
 	register(ActivityInfo{Name: "agent", Queue: QueueLLM, Inputs: []string{"checkout"}, Optional: []string{"budget"},
 		UsesModel: true, UsesTokenizer: true,
 		Params: reflect.TypeFor[AgentParams](), Defaults: AgentDefaults,
+		Fields: Fields(UsageFields, []RowField{
+			{Name: "agent_turns", Kind: KindInt}, {Name: "agent_stop", Kind: KindString},
+			{Name: "agent_tool_calls", Kind: KindInt}, {Name: "agent_calls_search", Kind: KindInt},
+			{Name: "agent_calls_open", Kind: KindInt}, {Name: "agent_calls_list", Kind: KindInt},
+			{Name: "agent_calls_definition", Kind: KindInt}, {Name: "agent_bad_calls", Kind: KindInt},
+			{Name: "agent_refused_calls", Kind: KindInt}, {Name: "agent_tool_output_tokens", Kind: KindInt},
+			{Name: "agent_budget_tokens", Kind: KindInt}, {Name: "agent_tokens_paid", Kind: KindInt}}),
 		Summary: "the model gathers its own context with read-only tools (search, open, list, definition) turn by turn, then edits"})
 	register(ActivityInfo{Name: "agent_context", Queue: QueueCPU, Inputs: []string{"checkout", "agent"},
 		Params:  reflect.TypeFor[AgentContextParams](),
+		Fields:  ContextStepFields,
 		Summary: "the union of every repository line the agent saw, as a context (what measure reads)"})
 	register(ActivityInfo{Name: "agent_patch", Queue: QueueCPU, Inputs: []string{"checkout", "agent"},
 		Optional: []string{"context"},
 		Params:   reflect.TypeFor[AgentPatchParams](),
+		Fields:   []RowField{{Name: "patch_parse_error", Kind: KindString}, {Name: "patch_recounted", Kind: KindInt}},
 		Summary:  "the agent's final answer read as a patch with the patch step's parsers"})
 }
