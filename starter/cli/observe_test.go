@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
 
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/fakeopenai"
@@ -235,6 +236,28 @@ func TestObserveSweep(t *testing.T) {
 				id := e.GetActivityTaskFailedEventAttributes().GetScheduledEventId()
 				if nodeActivity[typ[id]] {
 					histFail = append(histFail, fmt.Sprintf("%s#%d", typ[id], attempt[id]))
+				}
+			case enumspb.EVENT_TYPE_MARKER_RECORDED:
+				// Cheap nodes run as local activities: history keeps each one's final attempt as a marker.
+				m := e.GetMarkerRecordedEventAttributes()
+				if m.GetMarkerName() != "LocalActivity" {
+					continue
+				}
+				var local struct {
+					ActivityType string
+					Attempt      int32
+				}
+				if err := converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["data"], &local); err != nil {
+					t.Fatalf("%s: local activity marker %d: %v", inst, e.GetEventId(), err)
+				}
+				if !nodeActivity[local.ActivityType] {
+					continue
+				}
+				entry := fmt.Sprintf("%s#%d", local.ActivityType, local.Attempt)
+				if m.GetFailure() != nil {
+					histFail = append(histFail, entry)
+				} else {
+					histDone = append(histDone, entry)
 				}
 			}
 		}
