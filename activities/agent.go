@@ -438,6 +438,15 @@ func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOu
 	return NodeOutput{Ref: in.State, Row: row}, nil
 }
 
+// agentInput is the finished trajectory of the agent node this step reads.
+func (j *job) agentInput(ctx context.Context) (AgentTrajectory, error) {
+	src, err := j.input("agent")
+	if err != nil {
+		return AgentTrajectory{}, err
+	}
+	return j.loadTrajectory(ctx, src.Ref)
+}
+
 // AgentContext is the union of every repository line the agent saw, as a context: measure reads it like any
 // method's, so the agent gets context_tokens, rho, epsilon and gold_line_share.
 func (a *Activities) AgentContext(ctx context.Context, in NodeInput) (NodeOutput, error) {
@@ -447,11 +456,7 @@ func (a *Activities) AgentContext(ctx context.Context, in NodeInput) (NodeOutput
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		src, err := j.input("agent")
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		t, err := j.loadTrajectory(ctx, src.Ref)
+		t, err := j.agentInput(ctx)
 		if err != nil {
 			return NodeOutput{}, err
 		}
@@ -472,11 +477,7 @@ func (a *Activities) AgentPatch(ctx context.Context, in NodeInput) (NodeOutput, 
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		src, err := j.input("agent")
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		t, err := j.loadTrajectory(ctx, src.Ref)
+		t, err := j.agentInput(ctx)
 		if err != nil {
 			return NodeOutput{}, err
 		}
