@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"ctxlab/activities/repo"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/store/cas"
@@ -87,5 +89,28 @@ func TestToolTurnsShareSnapshotText(t *testing.T) {
 	search("agent_b", 0, "return")
 	if n := fileReads(); n != before {
 		t.Errorf("another agent's turn over the same snapshot read %d files from the store again", n-before)
+	}
+}
+
+// TestFileCacheEnv: CTXLAB_FILE_CACHE_MB sets the bound in MiB, 0 turns the cache off, and a bad value keeps the
+// default.
+func TestFileCacheEnv(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want int64 // bound of the cache; 0 for none
+	}{
+		{"", repo.DefaultTextCacheBytes},
+		{"64", 64 << 20},
+		{"0", 0},
+		{"lots", repo.DefaultTextCacheBytes},
+	} {
+		t.Setenv(FileCacheEnv, c.env)
+		text := New(t.TempDir(), zerolog.Nop()).textCache()
+		switch {
+		case c.want == 0 && text != nil:
+			t.Errorf("%s=%q: a cache of %d bytes, want none", FileCacheEnv, c.env, text.Max())
+		case c.want != 0 && (text == nil || text.Max() != c.want):
+			t.Errorf("%s=%q: cache %v, want a bound of %d bytes", FileCacheEnv, c.env, text, c.want)
+		}
 	}
 }

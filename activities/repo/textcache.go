@@ -50,5 +50,8 @@ func (c *TextCache) Read(ctx context.Context, store cas.Store, m Manifest, path 
 // Bytes is what the cache holds (text and per-entry overhead), at most its bound.
 func (c *TextCache) Bytes() int64 { return c.c.Cost() }
 
+// Max is the cache's bound in bytes.
+func (c *TextCache) Max() int64 { return c.c.Max() }
+
 // Len is the number of files held.
 func (c *TextCache) Len() int { return c.c.Len() }

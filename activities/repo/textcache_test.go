@@ -72,8 +72,8 @@ func TestTextCacheReadsAsTheStoreAndEvicts(t *testing.T) {
 	}
 	read("b.py")
 	read("c.py") // over the bound: the least recently used entries go
-	if c.Bytes() > c.c.Max() {
-		t.Errorf("cache holds %d bytes, over its bound %d", c.Bytes(), c.c.Max())
+	if c.Bytes() > c.Max() {
+		t.Errorf("cache holds %d bytes, over its bound %d", c.Bytes(), c.Max())
 	}
 	if c.Len() != 2 {
 		t.Errorf("cache holds %d files, want the 2 that fit", c.Len())
