@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/api"
+	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
 	"ctxlab/store/cas"
 )
@@ -28,10 +30,16 @@ type Activities struct {
 	// experiments share answers. NoCache stops reading the cache (answers are still stored).
 	CacheDir string
 	NoCache  bool
+	// FileCacheBytes bounds the snapshot files' text this process keeps in memory across activities (each read of
+	// a file through a step's reader goes through it): 0 means repo.DefaultTextCacheBytes, negative none. It is read
+	// when the first file is.
+	FileCacheBytes int64
 
-	mu      sync.Mutex
-	stores  map[string]cas.Store
-	tallies map[string]*tally
+	mu       sync.Mutex
+	stores   map[string]cas.Store
+	tallies  map[string]*tally
+	textOnce sync.Once
+	text     *repo.TextCache
 }
 
 // CacheEnv is the environment variable New reads CacheDir from.
@@ -40,11 +48,39 @@ const CacheEnv = "CTXLAB_CACHE"
 // StoreEnv is the environment variable New reads StoreURL from.
 const StoreEnv = "CTXLAB_STORE"
 
-// New returns activities writing under the runs folder, with the content store $CTXLAB_STORE names and the
-// response cache folder $CTXLAB_CACHE names.
+// FileCacheEnv is the environment variable New reads FileCacheBytes from, in MiB (0: no cache).
+const FileCacheEnv = "CTXLAB_FILE_CACHE_MB"
+
+// New returns activities writing under the runs folder, with the content store $CTXLAB_STORE names, the
+// response cache folder $CTXLAB_CACHE names and the bound on snapshot text in memory $CTXLAB_FILE_CACHE_MB sets.
 func New(runs string, log zerolog.Logger) *Activities {
-	return &Activities{Runs: runs, Log: log, StoreURL: os.Getenv(StoreEnv), CacheDir: os.Getenv(CacheEnv),
+	a := &Activities{Runs: runs, Log: log, StoreURL: os.Getenv(StoreEnv), CacheDir: os.Getenv(CacheEnv),
 		stores: map[string]cas.Store{}}
+	if v := os.Getenv(FileCacheEnv); v != "" {
+		mb, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil || mb < 0:
+			log.Warn().Str(FileCacheEnv, v).Msg("not a number of MiB: the default bound on cached snapshot text applies")
+		case mb == 0:
+			a.FileCacheBytes = -1
+		default:
+			a.FileCacheBytes = mb << 20
+		}
+	}
+	return a
+}
+
+// textCache is the process's cache of snapshot text (nil when FileCacheBytes is negative).
+func (a *Activities) textCache() *repo.TextCache {
+	a.textOnce.Do(func() {
+		switch {
+		case a.FileCacheBytes == 0:
+			a.text = repo.NewTextCache(repo.DefaultTextCacheBytes)
+		case a.FileCacheBytes > 0:
+			a.text = repo.NewTextCache(a.FileCacheBytes)
+		}
+	})
+	return a.text
 }
 
 // The types the workflows exchange with the activities live in package api, below both; these aliases keep

@@ -301,7 +301,7 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Age
 }
 
 // agentSnapshot is the snapshot as the agent's tools read it: symlinks resolved inside it, regular files read
-// through the job's reader.
+// through the job's reader; both come from the worker's text cache, so later turns read nothing from the store.
 func (j *job) agentSnapshot(ctx context.Context, m repo.Manifest) (agent.Snapshot, error) {
 	read := j.reader(ctx, m)
 	s := agent.Snapshot{Paths: m.Paths(), Links: map[string]string{}}
@@ -309,11 +309,11 @@ func (j *job) agentSnapshot(ctx context.Context, m repo.Manifest) (agent.Snapsho
 		if e.Mode != repo.ModeSymlink {
 			continue
 		}
-		b, err := m.Read(ctx, j.store, e.Path)
+		target, err := j.a.textCache().Read(ctx, j.store, m, e.Path)
 		if err != nil {
 			return s, fmt.Errorf("instance %s: symlink %s: %w", j.in.Instance.ID, e.Path, err)
 		}
-		s.Links[e.Path] = string(b)
+		s.Links[e.Path] = target
 	}
 	s.Read = func(p string) (string, bool) {
 		if _, link := s.Links[p]; link {

@@ -267,12 +267,14 @@ func (j *job) loadJSON(ctx context.Context, name string, v any) error {
 	return nil
 }
 
-// reader returns a function reading files of the snapshot, each once per activity attempt. A file whose blob the
-// store does not have reads as missing (and is logged); any other read error (a transient store failure) reads as
-// missing too, for the callers' sake, but fails the attempt when its body returns (job.readFailure), so the
-// attempt is retried instead of a context without the file being memoized for good.
+// reader returns a function reading files of the snapshot, each once per activity attempt from the worker's text
+// cache (Activities.textCache), which reads the store on a miss. A file whose blob the store does not have reads as
+// missing (and is logged); any other read error (a transient store failure) reads as missing too, for the callers'
+// sake, but fails the attempt when its body returns (job.readFailure), so the attempt is retried instead of a
+// context without the file being memoized for good.
 func (j *job) reader(ctx context.Context, m repo.Manifest) func(path string) (string, bool) {
 	cache := map[string]string{}
+	text := j.a.textCache()
 	return func(path string) (string, bool) {
 		if t, ok := cache[path]; ok {
 			return t, true
@@ -280,7 +282,7 @@ func (j *job) reader(ctx context.Context, m repo.Manifest) func(path string) (st
 		if _, ok := m.Lookup(path); !ok {
 			return "", false
 		}
-		b, err := m.Read(ctx, j.store, path)
+		t, err := text.Read(ctx, j.store, m, path)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				j.failRead(fmt.Errorf("instance %s: %w", j.in.Instance.ID, err))
@@ -288,7 +290,7 @@ func (j *job) reader(ctx context.Context, m repo.Manifest) func(path string) (st
 			j.a.Log.Warn().Err(err).Str("path", path).Str("step", j.in.Step).Msg("reading a snapshot file")
 			return "", false
 		}
-		cache[path] = string(b)
-		return cache[path], true
+		cache[path] = t
+		return t, true
 	}
 }

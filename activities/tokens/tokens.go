@@ -4,7 +4,6 @@
 package tokens
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"fmt"
 	"sort"
@@ -14,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/tiktoken-go/tokenizer"
+
+	"ctxlab/internal/lru"
 )
 
 // Names of the supported encodings.
@@ -66,66 +67,20 @@ type cacheKey struct {
 	sum  [sha256.Size]byte
 }
 
-type lru struct {
-	mu    sync.Mutex
-	max   int
-	ll    *list.List // front = most recently used; values are *cacheItem
-	items map[cacheKey]*list.Element
-}
-
-type cacheItem struct {
-	key   cacheKey
-	count int
-}
-
-func (c *lru) get(k cacheKey) (int, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[k]
-	if !ok {
-		return 0, false
-	}
-	c.ll.MoveToFront(el)
-	return el.Value.(*cacheItem).count, true
-}
-
-func (c *lru) put(k cacheKey, n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[k]; ok {
-		c.ll.MoveToFront(el)
-		el.Value.(*cacheItem).count = n
-		return
-	}
-	c.items[k] = c.ll.PushFront(&cacheItem{key: k, count: n})
-	for c.ll.Len() > c.max {
-		last := c.ll.Back()
-		c.ll.Remove(last)
-		delete(c.items, last.Value.(*cacheItem).key)
-	}
-}
-
-func (c *lru) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ll.Len()
-}
+// countCache holds counts by key, each entry of cost 1: its bound is a number of entries.
+type countCache = lru.Cache[cacheKey, int]
 
 var (
-	cache          atomic.Pointer[lru]
+	cache          atomic.Pointer[countCache]
 	hits, tokenize atomic.Uint64
 )
 
-func init() { cache.Store(newLRU(DefaultCacheEntries)) }
-
-func newLRU(max int) *lru {
-	return &lru{max: max, ll: list.New(), items: map[cacheKey]*list.Element{}}
-}
+func init() { cache.Store(lru.New[cacheKey, int](DefaultCacheEntries)) }
 
 // SetCacheSize replaces the cache with an empty one holding at most n entries (n < 1 means 1). Meant for start-up
 // configuration and tests.
 func SetCacheSize(n int) {
-	cache.Store(newLRU(max(n, 1)))
+	cache.Store(lru.New[cacheKey, int](int64(n)))
 }
 
 // Stats reports cache hits, texts actually tokenized by Count, and entries held.
@@ -136,7 +91,7 @@ type Stats struct {
 
 // CacheStats returns counters since the process started.
 func CacheStats() Stats {
-	return Stats{Hits: hits.Load(), Tokenized: tokenize.Load(), Entries: cache.Load().len()}
+	return Stats{Hits: hits.Load(), Tokenized: tokenize.Load(), Entries: cache.Load().Len()}
 }
 
 // Count returns the number of tokens text has in the named encoding (o200k_base or cl100k_base). Special-token
@@ -152,7 +107,7 @@ func Count(name, text string) (int, error) {
 	// Hash the string's bytes in place: converting a large text to []byte would copy it.
 	k := cacheKey{name: name, sum: sha256.Sum256(unsafe.Slice(unsafe.StringData(text), len(text)))}
 	lc := cache.Load()
-	if n, ok := lc.get(k); ok {
+	if n, ok := lc.Get(k); ok {
 		hits.Add(1)
 		return n, nil
 	}
@@ -161,7 +116,7 @@ func Count(name, text string) (int, error) {
 		return 0, fmt.Errorf("tokens: %s: %w", name, err)
 	}
 	tokenize.Add(1)
-	lc.put(k, n)
+	lc.Add(k, n, 1)
 	return n, nil
 }
 

@@ -33,6 +33,8 @@ type repoOnDisk struct {
 var (
 	once sync.Once
 	repo repoOnDisk
+	// cleanup are further temporary folders benchmarks made.
+	cleanup []string
 )
 
 func setup(b *testing.B) repoOnDisk {
@@ -64,6 +66,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if repo.dir != "" {
 		os.RemoveAll(repo.dir)
+	}
+	for _, d := range cleanup {
+		os.RemoveAll(d)
 	}
 	os.Exit(code)
 }
