@@ -143,6 +143,7 @@ type Server struct {
 	embeddings int
 	inFlight   map[string]int // chat requests whose handler runs, by task; "" counts every task
 	delays     map[string]time.Duration
+	delayWhen  func(ChatRequest) time.Duration
 	sawAuth    bool
 	lastAuth   [32]byte
 	requests   []ChatRequest
@@ -197,6 +198,16 @@ func WithKey(key string) Option {
 // while such a call is in flight (InFlightFor). The wait ends early when the client goes away.
 func WithDelay(task string, d time.Duration) Option {
 	return func(s *Server) { s.delays[task] = d }
+}
+
+// SetDelayWhen holds each chat answer for as long as f says for its request (0: not at all), on top of its task's
+// delay (WithDelay), so a test can hold chosen requests, such as every sample of a prompt but the first, whatever
+// order they come in. Like a task's delay, the wait ends early when the client goes away. f is called outside the
+// server's lock, once per request; nil removes it.
+func (s *Server) SetDelayWhen(f func(ChatRequest) time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delayWhen = f
 }
 
 // WithEchoKey makes every successful chat answer carry the caller's bearer token, bare (without "Bearer "), inside
@@ -349,21 +360,28 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.calls++
 	s.perTask[task]++
 	s.inFlight[""]++
-	s.inFlight[task]++
+	if task != "" { // "" already counts every call: a call of no known task is counted once
+		s.inFlight[task]++
+	}
 	s.requests = append(s.requests, req)
 	var fail Failure
 	if len(s.failures) > 0 {
 		fail, s.failures = s.failures[0], s.failures[1:]
 	}
-	delay, failWhen := s.delays[task], s.failWhen
+	delay, failWhen, delayWhen := s.delays[task], s.failWhen, s.delayWhen
 	s.mu.Unlock()
 	if fail == 0 && failWhen != nil {
 		fail = failWhen(req)
 	}
+	if delayWhen != nil {
+		delay += delayWhen(req)
+	}
 	defer func() {
 		s.mu.Lock()
 		s.inFlight[""]--
-		s.inFlight[task]--
+		if task != "" {
+			s.inFlight[task]--
+		}
 		s.mu.Unlock()
 	}()
 	if delay > 0 {

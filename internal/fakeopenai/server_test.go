@@ -398,3 +398,60 @@ func TestFailWhen(t *testing.T) {
 		t.Errorf("after SetFailWhen(nil): %d", res.StatusCode)
 	}
 }
+
+// TestDelayWhen: a request the function picks is held while others are answered at once, a client that goes away
+// ends its wait early, and removing the function lifts the hold.
+func TestDelayWhen(t *testing.T) {
+	s := New()
+	s.SetDelayWhen(func(r ChatRequest) time.Duration {
+		if strings.Contains(r.Prompt(), "hold") {
+			return time.Minute
+		}
+		return 0
+	})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	url := ts.URL + "/v1/chat/completions"
+	held := `{"model": "m", "messages": [{"role": "user", "content": "hold me"}]}`
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(held))
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.InFlight() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the held call never showed in flight: %d in flight, %d calls", s.InFlight(), s.Calls())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	if r := post(t, url, "", "", body); r.StatusCode != 200 || time.Since(start) > 5*time.Second {
+		t.Errorf("a request the function leaves alone: %d in %s", r.StatusCode, time.Since(start))
+	}
+	if s.InFlight() != 1 {
+		t.Errorf("%d in flight, want the held call", s.InFlight())
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the canceled held call got an answer")
+	}
+	for s.InFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned held call stayed in flight")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	s.SetDelayWhen(nil)
+	start = time.Now()
+	if r := post(t, url, "", "", held); r.StatusCode != 200 || time.Since(start) > 5*time.Second {
+		t.Errorf("after SetDelayWhen(nil): %d in %s", r.StatusCode, time.Since(start))
+	}
+}

@@ -19,40 +19,46 @@ import (
 // others, already woken and on their way, as paused, every running issue looked paused for two samples, and the
 // re-run stopped at once with "spend cap reached" (a third run went on).
 //
-// Not parallel: the cap must stop the sweep while samples still wait, which a machine loaded by the other
-// end-to-end tests can miss (all six calls sent before the first is paid).
+// The capped run runs one model call at a time (limits.queues.llm.concurrency 1): a node checks the cap before it
+// sends its request, so with calls in parallel a loaded machine could send every sample before the first was paid,
+// and none would wait. One at a time, the first sample is paid before any other checks the cap, and the five others
+// wait at it, whatever the timing.
 func TestRaisedCapContinuesOnFirstRerun(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.New()
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
 	runs := t.TempDir()
-	spec := func(spend string) string {
+	spec := func(limits string) string {
 		return demoVariant(t, "{ name: 'raise', dataset+: { limit: 2 }, methods: super.methods[2:4], "+
-			"models: [super.models[0] + { price: { input: 2.5, output: 10 } }], limits+: { spend_usd: "+spend+" } }")
+			"models: [super.models[0] + { price: { input: 2.5, output: 10 } }], limits+: "+limits+" }")
 	}
-	_, stderr, code := runStarter(t, 10*time.Minute, "run", spec("0.000001"), "--runs", runs, "--ext-str", "model=openai")
+	capped := spec("{ spend_usd: 0.000001, queues+: { llm: { concurrency: 1 } } }")
+	_, stderr, code := runStarter(t, 10*time.Minute, "run", capped, "--runs", runs, "--ext-str", "model=openai")
 	if code != exitPaused {
 		t.Fatalf("capped run: exit %d, want %d\n%s", code, exitPaused, stderr)
 	}
-	if n := srv.CallsFor(llm.TaskLocalize); n >= 2*3 {
-		t.Fatalf("%d localization calls before the cap stopped the sweep; the test needs some to wait", n)
+	// Exactly one call paid: the other five localization samples (two of one issue, three of the other) wait.
+	if n, all := srv.CallsFor(llm.TaskLocalize), srv.Calls(); n != 1 || all != 1 {
+		t.Fatalf("%d localization calls (%d in all) before the cap stopped the sweep, want the first sample's alone",
+			n, all)
 	}
 	// On the re-run, the first request of each prompt is answered at once, the other samples of it after 4 s: each
 	// issue has a woken node that passes while others are still on their way.
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	srv.SetFailWhen(func(r fakeopenai.ChatRequest) fakeopenai.Failure {
+	srv.SetDelayWhen(func(r fakeopenai.ChatRequest) time.Duration {
 		mu.Lock()
-		first := !seen[r.Prompt()]
-		seen[r.Prompt()] = true
-		mu.Unlock()
-		if !first {
-			time.Sleep(4 * time.Second)
+		defer mu.Unlock()
+		if seen[r.Prompt()] {
+			return 4 * time.Second
 		}
+		seen[r.Prompt()] = true
 		return 0
 	})
-	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec("100"), "--runs", runs, "--ext-str", "model=openai")
+	raised := spec("{ spend_usd: 100 }")
+	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", raised, "--runs", runs, "--ext-str", "model=openai")
 	if code != exitOK {
 		t.Fatalf("first run after raising the cap: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
