@@ -22,8 +22,9 @@ import (
 // The v3 histories (internal/orchbench's TestSaveHistories) run cheap nodes and offline model steps as local
 // activities (localChange): their outputs are marker events. The agentactivity-v3 histories were made by that code
 // with the agent method: its node is one agent activity.
-// The v4 histories run the agent node as the Agent child workflow (agentChange): the Issue's history holds only the
-// child's start and result, and agent-v4 is that child's own history, its turns as activities.
+// The v4 histories (the same methods and agent) run the agent node as the Agent child workflow (agentChange): the
+// Issue's history holds only the child's start and result, and agent-v4 is that child's own history, its turns as
+// activities.
 func TestSavedHistoriesReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil || len(files) < 2 {
@@ -53,6 +54,7 @@ func TestSavedHistoriesReplay(t *testing.T) {
 	}
 }
 
+// readHistory reads a history exported as JSON (the Web UI's or tctl's download, or TestSaveHistories').
 func readHistory(file string) (*historypb.History, error) {
 	f, err := os.Open(file)
 	if err != nil {
