@@ -18,8 +18,9 @@ import (
 // AgentParams are declared in specs beside the catalog, which checks every step's params against them.
 type AgentParams = specs.AgentParams
 
-// Names of the agent's turn activities: the Agent child workflow (workflows/agent.go) runs them one by one; the
-// agent node activity runs the same functions in a loop when the Issue workflow runs it as an activity.
+// Names of the agent's turn activities: the Agent child workflow (workflows/agent.go), which the Issue workflow
+// starts for each agent node, runs them one by one. The agent node activity (Agent) runs the same functions in a
+// loop: only Issue workflows started before that change (workflows' agentChange) still run it, on replay.
 const (
 	AgentModelTurnName = "agent_model_turn" // llm queue: one model call
 	AgentToolTurnName  = "agent_tool_turn"  // cpu queue: one tool call
@@ -103,7 +104,9 @@ func (a *Activities) AgentTurnFunctions() map[string]any {
 
 // Agent is the agent node run as one activity: its turns in a loop, each memoized on its own (a retried or resumed
 // node asks no finished turn again, and the response cache holds every paid answer). Its output is the
-// trajectory; agent_context and agent_patch read it.
+// trajectory; agent_context and agent_patch read it. Today's Issue workflow runs the node as the Agent child
+// workflow instead, each turn its own activity; this stays registered for Issue workflows started before, which
+// replay through it.
 func (a *Activities) Agent(ctx context.Context, in NodeInput) (NodeOutput, error) {
 	return a.node(ctx, in, "agent", func(ctx context.Context, j *job) (NodeOutput, error) {
 		p := specs.AgentDefaults

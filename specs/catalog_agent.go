@@ -31,7 +31,8 @@ type AgentContextParams struct{}
 // AgentPatchParams are the agent_patch step's parameters: none (the edit format is the agent's).
 type AgentPatchParams struct{}
 
-// The agent method's steps: the loop lives inside one node (activities/agent.go), so specs stay DAGs.
+// The agent method's steps: the loop lives inside one node (the Issue workflow runs it as the Agent child workflow,
+// a turn per activity), so specs stay DAGs.
 func init() {
 	register(ActivityInfo{Name: "agent", Queue: QueueLLM, Inputs: []string{"checkout"}, Optional: []string{"budget"},
 		UsesModel: true, UsesTokenizer: true,

@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"fmt"
-
 	"go.temporal.io/sdk/workflow"
 
 	"ctxlab/activities/api"
@@ -12,6 +10,12 @@ import (
 
 // AgentName is the registered type name of the Agent child workflow.
 const AgentName = "Agent"
+
+// agentActivity is the catalog activity of the nodes the Issue workflow runs as the Agent child workflow.
+const agentActivity = "agent"
+
+// AgentWorkflowID is the ID of the Agent child workflow that runs the agent node of the Issue workflow issueID.
+func AgentWorkflowID(issueID, node string) string { return issueID + "/agent/" + node }
 
 // Names of the agent's turn activities (activities/agent.go registers them under these).
 const (
@@ -42,9 +46,16 @@ type agentTurnOutput struct {
 
 // Agent runs one agent node's trajectory turn by turn: a model call on the llm queue, then the tool call it asked
 // for on the cpu queue, until the model answers with its edit or max_turns model calls were made; then the node's
-// output (the trajectory's reference and its row fields). Each turn is its own activity, memoized by the worker,
-// and the conversation lives in the content store: the history carries references only, and a resumed run asks no
-// finished turn again. Its result is the node's output, as the agent activity would return it.
+// output (the trajectory's reference and its row fields). The Issue workflow starts it for each agent node (see
+// agentChange). Each turn is its own activity, memoized by the worker, and the conversation lives in the content
+// store: the history carries references only, and a resumed run asks no finished turn again. Its result is the
+// node's output, as the agent activity would return it.
+//
+// A failed turn's error is returned as it is, not wrapped: the failure converter would make a wrapping error an
+// application error of its own (type "*fmt.wrapError", its message repeating the turn's), the first one the Issue
+// workflow's errors.As finds, hiding the turn's type (spend cap, lost worker) and doubling the rows' message. A
+// retryable turn error's message already names the turn ("<step> turn 2 (model): ..."); a permanent one is the
+// message the agent activity would have recorded.
 func Agent(ctx workflow.Context, in AgentInput) (api.NodeOutput, error) {
 	q := in.Queues.withDefaults()
 	llmCtx := activityOptions(ctx, q, specs.QueueLLM, in.Retries, 0)
@@ -55,7 +66,7 @@ func Agent(ctx workflow.Context, in AgentInput) (api.NodeOutput, error) {
 		var out agentTurnOutput
 		if err := workflow.ExecuteActivity(llmCtx, agentModelTurn,
 			agentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
-			return api.NodeOutput{}, fmt.Errorf("%s: turn %d: model: %w", in.Node.Step, turn, err)
+			return api.NodeOutput{}, err
 		}
 		state = out.State
 		if out.Done {
@@ -63,14 +74,14 @@ func Agent(ctx workflow.Context, in AgentInput) (api.NodeOutput, error) {
 		}
 		if err := workflow.ExecuteActivity(cpuCtx, agentToolTurn,
 			agentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
-			return api.NodeOutput{}, fmt.Errorf("%s: turn %d: tool: %w", in.Node.Step, turn, err)
+			return api.NodeOutput{}, err
 		}
 		state = out.State
 	}
 	var out api.NodeOutput
 	if err := workflow.ExecuteActivity(cpuCtx, agentFinish, agentTurnInput{Node: in.Node, State: state}).
 		Get(ctx, &out); err != nil {
-		return out, fmt.Errorf("%s: finishing: %w", in.Node.Step, err)
+		return out, err
 	}
 	return out, nil
 }

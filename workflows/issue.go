@@ -58,6 +58,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	s.resumeVersion = workflow.GetVersion(ctx, resumeChange, workflow.DefaultVersion, 1)
 	s.infraVersion = workflow.GetVersion(ctx, infraChange, workflow.DefaultVersion, 1)
 	s.localVersion = workflow.GetVersion(ctx, localChange, workflow.DefaultVersion, 1)
+	s.agentVersion = workflow.GetVersion(ctx, agentChange, workflow.DefaultVersion, 1)
 	if err := s.loadPlan(); err != nil {
 		return s.res, err
 	}
@@ -79,8 +80,9 @@ type issueState struct {
 	plan   specs.Plan
 	res    IssueResult
 
-	// Versions of the changes made since the first saved histories (see resumeChange, infraChange, localChange).
-	resumeVersion, infraVersion, localVersion workflow.Version
+	// Versions of the changes made since the first saved histories (see resumeChange, infraChange, localChange,
+	// agentChange).
+	resumeVersion, infraVersion, localVersion, agentVersion workflow.Version
 
 	outputs     map[string]api.NodeOutput
 	failures    map[string]string // why a node failed or was skipped
@@ -112,6 +114,7 @@ type nodeRun struct {
 	input     api.NodeInput
 	modelNode bool // the node calls a model (see failureKind)
 	local     bool // run in the workflow worker as a local activity (actx has local activity options)
+	agent     bool // run as the Agent child workflow (actx has child workflow options; see agentChange)
 }
 
 // runsLocal reports whether this issue runs its cheap nodes (and its plan's loading) in the workflow worker.
@@ -245,24 +248,38 @@ func (s *issueState) newRun(n specs.Node) nodeRun {
 		activity:  n.Activity,
 		input:     nin,
 		modelNode: queue == specs.QueueLLM,
-		local:     s.runsLocal() && specs.RunsLocally(n),
+		agent:     s.agentVersion >= 1 && n.Activity == agentActivity,
 	}
-	if r.local {
+	r.local = !r.agent && s.runsLocal() && specs.RunsLocally(n)
+	switch {
+	case r.agent:
+		r.actx = workflow.WithChildOptions(s.ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: AgentWorkflowID(workflow.GetInfo(s.ctx).WorkflowExecution.ID, n.Key),
+			TaskQueue:  s.queues.Workflow,
+			// A node run again (after a spend-cap wait, lost workers, an endpoint wait, or in a rerun of a failed
+			// issue) starts the same ID again once the run before has closed.
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		})
+	case r.local:
 		r.actx = localActivityOptions(s.ctx, s.in.Retries)
-	} else {
+	default:
 		r.actx = activityOptions(s.ctx, s.queues, queue, s.in.Retries, s.in.Grading.Budget())
 	}
 	return r
 }
 
-// execute starts (or starts again) a node's activity; onDone handles how it ends. A local one runs in this
-// worker: the node memoizes its output before returning, so a worker killed before the result reaches the
-// history costs a memo read on replay, not the work.
+// execute starts (or starts again) a node's activity, or for an agent node its Agent child workflow; onDone
+// handles how it ends. A local one runs in this worker: the node memoizes its output before returning, so a worker
+// killed before the result reaches the history costs a memo read on replay, not the work.
 func (s *issueState) execute(r nodeRun) {
 	var f workflow.Future
-	if r.local {
+	switch {
+	case r.agent:
+		f = workflow.ExecuteChildWorkflow(r.actx, AgentName,
+			AgentInput{Node: r.input, Queues: s.queues, Retries: s.in.Retries})
+	case r.local:
 		f = workflow.ExecuteLocalActivity(r.actx, r.activity, r.input)
-	} else {
+	default:
 		f = workflow.ExecuteActivity(r.actx, r.activity, r.input)
 	}
 	s.sel.AddFuture(f, func(f workflow.Future) {
@@ -270,7 +287,7 @@ func (s *issueState) execute(r nodeRun) {
 	})
 }
 
-// onDone handles a node's activity ending: it waits at the spend cap, runs again after losing its workers or
+// onDone handles a node's activity (or Agent child workflow) ending: it waits at the spend cap, runs again after losing its workers or
 // waits for the endpoint, or else the node is done or failed.
 func (s *issueState) onDone(r nodeRun, f workflow.Future) {
 	var out api.NodeOutput
@@ -436,6 +453,9 @@ const (
 	// localChange: the plan is loaded, and nodes that specs.RunsLocally picks run, as local activities in the
 	// workflow worker (unless IssueInput.RemoteOnly). Changing which nodes RunsLocally picks needs a new version.
 	localChange = "local-cheap-nodes"
+	// agentChange: a node of the agent activity runs as the Agent child workflow, each turn its own activity, instead
+	// of as one activity looping over its turns (which older histories replay through).
+	agentChange = "agent-child-workflow"
 )
 
 // ErrorKindField is the row field that names the kind of a failed row's error (an errkind.Kind such as rate_limit,

@@ -1,9 +1,14 @@
 package workflows
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -15,7 +20,11 @@ import (
 // The v2 histories carry the markers of resumeChange and infraChange; issue-spendcap-v2 is an issue that waited at
 // the spend cap and was resumed after the cap was raised.
 // The v3 histories (internal/orchbench's TestSaveHistories) run cheap nodes and offline model steps as local
-// activities (localChange): their outputs are marker events.
+// activities (localChange): their outputs are marker events. The agentactivity-v3 histories were made by that code
+// with the agent method: its node is one agent activity.
+// The v4 histories (the same methods and agent) run the agent node as the Agent child workflow (agentChange): the
+// Issue's history holds only the child's start and result, and agent-v4 is that child's own history, its turns as
+// activities.
 func TestSavedHistoriesReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil || len(files) < 2 {
@@ -24,9 +33,44 @@ func TestSavedHistoriesReplay(t *testing.T) {
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepName})
 	replayer.RegisterWorkflowWithOptions(Issue, workflow.RegisterOptions{Name: IssueName})
+	replayer.RegisterWorkflowWithOptions(Agent, workflow.RegisterOptions{Name: AgentName})
 	for _, f := range files {
-		if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+		h, err := readHistory(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An Issue names its Agent children after its own ID, which the history does not hold: the replay takes it
+		// from the first child's.
+		opts := worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: agentParentID(h)}}
+		if err := replayer.ReplayWorkflowHistoryWithOptions(nil, h, opts); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	for _, want := range []string{"issue-v1.json", "issue-v3.json", "issue-agentactivity-v3.json", "issue-v4.json",
+		"agent-v4.json", "sweep-v4.json"} {
+		if !slices.Contains(files, filepath.Join("testdata", "histories", want)) {
+			t.Errorf("no saved history %s", want)
+		}
+	}
+}
+
+// readHistory reads a history exported as JSON (the Web UI's or tctl's download, or TestSaveHistories').
+func readHistory(file string) (*historypb.History, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+}
+
+// agentParentID is the ID of the Issue workflow that started the first Agent child in h ("" when none did).
+func agentParentID(h *historypb.History) string {
+	for _, ev := range h.Events {
+		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a.GetWorkflowType().GetName() == AgentName {
+			id := a.GetWorkflowId()
+			return id[:max(strings.LastIndex(id, "/agent/"), 0)]
+		}
+	}
+	return ""
 }

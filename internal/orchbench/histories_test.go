@@ -14,6 +14,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/prototext"
 
 	"ctxlab/activities"
 	"ctxlab/demobench"
@@ -30,11 +31,12 @@ import (
 var saveHistories = flag.String("orch.save-histories", "", "write the Sweep and one Issue history of a small demo "+
 	"sweep into this `folder` as NAME-SUFFIX.json (see workflows/replay_test.go)")
 
-var historySuffix = flag.String("orch.history-suffix", "v3", "suffix of the saved histories' names")
+var historySuffix = flag.String("orch.history-suffix", "v4", "suffix of the saved histories' names")
 
 // TestSaveHistories makes the saved histories workflows' TestSavedHistoriesReplay replays: the demo's reference
-// methods and cq2care on its first two instances, run by today's code, with run-folder paths relative and a fixed
-// worker identity, so the files name nothing of the machine that made them.
+// methods, cq2care and the agent on its first two instances, run by today's code, with run-folder paths relative
+// and a fixed worker identity, so the files name nothing of the machine that made them. Beside the Sweep and one
+// Issue, the Agent child workflow of that issue's agent node is saved (when the code runs one).
 //
 //	go test ./internal/orchbench/ -run TestSaveHistories -orch.save-histories "$PWD/workflows/testdata/histories"
 func TestSaveHistories(t *testing.T) {
@@ -50,7 +52,7 @@ func TestSaveHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Methods = slices.DeleteFunc(e.Methods, func(m specs.Method) bool {
-		return !slices.Contains([]string{"no_source", "oracle_files", "cq2care"}, m.Name)
+		return !slices.Contains([]string{"no_source", "oracle_files", "cq2care", "agent"}, m.Name)
 	})
 	e.Anchor = "cq2care"
 	e.Dataset.Limit = 2
@@ -64,7 +66,12 @@ func TestSaveHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Dataset.File = res.File
+	// Relative, as runs is: the dataset's path reaches every history's inputs.
+	wd, _ := os.Getwd()
+	abs, _ := filepath.Abs(res.File)
+	if e.Dataset.File, err = filepath.Rel(wd, abs); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx := context.Background()
 	srv, err := embedded.Start(ctx, embedded.Options{DBFile: "temporal.db", LogFile: "temporal.log",
@@ -108,8 +115,14 @@ func TestSaveHistories(t *testing.T) {
 	if err := run.Get(ctx, &sr); err != nil || len(sr.Failed) > 0 {
 		t.Fatalf("sweep: %v %v", err, sr.Failed)
 	}
-	for name, id := range map[string]string{"sweep": "sweep/" + e.Name,
-		"issue": workflows.IssueWorkflowID(e.Name, "acme__humanize-1")} {
+	issue := workflows.IssueWorkflowID(e.Name, "acme__humanize-1")
+	ids := map[string]string{"sweep": "sweep/" + e.Name, "issue": issue}
+	for _, n := range plan.Nodes {
+		if n.Activity == "agent" { // the Agent child workflow of the issue's agent node
+			ids["agent"] = workflows.AgentWorkflowID(issue, n.Key)
+		}
+	}
+	for name, id := range ids {
 		it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		h := &historypb.History{}
 		for it.HasNext() {
@@ -123,8 +136,8 @@ func TestSaveHistories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wd, _ := os.Getwd()
-		if strings.Contains(string(b), wd) {
+		// Payloads are base64 in the JSON; the text format shows them as they are.
+		if strings.Contains(string(b), wd) || strings.Contains(prototext.Format(h), wd) {
 			t.Fatalf("%s's history names the folder it ran in", id)
 		}
 		path := filepath.Join(out, name+"-"+*historySuffix+".json")

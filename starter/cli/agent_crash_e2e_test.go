@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"ctxlab/internal/offlinetask"
 	"ctxlab/results"
 	"ctxlab/runlog"
+	"ctxlab/workflows"
 )
 
 // agentSpec writes the demo spec cut to the agent method on two instances, priced, and returns its path.
@@ -116,10 +118,12 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 	killedAt := time.Now()
 	callsBeforeResume := srv.CallsFor(offlinetask.TaskAgent) - refCalls
 	atts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
-	turnDone := map[string]bool{}
+	turnDone, trajDone := map[string]bool{}, map[string]bool{}
 	for _, a := range atts {
 		if a.Event == runlog.EventDone && strings.HasPrefix(a.Activity, "agent_") {
 			turnDone[a.Instance+"/"+a.Node] = true
+			traj, _, _ := strings.Cut(a.Node, ".") // the agent node of turn <node>.t03.model
+			trajDone[a.Instance+"/"+traj] = true
 		}
 	}
 	if rs, _, _ := results.ReadFile(filepath.Join(dir, "results.jsonl")); len(rs) >= len(want) {
@@ -152,9 +156,21 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 			memos++
 		}
 	}
-	if memos == 0 {
-		t.Error("the resumed trajectories read no turn memo: the kill did not land mid-trajectory")
+	// A trajectory lives in its Agent child workflow's history: the resumed run does not start its finished turns
+	// at all (a turn that finished in the instant before the kill is a memo read). The kill landed mid-trajectory
+	// when a trajectory with turns done before it ran further turns after it.
+	continued := false
+	for _, a := range after {
+		traj, _, _ := strings.Cut(a.Node, ".")
+		if a.Time.After(killedAt) && a.Event == runlog.EventStart && strings.HasPrefix(a.Activity, "agent_") &&
+			trajDone[a.Instance+"/"+traj] {
+			continued = true
+		}
 	}
+	if !continued {
+		t.Error("no trajectory with turns done before the kill went on after it: the kill did not land mid-trajectory")
+	}
+	checkAgentAudit(t, runs, "agentkill", want)
 	paidAfter, _, _ := paidCalls(t, dir)
 	for k, n := range paidAfter {
 		if n > 1 {
@@ -172,4 +188,39 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 	}
 	t.Logf("killed after %d agent calls with %d turn activities done; resumed with %d turn memos, %d agent calls in all (uninterrupted: %d)",
 		callsBeforeResume, len(turnDone), memos, total, refCalls)
+}
+
+// checkAgentAudit checks that `starter audit --issue ID --method agent` lists each row's trajectory turn by turn: as
+// many model turns ended (done, or a memo read) as the row's agent_turns, each run by the issue's Agent child
+// workflow.
+func checkAgentAudit(t *testing.T, runs, run string, rows map[results.Key]results.Row) {
+	t.Helper()
+	for k, row := range rows {
+		out, _ := mainOut(t, "audit", run, "--runs", runs, "--issue", k.Instance, "--method", k.Method, "--json")
+		var rep auditReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		child := workflows.IssueWorkflowID(run, k.Instance) + "/agent/"
+		modelTurns := 0
+		for _, a := range rep.Activities {
+			if a.Activity != "agent_model_turn" {
+				continue
+			}
+			ended := false
+			for _, try := range a.Tries {
+				ended = ended || try.Event == runlog.EventDone || try.Event == runlog.EventMemo
+				if !strings.HasPrefix(try.Workflow, child) {
+					t.Errorf("%s: turn %s tried by workflow %q, want the Agent child workflow %s...", k.Instance, a.Key,
+						try.Workflow, child)
+				}
+			}
+			if ended {
+				modelTurns++
+			}
+		}
+		if turns, _ := row["agent_turns"].(float64); modelTurns == 0 || modelTurns != int(turns) {
+			t.Errorf("audit of %s lists %d model turns, the row says %v", k.Instance, modelTurns, row["agent_turns"])
+		}
+	}
 }
