@@ -46,6 +46,10 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 	if err != nil {
 		return n, err
 	}
+	var arms map[results.Key]armNodes // none without a plan (no spec recorded)
+	if plan != nil {
+		arms = armNodesOf(plan)
+	}
 	for _, row := range rows {
 		k := row.Key()
 		if o.issue != "" && k.Instance != o.issue {
@@ -58,7 +62,7 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 		if !isWithin(o.export, folder) { // exportSegment keeps names inside; this says so again at the write
 			return n, fmt.Errorf("row %s/%s/%s would be written outside %s", k.Model, k.Method, k.Instance, o.export)
 		}
-		files, err := writeRowFolder(ctx, store, runDir, plan, row, folder)
+		files, err := writeRowFolder(ctx, store, runDir, arms, row, folder)
 		if err != nil {
 			return n, fmt.Errorf("row %s/%s/%s: %w", k.Model, k.Method, k.Instance, err)
 		}
@@ -69,7 +73,7 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 }
 
 // writeRowFolder writes one row's folder and returns how many files it wrote.
-func writeRowFolder(ctx context.Context, store cas.Store, runDir string, plan *specs.Plan, row results.Row,
+func writeRowFolder(ctx context.Context, store cas.Store, runDir string, arms map[results.Key]armNodes, row results.Row,
 	folder string) (int, error) {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return 0, err
@@ -99,7 +103,7 @@ func writeRowFolder(ctx context.Context, store cas.Store, runDir string, plan *s
 		return os.WriteFile(filepath.Join(folder, name), b, 0o644)
 	}
 	k := row.Key()
-	refs := armRefs(runDir, plan, k)
+	refs := armRefs(runDir, arms, k)
 	patchRef := cas.Ref(row.String("patch_ref"))
 	if patchRef == "" {
 		patchRef = refs.patch
@@ -136,17 +140,13 @@ type rowRefs struct {
 	context, patch, testOutput cas.Ref
 }
 
-// armRefs finds a row's objects through the plan: the arm's grade node, the patch node it graded, and the context
-// node that patch read, each through the output memoized under nodes/. Without a plan (no spec recorded) it finds
-// none.
-func armRefs(runDir string, plan *specs.Plan, k results.Key) rowRefs {
+// armRefs finds a row's objects through its arm's nodes (armNodesOf), each through the output memoized under
+// nodes/.
+func armRefs(runDir string, arms map[results.Key]armNodes, k results.Key) rowRefs {
 	var refs rowRefs
-	if plan == nil {
+	an, ok := arms[results.Key{Method: k.Method, Model: k.Model}]
+	if !ok {
 		return refs
-	}
-	nodes := map[string]specs.Node{}
-	for _, n := range plan.Nodes {
-		nodes[n.Key] = n
 	}
 	output := func(key string) cas.Ref {
 		if key == "" {
@@ -158,26 +158,7 @@ func armRefs(runDir string, plan *specs.Plan, k results.Key) rowRefs {
 		}
 		return out.Ref
 	}
-	for _, arm := range plan.Arms {
-		if arm.Method != k.Method || arm.Model != k.Model {
-			continue
-		}
-		var gradeKey, patchKey string
-		for _, s := range arm.Steps {
-			switch nodes[s.Key].Activity {
-			case "grade":
-				gradeKey = s.Key
-			case "patch":
-				patchKey = s.Key // the last one, unless the grade step names its own
-			}
-		}
-		if g, ok := nodes[gradeKey]; ok && g.Inputs["patch"] != "" {
-			patchKey = g.Inputs["patch"]
-		}
-		refs.testOutput = output(gradeKey)
-		refs.patch = output(patchKey)
-		refs.context = output(nodes[patchKey].Inputs["context"])
-	}
+	refs.testOutput, refs.patch, refs.context = output(an.grade), output(an.patch), output(an.context)
 	return refs
 }
 

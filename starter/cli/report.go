@@ -330,27 +330,7 @@ func reportDetails(ctx context.Context, dir string, store cas.Store, e *specs.Ex
 	if err != nil {
 		return nil, []string{fmt.Sprintf("the recorded spec: %v", err)}
 	}
-	nodes := map[string]specs.Node{}
-	for _, n := range plan.Nodes {
-		nodes[n.Key] = n
-	}
-	type armNodes struct{ context, patch, grade string }
-	arms := map[results.Key]armNodes{}
-	for _, a := range plan.Arms {
-		var an armNodes
-		for _, s := range a.Steps {
-			switch n := nodes[s.Key]; n.Activity {
-			case "measure":
-				an.context, an.patch = n.Inputs["context"], n.Inputs["patch"]
-			case "grade":
-				an.grade = s.Key
-				if an.patch == "" {
-					an.patch = n.Inputs["patch"]
-				}
-			}
-		}
-		arms[results.Key{Method: a.Method, Model: a.Model}] = an
-	}
+	arms := armNodesOf(plan)
 	details := map[results.Key]report.Detail{}
 	unread := 0
 	var problems []string
