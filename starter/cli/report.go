@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"ctxlab/activities"
 	"ctxlab/activities/contexts"
@@ -21,9 +22,13 @@ import (
 	"ctxlab/store/cas"
 )
 
-func init() {
-	commands = append(commands, newCommand("report", "tables, statistics and figures of a run", parseReport,
-		runReport))
+func init() { commands = append(commands, reportCommand.command()) }
+
+var reportCommand = commandDef[reportOptions, *reportOptions]{
+	use:   "report NAME|RESULTS.jsonl",
+	short: "tables, statistics and figures of a run",
+	long:  "NAME is a run folder under --runs; a path to a results.jsonl works too.",
+	run:   runReport,
 }
 
 // specRecord is the file in a run folder that keeps the compiled spec of the last `starter run`, so a report knows
@@ -66,6 +71,7 @@ type reportOptions struct {
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Type() string   { return "list" }
 func (l *listFlag) Set(s string) error {
 	for _, part := range strings.Split(s, ",") {
 		if part = strings.TrimSpace(part); part != "" {
@@ -75,10 +81,7 @@ func (l *listFlag) Set(s string) error {
 	return nil
 }
 
-func parseReport(args []string, stderr io.Writer) (reportOptions, error) {
-	var o reportOptions
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func (o *reportOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	fs.StringVar(&o.out, "out", "", "write the report here instead of next to the results (default: the run folder)")
 	fs.StringVar(&o.anchor, "anchor", "", "compare every method against `METHOD` (default: the spec's budget anchor, else the first method)")
@@ -92,28 +95,27 @@ func parseReport(args []string, stderr io.Writer) (reportOptions, error) {
 	fs.Var(&o.pairs, "pair", "also list the disagreements of methods `A,B` (repeatable; every comparison's are listed)")
 	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store the run used, for report.html's "+
 		"drill-down: file:// or s3:// `URL`, or a folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: starter report NAME|RESULTS.jsonl [flags]\n\nNAME is a run folder under --runs; a path to a results.jsonl works too.")
-		printFlags(fs)
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return o, err
-	}
+}
+
+func (o *reportOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	if len(pos) != 1 {
-		return o, fmt.Errorf("report: want one run name or results file, got %d arguments", len(pos))
+		return fmt.Errorf("report: want one run name or results file, got %d arguments", len(pos))
 	}
 	o.name = pos[0]
 	if o.alternative != report.AltObserved && o.alternative != report.AltAnchor {
-		return o, fmt.Errorf("report: --alternative %q: want observed or anchor", o.alternative)
+		return fmt.Errorf("report: --alternative %q: want observed or anchor", o.alternative)
 	}
 	if len(o.pairs)%2 != 0 {
-		return o, fmt.Errorf("report: --pair wants two methods, A,B")
+		return fmt.Errorf("report: --pair wants two methods, A,B")
 	}
 	if o.resamples < 100 {
-		return o, fmt.Errorf("report: --resamples %d: want at least 100", o.resamples)
+		return fmt.Errorf("report: --resamples %d: want at least 100", o.resamples)
 	}
-	return o, nil
+	return nil
+}
+
+func parseReport(args []string, stderr io.Writer) (reportOptions, error) {
+	return reportCommand.parse(args, stderr)
 }
 
 // locateResults finds the results file and the run folder NAME means: an existing results file, a folder holding
