@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"ctxlab/activities/testlog"
 	"ctxlab/activities/testrun"
@@ -204,9 +205,16 @@ func pythonCommand(r Request, dir, testCmd string) (cmd []string, parser string,
 }
 
 // FindPython returns want if set, else the first of python3 on PATH and /usr/bin/python3 that imports module.
+// An interpreter found is remembered for the process (per module and PATH): importing pytest to check takes
+// 0.15-0.4 s, as long as a small instance's whole test run. A failure is not remembered, so installing the
+// module later is seen.
 func FindPython(want, module string) (string, error) {
 	if want != "" {
 		return want, nil
+	}
+	key := module + "\x00" + os.Getenv("PATH")
+	if p, ok := foundPython.Load(key); ok {
+		return p.(string), nil
 	}
 	for _, p := range []string{"python3", "/usr/bin/python3"} {
 		path, err := exec.LookPath(p)
@@ -214,10 +222,14 @@ func FindPython(want, module string) (string, error) {
 			continue
 		}
 		if module == "" || exec.Command(path, "-c", "import "+module).Run() == nil {
+			foundPython.Store(key, path)
 			return path, nil
 		}
 	}
 	return "", fmt.Errorf("no python3 that can import %s (set grading.python, or install python3-%s)", module, module)
 }
+
+// foundPython maps module and PATH to the interpreter FindPython found.
+var foundPython sync.Map
 
 var _ Executor = Local{}

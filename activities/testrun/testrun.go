@@ -5,8 +5,9 @@
 //
 // Go tests are not run through `go test ./...`. The grader downloads the module's requirements once (GOPROXY from
 // Options.GoProxy; no version control), builds each needed package's test binary itself (`go test -c`, offline,
-// CGO_ENABLED=0 unless the module has cgo files: building runs no code of the module), runs every binary in its
-// package folder with -test.v=test2json and only the listed tests, and converts its output with `go tool test2json`,
+// CGO_ENABLED=0 unless the module has cgo files: building runs no code of the module; linked without debug info, as
+// go test links what it runs), runs every binary in its package folder with -test.v=test2json and only the listed
+// tests, and converts its output with the toolchain's test2json (run from its binary, which `go tool -n` names),
 // primed so that only framing lines carrying the testing package's ^V marker count. The test names are checked
 // against the top-level `func TestXxx(t *testing.T)` the package declares, found statically (go/parser; a
 // `go test -list` would need the package to compile at base, which FAIL_TO_PASS tests often do not) in its _test.go

@@ -1,0 +1,41 @@
+package testrun
+
+import (
+	"context"
+	"debug/elf"
+	"io"
+	"runtime"
+	"testing"
+)
+
+// Test binaries are linked as go test links the binaries it runs: without symbol table and DWARF, which makes the
+// link, most of a small package's build, a third or more shorter.
+func TestTestBinaryOmitsDebugInfo(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the binary as ELF")
+	}
+	t.Setenv("GOFLAGS", "")
+	dir := module(t, map[string]string{"m_test.go": "package m\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n"})
+	events := &eventWriter{w: io.Discard, pkg: "example.com/m"}
+	env := Env([]string{"GOPROXY=off", "CGO_ENABLED=0"})
+	bin := buildBinary(context.Background(), dir, t.TempDir(), 0, &goPackage{importPath: "example.com/m", dir: "."}, env, events)
+	if bin == "" {
+		t.Fatal("the test binary did not build")
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, s := range f.Sections {
+		if s.Name == ".symtab" || s.Name == ".debug_info" || s.Name == ".zdebug_info" {
+			t.Errorf("the test binary has a %s section", s.Name)
+		}
+	}
+
+	// A worker's own -ldflags are left alone.
+	t.Setenv("GOFLAGS", "-ldflags=-X=main.v=1")
+	if f := omitDebug(); f != nil {
+		t.Errorf("with GOFLAGS -ldflags: %q, want none", f)
+	}
+}
