@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"ctxlab/activities"
+	"ctxlab/internal/buildid"
 	"ctxlab/specs"
 	"ctxlab/workflows"
 )
@@ -43,6 +44,7 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 	if w, ok := c.(interface{ Unwrap() client.Client }); ok {
 		c = w.Unwrap()
 	}
+	buildid.Set()
 	q := o.Queues
 	if q == (workflows.Queues{}) {
 		q = workflows.DefaultQueues

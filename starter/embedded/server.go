@@ -30,6 +30,8 @@ import (
 	"go.temporal.io/server/common/primitives"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
+
+	"ctxlab/internal/buildid"
 )
 
 // Options configure an embedded server.
@@ -246,6 +248,7 @@ func (l launch) startOn(ctx context.Context, ports Ports, logger log.Logger) (s 
 	if dc == nil {
 		dc = dynamicconfig.StaticClient{}
 	}
+	buildid.Set() // before the server makes its system workers
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
