@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,5 +130,83 @@ func TestSecondStarterAttaches(t *testing.T) {
 	}
 	if out1.String() != out2 {
 		t.Errorf("the two starters report different sweeps:\n%s\n---\n%s", out1.String(), out2)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestAttachedStarterTakesOver: a second starter attached to a first's server must finish the sweep when the first
+// is killed mid-sweep: it sees the server go, takes the run's lock, starts the server itself and resumes the sweep
+// with its own workers, every row written once. Before, it waited on the dead server until its calls timed out and
+// failed with "sweep failed: context deadline exceeded" (also when the first merely finished and stopped its server
+// before the second read the sweep's end).
+func TestAttachedStarterTakesOver(t *testing.T) {
+	t.Parallel()
+	spec := demoVariant(t, "{ name: 'takeover', "+referenceMethods+", debug: { slow_activities: '300ms' } }")
+	runs := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	first := starter(ctx, t, "run", spec, "--runs", runs, "--quiet")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- first.Wait() }()
+	attempts := filepath.Join(runs, "takeover", "attempts.jsonl")
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			select {
+			case err := <-exited:
+				t.Fatalf("first starter exited before %s: %v", what, err)
+			case <-ctx.Done():
+				t.Fatalf("never: %s", what)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	waitFor("it started working", func() bool { b, err := os.ReadFile(attempts); return err == nil && len(b) > 0 })
+	second := starter(ctx, t, "run", spec, "--runs", runs)
+	var out2 lockedBuffer
+	var err2 lockedBuffer
+	second.Stdout, second.Stderr = &out2, &err2
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the second attached", func() bool { return strings.Contains(err2.String(), "attached to the running sweep") })
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	if err := second.Wait(); err != nil {
+		t.Fatalf("second starter: %v\n%s", err, err2.String())
+	}
+	if !strings.Contains(err2.String(), "carrying on with a server of this one") {
+		t.Errorf("the second starter did not say it took over:\n%s", err2.String())
+	}
+	b, err := os.ReadFile(filepath.Join(runs, "takeover", "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(string(b), "\n")
+	rows := readRows(t, filepath.Join(runs, "takeover", "results.jsonl"))
+	if want := 11 * 2; len(rows) != want || lines != want {
+		t.Errorf("%d rows in %d lines, want %d once each", len(rows), lines, want)
 	}
 }

@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -29,6 +31,8 @@ type connection struct {
 	// address is the frontend dialled (the Web UI talks to it too).
 	address string
 	unlock  func()
+	// serverFile is the run folder's server.json when this process publishes its server there.
+	serverFile string
 }
 
 func (c *connection) close() {
@@ -36,6 +40,12 @@ func (c *connection) close() {
 		c.client.Close()
 	}
 	if c.server != nil {
+		// Unpublished first, ports kept for the next start: a starter attached to this server sees it go (see
+		// watchOwner) and waits for the lock instead of attaching to a server that is stopping.
+		if sf, ok := readServerFile(c.serverFile); ok && sf.PID == os.Getpid() {
+			sf.Address = ""
+			_ = writeServerFile(c.serverFile, sf)
+		}
 		_ = c.server.Stop()
 	}
 	if c.unlock != nil {
@@ -107,7 +117,7 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 		unlock()
 		return nil, err
 	}
-	return &connection{client: c, server: srv, unlock: unlock, address: srv.HostPort()}, nil
+	return &connection{client: c, server: srv, unlock: unlock, address: srv.HostPort(), serverFile: sfPath}, nil
 }
 
 // writeServerFile publishes a server by renaming a finished file into place, so a starter waiting to attach never
@@ -183,6 +193,31 @@ func lockHolder(lockPath string) int {
 		return 0
 	}
 	return pid
+}
+
+// watchOwner watches, for a starter attached to another's server, that the owner still serves it: every half second
+// it reads server.json, and when the file no longer names that address with a live process (the owner finished
+// and stopped its server, or was killed), it calls gone. It returns when ctx ends.
+func watchOwner(ctx context.Context, runDir, address string, gone func()) {
+	for {
+		if err := flock.Sleep(ctx, 500*time.Millisecond); err != nil {
+			return
+		}
+		sf, ok := readServerFile(filepath.Join(runDir, "server.json"))
+		if !ok || !processAlive(sf.PID) || sf.Address != address {
+			gone()
+			return
+		}
+	}
+}
+
+// processAlive reports whether a process of that pid exists (signal 0 checks without touching it).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func readServerFile(path string) (serverFile, bool) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,9 @@ import (
 )
 
 type runOptions struct {
+	// tookOver is set when this starter was attached to another's server and runs the sweep again after that
+	// server went away (once).
+	tookOver bool
 	spec     string
 	runs     string
 	cluster  cluster.Options
@@ -215,6 +219,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 
 	getCtx, stopGet := context.WithCancel(ctx)
 	defer stopGet()
+	var ownerGone atomic.Bool
+	if conn.attached {
+		go watchOwner(getCtx, runDir, conn.address, func() { ownerGone.Store(true); stopGet() })
+	}
 	guard := &pauseGuard{stop: stopGet}
 	done := make(chan struct{})
 	watched := watch(ctx, newSampler(conn.client, run.GetID(), runDir, len(plan.Arms)),
@@ -223,6 +231,14 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	err = run.Get(getCtx, &res)
 	close(done)
 	<-watched
+	if err != nil && ownerGone.Load() && ctx.Err() == nil && !o.tookOver {
+		// The owner's server went away before this starter read the sweep's end: it finished and stopped, or was
+		// killed. Connecting again takes the run's lock once the owner has let go, and starts the server here: a
+		// finished sweep is then shown, a running one resumed with this process's workers.
+		log.Info().Msg("the starter that ran this sweep's server has stopped; carrying on with a server of this one")
+		o.tookOver = true
+		return runSweep(o, stdout, stderr)
+	}
 	if p := guard.hit; err != nil && ctx.Err() == nil && p != nil {
 		if o.json {
 			writeJSONSummary(stdout, runDir, res, fmt.Errorf("spend cap reached (limits.spend_usd $%g): %d issue(s) "+

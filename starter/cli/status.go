@@ -2,14 +2,12 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -192,8 +190,7 @@ func liveStarter(dir string) (pid *int, published bool) {
 	if json.Unmarshal(b, &sf) != nil || sf.PID <= 0 {
 		return nil, false
 	}
-	// Signal 0 checks that the process exists without touching it.
-	if err := syscall.Kill(sf.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+	if !processAlive(sf.PID) {
 		return nil, true
 	}
 	return &sf.PID, true
