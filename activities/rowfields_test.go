@@ -221,22 +221,11 @@ func constStrings(t *testing.T, fset *token.FileSet, path string) map[string]str
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, d := range af.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
+	eachConst(af, func(name string, value ast.Expr) {
+		if lit, ok := value.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			out[name], _ = strconv.Unquote(lit.Value)
 		}
-		for _, s := range g.Specs {
-			vs := s.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				if i < len(vs.Values) {
-					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						out[name.Name], _ = strconv.Unquote(lit.Value)
-					}
-				}
-			}
-		}
-	}
+	})
 	if len(out) == 0 {
 		t.Fatalf("no string constants in %s", path)
 	}
@@ -246,6 +235,20 @@ func constStrings(t *testing.T, fset *token.FileSet, path string) map[string]str
 // constAliases returns a file's constants defined as results.Field constants (const fieldX = results.FieldX).
 func constAliases(af *ast.File, resultsConsts map[string]string) map[string]string {
 	out := map[string]string{}
+	eachConst(af, func(name string, value ast.Expr) {
+		if sel, ok := value.(*ast.SelectorExpr); ok {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "results" {
+				if v, ok := resultsConsts[sel.Sel.Name]; ok {
+					out[name] = v
+				}
+			}
+		}
+	})
+	return out
+}
+
+// eachConst calls f with each constant a file declares with a value of its own, and that value.
+func eachConst(af *ast.File, f func(name string, value ast.Expr)) {
 	for _, d := range af.Decls {
 		g, ok := d.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
@@ -254,18 +257,10 @@ func constAliases(af *ast.File, resultsConsts map[string]string) map[string]stri
 		for _, s := range g.Specs {
 			vs := s.(*ast.ValueSpec)
 			for i, name := range vs.Names {
-				if i >= len(vs.Values) {
-					continue
-				}
-				if sel, ok := vs.Values[i].(*ast.SelectorExpr); ok {
-					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "results" {
-						if v, ok := resultsConsts[sel.Sel.Name]; ok {
-							out[name.Name] = v
-						}
-					}
+				if i < len(vs.Values) {
+					f(name.Name, vs.Values[i])
 				}
 			}
 		}
 	}
-	return out
 }

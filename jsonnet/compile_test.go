@@ -333,22 +333,7 @@ func TestVariableCodeErrors(t *testing.T) {
 
 // TestLibraryDefaultsMatchSetDefaults keeps ctxlab.experiment's defaults and specs.SetDefaults the same.
 func TestLibraryDefaultsMatchSetDefaults(t *testing.T) {
-	vm, err := newVM(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := gojsonnet.SnippetToAST("defaults", "(import 'ctxlab.libsonnet').experiment({})")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := vm.Evaluate(node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fromLib specs.Experiment
-	if err := json.Unmarshal([]byte(out), &fromLib); err != nil {
-		t.Fatal(err)
-	}
+	fromLib := evalExperiment(t, "(import 'ctxlab.libsonnet').experiment({})")
 	var fromGo specs.Experiment
 	fromGo.SetDefaults()
 	if !reflect.DeepEqual(fromLib, fromGo) {
@@ -366,12 +351,22 @@ func TestLibraryReadsExperimentDefaultsFromGo(t *testing.T) {
 	specs.ExperimentDefaults.Grading.Timeout = specs.Duration(7 * time.Minute)
 	specs.ExperimentDefaults.Limits.Concurrency = 9
 
+	fromLib := evalExperiment(t, "(import 'ctxlab.libsonnet').experiment({ limits: { retries: 5 } })")
+	want := specs.ExperimentDefaults
+	want.Limits.Retries = 5 // the spec's own value wins; the defaults beside it in limits stay
+	if !reflect.DeepEqual(fromLib, want) {
+		t.Errorf("library yields %+v\nwant %+v", fromLib, want)
+	}
+}
+
+// evalExperiment evaluates a Jsonnet snippet with the library on the path, as it is, before SetDefaults.
+func evalExperiment(t *testing.T, snippet string) specs.Experiment {
+	t.Helper()
 	vm, err := newVM(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := gojsonnet.SnippetToAST("defaults",
-		"(import 'ctxlab.libsonnet').experiment({ limits: { retries: 5 } })")
+	node, err := gojsonnet.SnippetToAST("snippet", snippet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,13 +374,9 @@ func TestLibraryReadsExperimentDefaultsFromGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fromLib specs.Experiment
-	if err := json.Unmarshal([]byte(out), &fromLib); err != nil {
+	var e specs.Experiment
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
 		t.Fatal(err)
 	}
-	want := specs.ExperimentDefaults
-	want.Limits.Retries = 5 // the spec's own value wins; the defaults beside it in limits stay
-	if !reflect.DeepEqual(fromLib, want) {
-		t.Errorf("library yields %+v\nwant %+v", fromLib, want)
-	}
+	return e
 }

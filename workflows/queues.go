@@ -55,9 +55,6 @@ const heartbeatTimeout = 15 * time.Second
 
 // activityOptions are the options of one kind of activity.
 func activityOptions(ctx workflow.Context, q Queues, kind string, attempts int, grading time.Duration) workflow.Context {
-	if attempts < 1 {
-		attempts = 3
-	}
 	// 30 minutes also bounds a model call: the openai provider's own retries (4 attempts of at most 5 minutes, and
 	// waits of at most a minute between them) end before it, so a slow endpoint is not cut off mid-retry.
 	timeout := 30 * time.Minute
@@ -72,12 +69,7 @@ func activityOptions(ctx workflow.Context, q Queues, kind string, attempts int, 
 		TaskQueue:           q.For(kind),
 		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    heartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    int32(attempts),
-		},
+		RetryPolicy:         retryPolicy(nodeAttempts(attempts)),
 	})
 }
 
@@ -89,29 +81,16 @@ func bookkeepingOptions(ctx workflow.Context, q Queues) workflow.Context {
 		TaskQueue:           q.CPU,
 		StartToCloseTimeout: 5 * time.Minute,
 		HeartbeatTimeout:    heartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    10,
-		},
+		RetryPolicy:         retryPolicy(bookkeepingAttempts),
 	})
 }
 
 // localActivityOptions are the options of a node the workflow worker runs itself (specs.RunsLocally): the retries
 // of a node activity, with no heartbeat (the workflow task's own timeout notices a dead worker).
 func localActivityOptions(ctx workflow.Context, attempts int) workflow.Context {
-	if attempts < 1 {
-		attempts = 3
-	}
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    int32(attempts),
-		},
+		RetryPolicy:         retryPolicy(nodeAttempts(attempts)),
 	})
 }
 
@@ -119,11 +98,27 @@ func localActivityOptions(ctx workflow.Context, attempts int) workflow.Context {
 func localBookkeepingOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    10,
-		},
+		RetryPolicy:         retryPolicy(bookkeepingAttempts),
 	})
+}
+
+// bookkeepingAttempts bounds the tries of the sweep's own short activities.
+const bookkeepingAttempts = 10
+
+// nodeAttempts is a node's tries: the spec's retries, or 3 when it sets none.
+func nodeAttempts(attempts int) int {
+	if attempts < 1 {
+		return 3
+	}
+	return attempts
+}
+
+// retryPolicy is every activity's backoff, from a second doubling to 30 seconds, over at most attempts tries.
+func retryPolicy(attempts int) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    30 * time.Second,
+		MaximumAttempts:    int32(attempts),
+	}
 }

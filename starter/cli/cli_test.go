@@ -60,13 +60,7 @@ func TestCompilePrintsSharedNodes(t *testing.T) {
 // Bad specs and datasets stop the run before any server starts, with one line naming the file and line.
 func TestRunFailsFastOnBadInput(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeUnder(t, dir, name, text) }
 	goodRow := `{"instance_id":"o__r-1","repo":"o/r","base_commit":"abc","problem_statement":"p","patch":"d","test_patch":"t","FAIL_TO_PASS":["TestA"],"PASS_TO_PASS":[]}`
 	badRow := `{"instance_id":"o__r-2","repo":"o/r","problem_statement":"p","patch":"d","test_patch":"t","FAIL_TO_PASS":["TestA"]}`
 	write("rows.jsonl", goodRow+"\n"+badRow+"\n")

@@ -106,18 +106,10 @@ func TestSecondStarterAttaches(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- first.Wait() }()
-	for {
-		if b, err := os.ReadFile(filepath.Join(runs, "attach", "attempts.jsonl")); err == nil && len(b) > 0 {
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("first starter exited before it started working: %v\n%s", err, err1.String())
-		case <-ctx.Done():
-			t.Fatal("first starter never started working")
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	waitWhileRunning(ctx, t, exited, "it started working", func() bool {
+		b, err := os.ReadFile(filepath.Join(runs, "attach", "attempts.jsonl"))
+		return err == nil && len(b) > 0
+	})
 	out2, err2, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs)
 	if code != 0 {
 		t.Fatalf("second starter: exit %d\n%s", code, err2)
@@ -130,6 +122,20 @@ func TestSecondStarterAttaches(t *testing.T) {
 	}
 	if out1.String() != out2 {
 		t.Errorf("the two starters report different sweeps:\n%s\n---\n%s", out1.String(), out2)
+	}
+}
+
+// waitWhileRunning polls ok until it holds, failing the test if the first starter exits (exited) or ctx ends first.
+func waitWhileRunning(ctx context.Context, t *testing.T, exited <-chan error, what string, ok func() bool) {
+	t.Helper()
+	for !ok() {
+		select {
+		case err := <-exited:
+			t.Fatalf("first starter exited before %s: %v", what, err)
+		case <-ctx.Done():
+			t.Fatalf("never: %s", what)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
@@ -169,19 +175,10 @@ func TestAttachedStarterTakesOver(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- first.Wait() }()
 	attempts := filepath.Join(runs, "takeover", "attempts.jsonl")
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for !ok() {
-			select {
-			case err := <-exited:
-				t.Fatalf("first starter exited before %s: %v", what, err)
-			case <-ctx.Done():
-				t.Fatalf("never: %s", what)
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
-	waitFor("it started working", func() bool { b, err := os.ReadFile(attempts); return err == nil && len(b) > 0 })
+	waitWhileRunning(ctx, t, exited, "it started working", func() bool {
+		b, err := os.ReadFile(attempts)
+		return err == nil && len(b) > 0
+	})
 	second := starter(ctx, t, "run", spec, "--runs", runs)
 	var out2 lockedBuffer
 	var err2 lockedBuffer
@@ -189,7 +186,9 @@ func TestAttachedStarterTakesOver(t *testing.T) {
 	if err := second.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the second attached", func() bool { return strings.Contains(err2.String(), "attached to the running sweep") })
+	waitWhileRunning(ctx, t, exited, "the second attached", func() bool {
+		return strings.Contains(err2.String(), "attached to the running sweep")
+	})
 	if err := first.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -44,16 +44,7 @@ func TestParseSpecFlags(t *testing.T) {
 // the compiled experiment carries what each one supplied.
 func TestCompileWithImporterFlags(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeUnder(t, dir, name, text) }
 	spec := write("spec/spec.jsonnet", `local ctxlab = import 'ctxlab.libsonnet';
 local lib = import 'naming.libsonnet';
 ctxlab.experiment({
@@ -144,4 +135,17 @@ func TestCompileLib(t *testing.T) {
 	if code := Main([]string{"compile", "--lib", "s.jsonnet"}, &out, &errb); code != exitUsage {
 		t.Errorf("compile --lib with a spec: exit %d", code)
 	}
+}
+
+// writeUnder writes text to dir/name, making its folders, and returns the path.
+func writeUnder(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

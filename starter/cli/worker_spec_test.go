@@ -14,16 +14,7 @@ import (
 // it as far as dialing (an address nothing listens on).
 func TestWorkerSpecTakesJsonnetFlags(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeUnder(t, dir, name, text) }
 	spec := write("spec/spec.jsonnet", `local ctxlab = import 'ctxlab.libsonnet';
 local lib = import 'naming.libsonnet';
 ctxlab.experiment({
