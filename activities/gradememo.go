@@ -93,7 +93,7 @@ func (j *job) gradeOnce(ctx context.Context, p GradeParams, r GradeRequest,
 	memo := j.a.gradeMemo(j.in.Run)
 	reuse := func(out NodeOutput) NodeOutput {
 		j.reused = key
-		j.a.Log.Info().Str("instance", r.Instance.InstanceID).Str("node", j.in.Node).Str("grade_key", key).
+		j.a.Log.Debug().Str("instance", r.Instance.InstanceID).Str("node", j.in.Node).Str("grade_key", key).
 			Msg("patch already graded; reusing its grade")
 		out.Row = maps.Clone(out.Row)
 		if out.Row == nil {
