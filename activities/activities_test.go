@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/patch/diff"
@@ -79,6 +80,23 @@ func (f *fixture) must(out NodeOutput, err error) NodeOutput {
 		f.t.Fatal(err)
 	}
 	return out
+}
+
+// manifest reads the snapshot a checkout node made.
+func (f *fixture) manifest(co NodeOutput) repo.Manifest {
+	f.t.Helper()
+	m, err := repo.LoadManifest(context.Background(), mustStore(f.t, f.a), co.Ref)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
+// useStore makes the run's steps read and write through s from now on (a wrapper that counts or fails reads).
+func (f *fixture) useStore(s cas.Store) {
+	f.a.mu.Lock()
+	f.a.stores["t"] = s
+	f.a.mu.Unlock()
 }
 
 // keyOf makes distinct memo keys for distinct parameters and inputs, as the plan's node keys do.

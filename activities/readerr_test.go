@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"ctxlab/activities/contexts"
-	"ctxlab/activities/repo"
 	"ctxlab/patch/diff"
 	"ctxlab/store/cas"
 )
@@ -42,10 +41,7 @@ func TestSnapshotReadErrorFailsAttempt(t *testing.T) {
 	ctx := context.Background()
 	co := f.must(f.node("checkout", inst, nil, nil))
 	store := mustStore(t, f.a)
-	m, err := repo.LoadManifest(ctx, store, co.Ref)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := f.manifest(co)
 	gold, err := diff.ChangedFiles(f.rows[inst].Patch)
 	if err != nil || len(gold) == 0 {
 		t.Fatalf("gold files %v, %v", gold, err)
@@ -59,9 +55,7 @@ func TestSnapshotReadErrorFailsAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	flaky := &flakyStore{Store: store, blob: entry.Blob, fails: 1}
-	f.a.mu.Lock()
-	f.a.stores["t"] = flaky
-	f.a.mu.Unlock()
+	f.useStore(flaky)
 
 	inputs := map[string]NodeOutput{"checkout": co, "files": {Ref: selRef}}
 	_, err = f.node("assemble", inst, nil, inputs)
@@ -93,10 +87,7 @@ func TestPatchCheckReadErrorFailsAttempt(t *testing.T) {
 	co := f.must(f.node("checkout", inst, nil, nil))
 	none := f.must(f.node("no_source", inst, nil, map[string]NodeOutput{"checkout": co}))
 	store := mustStore(t, f.a)
-	m, err := repo.LoadManifest(ctx, store, co.Ref)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := f.manifest(co)
 	gold, err := diff.ChangedFiles(f.rows[inst].Patch)
 	if err != nil || len(gold) == 0 {
 		t.Fatalf("gold files %v, %v", gold, err)
@@ -106,9 +97,7 @@ func TestPatchCheckReadErrorFailsAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.a.mu.Lock()
-	f.a.stores["t"] = &flakyStore{Store: store, blob: entry.Blob, fails: 1}
-	f.a.mu.Unlock()
+	f.useStore(&flakyStore{Store: store, blob: entry.Blob, fails: 1})
 
 	inputs := map[string]NodeOutput{"checkout": co, "context": none, "patch": {Ref: patchRef}}
 	tok := map[string]any{"tokenizer": "o200k_base"}

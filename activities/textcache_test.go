@@ -35,15 +35,10 @@ func TestToolTurnsShareSnapshotText(t *testing.T) {
 	ctx := context.Background()
 	co := f.must(f.node("checkout", inst, nil, nil))
 	store := mustStore(t, f.a)
-	m, err := repo.LoadManifest(ctx, store, co.Ref)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := f.manifest(co)
 	counting := &countingStore{Store: store, gets: map[cas.Ref]int{}}
 	f.a.FileCacheBytes = 0 // the default bound, whatever the environment says (no file has been read yet)
-	f.a.mu.Lock()
-	f.a.stores["t"] = counting
-	f.a.mu.Unlock()
+	f.useStore(counting)
 	fileReads := func() (n int) {
 		counting.mu.Lock()
 		defer counting.mu.Unlock()
