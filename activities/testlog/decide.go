@@ -12,30 +12,75 @@ type Verdict struct {
 	Passed   []string `json:"passed"`
 	Failed   []string `json:"failed"`
 	Missing  []string `json:"missing"`
-	Skipped  []string `json:"skipped"`
+	// Skipped holds the tests whose result counts neither as a pass nor as a failure: skipped, or a status the
+	// harness does not know.
+	Skipped []string `json:"skipped"`
+	// Regressed lists tests outside the lists that Multi-SWE-bench forbids to fail and that failed
+	// (DecideMultiSWEBench); always empty for Decide.
+	Regressed []string `json:"regressed,omitempty"`
 }
 
-// Decide grades a run: the instance is resolved only when every FAIL_TO_PASS and every PASS_TO_PASS test passed.
+// Decide grades a run by the SWE-bench harness's rule (SWE-bench/SWE-bench swebench/harness/grading.py, v4.0.x at
+// commit fdefc6a2: test_passed, test_failed, get_eval_tests_report, compute_fail_to_pass, compute_pass_to_pass,
+// get_resolution_status), which SWE-bench Multilingual's Go rows are graded by too:
 //
-//   - A test with no result is Missing, and counts as failing (its package did not build, the name is wrong, or the
-//     binary died before reaching it).
-//   - A test name that ran in several packages must pass in every one of them; one failure makes it Failed.
-//   - A skipped test counts as not passing, for FAIL_TO_PASS and PASS_TO_PASS alike (it lands in Skipped). This is
-//     SWE-bench's own rule (only PASSED/XFAIL pass), and it is the safe choice for PASS_TO_PASS too: those lists hold
-//     tests that passed with the reference patch in the same environment, so a skip now means the candidate changed
-//     behaviour; counting a skip as a pass would also reward a patch that merely adds t.Skip to a failing test.
+//   - a test passes when its status is PASSED or XFAIL (StatusPass), and fails when it is FAILED or ERROR
+//     (StatusFail) or when it has no result at all (Missing: its package did not build, the name is wrong, or the
+//     run died before reaching it);
+//   - any other status (SKIPPED, or one the harness does not know) counts neither way (Skipped): the harness leaves
+//     it out of both the successes and the failures;
+//   - the instance is resolved when no FAIL_TO_PASS and no PASS_TO_PASS test fails. Empty lists, or lists whose
+//     tests were all skipped, resolve (the harness's ratios are 1 when nothing counted). So a patch that makes
+//     every listed test skip resolves, as in the harness; the row lists those tests (tests_skipped).
 //   - Nothing is decided from an exit code: only per-test results count.
 //
 // A Go name may be package-qualified ("import/path::TestX", "./pkg::TestX", "pkg/sub::TestX/sub"; see
-// SplitGoTestName): then only the results of that package count. A bare name counts the results of every package.
+// SplitGoTestName): then only the results of that package count. A bare name counts the results of every package:
+// a failure in any of them fails it, else a pass in any of them passes it (a skip elsewhere counts neither way).
 //
 // A name go test would print differently (spaces in subtest names become underscores) is also looked up in that
 // form.
 func Decide(failToPass, passToPass []string, rep Report) Verdict {
+	v := classify(failToPass, passToPass, rep)
+	v.Resolved = len(v.Failed) == 0 && len(v.Missing) == 0
+	return v
+}
+
+// DecideMultiSWEBench grades a run by Multi-SWE-bench's rule (multi-swe-bench/multi-swe-bench,
+// multi_swe_bench/harness/report.py Report.check and gen_report.py's evaluation mode, at commit fc0e95bc): every
+// FAIL_TO_PASS and PASS_TO_PASS test must pass (a skip, an unknown status or no result does not: the harness wants
+// each in the report's f2p/s2p/n2p/p2p tests, whose fix status is PASS); FAIL_TO_PASS must not be empty ("Fix
+// something"); and no test of noNewFailures may fail (Regressed): the tests that passed with the test patch alone
+// ("No new failures") or passed at base_commit and were skipped or absent with the test patch ("Anomalous
+// pattern"), which the dataset row lists (swebench.Instance.NoNewFailures). A test of noNewFailures that is
+// skipped or did not run is fine, as in the harness.
+func DecideMultiSWEBench(failToPass, passToPass, noNewFailures []string, rep Report) Verdict {
+	v := classify(failToPass, passToPass, rep)
+	listed := map[string]bool{}
+	for _, name := range append(append([]string{}, failToPass...), passToPass...) {
+		listed[name] = true
+	}
+	seen := map[string]bool{}
+	for _, name := range noNewFailures {
+		if listed[name] || seen[name] {
+			continue
+		}
+		seen[name] = true
+		if anyStatus(lookup(rep, name), StatusFail) {
+			v.Regressed = append(v.Regressed, name)
+		}
+	}
+	sort.Strings(v.Regressed)
+	v.Resolved = len(failToPass) > 0 && len(v.Failed) == 0 && len(v.Missing) == 0 && len(v.Skipped) == 0 &&
+		len(v.Regressed) == 0
+	return v
+}
+
+// classify puts every listed test in one bucket of a Verdict (see Decide); Resolved is left to the caller's rule.
+func classify(failToPass, passToPass []string, rep Report) Verdict {
 	v := Verdict{Passed: []string{}, Failed: []string{}, Missing: []string{}, Skipped: []string{}}
 	seen := map[string]bool{}
-	all := append(append([]string{}, failToPass...), passToPass...)
-	for _, name := range all {
+	for _, name := range append(append([]string{}, failToPass...), passToPass...) {
 		if seen[name] {
 			continue
 		}
@@ -46,17 +91,16 @@ func Decide(failToPass, passToPass []string, rep Report) Verdict {
 			v.Missing = append(v.Missing, name)
 		case anyStatus(results, StatusFail):
 			v.Failed = append(v.Failed, name)
-		case anyStatus(results, StatusSkip):
-			v.Skipped = append(v.Skipped, name)
-		default:
+		case anyStatus(results, StatusPass):
 			v.Passed = append(v.Passed, name)
+		default:
+			v.Skipped = append(v.Skipped, name)
 		}
 	}
 	sort.Strings(v.Passed)
 	sort.Strings(v.Failed)
 	sort.Strings(v.Missing)
 	sort.Strings(v.Skipped)
-	v.Resolved = len(all) > 0 && len(v.Failed) == 0 && len(v.Missing) == 0 && len(v.Skipped) == 0
 	return v
 }
 
