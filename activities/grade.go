@@ -157,7 +157,7 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 				return NodeOutput{Row: row}, nil
 			}
 		}
-		v := testlog.Decide(r.Instance.FailToPass, r.Instance.PassToPass, res.Report)
+		v := executor.Decide(r.Instance, res.Report)
 		status := runStatus(res, v)
 		statuses = append(statuses, status)
 		if status == GradeResolved {
@@ -208,9 +208,16 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		row["tests_failed"] = last.Failed
 		row["tests_missing"] = last.Missing
 		row["tests_skipped"] = last.Skipped
+		if len(last.Regressed) > 0 {
+			row["tests_regressed"] = last.Regressed
+		}
+	} else if len(last.Skipped) > 0 {
+		// Resolved with listed tests that counted neither way (the harness's rule): the row says which.
+		row["tests_skipped"] = last.Skipped
 	}
 	return NodeOutput{Ref: logRef, Row: row}, nil
 }
+
 
 // recordApply puts how the model patch applied on the row.
 func recordApply(row map[string]any, res executor.Result) {
@@ -297,7 +304,7 @@ func runStatus(res executor.Result, v testlog.Verdict) string {
 		return GradeBuildFailed
 	case noneRan && (len(rep.Tests) > 0 || allIn(v.Missing, rep.NotDeclared)):
 		return GradeNameMismatch
-	case len(v.Missing) > 0 && len(v.Failed) == 0 && len(v.Skipped) == 0:
+	case len(v.Missing) > 0 && len(v.Failed) == 0 && len(v.Skipped) == 0 && len(v.Regressed) == 0:
 		return GradeTestsMissing
 	default:
 		return GradeUnresolved

@@ -20,7 +20,7 @@ import (
 var newExecutor = executor.New
 
 // gradeMemoVersion starts every grade memo key; change it when what a grade computes from the same inputs changes.
-const gradeMemoVersion = "ctxlab-grade-v1"
+const gradeMemoVersion = "ctxlab-grade-v2"
 
 // gradeMemoKey is everything a grade's outcome depends on: the whole instance (its id, base commit, test patch and
 // listed tests), the repository snapshot the worktree is built from, the patch's bytes and the grade step's

@@ -2,7 +2,7 @@
 // instance's repository and runs the listed tests, contained. Two executors exist: Local (a temporary worktree on
 // this machine; Go through go test -json, Python through pytest -rA or unittest -v) and Docker (SWE-bench /
 // SWE-rebench instance images through the docker CLI, with the harness's eval script and test-output markers).
-// Executors only run and parse; testlog.Decide decides.
+// Executors only run and parse; Decide decides.
 package executor
 
 import (
@@ -95,6 +95,16 @@ func New(name string) (Executor, error) {
 		return Docker{}, nil
 	}
 	return nil, fmt.Errorf("unknown grading executor %q (known: local, docker)", name)
+}
+
+// Decide grades a run's report by the rule of the harness the instance comes from: Multi-SWE-bench's for its rows
+// (testlog.DecideMultiSWEBench, with the row's NoNewFailures), SWE-bench's grading.py for every other
+// (testlog.Decide).
+func Decide(in swebench.Instance, rep testlog.Report) testlog.Verdict {
+	if in.Format == swebench.FormatMultiSWEBench {
+		return testlog.DecideMultiSWEBench(in.FailToPass, in.PassToPass, in.NoNewFailures, rep)
+	}
+	return testlog.Decide(in.FailToPass, in.PassToPass, rep)
 }
 
 // TempPrefix starts the name of every grading folder; the process id follows, so stale folders of dead processes

@@ -82,9 +82,7 @@ func python(t *testing.T) string {
 	return py
 }
 
-func decide(in swebench.Instance, res Result) testlog.Verdict {
-	return testlog.Decide(in.FailToPass, in.PassToPass, res.Report)
-}
+func decide(in swebench.Instance, res Result) testlog.Verdict { return Decide(in, res.Report) }
 
 func TestImageName(t *testing.T) {
 	for id, want := range map[string]string{

@@ -90,7 +90,8 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 		GoProxy: r.Config.GoProxy, ExcludeTestFiles: res.ModelTestFiles}
 	testCmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
 	if lang == LangGo && testCmd == "" {
-		o.Tests = append(append([]string{}, r.Instance.FailToPass...), r.Instance.PassToPass...)
+		// A Multi-SWE-bench row's tests that must not newly fail run too (Decide checks them).
+		o.Tests = slices.Concat(r.Instance.FailToPass, r.Instance.PassToPass, r.Instance.NoNewFailures)
 	} else {
 		cmd, parser, env, err := pythonCommand(r, dir, testCmd)
 		if err != nil {

@@ -38,6 +38,10 @@ type Instance struct {
 	// Format is FormatMultiSWEBench for rows converted from Multi-SWE-bench (whose images and predictions are named
 	// by org, repo and number; see ParseMultiSWEBenchID), empty for SWE-bench rows.
 	Format string `json:"format,omitempty"`
+	// NoNewFailures are the tests, other than FAIL_TO_PASS and PASS_TO_PASS, that Multi-SWE-bench's harness forbids a
+	// fix to fail, read from a Multi-SWE-bench row's run_result and test_patch_result (see decodeMultiSWEBench);
+	// empty for other rows.
+	NoNewFailures TestList `json:"no_new_failures,omitempty"`
 }
 
 // TestList is a list of test names that reads both ["a","b"] and "[\"a\",\"b\"]".

@@ -112,7 +112,86 @@ func decodeMultiSWEBench(r rawRow) (Instance, error) {
 		return in, r.fail(in.InstanceID, "p2p_tests", err)
 	}
 	in.PassToPass = passing
+	if in.NoNewFailures, err = noNewFailures(r, in); err != nil {
+		return in, err
+	}
 	return in, nil
+}
+
+// Test statuses of Multi-SWE-bench's harness (multi_swe_bench/harness/test_result.py, TestStatus); NONE is a test a
+// run did not report.
+const (
+	msbPass = "PASS"
+	msbFail = "FAIL"
+	msbSkip = "SKIP"
+	msbNone = "NONE"
+)
+
+// noNewFailures lists the tests Report.check (multi_swe_bench/harness/report.py, multi-swe-bench/multi-swe-bench at
+// commit fc0e95bc) forbids the fix to fail, besides the listed ones: those whose status with the test patch alone
+// (test_patch_result) is PASS ("No new failures"), and those that passed at base_commit (run_result) and were
+// skipped or absent with the test patch ("Anomalous pattern"). A row without these results lists none: its
+// per-test {run, test, fix} dicts cover only the listed tests, which must pass anyway.
+func noNewFailures(r rawRow, in Instance) (TestList, error) {
+	run, err := msbStatuses(r, in, "run_result")
+	if err != nil {
+		return nil, err
+	}
+	test, err := msbStatuses(r, in, "test_patch_result")
+	if err != nil {
+		return nil, err
+	}
+	listed := map[string]bool{}
+	for _, name := range append(append([]string{}, in.FailToPass...), in.PassToPass...) {
+		listed[name] = true
+	}
+	var out []string
+	for _, statuses := range []map[string]string{run, test} {
+		for name := range statuses {
+			st := test[name]
+			if st == "" {
+				st = msbNone
+			}
+			if listed[name] || slices.Contains(out, name) {
+				continue
+			}
+			if st == msbPass || (run[name] == msbPass && (st == msbNone || st == msbSkip)) {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// msbStatuses reads a run's results ({passed,failed,skipped}_tests, lists of names) into name -> status; absent or
+// null is an empty run.
+func msbStatuses(r rawRow, in Instance, field string) (map[string]string, error) {
+	out := map[string]string{}
+	raw := bytes.TrimSpace(r.fields[field])
+	if len(raw) == 0 || string(raw) == "null" {
+		return out, nil
+	}
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, r.fail(in.InstanceID, field, fmt.Errorf("want an object with passed_tests, failed_tests and skipped_tests, got %.40s", raw))
+	}
+	for _, part := range []struct{ key, status string }{
+		{"passed_tests", msbPass}, {"failed_tests", msbFail}, {"skipped_tests", msbSkip},
+	} {
+		b := bytes.TrimSpace(res[part.key])
+		if len(b) == 0 || string(b) == "null" {
+			continue
+		}
+		var names []string
+		if err := json.Unmarshal(b, &names); err != nil {
+			return nil, r.fail(in.InstanceID, field+"."+part.key, fmt.Errorf("want a list of test names, got %.40s", b))
+		}
+		for _, name := range names {
+			out[name] = part.status
+		}
+	}
+	return out, nil
 }
 
 // testNamesOf returns the keys of a dict of tests in name order; absent and null are none.

@@ -78,3 +78,34 @@ func TestReadMultiSWEBench(t *testing.T) {
 		}
 	}
 }
+
+// A row that carries the harness's run results (run_result: base_commit; test_patch_result: the test patch alone)
+// lists the tests Multi-SWE-bench forbids the fix to fail (report.py, Report.check): those that passed with the test
+// patch ("No new failures"), and those that passed at base and were skipped or did not run with the test patch
+// ("Anomalous pattern"). Listed tests are not repeated; a test that failed before is not one of them.
+func TestMultiSWEBenchNoNewFailures(t *testing.T) {
+	row := strings.TrimSuffix(msbRow, "}") + `,"run_result":{"passed_count":4,"failed_count":1,"skipped_count":1,` +
+		`"passed_tests":["TestKeep","TestOld","TestVanished","TestNowSkipped"],"failed_tests":["TestFixed"],"skipped_tests":["TestWasSkipped"]},` +
+		`"test_patch_result":{"passed_count":3,"failed_count":2,"skipped_count":2,` +
+		`"passed_tests":["TestKeep","TestOld","TestExtra"],"failed_tests":["TestFixed","TestBrokenByTests"],` +
+		`"skipped_tests":["TestNowSkipped","TestWasSkipped"]},` +
+		`"fix_patch_result":{"passed_count":0,"failed_count":0,"skipped_count":0,"passed_tests":[],"failed_tests":[],"skipped_tests":[]}}`
+	rows, err := Read(strings.NewReader(row), "msb.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"TestExtra", "TestNowSkipped", "TestOld", "TestVanished"}
+	if got := rows[0].NoNewFailures; !slices.Equal(got, want) {
+		t.Errorf("NoNewFailures = %v, want %v", got, want)
+	}
+	// Without the run results the row lists none (its tests' run/test/fix dicts cover only the listed tests).
+	rows, err = Read(strings.NewReader(msbRow), "msb.jsonl")
+	if err != nil || len(rows[0].NoNewFailures) != 0 {
+		t.Errorf("row without run results: %v %v", err, rows[0].NoNewFailures)
+	}
+	bad := strings.Replace(row, `"passed_tests":["TestKeep","TestOld","TestExtra"]`, `"passed_tests":"TestKeep"`, 1)
+	if _, err := Read(strings.NewReader(bad), "msb.jsonl"); err == nil ||
+		!strings.Contains(err.Error(), "field test_patch_result.passed_tests") {
+		t.Errorf("malformed test_patch_result: %v", err)
+	}
+}
