@@ -218,7 +218,6 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 	return NodeOutput{Ref: logRef, Row: row}, nil
 }
 
-
 // recordApply puts how the model patch applied on the row.
 func recordApply(row map[string]any, res executor.Result) {
 	rep := res.Apply
