@@ -198,9 +198,11 @@ func InstanceSpec(in swebench.Instance) (HarnessSpec, string, bool) {
 // directive. "csv" has no dot there, and is kept so.
 var nonTestExts = []string{".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml"}
 
-// TestDirectives are the harness's test arguments for an instance (get_test_directives, test_spec/python.py): the
-// files the test patch touches, in patch order, except data files (nonTestExts); for Django, test modules
-// ("tests/admin_views/test_forms.py" becomes "admin_views.test_forms") of the files is_django_test_file accepts.
+// TestDirectives are the harness's test arguments for an instance (get_test_directives in
+// swebench/harness/test_spec/python.py, SWE-bench/SWE-bench at commit 54eecc0f): the files the test patch touches
+// (the b/ names of its diff --git lines), in patch order, except data files (nonTestExts); for Django every one of
+// them as a module: ".py" and a leading "tests/" cut, "/" as "." ("tests/admin_views/test_forms.py" becomes
+// "admin_views.test_forms", "tests/x/models.py" "x.models"). No harness version filters Django's files further.
 func TestDirectives(repo, testPatch string) []string {
 	files, err := diff.Parse(testPatch)
 	if err != nil {
@@ -216,9 +218,6 @@ func TestDirectives(repo, testPatch string) []string {
 			continue
 		}
 		if repo == "django/django" {
-			if !isDjangoTestFile(name) {
-				continue
-			}
 			name = strings.TrimSuffix(name, ".py")
 			name = strings.TrimPrefix(name, "tests/")
 			name = strings.ReplaceAll(name, "/", ".")
@@ -226,13 +225,6 @@ func TestDirectives(repo, testPatch string) []string {
 		out = append(out, name)
 	}
 	return out
-}
-
-// isDjangoTestFile is is_django_test_file: tests.py, test_*.py, or a file under a tests folder or a test_ folder.
-func isDjangoTestFile(p string) bool {
-	base := p[strings.LastIndex(p, "/")+1:]
-	return base == "tests.py" || strings.HasPrefix(base, "test_") || strings.Contains(p, "/tests/") ||
-		strings.Contains(p, "/test_")
 }
 
 // resetFiles splits a test patch's files as the harness's eval script resets them (get_modified_files and

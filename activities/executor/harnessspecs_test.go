@@ -89,11 +89,15 @@ func TestTestDirectives(t *testing.T) {
 		patch string
 		want  []string
 	}{
-		// Django: module names of the files is_django_test_file accepts; data files and other sources are left out.
+		// Django: every file but NON_TEST_EXTS, as a module (".py" and "tests/" cut, "/" as "."): get_test_directives
+		// filters nothing else, so a patch touching only tests/x/models.py runs x.models, and a source or .po file
+		// becomes a label too.
 		{"django/django", patchOf("tests/admin_views/test_forms.py", "tests/i18n/tests.py",
 			"tests/i18n/commands/locale/de/LC_MESSAGES/django.po", "tests/fixtures/data.json", "django/utils/text.py",
 			"+tests/migrations/test_migrations_squashed/0001_initial.py"),
-			[]string{"admin_views.test_forms", "i18n.tests", "migrations.test_migrations_squashed.0001_initial"}},
+			[]string{"admin_views.test_forms", "i18n.tests", "i18n.commands.locale.de.LC_MESSAGES.django.po",
+				"django.utils.text", "migrations.test_migrations_squashed.0001_initial"}},
+		{"django/django", patchOf("tests/model_fields/models.py"), []string{"model_fields.models"}},
 		// sympy and pytest repositories: the files, in patch order, without NON_TEST_EXTS.
 		{"sympy/sympy", patchOf("sympy/core/tests/test_basic.py", "sympy/printing/tests/test_latex.py", "doc/notes.md"),
 			[]string{"sympy/core/tests/test_basic.py", "sympy/printing/tests/test_latex.py"}},
@@ -146,7 +150,8 @@ func TestEvalPlanChoice(t *testing.T) {
 	in.Repo, in.Version = "django/django", "3.0"
 	in.TestPatch = patchOf("tests/utils_tests/test_text.py", "tests/utils_tests/files/strip_tags1.html")
 	p := evalPlan(Request{Instance: in, Config: Config{Tests: TestsListed}}, LangPython)
-	want := testDjango + " utils_tests.test_text"
+	// The .html fixture is no NON_TEST_EXTS file: the harness passes it on as a label too.
+	want := testDjango + " utils_tests.test_text utils_tests.files.strip_tags1.html"
 	if p.Cmd != want || p.Parser != testlog.ParserHarnessDjango || p.Source != "table" || p.Install != pipEditable ||
 		!slices.Equal(p.EvalCommands, djangoLocale3) {
 		t.Errorf("django 3.0 (listed does not apply): %+v", p)
