@@ -3,7 +3,9 @@ package testlog
 import (
 	"io"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 )
 
 // The SWE-bench harness's log parsers (SWE-bench/SWE-bench, swebench/harness/log_parsers/python.py), by the names
@@ -57,8 +59,8 @@ func HarnessParser(name string) (string, bool) {
 }
 
 // The harness's statuses (swebench/harness/constants TestStatus). grading.py's test_passed counts PASSED and XFAIL
-// as passing, test_failed FAILED and ERROR as failing; SKIPPED is neither, and ctxlab's Decide counts a skip as not
-// passing.
+// as passing, test_failed FAILED and ERROR as failing; SKIPPED, and any other word a parser stored as a status, is
+// neither (StatusSkip, which Decide counts neither way).
 var harnessStatus = map[string]Status{
 	"PASSED": StatusPass, "XFAIL": StatusPass, "FAILED": StatusFail, "ERROR": StatusFail, "SKIPPED": StatusSkip,
 }
@@ -70,9 +72,9 @@ var harnessStatusNames = []string{"FAILED", "PASSED", "SKIPPED", "ERROR", "XFAIL
 func parseHarness(parser, log string) map[string]string {
 	switch parser {
 	case ParserHarnessPytestOptions:
-		return harnessPytest(log, false, true)
+		return harnessPytest(log, true)
 	case ParserHarnessPytestV2:
-		return harnessPytest(log, true, false)
+		return harnessPytestV2(log)
 	case ParserHarnessDjango:
 		return harnessDjango(log)
 	case ParserHarnessSympy:
@@ -82,7 +84,7 @@ func parseHarness(parser, log string) map[string]string {
 	case ParserHarnessSeaborn:
 		return harnessSeaborn(log)
 	default:
-		return harnessPytest(log, false, false)
+		return harnessPytest(log, false)
 	}
 }
 
@@ -110,35 +112,53 @@ func ParseHarness(parser string, r io.Reader) (Report, error) {
 // lines splits a log as Python's str.split("\n") does (a trailing "\r" stays on its line).
 func lines(log string) []string { return strings.Split(log, "\n") }
 
+// pySpace is what Python's str.split() and str.strip() take for whitespace: Go's unicode.IsSpace and the four
+// information separators \x1c-\x1f.
+func pySpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) }
+
+// pyFields is Python's str.split() with no argument; pyStrip its str.strip().
+func pyFields(s string) []string { return strings.FieldsFunc(s, pySpace) }
+func pyStrip(s string) string    { return strings.TrimFunc(s, pySpace) }
+
 var (
-	// _PYTEST_STATUS_FIRST and _PYTEST_TEST_FIRST of log_parsers/python.py: "PASSED name ..." (the -rA summary) and
-	// "name PASSED ..." (-v progress lines).
-	pytestStatusFirst = regexp.MustCompile(`^(FAILED|PASSED|SKIPPED|ERROR|XFAIL)\s+(\S+)`)
-	pytestTestFirst   = regexp.MustCompile(`^(\S+)\s+(FAILED|PASSED|SKIPPED|ERROR|XFAIL)(?:\s|$)`)
-	// "SKIPPED [1] file.py:12: reason" names a location, not a test.
-	pytestSkipCount = regexp.MustCompile(`^\[\d+\]`)
-	// parse_log_pytest_v2 drops colour codes ("[32m") and then every control character.
+	// parse_log_pytest_v2 drops colour codes ("[32m") and then every character from \x01 to \x1f.
 	ansiColour = regexp.MustCompile(`\[(\d+)m`)
 	// _normalize_pytest_option_test_name: the parameter part of a test name.
 	pytestOption = regexp.MustCompile(`^(.*?)\[(.*)\]`)
 )
 
-// harnessPytest is _parse_pytest_result_line applied to every line: parse_log_pytest, and with stripColour
-// parse_log_pytest_v2, with normalizeOptions parse_log_pytest_options. A name is the first whitespace-delimited
-// word, so a parametrized test whose parameters hold a space is keyed by the part before it, as datasets list it.
-func harnessPytest(log string, stripColour, normalizeOptions bool) map[string]string {
+// startsWithStatus reports whether a line starts with one of the harness's statuses (any(line.startswith(x.value)
+// for x in TestStatus)).
+func startsWithStatus(line string) bool {
+	return slices.ContainsFunc(harnessStatusNames, func(s string) bool { return strings.HasPrefix(line, s) })
+}
+
+// statusFirst is the line rule shared by parse_log_pytest, parse_log_pytest_options, parse_log_matplotlib and
+// parse_log_pytest_v2's first branch: a line starting with a status, " - " dropped from a FAILED line, gives its
+// second word the status of its first word (which the harness does not check: "ERROR:" is a status too, counted
+// neither way). ok is false when the line has fewer than two words.
+func statusFirst(line string) (name, status string, ok bool) {
+	if strings.HasPrefix(line, "FAILED") {
+		line = strings.ReplaceAll(line, " - ", " ")
+	}
+	f := pyFields(line)
+	if len(f) <= 1 {
+		return "", "", false
+	}
+	return f[1], f[0], true
+}
+
+// harnessPytest is parse_log_pytest, and with normalizeOptions parse_log_pytest_options: only lines that start
+// with a status count, so -v progress lines ("name PASSED [ 50%]") do not. A name is the first whitespace-delimited
+// word after the status, so a parametrized test whose parameters hold a space is keyed by the part before it, as
+// datasets list it; "SKIPPED [1] file.py:12: reason" is keyed "[1]".
+func harnessPytest(log string, normalizeOptions bool) map[string]string {
 	m := map[string]string{}
 	for _, line := range lines(log) {
-		if stripColour {
-			line = ansiColour.ReplaceAllString(line, "")
-			line = strings.Map(func(r rune) rune {
-				if r >= 1 && r < 32 {
-					return -1
-				}
-				return r
-			}, line)
+		if !startsWithStatus(line) {
+			continue
 		}
-		name, status, ok := pytestResultLine(line)
+		name, status, ok := statusFirst(line)
 		if !ok {
 			continue
 		}
@@ -150,24 +170,33 @@ func harnessPytest(log string, stripColour, normalizeOptions bool) map[string]st
 	return m
 }
 
-func pytestResultLine(line string) (name, status string, ok bool) {
-	if s := pytestStatusFirst.FindStringSubmatch(line); s != nil {
-		status, name = s[1], s[2]
-		if status == "FAILED" {
-			// "FAILED name - reason": the harness drops " - " before taking the second word.
-			if f := strings.Fields(strings.ReplaceAll(line, " - ", " ")); len(f) > 1 {
-				name = f[1]
+// harnessPytestV2 is parse_log_pytest_v2: colour codes and control characters go first; then a line starting with
+// a status is read as in parse_log_pytest, and else a line ending with or containing a status gives its first word
+// the status of its second word (older pytest's "name PASSED" and -v progress lines, and anything else holding a
+// status word).
+func harnessPytestV2(log string) map[string]string {
+	m := map[string]string{}
+	for _, line := range lines(log) {
+		line = ansiColour.ReplaceAllString(line, "")
+		line = strings.Map(func(r rune) rune {
+			if r >= 1 && r < 32 {
+				return -1
+			}
+			return r
+		}, line)
+		if startsWithStatus(line) {
+			if name, status, ok := statusFirst(line); ok {
+				m[name] = status
+			}
+			continue
+		}
+		if slices.ContainsFunc(harnessStatusNames, func(s string) bool { return strings.Contains(line, s) }) {
+			if f := pyFields(line); len(f) >= 2 {
+				m[f[0]] = f[1]
 			}
 		}
-		if status == "SKIPPED" && pytestSkipCount.MatchString(name) {
-			return "", "", false
-		}
-		return name, status, true
 	}
-	if s := pytestTestFirst.FindStringSubmatch(line); s != nil {
-		return s[1], s[2], true
-	}
-	return "", "", false
+	return m
 }
 
 // normalizeOption shortens an absolute path parameter to its last element ("test_x[/tmp/a/b.txt]" becomes
@@ -184,33 +213,19 @@ func normalizeOption(name string) string {
 	return main + "[" + option + "]"
 }
 
-// harnessMatplotlib is parse_log_matplotlib: the -rA summary, with the mouse-button enum names printed by newer
+// harnessMatplotlib is parse_log_matplotlib: parse_log_pytest with the mouse-button enum names printed by newer
 // Python replaced by their values, so names match the dataset's.
 func harnessMatplotlib(log string) map[string]string {
 	m := map[string]string{}
 	for _, line := range lines(log) {
 		line = strings.ReplaceAll(line, "MouseButton.LEFT", "1")
 		line = strings.ReplaceAll(line, "MouseButton.RIGHT", "3")
-		status := ""
-		for _, s := range harnessStatusNames {
-			if strings.HasPrefix(line, s) {
-				status = s
-				break
-			}
-		}
-		if status == "" {
+		if !startsWithStatus(line) {
 			continue
 		}
-		if status == "FAILED" {
-			line = strings.ReplaceAll(line, " - ", " ")
+		if name, status, ok := statusFirst(line); ok {
+			m[name] = status
 		}
-		f := strings.Fields(line)
-		if len(f) <= 1 {
-			continue
-		}
-		// The harness stores the first word as the status; it is the status the line starts with, unless glued
-		// to more text ("ERROR:"), which the harness would count neither way and the prefix counts as its status.
-		m[f[1]] = status
 	}
 	return m
 }
@@ -220,7 +235,7 @@ func harnessMatplotlib(log string) map[string]string {
 func harnessSeaborn(log string) map[string]string {
 	m := map[string]string{}
 	for _, line := range lines(log) {
-		f := strings.Fields(line)
+		f := pyFields(line)
 		switch {
 		case strings.HasPrefix(line, "FAILED"):
 			if len(f) > 1 {
@@ -250,11 +265,11 @@ func harnessSympy(log string) map[string]string {
 		m[s[2]+".py:"+s[3]] = "FAILED"
 	}
 	for _, line := range lines(log) {
-		line = strings.TrimSpace(line)
+		line = pyStrip(line)
 		if !strings.HasPrefix(line, "test_") {
 			continue
 		}
-		name := strings.Fields(line)[0]
+		name := pyFields(line)[0]
 		if strings.HasSuffix(line, " E") {
 			m[name] = "ERROR"
 		}
@@ -284,7 +299,7 @@ func harnessDjango(log string) map[string]string {
 	m := map[string]string{}
 	prev, havePrev := "", false
 	for _, line := range lines(log) {
-		line = strings.TrimSpace(line)
+		line = pyStrip(line)
 		if strings.Contains(line, "--version is equivalent to version") {
 			m["--version is equivalent to version"] = "PASSED"
 		}
@@ -296,7 +311,7 @@ func harnessDjango(log string) map[string]string {
 				// django__django-7188: a migration message runs into the test's line.
 				if strings.HasPrefix(line, "Applying sites.0002_alter_domain_unique...test_no_migrations") {
 					_, rest, _ := strings.Cut(line, "...")
-					line = strings.TrimSpace(rest)
+					line = pyStrip(rest)
 				}
 				m[line[:strings.LastIndex(line, suffix)]] = "PASSED"
 				break
@@ -309,7 +324,7 @@ func harnessDjango(log string) map[string]string {
 			m[line[:strings.Index(line, " ... FAIL")]] = "FAILED"
 		}
 		if strings.HasPrefix(line, "FAIL:") {
-			if f := strings.Fields(line); len(f) > 1 {
+			if f := pyFields(line); len(f) > 1 {
 				m[f[1]] = "FAILED"
 			}
 		}
@@ -317,7 +332,7 @@ func harnessDjango(log string) map[string]string {
 			m[line[:strings.Index(line, " ... ERROR")]] = "ERROR"
 		}
 		if strings.HasPrefix(line, "ERROR:") {
-			if f := strings.Fields(line); len(f) > 1 {
+			if f := pyFields(line); len(f) > 1 {
 				m[f[1]] = "ERROR"
 			}
 		}

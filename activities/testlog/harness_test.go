@@ -47,7 +47,8 @@ func wantStatuses(t *testing.T, got, want map[string]Status) {
 
 // pytest -rA on a parametrized test whose parameter holds spaces: the harness keys it by the first word, which is
 // how SWE-bench's FAIL_TO_PASS lists it; the reason after " - " is not part of the name; "SKIPPED [1] file:line"
-// names no test; -v progress lines count too.
+// names no test (the harness keys it "[1]"); -v progress lines do not count (parse_log_pytest reads only lines
+// that start with a status).
 const pytestLog = `============================= test session starts ==============================
 collected 6 items
 
@@ -81,6 +82,7 @@ func TestHarnessPytest(t *testing.T) {
 		"tests/test_io.py::test_known_bug":        StatusPass,
 		"tests/test_io.py::test_fixture_broken":   StatusFail,
 		"tests/test_fmt.py::test_last":            StatusFail,
+		"[1]":                                     StatusSkip, // "SKIPPED [1] file:line": the harness keys it by its count
 	})
 	// The same log through ctxlab's own pytest parser keeps the full node id as well.
 	rep, err := Parse(ParserPytest, strings.NewReader(pytestLog))
@@ -258,4 +260,34 @@ func TestHarnessParserNames(t *testing.T) {
 			t.Errorf("HarnessParser(%q) = %q", name, got)
 		}
 	}
+}
+
+// The pytest parsers read lines exactly as log_parsers/python.py does (SWE-bench/SWE-bench at commit fdefc6a2):
+// parse_log_pytest only lines that start with a status (no -v progress lines), keyed by the second word and
+// valued by the first, whatever it is ("ERROR:" is a status the harness counts neither way); str.split() also
+// splits at \x1c-\x1f; parse_log_pytest_v2 first drops colour codes and control characters, then reads a line that
+// starts with a status, else one that ends with or holds one (keyed by its first word, valued by its second).
+func TestHarnessPytestAsTheHarnessReads(t *testing.T) {
+	log := "tests/t.py::test_progress PASSED  [ 50%]\n" +
+		"ERROR: not found: /testbed/tests/t.py::test_gone\n" +
+		"PASSED\x1ftests/t.py::test_sep\n" +
+		"SKIPPED [1] tests/t.py:3: no network\n" +
+		"FAILED tests/t.py::test_f - boom\n" +
+		"tests/t.py::test_old FAILED\n" +
+		"captured: the value PASSED here\n"
+	wantStatuses(t, parseWith(t, ParserHarnessPytest, log), map[string]Status{
+		"not": StatusSkip, "tests/t.py::test_sep": StatusPass, "[1]": StatusSkip, "tests/t.py::test_f": StatusFail,
+	})
+	wantStatuses(t, parseWith(t, ParserHarnessPytestV2, log), map[string]Status{
+		"tests/t.py::test_progress": StatusPass, "not": StatusSkip, "[1]": StatusSkip,
+		"tests/t.py::test_f": StatusFail, "tests/t.py::test_old": StatusFail, "captured:": StatusSkip,
+	})
+	// parse_log_matplotlib keeps the first word as the status too.
+	wantStatuses(t, parseWith(t, ParserHarnessMatplotlib, "ERROR: file not found: x\n"), map[string]Status{
+		"file": StatusSkip,
+	})
+	// Django's strip() and split() treat \x1c-\x1f as whitespace as well.
+	wantStatuses(t, parseWith(t, ParserHarnessDjango, "test_a (m.T) ... ok\x1f\nFAIL:\x1ftest_b (m.T)\n"), map[string]Status{
+		"test_a (m.T)": StatusPass, "test_b": StatusFail,
+	})
 }
