@@ -2,6 +2,7 @@ package testlog
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"regexp"
 	"strings"
@@ -44,73 +45,138 @@ var pytestStatus = map[string]Status{
 var (
 	// "PASSED tests/test_a.py::test_x", "FAILED tests/test_a.py::test_y - AssertionError: ..." (the -rA summary).
 	pytestSummary = regexp.MustCompile(`^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (.+)$`)
-	// "tests/test_a.py::test_x PASSED   [ 50%]" (-v progress lines).
-	pytestVerbose = regexp.MustCompile(`^(\S+::\S.*?) (PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)(?:\s+\(.*\))?\s*(?:\[\s*\d+%\])?$`)
 	// "SKIPPED [1] tests/test_a.py:12: reason": a skip summary names a location, not a test.
 	pytestSkipLoc = regexp.MustCompile(`^\[\d+\] `)
+	// The header of the short test summary, and the final line ("==== 1 failed, 2 passed in 0.12s ====").
+	pytestSummaryHeader = regexp.MustCompile(`^=+ short test summary info =+$`)
+	pytestFinalLine     = regexp.MustCompile(`^=+ .+ =+$`)
 )
 
-// ParsePytest reads the output of pytest -rA (the short test summary SWE-bench parses) and, when present, of -v
-// progress lines. A test reported several times keeps every report; any failure makes it fail. Names are node ids
+// ParsePytest reads the output of pytest -rA: only its short test summary, the section after the last "short test
+// summary info" header up to pytest's final line. What the tests print lands before it (in the FAILURES and PASSES
+// sections, or in the progress lines), so a "PASSED tests/t.py::test_x" or "tests/t.py::test_x PASSED" line a test
+// printed is not read as a result. Output written after the summary (at exit, from a process the tests left
+// behind) can still forge one: the local runner reads pytest's results through its results plugin instead
+// (ParseResults); this parser is for logs only.
+//
+// A test reported several times keeps every report; any failure makes it fail. Names are node ids
 // ("tests/test_a.py::TestC::test_x[param]"); the text after " - " on a summary line is the reason, not the name.
 // The name up to the first space is also recorded, since SWE-bench's parser keys tests that way and datasets list
-// parametrized names so cut.
+// parametrized names so cut. A skip's summary line names a location only, so a skipped test has no result here.
 func ParsePytest(r io.Reader) (Report, error) {
 	rep := Report{Tests: map[string][]TestResult{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
+	all, err := readLines(r)
+	if err != nil {
+		return rep, err
+	}
+	start := -1
+	for i, line := range all {
+		if pytestSummaryHeader.MatchString(line) {
+			start = i + 1
+		}
+	}
+	if start < 0 {
+		rep.Unparsed = len(all)
+		return rep, nil
+	}
+	add := pytestAdder(&rep)
+	for _, line := range all[start:] {
+		if pytestFinalLine.MatchString(line) {
+			break
+		}
+		m := pytestSummary.FindStringSubmatch(line)
+		if m == nil {
+			if strings.TrimSpace(line) != "" {
+				rep.Unparsed++
+			}
+			continue
+		}
+		rest := m[2]
+		if m[1] == "SKIPPED" && pytestSkipLoc.MatchString(rest) {
+			continue
+		}
+		if i := strings.Index(rest, " - "); i >= 0 {
+			rest = rest[:i]
+		}
+		add(rest, pytestStatus[m[1]])
+	}
+	return rep, nil
+}
+
+// pytestAdder records pytest results under a node id and under the id cut at its first space; a repeated report of
+// the same status is recorded once, a failure always.
+func pytestAdder(rep *Report) func(name string, st Status) {
 	seen := map[string]Status{}
-	add := func(name string, st Status, file string) {
+	return func(name string, st Status) {
 		name = strings.TrimSpace(name)
 		if name == "" {
 			return
 		}
+		file, _, _ := strings.Cut(name, "::")
 		keys := []string{name}
 		if i := strings.IndexByte(name, ' '); i > 0 {
 			keys = append(keys, name[:i])
 		}
 		for _, k := range keys {
 			if prev, ok := seen[k]; ok && (prev == st || prev == StatusFail) {
-				continue // the summary repeats what a -v line said
+				continue
 			}
 			seen[k] = st
 			rep.Tests[k] = append(rep.Tests[k], TestResult{Package: file, Status: st})
 		}
 	}
+}
+
+// readLines reads a log's lines, split at "\n", "\r\n" and a bare "\r" (which a terminal shows as a new line, and
+// after which a test runner's next line starts).
+func readLines(r io.Reader) ([]string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	sc.Split(scanLinesCR)
+	var out []string
 	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if m := pytestSummary.FindStringSubmatch(line); m != nil {
-			rest := m[2]
-			if m[1] == "SKIPPED" && pytestSkipLoc.MatchString(rest) {
-				continue
-			}
-			if i := strings.Index(rest, " - "); i >= 0 {
-				rest = rest[:i]
-			}
-			file, _, _ := strings.Cut(rest, "::")
-			add(rest, pytestStatus[m[1]], file)
-			continue
-		}
-		if m := pytestVerbose.FindStringSubmatch(line); m != nil {
-			file, _, _ := strings.Cut(m[1], "::")
-			add(m[1], pytestStatus[m[2]], file)
-			continue
-		}
-		if strings.TrimSpace(line) != "" {
-			rep.Unparsed++
-		}
+		out = append(out, sc.Text())
 	}
-	return rep, sc.Err()
+	return out, sc.Err()
+}
+
+// scanLinesCR is bufio.ScanLines that also ends a line at a bare "\r".
+func scanLinesCR(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if atEOF && len(data) == 0 {
+		return 0, nil, nil
+	}
+	if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
+		if data[i] == '\n' {
+			return i + 1, data[:i], nil
+		}
+		if i+1 < len(data) {
+			if data[i+1] == '\n' {
+				return i + 2, data[:i], nil
+			}
+			return i + 1, data[:i], nil
+		}
+		if atEOF {
+			return i + 1, data[:i], nil
+		}
+		return 0, nil, nil // a "\r" at the end: wait for the next byte
+	}
+	if atEOF {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 var (
 	// "test_add (pkg.test_mod.TestCalc.test_add) ... ok" (3.11+) or "test_add (pkg.test_mod.TestCalc) ... ok".
 	unittestStart = regexp.MustCompile(`^(\w+) \(([\w.]+)\)`)
+	// A subtest's own line, indented: "  test_x (pkg.mod.Class.test_x) (i=1) ... FAIL", or with a message
+	// "  test_x (pkg.mod.Class.test_x) [msg] (k='v') ... skipped 'why'".
+	unittestSubtest = regexp.MustCompile(`^\s+(\w+) \(([\w.]+)\) ((?:\[.*?\])?(?: ?\(.*?\))?) \.\.\. (.*)$`)
 	// The status after " ... ", possibly on a later line (a docstring's first line comes first) and possibly glued
 	// to output the test printed without a newline ("... partial outputok").
 	unittestStatus = regexp.MustCompile(`(ok|FAIL|ERROR|expected failure|unexpected success)$|^(skipped)(?: .*)?$`)
-	// "FAIL: test_x (pkg.mod.Class.test_x)" headers of the failure details.
-	unittestFailHeader = regexp.MustCompile(`^(FAIL|ERROR): (\w+) \(([\w.]+)\)`)
+	// "FAIL: test_x (pkg.mod.Class.test_x)" headers of the failure details, with a subtest's description after.
+	unittestFailHeader = regexp.MustCompile(`^(FAIL|ERROR): (\w+) \(([\w.]+)\)(?: (.+))?$`)
 )
 
 var unittestStatusOf = map[string]Status{
@@ -118,19 +184,41 @@ var unittestStatusOf = map[string]Status{
 	"unexpected success": StatusFail,
 }
 
+// unittestStatusIn reads the status at the end of s (after " ... "); glued says s came right after " ... ", so
+// output glued before the status is allowed.
+func unittestStatusIn(s string, glued bool) (Status, bool) {
+	m := unittestStatus.FindStringSubmatch(s)
+	if m == nil || (!glued && m[0] != s) {
+		return "", false
+	}
+	if m[1] == "" {
+		return StatusSkip, true
+	}
+	return unittestStatusOf[m[1]], true
+}
+
 // ParseUnittest reads the output of python -m unittest -v (and Django's runtests.py --verbosity 2, which prints the
 // same lines). A test is recorded under the name as printed ("test_x (pkg.mod.Class.test_x)"), the older form
-// ("test_x (pkg.mod.Class)") and the dotted id ("pkg.mod.Class.test_x"), so dataset lists in any of these forms match.
-// A test whose status line never came is absent, which grading counts as failing.
+// ("test_x (pkg.mod.Class)") and the dotted id ("pkg.mod.Class.test_x"), and, when it has a docstring, under the
+// docstring's first line, which unittest prints before " ... " and Django's harness parser keys the test by. A
+// subtest that fails, errs or is skipped gets its own line ("test_x (pkg.mod.Class.test_x) (i=1) ... FAIL"),
+// recorded under that name and the older form; it fails (or skips) its test too, as unittest counts it. A test
+// whose status line never came is absent, which grading counts as failing. Lines end at "\n" and at a bare "\r".
+// Like every parser of printed output it believes what the tests print; the local runner reads unittest's results
+// through its results channel instead (ParseResults).
 func ParseUnittest(r io.Reader) (Report, error) {
 	rep := Report{Tests: map[string][]TestResult{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	var pendingName, pendingClass string
-	record := func(method, class string, st Status) {
+	all, err := readLines(r)
+	if err != nil {
+		return rep, err
+	}
+	record := func(method, class, suffix string, st Status, more ...string) {
 		cls := strings.TrimSuffix(class, "."+method)
 		names := []string{method + " (" + cls + "." + method + ")", method + " (" + cls + ")", cls + "." + method}
-		for _, n := range names {
+		if suffix != "" {
+			names = []string{method + " (" + cls + "." + method + ") " + suffix, method + " (" + cls + ") " + suffix}
+		}
+		for _, n := range append(names, more...) {
 			rs := rep.Tests[n]
 			if len(rs) > 0 && st == StatusFail {
 				rs[len(rs)-1].Status = StatusFail // a later FAIL: header confirms or overrides
@@ -141,12 +229,25 @@ func ParseUnittest(r io.Reader) (Report, error) {
 			}
 		}
 	}
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
+	var pendingName, pendingClass string
+	for _, line := range all {
 		if m := unittestFailHeader.FindStringSubmatch(line); m != nil {
-			record(m[2], m[3], StatusFail)
+			record(m[2], m[3], "", StatusFail)
+			if m[4] != "" {
+				record(m[2], m[3], m[4], StatusFail)
+			}
 			pendingName = ""
 			continue
+		}
+		if m := unittestSubtest.FindStringSubmatch(line); m != nil && m[3] != "" {
+			if st, ok := unittestStatusIn(m[4], false); ok {
+				record(m[1], m[2], m[3], st)
+				if st != StatusPass {
+					record(m[1], m[2], "", st)
+				}
+				pendingName = ""
+				continue
+			}
 		}
 		if m := unittestStart.FindStringSubmatch(line); m != nil {
 			pendingName, pendingClass = m[1], m[2]
@@ -157,20 +258,20 @@ func ParseUnittest(r io.Reader) (Report, error) {
 			}
 			continue
 		}
-		after, glued := line, false
+		before, after, glued := "", line, false
 		if i := strings.Index(line, " ... "); i >= 0 {
-			after, glued = line[i+len(" ... "):], true
+			before, after, glued = line[:i], line[i+len(" ... "):], true
 		} else if unittestStart.MatchString(line) {
 			continue // the status comes on a later line
 		}
-		if m := unittestStatus.FindStringSubmatch(after); m != nil && (glued || m[0] == after) {
-			st := StatusSkip
-			if m[1] != "" {
-				st = unittestStatusOf[m[1]]
+		if st, ok := unittestStatusIn(after, glued); ok {
+			var doc []string
+			if before != "" && !unittestStart.MatchString(before) {
+				doc = []string{strings.TrimSpace(before)} // the docstring's first line, printed on its own line
 			}
-			record(pendingName, pendingClass, st)
+			record(pendingName, pendingClass, "", st, doc...)
 			pendingName = ""
 		}
 	}
-	return rep, sc.Err()
+	return rep, nil
 }

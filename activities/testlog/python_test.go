@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -109,9 +110,9 @@ func TestParsePytestOnRealRun(t *testing.T) {
 				t.Errorf("%v: %s = %v, want %s\n%s", args, name, rs, st, out)
 			}
 		}
-		// -rA names a skip by location only; -v names it.
-		if rs := rep.Tests["tests/test_sample.py::test_skip"]; len(args) == 7 && (len(rs) == 0 || rs[0].Status != StatusSkip) {
-			t.Errorf("-v skip: %v", rs)
+		// -rA names a skip by location only, and -v progress lines are not read (a test could print one).
+		if rs := rep.Tests["tests/test_sample.py::test_skip"]; len(rs) != 0 {
+			t.Errorf("%v: skip read from outside the summary: %v", args, rs)
 		}
 		v := Decide([]string{"tests/test_sample.py::test_pass"}, []string{"tests/test_sample.py::test_xfail"}, rep)
 		if !v.Resolved {
@@ -196,12 +197,134 @@ func TestParseUnittestOnRealRun(t *testing.T) {
 }
 
 func TestParseDispatch(t *testing.T) {
-	rep, err := Parse(ParserPytest, bytes.NewReader([]byte("PASSED a.py::t\n")))
+	rep, err := Parse(ParserPytest, strings.NewReader("==== short test summary info ====\nPASSED a.py::t\n"))
 	if err != nil || len(rep.Tests["a.py::t"]) != 1 {
 		t.Fatalf("pytest dispatch: %v %v", rep, err)
 	}
 	rep, err = Parse(ParserGo, bytes.NewReader([]byte(`{"Action":"pass","Package":"p","Test":"TestA"}`+"\n")))
 	if err != nil || len(rep.Tests["TestA"]) != 1 {
 		t.Fatalf("go dispatch: %v %v", rep, err)
+	}
+}
+
+// Output a test prints lands in pytest's FAILURES and PASSES sections, before the short test summary: a test's
+// printed "PASSED name" or "name PASSED" line is output, not a result, so a listed test that never ran stays
+// missing.
+func TestParsePytestReadsOnlyTheSummary(t *testing.T) {
+	py := pythonWith(t, "pytest")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"tests/test_t.py": `import pytest
+
+def test_a():
+    print("PASSED tests/test_t.py::test_gone")
+    print("tests/test_t.py::test_gone PASSED")
+
+def test_f():
+    print("=========================== short test summary info ============================")
+    print("PASSED tests/test_t.py::test_gone2")
+    assert False
+
+@pytest.mark.skip(reason="r")
+def test_s():
+    pass
+`})
+	for _, args := range [][]string{
+		{"-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests/test_t.py"},
+		{"-m", "pytest", "-rA", "-v", "-p", "no:cacheprovider", "tests/test_t.py"},
+	} {
+		out := runPy(t, dir, py, args...)
+		rep, err := ParsePytest(bytes.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string]Status{"tests/test_t.py::test_a": StatusPass,
+			"tests/test_t.py::test_f": StatusFail, "tests/test_t.py::test_gone": "", "tests/test_t.py::test_gone2": ""} {
+			got := Status("")
+			if rs := rep.Tests[name]; len(rs) > 0 {
+				got = rs[0].Status
+			}
+			if got != want {
+				t.Errorf("%v: %s = %q, want %q\n%s", args, name, got, want, out)
+			}
+		}
+	}
+}
+
+// unittest -v names: a docstring's first line (Django's harness keys such a test by it), subtests ("name (id)
+// (i=1)", "[msg] (k='v')") with their own results, a failing subtest failing its test; a bare \r ends a line.
+func TestParseUnittestNames(t *testing.T) {
+	py := pythonWith(t, "unittest")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"pkg/__init__.py": "", "pkg/test_s.py": `import sys
+import unittest
+
+
+class T(unittest.TestCase):
+    def test_sub(self):
+        for i in range(3):
+            with self.subTest(i=i):
+                self.assertNotEqual(i, 1)
+
+    def test_sub_msg(self):
+        with self.subTest("named case", k="v"):
+            self.fail("x")
+
+    def test_sub_ok(self):
+        for i in range(2):
+            with self.subTest(i=i):
+                pass
+
+    def test_doc(self):
+        """First doc line.
+
+        More."""
+
+    def test_doc_fail(self):
+        """Doc fails."""
+        self.fail("f")
+
+    def test_cr(self):
+        sys.stderr.write("progress 1\rprogress 2\r")
+`})
+	out := runPy(t, dir, py, "-m", "unittest", "-v", "pkg.test_s")
+	rep, err := ParseUnittest(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]Status{
+		"test_sub (pkg.test_s.T.test_sub)":                              StatusFail,
+		"test_sub (pkg.test_s.T)":                                       StatusFail,
+		"test_sub (pkg.test_s.T.test_sub) (i=1)":                        StatusFail,
+		"test_sub (pkg.test_s.T) (i=1)":                                 StatusFail,
+		"test_sub_msg (pkg.test_s.T.test_sub_msg) [named case] (k='v')": StatusFail,
+		"test_sub_msg (pkg.test_s.T)":                                   StatusFail,
+		"test_sub_ok (pkg.test_s.T)":                                    StatusPass,
+		"test_doc (pkg.test_s.T)":                                       StatusPass,
+		"First doc line.":                                               StatusPass,
+		"test_doc_fail (pkg.test_s.T.test_doc_fail)":                    StatusFail,
+		"Doc fails.":             StatusFail,
+		"test_cr (pkg.test_s.T)": StatusPass,
+	} {
+		got := Status("")
+		for _, r := range rep.Tests[name] {
+			if got == "" || r.Status == StatusFail {
+				got = r.Status
+			}
+		}
+		if got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+	// Two results that a bare \r separates are two lines.
+	rep, err = ParseUnittest(strings.NewReader("test_a (m.T.test_a) ... ok\rtest_b (m.T.test_b) ... FAIL\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := rep.Tests["test_a (m.T)"], rep.Tests["test_b (m.T)"]; len(a) != 1 || a[0].Status != StatusPass ||
+		len(b) != 1 || b[0].Status != StatusFail {
+		t.Errorf("\\r-separated results: a %v b %v", a, b)
 	}
 }
