@@ -93,18 +93,18 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 		// A Multi-SWE-bench row's tests that must not newly fail run too (Decide checks them).
 		o.Tests = slices.Concat(r.Instance.FailToPass, r.Instance.PassToPass, r.Instance.NoNewFailures)
 	} else {
-		cmd, parser, env, err := pythonCommand(r, dir, testCmd)
+		py, err := pythonCommand(r, dir, testCmd)
 		if err != nil {
 			return res, err
 		}
-		o.Command, o.Parser = cmd, parser
-		// Python writes no bytecode into the worktree, and finds the repository's own packages.
-		o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}, env...)
+		o.Command, o.Parser, o.Results = py.cmd, py.parser, py.results
+		// Python writes no bytecode into the worktree, and finds ctxlab's helpers and the repository's own packages.
+		o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}, py.env...)
 	}
 	run, err := testrun.Run(ctx, o)
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
 		run.TimedOut, run.Duration, run.Args
-	res.Isolation = run.Isolation
+	res.Isolation, res.Note = run.Isolation, run.Note
 	return res, err
 }
 
@@ -162,47 +162,97 @@ func (s savedFiles) restore() error {
 	return nil
 }
 
+// pythonRun is how the local executor runs an instance's Python tests.
+type pythonRun struct {
+	cmd    []string
+	parser string
+	env    []string
+	// results is the file ctxlab's results plugin or unittest runner writes (testrun.Options.Results); empty when
+	// the command runs neither pytest nor unittest itself (tox, a script), whose output is then parsed.
+	results string
+}
+
 // pythonCommand is the local Python test command: testCmd (split on spaces) or `python -m pytest -rA`, followed by
 // the test patch's Python files, or in the listed mode by exactly the instance's test ids: for pytest through a
-// plugin that deselects every other collected test (env loads it), for unittest as dotted ids.
-func pythonCommand(r Request, dir, testCmd string) (cmd []string, parser string, env []string, err error) {
+// plugin that deselects every other collected test, for unittest as dotted ids. A command that runs pytest gets
+// ctxlab's results plugin (-p ctxlab_results), and `-m unittest` becomes `-m ctxlab_unittest`, so that results are
+// read from the results file, never from what the tests print.
+func pythonCommand(r Request, dir, testCmd string) (pythonRun, error) {
+	var run pythonRun
 	if testCmd != "" {
-		cmd, parser = strings.Fields(testCmd), parserFor(r.Config, testCmd)
+		run.cmd, run.parser = strings.Fields(testCmd), parserFor(r.Config, testCmd)
 	} else {
 		py, err := FindPython(r.Config.Python, "pytest")
 		if err != nil {
-			return nil, "", nil, err
+			return run, err
 		}
-		cmd, parser = []string{py, "-m", "pytest", "-rA", "-p", "no:cacheprovider"}, parserFor(r.Config, "pytest")
+		run.cmd, run.parser = []string{py, "-m", "pytest", "-rA", "-p", "no:cacheprovider"}, parserFor(r.Config, "pytest")
 	}
-	// Go runs its listed tests already; the listed mode is Python's.
-	if r.Config.Tests != TestsListed || parser == testlog.ParserGo {
+	if run.parser == testlog.ParserGo {
+		return run, nil // a go test command in a Python repository: Go's own runner, no helpers
+	}
+	listed := r.Config.Tests == TestsListed
+	var ids []string
+	if listed {
+		ids = listedIDs(r.Instance.FailToPass, r.Instance.PassToPass)
+	}
+	helperDir, results, listFile, err := writePythonHelpers(dir, ids)
+	if err != nil {
+		return run, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+	}
+	run.env = []string{"PYTHONPATH=" + helperDir + string(os.PathListSeparator) + dir}
+	if i := unittestModuleArg(run.cmd); run.parser == testlog.ParserUnittest && i > 0 {
+		run.cmd[i], run.results = unittestRunnerModule, results
+	}
+	if run.parser == testlog.ParserPytest && runsPytest(run.cmd) {
+		run.cmd, run.results = append(run.cmd, "-p", resultsPluginModule), results
+	}
+	if !listed {
 		for _, f := range TestFiles(r.Instance.TestPatch) {
 			if strings.HasSuffix(f, ".py") {
-				cmd = append(cmd, f)
+				run.cmd = append(run.cmd, f)
 			}
 		}
-		return cmd, parser, nil, nil
+		return run, nil
 	}
-	ids := listedIDs(r.Instance.FailToPass, r.Instance.PassToPass)
-	switch parser {
+	switch run.parser {
 	case testlog.ParserPytest:
-		pluginDir, listFile, err := writeListedPlugin(dir, ids)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
-		}
-		cmd = append(cmd, "-p", listedPluginModule)
-		cmd = append(cmd, pytestFiles(dir, ids)...)
-		env = []string{"PYTHONPATH=" + dir + string(os.PathListSeparator) + pluginDir, "CTXLAB_LISTED_TESTS=" + listFile}
+		run.cmd = append(run.cmd, "-p", listedPluginModule)
+		run.cmd = append(run.cmd, pytestFiles(dir, ids)...)
+		run.env = append(run.env, "CTXLAB_LISTED_TESTS="+listFile)
 	case testlog.ParserUnittest:
 		for _, id := range ids {
-			cmd = append(cmd, UnittestID(id))
+			run.cmd = append(run.cmd, UnittestID(id))
 		}
 	default:
-		return nil, "", nil, fmt.Errorf("instance %s: grading.tests %q needs the pytest or unittest log parser, not %q",
-			r.Instance.InstanceID, TestsListed, parser)
+		return run, fmt.Errorf("instance %s: grading.tests %q needs the pytest or unittest log parser, not %q",
+			r.Instance.InstanceID, TestsListed, run.parser)
 	}
-	return cmd, parser, env, nil
+	return run, nil
+}
+
+// runsPytest says whether a command runs pytest itself (pytest, py.test, or python -m pytest), so that pytest reads
+// the options appended to it.
+func runsPytest(cmd []string) bool {
+	if len(cmd) > 0 && slices.Contains([]string{"pytest", "py.test"}, filepath.Base(cmd[0])) {
+		return true
+	}
+	for i := 1; i < len(cmd); i++ {
+		if cmd[i-1] == "-m" && cmd[i] == "pytest" {
+			return true
+		}
+	}
+	return false
+}
+
+// unittestModuleArg is the index of "unittest" in a `python -m unittest` command, or -1.
+func unittestModuleArg(cmd []string) int {
+	for i := 1; i < len(cmd); i++ {
+		if cmd[i-1] == "-m" && cmd[i] == "unittest" {
+			return i
+		}
+	}
+	return -1
 }
 
 // FindPython returns want if set, else the first of python3 on PATH and /usr/bin/python3 that imports module.

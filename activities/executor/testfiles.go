@@ -1,7 +1,8 @@
 package executor
 
 import (
-	"encoding/json"
+	"embed"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path"
@@ -39,9 +40,9 @@ func LanguageOf(dir string) string {
 // IsTestFile says whether a repository path is a test file of a language, one a model patch may not change by
 // default (Config.ModelTests):
 //   - Go: *_test.go, and anything under a testdata folder (go test reads fixtures from there);
-//   - Python: test_*.py, *_test.py, conftest.py and pytest.ini (pytest loads the last two as plugins and
-//     configuration), and anything under a tests or test folder at any depth (pytest's and unittest's usual homes,
-//     fixtures included).
+//   - Python: test_*.py, *_test.py, and anything under a tests or test folder at any depth (pytest's and unittest's
+//     usual homes, fixtures included); and every file that decides what pytest or Python loads before the tests
+//     run (PythonRunnerFile).
 //
 // The files the instance's test patch touches are test files too; callers add them.
 func IsTestFile(lang, p string) bool {
@@ -52,7 +53,7 @@ func IsTestFile(lang, p string) bool {
 	case LangGo:
 		return strings.HasSuffix(base, "_test.go") || slices.Contains(dirs, "testdata")
 	default:
-		if base == "conftest.py" || base == "pytest.ini" {
+		if PythonRunnerFile(p) {
 			return true
 		}
 		if strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")) {
@@ -60,6 +61,43 @@ func IsTestFile(lang, p string) bool {
 		}
 		return slices.Contains(dirs, "tests") || slices.Contains(dirs, "test")
 	}
+}
+
+// pythonConfigFiles are the files, at any depth, that pytest reads its configuration from (pytest.ini,
+// .pytest.ini, pytest.toml, .pytest.toml, pyproject.toml, tox.ini and setup.cfg, any of which can say `addopts = -p
+// plugin`), that it loads as plugins (conftest.py), and that Python imports at start from any folder on its path
+// (sitecustomize.py, usercustomize.py, which can set PYTEST_ADDOPTS or patch anything).
+var pythonConfigFiles = []string{"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml",
+	"tox.ini", "setup.cfg", "conftest.py", "sitecustomize.py", "usercustomize.py"}
+
+// runnerModules are top-level modules the Python runner imports before any test runs: the test runners themselves
+// and ctxlab's helpers (pythonHelpers). `python -m pytest` looks modules up in the working folder first, so a
+// module or package of one of these names at the repository's root would run instead.
+var runnerModules = []string{"pytest", "_pytest", "pluggy", "unittest", resultsPluginModule,
+	unittestRunnerModule, listedPluginModule}
+
+// PythonRunnerFile says whether a repository path is one through which a patch could decide what pytest or Python
+// loads before the tests run, and so forge their results: a configuration or start-up file (pythonConfigFiles) at
+// any depth, a .pth file, anything in an .egg-info or .dist-info folder (their entry_points.txt registers pytest11
+// plugins, which pytest loads from every folder on the path), or a root-level module or package that stands in for
+// one the runner imports (runnerModules).
+func PythonRunnerFile(p string) bool {
+	p = path.Clean(p)
+	parts := strings.Split(p, "/")
+	base := parts[len(parts)-1]
+	if slices.Contains(pythonConfigFiles, base) || strings.HasSuffix(base, ".pth") {
+		return true
+	}
+	for _, d := range parts[:len(parts)-1] {
+		if strings.HasSuffix(d, ".egg-info") || strings.HasSuffix(d, ".dist-info") {
+			return true
+		}
+	}
+	top := parts[0]
+	if len(parts) == 1 {
+		top = strings.TrimSuffix(top, ".py")
+	}
+	return slices.Contains(runnerModules, top)
 }
 
 // TestCmdFor is the test command of an instance: the command for its repository ("owner/name"), else the one for
@@ -77,60 +115,66 @@ func (c Config) TestCmdFor(repo, lang string) string {
 // modelTestsKept reports whether the config keeps the model's test files.
 func (c Config) modelTestsKept() bool { return c.ModelTests == ModelTestsKeep }
 
-// listedPlugin is the pytest plugin of the listed mode: it keeps, of the collected tests, those whose node id (or
-// the id cut at its first space, as SWE-bench lists parametrized tests) is listed, and deselects the others. Passing
-// the ids on pytest's command line instead would run nothing at all as soon as one id is not found.
-const listedPlugin = `"""ctxlab: run only the listed tests (grading.tests = 'listed')."""
-import json
-import os
+// ctxlab's Python helpers (the python folder, embedded), written into each worktree before its tests run:
+//   - ctxlab_results.py, the pytest plugin (-p ctxlab_results) that writes every test's result to the results file
+//     (testrun.Options.Results), the only place the local runner reads pytest's results from;
+//   - ctxlab_unittest.py, `python -m unittest` with a result class that does the same (run as -m ctxlab_unittest);
+//   - ctxlab_listed.py, the plugin of the listed mode (grading.tests = 'listed'), which deselects every collected
+//     test that is not listed, and listed.txt, its list.
+//
+//go:embed python/*.py
+var pythonHelpers embed.FS
 
-with open(os.environ["CTXLAB_LISTED_TESTS"], encoding="utf-8") as f:
-    _LISTED = set(json.load(f))
-
-
-def pytest_collection_modifyitems(session, config, items):
-    keep, drop = [], []
-    for item in items:
-        nodeid = item.nodeid
-        (keep if nodeid in _LISTED or nodeid.split(" ")[0] in _LISTED else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
-`
-
-// listedPluginModule is the module name of listedPlugin, and listedDir the worktree folder it is written to (inside
-// the worktree, so whatever user runs the tests can read it).
+// Module names of the helpers, and the worktree folder they are written to (inside the worktree, so whatever user
+// runs the tests can read it, and first on PYTHONPATH).
 const (
-	listedPluginModule = "ctxlab_listed"
-	listedDir          = ".ctxlab-listed"
+	resultsPluginModule  = "ctxlab_results"
+	unittestRunnerModule = "ctxlab_unittest"
+	listedPluginModule   = "ctxlab_listed"
+	pyHelperDir          = ".ctxlab-py"
+	resultsFile          = "results"
 )
 
-// writeListedPlugin writes the plugin and the list of ids into dir's listedDir and returns the environment that
-// loads them (PYTHONPATH entry and the list's path).
-func writeListedPlugin(dir string, ids []string) (pythonPath, listFile string, err error) {
+// writePythonHelpers writes the helpers into dir's pyHelperDir (replacing whatever the model patch put there), and,
+// when listed is not nil, the list of ids for the listed plugin. It returns the folder (for PYTHONPATH), the results
+// file's path (to be created by the runner) and the list's path.
+func writePythonHelpers(dir string, listed []string) (helperDir, results, listFile string, err error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	defer root.Close()
-	// Whatever the model patch put there goes: a package of the plugin's name would shadow it.
-	if err := root.RemoveAll(listedDir); err != nil {
-		return "", "", fmt.Errorf("listed tests: %w", err)
+	if err := root.RemoveAll(pyHelperDir); err != nil {
+		return "", "", "", fmt.Errorf("python helpers: %w", err)
 	}
-	if err := root.MkdirAll(listedDir, 0o755); err != nil {
-		return "", "", fmt.Errorf("listed tests: %w", err)
+	if err := root.MkdirAll(pyHelperDir, 0o755); err != nil {
+		return "", "", "", fmt.Errorf("python helpers: %w", err)
 	}
-	b, err := json.Marshal(ids)
+	entries, err := pythonHelpers.ReadDir("python")
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
-	if err := root.WriteFile(path.Join(listedDir, listedPluginModule+".py"), []byte(listedPlugin), 0o644); err != nil {
-		return "", "", fmt.Errorf("listed tests: %w", err)
+	for _, e := range entries {
+		b, err := pythonHelpers.ReadFile("python/" + e.Name())
+		if err != nil {
+			return "", "", "", err
+		}
+		if err := root.WriteFile(path.Join(pyHelperDir, e.Name()), b, 0o644); err != nil {
+			return "", "", "", fmt.Errorf("python helpers: %w", err)
+		}
 	}
-	if err := root.WriteFile(path.Join(listedDir, "listed.json"), b, 0o644); err != nil {
-		return "", "", fmt.Errorf("listed tests: %w", err)
+	helperDir = filepath.Join(dir, pyHelperDir)
+	if listed != nil {
+		var b strings.Builder
+		for _, id := range listed {
+			b.WriteString(hex.EncodeToString([]byte(id)) + "\n")
+		}
+		if err := root.WriteFile(path.Join(pyHelperDir, "listed.txt"), []byte(b.String()), 0o644); err != nil {
+			return "", "", "", fmt.Errorf("python helpers: %w", err)
+		}
+		listFile = filepath.Join(helperDir, "listed.txt")
 	}
-	return filepath.Join(dir, listedDir), filepath.Join(dir, listedDir, "listed.json"), nil
+	return helperDir, filepath.Join(helperDir, resultsFile), listFile, nil
 }
 
 // pytestFiles are the files the node ids name (the part before "::"), sorted, without repeats, keeping those that

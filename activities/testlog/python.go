@@ -3,6 +3,7 @@ package testlog
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"io"
 	"regexp"
 	"strings"
@@ -166,6 +167,113 @@ func scanLinesCR(data []byte, atEOF bool) (advance int, token []byte, err error)
 	return 0, nil, nil
 }
 
+// unittestRecorder records unittest results: a test (method of class) under the names datasets write it in, "test_x
+// (pkg.mod.Class.test_x)" (as Python 3.11 prints it), "test_x (pkg.mod.Class)" (as older Pythons do, and SWE-bench
+// lists Django's tests) and "pkg.mod.Class.test_x", and under more (a docstring's first line); a subtest (suffix, its
+// description) under the first two with the suffix added. A test keeps its first result, except that a failure
+// always wins (a later FAIL: header, or a failing subtest).
+func unittestRecorder(rep *Report) func(method, class, suffix string, st Status, more ...string) {
+	return func(method, class, suffix string, st Status, more ...string) {
+		cls := strings.TrimSuffix(class, "."+method)
+		names := []string{method + " (" + cls + "." + method + ")", method + " (" + cls + ")", cls + "." + method}
+		if suffix != "" {
+			names = []string{method + " (" + cls + "." + method + ") " + suffix, method + " (" + cls + ") " + suffix}
+		}
+		for _, n := range append(names, more...) {
+			rs := rep.Tests[n]
+			if len(rs) > 0 && st == StatusFail {
+				rs[len(rs)-1].Status = StatusFail
+				continue
+			}
+			if len(rs) == 0 {
+				rep.Tests[n] = []TestResult{{Package: cls, Status: st}}
+			}
+		}
+	}
+}
+
+// ParseResults reads the results file of ctxlab's Python helpers (the pytest plugin ctxlab_results and the unittest
+// runner ctxlab_unittest, in activities/executor/python): one line per result, "ctxlab1", a kind and its fields,
+// tab-separated, strings hex-encoded UTF-8. started says the helper ran (its "session" line): a run whose helper
+// never started has read nothing, whatever its output said.
+//
+//	ctxlab1	session
+//	ctxlab1	pytest	OUTCOME	NODEID
+//	ctxlab1	unittest	OUTCOME	ID	METHOD	DOC	SUBTEST
+//
+// OUTCOME is pass, fail, error, skip, xfail (a pass, as in SWE-bench) or xpass (a failure, as ParsePytest counts
+// XPASS). pytest results are keyed as ParsePytest keys them, unittest results as ParseUnittest does: under the id
+// itself as well, and a failing or skipped subtest fails (or skips) its test. A line that is torn or malformed is
+// counted in Unparsed.
+func ParseResults(r io.Reader) (rep Report, started bool, err error) {
+	rep = Report{Tests: map[string][]TestResult{}}
+	all, err := readLines(r)
+	if err != nil {
+		return rep, false, err
+	}
+	status := map[string]Status{"pass": StatusPass, "xfail": StatusPass, "fail": StatusFail, "error": StatusFail,
+		"xpass": StatusFail, "skip": StatusSkip}
+	addPytest := pytestAdder(&rep)
+	addUnittest := unittestRecorder(&rep)
+	for _, line := range all {
+		f := strings.Split(line, "\t")
+		if len(f) < 2 || f[0] != "ctxlab1" {
+			rep.Unparsed++
+			continue
+		}
+		if f[1] == "session" {
+			started = true
+			continue
+		}
+		st, ok := status[at(f, 2)]
+		dec := make([]string, 0, 4)
+		for _, h := range f[min(3, len(f)):] {
+			b, herr := hex.DecodeString(h)
+			if herr != nil {
+				ok = false
+			}
+			dec = append(dec, string(b))
+		}
+		switch {
+		case ok && f[1] == "pytest" && len(dec) == 1:
+			addPytest(dec[0], st)
+		case ok && f[1] == "unittest" && len(dec) == 4:
+			id, method, doc, sub := dec[0], dec[1], dec[2], dec[3]
+			if method == "" || !strings.HasSuffix(id, "."+method) {
+				// A fixture's error ("setUpClass (pkg.mod.Class)") or a doctest: keyed by its id alone.
+				if rs := rep.Tests[id]; len(rs) == 0 {
+					rep.Tests[id] = []TestResult{{Status: st}}
+				} else if st == StatusFail {
+					rs[0].Status = StatusFail
+				}
+				continue
+			}
+			var more []string
+			if doc != "" {
+				more = append(more, strings.TrimSpace(doc))
+			}
+			if sub != "" {
+				addUnittest(method, id, sub, st)
+				if st == StatusPass {
+					continue // a passing subtest says nothing of its test
+				}
+			}
+			addUnittest(method, id, "", st, more...)
+		default:
+			rep.Unparsed++
+		}
+	}
+	return rep, started, nil
+}
+
+// at is f[i], or "" past its end.
+func at(f []string, i int) string {
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
+}
+
 var (
 	// "test_add (pkg.test_mod.TestCalc.test_add) ... ok" (3.11+) or "test_add (pkg.test_mod.TestCalc) ... ok".
 	unittestStart = regexp.MustCompile(`^(\w+) \(([\w.]+)\)`)
@@ -212,23 +320,7 @@ func ParseUnittest(r io.Reader) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	record := func(method, class, suffix string, st Status, more ...string) {
-		cls := strings.TrimSuffix(class, "."+method)
-		names := []string{method + " (" + cls + "." + method + ")", method + " (" + cls + ")", cls + "." + method}
-		if suffix != "" {
-			names = []string{method + " (" + cls + "." + method + ") " + suffix, method + " (" + cls + ") " + suffix}
-		}
-		for _, n := range append(names, more...) {
-			rs := rep.Tests[n]
-			if len(rs) > 0 && st == StatusFail {
-				rs[len(rs)-1].Status = StatusFail // a later FAIL: header confirms or overrides
-				continue
-			}
-			if len(rs) == 0 {
-				rep.Tests[n] = []TestResult{{Package: cls, Status: st}}
-			}
-		}
-	}
+	record := unittestRecorder(&rep)
 	var pendingName, pendingClass string
 	for _, line := range all {
 		if m := unittestFailHeader.FindStringSubmatch(line); m != nil {

@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,7 +94,16 @@ type Options struct {
 	Isolate bool
 	// ReadOnly folders stay visible, read-only, inside the sandbox (an interpreter under the grader's home).
 	ReadOnly []string
+	// Results, when set, is a file in Dir that the command's results plugin writes (ctxlab's pytest plugin or
+	// unittest runner; see testlog.ParseResults). Run creates it empty before the sandbox is made (so the tests' uid
+	// owns it), holds it open, passes its path in ResultsEnv and, after the command ends, reads the Report from its
+	// own descriptor, whatever became of the file's name; the output is then only kept, never parsed.
+	Results string
 }
+
+// ResultsEnv names the variable that tells ctxlab's Python helpers where the results file is; they remove it from
+// the environment before any test runs.
+const ResultsEnv = "CTXLAB_RESULTS"
 
 // Result of a run.
 type Result struct {
@@ -112,6 +122,8 @@ type Result struct {
 	// Isolation is how the code under test was confined: sandbox.IsolationNamespaces, or IsolationNone (its own
 	// process group and an allowlisted environment only).
 	Isolation string
+	// Note says what else was seen (the results plugin never started).
+	Note string
 }
 
 // AllowedEnv names the variables passed from the worker's environment to the tests; nothing else is.
@@ -156,12 +168,21 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("testrun: %s command: %w", prog, err)
 	}
 	start := time.Now()
+	parser, env := o.Parser, o.ExtraEnv
+	var results *os.File
+	if o.Results != "" {
+		if results, err = createResults(o.Results); err != nil {
+			return Result{}, err
+		}
+		defer results.Close()
+		parser, env = testlog.ParserNone, append(slices.Clone(env), ResultsEnv+"="+o.Results)
+	}
 	box, err := newBox(o)
 	if err != nil {
 		return Result{}, err
 	}
 	defer box.Close()
-	p, err := startContained(runCtx, box, append([]string{bin}, args...), o.Dir, Env(o.ExtraEnv))
+	p, err := startContained(runCtx, box, append([]string{bin}, args...), o.Dir, Env(env))
 	if err != nil {
 		return Result{}, fmt.Errorf("testrun: starting %s in %s: %w", prog, o.Dir, err)
 	}
@@ -171,10 +192,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		rep, parseErr = testlog.Parse(o.Parser, io.TeeReader(p.out, out))
+		rep, parseErr = testlog.Parse(parser, io.TeeReader(p.out, out))
 		_, _ = io.Copy(out, p.out) // keep draining if the parser stopped early
 	}()
 	exit := p.wait(readDone)
+	var note string
+	if results != nil && parseErr == nil {
+		var started bool
+		rep, started, parseErr = testlog.ParseResults(results)
+		if !started {
+			note = "the test runner never started ctxlab's results plugin, so no result was read " +
+				"(results are never read from the output)"
+		}
+	}
 
 	res := Result{
 		Output:      out.Bytes(),
@@ -184,6 +214,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		Duration:    time.Since(start),
 		Args:        append([]string{prog}, args...),
 		Isolation:   box.Isolation(),
+		Note:        note,
 	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("testrun: cancelled: %w", ctx.Err())
@@ -194,6 +225,22 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, fmt.Errorf("testrun: %w", parseErr)
 	}
 	return res, nil
+}
+
+// createResults makes the results file, which must not exist yet (a name the patch could have prepared, a link,
+// is refused), and returns it opened for reading: what is read from it after the run is what was written to this
+// file, even if the tests removed or replaced its name.
+func createResults(name string) (*os.File, error) {
+	w, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("testrun: results file: %w", err)
+	}
+	defer w.Close()
+	r, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("testrun: results file: %w", err)
+	}
+	return r, nil
 }
 
 // contained is a started process running code the model may have written; its stdout and stderr come out of out.

@@ -1,0 +1,47 @@
+"""ctxlab: every test's result, written where the tests cannot write it (docs/grading.md, "Python results").
+
+pytest loads this plugin (-p ctxlab_results) before any conftest.py or test module. It takes the results file's
+path out of the environment, opens the file and removes it from its folder: a test cannot find it by name, a process
+the tests start does not inherit the descriptor (Python opens it non-inheritable), and nothing the tests print is
+read as a result. It uses only the builtins and the os module (frozen, imported before any path is searched), so no
+module of the repository stands in for what it calls.
+"""
+import os
+
+_fd = -1
+_path = os.environ.pop("CTXLAB_RESULTS", "")
+if _path:
+    _fd = os.open(_path, os.O_WRONLY | os.O_APPEND)
+    os.unlink(_path)
+
+
+def _hex(s):
+    return str(s).encode("utf-8", "backslashreplace").hex()
+
+
+def _write(*fields):
+    if _fd >= 0:
+        os.write(_fd, ("ctxlab1\t" + "\t".join(fields) + "\n").encode("ascii"))
+
+
+def pytest_sessionstart(session):
+    _write("session")
+
+
+def pytest_runtest_logreport(report):
+    # The outcomes of pytest's -rA summary: a failed setup or teardown is an error, an xfail that passed an xpass.
+    xfail = hasattr(report, "wasxfail")
+    if report.when == "call":
+        if report.passed:
+            outcome = "xpass" if xfail else "pass"
+        elif report.skipped:
+            outcome = "xfail" if xfail else "skip"
+        else:
+            outcome = "fail"
+    elif report.failed:
+        outcome = "error"
+    elif report.skipped and report.when == "setup":
+        outcome = "xfail" if xfail else "skip"
+    else:
+        return
+    _write("pytest", outcome, _hex(report.nodeid))

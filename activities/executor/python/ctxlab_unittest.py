@@ -1,0 +1,84 @@
+"""ctxlab: python -m unittest, with every test's result written where the tests cannot write it.
+
+Run as `python -m ctxlab_unittest ARGS` in place of `python -m unittest ARGS`: the same test program and -v output,
+with a result class that also writes each outcome to the results file, opened and removed from its folder before
+any test module is imported (see ctxlab_results.py).
+"""
+import os
+import sys
+
+_fd = -1
+_path = os.environ.pop("CTXLAB_RESULTS", "")
+if _path:
+    _fd = os.open(_path, os.O_WRONLY | os.O_APPEND)
+    os.unlink(_path)
+
+import unittest  # noqa: E402 (after the results file is out of the tests' reach)
+
+
+def _hex(s):
+    return str(s).encode("utf-8", "backslashreplace").hex()
+
+
+def _write(*fields):
+    if _fd >= 0:
+        os.write(_fd, ("ctxlab1\t" + "\t".join(fields) + "\n").encode("ascii"))
+
+
+def _record(outcome, test, subtest=None):
+    # A subtest reports as its test's id, method and docstring, plus its own description ("(i=1)", "[msg]").
+    case, sub = test, ""
+    if subtest is not None:
+        sub = subtest._subDescription()
+    elif isinstance(test, unittest.case._SubTest):
+        case, sub = test.test_case, test._subDescription()
+    doc = ""
+    try:
+        doc = case.shortDescription() or ""
+    except Exception:
+        pass
+    _write("unittest", outcome, _hex(case.id()), _hex(getattr(case, "_testMethodName", "")), _hex(doc), _hex(sub))
+
+
+class _Result(unittest.TextTestResult):
+    def startTestRun(self):
+        _write("session")
+        super().startTestRun()
+
+    def addSuccess(self, test):
+        _record("pass", test)
+        super().addSuccess(test)
+
+    def addFailure(self, test, err):
+        _record("fail", test)
+        super().addFailure(test, err)
+
+    def addError(self, test, err):
+        _record("error", test)
+        super().addError(test, err)
+
+    def addSkip(self, test, reason):
+        _record("skip", test)
+        super().addSkip(test, reason)
+
+    def addExpectedFailure(self, test, err):
+        _record("xfail", test)
+        super().addExpectedFailure(test, err)
+
+    def addUnexpectedSuccess(self, test):
+        _record("xpass", test)
+        super().addUnexpectedSuccess(test)
+
+    def addSubTest(self, test, subtest, err):
+        if err is not None:
+            _record("fail" if issubclass(err[0], test.failureException) else "error", test, subtest)
+        super().addSubTest(test, subtest, err)
+
+
+class _Runner(unittest.TextTestRunner):
+    resultclass = _Result
+
+
+if __name__ == "__main__":
+    sys.argv[0] = "python -m unittest"
+    unittest.main(module=None, testRunner=_Runner)
