@@ -143,6 +143,15 @@ func TestIsTestFile(t *testing.T) {
 		{LangPython, "tests/data/x.json", true}, {LangPython, "pkg/test/util.py", true},
 		{LangPython, "pkg/testing.py", false}, {LangPython, "pkg/contest.py", false}, {LangPython, "a_test.go", false},
 		{LangPython, "latest.py", false}, {LangPython, "testsuite/x.py", false},
+		// What pytest and Python load before the tests (PythonRunnerFile).
+		{LangPython, "tox.ini", true}, {LangPython, "setup.cfg", true}, {LangPython, "pkg/pyproject.toml", true},
+		{LangPython, ".pytest.ini", true}, {LangPython, "pytest.toml", true}, {LangPython, "sitecustomize.py", true},
+		{LangPython, "src/usercustomize.py", true}, {LangPython, "zz.pth", true},
+		{LangPython, "zz.egg-info/entry_points.txt", true}, {LangPython, "lib/zz-1.0.dist-info/METADATA", true},
+		{LangPython, "pytest.py", true}, {LangPython, "_pytest/main.py", true}, {LangPython, "pluggy/__init__.py", true},
+		{LangPython, "unittest/__init__.py", true}, {LangPython, "ctxlab_results.py", true},
+		{LangPython, "pkg/pytest.py", false}, {LangPython, "pkg/unittest/case.py", false}, {LangPython, "setup.py", false},
+		{LangPython, "pytest_helpers.py", false}, {LangPython, "docs/conf.py", false}, {LangGo, "tox.ini", false},
 	} {
 		if got := IsTestFile(c.lang, c.path); got != c.want {
 			t.Errorf("IsTestFile(%s, %s) = %v", c.lang, c.path, got)

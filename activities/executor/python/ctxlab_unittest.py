@@ -2,7 +2,8 @@
 
 Run as `python -m ctxlab_unittest ARGS` in place of `python -m unittest ARGS`: the same test program and -v output,
 with a result class that also writes each outcome to the results file, opened and removed from its folder before
-any test module is imported (see ctxlab_results.py).
+any test module is imported (see ctxlab_results.py), and a loader under which a name that loads no test fails alone
+instead of stopping the run.
 """
 import os
 import sys
@@ -79,6 +80,20 @@ class _Runner(unittest.TextTestRunner):
     resultclass = _Result
 
 
+class _Loader(unittest.TestLoader):
+    # A name unittest cannot load (a doctest's id, a method that is gone) fails as that name alone, as a missing
+    # module does, instead of stopping every other listed test.
+    def loadTestsFromNames(self, names, module=None):
+        suites = []
+        for name in names:
+            try:
+                suites.append(self.loadTestsFromName(name, module))
+            except Exception as e:
+                failed = unittest.loader._make_failed_test(name, e, self.suiteClass, str(e))
+                suites.append(failed[0] if isinstance(failed, tuple) else failed)  # (suite, message) since 3.5
+        return self.suiteClass(suites)
+
+
 if __name__ == "__main__":
     sys.argv[0] = "python -m unittest"
-    unittest.main(module=None, testRunner=_Runner)
+    unittest.main(module=None, testRunner=_Runner, testLoader=_Loader())
