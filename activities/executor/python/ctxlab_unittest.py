@@ -1,29 +1,16 @@
 """ctxlab: python -m unittest, with every test's result written where the tests cannot write it.
 
 Run as `python -m ctxlab_unittest ARGS` in place of `python -m unittest ARGS`: the same test program and -v output,
-with a result class that also writes each outcome to the results file, opened and removed from its folder before
-any test module is imported (see ctxlab_results.py), and a loader under which a name that loads no test fails alone
-instead of stopping the run.
+with a result class that also writes each outcome to the results file (through ctxlab_results, which opens it and
+removes it from its folder before any test module is imported), and a loader under which a name that loads no test
+fails alone instead of stopping the run.
 """
-import os
 import sys
 
-_fd = -1
-_path = os.environ.pop("CTXLAB_RESULTS", "")
-if _path:
-    _fd = os.open(_path, os.O_WRONLY | os.O_APPEND)
-    os.unlink(_path)
+# Importing the pytest plugin opens the results file and takes it out of the tests' reach; its writer is shared.
+from ctxlab_results import _hex, _write
 
 import unittest  # noqa: E402 (after the results file is out of the tests' reach)
-
-
-def _hex(s):
-    return str(s).encode("utf-8", "backslashreplace").hex()
-
-
-def _write(*fields):
-    if _fd >= 0:
-        os.write(_fd, ("ctxlab1\t" + "\t".join(fields) + "\n").encode("ascii"))
 
 
 def _record(outcome, test, subtest=None):
