@@ -8,8 +8,8 @@ import (
 	"unicode"
 )
 
-// The SWE-bench harness's log parsers (SWE-bench/SWE-bench, swebench/harness/log_parsers/python.py), by the names
-// the harness gives them. SWE-rebench rows name one of them in install_config.log_parser (SWE-rebench/SWE-bench-fork,
+// The SWE-bench harness's log parsers (SWE-bench/SWE-bench, swebench/harness/log_parsers/python.py at commit
+// fdefc6a2, transcribed line for line), by the names the harness gives them. SWE-rebench rows name one of them in install_config.log_parser (SWE-rebench/SWE-bench-fork,
 // swebench/harness/grading.py, get_logs_eval). Each reads the part of the log between the harness's markers and
 // maps a test name, as the harness keys it and datasets list it, to one status; a later line about the same name
 // replaces the earlier one, as in the harness's dict.

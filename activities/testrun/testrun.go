@@ -14,6 +14,10 @@
 // files other than Options.ExcludeTestFiles: a result for an undeclared name is dropped (Report.Undeclared), so it
 // counts as missing.
 //
+// Python commands (Options.Command with a pytest or unittest parser) are read from their output, or, with
+// Options.Results, only from the results file ctxlab's Python helpers write (testlog.ParseResults), which the tests
+// cannot reach by name: then nothing they print is a result.
+//
 // What remains forgeable, and why: code that runs inside the test binary owns its stdout. A TestMain, or an init()
 // in any file of the package or of a package it imports (test files or not), can print marked framing for declared
 // tests and exit 0 without running them; the marker and the static list only stop plain-text "--- PASS" lines and
