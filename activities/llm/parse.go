@@ -582,6 +582,7 @@ func diffsIn(lines []string, fenced bool) []string {
 		if !strings.HasSuffix(d, "\n") {
 			d += "\n"
 		}
+		d = terminateBinaryBlocks(d)
 		if holdsChange(d) {
 			out = append(out, d)
 		}
@@ -640,6 +641,12 @@ func diffSpan(lines []string, from int, fenced bool) (start, end int) {
 			end = pos
 			continue
 		}
+		if strings.HasPrefix(l, "GIT binary patch") {
+			loose = false
+			pos = binaryBlocksEnd(lines, pos+1)
+			end = pos
+			continue
+		}
 		if isFileHeaderLine(l) {
 			loose = false
 			pos++
@@ -683,6 +690,88 @@ func diffSpan(lines []string, from int, fenced bool) (start, end int) {
 	}
 	return start, end
 }
+
+// binaryBlocksEnd returns the line after the blocks of a "GIT binary patch" starting at lines[pos]: the forward and
+// the optional reverse block, each a "literal N" or "delta N" line, its base85 data lines and the blank line that
+// ends it (git apply reads each block to that blank line). A line that is not the next one of a block ends them.
+func binaryBlocksEnd(lines []string, pos int) int {
+	for range 2 {
+		if pos >= len(lines) || !binaryBlockHeader.MatchString(trimLineEnd(lines[pos])) {
+			return pos
+		}
+		pos++
+		for pos < len(lines) && isBase85Line(trimLineEnd(lines[pos])) {
+			pos++
+		}
+		if pos < len(lines) && trimLineEnd(lines[pos]) == "" {
+			pos++
+		}
+	}
+	return pos
+}
+
+// terminateBinaryBlocks adds the blank line that ends a binary block where the answer lost it (an answer trimmed
+// at its end, a fence closed right after the data): git apply refuses a block without it as corrupt.
+func terminateBinaryBlocks(d string) string {
+	if !strings.Contains(d, "GIT binary patch") {
+		return d
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(d, "\n"), "\n") // d ends in "\n": no empty last element
+	lines[len(lines)-1] += "\n"
+	var b strings.Builder
+	inBlock := false
+	for _, l := range lines {
+		t := trimLineEnd(l)
+		switch {
+		case binaryBlockHeader.MatchString(t):
+			inBlock = true
+		case inBlock && !isBase85Line(t):
+			if t != "" {
+				b.WriteString("\n")
+			}
+			inBlock = false
+		}
+		b.WriteString(l)
+	}
+	if inBlock {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+var binaryBlockHeader = regexp.MustCompile(`^(literal|delta) [0-9]+$`)
+
+// trimLineEnd removes a line's "\n" or "\r\n".
+func trimLineEnd(l string) string { return strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r") }
+
+// isBase85Line reports whether l is a data line of a git binary block: a length character ('A'-'Z' for 1-26 bytes,
+// 'a'-'z' for 27-52) and then five characters of git's base85 alphabet for every four bytes.
+func isBase85Line(l string) bool {
+	if len(l) < 6 {
+		return false
+	}
+	var n int
+	switch c := l[0]; {
+	case c >= 'A' && c <= 'Z':
+		n = int(c-'A') + 1
+	case c >= 'a' && c <= 'z':
+		n = int(c-'a') + 27
+	default:
+		return false
+	}
+	if len(l)-1 != (n+3)/4*5 {
+		return false
+	}
+	for i := 1; i < len(l); i++ {
+		if !strings.ContainsRune(base85Alphabet, rune(l[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// base85Alphabet is git's (base85.c).
+const base85Alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~"
 
 // plainFileStart reports whether lines[i] starts a file header without "diff --git": "--- " then "+++ ".
 func plainFileStart(lines []string, i int) bool {
