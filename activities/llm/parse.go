@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"regexp"
 	"strings"
 
@@ -238,7 +239,17 @@ func NormalizeSearchKind(kind string) string {
 // Empty and repeated strings are dropped, then each search is cut to maxStrings strings and the plan to maxSearches
 // searches with strings (a limit <= 0 is no limit). It fails only when no search with a string is found.
 func ParseSearchPlan(text string, maxSearches, maxStrings int) (SearchPlan, error) {
-	for _, cand := range jsonCandidates(text) {
+	tried := 0
+	for cand := range jsonCandidates(text) {
+		// A plan has an object with a quoted key: other values (numbers in brackets, "[x]" in prose) are skipped
+		// without decoding, and the objects decoded are bounded.
+		if !bytes.ContainsRune(cand, '{') || !bytes.ContainsRune(cand, '"') {
+			continue
+		}
+		if tried++; tried > maxPlanCandidates {
+			return SearchPlan{}, fmt.Errorf("no search plan in the first %d JSON objects of the answer (%d bytes)",
+				maxPlanCandidates, len(text))
+		}
 		plan, ok := decodePlan(cand)
 		if !ok {
 			continue
@@ -251,24 +262,118 @@ func ParseSearchPlan(text string, maxSearches, maxStrings int) (SearchPlan, erro
 	return SearchPlan{}, fmt.Errorf("no search plan in the answer (want JSON such as {\"searches\": [{\"kind\": \"definition\", \"strings\": [\"Name\"]}]}): %q", clip(strings.TrimSpace(text), 200))
 }
 
-// jsonCandidates returns the JSON values an answer may hold, most likely first: fenced blocks, the whole answer,
-// then every value starting at a "{" or "[".
-func jsonCandidates(text string) [][]byte {
-	var out [][]byte
-	for _, f := range fencedBlocks(text) {
-		out = append(out, []byte(f.body))
+// maxPlanCandidates bounds the JSON objects ParseSearchPlan decodes as plans; an answer holding more before its
+// plan is not one a model writes.
+const maxPlanCandidates = 1000
+
+// jsonCandidates yields the JSON values an answer may hold, most likely first: fenced blocks, the whole answer,
+// then the values starting at a "{" or "[", in order. It is linear in the answer's length: a value that fails to
+// decode stops where the decoder stopped, since every "{" or "[" it holds that is still open there fails at the
+// same byte; the values it completed before that byte are yielded, and the search goes on from there.
+func jsonCandidates(text string) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for _, f := range fencedBlocks(text) {
+			if !yield([]byte(f.body)) {
+				return
+			}
+		}
+		if !yield([]byte(text)) {
+			return
+		}
+		s := repairJSON(text)
+		for i := 0; i < len(s); {
+			j := strings.IndexAny(s[i:], "{[")
+			if j < 0 {
+				return
+			}
+			i += j
+			if k, ok := cannotStartValue(s, i); ok { // the decoder would refuse byte k: no need to run it
+				i = k
+				continue
+			}
+			dec := json.NewDecoder(strings.NewReader(s[i:]))
+			var raw json.RawMessage
+			err := dec.Decode(&raw)
+			if err == nil {
+				if !yield(raw) {
+					return
+				}
+				i += int(dec.InputOffset())
+				continue
+			}
+			stop := len(s) // the answer ended inside the value
+			var syntax *json.SyntaxError
+			if errors.As(err, &syntax) {
+				stop = i + int(syntax.Offset) - 1 // the byte the decoder refused
+			}
+			for _, v := range completedInside(s[i:stop]) {
+				if !yield([]byte(v)) {
+					return
+				}
+			}
+			i = max(stop, i+1)
+		}
 	}
-	out = append(out, []byte(text))
-	for i := 0; i < len(text); i++ {
-		if text[i] != '{' && text[i] != '[' {
+}
+
+// cannotStartValue reports whether the "{" or "[" at s[i] is followed (after white space) by a byte that no JSON
+// value can have there, and that byte's index: prose in brackets ("[see below]", "{x}") is skipped this way without
+// a decoder.
+func cannotStartValue(s string, i int) (int, bool) {
+	k := i + 1
+	for k < len(s) && strings.IndexByte(" \t\r\n", s[k]) >= 0 {
+		k++
+	}
+	if k == len(s) {
+		return k, true
+	}
+	allowed := `"}` // an object's key or its end
+	if s[i] == '[' {
+		allowed = `"-0123456789tfn[{]` // a value or the array's end
+	}
+	return k, strings.IndexByte(allowed, s[k]) < 0
+}
+
+// completedInside returns the arrays and objects that prefix, the valid beginning of a JSON value, completes
+// before it ends: the outermost ones, in order.
+func completedInside(prefix string) []string {
+	type span struct{ start, end, depth int }
+	var opens []int // the starts of the values open at k
+	var done []span // the values completed so far that no completed value holds
+	inString, escaped := false, false
+	for k := 0; k < len(prefix); k++ {
+		c := prefix[k]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
 			continue
 		}
-		dec := json.NewDecoder(strings.NewReader(repairJSON(text[i:])))
-		var raw json.RawMessage
-		if dec.Decode(&raw) == nil {
-			out = append(out, raw)
-			i += int(dec.InputOffset()) - 1
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			opens = append(opens, k)
+		case '}', ']':
+			if len(opens) < 2 { // the outermost value never closes inside prefix
+				return nil
+			}
+			depth := len(opens) - 1
+			for len(done) > 0 && done[len(done)-1].depth > depth { // held by the value closing here
+				done = done[:len(done)-1]
+			}
+			done = append(done, span{opens[depth], k + 1, depth})
+			opens = opens[:depth]
 		}
+	}
+	out := make([]string, len(done))
+	for i, d := range done {
+		out[i] = prefix[d.start:d.end]
 	}
 	return out
 }
