@@ -14,6 +14,7 @@ require (
 	github.com/temporalio/ui-server/v2 v2.55.0
 	github.com/tiktoken-go/tokenizer v0.10.0
 	github.com/vbauerster/mpb/v8 v8.16.2
+	github.com/vishvananda/netlink v1.3.1
 	go.temporal.io/api v1.63.5
 	go.temporal.io/sdk v1.50.0
 	go.temporal.io/server v1.32.1
@@ -41,6 +42,7 @@ require (
 	github.com/twpayne/go-geom v1.6.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
 )
 
 require (
