@@ -29,11 +29,9 @@ const (
 	FieldError         = "error"
 )
 
-// Fields the Issue workflow and the model calls add to rows when there is something to say.
-const (
-	FieldErrorKind   = "error_kind"   // the kind of a row's error (activities/api/errkind), whose class says whose it is
-	FieldModelServed = "model_served" // the model the endpoint says answered, when it is not the spec's model id
-)
+// FieldModelServed is the model the endpoint named as the one that answered, on rows where it is not the spec's
+// model id (activities' usageRow).
+const FieldModelServed = "model_served"
 
 // Fields that rows carry when a method's steps set them (CQ2-CARE, the baselines, budget fitting, grading).
 const (
