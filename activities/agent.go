@@ -11,6 +11,7 @@ import (
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/repo"
 	"ctxlab/internal/offlinetask"
+	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
@@ -85,6 +86,8 @@ type AgentTurn struct {
 	PromptTokens     int     `json:"prompt_tokens"`
 	CompletionTokens int     `json:"completion_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
+	// ModelServed is the model the endpoint named, when not the spec's (the row's model_served).
+	ModelServed string `json:"model_served,omitempty"`
 }
 
 func init() {
@@ -273,10 +276,11 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Age
 		if p.ToolCalling == "native" {
 			req.Tools = agent.NativeTools
 		}
-		resp, _, err := j.callModel(ctx, p.ModelParams, req)
+		resp, callRow, err := j.callModel(ctx, p.ModelParams, req)
 		if err != nil {
 			return NodeOutput{}, err
 		}
+		turn.ModelServed, _ = callRow[results.FieldModelServed].(string)
 		if turn.Answer, err = j.store.Put(ctx, []byte(resp.Text)); err != nil {
 			return NodeOutput{}, err
 		}
@@ -419,6 +423,9 @@ func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOu
 	var cost float64
 	for _, tn := range t.Turns {
 		prompt, completion, cost = prompt+tn.PromptTokens, completion+tn.CompletionTokens, cost+tn.CostUSD
+		if tn.ModelServed != "" {
+			row[results.FieldModelServed] = tn.ModelServed
+		}
 		switch {
 		case tn.Call != nil:
 			calls++

@@ -257,3 +257,32 @@ func TestLongRetryAfterIsAProviderWait(t *testing.T) {
 		t.Errorf("%d failed calls in the ledger, want 1", failed)
 	}
 }
+
+// TestServedModelOnTheRow: an endpoint that names another model than the spec's id as the one that answered puts
+// that name in the row's model_served, for a paid and for a cached answer alike; one that names the spec's id
+// leaves the row without it.
+func TestServedModelOnTheRow(t *testing.T) {
+	p := newPaidFixture(t)
+	own := p.must(p.localize(0, "a"))
+	if v, ok := own.Row["model_served"]; ok {
+		t.Errorf("an answer of the spec's own model id sets model_served %v", v)
+	}
+	const key = "sk-served-test-0123456789"
+	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithServedModel("gpt-4o-mini-2024-07-18"))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", key)
+	for _, label := range []string{"paid", "cached"} {
+		out := p.must(p.localize(0, label))
+		if got := out.Row["model_served"]; got != "gpt-4o-mini-2024-07-18" {
+			t.Errorf("%s answer: model_served %v, want the model the endpoint named", label, got)
+		}
+		if err := specs.CheckRow("localize", "localize", out.Row); err != nil {
+			t.Error(err)
+		}
+	}
+	if srv.Calls() != 1 {
+		t.Errorf("%d calls, want 1 (the second answer is cached)", srv.Calls())
+	}
+}

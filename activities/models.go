@@ -15,6 +15,7 @@ import (
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/respcache"
+	"ctxlab/results"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -92,7 +93,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		}
 		resp = resp.Scrubbed()
 		j.usage.ModelCalls++
-		return resp, usageRow(resp), nil
+		return resp, usageRow(resp, m), nil
 	}
 
 	creq := respcache.For(m, endpointOf(m), req)
@@ -116,7 +117,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		j.recordCall(call)
 		j.usage.ModelCalls++
 		j.usage.CacheHits++
-		return resp, usageRow(resp), true
+		return resp, usageRow(resp, m), true
 	}
 	if !j.a.NoCache {
 		if resp, row, ok := cached(); ok {
@@ -189,17 +190,23 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	j.usage.PromptTokens += resp.Usage.PromptTokens
 	j.usage.CompletionTokens += resp.Usage.CompletionTokens
 	j.usage.CostUSD += resp.CostUSD
-	return resp, usageRow(resp), nil
+	return resp, usageRow(resp, m), nil
 }
 
-// usageRow is the row fields a call adds.
-func usageRow(resp llm.Response) map[string]any {
-	return map[string]any{
+// usageRow is the row fields a call of model m adds: its usage, and model_served when the endpoint names another
+// model than m's id as the one that answered (a dated snapshot, a router's substitute), so the report can flag the
+// row. The offline stand-in serves no model.
+func usageRow(resp llm.Response, m specs.Model) map[string]any {
+	row := map[string]any{
 		"model_calls":       1,
 		"prompt_tokens":     resp.Usage.PromptTokens,
 		"completion_tokens": resp.Usage.CompletionTokens,
 		"cost_usd":          resp.CostUSD,
 	}
+	if m.Provider != "offline" && resp.Model != "" && resp.Model != m.ID {
+		row[results.FieldModelServed] = resp.Model
+	}
+	return row
 }
 
 // endpointOf is the base URL a model's calls go to, part of the cache key.

@@ -29,6 +29,10 @@ const (
 	FieldError         = "error"
 )
 
+// FieldModelServed is the model the endpoint named as the one that answered, on rows where it is not the spec's
+// model id (activities' usageRow).
+const FieldModelServed = "model_served"
+
 // Fields that rows carry when a method's steps set them (CQ2-CARE, the baselines, budget fitting, grading).
 const (
 	FieldFilesSelected    = "files_selected"    // how many files the method put in its context

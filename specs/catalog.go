@@ -85,7 +85,7 @@ func init() {
 	register(ActivityInfo{Name: "patch", Queue: QueueLLM, Inputs: []string{"checkout", "context"}, UsesModel: true,
 		UsesTokenizer: true, NoEndpoint: offlineModel,
 		Params: reflect.TypeFor[PatchParams](), Defaults: PatchDefaults,
-		Fields: Fields(UsageFields, []RowField{
+		Fields: Fields(UsageFields, ServedFields, []RowField{
 			{Name: "patch_parse_error", Kind: KindString}, // the answer's edit could not be read
 			{Name: "patch_recounted", Kind: KindInt},      // hunks whose line counts were repaired
 			{Name: "oracle_hunks_emitted", Kind: KindInt}, // the offline stand-in's hunks shown ...

@@ -37,7 +37,7 @@ func init() {
 	register(ActivityInfo{Name: "agent", Queue: QueueLLM, Inputs: []string{"checkout"}, Optional: []string{"budget"},
 		UsesModel: true, UsesTokenizer: true,
 		Params: reflect.TypeFor[AgentParams](), Defaults: AgentDefaults,
-		Fields: Fields(UsageFields, []RowField{
+		Fields: Fields(UsageFields, ServedFields, []RowField{
 			{Name: "agent_turns", Kind: KindInt}, {Name: "agent_stop", Kind: KindString},
 			{Name: "agent_tool_calls", Kind: KindInt}, {Name: "agent_calls_search", Kind: KindInt},
 			{Name: "agent_calls_open", Kind: KindInt}, {Name: "agent_calls_list", Kind: KindInt},

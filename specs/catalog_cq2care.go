@@ -11,7 +11,7 @@ func init() {
 	register(ActivityInfo{Name: "localize", Queue: QueueLLM, NoEndpoint: offlineModel, Inputs: []string{"checkout", "inventory"},
 		UsesModel: true, UsesTokenizer: true,
 		Params: reflect.TypeFor[LocalizeParams](), Defaults: LocalizeDefaults,
-		Fields:  UsageFields,
+		Fields:  Fields(UsageFields, ServedFields),
 		Summary: "one localization sample: the model ranks the files to change (params.sample numbers it)"})
 	register(ActivityInfo{Name: "intersect", Queue: QueueCPU, Cheap: true, Inputs: []string{"l0", "l1", "l2"},
 		Params:  reflect.TypeFor[IntersectParams](),
@@ -24,7 +24,7 @@ func init() {
 	register(ActivityInfo{Name: "evidence", Queue: QueueLLM, NoEndpoint: offlineModel, Inputs: []string{"checkout", "files"},
 		UsesModel: true, UsesTokenizer: true,
 		Params: reflect.TypeFor[EvidenceParams](), Defaults: EvidenceDefaults,
-		Fields: Fields(UsageFields, []RowField{
+		Fields: Fields(UsageFields, ServedFields, []RowField{
 			{Name: "evidence_searches", Kind: KindInt}, {Name: "evidence_files", Kind: KindInt},
 			{Name: "evidence_plan_error", Kind: KindString},
 		}),

@@ -35,6 +35,9 @@ var (
 		{Name: "model_calls", Kind: KindInt}, {Name: "prompt_tokens", Kind: KindInt},
 		{Name: "completion_tokens", Kind: KindInt}, {Name: "cost_usd", Kind: KindFloat},
 	}
+	// ServedFields are what a model call adds when the endpoint names another model than the spec's id as the
+	// one that answered (activities' usageRow); the last step that sets it wins.
+	ServedFields = []RowField{{Name: "model_served", Kind: KindString}}
 	// ContextStepFields are what every step that stores a context sets.
 	ContextStepFields = []RowField{{Name: "files_shown", Kind: KindInt}}
 	// SelectionFields are a file selection's (intersect, trim), scored against the gold files.

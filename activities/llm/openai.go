@@ -291,11 +291,14 @@ func (p *openAIProvider) once(ctx context.Context, task string, params openai.Ch
 	actx, cancel := context.WithTimeout(ctx, p.cfg.callTimeout)
 	defer cancel()
 	var hres *http.Response
-	ropts := []option.RequestOption{option.WithResponseInto(&hres)}
+	ropts := []option.RequestOption{option.WithResponseInto(&hres), option.WithMiddleware(capAnswer)}
 	if task != "" {
 		ropts = append(ropts, option.WithHeader(TaskHeader, task))
 	}
 	res, err := p.chat.New(actx, params, ropts...)
+	if e := answerTooLarge(err, hres); e != nil {
+		return Response{}, e, 0
+	}
 	if err != nil {
 		return Response{}, p.ep.Classify(ctx, actx, hres, err, p.cfg.callTimeout), retryAfter(hres)
 	}

@@ -5,6 +5,7 @@
 package fakeopenai
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -134,6 +135,7 @@ type Server struct {
 	keyHash    *[32]byte
 	dims       int
 	echoKey    bool
+	served     string // the model the answers name, when not the one asked for
 
 	mu         sync.Mutex
 	failures   []Failure
@@ -214,6 +216,10 @@ func (s *Server) SetDelayWhen(f func(ChatRequest) time.Duration) {
 // the answer text and the model name, as a careless or hostile endpoint might: a client must scrub answers, not only
 // errors. The token is echoed, never kept.
 func WithEchoKey() Option { return func(s *Server) { s.echoKey = true } }
+
+// WithServedModel makes every answer name model as the one that answered, whatever the request asked for (as
+// OpenAI names a dated snapshot, or a router a substitute).
+func WithServedModel(model string) Option { return func(s *Server) { s.served = model } }
 
 // WithDimensions sets the length of embedding vectors (default 64) when a request does not ask for one.
 func WithDimensions(n int) Option { return func(s *Server) { s.dims = n } }
@@ -404,7 +410,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model and messages are required")
 		return
 	}
-	answer, model := s.answer(req), req.Model
+	answer, model := s.answer(req), cmp.Or(s.served, req.Model)
 	if token := bearerToken(r); s.echoKey && token != "" {
 		answer = "Served for " + token + ".\n\n" + answer + "\n(key " + token + ")\n"
 		model += "@" + token

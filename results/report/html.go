@@ -63,14 +63,14 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 		Ref, URL string
 	}
 	type armView struct {
-		Method, Model, Label, Resolved, Applied, Rho, Epsilon, Tokens, Status, Error string
-		ResolvedOK                                                                   bool
-		Files                                                                        []string
-		Context, PatchRef, LogRef                                                    refView
-		Patch, Log                                                                   string
-		LogCut                                                                       int
-		Problems                                                                     []string
-		HasDetail                                                                    bool
+		Method, Model, Label, Resolved, Applied, Rho, Epsilon, Tokens, Status, Error, Served string
+		ResolvedOK                                                                           bool
+		Files                                                                                []string
+		Context, PatchRef, LogRef                                                            refView
+		Patch, Log                                                                           string
+		LogCut                                                                               int
+		Problems                                                                             []string
+		HasDetail                                                                            bool
 	}
 	type instView struct {
 		ID, Anchor string
@@ -106,6 +106,10 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 			r.AnchorFrom, NoDifference),
 		"disagreements": "The issues exactly one method of a pair resolves: the discordant pairs behind each " +
 			"McNemar count.",
+		"failures": "resolved and unresolved: rows without an error; errored: rows with one, by whose failure it " +
+			"is (the class of the row's error_kind).",
+		"comparisons_clean": "The paired comparisons on the issues where neither row has an error that is not " +
+			"the model's: whether such failures moved a result. p Holm: adjusted over these comparisons.",
 	}
 	for _, t := range r.Tables() {
 		tv := tableView{Name: t.Name, Caption: t.Caption, Text: texts[t.Name]}
@@ -151,7 +155,7 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 			Resolved: yesNo(row, results.FieldResolved), Applied: yesNo(row, results.FieldPatchApplied),
 			Rho: opt(field(row, results.FieldRho), "%.3f").show, Epsilon: opt(field(row, results.FieldEpsilon), "%.3f").show,
 			Tokens: opt(field(row, results.FieldContextTokens), "%.0f").show, Status: row.String("grade_status"),
-			Error: row.String(results.FieldError), ResolvedOK: resolved(row)}
+			Error: row.String(results.FieldError), Served: row.String(results.FieldModelServed), ResolvedOK: resolved(row)}
 		if a.Error == "" {
 			a.Error = row.String("grade_error")
 		}
@@ -273,8 +277,8 @@ method for its context's files, its patch and its test log. A reference names a 
 <details class="inst" id="{{.Anchor}}">
 <summary>{{.ID}} — resolved by {{.Resolved}} of {{len .Arms}} methods</summary>
 <table>
-<thead><tr><th class="t">method</th><th>resolved</th><th>applied</th><th>rho</th><th>epsilon</th><th>tokens</th><th class="t">grade</th><th class="t">error</th></tr></thead>
-<tbody>{{range .Arms}}<tr><td class="t">{{.Label}}</td><td class="{{if .ResolvedOK}}yes{{else}}no{{end}}">{{.Resolved}}</td><td>{{.Applied}}</td><td>{{.Rho}}</td><td>{{.Epsilon}}</td><td>{{.Tokens}}</td><td class="t">{{.Status}}</td><td class="t">{{.Error}}</td></tr>
+<thead><tr><th class="t">method</th><th>resolved</th><th>applied</th><th>rho</th><th>epsilon</th><th>tokens</th><th class="t">grade</th><th class="t">error</th><th class="t">served by</th></tr></thead>
+<tbody>{{range .Arms}}<tr><td class="t">{{.Label}}</td><td class="{{if .ResolvedOK}}yes{{else}}no{{end}}">{{.Resolved}}</td><td>{{.Applied}}</td><td>{{.Rho}}</td><td>{{.Epsilon}}</td><td>{{.Tokens}}</td><td class="t">{{.Status}}</td><td class="t">{{.Error}}</td><td class="t">{{.Served}}</td></tr>
 {{end}}</tbody>
 </table>
 {{range .Arms}}

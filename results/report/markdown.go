@@ -10,17 +10,17 @@ import (
 // Markdown renders report.md.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n", r.Title)
+	fmt.Fprintf(&b, "# %s\n\n", mdText(r.Title))
 	nm := map[string]bool{}
 	for _, m := range r.Methods {
 		nm[m.Method] = true
 	}
-	fmt.Fprintf(&b, "Computed by `starter report` from `%s`: %d rows, %d issues, %d methods, %d method × model arms.",
-		r.Source, r.Rows, r.Instances, len(nm), len(r.Methods))
+	fmt.Fprintf(&b, "Computed by `starter report` from %s: %d rows, %d issues, %d methods, %d method × model arms.",
+		mdCode(r.Source), r.Rows, r.Instances, len(nm), len(r.Methods))
 	if len(r.Bad) > 0 {
 		var lines []string
 		for _, l := range r.Bad {
-			lines = append(lines, fmt.Sprintf("line %d (%v)", l.Line, l.Err))
+			lines = append(lines, fmt.Sprintf("line %d (%s)", l.Line, mdText(fmt.Sprint(l.Err))))
 		}
 		fmt.Fprintf(&b, " %d lines are not rows and were skipped: %s.", len(r.Bad), strings.Join(lines, "; "))
 	}
@@ -33,7 +33,7 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString("\n\n")
 	for _, n := range r.Notes {
-		b.WriteString("- " + n + "\n")
+		b.WriteString("- " + mdText(n) + "\n")
 	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\n")
@@ -49,7 +49,7 @@ func (r *Report) Markdown() string {
 		if !ok {
 			return
 		}
-		fmt.Fprintf(&b, "## %s\n\n%s\n\n%s", title, t.Caption+".", t.Markdown())
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n%s", title, mdText(t.Caption)+".", t.Markdown())
 		if after != "" {
 			b.WriteString("\n" + after + "\n")
 		}
@@ -59,6 +59,10 @@ func (r *Report) Markdown() string {
 		"an error counts as neither). mean rho, mean epsilon, gold-line share, tokens, cost, loc F1: over the rows "+
 		"that carry the field. no gold shown %: rows with rho = 0 among rows with rho. fallback %: among rows that "+
 		"carry the field. – : no row carries the field.")
+	section("Failures per method", "failures", "resolved and unresolved: rows without an error. errored: rows "+
+		"with one, then by whose failure it is (the class of the row's error_kind): the model's own (its answer, a "+
+		"prompt too long for it) counts against the method, the others' (the endpoint's, the configuration's, the "+
+		"machine's) do not, and the comparisons on clean issues below leave them out.")
 	alt := "the alternative points the way the data do (the side with more discordant wins), so p is half the " +
 		"two-sided exact p; on a tie it points nowhere (–) and p, the same for either side, is at least 0.5"
 	if r.Alternative == AltAnchor {
@@ -70,11 +74,19 @@ func (r *Report) Markdown() string {
 		"alternative tested (A > B: A resolves more); %s. p one-sided: exact McNemar, P(X ≥ wins of the H1 side) "+
 		"with X ~ Binomial(discordant, 1/2). p Holm: Holm's step-down adjustment over all comparisons of this report. "+
 		"sig: *** p < 0.001, ** p < 0.01, * p < 0.05 (Holm-adjusted); blank: not significant. diff pts: anchor − "+
-		"method on the paired issues, with its paired bootstrap interval.", r.Anchor, r.AnchorFrom, NoDifference, alt))
+		"method on the paired issues, with its paired bootstrap interval.", mdText(r.Anchor), mdText(r.AnchorFrom),
+		NoDifference, mdText(alt)))
+	if len(r.Comparisons) > 0 && len(r.CleanComparisons) == 0 {
+		b.WriteString("No row has an error that is not the model's: the comparisons above are also those on the " +
+			"issues where neither arm has one.\n\n")
+	}
+	section("Paired comparisons on clean issues", "comparisons_clean", "The comparisons above, on the issues where "+
+		"neither method's row has an error that is not the model's (the endpoint's, the configuration's, the "+
+		"machine's): whether such failures moved a result. Holm's adjustment runs over these comparisons.")
 	var counts []string
 	for _, p := range r.Pairs {
-		counts = append(counts, fmt.Sprintf("%s vs %s: %d only %s, %d only %s", label(p.A, p.Model, r.models()),
-			p.B, len(p.OnlyA), p.A, len(p.OnlyB), p.B))
+		counts = append(counts, mdText(fmt.Sprintf("%s vs %s: %d only %s, %d only %s", label(p.A, p.Model, r.models()),
+			p.B, len(p.OnlyA), p.A, len(p.OnlyB), p.B)))
 	}
 	section("Disagreements", "disagreements", "One row per issue that exactly one method of a pair resolves, "+
 		"with both sides' rho, epsilon and context tokens: the discordant pairs behind each McNemar count ("+
@@ -100,7 +112,7 @@ func (r *Report) Markdown() string {
 		} else if !g.Converged {
 			s += "; did not converge"
 		}
-		regNotes = append(regNotes, "- "+s+".")
+		regNotes = append(regNotes, "- "+mdText(s)+".")
 	}
 	if _, ok := byName["regression"]; ok {
 		section("Logistic regression of resolve", "regression", strings.Join(regNotes, "\n")+"\n\nFirth's "+
@@ -113,7 +125,8 @@ func (r *Report) Markdown() string {
 	var seen []string
 	for _, c := range r.Checks {
 		if c.OutcomesSeen > 0 {
-			seen = append(seen, fmt.Sprintf("%s (%s) was frozen when %d of its rows already had outcomes: not a blind prediction.", c.Method, c.Model, c.OutcomesSeen))
+			seen = append(seen, mdText(fmt.Sprintf("%s (%s) was frozen when %d of its rows already had outcomes: "+
+				"not a blind prediction.", c.Method, c.Model, c.OutcomesSeen)))
 		}
 	}
 	section("Frozen predictions", "predictions", "Each file is named by the SHA-256 of its bytes and was checked "+
@@ -125,9 +138,9 @@ func (r *Report) Markdown() string {
 		for _, f := range r.Figures {
 			if strings.HasSuffix(f, ".png") {
 				stem := strings.TrimSuffix(filepath.Base(f), ".png")
-				fmt.Fprintf(&b, "![%s](%s)\n\n", stem, filepath.ToSlash(f))
+				fmt.Fprintf(&b, "![%s](<%s>)\n\n", mdText(stem), mdText(filepath.ToSlash(f)))
 				if c := r.FigureCaptions[stem]; c != "" {
-					b.WriteString(c + "\n\n")
+					b.WriteString(mdText(c) + "\n\n")
 				}
 			}
 		}
@@ -138,6 +151,24 @@ func (r *Report) Markdown() string {
 		"that lie in gold files. Intervals: %.0f%% percentile intervals from %d issue-level bootstrap resamples, "+
 		"seed %d (the same seed gives the same report).\n", 100*r.Level, r.Resamples, r.Seed)
 	return b.String()
+}
+
+// mdText makes text from rows (instance, method and model names, notes built from them) plain text in Markdown,
+// as html/template does in report.html: no tag can open ("<" and "&" become entities), a link's or an image's "]("
+// and code spans' backticks are escaped, and a line break cannot end a table row or a list item.
+func mdText(s string) string { return mdReplacer.Replace(s) }
+
+var mdReplacer = strings.NewReplacer("&", "&amp;", "<", "&lt;", "](", `\](`, "`", "\\`",
+	"\r\n", `\n`, "\n", `\n`, "\r", `\n`)
+
+// mdCode is s as a code span, fenced by more backticks than any run in s.
+func mdCode(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	return fence + " " + s + " " + fence
 }
 
 // models counts the report's models.
@@ -156,7 +187,8 @@ func (r *Report) Write(dir string) ([]string, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	// Tables of sections this report no longer has (a prediction file removed) must not linger.
-	for _, name := range []string{"methods", "comparisons", "disagreements", "budget", "regression", "calibration", "predictions"} {
+	for _, name := range []string{"methods", "failures", "comparisons", "comparisons_clean", "disagreements", "budget",
+		"regression", "calibration", "predictions"} {
 		for _, ext := range []string{".csv", ".tex"} {
 			_ = os.Remove(filepath.Join(tdir, name+ext))
 		}

@@ -3,12 +3,14 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/results"
 	"ctxlab/results/stats"
 )
@@ -90,6 +92,12 @@ type MethodStats struct {
 	// Multiplier is the budget multiplier (OK when the rows or the name carry one); Base the method it scales.
 	Multiplier Value
 	Base       string
+	// Clean counts the rows without an error: resolved and not; Errored the rows with one, by the class of their
+	// error_kind (errkind.ClassOf: whose failure it is).
+	CleanResolved, CleanUnresolved int
+	Errored                        map[errkind.Class]int
+	// Served counts the rows answered by another model than the spec's, by the model the endpoint named.
+	Served map[string]int
 }
 
 // Comparison is one paired comparison of a method against the anchor under one model, on the issues both have.
@@ -136,6 +144,9 @@ type Report struct {
 	AnchorFrom    string
 	Alternative   string
 	Comparisons   []Comparison
+	// CleanComparisons are the same comparisons on the issues where neither row has an error that is not the
+	// model's (the endpoint's, the configuration's, the machine's); empty when no row has such an error.
+	CleanComparisons []Comparison
 	// Pairs are the issues behind each comparison's discordant counts, then those of Options.Pairs.
 	Pairs       []Pair
 	Budget      []BudgetPoint
@@ -189,6 +200,17 @@ func Build(rows []results.Row, bad []results.BadLine, o Options) (*Report, error
 		if m.N < r.Instances {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s has rows for %d of the %d issues in the file (partial run).",
 				label(m.Method, m.Model, len(g.models)), m.N, r.Instances))
+		}
+		if len(m.Served) > 0 {
+			var served []string
+			total := 0
+			for _, name := range slices.Sorted(maps.Keys(m.Served)) {
+				served = append(served, fmt.Sprintf("%s (%d)", name, m.Served[name]))
+				total += m.Served[name]
+			}
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d of its %d rows were answered by another model than the "+
+				"spec's %s, as the endpoint named it: %s.", label(m.Method, m.Model, len(g.models)), total, m.N,
+				m.Model, strings.Join(served, ", ")))
 		}
 	}
 	if err := r.compare(g, o, boot); err != nil {
@@ -284,15 +306,25 @@ func mean(xs []float64) Value {
 }
 
 func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level float64) MethodStats {
-	m := MethodStats{Method: k.Method, Model: k.Model, N: len(rows)}
+	m := MethodStats{Method: k.Method, Model: k.Model, N: len(rows), Errored: map[errkind.Class]int{},
+		Served: map[string]int{}}
 	outcome := make([]float64, len(rows))
 	var rho, eps, gls, tok, cost, f1 []float64
 	applied, hasApplied := 0, false
 	fallback, nFallback := 0, 0
 	noGold := 0
 	for i, r := range rows {
-		if r.String(results.FieldError) != "" {
+		switch {
+		case r.String(results.FieldError) != "":
 			m.Errors++
+			m.Errored[errorClass(r)]++
+		case resolved(r):
+			m.CleanResolved++
+		default:
+			m.CleanUnresolved++
+		}
+		if s := r.String(results.FieldModelServed); s != "" {
+			m.Served[s]++
 		}
 		if resolved(r) {
 			m.Resolved++
@@ -410,10 +442,44 @@ func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap
 		}
 		return fmt.Errorf("report: anchor %q (%s) has no rows; methods: %v", r.Anchor, r.AnchorFrom, names)
 	}
+	r.Comparisons = r.comparisons(g, o, boot, nil)
+	for _, rows := range g.rows_ {
+		if slices.ContainsFunc(rows, notModelsError) {
+			r.CleanComparisons = r.comparisons(g, o, func(label string) stats.Bootstrap {
+				return boot("clean\x00" + label)
+			}, notModelsError)
+			break
+		}
+	}
+	return nil
+}
+
+// notModelsError reports whether a row has an error that is not the model's own: the endpoint's, the
+// configuration's, the machine's (errkind.ClassOf of its error_kind).
+func notModelsError(r results.Row) bool {
+	return r.String(results.FieldError) != "" && errorClass(r) != errkind.Model
+}
+
+// errorClass is whose failure a row's error is.
+func errorClass(r results.Row) errkind.Class {
+	return errkind.ClassOf(r.String(results.FieldErrorKind))
+}
+
+// comparisons pairs every method with the anchor, per model, on the issues both have, leaving out the issues where
+// either row is dropped (nil: none is), with Holm's adjustment over the comparisons made. Notes are added for the
+// comparisons of every issue (drop nil) only.
+func (r *Report) comparisons(g grouped, o Options, boot func(string) stats.Bootstrap,
+	drop func(results.Row) bool) []Comparison {
+	var out []Comparison
+	note := func(s string) {
+		if drop == nil {
+			r.Notes = append(r.Notes, s)
+		}
+	}
 	for _, model := range g.models {
 		anchorRows := g.rows_[results.Key{Method: r.Anchor, Model: model}]
 		if len(anchorRows) == 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("model %s has no rows of the anchor %s: no comparisons for it.", model, r.Anchor))
+			note(fmt.Sprintf("model %s has no rows of the anchor %s: no comparisons for it.", model, r.Anchor))
 			continue
 		}
 		byInst := map[string]results.Row{}
@@ -428,7 +494,7 @@ func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap
 			var a, b []float64
 			for _, row := range g.rows_[k] {
 				ar, ok := byInst[row.String(results.FieldInstance)]
-				if !ok {
+				if !ok || drop != nil && (drop(ar) || drop(row)) {
 					continue
 				}
 				ra, rb := resolved(ar), resolved(row)
@@ -443,8 +509,8 @@ func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap
 			c.Paired = len(a)
 			if c.Paired == 0 {
 				c.P, c.PHolm = math.NaN(), math.NaN()
-				r.Notes = append(r.Notes, fmt.Sprintf("%s and the anchor share no issue: not compared.", label(k.Method, model, len(g.models))))
-				r.Comparisons = append(r.Comparisons, c)
+				note(fmt.Sprintf("%s and the anchor share no issue: not compared.", label(k.Method, model, len(g.models))))
+				out = append(out, c)
 				continue
 			}
 			c.AnchorPct, c.MethodPct = 100*mean(a).V, 100*mean(b).V
@@ -466,18 +532,18 @@ func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap
 				// A tie under the observed alternative points nowhere; p is the same for either side.
 				c.P = stats.McNemarExact(c.OnlyAnchor, c.OnlyMethod)
 			}
-			r.Comparisons = append(r.Comparisons, c)
+			out = append(out, c)
 		}
 	}
-	ps := make([]float64, len(r.Comparisons))
-	for i, c := range r.Comparisons {
+	ps := make([]float64, len(out))
+	for i, c := range out {
 		ps[i] = c.P
 	}
 	for i, adj := range stats.Holm(ps) {
-		r.Comparisons[i].PHolm = adj
-		r.Comparisons[i].Stars = stats.Stars(adj)
+		out[i].PHolm = adj
+		out[i].Stars = stats.Stars(adj)
 	}
-	return nil
+	return out
 }
 
 func b2f(b bool) float64 {

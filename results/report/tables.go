@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"ctxlab/activities/api/errkind"
 )
 
 // cell is one table cell: how Markdown and LaTeX show it, and what CSV stores (full precision; empty when missing).
@@ -78,28 +80,16 @@ func (r *Report) Tables() []Table {
 		mt.rows = append(mt.rows, row)
 	}
 	ts = append(ts, mt)
+	ts = append(ts, r.failureTable())
 
 	if len(r.Comparisons) > 0 {
-		ct := Table{Name: "comparisons", Caption: fmt.Sprintf("Paired comparisons against the anchor %s: one-sided exact McNemar, Holm-adjusted over %d comparisons", r.Anchor, len(r.Comparisons)),
-			Head: []string{"model", "anchor", "method", "paired n", "anchor %", "method %", "diff pts", "95% CI",
-				"only anchor", "only method", "better", "one-sided H1", "p one-sided", "p Holm", "sig"}}
-		for _, c := range r.Comparisons {
-			if c.Paired == 0 {
-				ct.rows = append(ct.rows, []cell{txt(c.Model), txt(c.Anchor), txt(c.Method), integer(0), txt(missing),
-					txt(missing), txt(missing), txt(missing), integer(0), integer(0), txt(missing), txt(missing), pval(math.NaN()),
-					pval(math.NaN()), txt("")})
-				continue
-			}
-			hyp := txt(c.Hypothesis())
-			if c.Tested == "" {
-				hyp = cell{missing, ""}
-			}
-			ct.rows = append(ct.rows, []cell{txt(c.Model), txt(c.Anchor), txt(c.Method), integer(c.Paired),
-				num(c.AnchorPct, "%.1f"), num(c.MethodPct, "%.1f"), num(c.DiffPts, "%+.1f"), interval(c.DiffCI.Lo, c.DiffCI.Hi),
-				integer(c.OnlyAnchor), integer(c.OnlyMethod), txt(c.BetterText()), hyp, pval(c.P),
-				pval(c.PHolm), txt(c.Stars)})
-		}
-		ts = append(ts, ct)
+		ts = append(ts, comparisonTable("comparisons", fmt.Sprintf("Paired comparisons against the anchor %s: "+
+			"one-sided exact McNemar, Holm-adjusted over %d comparisons", r.Anchor, len(r.Comparisons)), r.Comparisons))
+	}
+	if len(r.CleanComparisons) > 0 {
+		ts = append(ts, comparisonTable("comparisons_clean", fmt.Sprintf("Paired comparisons against the anchor "+
+			"%s on the issues where neither row has an error that is not the model's: one-sided exact McNemar, "+
+			"Holm-adjusted over these %d comparisons", r.Anchor, len(r.CleanComparisons)), r.CleanComparisons))
 	}
 
 	if len(r.Pairs) > 0 {
@@ -169,6 +159,58 @@ func (r *Report) Tables() []Table {
 	return ts
 }
 
+// failureTable counts each method's rows by outcome: resolved, unresolved (both without an error) and errored, by
+// the class of the error (whose failure it is); a class no row has gets no column.
+func (r *Report) failureTable() Table {
+	var classes []errkind.Class
+	for _, m := range r.Methods {
+		for c := range m.Errored {
+			if !slices.Contains(classes, c) {
+				classes = append(classes, c)
+			}
+		}
+	}
+	slices.Sort(classes)
+	t := Table{Name: "failures", Caption: "Per method: rows resolved, unresolved and errored, by whose failure the " +
+		"error is", Head: []string{"method", "model", "n", "resolved", "unresolved", "errored"}}
+	for _, c := range classes {
+		t.Head = append(t.Head, "errored: "+string(c))
+	}
+	for _, m := range r.Methods {
+		row := []cell{txt(m.Method), txt(m.Model), integer(m.N), integer(m.CleanResolved), integer(m.CleanUnresolved),
+			integer(m.Errors)}
+		for _, c := range classes {
+			row = append(row, integer(m.Errored[c]))
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+// comparisonTable renders paired comparisons.
+func comparisonTable(name, caption string, cs []Comparison) Table {
+	ct := Table{Name: name, Caption: caption,
+		Head: []string{"model", "anchor", "method", "paired n", "anchor %", "method %", "diff pts", "95% CI",
+			"only anchor", "only method", "better", "one-sided H1", "p one-sided", "p Holm", "sig"}}
+	for _, c := range cs {
+		if c.Paired == 0 {
+			ct.rows = append(ct.rows, []cell{txt(c.Model), txt(c.Anchor), txt(c.Method), integer(0), txt(missing),
+				txt(missing), txt(missing), txt(missing), integer(0), integer(0), txt(missing), txt(missing), pval(math.NaN()),
+				pval(math.NaN()), txt("")})
+			continue
+		}
+		hyp := txt(c.Hypothesis())
+		if c.Tested == "" {
+			hyp = cell{missing, ""}
+		}
+		ct.rows = append(ct.rows, []cell{txt(c.Model), txt(c.Anchor), txt(c.Method), integer(c.Paired),
+			num(c.AnchorPct, "%.1f"), num(c.MethodPct, "%.1f"), num(c.DiffPts, "%+.1f"), interval(c.DiffCI.Lo, c.DiffCI.Hi),
+			integer(c.OnlyAnchor), integer(c.OnlyMethod), txt(c.BetterText()), hyp, pval(c.P),
+			pval(c.PHolm), txt(c.Stars)})
+	}
+	return ct
+}
+
 // NoDifference is what a comparison claims when the discordant counts tie.
 const NoDifference = "no difference"
 
@@ -196,7 +238,11 @@ func (c Comparison) Hypothesis() string {
 // Markdown renders the table as a GitHub table.
 func (t Table) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| " + strings.Join(t.Head, " | ") + " |\n|")
+	head := make([]string, len(t.Head))
+	for i, h := range t.Head {
+		head[i] = mdText(h)
+	}
+	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
 	for range t.Head {
 		b.WriteString("---|")
 	}
@@ -204,7 +250,7 @@ func (t Table) Markdown() string {
 	for _, row := range t.rows {
 		b.WriteString("|")
 		for _, c := range row {
-			b.WriteString(" " + strings.ReplaceAll(c.show, "|", "\\|") + " |")
+			b.WriteString(" " + strings.ReplaceAll(mdText(c.show), "|", "\\|") + " |")
 		}
 		b.WriteString("\n")
 	}

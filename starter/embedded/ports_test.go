@@ -22,13 +22,13 @@ func occupy(t *testing.T, port int) {
 
 // TestStartRetriesWhenAPortIsTaken takes one port between the moment Start picks it and the moment the server binds
 // it. The server used to exit the whole process with status 1, the cause only in its log file; Start must instead
-// pick fresh ports and come up. The gRPC ports fail through the server's Fatal, the HTTP port through an error.
+// pick fresh ports and come up (the ports fail through the server's Fatal).
 func TestStartRetriesWhenAPortIsTaken(t *testing.T) {
-	for _, which := range []string{"frontend", "history", "http"} {
+	for _, which := range []string{"frontend", "history", "matching"} {
 		t.Run(which, func(t *testing.T) {
 			dir := t.TempDir()
 			pick := func(p Ports) int {
-				return map[string]int{"frontend": p.Frontend, "history": p.History, "http": p.HTTP}[which]
+				return map[string]int{"frontend": p.Frontend, "history": p.History, "matching": p.Matching}[which]
 			}
 			var taken []int
 			portsChosen = func(p Ports) {

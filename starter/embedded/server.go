@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
@@ -43,8 +44,7 @@ type Options struct {
 	LogFile string
 	// Namespace is created when missing.
 	Namespace string
-	// Ports, when non-zero, are the frontend, history, matching and worker gRPC ports and the frontend HTTP port.
-	// Zero picks free ports.
+	// Ports, when non-zero, are the frontend, history, matching and worker gRPC ports. Zero picks free ports.
 	Ports Ports
 	// DynamicConfig overrides server defaults (history size limits in tests, for example).
 	DynamicConfig dynamicconfig.StaticClient
@@ -86,9 +86,9 @@ func (j Journal) connectAttributes() (map[string]string, error) {
 	return attrs, nil
 }
 
-// Ports of the services of one embedded server.
+// Ports of the services of one embedded server (no HTTP API: see access.go).
 type Ports struct {
-	Frontend, History, Matching, Worker, HTTP int
+	Frontend, History, Matching, Worker int
 }
 
 // Server is a running embedded Temporal server.
@@ -133,6 +133,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
 		},
 		host: host, database: o.DBFile, logFile: o.LogFile, namespace: o.Namespace, dc: o.DynamicConfig,
+		sameUserOnly: true,
 	}
 	return l.start(ctx, o.Ports, false)
 }
@@ -149,6 +150,9 @@ type launch struct {
 	logFile     string
 	namespace   string
 	dc          dynamicconfig.StaticClient
+	// sameUserOnly refuses frontend calls from other uids (sameUserAuthorizer): the run folder's server. A
+	// deployment's server (StartPostgres) answers workers of other machines.
+	sameUserOnly bool
 }
 
 // start starts the server on the ports asked for (zero ones are picked), trying fresh ports when one it picked is
@@ -235,9 +239,15 @@ func (l launch) startOn(ctx context.Context, ports Ports, logger log.Logger) (s 
 		}
 	}()
 	cfg := serverConfig(l.persistence, l.host, ports)
-	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
+	var authorizer authorization.Authorizer = newSameUserAuthorizer()
+	if !l.sameUserOnly {
+		if authorizer, err = authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization); err != nil {
+			return nil, fmt.Errorf("embedded temporal: %w", err)
+		}
+	}
+	internode, err := internodeTLS()
 	if err != nil {
-		return nil, fmt.Errorf("embedded temporal: %w", err)
+		return nil, fmt.Errorf("embedded temporal: internode certificate: %w", err)
 	}
 	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
 	if err != nil {
@@ -260,6 +270,7 @@ func (l launch) startOn(ctx context.Context, ports Ports, logger log.Logger) (s 
 		}),
 		temporal.WithLogger(fatalLogger{logger}),
 		temporal.WithAuthorizer(authorizer),
+		temporal.WithTLSConfigFactory(internode),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dc),
 	)
@@ -323,6 +334,11 @@ func (s *Server) waitReady(ctx context.Context) error {
 				return nil
 			}
 		}
+		var denied *serviceerror.PermissionDenied
+		if errors.As(err, &denied) { // waiting will not change it (sameUserAuthorizer)
+			return fmt.Errorf("embedded temporal: frontend %s refuses this process: %s", s.HostPort(),
+				firstNonEmpty(denied.Reason, denied.Error()))
+		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("embedded temporal: frontend %s not ready: %w", s.HostPort(), err)
 		}
@@ -331,8 +347,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 }
 
 func serverConfig(persistence config.Persistence, host string, p Ports) *config.Config {
-	svc := func(port, httpPort int) config.Service {
-		return config.Service{RPC: config.RPC{GRPCPort: port, HTTPPort: httpPort, BindOnIP: host}}
+	svc := func(port int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: host}} // HTTPPort 0: no HTTP API
 	}
 	frontend := net.JoinHostPort(host, strconv.Itoa(p.Frontend))
 	return &config.Config{
@@ -350,10 +366,10 @@ func serverConfig(persistence config.Persistence, host string, p Ports) *config.
 		},
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
 		Services: map[string]config.Service{
-			"frontend": svc(p.Frontend, p.HTTP),
-			"history":  svc(p.History, 0),
-			"matching": svc(p.Matching, 0),
-			"worker":   svc(p.Worker, 0),
+			"frontend": svc(p.Frontend),
+			"history":  svc(p.History),
+			"matching": svc(p.Matching),
+			"worker":   svc(p.Worker),
 		},
 		Archival: config.Archival{
 			History:    config.HistoryArchival{State: "disabled"},
@@ -381,7 +397,7 @@ func fileLogger(path string) (log.Logger, error) {
 // fill replaces zero ports with free ones, keeping the ones asked for when they are still free.
 func (p Ports) fill(host string) (Ports, error) {
 	out := p
-	for _, port := range []*int{&out.Frontend, &out.History, &out.Matching, &out.Worker, &out.HTTP} {
+	for _, port := range []*int{&out.Frontend, &out.History, &out.Matching, &out.Worker} {
 		if *port != 0 && portFree(host, *port) {
 			continue
 		}
@@ -423,6 +439,13 @@ func freePortOn(host string) (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // quietSDKLogger drops the SDK client's readiness-probe chatter.
