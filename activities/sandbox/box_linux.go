@@ -478,3 +478,22 @@ func killGroup(pgid int) error {
 	}
 	return err
 }
+
+// OverlayUpper is the folder holding what the Box's commands wrote into the Overlay folder path (its private
+// layer), "" when path is not one of the Box's Overlay folders or the Box is not isolated. Where the layer had to
+// move to a tmpfs of each command's own (see Options.Overlay), it stays empty.
+func (b *Box) OverlayUpper(path string) string {
+	if b.isolation != IsolationNamespaces {
+		return ""
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	for i, p := range b.overlay {
+		if p == abs {
+			return filepath.Join(b.overlayLayer(i), "upper")
+		}
+	}
+	return ""
+}

@@ -47,6 +47,9 @@ func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exe
 // ReadOnlyView returns src: commands run as the caller and read it where it is.
 func (b *Box) ReadOnlyView(src string) (string, error) { return filepath.Abs(src) }
 
+// OverlayUpper is "": there are no overlays without isolation.
+func (b *Box) OverlayUpper(string) string { return "" }
+
 // Close does nothing.
 func (b *Box) Close() error { return nil }
 

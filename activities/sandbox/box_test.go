@@ -267,6 +267,10 @@ echo top > "$1/top" && echo mod > "$2/m" && cat "$3/list" && { touch "$3/x" 2>/d
 			t.Errorf("the overlay's write %s reached the real folder: %v", f, err)
 		}
 	}
+	// The grader finds what the commands wrote in the private layer.
+	if b, err := os.ReadFile(filepath.Join(box.OverlayUpper(cache), "00", "added")); err != nil || string(b) != "new\n" {
+		t.Errorf("the private layer holds %q, %v", b, err)
+	}
 	if b, err := os.ReadFile(filepath.Join(shared, "m")); err != nil || string(b) != "mod\n" {
 		t.Errorf("shared folder kept %q, %v", b, err)
 	}

@@ -22,7 +22,7 @@ func TestTestBinaryOmitsDebugInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.close()
-	bin := g.build(context.Background(), 0, &goPackage{importPath: "example.com/m", dir: "."})
+	bin := g.buildAll(context.Background(), []*goPackage{{importPath: "example.com/m", dir: "."}})[0]
 	if bin == "" {
 		t.Fatal("the test binary did not build")
 	}

@@ -5,13 +5,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,8 +59,8 @@ func toolchain() (goToolchain, error) {
 	return toolchainGo, toolchainErr
 }
 
-// goRun is one Go run's setting: where the module cache and the binaries are, the go command's environment, and
-// the box its builds and tests run in.
+// goRun is one Go run's setting: where the caches and the binaries are, the go command's environment, and the box
+// its builds and tests run in.
 type goRun struct {
 	o        Options
 	events   *eventWriter
@@ -69,17 +73,21 @@ type goRun struct {
 	binDir   string
 	buildDir string
 	modCache string
-	// env is the go command's environment for the builds and for the tests, which therefore see the module cache
-	// and the flags their test binary was built with (a test that runs go build finds what the grade downloaded).
+	goCache  string
+	// env is the go command's environment for the builds and for the tests, which therefore see the module cache,
+	// the build cache and the flags their test binary was built with (a test that runs go build finds what the
+	// grade downloaded and compiled).
 	env []string
 	// selfTimedOut: a test binary stopped at its own -test.timeout.
 	selfTimedOut bool
 }
 
-// newGoRun prepares a Go run of o: the binaries' folder, the module cache and the box. With isolation (o.Isolate
-// where the sandbox is available) the box shows the toolchain and the module cache read-only and the grader's
-// build cache as an overlay: warm, and writable by the box's builds and tests (go build needs to write there)
-// without anything reaching the grader's cache.
+// newGoRun prepares a Go run of o: the binaries' folder, the caches and the box. With isolation (o.Isolate where
+// the sandbox is available) the module cache is the graded runs' own (gradedModCache), written only by the
+// sandbox's uid in go mod download's box (download) and read-only to the builds and tests; the grader's build
+// cache is shown through a private writable layer (go build writes there), warm, and what the builds add to it is
+// copied into it before any test runs (keepBuilds), so that dependencies compile once per machine, not once per
+// grade, while nothing the tests write reaches it.
 func newGoRun(ctx context.Context, o Options, events *eventWriter) (*goRun, error) {
 	tc, err := toolchain()
 	if err != nil {
@@ -92,6 +100,7 @@ func newGoRun(ctx context.Context, o Options, events *eventWriter) (*goRun, erro
 	if g.modCache, err = g.moduleCache(ctx); err != nil {
 		return nil, err
 	}
+	g.goCache = envValue(Env(o.ExtraEnv), "GOCACHE")
 	vars := []string{"PATH=" + filepath.Join(tc.root, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"GOMODCACHE=" + g.modCache}
 	if !g.vendored {
@@ -109,18 +118,16 @@ func newGoRun(ctx context.Context, o Options, events *eventWriter) (*goRun, erro
 	}
 	so := sandbox.Options{Disable: !o.Isolate}
 	if g.isolated {
-		dirs := append(append([]string{}, o.ReadOnly...), g.binDir, g.modCache, tc.root, runtime.GOROOT())
-		if r := envValue(g.env, "GOROOT"); filepath.IsAbs(r) {
-			dirs = append(dirs, r)
-		}
+		dirs := append(append([]string{}, o.ReadOnly...), g.binDir, g.modCache, tc.root, runtime.GOROOT(),
+			envValue(g.env, "GOROOT"))
 		for _, d := range dirs {
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() && sandbox.Reachable(d) {
 				so.ReadOnly = append(so.ReadOnly, d)
 			}
 		}
-		if c := envValue(g.env, "GOCACHE"); filepath.IsAbs(c) {
-			if err := os.MkdirAll(c, 0o755); err == nil && sandbox.Reachable(c) {
-				so.Overlay = append(so.Overlay, c)
+		if filepath.IsAbs(g.goCache) {
+			if err := os.MkdirAll(g.goCache, 0o755); err == nil && sandbox.Reachable(g.goCache) {
+				so.Overlay = append(so.Overlay, g.goCache)
 			}
 		}
 	}
@@ -149,8 +156,7 @@ func (g *goRun) close() {
 }
 
 // moduleCache is the module cache the run downloads into and builds and tests from: GOMODCACHE of o.ExtraEnv when
-// set; with isolation a cache of the graded runs' own (gradedModCache), which the sandbox's uid fills and no
-// grader's command writes; else the worker's.
+// set; with isolation the graded runs' own (gradedModCache); else the worker's.
 func (g *goRun) moduleCache(ctx context.Context) (string, error) {
 	if c := envValue(g.o.ExtraEnv, "GOMODCACHE"); c != "" {
 		return c, nil
@@ -168,14 +174,85 @@ func (g *goRun) moduleCache(ctx context.Context) (string, error) {
 	return workerModCache(ctx, g.o.ExtraEnv)
 }
 
-// gradedModCache is the module cache of isolated runs, beside the worker's other caches: written only by the
-// sandbox's uid, inside a box that runs nothing but go mod download, and read-only to every build and test.
+// gradedModCache is the module cache of isolated runs, beside the worker's other caches: the sandbox's uid owns
+// what is in it (go mod download writes it in a box that runs nothing else), and every build and test reads it
+// read-only.
 func gradedModCache() (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("testrun: no cache folder for the graded runs' module cache: %w", err)
 	}
 	return filepath.Join(dir, "ctxlab", "gomodcache-"+strconv.Itoa(sandbox.DefaultUID)), nil
+}
+
+// cacheEntry is the name of a file of the go command's build cache: a two-hex-digit folder, a sha256 in hex, and
+// -a (an action's index entry) or -d (its output).
+var cacheEntry = regexp.MustCompile(`^[0-9a-f]{2}/[0-9a-f]{64}-[ad]$`)
+
+// keepBuilds copies into the grader's build cache what the box's builds added to it (its private layer's cache
+// entries, regular files only, none the cache already has), each written whole and renamed into place as the go
+// command writes its own. It runs after the builds and before any test, so only what the go command and its
+// compilers wrote is kept: a test's writes stay in the private layer, which Close discards.
+func (g *goRun) keepBuilds() {
+	upper := g.box.OverlayUpper(g.goCache)
+	if upper == "" {
+		return
+	}
+	kept := 0
+	_ = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(upper, p)
+		if !cacheEntry.MatchString(filepath.ToSlash(rel)) {
+			return nil
+		}
+		dst := filepath.Join(g.goCache, rel)
+		if _, err := os.Lstat(dst); err == nil {
+			return nil
+		}
+		if copyNoFollow(p, dst) == nil {
+			kept++
+		}
+		return nil
+	})
+	if kept > 0 {
+		g.events.note(fmt.Sprintf("ctxlab: %d build cache entries kept for later grades\n", kept))
+	}
+}
+
+// copyNoFollow copies the regular file src (never through a symbolic link) to dst by way of a temporary file beside
+// it, readable by all.
+func copyNoFollow(src, dst string) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".ctxlab-keep-*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(tmp, in)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // workerModCache is the module cache the worker's go command uses (with extra in its environment).
@@ -234,25 +311,59 @@ func boxOutput(ctx context.Context, box *sandbox.Box, argv, env []string, dir st
 // maxBoxOutput bounds what is kept of a build's or a download's output.
 const maxBoxOutput = 256 << 10
 
-// build builds p's test binary (go test -c) and returns its path, or "" after recording a build failure. The build
-// runs as the tests do, isolated or not: it reads what the model wrote (cgo sources and #cgo flags, assembly
-// #includes, go.mod replacements), so with isolation it reads it as the sandbox's uid, never as the grader.
-func (g *goRun) build(ctx context.Context, i int, p *goPackage) string {
-	final := filepath.Join(g.binDir, strconv.Itoa(i), p.binaryName())
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		g.events.buildFailed(p.importPath, fmt.Sprintf("ctxlab: building the tests of %s: %v\n", p.importPath, err))
-		return ""
-	}
-	out := final
-	if g.buildDir != "" {
-		out = filepath.Join(g.buildDir, strconv.Itoa(i), p.binaryName())
-		if err := ownedDir(filepath.Dir(out), g.box.UID()); err != nil {
-			g.events.buildFailed(p.importPath, fmt.Sprintf("ctxlab: building the tests of %s: %v\n", p.importPath, err))
-			return ""
+// buildAll builds the test binaries of pkgs (go test -c -json -o DIR/ with as many packages at once as have
+// distinct binary names, so that the go command builds them in parallel) and returns their paths, "" for a package
+// whose build failed (recorded, with the compiler's text). The builds run as the tests do, isolated or not: they
+// read what the model wrote (cgo sources and #cgo flags, assembly #includes, go.mod replacements), so with
+// isolation they read it as the sandbox's uid, never as the grader.
+func (g *goRun) buildAll(ctx context.Context, pkgs []*goPackage) []string {
+	bins := make([]string, len(pkgs))
+	var batches [][]int
+	for i, p := range pkgs {
+		placed := false
+		for b, batch := range batches {
+			if !slices.ContainsFunc(batch, func(j int) bool { return pkgs[j].binaryName() == p.binaryName() }) {
+				batches[b] = append(batch, i)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			batches = append(batches, []int{i})
 		}
 	}
-	args := append([]string{"test", "-c", "-vet=off"}, omitDebug()...)
-	args = append(args, "-o", out, p.target())
+	for b, batch := range batches {
+		g.buildBatch(ctx, strconv.Itoa(b), pkgs, batch, bins)
+	}
+	return bins
+}
+
+// buildBatch builds the binaries of pkgs[batch] with one go command into binDir/name (by way of the box's build
+// folder with isolation) and sets their paths in bins.
+func (g *goRun) buildBatch(ctx context.Context, name string, pkgs []*goPackage, batch []int, bins []string) {
+	final := filepath.Join(g.binDir, name)
+	out := final
+	failAll := func(err error) {
+		for _, i := range batch {
+			g.events.buildFailed(pkgs[i].importPath, fmt.Sprintf("ctxlab: building the tests of %s: %v\n", pkgs[i].importPath, err))
+		}
+	}
+	if err := os.MkdirAll(final, 0o755); err != nil {
+		failAll(err)
+		return
+	}
+	if g.buildDir != "" {
+		out = filepath.Join(g.buildDir, name)
+		if err := ownedDir(out, g.box.UID()); err != nil {
+			failAll(err)
+			return
+		}
+	}
+	args := append([]string{"test", "-c", "-json", "-vet=off"}, omitDebug()...)
+	args = append(args, "-o", out+string(filepath.Separator))
+	for _, i := range batch {
+		args = append(args, pkgs[i].target())
+	}
 	var text []byte
 	var err error
 	if g.buildDir != "" {
@@ -261,26 +372,57 @@ func (g *goRun) build(ctx context.Context, i int, p *goPackage) string {
 		if err == nil && code != 0 {
 			err = fmt.Errorf("exit status %d", code)
 		}
-		if err == nil {
-			err = moveBinary(out, final)
-		}
 	} else {
 		text, err = trusted(ctx, g.o.Dir, g.env, g.tc.bin, args...)
-		if err == nil {
-			if err = os.Chmod(final, 0o755); err != nil {
-				err = fmt.Errorf("no test binary was written: %w", err)
-			}
-		}
 	}
-	if err != nil {
-		msg := string(text)
-		if msg == "" || ctx.Err() != nil {
-			msg += fmt.Sprintf("ctxlab: building the tests of %s: %v\n", p.importPath, err)
+	g.buildOutput(text, pkgs[batch[0]].importPath)
+	for _, i := range batch {
+		p := pkgs[i]
+		bin := filepath.Join(final, p.binaryName())
+		var merr error
+		if g.buildDir != "" {
+			merr = moveBinary(filepath.Join(out, p.binaryName()), bin)
+		} else if merr = os.Chmod(bin, 0o755); merr != nil {
+			merr = fmt.Errorf("no test binary was written: %w", merr)
+		}
+		if merr == nil {
+			bins[i] = bin
+			continue
+		}
+		why := merr
+		if err != nil {
+			why = err
+		}
+		msg := ""
+		if ctx.Err() != nil || len(bytes.TrimSpace(text)) == 0 {
+			msg = fmt.Sprintf("ctxlab: building the tests of %s: %v\n", p.importPath, why)
 		}
 		g.events.buildFailed(p.importPath, msg)
-		return ""
 	}
-	return final
+}
+
+// buildOutput passes the build's text to the events: the go command's build-output events as they are (their
+// Output is what the compiler said), any other line (the go command's own errors) as build output of the batch's
+// first package. Nothing else of it becomes an event: a build cannot report a test's result.
+func (g *goRun) buildOutput(text []byte, first string) {
+	var plain strings.Builder
+	for _, line := range bytes.Split(text, []byte("\n")) {
+		var ev struct{ Action, ImportPath, Output string }
+		if json.Unmarshal(line, &ev) == nil && ev.Action == "build-output" {
+			g.events.event(map[string]string{"Action": "build-output", "ImportPath": ev.ImportPath, "Output": ev.Output})
+			continue
+		}
+		if json.Unmarshal(line, &ev) == nil && ev.Action != "" {
+			continue // build-fail: the package's own fail event follows
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			plain.Write(line)
+			plain.WriteByte('\n')
+		}
+	}
+	if plain.Len() > 0 {
+		g.events.event(map[string]string{"Action": "build-output", "ImportPath": first + ".test", "Output": plain.String()})
+	}
 }
 
 // moveBinary moves a test binary the box's uid built into the grader's folder and makes it the grader's,

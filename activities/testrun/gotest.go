@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,13 +124,11 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		g.download(runCtx)
 	}
 	// All binaries are built before any test runs, so no test can change what a later package compiles.
-	bins := make([]string, len(toRun))
-	for i, p := range toRun {
-		bins[i] = g.build(runCtx, i, p)
-		if bins[i] == "" {
-			exit = 1
-		}
+	bins := g.buildAll(runCtx, toRun)
+	if slices.Contains(bins, "") {
+		exit = 1
 	}
+	g.keepBuilds()
 	for i, p := range toRun {
 		pattern := RunPattern(p.run)
 		if len(o.Tests) == 0 {
@@ -399,9 +398,12 @@ func (e *eventWriter) note(text string) {
 	e.event(map[string]string{"Action": "output", "Package": e.pkg, "Output": text})
 }
 
-// buildFailed records a package whose test binary could not be built, with the go command's text.
+// buildFailed records a package whose test binary could not be built, with text of ctxlab's own if any (the go
+// command's is passed on as it comes).
 func (e *eventWriter) buildFailed(importPath, text string) {
-	e.event(map[string]string{"Action": "build-output", "ImportPath": importPath + ".test", "Output": text})
+	if text != "" {
+		e.event(map[string]string{"Action": "build-output", "ImportPath": importPath + ".test", "Output": text})
+	}
 	e.event(map[string]string{"Action": "fail", "Package": importPath, "FailedBuild": importPath + ".test"})
 }
 

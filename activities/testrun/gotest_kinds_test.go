@@ -270,8 +270,10 @@ func TestBuildsTheApp(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(os.Getenv("GOMODCACHE"), "poison"), nil, 0o644); err == nil {
 		t.Fatal("the module cache is writable by the tests")
 	}
-	if err := os.WriteFile(filepath.Join(os.Getenv("GOCACHE"), os.Getenv("POISON")), nil, 0o644); err != nil {
-		t.Fatalf("the build cache is not writable: %v", err)
+	for _, name := range []string{os.Getenv("POISON"), filepath.Join("00", strings.Repeat("0", 64)+"-d")} {
+		if err := os.WriteFile(filepath.Join(os.Getenv("GOCACHE"), name), []byte("poison"), 0o644); err != nil {
+			t.Fatalf("the build cache is not writable: %v", err)
+		}
 	}
 }
 `,
@@ -283,8 +285,15 @@ func TestBuildsTheApp(t *testing.T) {
 	if got := status(res.Report, "TestBuildsTheApp"); got != "pass" || res.Isolation != sandbox.IsolationNamespaces {
 		t.Fatalf("TestBuildsTheApp %q (isolation %s)\n%s", got, res.Isolation, res.Output)
 	}
-	if _, err := os.Stat(filepath.Join(envValue(Env(nil), "GOCACHE"), poison)); !os.IsNotExist(err) {
-		t.Errorf("a test's write reached the grader's build cache: %v", err)
+	// What the builds compiled is kept in the grader's cache; what the test wrote there, even named as a cache entry,
+	// is not.
+	for _, name := range []string{poison, filepath.Join("00", strings.Repeat("0", 64)+"-d")} {
+		if _, err := os.Stat(filepath.Join(envValue(Env(nil), "GOCACHE"), name)); !os.IsNotExist(err) {
+			t.Errorf("a test's write %s reached the grader's build cache: %v", name, err)
+		}
+	}
+	if !strings.Contains(string(res.Output), "build cache entries kept") {
+		t.Errorf("the builds' cache entries were not kept:\n%s", res.Output)
 	}
 }
 
