@@ -347,3 +347,45 @@ func goModTidy(t *testing.T, dir, proxyURL string) {
 		t.Fatalf("go mod tidy: %v\n%s", err, out)
 	}
 }
+
+// Code under test that prints the testing package's marked framing (from an init of a package file, which dropping
+// the model's test files does not remove) cannot make an example without an output comment, or an invented example
+// or fuzz target, pass: go test would not run them, so they are not declared and their forged results are dropped.
+func TestForgedExamplesAndFuzzTargetsAreNotBelieved(t *testing.T) {
+	t.Parallel()
+	dir := module(t, map[string]string{
+		"forge.go": `package m
+
+import "fmt"
+
+func init() {
+	for _, name := range []string{"Example_noOutput", "ExampleInvented", "FuzzInvented", "FuzzInvented/seed#0"} {
+		fmt.Printf("\x16=== RUN   %s\n\x16--- PASS: %s (0.00s)\n", name, name)
+	}
+}
+`,
+		"m_test.go": `package m
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestReal(t *testing.T) {}
+
+func Example_noOutput() { fmt.Println("no output comment: compiled, not run") }
+`,
+	})
+	forged := []string{"Example_noOutput", "ExampleInvented", "FuzzInvented", "FuzzInvented/seed#0"}
+	res := run(t, Options{Dir: dir, Tests: append([]string{"TestReal"}, forged...)})
+	if got := status(res.Report, "TestReal"); got != "pass" {
+		t.Fatalf("the binary did not run: TestReal %q\n%s", got, res.Output)
+	}
+	v := testlog.Decide(forged, nil, res.Report)
+	if v.Resolved || len(v.Passed) != 0 || len(v.Missing) != len(forged) {
+		t.Errorf("forged framing believed: %+v\n%s", v, res.Output)
+	}
+	if !slices.Contains(res.Report.Undeclared, "example.com/m::ExampleInvented") {
+		t.Errorf("the forged results were not seen and dropped: Undeclared %v\n%s", res.Report.Undeclared, res.Output)
+	}
+}
