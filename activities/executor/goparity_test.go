@@ -270,9 +270,21 @@ func orMissing(s string) string {
 	return s
 }
 
-// copyStdPackage adds the package's Go files and testdata from src to files under pkg, with the package's own
-// import path (in its external tests and examples) rewritten to the copy's.
+// copyStdPackage adds the package's files and testdata from src to files under pkg, with the package's own import
+// path (in its external tests and examples) rewritten to the copy's.
 func copyStdPackage(t *testing.T, src, pkg string, files map[string]string) {
+	t.Helper()
+	copyPackage(t, src, pkg, files, func(name string, b []byte) []byte {
+		if !strings.HasSuffix(name, ".go") || strings.HasPrefix(name, "testdata/") {
+			return b
+		}
+		return rewriteImport(t, name, b, pkg, stdModule+"/"+pkg)
+	})
+}
+
+// copyPackage adds the regular files of the folder src (Go, assembly, data; not its subfolders) and its testdata to
+// files under dst, each through edit (its path relative to src, its content).
+func copyPackage(t *testing.T, src, dst string, files map[string]string, edit func(rel string, b []byte) []byte) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -286,17 +298,14 @@ func copyStdPackage(t *testing.T, src, pkg string, files map[string]string) {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || (!strings.HasPrefix(rel, "testdata/") && !strings.HasSuffix(rel, ".go")) {
+		if !d.Type().IsRegular() {
 			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		if strings.HasSuffix(rel, ".go") && !strings.HasPrefix(rel, "testdata/") {
-			b = rewriteImport(t, p, b, pkg, stdModule+"/"+pkg)
-		}
-		files[pkg+"/"+rel] = string(b)
+		files[path.Join(dst, rel)] = string(edit(rel, b))
 		return nil
 	})
 	if err != nil {
@@ -484,7 +493,7 @@ func TestGoParityModuleCache(t *testing.T) {
 		dir, version := cachedModule(t, m.path)
 		files := map[string]string{}
 		for _, pkg := range m.pkgs {
-			copyModulePackage(t, dir, pkg, files)
+			copyPackage(t, filepath.Join(dir, filepath.FromSlash(pkg)), pkg, files, func(_ string, b []byte) []byte { return b })
 		}
 		gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 		if err != nil {
@@ -544,38 +553,6 @@ func cachedModule(t *testing.T, mod string) (dir, version string) {
 		t.Fatalf("%s is not in the module cache (go mod download %s)", mod, mod)
 	}
 	return dir, version
-}
-
-// copyModulePackage adds the files of the module's package folder pkg (Go, assembly, data) and its testdata to
-// files.
-func copyModulePackage(t *testing.T, moduleDir, pkg string, files map[string]string) {
-	t.Helper()
-	src := filepath.Join(moduleDir, filepath.FromSlash(pkg))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && !strings.HasPrefix(rel, "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		files[path.Join(pkg, rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // pinRequirements raises the module's requirements to the versions ctxlab's build list selects (those the module
