@@ -280,3 +280,55 @@ echo top > "$1/top" && echo mod > "$2/m" && cat "$3/list" && { touch "$3/x" 2>/d
 		t.Errorf("another box: %v %q, want only the real entry and the shared write", err, out)
 	}
 }
+
+// Where the private temp folder lies on a file system that cannot hold an overlay's upper layer (an overlayfs, as
+// /tmp is in a container), each command gets its layer on a tmpfs of its own: the folder still reads warm and takes
+// writes, which reach neither the real folder nor the Box's next command.
+func TestOverlayOnOverlayfsTempRoot(t *testing.T) {
+	requireNamespaces(t)
+	base := t.TempDir()
+	for _, d := range []string{"lower", "upper", "work", "merged"} {
+		if err := os.Mkdir(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged := filepath.Join(base, "merged")
+	opts := "lowerdir=" + filepath.Join(base, "lower") + ",upperdir=" + filepath.Join(base, "upper") + ",workdir=" +
+		filepath.Join(base, "work")
+	if err := syscall.Mount("overlay", merged, "overlay", 0, opts); err != nil {
+		t.Fatalf("mounting an overlayfs to stand for a container's /tmp: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(merged, syscall.MNT_DETACH) })
+	cache := filepath.Join(t.TempDir(), "cache")
+	writeTree(t, cache, map[string]string{"00/warm": "warm entry\n"})
+	box, err := sandbox.New(worktree(t), sandbox.Options{Overlay: []string{cache}, TempRoot: merged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	env := []string{"PATH=/usr/bin:/bin"}
+	out, err := run(t, box, context.Background(), []string{"sh", "-c", `cat "$1/00/warm" && echo new > "$1/00/added" &&
+cat "$1/00/added"`, "sh", cache}, env)
+	if err != nil || out != "warm entry\nnew\n" {
+		t.Fatalf("%v %q", err, out)
+	}
+	if out, err := run(t, box, context.Background(), []string{"ls", filepath.Join(cache, "00")}, env); err != nil || out != "warm\n" {
+		t.Errorf("the next command: %v %q, want only the real entry", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "00", "added")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the write reached the real folder: %v", err)
+	}
+}
+
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -142,6 +142,15 @@ func newGoRun(ctx context.Context, o Options, events *eventWriter) (*goRun, erro
 			g.close()
 			return nil, err
 		}
+		if len(so.Overlay) == 0 {
+			// A build cache the uid cannot reach: a cold one of the box's own (slow, but the builds work).
+			cold := filepath.Join(g.box.TempDir(), "gocache")
+			if err := ownedDir(cold, g.box.UID()); err != nil {
+				g.close()
+				return nil, err
+			}
+			g.env = Env(append(g.env, "GOCACHE="+cold))
+		}
 	}
 	return g, nil
 }
