@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,9 @@ type Box struct {
 	uid, gid  int
 	readOnly  []string
 	writable  []string
+	shared    []string
+	overlay   []string
+	views     []bind // read-only folders shown at another path (ReadOnlyView)
 	hide      []string
 	tmpfsSize string
 	network   bool // share the grader's network
@@ -104,7 +108,8 @@ func New(worktree string, o Options) (*Box, error) {
 	for _, list := range []struct {
 		in  []string
 		out *[]string
-	}{{o.ReadOnly, &b.readOnly}, {o.Writable, &b.writable}, {b.hide, &b.hide}} {
+	}{{o.ReadOnly, &b.readOnly}, {o.Writable, &b.writable}, {o.Shared, &b.shared}, {o.Overlay, &b.overlay},
+		{b.hide, &b.hide}} {
 		var cleaned []string
 		for _, p := range list.in {
 			a, err := filepath.Abs(p)
@@ -141,7 +146,24 @@ func New(worktree string, o Options) (*Box, error) {
 			return nil, err
 		}
 	}
-	for _, d := range append(append([]string{b.worktree, b.private}, b.writable...), b.readOnly...) {
+	for _, d := range b.shared {
+		if err := ownFolder(d, b.uid, b.gid); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	for i, d := range b.overlay {
+		// overlayfs's mount options are a comma-separated list of paths separated by colons.
+		if strings.ContainsAny(d+b.overlayLayer(i), ",:\\") {
+			b.Close()
+			return nil, fmt.Errorf("sandbox: cannot overlay %s: a path holding ',', ':' or '\\'", d)
+		}
+		if err := mirrorFolders(d, b.overlayLayer(i), b.uid, b.gid); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	for _, d := range slices.Concat([]string{b.worktree, b.private}, b.writable, b.shared, b.overlay, b.readOnly) {
 		if err := b.reachable(d); err != nil {
 			b.Close()
 			return nil, err
@@ -149,6 +171,92 @@ func New(worktree string, o Options) (*Box, error) {
 	}
 	b.isolation = IsolationNamespaces
 	return b, nil
+}
+
+// overlayLayer is the folder holding the private layer of the i-th Overlay folder: upper/ (what the commands wrote)
+// and work/ (overlayfs's own).
+func (b *Box) overlayLayer(i int) string {
+	return filepath.Join(b.private, "overlay", strconv.Itoa(i))
+}
+
+// ownFolder makes dir (and its missing parents, root's and searchable) and gives dir itself to uid:gid.
+func ownFolder(dir string, uid, gid int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sandbox: shared folder: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("sandbox: shared folder %s is not a folder: %v", dir, err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
+		return nil
+	}
+	if err := os.Lchown(dir, uid, gid); err != nil {
+		return fmt.Errorf("sandbox: giving %s to uid %d: %w", dir, uid, err)
+	}
+	return nil
+}
+
+// mirrorFolders makes layer/upper hold every folder of src (same modes, owned by uid:gid, no files) and an empty
+// layer/work: in overlayfs a folder of the upper layer lends the merged folder its owner, so the uid may create
+// files in every folder of src while src's own files stay as they are.
+func mirrorFolders(src, layer string, uid, gid int) error {
+	upper := filepath.Join(layer, "upper")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == src {
+				return err
+			}
+			return nil // a folder the walk cannot read stays unmirrored: files cannot be made there
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(src, p)
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		dst := filepath.Join(upper, rel)
+		if err := os.MkdirAll(dst, 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(dst, fi.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		return os.Lchown(dst, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("sandbox: overlay layer for %s: %w", src, err)
+	}
+	if err := os.MkdirAll(filepath.Join(layer, "work"), 0o700); err != nil {
+		return fmt.Errorf("sandbox: overlay layer for %s: %w", src, err)
+	}
+	return nil
+}
+
+// ReadOnlyView shows the folder src, read-only, to the Box's commands at the path it returns (in the private temp
+// folder), for a folder they need to read that lies where the uid cannot walk (a module proxy folder under a
+// private home). Without isolation it returns src. Call it before Command.
+func (b *Box) ReadOnlyView(src string) (string, error) {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: view of %s: %w", src, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("sandbox: view of %s: not a folder: %v", src, err)
+	}
+	if b.isolation != IsolationNamespaces {
+		return abs, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	target := filepath.Join(b.private, "views", strconv.Itoa(len(b.views)))
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return "", fmt.Errorf("sandbox: view of %s: %w", src, err)
+	}
+	b.views = append(b.views, bind{Path: target, Source: abs, ReadOnly: true})
+	return target, nil
 }
 
 // TempPrefix starts the name of every private temp folder; the grader's process id follows, so that folders left
@@ -280,11 +388,19 @@ func (b *Box) initCommand(ctx context.Context, s spec) (*exec.Cmd, error) {
 	s.UID, s.GID, s.TmpfsSize, s.LoopbackUp = b.uid, b.gid, b.tmpfsSize, !b.network
 	s.Hide = b.hide
 	s.Binds = append([]bind{{Path: b.worktree}, {Path: b.private}}, nil...)
-	for _, p := range b.writable {
+	for _, p := range slices.Concat(b.writable, b.shared) {
 		s.Binds = append(s.Binds, bind{Path: p})
 	}
 	for _, p := range b.readOnly {
 		s.Binds = append(s.Binds, bind{Path: p, ReadOnly: true})
+	}
+	b.mu.Lock()
+	s.Binds = append(s.Binds, b.views...)
+	b.mu.Unlock()
+	for i, p := range b.overlay {
+		layer := b.overlayLayer(i)
+		s.Overlays = append(s.Overlays, overlay{Path: p, Layer: layer, TmpfsSize: OverlayTmpfsSize})
+		s.Binds = append(s.Binds, bind{Path: p}) // brought back, merged, when a hidden folder covers it
 	}
 	f, err := specFile(s)
 	if err != nil {
@@ -361,4 +477,23 @@ func killGroup(pgid int) error {
 		return nil
 	}
 	return err
+}
+
+// OverlayUpper is the folder holding what the Box's commands wrote into the Overlay folder path (its private
+// layer), "" when path is not one of the Box's Overlay folders or the Box is not isolated. Where the layer had to
+// move to a tmpfs of each command's own (see Options.Overlay), it stays empty.
+func (b *Box) OverlayUpper(path string) string {
+	if b.isolation != IsolationNamespaces {
+		return ""
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	for i, p := range b.overlay {
+		if p == abs {
+			return filepath.Join(b.overlayLayer(i), "upper")
+		}
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 )
 
@@ -42,6 +43,12 @@ func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exe
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return cmd, nil
 }
+
+// ReadOnlyView returns src: commands run as the caller and read it where it is.
+func (b *Box) ReadOnlyView(src string) (string, error) { return filepath.Abs(src) }
+
+// OverlayUpper is "": there are no overlays without isolation.
+func (b *Box) OverlayUpper(string) string { return "" }
 
 // Close does nothing.
 func (b *Box) Close() error { return nil }

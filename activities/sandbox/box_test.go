@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,5 +201,134 @@ func BenchmarkTrue(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// An Overlay folder (a build cache) is read warm and written by the Box's commands, which share what they wrote
+// with each other, while the real folder and every other Box see none of it; a Shared folder (the graded module
+// cache) is made, given to the uid without a walk, and keeps what the commands write; a ReadOnlyView shows a folder
+// the uid could not walk to, read-only.
+func TestOverlaySharedAndViews(t *testing.T) {
+	requireNamespaces(t)
+	cache := filepath.Join(t.TempDir(), "cache")
+	if err := os.MkdirAll(filepath.Join(cache, "00"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "00", "warm"), []byte("warm entry\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(t.TempDir(), "modcache", "inner")
+	hidden := filepath.Join(t.TempDir(), "private")
+	proxy := filepath.Join(hidden, "proxy")
+	if err := os.MkdirAll(proxy, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(hidden, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proxy, "list"), []byte("v1.0.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newBox := func() *sandbox.Box {
+		box, err := sandbox.New(worktree(t), sandbox.Options{Overlay: []string{cache}, Shared: []string{shared}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { box.Close() })
+		return box
+	}
+	box := newBox()
+	view, err := box.ReadOnlyView(proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=/usr/bin:/bin"}
+	out, err := run(t, box, context.Background(), []string{"sh", "-c", `cat "$1/00/warm" && echo new > "$1/00/added" &&
+echo top > "$1/top" && echo mod > "$2/m" && cat "$3/list" && { touch "$3/x" 2>/dev/null || echo view read-only; }`,
+		"sh", cache, shared, view}, env)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, w := range []string{"warm entry\n", "v1.0.0\n", "view read-only\n"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("missing %q in:\n%s", w, out)
+		}
+	}
+	if fi, err := os.Stat(shared); err != nil || fi.Sys().(*syscall.Stat_t).Uid != sandbox.DefaultUID {
+		t.Errorf("shared folder %v, want it made and given to uid %d", err, sandbox.DefaultUID)
+	}
+	// The box's next command sees what the first wrote; the real folder does not.
+	if out, err := run(t, box, context.Background(), []string{"cat", filepath.Join(cache, "00", "added"),
+		filepath.Join(cache, "top")}, env); err != nil || out != "new\ntop\n" {
+		t.Errorf("second command of the box: %v %q", err, out)
+	}
+	for _, f := range []string{"00/added", "top"} {
+		if _, err := os.Stat(filepath.Join(cache, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the overlay's write %s reached the real folder: %v", f, err)
+		}
+	}
+	// The grader finds what the commands wrote in the private layer.
+	if b, err := os.ReadFile(filepath.Join(box.OverlayUpper(cache), "00", "added")); err != nil || string(b) != "new\n" {
+		t.Errorf("the private layer holds %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(shared, "m")); err != nil || string(b) != "mod\n" {
+		t.Errorf("shared folder kept %q, %v", b, err)
+	}
+	other := newBox()
+	if out, err := run(t, other, context.Background(), []string{"sh", "-c", `ls "$1/00"; cat "$2/m"`, "sh", cache, shared},
+		env); err != nil || out != "warm\nmod\n" {
+		t.Errorf("another box: %v %q, want only the real entry and the shared write", err, out)
+	}
+}
+
+// Where the private temp folder lies on a file system that cannot hold an overlay's upper layer (an overlayfs, as
+// /tmp is in a container), each command gets its layer on a tmpfs of its own: the folder still reads warm and takes
+// writes, which reach neither the real folder nor the Box's next command.
+func TestOverlayOnOverlayfsTempRoot(t *testing.T) {
+	requireNamespaces(t)
+	base := t.TempDir()
+	for _, d := range []string{"lower", "upper", "work", "merged"} {
+		if err := os.Mkdir(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged := filepath.Join(base, "merged")
+	opts := "lowerdir=" + filepath.Join(base, "lower") + ",upperdir=" + filepath.Join(base, "upper") + ",workdir=" +
+		filepath.Join(base, "work")
+	if err := syscall.Mount("overlay", merged, "overlay", 0, opts); err != nil {
+		t.Fatalf("mounting an overlayfs to stand for a container's /tmp: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(merged, syscall.MNT_DETACH) })
+	cache := filepath.Join(t.TempDir(), "cache")
+	writeTree(t, cache, map[string]string{"00/warm": "warm entry\n"})
+	box, err := sandbox.New(worktree(t), sandbox.Options{Overlay: []string{cache}, TempRoot: merged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	env := []string{"PATH=/usr/bin:/bin"}
+	out, err := run(t, box, context.Background(), []string{"sh", "-c", `cat "$1/00/warm" && echo new > "$1/00/added" &&
+cat "$1/00/added"`, "sh", cache}, env)
+	if err != nil || out != "warm entry\nnew\n" {
+		t.Fatalf("%v %q", err, out)
+	}
+	if out, err := run(t, box, context.Background(), []string{"ls", filepath.Join(cache, "00")}, env); err != nil || out != "warm\n" {
+		t.Errorf("the next command: %v %q, want only the real entry", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "00", "added")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the write reached the real folder: %v", err)
+	}
+}
+
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -33,23 +34,34 @@ const (
 
 // spec is what the init is told to do.
 type spec struct {
-	Probe     bool     `json:"probe,omitempty"` // set up, drop privileges, exit 0
-	Path      string   `json:"path,omitempty"`
-	Argv      []string `json:"argv,omitempty"`
-	Env       []string `json:"env,omitempty"`
-	Dir       string   `json:"dir,omitempty"`
-	UID       int      `json:"uid"`
-	GID       int      `json:"gid"`
-	Hide      []string `json:"hide,omitempty"`
-	Binds     []bind   `json:"binds,omitempty"`
-	TmpfsSize string   `json:"tmpfs_size,omitempty"`
+	Probe bool     `json:"probe,omitempty"` // set up, drop privileges, exit 0
+	Path  string   `json:"path,omitempty"`
+	Argv  []string `json:"argv,omitempty"`
+	Env   []string `json:"env,omitempty"`
+	Dir   string   `json:"dir,omitempty"`
+	UID   int      `json:"uid"`
+	GID   int      `json:"gid"`
+	Hide  []string `json:"hide,omitempty"`
+	Binds []bind   `json:"binds,omitempty"`
+	// Overlays are mounted first, at their own paths, so that Binds can bring them back under hidden folders.
+	Overlays  []overlay `json:"overlays,omitempty"`
+	TmpfsSize string    `json:"tmpfs_size,omitempty"`
 	// LoopbackUp: the init is in a new network namespace, whose lo interface starts down.
 	LoopbackUp bool `json:"loopback_up,omitempty"`
 }
 
 type bind struct {
 	Path     string `json:"path"`
+	Source   string `json:"source,omitempty"` // the folder shown at Path; Path itself when empty
 	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// overlay is a folder shown with a private writable layer over its real contents; Layer holds upper/ (its folders
+// made by New) and work/.
+type overlay struct {
+	Path      string `json:"path"`
+	Layer     string `json:"layer"`
+	TmpfsSize string `json:"tmpfs_size"`
 }
 
 func init() {
@@ -140,12 +152,21 @@ func setupMounts(s spec) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
+	for _, o := range s.Overlays {
+		if err := mountOverlay(o, s.UID, s.GID); err != nil {
+			return err
+		}
+	}
 	// Hold the bind sources open: the tmpfs mounts below may cover them.
 	fds := make([]int, len(s.Binds))
 	for i, b := range s.Binds {
-		fd, err := syscall.Open(b.Path, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		src := b.Source
+		if src == "" {
+			src = b.Path
+		}
+		fd, err := syscall.Open(src, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("opening %s: %w", b.Path, err)
+			return fmt.Errorf("opening %s: %w", src, err)
 		}
 		fds[i] = fd
 		defer syscall.Close(fd)
@@ -190,6 +211,30 @@ func setupMounts(s spec) error {
 	}
 	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	return nil
+}
+
+// mountOverlay mounts o.Path as an overlay of itself (read-only underneath) and the private layer in o.Layer. Where
+// the layer's file system cannot be an upper layer (overlayfs itself, in a container), the layer moves to a tmpfs
+// private to this namespace, its folders made again: the commands of one run then no longer share what they wrote.
+func mountOverlay(o overlay, uid, gid int) error {
+	opts := func() string {
+		return "lowerdir=" + o.Path + ",upperdir=" + filepath.Join(o.Layer, "upper") + ",workdir=" + filepath.Join(o.Layer, "work")
+	}
+	flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV)
+	first := syscall.Mount("overlay", o.Path, "overlay", flags, opts())
+	if first == nil {
+		return nil
+	}
+	if err := syscall.Mount("tmpfs", o.Layer, "tmpfs", flags, "mode=0700,size="+o.TmpfsSize); err != nil {
+		return fmt.Errorf("overlay of %s: %v; a tmpfs for its layer: %w", o.Path, first, err)
+	}
+	if err := mirrorFolders(o.Path, o.Layer, uid, gid); err != nil {
+		return err
+	}
+	if err := syscall.Mount("overlay", o.Path, "overlay", flags, opts()); err != nil {
+		return fmt.Errorf("overlay of %s: %v; on a tmpfs: %w", o.Path, first, err)
 	}
 	return nil
 }

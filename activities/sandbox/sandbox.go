@@ -61,6 +61,10 @@ const DefaultUID = 61000
 // there instead of $TMPDIR cannot use up the machine's memory.
 const DefaultTmpfsSize = "256m"
 
+// OverlayTmpfsSize caps the tmpfs that holds an Overlay folder's private layer where the temp folder's own file
+// system cannot be an overlay's upper layer (an overlayfs itself, as in a container): a build cache's additions.
+const OverlayTmpfsSize = "2g"
+
 // Options configures a Box. The zero value is usable.
 type Options struct {
 	// UID and GID of the graded commands (DefaultUID when 0; 0 is never used).
@@ -73,6 +77,16 @@ type Options struct {
 	// Writable folders are bind-mounted read-write at their own paths and chowned to UID/GID by New (a build cache
 	// dedicated to graded runs). Anything written there is seen by later runs that mount the same folder.
 	Writable []string
+	// Shared folders are bind-mounted read-write at their own paths like Writable, but only the folder itself is
+	// given to UID/GID (New makes it when missing), not what is in it: a cache the box's commands fill over many
+	// runs (the module cache graded downloads write), too large to walk on every run.
+	Shared []string
+	// Overlay folders are shown at their own paths as their real contents (read-only underneath) with a private
+	// writable layer on top, kept in the private temp folder until Close and shared by the Box's commands: a build
+	// cache the commands read warm and add to, while nothing they write reaches the real folder or another Box.
+	// Every folder of the real one is UID's in the private layer, so new files can be made anywhere in it; files
+	// already there keep their owner and mode.
+	Overlay []string
 	// Hide lists folders covered by a private tmpfs; default HiddenDefault plus the grader's home (unless it is /).
 	Hide []string
 	// TempRoot is where the private temp folder is made (default os.TempDir()).

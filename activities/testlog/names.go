@@ -51,11 +51,29 @@ func PackageMatches(q, importPath, dir string) bool {
 	return rel != "." && strings.HasSuffix(importPath, "/"+rel)
 }
 
-// IsGoTestFunc reports whether name is what go test runs as a test: "Test" followed by nothing or by a character
-// that is not a lower-case letter.
+// IsGoTestFunc reports whether name has the shape of a function go test runs as a test: a test, an example or a
+// fuzz target ("Test", "Example" or "Fuzz", followed by nothing or by a character that is not a lower-case letter,
+// as cmd/go's isTest has it: ExampleReader_Read and Example_second are examples, Examplefoo is not). TestMain,
+// go test's hook, is not one.
 func IsGoTestFunc(name string) bool {
-	rest, ok := strings.CutPrefix(name, "Test")
-	if !ok || name == "TestMain" {
+	if name == "TestMain" {
+		return false
+	}
+	for _, prefix := range goTestPrefixes {
+		if isGoTest(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// goTestPrefixes are the kinds of function go test runs as tests (benchmarks run only with -bench).
+var goTestPrefixes = []string{"Test", "Example", "Fuzz"}
+
+// isGoTest is cmd/go's isTest: name is prefix followed by nothing or by a rune that is not a lower-case letter.
+func isGoTest(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok {
 		return false
 	}
 	if rest == "" {
@@ -63,4 +81,14 @@ func IsGoTestFunc(name string) bool {
 	}
 	r, _ := utf8.DecodeRuneInString(rest)
 	return !unicode.IsLower(r)
+}
+
+// GoTestKind says which kind of test function name has the shape of: "Test", "Example" or "Fuzz", or "".
+func GoTestKind(name string) string {
+	for _, prefix := range goTestPrefixes {
+		if isGoTest(name, prefix) {
+			return prefix
+		}
+	}
+	return ""
 }

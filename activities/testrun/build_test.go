@@ -17,8 +17,12 @@ func TestTestBinaryOmitsDebugInfo(t *testing.T) {
 	t.Setenv("GOFLAGS", "")
 	dir := module(t, map[string]string{"m_test.go": "package m\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n"})
 	events := &eventWriter{w: io.Discard, pkg: "example.com/m"}
-	env := Env([]string{"GOPROXY=off", "CGO_ENABLED=0"})
-	bin := buildBinary(context.Background(), dir, t.TempDir(), 0, &goPackage{importPath: "example.com/m", dir: "."}, env, events)
+	g, err := newGoRun(context.Background(), Options{Dir: dir, ExtraEnv: []string{"CGO_ENABLED=0"}}, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.close()
+	bin := g.buildAll(context.Background(), []*goPackage{{importPath: "example.com/m", dir: "."}})[0]
 	if bin == "" {
 		t.Fatal("the test binary did not build")
 	}

@@ -1,15 +1,13 @@
 package testrun
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"go/ast"
 	"go/build"
+	"go/doc"
 	"go/parser"
 	"go/token"
 	"io"
@@ -18,6 +16,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +24,6 @@ import (
 	"syscall"
 	"time"
 
-	"ctxlab/activities/sandbox"
 	"ctxlab/activities/testlog"
 )
 
@@ -33,7 +31,7 @@ import (
 type goPackage struct {
 	importPath string
 	dir        string          // slash-separated, relative to the module root; "." for the root
-	declared   map[string]bool // top-level TestXxx(*testing.T) functions of its kept _test.go files
+	declared   map[string]bool // what go test runs (goDeclared) in its kept _test.go files, by name
 	run        []string        // the declared names to run
 }
 
@@ -45,6 +43,30 @@ func (p *goPackage) target() string {
 	return "./" + p.dir
 }
 
+// binaryName is the file name go test gives the package's test binary (cmd/go's testBinaryName): the last element
+// of the import path, or the one before it when that is a major version (example.com/cmd/v2 gives cmd.test), and
+// ".test". Test code may read it: cobra's Execute takes its arguments from os.Args unless os.Args[0] is "cobra.test".
+func (p *goPackage) binaryName() string {
+	elem := path.Base(p.importPath)
+	if dir := path.Dir(p.importPath); dir != "." && isMajorVersion(elem) {
+		elem = path.Base(dir)
+	}
+	return elem + ".test"
+}
+
+// isMajorVersion is cmd/go's isVersionElement: v2, v3, v10 and so on, not v0, v1 or v05.
+func isMajorVersion(s string) bool {
+	if len(s) < 2 || s[0] != 'v' || s[1] < '1' || s[1] > '9' || s == "v1" {
+		return false
+	}
+	for _, r := range s[1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // binPrefix starts the name of the folder holding the test binaries: the executor's grading-folder prefix and this
 // process's id, so executor.CleanStale removes it when a killed worker left it behind.
 var binPrefix = fmt.Sprintf("ctxlab-grade-%d-bin-", os.Getpid())
@@ -54,16 +76,19 @@ var binPrefix = fmt.Sprintf("ctxlab-grade-%d-bin-", os.Getpid())
 // test binaries print them, so unmarked "=== RUN" / "--- PASS" lines are plain output.
 const frameMarker = "\x16=== NAME  \n"
 
-// runGo runs the listed tests of the Go module in o.Dir: requirements downloaded once (download), every needed
-// package's test binary built (buildBinary), then each binary run in its package folder with its output converted
-// by test2json, and the results checked against the statically declared tests. runCtx bounds the whole run.
+// runGo runs the listed tests of the Go module in o.Dir: requirements downloaded once (goRun.download), every
+// needed package's test binary built (goRun.build), then each binary run as go test runs it (goRun.runBinary), its
+// output converted by test2json, and the results checked against the statically declared tests. With isolation
+// the download, the builds and the tests all run in the sandbox as its uid, so that nothing the model wrote (cgo
+// sources and flags, assembly #includes, go.mod replacements) is read with the grader's rights. runCtx bounds the
+// whole run.
 func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, error) {
 	start := time.Now()
 	modPath, err := modulePath(o.Dir)
 	if err != nil {
 		return Result{}, fmt.Errorf("testrun: %w", err)
 	}
-	pkgs, needsCgo, err := scanTests(o.Dir, modPath, o.ExcludeTestFiles)
+	pkgs, err := scanTests(o.Dir, modPath, o.ExcludeTestFiles)
 	if err != nil {
 		return Result{}, fmt.Errorf("testrun: listing the tests of %s: %w", o.Dir, err)
 	}
@@ -87,56 +112,38 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		events.note(fmt.Sprintf("ctxlab: no package declares these tests in a kept _test.go file: %s\n",
 			strings.Join(notDeclared, ", ")))
 	}
-	vendored := fileExists(filepath.Join(o.Dir, "vendor", "modules.txt"))
-	if len(toRun) > 0 && !vendored {
-		download(runCtx, o, events)
-	}
-	buildEnv := []string{"GOPROXY=off"}
-	if !vendored {
-		buildEnv = append(buildEnv, modFlags())
-	}
-	if !needsCgo {
-		// cgo would run the C toolchain with flags from the (model-editable) sources while building.
-		buildEnv = append(buildEnv, "CGO_ENABLED=0")
-	}
-	buildEnv = Env(append(buildEnv, o.ExtraEnv...))
-
-	binDir, err := os.MkdirTemp("", binPrefix)
+	g, err := newGoRun(runCtx, o, events)
 	if err != nil {
-		return Result{}, fmt.Errorf("testrun: %w", err)
-	}
-	defer os.RemoveAll(binDir)
-	// Test binaries may run as another user: they must be readable and executable by it, and not writable.
-	if err := os.Chmod(binDir, 0o755); err != nil {
-		return Result{}, fmt.Errorf("testrun: %w", err)
-	}
-	// The box is made after the build folder exists, so the binaries stay reachable under a private /tmp.
-	box, err := newBox(o, binDir)
-	if err != nil {
+		evW.Close()
+		<-parsed
 		return Result{}, err
 	}
-	defer box.Close()
-	res.Isolation = box.Isolation()
-	// All binaries are built before any test runs, so no test can change what a later package compiles.
-	bins := make([]string, len(toRun))
-	for i, p := range toRun {
-		bins[i] = buildBinary(runCtx, o.Dir, binDir, i, p, buildEnv, events)
-		if bins[i] == "" {
-			exit = 1
-		}
+	defer g.close()
+	res.Isolation = g.box.Isolation()
+	if len(toRun) > 0 && !g.vendored {
+		g.download(runCtx)
 	}
+	// All binaries are built before any test runs, so no test can change what a later package compiles.
+	bins := g.buildAll(runCtx, toRun)
+	if slices.Contains(bins, "") {
+		exit = 1
+	}
+	g.keepBuilds()
 	for i, p := range toRun {
 		pattern := RunPattern(p.run)
 		if len(o.Tests) == 0 {
 			pattern = ""
 		}
-		// Args says what ran, per package: go test -c ./dir && dir.test -test.run pattern;
-		res.Args = append(res.Args, "go", "test", "-c", p.target(), "&&", path.Base(p.importPath)+".test", "-test.run", pattern+";")
+		args := g.testArgs(runCtx, pattern)
+		// Args says what ran, per package: go test -c ./dir && (cd dir && dir.test -test.paniconexit0 ...);
+		res.Args = append(res.Args, "go", "test", "-c", "-o", p.binaryName(), p.target(), "&&", "(cd", p.target(), "&&",
+			p.binaryName())
+		res.Args = append(res.Args, args...)
+		res.Args[len(res.Args)-1] += ");"
 		if bins[i] == "" || runCtx.Err() != nil {
 			continue
 		}
-		code, err := runBinary(ctx, runCtx, box, bins[i], filepath.Join(o.Dir, filepath.FromSlash(p.dir)), p.importPath, pattern,
-			Env(o.ExtraEnv), events)
+		code, err := g.runBinary(ctx, runCtx, bins[i], p, args)
 		if err != nil {
 			events.note(fmt.Sprintf("ctxlab: running the tests of %s: %v\n", p.importPath, err))
 		}
@@ -152,7 +159,7 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("testrun: cancelled: %w", ctx.Err())
 	}
-	res.TimedOut = errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	res.TimedOut = errors.Is(runCtx.Err(), context.DeadlineExceeded) || g.selfTimedOut
 	if parseErr != nil {
 		return res, fmt.Errorf("testrun: %w", parseErr)
 	}
@@ -182,10 +189,11 @@ func modulePath(dir string) (string, error) {
 	return "", fmt.Errorf("%s/go.mod names no module", dir)
 }
 
-// scanTests lists, statically, the test functions each package of the module declares in its _test.go files, leaving
-// out the excluded files (slash-separated, relative to root), files the build constraints exclude, vendor, testdata,
-// hidden folders and nested modules. needsCgo says whether a non-test file of the module imports "C".
-func scanTests(root, modPath string, exclude []string) (pkgs []*goPackage, needsCgo bool, err error) {
+// scanTests lists, statically, what go test would run in each package of the module (goDeclared) from its _test.go
+// files, leaving out the excluded files (slash-separated, relative to root), files the build constraints exclude,
+// vendor, testdata, hidden folders and nested modules. The package's own test files and its external _test
+// package's share its folder, and so its list.
+func scanTests(root, modPath string, exclude []string) (pkgs []*goPackage, err error) {
 	skip := map[string]bool{}
 	for _, f := range exclude {
 		skip[path.Clean(strings.TrimPrefix(filepath.ToSlash(f), "./"))] = true
@@ -206,27 +214,15 @@ func scanTests(root, modPath string, exclude []string) (pkgs []*goPackage, needs
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !strings.HasSuffix(name, ".go") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+		if !d.Type().IsRegular() || !strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, ".") ||
+			strings.HasPrefix(name, "_") || skip[rel] {
 			return nil
 		}
 		if ok, err := build.Default.MatchFile(filepath.Dir(p), name); err != nil || !ok {
 			return nil
 		}
-		if !strings.HasSuffix(name, "_test.go") {
-			if !needsCgo {
-				if f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly); err == nil {
-					for _, imp := range f.Imports {
-						needsCgo = needsCgo || imp.Path.Value == `"C"`
-					}
-				}
-			}
-			return nil
-		}
-		if skip[rel] {
-			return nil
-		}
 		// A file that does not parse declares nothing; its package's build fails and says why.
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
 			return nil
 		}
@@ -240,10 +236,8 @@ func scanTests(root, modPath string, exclude []string) (pkgs []*goPackage, needs
 			pkg = &goPackage{importPath: ip, dir: dir, declared: map[string]bool{}}
 			byDir[dir] = pkg
 		}
-		for _, decl := range f.Decls {
-			if fn, ok := decl.(*ast.FuncDecl); ok && isTestFunc(fn) {
-				pkg.declared[fn.Name.Name] = true
-			}
+		for _, name := range goDeclared(f) {
+			pkg.declared[name] = true
 		}
 		return nil
 	})
@@ -253,12 +247,45 @@ func scanTests(root, modPath string, exclude []string) (pkgs []*goPackage, needs
 		}
 	}
 	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].dir < pkgs[j].dir })
-	return pkgs, needsCgo, err
+	return pkgs, err
 }
 
-// isTestFunc reports whether fn is a top-level func TestXxx(t *testing.T) (the testing import under any name).
-func isTestFunc(fn *ast.FuncDecl) bool {
-	if fn.Recv != nil || fn.Type.TypeParams != nil || fn.Type.Results != nil || !testlog.IsGoTestFunc(fn.Name.Name) {
+// goDeclared lists what go test runs from one _test.go file, by cmd/go's rules (load.testFuncs.load): top-level
+// tests (TestXxx(*testing.T), TestMain included when it takes a *testing.T), fuzz targets (FuzzXxx(*testing.F),
+// whose seed corpus runs as the subtests FuzzXxx/seed#N and FuzzXxx/<file of testdata/fuzz/FuzzXxx>), and examples
+// with an output comment (// Output: or // Unordered output:, empty or not, found by go/doc as go test finds
+// them); an example without one is compiled, not run. Benchmarks run only with -bench: never here.
+func goDeclared(f *ast.File) []string {
+	var names []string
+	for _, decl := range f.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || fn.Type.TypeParams != nil {
+			continue
+		}
+		name := fn.Name.Name
+		switch testlog.GoTestKind(name) {
+		case "Test":
+			if takesTesting(fn, "T") {
+				names = append(names, name)
+			}
+		case "Fuzz":
+			if takesTesting(fn, "F") {
+				names = append(names, name)
+			}
+		}
+	}
+	for _, e := range doc.Examples(f) {
+		if e.Output != "" || e.EmptyOutput {
+			names = append(names, "Example"+e.Name)
+		}
+	}
+	return names
+}
+
+// takesTesting is cmd/go's isTestFunc: fn returns nothing and takes one parameter of type *arg or *pkg.arg (the
+// testing import under any name, or dot-imported).
+func takesTesting(fn *ast.FuncDecl, arg string) bool {
+	if fn.Type.Results != nil && len(fn.Type.Results.List) > 0 {
 		return false
 	}
 	params := fn.Type.Params.List
@@ -269,8 +296,13 @@ func isTestFunc(fn *ast.FuncDecl) bool {
 	if !ok {
 		return false
 	}
-	sel, ok := star.X.(*ast.SelectorExpr)
-	return ok && sel.Sel.Name == "T"
+	switch x := star.X.(type) {
+	case *ast.Ident:
+		return x.Name == arg
+	case *ast.SelectorExpr:
+		return x.Sel.Name == arg
+	}
+	return false
 }
 
 // selectTests picks, for each listed name, the packages that declare its top-level test (only the named package for
@@ -366,32 +398,13 @@ func (e *eventWriter) note(text string) {
 	e.event(map[string]string{"Action": "output", "Package": e.pkg, "Output": text})
 }
 
-// buildFailed records a package whose test binary could not be built, with the go command's text.
+// buildFailed records a package whose test binary could not be built, with text of ctxlab's own if any (the go
+// command's is passed on as it comes).
 func (e *eventWriter) buildFailed(importPath, text string) {
-	e.event(map[string]string{"Action": "build-output", "ImportPath": importPath + ".test", "Output": text})
+	if text != "" {
+		e.event(map[string]string{"Action": "build-output", "ImportPath": importPath + ".test", "Output": text})
+	}
 	e.event(map[string]string{"Action": "fail", "Package": importPath, "FailedBuild": importPath + ".test"})
-}
-
-// buildBinary builds p's test binary into binDir as the grader (the build runs none of the module's code) and returns
-// its path, or "" after recording a build failure.
-func buildBinary(ctx context.Context, root, binDir string, i int, p *goPackage, env []string, events *eventWriter) string {
-	bin := filepath.Join(binDir, fmt.Sprintf("%d-%s.test", i, path.Base(p.importPath)))
-	args := append([]string{"test", "-c", "-vet=off"}, omitDebug()...)
-	out, err := trusted(ctx, root, env, "go", append(args, "-o", bin, p.target())...)
-	if err == nil {
-		if err = os.Chmod(bin, 0o755); err != nil {
-			err = fmt.Errorf("no test binary was written: %w", err)
-		}
-	}
-	if err != nil {
-		text := string(out)
-		if text == "" || ctx.Err() != nil {
-			text += fmt.Sprintf("ctxlab: building the tests of %s: %v\n", p.importPath, err)
-		}
-		events.buildFailed(p.importPath, text)
-		return ""
-	}
-	return bin
 }
 
 // omitDebug links test binaries without the symbol table and DWARF, as go test itself does for the binaries it
@@ -404,50 +417,6 @@ func omitDebug() []string {
 		}
 	}
 	return []string{"-ldflags=-s -w"}
-}
-
-// runBinary runs a test binary in its package folder, contained, and converts its output with test2json. The
-// binary's own output is the only source of events. It returns the binary's exit code.
-func runBinary(ctx, runCtx context.Context, box *sandbox.Box, bin, dir, importPath, pattern string, env []string, events *eventWriter) (int, error) {
-	args := []string{bin, "-test.v=test2json", "-test.count=1", "-test.timeout=0", "-test.paniconexit0"}
-	if pattern != "" {
-		args = append(args, "-test.run", pattern)
-	}
-	p, err := startContained(runCtx, box, args, dir, env)
-	if err != nil {
-		return 0, err
-	}
-	// test2json is ours: it outlives the binary's deadline so that what the binary printed is still converted; it
-	// ends when the binary's output does (bounded by drainWait in wait).
-	var convErr bytes.Buffer
-	start := func(direct bool) (*exec.Cmd, error) {
-		// Not in the worker's folder, whose go.mod could ask for another toolchain.
-		conv := test2jsonCommand(ctx, filepath.Dir(bin), direct, "-t", "-p", importPath)
-		conv.Stdin = io.MultiReader(strings.NewReader(frameMarker), p.out)
-		conv.Stdout = events
-		conv.Stderr = &convErr
-		return conv, conv.Start()
-	}
-	conv, err := start(true)
-	if err != nil && conv.Args[0] != "go" {
-		// The cached tool is gone (the build cache was cleaned): ask the go command again, now and next time.
-		forgetTest2json()
-		conv, err = start(false)
-	}
-	readDone := make(chan struct{})
-	var runErr error
-	if err != nil {
-		close(readDone)
-		runErr = fmt.Errorf("starting test2json: %w", err)
-	} else {
-		go func() {
-			defer close(readDone)
-			if err := conv.Wait(); err != nil && ctx.Err() == nil {
-				runErr = fmt.Errorf("test2json: %w: %s", err, convErr.String())
-			}
-		}()
-	}
-	return p.wait(readDone), runErr
 }
 
 var (
@@ -499,91 +468,6 @@ func trusted(ctx context.Context, dir string, env []string, name string, args ..
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = drainWait
 	return cmd.CombinedOutput()
-}
-
-// downloadEnv names the worker's variables the module download may need besides AllowedEnv (proxies, checksum
-// database settings, private module patterns, certificates). Only the go command sees them, never a test.
-var downloadEnv = []string{"GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "GOAUTH", "HTTP_PROXY",
-	"HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"}
-
-// download fetches the module's requirements into the module cache when it has any (a non-empty go.sum), once per
-// go.sum content: a marker named by go.sum's sha256 under the module cache records a finished download. The proxy is
-// o.GoProxy, else the worker's GOPROXY; version control systems are never used (GOVCS=*:off), so a go.mod the model
-// edited cannot make the grader run git against a host of its choosing. A failure is only logged: the offline
-// build then fails and says what is missing.
-func download(ctx context.Context, o Options, events *eventWriter) {
-	sum, err := os.ReadFile(filepath.Join(o.Dir, "go.sum"))
-	if err != nil || len(bytes.TrimSpace(sum)) == 0 {
-		return
-	}
-	key := sha256.Sum256(sum)
-	env := Env(o.ExtraEnv)
-	cacheOut, err := trusted(ctx, o.Dir, env, "go", "env", "GOMODCACHE")
-	modCache := strings.TrimSpace(string(cacheOut))
-	if err != nil || modCache == "" {
-		events.note(fmt.Sprintf("ctxlab: no module cache to download into (%v): %s\n", err, cacheOut))
-		return
-	}
-	marker := filepath.Join(modCache, "cache", "ctxlab-downloaded", hex.EncodeToString(key[:]))
-	if fileExists(marker) {
-		events.note("ctxlab: module requirements already downloaded (go.sum sha256 " + hex.EncodeToString(key[:8]) + ")\n")
-		return
-	}
-	proxy := o.GoProxy
-	if proxy == "" {
-		proxy = workerGoProxy()
-	}
-	if proxy == "" || proxy == "off" {
-		events.note("ctxlab: no GOPROXY to download the module requirements from\n")
-		return
-	}
-	extra := []string{"GOPROXY=" + proxy, modFlags(), "GOVCS=*:off"}
-	for _, k := range downloadEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			extra = append(extra, k+"="+v)
-		}
-	}
-	out, err := trusted(ctx, o.Dir, Env(append(extra, o.ExtraEnv...)), "go", "mod", "download")
-	if err != nil {
-		// The proxy itself is not logged: its URL may carry credentials.
-		events.note(fmt.Sprintf("ctxlab: go mod download: %v\n%s", err, out))
-		return
-	}
-	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err == nil {
-		_ = os.WriteFile(marker, []byte(proxy+"\n"), 0o644)
-	}
-	events.note("ctxlab: module requirements downloaded\n")
-}
-
-// modFlags is GOFLAGS with -mod=mod (go.mod and go.sum may be completed from the module cache) in place of any -mod
-// flag of the worker's GOFLAGS, whose other flags are kept.
-func modFlags() string {
-	flags := []string{"-mod=mod"}
-	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
-		if !strings.HasPrefix(f, "-mod=") && !strings.HasPrefix(f, "--mod=") {
-			flags = append(flags, f)
-		}
-	}
-	return "GOFLAGS=" + strings.Join(flags, " ")
-}
-
-var (
-	workerProxyOnce sync.Once
-	workerProxy     string
-)
-
-// workerGoProxy is the GOPROXY the worker's go command would use (its environment, else its go env file).
-func workerGoProxy() string {
-	workerProxyOnce.Do(func() {
-		if v := os.Getenv("GOPROXY"); v != "" {
-			workerProxy = v
-			return
-		}
-		if out, err := exec.Command("go", "env", "GOPROXY").Output(); err == nil {
-			workerProxy = strings.TrimSpace(string(out))
-		}
-	})
-	return workerProxy
 }
 
 func fileExists(p string) bool {

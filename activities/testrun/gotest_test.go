@@ -1,7 +1,6 @@
 package testrun
 
 import (
-	"archive/zip"
 	"context"
 	"os"
 	"os/exec"
@@ -185,52 +184,17 @@ func cleanModCache(t *testing.T, cache string) {
 // downloaded from the configured GOPROXY (a file:// folder here) once per go.sum, then the build is offline.
 func TestModuleRequirementsDownloaded(t *testing.T) {
 	t.Parallel()
-	const depMod = "module example.com/dep\n\ngo 1.21\n"
-	const depSrc = "package dep\n\nfunc Answer() int { return 42 }\n"
-	proxy := t.TempDir()
-	vdir := filepath.Join(proxy, "example.com", "dep", "@v")
-	writeFiles(t, vdir, map[string]string{
-		"list":        "v1.0.0\n",
-		"v1.0.0.info": `{"Version":"v1.0.0","Time":"2024-01-01T00:00:00Z"}`,
-		"v1.0.0.mod":  depMod,
+	proxyURL := fileProxy(t, "example.com/dep", "v1.0.0", map[string]string{
+		"dep.go": "package dep\n\nfunc Answer() int { return 42 }\n",
 	})
-	zf, err := os.Create(filepath.Join(vdir, "v1.0.0.zip"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := zip.NewWriter(zf)
-	for name, body := range map[string]string{"go.mod": depMod, "dep.go": depSrc} {
-		w, err := zw.Create("example.com/dep@v1.0.0/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zf.Close(); err != nil {
-		t.Fatal(err)
-	}
-	proxyURL := "file://" + filepath.ToSlash(proxy)
-
+	proxy := strings.TrimPrefix(proxyURL, "file://")
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"go.mod":    "module example.com/m\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n",
 		"m_test.go": "package m\n\nimport (\n\t\"testing\"\n\n\t\"example.com/dep\"\n)\n\nfunc TestUsesDep(t *testing.T) {\n\tif dep.Answer() != 42 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n",
 	})
-	// The repository comes with its go.sum, made here with a throwaway cache.
-	setupCache := t.TempDir()
-	cleanModCache(t, setupCache)
-	tidy := exec.Command("go", "mod", "tidy")
-	tidy.Dir = dir
-	tidy.Env = append(os.Environ(), "GOPROXY="+proxyURL, "GOSUMDB=off", "GOMODCACHE="+setupCache, "GOFLAGS=-mod=mod",
-		"GOTOOLCHAIN=local")
-	if out, err := tidy.CombinedOutput(); err != nil {
-		t.Fatalf("go mod tidy: %v\n%s", err, out)
-	}
+	// The repository comes with its go.sum.
+	goModTidy(t, dir, proxyURL)
 
 	cache := t.TempDir()
 	cleanModCache(t, cache)

@@ -3,16 +3,18 @@
 // the tests), and with captured output capped. Outcomes come from per-test events (package testlog), never from an
 // exit code.
 //
-// Go tests are not run through `go test ./...`. The grader downloads the module's requirements once (GOPROXY from
-// Options.GoProxy; no version control), builds each needed package's test binary itself (`go test -c`, offline,
-// CGO_ENABLED=0 unless the module has cgo files: building runs no code of the module; linked without debug info, as
-// go test links what it runs), runs every binary in its package folder with -test.v=test2json and only the listed
-// tests, and converts its output with the toolchain's test2json (run from its binary, which `go tool -n` names),
-// primed so that only framing lines carrying the testing package's ^V marker count. The test names are checked
-// against the top-level `func TestXxx(t *testing.T)` the package declares, found statically (go/parser; a
-// `go test -list` would need the package to compile at base, which FAIL_TO_PASS tests often do not) in its _test.go
-// files other than Options.ExcludeTestFiles: a result for an undeclared name is dropped (Report.Undeclared), so it
-// counts as missing.
+// Go tests are not run through `go test ./...`, but as go test runs them. The grader downloads the module's
+// requirements once (GOPROXY from Options.GoProxy; no version control), builds the needed packages' test binaries
+// itself (`go test -c -json`, offline; linked without debug info, as go test links what it runs), runs every binary
+// as go test runs it (named <pkg>.test, in its package folder, with go test's -test.flag=value arguments, the
+// toolchain first on PATH and the build's go environment) with -test.v=test2json and only the listed tests, and
+// converts its output with the toolchain's test2json (run from its binary, which `go tool -n` names), primed so
+// that only framing lines carrying the testing package's ^V marker count. With isolation the download, the builds
+// and the tests all run in the sandbox as its uid (gobox.go), since building reads what the model wrote. The test
+// names are checked against what go test would run, found statically (go/parser and go/doc; a `go test -list`
+// would need the package to compile at base, which FAIL_TO_PASS tests often do not) in the package's _test.go
+// files other than Options.ExcludeTestFiles: tests, fuzz targets (their seeds run as subtests) and examples with
+// an output comment. A result for an undeclared name is dropped (Report.Undeclared), so it counts as missing.
 //
 // Python commands (Options.Command with a pytest or unittest parser) are read from their output, or, with
 // Options.Results, only from the results file ctxlab's Python helpers write (testlog.ParseResults), which the tests
@@ -92,7 +94,7 @@ type Options struct {
 	// GoProxy is the GOPROXY for downloading the module's requirements before the offline build (a URL list, or
 	// file:///folder); empty: the worker's own GOPROXY.
 	GoProxy string
-	// Isolate runs the code under test in a sandbox (package sandbox: a dedicated uid in its own pid, mount and
+	// Isolate runs the code under test (and for Go the module download and the builds) in a sandbox (package sandbox: a dedicated uid in its own pid, mount and
 	// network namespaces) where this process may make one, and as today (own process group) elsewhere;
 	// Result.Isolation says which. It chowns Dir to the sandbox's uid.
 	Isolate bool
