@@ -265,7 +265,7 @@ func modelError(step string, m specs.Model, err error) error {
 	kind := llm.KindOf(err)
 	msg := llm.ScrubSecrets(fmt.Sprintf("%s: model %s: %v", step, m.Name, err))
 	var le *llm.Error
-	if errors.As(err, &le) && le.RetryAfter > 0 && llm.ClassOf(string(kind)) == llm.ClassInfrastructure {
+	if errors.As(err, &le) && le.RetryAfter > 0 && kind.Waited() {
 		return temporal.NewNonRetryableApplicationError(msg, ErrProviderWait, nil,
 			ProviderWait{Kind: string(kind), Wait: le.RetryAfter})
 	}

@@ -82,14 +82,18 @@ const (
 	KindQuota         = errkind.Quota
 	KindBadRequest    = errkind.BadRequest
 	KindBadResponse   = errkind.BadResponse
+	KindModelNotFound = errkind.ModelNotFound
+	KindContextWindow = errkind.ContextWindow
+	KindRepeatedError = errkind.RepeatedError
 	KindLostWorker    = errkind.LostWorker
 )
 
 // Classes of failure; see package errkind.
 const (
-	ClassInfrastructure = errkind.Infrastructure
-	ClassConfiguration  = errkind.Configuration
-	ClassModel          = errkind.Model
+	ClassModel         = errkind.Model
+	ClassEndpoint      = errkind.Endpoint
+	ClassConfiguration = errkind.Configuration
+	ClassEnvironment   = errkind.Environment
 )
 
 // Known reports whether s names the kind of a failed call.

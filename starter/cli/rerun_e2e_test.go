@@ -68,7 +68,7 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 		t.Fatalf("first run's rows by error kind: %v", kinds)
 	}
 	out, _ := mainOut(t, "status", "infra", "--runs", runs)
-	for _, want := range []string{"infrastructure 1 (rate_limit 1; a re-run retries them)",
+	for _, want := range []string{"endpoint 1 (rate_limit 1; a re-run retries them)",
 		"model 1 (context_length 1; final)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
