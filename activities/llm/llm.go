@@ -111,6 +111,10 @@ type Error struct {
 	// RetryAfter is the wait the endpoint asked for when it is longer than a call waits in-process: the caller
 	// should come back after it (0 otherwise).
 	RetryAfter time.Duration
+	// typ is the error's type as the body named it; fromBody says Msg is the body's error message, not a status
+	// text or a page (see deterministic).
+	typ      string
+	fromBody bool
 }
 
 func (e *Error) Error() string {

@@ -189,8 +189,16 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 	if perr != nil {
 		return Response{}, perr
 	}
+	var last *Error // the previous attempt's failure, for telling a deterministic server error from an outage
+	repeats := 0
 	for attempt := 1; ; attempt++ {
 		resp, cerr, retryAfter := p.once(ctx, req.Task, params)
+		if cerr != nil && last != nil && cerr.Status == last.Status && cerr.Msg == last.Msg {
+			repeats++
+		} else {
+			repeats = 0
+		}
+		last = cerr
 		if cerr == nil {
 			p.cfg.log.Debug().Str("model", p.model.ID).Str("task", req.Task).Int("attempt", attempt).
 				Int("prompt_tokens", resp.Usage.PromptTokens).Int("completion_tokens", resp.Usage.CompletionTokens).
@@ -201,6 +209,13 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 			return Response{}, cerr
 		}
 		if attempt >= p.cfg.attempts {
+			if attempt >= minRepeats && repeats == attempt-1 && deterministic(cerr.Status, cerr.typ, cerr.Msg, cerr.fromBody) {
+				// Not an outage: the server fails this request the same way every time. Waiting for it to heal
+				// would wait hours for nothing; the row fails now (a re-run tries again).
+				cerr.Kind = KindRepeatedError
+				cerr.Msg += fmt.Sprintf(" (the same error for the same request %d times in a row: not an outage)", attempt)
+				return Response{}, cerr
+			}
 			cerr.Msg += fmt.Sprintf(" (gave up after %d attempts)", attempt)
 			return Response{}, cerr
 		}
@@ -224,6 +239,10 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 		}
 	}
 }
+
+// minRepeats is how many attempts in a row must fail with the same server error before it counts as deterministic
+// (KindRepeatedError); with fewer attempts a call never concludes that.
+const minRepeats = 3
 
 // delay returns the wait before the next attempt: the endpoint's Retry-After when it sent one, otherwise
 // baseDelay·2^(attempt-1) with equal jitter, capped at maxDelay. ok is false when Retry-After exceeds maxDelay.
@@ -302,13 +321,21 @@ func (p *openAIProvider) once(ctx context.Context, task string, params openai.Ch
 	if res == nil || len(res.Choices) == 0 {
 		msg := "the completion has no choices"
 		if res != nil {
-			if em := errorMessage([]byte(res.RawJSON())); em != "" {
-				msg += ": " + em
+			// An error sent with 200 (OpenAI's insufficient_quota among them) is classified as if sent with its
+			// status: a quota error is not retried as a broken answer.
+			if st, kind, em, ok := bodyError(statusOf(hres), []byte(res.RawJSON())); ok {
+				return Response{}, &Error{Kind: kind, Status: st, Msg: p.ep.Scrub(msg + ": " + em)}, 0
 			}
 		}
 		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.ep.Scrub(msg)}, 0
 	}
-	u := Usage{PromptTokens: int(res.Usage.PromptTokens), CompletionTokens: int(res.Usage.CompletionTokens)}
+	// Usage is money: counts that cannot be real make the answer a broken one (retried), never a negative or
+	// absurd cost.
+	u, uerr := usageOf([]byte(res.RawJSON()))
+	if uerr != nil {
+		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.ep.Scrub(
+			"the endpoint reported impossible usage: " + uerr.Error())}, 0
+	}
 	// A 200 answer is scrubbed too: an endpoint may echo the key in it, and answers are cached and stored.
 	return Response{
 		Text:    p.ep.ScrubText(answerWithToolCalls(res.Choices[0].Message)),
@@ -345,56 +372,16 @@ func (e Endpoint) Classify(ctx, actx context.Context, hres *http.Response, err e
 	}
 	status := hres.StatusCode
 	code, typ, msg := errorFields(body)
+	fromBody := msg != "" && !strings.HasPrefix(msg, "<")
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	ce := &Error{Status: status, Msg: e.Scrub(msg)}
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		ce.Kind = KindAuth
+	ce := &Error{Kind: kindOf(status, code, typ, msg), Status: status, Msg: e.Scrub(msg), typ: typ,
+		fromBody: fromBody}
+	if ce.Kind == KindAuth {
 		ce.Msg += fmt.Sprintf(" (check %s)", EnvAPIKey)
-	case status == http.StatusTooManyRequests && (code == "insufficient_quota" || typ == "insufficient_quota"):
-		ce.Kind = KindQuota
-	case status == http.StatusTooManyRequests:
-		ce.Kind = KindRateLimit
-	case status == http.StatusRequestTimeout:
-		ce.Kind = KindTimeout
-	case status >= 500:
-		ce.Kind = KindServer
-	case isContextLength(code, msg):
-		ce.Kind = KindContextLength
-	default:
-		ce.Kind = KindBadRequest
 	}
 	return ce
-}
-
-// contextLengthPhrases are how OpenAI and the common OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM)
-// say the prompt does not fit.
-var contextLengthPhrases = []string{
-	"context_length_exceeded",
-	"maximum context length",
-	"context length",
-	"context window",
-	"exceeds the context",
-	"prompt is too long",
-	"input is too long",
-	"too many tokens",
-	"reduce the length of the messages",
-	"exceed_context_size",
-}
-
-func isContextLength(code, msg string) bool {
-	if code == "context_length_exceeded" || code == "string_above_max_length" {
-		return true
-	}
-	low := strings.ToLower(msg)
-	for _, ph := range contextLengthPhrases {
-		if strings.Contains(low, ph) {
-			return true
-		}
-	}
-	return false
 }
 
 // errorFields reads the code, type and message of an error body in the shapes OpenAI-compatible servers use:
@@ -427,18 +414,6 @@ func errorFields(body []byte) (code, typ, msg string) {
 		msg = rawString(top.Detail)
 	}
 	return code, typ, clip(msg, 500)
-}
-
-// errorMessage is the message of an error object inside an otherwise successful body, "" when there is none.
-func errorMessage(body []byte) string {
-	var top struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &top) != nil || len(top.Error) == 0 || string(top.Error) == "null" {
-		return ""
-	}
-	_, _, msg := errorFields(body)
-	return msg
 }
 
 // rawString returns a JSON string's value, or a number's or object's text.
