@@ -40,6 +40,10 @@ type Request struct {
 	// Offline carries what the offline stand-in reads instead of the prompt (see package offline). It is never
 	// sent to a remote model and never serialized.
 	Offline any `json:"-"`
+	// Context is the model's context window as its endpoint reported it (DiscoverWindow; 0: unknown), and
+	// ContextSource where it was read: the openai provider fits max_tokens into it beside the prompt.
+	Context       int    `json:"-"`
+	ContextSource string `json:"-"`
 }
 
 // Usage is the token usage a provider reports for a call.

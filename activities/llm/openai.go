@@ -44,6 +44,7 @@ type openAIConfig struct {
 	callTimeout time.Duration
 	httpClient  *http.Client
 	log         zerolog.Logger
+	tokenizer   string
 }
 
 // OpenAIOption configures NewOpenAI.
@@ -67,6 +68,10 @@ func WithCallTimeout(d time.Duration) OpenAIOption {
 
 // WithHTTPClient sets the HTTP client (default: a plain http.Client; timeouts come from WithCallTimeout).
 func WithHTTPClient(h *http.Client) OpenAIOption { return func(c *openAIConfig) { c.httpClient = h } }
+
+// WithTokenizer names the tokenizer that estimates a prompt's tokens when the server cannot count them (default
+// o200k_base; see fitMaxTokens).
+func WithTokenizer(name string) OpenAIOption { return func(c *openAIConfig) { c.tokenizer = name } }
 
 // WithLogger sets where retries are logged (default: nowhere). Log lines never hold the key.
 func WithLogger(l zerolog.Logger) OpenAIOption { return func(c *openAIConfig) { c.log = l } }
@@ -100,6 +105,7 @@ func NewOpenAI(m specs.Model, opts ...OpenAIOption) (Provider, error) {
 		maxDelay:    time.Minute,
 		callTimeout: 5 * time.Minute,
 		log:         zerolog.Nop(),
+		tokenizer:   "o200k_base",
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -185,7 +191,7 @@ func isLoopback(host string) bool {
 
 // Complete sends req and retries what is worth retrying.
 func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, error) {
-	params, perr := p.params(req)
+	params, perr := p.params(ctx, req)
 	if perr != nil {
 		return Response{}, perr
 	}
@@ -262,7 +268,7 @@ func (p *openAIProvider) delay(attempt int, retryAfter time.Duration) (time.Dura
 	return half + rand.N(d-half+1), true
 }
 
-func (p *openAIProvider) params(req Request) (openai.ChatCompletionNewParams, *Error) {
+func (p *openAIProvider) params(ctx context.Context, req Request) (openai.ChatCompletionNewParams, *Error) {
 	params := openai.ChatCompletionNewParams{Model: p.model.ID}
 	if len(req.Messages) == 0 {
 		return params, &Error{Kind: KindBadRequest, Msg: "the request has no messages"}
@@ -292,11 +298,15 @@ func (p *openAIProvider) params(req Request) (openai.ChatCompletionNewParams, *E
 	if p.model.Temperature != nil {
 		params.Temperature = openai.Float(*p.model.Temperature)
 	}
-	if p.model.MaxTokens > 0 {
+	maxTokens, ferr := p.fitMaxTokens(ctx, req)
+	if ferr != nil {
+		return params, ferr
+	}
+	if maxTokens > 0 {
 		if p.completionTokensField {
-			params.MaxCompletionTokens = openai.Int(int64(p.model.MaxTokens))
+			params.MaxCompletionTokens = openai.Int(int64(maxTokens))
 		} else {
-			params.MaxTokens = openai.Int(int64(p.model.MaxTokens))
+			params.MaxTokens = openai.Int(int64(maxTokens))
 		}
 	}
 	if p.model.Seed != nil {

@@ -108,7 +108,7 @@ func TestOpenAIUsesMaxCompletionTokensForOpenAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, perr := p.(*openAIProvider).params(localizeRequest())
+	params, perr := p.(*openAIProvider).params(context.Background(), localizeRequest())
 	if perr != nil {
 		t.Fatal(perr)
 	}
