@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,7 +189,7 @@ func TestSweepRetriesOnlyNamedArms(t *testing.T) {
 
 // TestGradeTimeoutIsNotWaitedOn: a node that calls no model and runs out of time (tests hanging under a patch) is
 // not the endpoint's failure: it is not waited on or run again past its attempts, and its rows say step_timeout
-// (final on a re-run), while a model call that times out is the endpoint's.
+// (the machine's: a re-run retries it), while a model call that times out is the endpoint's.
 func TestGradeTimeoutIsNotWaitedOn(t *testing.T) {
 	plan, err := specs.BuildPlan(twoMethods())
 	if err != nil {
@@ -225,5 +226,70 @@ func TestGradeTimeoutIsNotWaitedOn(t *testing.T) {
 	}
 	if k := failureKind(temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), true); k != "timeout" {
 		t.Errorf("a model call's timeout is of kind %q, want timeout", k)
+	}
+}
+
+// TestIssueWaitsAreQueriedAndCutShort: a node waiting out an hour's Retry-After says so to the waits query (which
+// node, the failure's kind, until when), and a resume signal, which an attaching starter sends, runs it again at
+// once: the issue ends in minutes, not an hour. Before, only nodes waiting at the spend cap woke, and nothing said
+// what the sweep waited for.
+func TestIssueWaitsAreQueriedAndCutShort(t *testing.T) {
+	plan, err := specs.BuildPlan(twoMethods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := &fakeNodes{calls: map[string]int{}}
+	f.register(env, plan)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	env.RegisterActivityWithOptions(func(_ context.Context, n api.NodeInput) (api.NodeOutput, error) {
+		mu.Lock()
+		calls[n.Node]++
+		c := calls[n.Node]
+		mu.Unlock()
+		if c == 1 {
+			return api.NodeOutput{}, temporal.NewNonRetryableApplicationError("patch: model call failed (rate_limit, "+
+				"HTTP 429)", api.ErrProviderWait, nil, api.ProviderWait{Kind: "rate_limit", Wait: time.Hour})
+		}
+		return api.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
+	}, activity.RegisterOptions{Name: "patch"})
+	env.RegisterActivityWithOptions(func(_ context.Context, r api.RecordInput) (int, error) {
+		return len(r.Rows), nil
+	}, activity.RegisterOptions{Name: api.RecordName})
+	start := env.Now()
+	var waits []NodeWait
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(WaitsQuery)
+		if err != nil {
+			t.Errorf("waits query: %v", err)
+			return
+		}
+		if err := v.Get(&waits); err != nil {
+			t.Error(err)
+		}
+		env.SignalWorkflow(ResumeSignal, nil)
+	}, 2*time.Minute)
+	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}, Retries: 3})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(waits) != 2 {
+		t.Fatalf("waits %+v, want both patch nodes", waits)
+	}
+	for _, w := range waits {
+		if w.Kind != "rate_limit" || w.Until.Sub(start) < 59*time.Minute || w.Until.Sub(start) > 61*time.Minute ||
+			!strings.Contains(w.Error, "429") {
+			t.Errorf("wait %+v: want rate_limit until an hour after the start, with its error", w)
+		}
+	}
+	if took := env.Now().Sub(start); took > 10*time.Minute {
+		t.Errorf("the issue took %v: the resume signal did not cut the hour's wait short", took)
+	}
+	for node, n := range calls {
+		if n != 2 {
+			t.Errorf("patch node %s ran %d times, want 2", node, n)
+		}
 	}
 }

@@ -102,8 +102,23 @@ type issueState struct {
 	waiting map[string]bool
 	waits   map[string]int
 	wakes   map[string]workflow.CancelFunc // cancels a waiting node's timer: it checks the cap at once
+	// waitsFor says what each waiting node waits for and until when (the WaitsQuery's answer).
+	waitsFor map[string]NodeWait
 
 	sel workflow.Selector
+}
+
+// WaitsQuery is the query name that returns what an Issue's waiting nodes wait for ([]NodeWait): a starter that
+// attaches prints it, then signals ResumeSignal so they try again at once.
+const WaitsQuery = "waits"
+
+// NodeWait is one node waiting on a durable timer: for the endpoint (a long Retry-After, or retries used up on
+// rate limits, server errors, timeouts) or for the spend cap.
+type NodeWait struct {
+	Node  string    `json:"node"`
+	Kind  string    `json:"kind"` // the failure's kind, or "spend_cap"
+	Until time.Time `json:"until"`
+	Error string    `json:"error,omitempty"`
 }
 
 // nodeRun is what running one node again needs: the activity, its options and its input.
@@ -152,6 +167,17 @@ func (s *issueState) prepare() {
 	}
 	s.waiting, s.waits = map[string]bool{}, map[string]int{}
 	s.wakes = map[string]workflow.CancelFunc{}
+	s.waitsFor = map[string]NodeWait{}
+	// A query handler issues no command: histories replay the same with it.
+	_ = workflow.SetQueryHandler(s.ctx, WaitsQuery, func() ([]NodeWait, error) {
+		out := make([]NodeWait, 0, len(s.waitsFor))
+		// Sorted keys: a deterministic order.
+		//workflowcheck:ignore
+		for _, k := range slices.Sorted(maps.Keys(s.waitsFor)) {
+			out = append(out, s.waitsFor[k])
+		}
+		return out, nil
+	})
 	s.sel = workflow.NewSelector(s.ctx)
 	s.sel.AddReceive(workflow.GetSignalChannel(s.ctx, ResumeSignal), s.onResume)
 	s.remaining = len(s.plan.Nodes)
@@ -327,6 +353,7 @@ func (s *issueState) waitForSpend(r nodeRun) {
 	}
 	d := spendWait(s.waits[r.key])
 	s.waits[r.key]++
+	s.waitsFor[r.key] = NodeWait{Node: r.key, Kind: "spend_cap", Until: workflow.Now(s.ctx).Add(d)}
 	s.executeAfter(r, d)
 }
 
@@ -342,6 +369,8 @@ func (s *issueState) waitForInfra(r nodeRun, err error) bool {
 	}
 	workflow.GetLogger(s.ctx).Warn("waiting for the endpoint", "node", r.key, "wait", d, "error", describe(err))
 	s.infraRounds[r.key]++
+	s.waitsFor[r.key] = NodeWait{Node: r.key, Kind: failureKind(err, r.modelNode), Until: workflow.Now(s.ctx).Add(d),
+		Error: describe(err)}
 	s.executeAfter(r, d)
 	return true
 }
@@ -352,6 +381,7 @@ func (s *issueState) executeAfter(r nodeRun, d time.Duration) {
 	s.wakes[r.key] = wake
 	s.sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {
 		delete(s.wakes, r.key)
+		delete(s.waitsFor, r.key)
 		s.execute(r)
 	})
 }

@@ -221,8 +221,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
 	repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, instances, log) // a torn results.jsonl
-	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped.
+	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped; those
+	// waiting for the endpoint try it again now, saying what they waited for.
 	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
+	wakeWaitingIssues(ctx, conn.client, run.GetID(), log)
 	if err := writeSpecRecord(runDir, e); err != nil { // for starter report: method order, budget anchor
 		log.Warn().Err(err).Msg("could not record the spec in the run folder")
 	}
