@@ -134,6 +134,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	runDir := filepath.Join(o.runs, e.Name)
+	if err := checkStartSpace(runDir); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
 	consoleLevel := zerolog.InfoLevel
 	if o.quiet {
 		consoleLevel = zerolog.WarnLevel
@@ -157,6 +161,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	defer unlockPrep()
 	instances, err := prepareDataset(e, runDir)
 	if err != nil {
+		if isDiskFull(err) { // the machine's failure, not the dataset's
+			fmt.Fprintln(stderr, explainDiskFull(err, runDir))
+			return exitFail
+		}
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
@@ -194,7 +202,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 
 	conn, err := connect(ctx, o.cluster, runDir, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
+		fmt.Fprintln(stderr, "starter:", explainDiskFull(err, runDir))
 		return exitFail
 	}
 	defer conn.close()
@@ -235,6 +243,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	if conn.attached {
 		go watchOwner(getCtx, runDir, conn.address, func() { ownerGone.Store(true); stopGet() })
 	}
+	var diskFull atomic.Pointer[error]
+	go watchDisk(getCtx, runDir, func(err error) { diskFull.Store(&err); stopGet() })
 	guard := &pauseGuard{stop: stopGet}
 	done := make(chan struct{})
 	watched := watch(ctx, newSampler(conn.client, run.GetID(), runDir, len(plan.Arms)),
@@ -250,6 +260,13 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		log.Info().Msg("the starter that ran this sweep's server has stopped; carrying on with a server of this one")
 		o.tookOver = true
 		return runSweep(o, stdout, stderr)
+	}
+	if full := diskFull.Load(); err != nil && ctx.Err() == nil && full != nil {
+		if o.json {
+			writeJSONSummary(stdout, runDir, res, *full)
+		}
+		fmt.Fprintln(stderr, "starter: the sweep stops:", *full)
+		return exitFail
 	}
 	if p := guard.hit; err != nil && ctx.Err() == nil && p != nil {
 		if o.json {
