@@ -112,4 +112,3 @@ func byteSize(n uint64) string {
 	}
 	return fmt.Sprintf("%d KB", n>>10)
 }
-
