@@ -121,7 +121,7 @@ func (w *wrapped) Error() string { return w.prefix + ": " + w.err.Error() }
 func (w *wrapped) Unwrap() error { return w.err }
 
 // TestIssueModelFailuresStayFinal: a model's own failure (context_length) is not waited on or retried, and the
-// row records its kind; with waits turned off an infrastructure failure is recorded with its kind too.
+// row records its kind; with waits turned off an endpoint failure is recorded with its kind too.
 func TestIssueModelFailuresStayFinal(t *testing.T) {
 	rows, calls, _ := runIssueWithPatch(t, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"},
 		Retries: 3}, func(int) error {
