@@ -103,21 +103,9 @@ func (enospcStore) Put(context.Context, []byte) (cas.Ref, error) {
 	return "", &fs.PathError{Op: "write", Path: "cas/tmp-1", Err: syscall.ENOSPC}
 }
 
-// TestCheckoutFailuresAreTheMachines: a base_commit the repository lacks, a repository that is not there and a full
-// disk under the snapshot are each named, with their kind; none is the model's.
+// TestCheckoutFailuresAreTheMachines: a repository that is not there and a full disk under the snapshot are each
+// named, with their kind; none is the model's (a base_commit the repository lacks: TestCheckoutUnknownCommitNamesInstance).
 func TestCheckoutFailuresAreTheMachines(t *testing.T) {
-	t.Run("missing base_commit", func(t *testing.T) {
-		f := newFixture(t)
-		row := f.rows[inst]
-		row.BaseCommit = strings.Repeat("0", 40)
-		ref, err := cas.PutJSON(context.Background(), mustStore(t, f.a), row)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
-		_, err = f.node("checkout", inst, nil, nil)
-		wantStepKind(t, err, errkind.MissingCommit, inst, row.BaseCommit)
-	})
 	t.Run("no repository", func(t *testing.T) {
 		f := newFixture(t)
 		f.dataset.Repos = filepath.Join(t.TempDir(), "nowhere", "{repo}")

@@ -25,14 +25,7 @@ import (
 // through the starter's embedded server) and no row is recorded meanwhile.
 func TestHourLongRetryAfterWaitsOnATimer(t *testing.T) {
 	t.Parallel()
-	srv := fakeopenai.New(fakeopenai.WithRetryAfter(time.Hour),
-		fakeopenai.WithFailWhen(func(fakeopenai.ChatRequest) fakeopenai.Failure { return fakeopenai.RateLimit }))
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
-	spec := demoVariant(t, "{ name: 'wait', dataset+: { limit: 1 }, anchor:: null, methods: super.methods[0:1] }")
-	runs := t.TempDir()
-	dir := filepath.Join(runs, "wait")
+	srv, spec, runs, dir := hourLimitedSweep(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := starter(ctx, t, "run", spec, "--runs", runs, "--ext-str", "model=openai")
@@ -71,6 +64,20 @@ func TestHourLongRetryAfterWaitsOnATimer(t *testing.T) {
 	if srv.Calls() != 1 {
 		t.Errorf("%d calls; want the one rate limited", srv.Calls())
 	}
+}
+
+// hourLimitedSweep is a one-row sweep ("wait") against an endpoint that answers every call with a 429 asking to wait
+// an hour, until the test changes that (srv.SetFailWhen).
+func hourLimitedSweep(t *testing.T) (srv *fakeopenai.Server, spec, runs, dir string) {
+	t.Helper()
+	srv = fakeopenai.New(fakeopenai.WithRetryAfter(time.Hour),
+		fakeopenai.WithFailWhen(func(fakeopenai.ChatRequest) fakeopenai.Failure { return fakeopenai.RateLimit }))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
+	spec = demoVariant(t, "{ name: 'wait', dataset+: { limit: 1 }, anchor:: null, methods: super.methods[0:1] }")
+	runs = t.TempDir()
+	return srv, spec, runs, filepath.Join(runs, "wait")
 }
 
 // hourTimer returns the duration of a timer started in the history of the run's Issue workflow, 0 while there is
@@ -115,14 +122,7 @@ func hourTimer(ctx context.Context, t *testing.T, dir string) time.Duration {
 // out the hour.
 func TestAttachCutsEndpointWaitShort(t *testing.T) {
 	t.Parallel()
-	srv := fakeopenai.New(fakeopenai.WithRetryAfter(time.Hour),
-		fakeopenai.WithFailWhen(func(fakeopenai.ChatRequest) fakeopenai.Failure { return fakeopenai.RateLimit }))
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
-	spec := demoVariant(t, "{ name: 'wait', dataset+: { limit: 1 }, anchor:: null, methods: super.methods[0:1] }")
-	runs := t.TempDir()
-	dir := filepath.Join(runs, "wait")
+	srv, spec, runs, dir := hourLimitedSweep(t)
 	first := startStarter(t, 8*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
