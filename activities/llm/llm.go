@@ -100,12 +100,6 @@ const (
 	ClassEnvironment   = errkind.Environment
 )
 
-// Known reports whether s names the kind of a failed call.
-func Known(s string) bool { return errkind.Known(s) }
-
-// ClassOf classifies an error kind as rows record it.
-func ClassOf(kind string) Class { return errkind.ClassOf(kind) }
-
 // Error is a failed call. Its message never contains the API key.
 type Error struct {
 	Kind   Kind
