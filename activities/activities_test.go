@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
@@ -143,6 +144,8 @@ func TestCheckoutUnknownCommitNamesInstance(t *testing.T) {
 	if !nonRetryable(err) || !strings.Contains(err.Error(), inst) || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("err = %v; want a non-retryable error naming the instance and the missing commit", err)
 	}
+	// The machine's clone lacks the commit: the environment's failure, never the model's.
+	wantStepKind(t, err, errkind.MissingCommit, row.BaseCommit)
 }
 
 func TestGradeOutcomes(t *testing.T) {

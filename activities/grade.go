@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/executor"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/testlog"
@@ -159,6 +161,11 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		}
 		v := executor.Decide(r.Instance, res.Report)
 		status := runStatus(res, v)
+		if status == GradeBuildFailed {
+			if err := moduleDownloadFailure(r, res); err != nil {
+				return NodeOutput{}, err
+			}
+		}
 		statuses = append(statuses, status)
 		if status == GradeResolved {
 			resolvedRuns++
@@ -308,4 +315,29 @@ func runStatus(res executor.Result, v testlog.Verdict) string {
 	default:
 		return GradeUnresolved
 	}
+}
+
+// downloadFailed starts the line the Go runner writes into the test log when the module requirements could not be
+// downloaded (testrun's download).
+const downloadFailed = "ctxlab: go mod download: "
+
+// moduleDownloadFailure is the machine's failure hidden behind a build failure: the module requirements could not be
+// downloaded (no proxy reachable, no network), so the packages that need them did not build. It is the machine's
+// only when the model patch changed none of the files that say what to download (go.mod, go.sum, go.work, vendor/):
+// otherwise the patch asked for what could not be had, and the build failure is its result.
+func moduleDownloadFailure(r GradeRequest, res executor.Result) error {
+	if !strings.Contains(string(res.Output), downloadFailed) {
+		return nil
+	}
+	paths, _ := diff.ChangedFiles(r.Patch)
+	for _, p := range paths {
+		if base := path.Base(p); base == "go.mod" || base == "go.sum" || base == "go.work" || base == "go.work.sum" ||
+			strings.HasPrefix(p, "vendor/") {
+			return nil
+		}
+	}
+	// The go command's own output stays in the test log: it names the proxy, whose URL may carry credentials.
+	return errkind.Mark(errkind.ModuleDownload, fmt.Errorf("instance %s: the Go module requirements could not be "+
+		"downloaded (go mod download failed; see the test log), so %d package(s) did not build: make the module "+
+		"proxy reachable or set grading.goproxy, then run again", r.Instance.InstanceID, len(res.Report.BuildFailed)))
 }

@@ -28,7 +28,7 @@ var newProvider = func(a *Activities, m specs.Model, tokenizer string) (llm.Prov
 	case "offline":
 		return offline.Provider{Tokenizer: tokenizer}, nil
 	case "openai":
-		return llm.NewOpenAI(m, llm.WithLogger(a.Log))
+		return llm.NewOpenAI(m, llm.WithLogger(a.Log), llm.WithTokenizer(tokenizer))
 	}
 	return nil, permanentf(ErrUnsupported, "model %s: provider %q is not available in this build (offline, openai)",
 		m.Name, m.Provider)
@@ -96,9 +96,10 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		return resp, usageRow(resp, m), nil
 	}
 
+	cache := j.a.responseCache(j.in.Run)
+	req.Context, req.ContextSource = j.a.contextWindow(ctx, cache, m)
 	creq := respcache.For(m, endpointOf(m), req)
 	key := creq.Key()
-	cache := j.a.responseCache(j.in.Run)
 	call := runlog.Call{Instance: j.in.Instance.ID, Node: j.in.Node, Step: j.in.Step, Provider: m.Provider,
 		Model: m.Name, Key: key}
 	if ref, err := cas.PutJSON(ctx, j.store, req.Messages); err == nil {
@@ -209,6 +210,27 @@ func usageRow(resp llm.Response, m specs.Model) map[string]any {
 	return row
 }
 
+// contextWindow is the model's context window as its endpoint reports it (llm.DiscoverWindow), remembered in the
+// response cache's folder so that a re-run while the server is down computes the same cache keys; 0 when the
+// endpoint never said.
+func (a *Activities) contextWindow(ctx context.Context, cache respcache.Cache, m specs.Model) (int, string) {
+	endpoint := endpointOf(m)
+	if w := llm.DiscoverWindow(ctx, m.ID); w.Tokens > 0 {
+		if old, ok := cache.Window(endpoint, m.ID); !ok || old != w {
+			if err := cache.PutWindow(endpoint, m.ID, w); err != nil {
+				a.Log.Warn().Err(err).Msg("could not record the model's context window")
+			}
+			if !ok || old.Tokens != w.Tokens {
+				a.Log.Info().Str("model", m.ID).Int("context_tokens", w.Tokens).Str("source", w.Source).
+					Msg("the endpoint reports the model's context window; answers are capped to fit it")
+			}
+		}
+		return w.Tokens, w.Source
+	}
+	w, _ := cache.Window(endpoint, m.ID)
+	return w.Tokens, w.Source
+}
+
 // endpointOf is the base URL a model's calls go to, part of the cache key.
 func endpointOf(m specs.Model) string {
 	if m.Provider != "openai" {
@@ -272,7 +294,7 @@ func modelError(step string, m specs.Model, err error) error {
 	kind := llm.KindOf(err)
 	msg := llm.ScrubSecrets(fmt.Sprintf("%s: model %s: %v", step, m.Name, err))
 	var le *llm.Error
-	if errors.As(err, &le) && le.RetryAfter > 0 && llm.ClassOf(string(kind)) == llm.ClassInfrastructure {
+	if errors.As(err, &le) && le.RetryAfter > 0 && kind.Waited() {
 		return temporal.NewNonRetryableApplicationError(msg, ErrProviderWait, nil,
 			ProviderWait{Kind: string(kind), Wait: le.RetryAfter})
 	}

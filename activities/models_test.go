@@ -25,7 +25,7 @@ func (p fixedProvider) Complete(context.Context, llm.Request) (llm.Response, err
 }
 
 // TestModelFailuresMapToActivityErrors checks the mapping of provider failures: retryable kinds are retryable
-// errors with the kind as their type (Temporal retries them, the workflow tells infrastructure kinds apart),
+// errors with the kind as their type (Temporal retries them, the workflow tells the endpoint's kinds apart),
 // context-length and authentication failures are non-retryable with the kind as the error type, which the row's
 // error records.
 func TestModelFailuresMapToActivityErrors(t *testing.T) {

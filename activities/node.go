@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -197,10 +196,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		return out, temporal.NewApplicationError(in.Step+": worker stopped while the step ran", ErrWorkerStopped)
 	}
 	if err != nil {
-		if !isPermanent(err) && !errors.Is(err, context.Canceled) {
-			err = fmt.Errorf("%s: %w", in.Step, err)
-		}
-		return out, err
+		return out, stepError(in.Step, err)
 	}
 	// Written before Temporal records completion: a worker killed in between does not redo the work.
 	if werr := writeMemo(memo, out); werr != nil {

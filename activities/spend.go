@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -95,7 +96,9 @@ func (a *Activities) spent(run string) (float64, error) {
 		return 0, err
 	}
 	for _, c := range calls {
-		if c.Paid() {
+		// A cost that cannot be real (negative, NaN or infinite, in a ledger written before usage was checked) is
+		// no money: counted, it would lower the spend and let calls pass the cap.
+		if c.Paid() && c.CostUSD > 0 && !math.IsInf(c.CostUSD, 0) {
 			t.total += c.CostUSD
 		}
 	}

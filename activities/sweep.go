@@ -97,6 +97,10 @@ func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan
 // Record appends rows to the run's results.jsonl, once per (instance, method, model) however often it is retried.
 func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
 	defer a.heartbeat(ctx)()
+	// Every row with an error says its kind and whose failure it is, so no reader has to derive them.
+	for _, r := range in.Rows {
+		results.WithErrorClass(r)
+	}
 	return results.Store{Path: filepath.Join(a.RunDir(in.Run), "results.jsonl")}.Append(in.Rows)
 }
 

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,9 +18,10 @@ import (
 )
 
 // runIssueWithPatch runs an Issue whose patch nodes answer with patch(call number of that node, from 1); it returns
-// the recorded rows, how often each patch node ran, and how much workflow time the issue took.
-func runIssueWithPatch(t *testing.T, in IssueInput, patch func(call int) error) ([]results.Row, map[string]int,
-	time.Duration) {
+// the recorded rows, how often each patch node ran, and how much workflow time the issue took. setup, when given,
+// sees the environment before the issue starts (to register delayed callbacks).
+func runIssueWithPatch(t *testing.T, in IssueInput, patch func(call int) error,
+	setup ...func(*testsuite.TestWorkflowEnvironment)) ([]results.Row, map[string]int, time.Duration) {
 	t.Helper()
 	plan, err := specs.BuildPlan(twoMethods())
 	if err != nil {
@@ -46,6 +48,9 @@ func runIssueWithPatch(t *testing.T, in IssueInput, patch func(call int) error) 
 		rows = r.Rows
 		return len(rows), nil
 	}, activity.RegisterOptions{Name: api.RecordName})
+	for _, f := range setup {
+		f(env)
+	}
 	start := env.Now()
 	env.ExecuteWorkflow(Issue, in)
 	if err := env.GetWorkflowError(); err != nil {
@@ -120,7 +125,7 @@ func (w *wrapped) Error() string { return w.prefix + ": " + w.err.Error() }
 func (w *wrapped) Unwrap() error { return w.err }
 
 // TestIssueModelFailuresStayFinal: a model's own failure (context_length) is not waited on or retried, and the
-// row records its kind; with waits turned off an infrastructure failure is recorded with its kind too.
+// row records its kind; with waits turned off an endpoint failure is recorded with its kind too.
 func TestIssueModelFailuresStayFinal(t *testing.T) {
 	rows, calls, _ := runIssueWithPatch(t, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"},
 		Retries: 3}, func(int) error {
@@ -188,7 +193,7 @@ func TestSweepRetriesOnlyNamedArms(t *testing.T) {
 
 // TestGradeTimeoutIsNotWaitedOn: a node that calls no model and runs out of time (tests hanging under a patch) is
 // not the endpoint's failure: it is not waited on or run again past its attempts, and its rows say step_timeout
-// (final on a re-run), while a model call that times out is the endpoint's.
+// (the machine's: a re-run retries it), while a model call that times out is the endpoint's.
 func TestGradeTimeoutIsNotWaitedOn(t *testing.T) {
 	plan, err := specs.BuildPlan(twoMethods())
 	if err != nil {
@@ -225,5 +230,52 @@ func TestGradeTimeoutIsNotWaitedOn(t *testing.T) {
 	}
 	if k := failureKind(temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), true); k != "timeout" {
 		t.Errorf("a model call's timeout is of kind %q, want timeout", k)
+	}
+}
+
+// TestIssueWaitsAreQueriedAndCutShort: a node waiting out an hour's Retry-After says so to the waits query (which
+// node, the failure's kind, until when), and a resume signal, which an attaching starter sends, runs it again at
+// once: the issue ends in minutes, not an hour. Before, only nodes waiting at the spend cap woke, and nothing said
+// what the sweep waited for.
+func TestIssueWaitsAreQueriedAndCutShort(t *testing.T) {
+	var waits []NodeWait
+	var start time.Time
+	_, calls, took := runIssueWithPatch(t, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}, Retries: 3},
+		func(call int) error {
+			if call == 1 {
+				return temporal.NewNonRetryableApplicationError("patch: model call failed (rate_limit, HTTP 429)",
+					api.ErrProviderWait, nil, api.ProviderWait{Kind: "rate_limit", Wait: time.Hour})
+			}
+			return nil
+		}, func(env *testsuite.TestWorkflowEnvironment) {
+			start = env.Now()
+			env.RegisterDelayedCallback(func() {
+				v, err := env.QueryWorkflow(WaitsQuery)
+				if err != nil {
+					t.Errorf("waits query: %v", err)
+					return
+				}
+				if err := v.Get(&waits); err != nil {
+					t.Error(err)
+				}
+				env.SignalWorkflow(ResumeSignal, nil)
+			}, 2*time.Minute)
+		})
+	if len(waits) != 2 {
+		t.Fatalf("waits %+v, want both patch nodes", waits)
+	}
+	for _, w := range waits {
+		if w.Kind != "rate_limit" || w.Until.Sub(start) < 59*time.Minute || w.Until.Sub(start) > 61*time.Minute ||
+			!strings.Contains(w.Error, "429") {
+			t.Errorf("wait %+v: want rate_limit until an hour after the start, with its error", w)
+		}
+	}
+	if took > 10*time.Minute {
+		t.Errorf("the issue took %v: the resume signal did not cut the hour's wait short", took)
+	}
+	for node, n := range calls {
+		if n != 2 {
+			t.Errorf("patch node %s ran %d times, want 2", node, n)
+		}
 	}
 }

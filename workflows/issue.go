@@ -102,8 +102,23 @@ type issueState struct {
 	waiting map[string]bool
 	waits   map[string]int
 	wakes   map[string]workflow.CancelFunc // cancels a waiting node's timer: it checks the cap at once
+	// waitsFor says what each waiting node waits for and until when (the WaitsQuery's answer).
+	waitsFor map[string]NodeWait
 
 	sel workflow.Selector
+}
+
+// WaitsQuery is the query name that returns what an Issue's waiting nodes wait for ([]NodeWait): a starter that
+// attaches prints it, then signals ResumeSignal so they try again at once.
+const WaitsQuery = "waits"
+
+// NodeWait is one node waiting on a durable timer: for the endpoint (a long Retry-After, or retries used up on
+// rate limits, server errors, timeouts) or for the spend cap.
+type NodeWait struct {
+	Node  string    `json:"node"`
+	Kind  string    `json:"kind"` // the failure's kind, or "spend_cap"
+	Until time.Time `json:"until"`
+	Error string    `json:"error,omitempty"`
 }
 
 // nodeRun is what running one node again needs: the activity, its options and its input.
@@ -152,6 +167,17 @@ func (s *issueState) prepare() {
 	}
 	s.waiting, s.waits = map[string]bool{}, map[string]int{}
 	s.wakes = map[string]workflow.CancelFunc{}
+	s.waitsFor = map[string]NodeWait{}
+	// A query handler issues no command: histories replay the same with it.
+	_ = workflow.SetQueryHandler(s.ctx, WaitsQuery, func() ([]NodeWait, error) {
+		out := make([]NodeWait, 0, len(s.waitsFor))
+		// Sorted keys: a deterministic order.
+		//workflowcheck:ignore
+		for _, k := range slices.Sorted(maps.Keys(s.waitsFor)) {
+			out = append(out, s.waitsFor[k])
+		}
+		return out, nil
+	})
 	s.sel = workflow.NewSelector(s.ctx)
 	s.sel.AddReceive(workflow.GetSignalChannel(s.ctx, ResumeSignal), s.onResume)
 	s.remaining = len(s.plan.Nodes)
@@ -327,6 +353,7 @@ func (s *issueState) waitForSpend(r nodeRun) {
 	}
 	d := spendWait(s.waits[r.key])
 	s.waits[r.key]++
+	s.waitsFor[r.key] = NodeWait{Node: r.key, Kind: "spend_cap", Until: workflow.Now(s.ctx).Add(d)}
 	s.executeAfter(r, d)
 }
 
@@ -342,6 +369,8 @@ func (s *issueState) waitForInfra(r nodeRun, err error) bool {
 	}
 	workflow.GetLogger(s.ctx).Warn("waiting for the endpoint", "node", r.key, "wait", d, "error", describe(err))
 	s.infraRounds[r.key]++
+	s.waitsFor[r.key] = NodeWait{Node: r.key, Kind: failureKind(err, r.modelNode), Until: workflow.Now(s.ctx).Add(d),
+		Error: describe(err)}
 	s.executeAfter(r, d)
 	return true
 }
@@ -352,6 +381,7 @@ func (s *issueState) executeAfter(r nodeRun, d time.Duration) {
 	s.wakes[r.key] = wake
 	s.sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {
 		delete(s.wakes, r.key)
+		delete(s.waitsFor, r.key)
 		s.execute(r)
 	})
 }
@@ -459,9 +489,10 @@ const (
 )
 
 // ErrorKindField is the row field that names the kind of a failed row's error (an errkind.Kind such as rate_limit,
-// auth or context_length, "lost_worker" or "step_timeout"; see failureKind); errkind.ClassOf says whose failure it is.
-// Absent when the failure has no known kind (a step's own error).
-const ErrorKindField = "error_kind"
+// auth, context_length, missing_runner, "lost_worker" or "step_timeout"; see failureKind); errkind.ClassOf says whose
+// failure it is. The workflow leaves it out when the failure has no known kind; the record step fills it in
+// (results.WithErrorClass).
+const ErrorKindField = results.FieldErrorKind
 
 // maxInfraRounds bounds how often a node waits for the endpoint before its rows record the failure (a re-run of
 // the finished sweep retries them): with backoff from a minute to 30, about 2 hours of server errors; with an
@@ -471,8 +502,9 @@ const maxInfraRounds = 8
 // maxProviderWait bounds one wait an endpoint asks for.
 const maxProviderWait = 6 * time.Hour
 
-// infraWait reports whether a node's failure is the infrastructure's, and how long to wait before running it again:
-// what the endpoint asked for (ErrProviderWait), else a backoff of a minute doubling to 30 minutes by round.
+// infraWait reports whether a node's failure is the endpoint's and transient (errkind.Kind.Waited), and how long to
+// wait before running it again: what the endpoint asked for (ErrProviderWait), else a backoff of a minute doubling
+// to 30 minutes by round.
 // modelNode says the node calls a model (see failureKind).
 func infraWait(err error, round int, modelNode bool) (time.Duration, bool) {
 	backoff := time.Minute
@@ -487,7 +519,7 @@ func infraWait(err error, round int, modelNode bool) (time.Duration, bool) {
 		}
 		return backoff, true
 	}
-	if errkind.ClassOf(failureKind(err, modelNode)) == errkind.Infrastructure {
+	if errkind.Kind(failureKind(err, modelNode)).Waited() {
 		return backoff, true
 	}
 	return 0, false
@@ -503,10 +535,11 @@ func providerWait(err error) *temporal.ApplicationError {
 	return nil
 }
 
-// failureKind names the kind of a node's failure: the model call's kind (the type of an application error in the
-// chain; the activity wraps it with the step), "lost_worker", "timeout" for a model-calling node that ran out of
-// time (the endpoint did not answer), "step_timeout" for another node (tests that hang under a patch, a step too
-// slow for its budget: not the endpoint's), or "" when it has none.
+// failureKind names the kind of a node's failure: the kind an application error in the chain has as its type (a
+// model call's or a step's, or an older activity's error type that stands for one: errkind.OfType), "lost_worker",
+// "timeout" for a model-calling node that ran out of time (the endpoint did not answer), "step_timeout" for another
+// node (a step too slow for its budget: the machine's, not the endpoint's), or "" when it has none. Only the kinds
+// that are waited on decide anything in the workflow (infraWait); the rest is what the rows record.
 func failureKind(err error, modelNode bool) string {
 	if app := providerWait(err); app != nil {
 		var w api.ProviderWait
@@ -516,8 +549,10 @@ func failureKind(err error, modelNode bool) string {
 		return string(errkind.RateLimit)
 	}
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		if app, ok := e.(*temporal.ApplicationError); ok && errkind.Known(app.Type()) {
-			return app.Type()
+		if app, ok := e.(*temporal.ApplicationError); ok {
+			if k, ok := errkind.OfType(app.Type()); ok {
+				return string(k)
+			}
 		}
 	}
 	if lostWorker(err) {
@@ -528,7 +563,7 @@ func failureKind(err error, modelNode bool) string {
 		if modelNode {
 			return string(errkind.Timeout)
 		}
-		return "step_timeout"
+		return string(errkind.StepTimeout)
 	}
 	return ""
 }

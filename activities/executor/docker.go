@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/testlog"
 	"ctxlab/activities/testrun"
 	"ctxlab/dataset/swebench"
@@ -94,8 +95,8 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		cmd.Env = dockerEnv()
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			return out, fmt.Errorf("docker %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err,
-				bytes.TrimSpace(out))
+			return out, markDocker(fmt.Errorf("docker %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err,
+				bytes.TrimSpace(out)), out)
 		}
 		return out, nil
 	}
@@ -121,9 +122,13 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	image := ImageOf(r.Config.Namespace, r.Instance)
 	// A missing image would make create try to pull it: checked first, so the row fails at once, saying what to do.
 	if _, err := docker("image", "inspect", "--format", "{{.Id}}", image); err != nil {
-		return res, fmt.Errorf("instance %s: image %s is not on this machine: run `docker pull %s` (or, for a "+
-			"dataset that publishes no images, `starter images build --dataset FILE` or, for a sweep, `--spec SPEC`): %w",
-			r.Instance.InstanceID, image, image, err)
+		if k, _ := errkind.KindOf(err); k == errkind.DockerDaemon {
+			return res, fmt.Errorf("instance %s: no Docker engine answers (start dockerd, or set DOCKER_HOST): %w",
+				r.Instance.InstanceID, err)
+		}
+		return res, errkind.Mark(errkind.DockerImage, fmt.Errorf("instance %s: image %s is not on this machine: run "+
+			"`docker pull %s` (or, for a dataset that publishes no images, `starter images build --dataset FILE` or, "+
+			"for a sweep, `--spec SPEC`): %w", r.Instance.InstanceID, image, image, err))
 	}
 	name := fmt.Sprintf("ctxlab-%s-%d", safe(r.Instance.InstanceID), time.Now().UnixNano())
 	network := r.Config.Network
@@ -489,7 +494,7 @@ func RemoveStaleContainers(ctx context.Context, bin string) ([]string, error) {
 	ps.Env = dockerEnv()
 	out, err := ps.Output()
 	if err != nil {
-		return nil, fmt.Errorf("listing grading containers (docker ps): %w", err)
+		return nil, markDocker(fmt.Errorf("listing grading containers (docker ps): %w", err), out)
 	}
 	var removed []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

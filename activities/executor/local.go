@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/testlog"
 	"ctxlab/activities/testrun"
 	"ctxlab/patch/diff"
@@ -90,6 +91,11 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 		GoProxy: r.Config.GoProxy, ExcludeTestFiles: res.ModelTestFiles}
 	testCmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
 	if lang == LangGo && testCmd == "" {
+		// Without the go command every package would "fail to build": the machine's failure, not the patch's.
+		if _, err := exec.LookPath("go"); err != nil {
+			return res, errkind.Mark(errkind.Toolchain, fmt.Errorf("instance %s: no Go toolchain to build the "+
+				"tests with (install Go, or put the go command on PATH): %w", r.Instance.InstanceID, err))
+		}
 		// A Multi-SWE-bench row's tests that must not newly fail run too (Decide checks them).
 		o.Tests = slices.Concat(r.Instance.FailToPass, r.Instance.PassToPass, r.Instance.NoNewFailures)
 	} else {
@@ -105,7 +111,7 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
 		run.TimedOut, run.Duration, run.Args
 	res.Isolation, res.Note = run.Isolation, run.Note
-	return res, err
+	return res, markRun(err)
 }
 
 // savedFiles are the base_commit contents of the test patch's files; absent ones are in missing.
@@ -225,8 +231,8 @@ func pythonCommand(r Request, dir, testCmd string) (pythonRun, error) {
 			run.cmd = append(run.cmd, UnittestID(id))
 		}
 	default:
-		return run, fmt.Errorf("instance %s: grading.tests %q needs the pytest or unittest log parser, not %q",
-			r.Instance.InstanceID, TestsListed, run.parser)
+		return run, errkind.Mark(errkind.BadInput, fmt.Errorf("instance %s: grading.tests %q needs the "+
+			"pytest or unittest log parser, not %q", r.Instance.InstanceID, TestsListed, run.parser))
 	}
 	return run, nil
 }
@@ -277,7 +283,8 @@ func FindPython(want, module string) (string, error) {
 			return path, nil
 		}
 	}
-	return "", fmt.Errorf("no python3 that can import %s (set grading.python, or install python3-%s)", module, module)
+	return "", errkind.Mark(errkind.MissingRunner, fmt.Errorf("no python3 that can import %s (set grading.python, "+
+		"or install python3-%s)", module, module))
 }
 
 // foundPython maps module and PATH to the interpreter FindPython found.

@@ -40,6 +40,10 @@ type Request struct {
 	// Offline carries what the offline stand-in reads instead of the prompt (see package offline). It is never
 	// sent to a remote model and never serialized.
 	Offline any `json:"-"`
+	// Context is the model's context window as its endpoint reported it (DiscoverWindow; 0: unknown), and
+	// ContextSource where it was read: the openai provider fits max_tokens into it beside the prompt.
+	Context       int    `json:"-"`
+	ContextSource string `json:"-"`
 }
 
 // Usage is the token usage a provider reports for a call.
@@ -82,21 +86,19 @@ const (
 	KindQuota         = errkind.Quota
 	KindBadRequest    = errkind.BadRequest
 	KindBadResponse   = errkind.BadResponse
+	KindModelNotFound = errkind.ModelNotFound
+	KindContextWindow = errkind.ContextWindow
+	KindRepeatedError = errkind.RepeatedError
 	KindLostWorker    = errkind.LostWorker
 )
 
 // Classes of failure; see package errkind.
 const (
-	ClassInfrastructure = errkind.Infrastructure
-	ClassConfiguration  = errkind.Configuration
-	ClassModel          = errkind.Model
+	ClassModel         = errkind.Model
+	ClassEndpoint      = errkind.Endpoint
+	ClassConfiguration = errkind.Configuration
+	ClassEnvironment   = errkind.Environment
 )
-
-// Known reports whether s names the kind of a failed call.
-func Known(s string) bool { return errkind.Known(s) }
-
-// ClassOf classifies an error kind as rows record it.
-func ClassOf(kind string) Class { return errkind.ClassOf(kind) }
 
 // Error is a failed call. Its message never contains the API key.
 type Error struct {
@@ -107,6 +109,10 @@ type Error struct {
 	// RetryAfter is the wait the endpoint asked for when it is longer than a call waits in-process: the caller
 	// should come back after it (0 otherwise).
 	RetryAfter time.Duration
+	// typ is the error's type as the body named it; fromBody says Msg is the body's error message, not a status
+	// text or a page (see deterministic).
+	typ      string
+	fromBody bool
 }
 
 func (e *Error) Error() string {

@@ -44,6 +44,7 @@ type openAIConfig struct {
 	callTimeout time.Duration
 	httpClient  *http.Client
 	log         zerolog.Logger
+	tokenizer   string
 }
 
 // OpenAIOption configures NewOpenAI.
@@ -67,6 +68,10 @@ func WithCallTimeout(d time.Duration) OpenAIOption {
 
 // WithHTTPClient sets the HTTP client (default: a plain http.Client; timeouts come from WithCallTimeout).
 func WithHTTPClient(h *http.Client) OpenAIOption { return func(c *openAIConfig) { c.httpClient = h } }
+
+// WithTokenizer names the tokenizer that estimates a prompt's tokens when the server cannot count them (default
+// o200k_base; see fitMaxTokens).
+func WithTokenizer(name string) OpenAIOption { return func(c *openAIConfig) { c.tokenizer = name } }
 
 // WithLogger sets where retries are logged (default: nowhere). Log lines never hold the key.
 func WithLogger(l zerolog.Logger) OpenAIOption { return func(c *openAIConfig) { c.log = l } }
@@ -100,6 +105,7 @@ func NewOpenAI(m specs.Model, opts ...OpenAIOption) (Provider, error) {
 		maxDelay:    time.Minute,
 		callTimeout: 5 * time.Minute,
 		log:         zerolog.Nop(),
+		tokenizer:   "o200k_base",
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -185,12 +191,20 @@ func isLoopback(host string) bool {
 
 // Complete sends req and retries what is worth retrying.
 func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, error) {
-	params, perr := p.params(req)
+	params, perr := p.params(ctx, req)
 	if perr != nil {
 		return Response{}, perr
 	}
+	var last *Error // the previous attempt's failure, for telling a deterministic server error from an outage
+	repeats := 0
 	for attempt := 1; ; attempt++ {
 		resp, cerr, retryAfter := p.once(ctx, req.Task, params)
+		if cerr != nil && last != nil && cerr.Status == last.Status && cerr.Msg == last.Msg {
+			repeats++
+		} else {
+			repeats = 0
+		}
+		last = cerr
 		if cerr == nil {
 			p.cfg.log.Debug().Str("model", p.model.ID).Str("task", req.Task).Int("attempt", attempt).
 				Int("prompt_tokens", resp.Usage.PromptTokens).Int("completion_tokens", resp.Usage.CompletionTokens).
@@ -201,6 +215,13 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 			return Response{}, cerr
 		}
 		if attempt >= p.cfg.attempts {
+			if attempt >= minRepeats && repeats == attempt-1 && deterministic(cerr.Status, cerr.typ, cerr.Msg, cerr.fromBody) {
+				// Not an outage: the server fails this request the same way every time. Waiting for it to heal
+				// would wait hours for nothing; the row fails now (a re-run tries again).
+				cerr.Kind = KindRepeatedError
+				cerr.Msg += fmt.Sprintf(" (the same error for the same request %d times in a row: not an outage)", attempt)
+				return Response{}, cerr
+			}
 			cerr.Msg += fmt.Sprintf(" (gave up after %d attempts)", attempt)
 			return Response{}, cerr
 		}
@@ -225,6 +246,10 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 	}
 }
 
+// minRepeats is how many attempts in a row must fail with the same server error before it counts as deterministic
+// (KindRepeatedError); with fewer attempts a call never concludes that.
+const minRepeats = 3
+
 // delay returns the wait before the next attempt: the endpoint's Retry-After when it sent one, otherwise
 // baseDelay·2^(attempt-1) with equal jitter, capped at maxDelay. ok is false when Retry-After exceeds maxDelay.
 func (p *openAIProvider) delay(attempt int, retryAfter time.Duration) (time.Duration, bool) {
@@ -243,7 +268,7 @@ func (p *openAIProvider) delay(attempt int, retryAfter time.Duration) (time.Dura
 	return half + rand.N(d-half+1), true
 }
 
-func (p *openAIProvider) params(req Request) (openai.ChatCompletionNewParams, *Error) {
+func (p *openAIProvider) params(ctx context.Context, req Request) (openai.ChatCompletionNewParams, *Error) {
 	params := openai.ChatCompletionNewParams{Model: p.model.ID}
 	if len(req.Messages) == 0 {
 		return params, &Error{Kind: KindBadRequest, Msg: "the request has no messages"}
@@ -273,11 +298,15 @@ func (p *openAIProvider) params(req Request) (openai.ChatCompletionNewParams, *E
 	if p.model.Temperature != nil {
 		params.Temperature = openai.Float(*p.model.Temperature)
 	}
-	if p.model.MaxTokens > 0 {
+	maxTokens, ferr := p.fitMaxTokens(ctx, req)
+	if ferr != nil {
+		return params, ferr
+	}
+	if maxTokens > 0 {
 		if p.completionTokensField {
-			params.MaxCompletionTokens = openai.Int(int64(p.model.MaxTokens))
+			params.MaxCompletionTokens = openai.Int(int64(maxTokens))
 		} else {
-			params.MaxTokens = openai.Int(int64(p.model.MaxTokens))
+			params.MaxTokens = openai.Int(int64(maxTokens))
 		}
 	}
 	if p.model.Seed != nil {
@@ -305,13 +334,21 @@ func (p *openAIProvider) once(ctx context.Context, task string, params openai.Ch
 	if res == nil || len(res.Choices) == 0 {
 		msg := "the completion has no choices"
 		if res != nil {
-			if em := errorMessage([]byte(res.RawJSON())); em != "" {
-				msg += ": " + em
+			// An error sent with 200 (OpenAI's insufficient_quota among them) is classified as if sent with its
+			// status: a quota error is not retried as a broken answer.
+			if st, kind, em, ok := bodyError(statusOf(hres), []byte(res.RawJSON())); ok {
+				return Response{}, &Error{Kind: kind, Status: st, Msg: p.ep.Scrub(msg + ": " + em)}, 0
 			}
 		}
 		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.ep.Scrub(msg)}, 0
 	}
-	u := Usage{PromptTokens: int(res.Usage.PromptTokens), CompletionTokens: int(res.Usage.CompletionTokens)}
+	// Usage is money: counts that cannot be real make the answer a broken one (retried), never a negative or
+	// absurd cost.
+	u, uerr := usageOf([]byte(res.RawJSON()))
+	if uerr != nil {
+		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.ep.Scrub(
+			"the endpoint reported impossible usage: " + uerr.Error())}, 0
+	}
 	// A 200 answer is scrubbed too: an endpoint may echo the key in it, and answers are cached and stored.
 	return Response{
 		Text:    p.ep.ScrubText(answerWithToolCalls(res.Choices[0].Message)),
@@ -348,56 +385,16 @@ func (e Endpoint) Classify(ctx, actx context.Context, hres *http.Response, err e
 	}
 	status := hres.StatusCode
 	code, typ, msg := errorFields(body)
+	fromBody := msg != "" && !strings.HasPrefix(msg, "<")
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	ce := &Error{Status: status, Msg: e.Scrub(msg)}
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		ce.Kind = KindAuth
+	ce := &Error{Kind: kindOf(status, code, typ, msg), Status: status, Msg: e.Scrub(msg), typ: typ,
+		fromBody: fromBody}
+	if ce.Kind == KindAuth {
 		ce.Msg += fmt.Sprintf(" (check %s)", EnvAPIKey)
-	case status == http.StatusTooManyRequests && (code == "insufficient_quota" || typ == "insufficient_quota"):
-		ce.Kind = KindQuota
-	case status == http.StatusTooManyRequests:
-		ce.Kind = KindRateLimit
-	case status == http.StatusRequestTimeout:
-		ce.Kind = KindTimeout
-	case status >= 500:
-		ce.Kind = KindServer
-	case isContextLength(code, msg):
-		ce.Kind = KindContextLength
-	default:
-		ce.Kind = KindBadRequest
 	}
 	return ce
-}
-
-// contextLengthPhrases are how OpenAI and the common OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LiteLLM)
-// say the prompt does not fit.
-var contextLengthPhrases = []string{
-	"context_length_exceeded",
-	"maximum context length",
-	"context length",
-	"context window",
-	"exceeds the context",
-	"prompt is too long",
-	"input is too long",
-	"too many tokens",
-	"reduce the length of the messages",
-	"exceed_context_size",
-}
-
-func isContextLength(code, msg string) bool {
-	if code == "context_length_exceeded" || code == "string_above_max_length" {
-		return true
-	}
-	low := strings.ToLower(msg)
-	for _, ph := range contextLengthPhrases {
-		if strings.Contains(low, ph) {
-			return true
-		}
-	}
-	return false
 }
 
 // errorFields reads the code, type and message of an error body in the shapes OpenAI-compatible servers use:
@@ -430,18 +427,6 @@ func errorFields(body []byte) (code, typ, msg string) {
 		msg = rawString(top.Detail)
 	}
 	return code, typ, clip(msg, 500)
-}
-
-// errorMessage is the message of an error object inside an otherwise successful body, "" when there is none.
-func errorMessage(body []byte) string {
-	var top struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &top) != nil || len(top.Error) == 0 || string(top.Error) == "null" {
-		return ""
-	}
-	_, _, msg := errorFields(body)
-	return msg
 }
 
 // rawString returns a JSON string's value, or a number's or object's text.

@@ -108,7 +108,7 @@ func TestOpenAIUsesMaxCompletionTokensForOpenAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, perr := p.(*openAIProvider).params(localizeRequest())
+	params, perr := p.(*openAIProvider).params(context.Background(), localizeRequest())
 	if perr != nil {
 		t.Fatal(perr)
 	}
@@ -148,24 +148,6 @@ func TestOpenAIRetryAfterLongerThanMaxDelayStops(t *testing.T) {
 	// The caller waits the rest durably (the Issue workflow's timer): it must know how long.
 	if e.RetryAfter != 30*time.Second {
 		t.Errorf("RetryAfter %v, want the 30s the endpoint asked for", e.RetryAfter)
-	}
-}
-
-// TestClassOf: rate limits, server errors, timeouts, broken answers and lost workers are the infrastructure's,
-// auth and quota the configuration's; only the rest is the model's, and only that stays final on a re-run.
-func TestClassOf(t *testing.T) {
-	for kind, want := range map[string]Class{
-		"rate_limit": ClassInfrastructure, "server": ClassInfrastructure, "timeout": ClassInfrastructure,
-		"bad_response": ClassInfrastructure, "lost_worker": ClassInfrastructure,
-		"auth": ClassConfiguration, "quota": ClassConfiguration,
-		"context_length": ClassModel, "bad_request": ClassModel, "step patch": ClassModel, "": ClassModel,
-	} {
-		if got := ClassOf(kind); got != want {
-			t.Errorf("ClassOf(%q) = %s, want %s", kind, got, want)
-		}
-		if got := ClassOf(kind).RetriedOnRerun(); got != (want != ClassModel) {
-			t.Errorf("%q: retried on a re-run = %v", kind, got)
-		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/store/cas"
 )
 
@@ -140,7 +141,8 @@ func checkPaths(m Manifest) error {
 // or missing, never links).
 func checkLink(links map[string]string, linkPath, target string) error {
 	refuse := func(why string) error {
-		return fmt.Errorf("repo: refusing symlink %s -> %s: %s", linkPath, target, why)
+		return errkind.Mark(errkind.SymlinkRefused, fmt.Errorf("repo: refusing symlink %s -> %s: %s", linkPath,
+			target, why))
 	}
 	if target == "" {
 		return refuse("empty target")

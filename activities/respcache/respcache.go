@@ -24,13 +24,19 @@ type Request struct {
 	Provider string `json:"provider"`
 	ModelID  string `json:"model_id"`
 	// Endpoint is the base URL the request goes to: the same model id behind two servers is two models.
-	Endpoint    string        `json:"endpoint"`
-	Temperature *float64      `json:"temperature,omitempty"`
-	MaxTokens   int           `json:"max_tokens,omitempty"`
-	Seed        *int64        `json:"seed,omitempty"`
-	Task        string        `json:"task"`
-	Messages    []llm.Message `json:"messages"`
-	Sample      int           `json:"sample"`
+	Endpoint    string   `json:"endpoint"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	// MaxTokens is the cap the call asks for (llm.MaxTokensCap: the spec's, or ctxlab's default where it applies),
+	// and ContextWindow the model's context as the endpoint reported it: the provider lowers the cap to what the
+	// context leaves beside the prompt, so the two (with the messages) decide the max_tokens sent. An answer made
+	// under another cap or window is another answer. ContextWindow is omitted when unknown, so the keys of calls to
+	// endpoints that report none are what they were.
+	MaxTokens     int           `json:"max_tokens,omitempty"`
+	ContextWindow int           `json:"context_window,omitempty"`
+	Seed          *int64        `json:"seed,omitempty"`
+	Task          string        `json:"task"`
+	Messages      []llm.Message `json:"messages"`
+	Sample        int           `json:"sample"`
 	// Tools offered natively make another request than the same conversation without them (omitted when none, so
 	// the keys of other requests are unchanged).
 	Tools []llm.Tool `json:"tools,omitempty"`
@@ -39,8 +45,13 @@ type Request struct {
 // For is the cache request of one call of model m (the sampled model: its seed and temperature already set for the
 // sample) against endpoint.
 func For(m specs.Model, endpoint string, req llm.Request) Request {
+	maxTokens := m.MaxTokens
+	if m.Provider == "openai" {
+		maxTokens = llm.MaxTokensCap(m.MaxTokens, endpoint, req.Context)
+	}
 	return Request{Provider: m.Provider, ModelID: m.ID, Endpoint: endpoint, Temperature: m.Temperature,
-		MaxTokens: m.MaxTokens, Seed: m.Seed, Task: req.Task, Messages: req.Messages, Sample: req.Sample, Tools: req.Tools}
+		MaxTokens: maxTokens, ContextWindow: req.Context, Seed: m.Seed, Task: req.Task, Messages: req.Messages,
+		Sample: req.Sample, Tools: req.Tools}
 }
 
 // Key is the request's hex digest.
@@ -63,13 +74,15 @@ type Entry struct {
 
 // Cache is a folder of answers, the run's own (its content store folder) or one shared by several experiments.
 type Cache struct {
-	dir   cas.KeyDir
-	locks string
+	dir     cas.KeyDir
+	windows cas.KeyDir
+	locks   string
 }
 
 // Open returns the cache kept in dir.
 func Open(dir string) Cache {
-	return Cache{dir: cas.KeyDir{Root: filepath.Join(dir, "responses")}, locks: filepath.Join(dir, "locks")}
+	return Cache{dir: cas.KeyDir{Root: filepath.Join(dir, "responses")},
+		windows: cas.KeyDir{Root: filepath.Join(dir, "windows")}, locks: filepath.Join(dir, "locks")}
 }
 
 // Lock makes the caller the only one asking the request key until unlock: two nodes of different methods can ask
@@ -92,4 +105,23 @@ func (c Cache) Get(key string) (Entry, bool) {
 // call does not pay for it again.
 func (c Cache) Put(key string, r Request, resp llm.Response) error {
 	return c.dir.Put(key, Entry{Response: resp, Provider: r.Provider, ModelID: r.ModelID, Created: time.Now().UTC()})
+}
+
+// windowKey names the record of a model's context window at an endpoint.
+func windowKey(endpoint, modelID string) string {
+	sum := sha256.Sum256([]byte("ctxlab-window-v1\x00" + endpoint + "\x00" + modelID))
+	return hex.EncodeToString(sum[:])
+}
+
+// Window returns the context window last recorded for a model at an endpoint.
+func (c Cache) Window(endpoint, modelID string) (llm.Window, bool) {
+	var w llm.Window
+	ok := c.windows.Get(windowKey(endpoint, modelID), &w) && w.Tokens > 0
+	return w, ok
+}
+
+// PutWindow records the context window an endpoint reported for a model: the cache keys of its calls depend on it,
+// and a re-run with the server down must find the same keys.
+func (c Cache) PutWindow(endpoint, modelID string, w llm.Window) error {
+	return c.windows.Put(windowKey(endpoint, modelID), w)
 }

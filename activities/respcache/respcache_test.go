@@ -51,3 +51,50 @@ func TestCacheRoundTrip(t *testing.T) {
 		t.Fatalf("got %+v %v", e, ok)
 	}
 }
+
+// TestKeyCoversTheMaxTokensSent: the max_tokens a call sends is decided by the cap (the spec's max_tokens, or
+// ctxlab's default for a local server or one that reports its context) and the context window beside the prompt, so
+// the key covers both: an answer made when the server had another context (a llama-server restarted with another
+// -c) is not served as if equal, while a spec saying 4096 and one saying nothing to a local server make the same
+// request and share it. A remote endpoint that reports no context keeps the key it always had.
+func TestKeyCoversTheMaxTokensSent(t *testing.T) {
+	m := specs.Model{Provider: "openai", ID: "stories260K"}
+	at := func(maxTokens, window int, endpoint string) string {
+		mm := m
+		mm.MaxTokens = maxTokens
+		return For(mm, endpoint, llm.Request{Task: llm.TaskPatch, Context: window,
+			Messages: []llm.Message{{Role: "user", Content: "fix it"}}}).Key()
+	}
+	local := "http://127.0.0.1:8090/v1"
+	if at(0, 1024, local) == at(0, 2048, local) {
+		t.Error("answers made under two context windows share a key")
+	}
+	if at(0, 1024, local) != at(llm.DefaultMaxTokens, 1024, local) {
+		t.Error("a spec with no max_tokens and one with ctxlab's default make the same request but not the same key")
+	}
+	if at(0, 0, local) == at(0, 1024, local) || at(100, 0, local) == at(200, 0, local) {
+		t.Error("another window or cap kept the key")
+	}
+	remote := For(m, "https://api.openai.com/v1/", llm.Request{Task: llm.TaskPatch,
+		Messages: []llm.Message{{Role: "user", Content: "fix it"}}})
+	if remote.MaxTokens != 0 || remote.ContextWindow != 0 {
+		t.Errorf("a remote endpoint that reports no context got cap %d, window %d", remote.MaxTokens, remote.ContextWindow)
+	}
+}
+
+func TestWindowRecord(t *testing.T) {
+	c := Open(t.TempDir())
+	if _, ok := c.Window("http://127.0.0.1:1/v1", "m"); ok {
+		t.Fatal("a window in an empty cache")
+	}
+	w := llm.Window{Tokens: 4096, Source: "llama.cpp /props"}
+	if err := c.PutWindow("http://127.0.0.1:1/v1", "m", w); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Window("http://127.0.0.1:1/v1", "m"); !ok || got != w {
+		t.Errorf("window %+v, %v", got, ok)
+	}
+	if _, ok := c.Window("http://127.0.0.1:1/v1", "other"); ok {
+		t.Error("another model's window")
+	}
+}

@@ -36,6 +36,7 @@ const (
 	BadGateway                       // 502 with an HTML body
 	Hang                             // no answer until the client gives up (at most 10s), then 504
 	EchoKey                          // 400 whose message holds the bare bearer token, without the word "Bearer"
+	QuotaIn200                       // 200 whose body is an insufficient_quota error, as some gateways send it
 )
 
 // Message is one chat message. Content given as an array of text parts is joined.
@@ -161,6 +162,14 @@ func WithAnswer(f func(ChatRequest) string) Option { return func(s *Server) { s.
 // prompt and of the answer).
 func WithUsage(prompt, completion int) Option {
 	return func(s *Server) { s.usage = &[2]int{prompt, completion} }
+}
+
+// SetUsage fixes the token usage every completion reports from now on, like WithUsage, on a running server (any
+// counts, negative ones included: a test of a client that must refuse them).
+func (s *Server) SetUsage(prompt, completion int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usage = &[2]int{prompt, completion}
 }
 
 // WithFailures makes the next n chat calls fail with f; several WithFailures queue up in order.
@@ -416,9 +425,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		model += "@" + token
 	}
 	prompt, completion := approxTokens(req.Prompt()), approxTokens(answer)
+	s.mu.Lock()
 	if s.usage != nil {
 		prompt, completion = s.usage[0], s.usage[1]
 	}
+	s.mu.Unlock()
 	message, finish := map[string]any{"role": "assistant", "content": answer}, "stop"
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
 		if m, ok := toolCallsOf(answer, toolCallID(s.Calls())); ok {
@@ -448,6 +459,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Failure) {
 		writeError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "Rate limit reached for requests.")
 	case Quota:
 		writeError(w, http.StatusTooManyRequests, "insufficient_quota", "insufficient_quota", "You exceeded your current quota.")
+	case QuotaIn200:
+		writeError(w, http.StatusOK, "insufficient_quota", "insufficient_quota",
+			"You exceeded your current quota, please check your plan and billing details.")
 	case ServerError:
 		writeError(w, http.StatusInternalServerError, "server_error", "", "The server had an error while processing your request.")
 	case BadGateway:

@@ -317,7 +317,7 @@ func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level 
 		switch {
 		case r.String(results.FieldError) != "":
 			m.Errors++
-			m.Errored[errorClass(r)]++
+			m.Errored[results.ErrorClass(r)]++
 		case resolved(r):
 			m.CleanResolved++
 		default:
@@ -457,13 +457,10 @@ func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap
 // notModelsError reports whether a row has an error that is not the model's own: the endpoint's, the
 // configuration's, the machine's (errkind.ClassOf of its error_kind).
 func notModelsError(r results.Row) bool {
-	return r.String(results.FieldError) != "" && errorClass(r) != errkind.Model
+	return r.String(results.FieldError) != "" && results.ErrorClass(r) != errkind.Model
 }
 
 // errorClass is whose failure a row's error is.
-func errorClass(r results.Row) errkind.Class {
-	return errkind.ClassOf(r.String(results.FieldErrorKind))
-}
 
 // comparisons pairs every method with the anchor, per model, on the issues both have, leaving out the issues where
 // either row is dropped (nil: none is), with Holm's adjustment over the comparisons made. Notes are added for the

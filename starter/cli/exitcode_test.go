@@ -78,7 +78,7 @@ func TestTallyRowErrors(t *testing.T) {
 		return r
 	}
 	withKind := row("f", "step patch: whatever")
-	withKind[errorKindField] = "rate_limit"
+	withKind[results.FieldErrorKind] = "rate_limit"
 	tally := tallyRowErrors([]results.Row{
 		row("a", "step patch: m.patch: model gpt: model call failed (auth, HTTP 401): bad key"),
 		row("b", "step patch: m.patch: model gpt: model call failed (auth, HTTP 401): bad key"),
@@ -94,5 +94,11 @@ func TestTallyRowErrors(t *testing.T) {
 	}
 	if got, want := tally.String(), "auth 2, rate_limit 1, step context 1, timeout 1"; got != want {
 		t.Errorf("kinds %q, want %q", got, want)
+	}
+	// A step's failure of no kind is the machine's, never the model's (before, "step context" was filed as the
+	// model's, final).
+	if got, want := tally.byClass(), "endpoint 2 (rate_limit 1, timeout 1; a re-run retries them), "+
+		"configuration 2 (auth 2; a re-run retries them), environment 1 (step context 1; a re-run retries them)"; got != want {
+		t.Errorf("by class %q, want %q", got, want)
 	}
 }

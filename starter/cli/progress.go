@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/term"
 
-	"ctxlab/activities/llm"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/results"
 	"ctxlab/results/runstate"
 	"ctxlab/runlog"
@@ -431,13 +431,13 @@ type runSummary struct {
 	Generations int            `json:"generations"`
 	Rows        int            `json:"rows"`
 	RowErrors   int            `json:"row_errors"`
-	ErrorKinds  map[string]int `json:"error_kinds"` // rows with errors by kind (see errorKind)
-	// ErrorClasses counts them by whose failure it is: infrastructure and configuration (a re-run retries them),
-	// model (final).
-	ErrorClasses map[llm.Class]int `json:"error_classes"`
-	Spend        runstate.Spend    `json:"spend"`
-	Results      string            `json:"results"`
-	SummaryFile  string            `json:"summary_file"`
+	ErrorKinds  map[string]int `json:"error_kinds"` // rows with errors by kind (results.ErrorKind)
+	// ErrorClasses counts them by whose failure it is: the endpoint's, the configuration's and the environment's (a
+	// re-run retries them), the model's (final).
+	ErrorClasses map[errkind.Class]int `json:"error_classes"`
+	Spend        runstate.Spend        `json:"spend"`
+	Results      string                `json:"results"`
+	SummaryFile  string                `json:"summary_file"`
 	// Summary is summary.md's table.
 	Summary string `json:"summary"`
 }
@@ -450,7 +450,7 @@ func writeJSONSummary(stdout io.Writer, runDir string, res workflows.SweepResult
 	if out.Failed == nil {
 		out.Failed = []string{}
 	}
-	out.ErrorKinds, out.ErrorClasses = map[string]int{}, map[llm.Class]int{}
+	out.ErrorKinds, out.ErrorClasses = map[string]int{}, map[errkind.Class]int{}
 	if runErr != nil {
 		out.Error = runErr.Error()
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/internal/fakeopenai"
+	"ctxlab/results"
 	"ctxlab/runlog"
 )
 
@@ -23,14 +25,7 @@ import (
 // through the starter's embedded server) and no row is recorded meanwhile.
 func TestHourLongRetryAfterWaitsOnATimer(t *testing.T) {
 	t.Parallel()
-	srv := fakeopenai.New(fakeopenai.WithRetryAfter(time.Hour),
-		fakeopenai.WithFailWhen(func(fakeopenai.ChatRequest) fakeopenai.Failure { return fakeopenai.RateLimit }))
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
-	spec := demoVariant(t, "{ name: 'wait', dataset+: { limit: 1 }, anchor:: null, methods: super.methods[0:1] }")
-	runs := t.TempDir()
-	dir := filepath.Join(runs, "wait")
+	srv, spec, runs, dir := hourLimitedSweep(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := starter(ctx, t, "run", spec, "--runs", runs, "--ext-str", "model=openai")
@@ -71,6 +66,20 @@ func TestHourLongRetryAfterWaitsOnATimer(t *testing.T) {
 	}
 }
 
+// hourLimitedSweep is a one-row sweep ("wait") against an endpoint that answers every call with a 429 asking to wait
+// an hour, until the test changes that (srv.SetFailWhen).
+func hourLimitedSweep(t *testing.T) (srv *fakeopenai.Server, spec, runs, dir string) {
+	t.Helper()
+	srv = fakeopenai.New(fakeopenai.WithRetryAfter(time.Hour),
+		fakeopenai.WithFailWhen(func(fakeopenai.ChatRequest) fakeopenai.Failure { return fakeopenai.RateLimit }))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
+	spec = demoVariant(t, "{ name: 'wait', dataset+: { limit: 1 }, anchor:: null, methods: super.methods[0:1] }")
+	runs = t.TempDir()
+	return srv, spec, runs, filepath.Join(runs, "wait")
+}
+
 // hourTimer returns the duration of a timer started in the history of the run's Issue workflow, 0 while there is
 // none (or the server, the ledger or the workflow are not there yet).
 func hourTimer(ctx context.Context, t *testing.T, dir string) time.Duration {
@@ -104,4 +113,42 @@ func hourTimer(ctx context.Context, t *testing.T, dir string) time.Duration {
 		}
 	}
 	return 0
+}
+
+// TestAttachCutsEndpointWaitShort (issue 28, item 5): once the endpoint that asked for an hour's wait is healthy
+// again, a second starter run of the sweep attaches, says what the sweep waits for and until when, and has the
+// waiting issue try again at once: both starters end with the sweep finished and its row free of errors, within
+// minutes. Before, the attaching starter woke only issues paused at the spend cap, said nothing, and the sweep sat
+// out the hour.
+func TestAttachCutsEndpointWaitShort(t *testing.T) {
+	t.Parallel()
+	srv, spec, runs, dir := hourLimitedSweep(t)
+	first := startStarter(t, 8*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for hourTimer(ctx, t, dir) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the sweep never waited on the endpoint's hour")
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	srv.SetFailWhen(nil) // the endpoint is back
+	_, stderr, code := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai")
+	if code != exitOK || !strings.Contains(stderr, "waits for the endpoint (rate_limit) until") ||
+		!strings.Contains(stderr, "asking it to try again now") {
+		t.Errorf("the attached starter: exit %d, want 0, saying what the sweep waited for:\n%s", code, stderr)
+	}
+	if _, stderr, code := first(); code != exitOK {
+		t.Errorf("the first starter: exit %d, want 0\n%s", code, stderr)
+	}
+	rows := readRows(t, filepath.Join(dir, "results.jsonl"))
+	for k, r := range rows {
+		if r[results.FieldError] != nil {
+			t.Errorf("row %v: %v", k, r[results.FieldError])
+		}
+	}
+	if len(rows) != 1 || srv.Calls() != 2 {
+		t.Errorf("%d rows, %d calls; want 1 row and the rate-limited call asked once more", len(rows), srv.Calls())
+	}
 }

@@ -17,7 +17,8 @@ import (
 // (a 429 asking to wait an hour, with the sweep's waits turned off as older versions had none) is not a final
 // result. Its re-run against the now healthy endpoint sends that request again and completes the row, while the row
 // that failed by the model's own fault (context_length) is final: its request is not sent again. Before, the re-run
-// said "already finished" and sent nothing. starter status tells the two kinds apart.
+// said "already finished" and sent nothing. starter status tells the two kinds apart; --retry model asks the model's
+// failure again.
 func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 	t.Parallel()
 	// The first distinct prompt is too long for the model, the second is rate limited until the endpoint heals.
@@ -68,7 +69,7 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 		t.Fatalf("first run's rows by error kind: %v", kinds)
 	}
 	out, _ := mainOut(t, "status", "infra", "--runs", runs)
-	for _, want := range []string{"infrastructure 1 (rate_limit 1; a re-run retries them)",
+	for _, want := range []string{"endpoint 1 (rate_limit 1; a re-run retries them)",
 		"model 1 (context_length 1; final)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
@@ -107,4 +108,16 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 	if old := readRows(t, filepath.Join(dir, retriedFile)); len(old) != 1 {
 		t.Errorf("%s keeps %d rows, want the retried one", retriedFile, len(old))
 	}
+
+	// --retry forces the model's failure to be asked again (a prompt fixed by a template edit, another server).
+	_, stderr, code = runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai",
+		"--retry", "model")
+	if code != exitRowErrors || !strings.Contains(stderr, "1 row(s) to retry: model 1 (context_length 1)") {
+		t.Fatalf("--retry model: exit %d, want %d saying it retries the model's row\n%s", code, exitRowErrors, stderr)
+	}
+	mu.Lock()
+	if sent[fakeopenai.ContextLength] != 2 {
+		t.Errorf("--retry model sent the too-long request %d times in all, want 2", sent[fakeopenai.ContextLength])
+	}
+	mu.Unlock()
 }

@@ -3,23 +3,22 @@ package cli
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
-	"ctxlab/activities/llm"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/results"
-	"ctxlab/workflows"
 )
 
-// rowErrorTally counts a sweep's rows with an error, by kind of error and by whose failure it is (llm.ClassOf).
+// rowErrorTally counts a sweep's rows with an error, by kind of error and by whose failure it is
+// (results.ErrorKind, results.ErrorClass).
 type rowErrorTally struct {
 	Rows    int
 	Errors  int
 	Kinds   map[string]int
-	Classes map[llm.Class]int
+	Classes map[errkind.Class]int
 	// ClassKinds counts each class's kinds.
-	ClassKinds map[llm.Class]map[string]int
+	ClassKinds map[errkind.Class]map[string]int
 }
 
 // tallyRowErrors counts the rows with an error, each (instance, method, model) once (its last row counts).
@@ -28,30 +27,33 @@ func tallyRowErrors(rows []results.Row) rowErrorTally {
 	for _, r := range rows {
 		last[r.Key()] = r
 	}
-	t := rowErrorTally{Rows: len(last), Kinds: map[string]int{}, Classes: map[llm.Class]int{},
-		ClassKinds: map[llm.Class]map[string]int{}}
+	t := rowErrorTally{Rows: len(last), Kinds: map[string]int{}, Classes: map[errkind.Class]int{},
+		ClassKinds: map[errkind.Class]map[string]int{}}
 	for _, r := range last {
 		if r[results.FieldError] == nil {
 			continue
 		}
-		kind := errorKind(r)
-		class := llm.ClassOf(kind)
-		t.Errors++
-		t.Kinds[kind]++
-		t.Classes[class]++
-		if t.ClassKinds[class] == nil {
-			t.ClassKinds[class] = map[string]int{}
-		}
-		t.ClassKinds[class][kind]++
+		t.add(r)
 	}
 	return t
 }
 
-// byClass says how many rows failed for each class of reason, with their kinds, and what a re-run does with them:
-// "infrastructure 2 (rate_limit 2; a re-run retries them), model 1 (context_length 1; final)".
+func (t *rowErrorTally) add(r results.Row) {
+	kind, class := results.ErrorKind(r), results.ErrorClass(r)
+	t.Errors++
+	t.Kinds[kind]++
+	t.Classes[class]++
+	if t.ClassKinds[class] == nil {
+		t.ClassKinds[class] = map[string]int{}
+	}
+	t.ClassKinds[class][kind]++
+}
+
+// byClass says how many rows failed for each class of reason, with their kinds, and what a plain re-run does with
+// them: "endpoint 2 (rate_limit 2; a re-run retries them), model 1 (context_length 1; final)".
 func (t rowErrorTally) byClass() string {
 	var parts []string
-	for _, c := range []llm.Class{llm.ClassInfrastructure, llm.ClassConfiguration, llm.ClassModel} {
+	for _, c := range errkind.Classes() {
 		if t.Classes[c] == 0 {
 			continue
 		}
@@ -65,10 +67,60 @@ func (t rowErrorTally) byClass() string {
 	return strings.Join(parts, ", ")
 }
 
-// retryOnRerun is whether a re-run of a finished sweep runs a row again: its error is the infrastructure's or the
-// configuration's, not the model's.
-func retryOnRerun(r results.Row) bool {
-	return r[results.FieldError] != nil && llm.ClassOf(errorKind(r)).RetriedOnRerun()
+// classes lists the classes and their kinds without saying what a re-run does: "environment 9 (missing_runner 9)".
+func (t rowErrorTally) classes() string {
+	var parts []string
+	for _, c := range errkind.Classes() {
+		if t.Classes[c] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", c, t.Classes[c], rowErrorTally{Kinds: t.ClassKinds[c]}))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// retrySelection is which failed rows a re-run of a finished sweep runs again: those a plain re-run retries (every
+// class but the model's), and those of the kinds and classes --retry names.
+type retrySelection []string
+
+// parseRetry checks --retry's values: each a kind (errkind.Kinds) or a class.
+func parseRetry(values []string) (retrySelection, error) {
+	var sel retrySelection
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				continue
+			}
+			_, isClass := errkind.ParseClass(strings.ToLower(s))
+			if _, isKind := errkind.OfType(s); !isClass && !isKind && s != string(errkind.LostWorker) {
+				return nil, fmt.Errorf("--retry %q is neither a class (%s) nor a kind (%s)", s,
+					joinNames(errkind.Classes()), joinNames(errkind.Kinds()))
+			}
+			sel = append(sel, s)
+		}
+	}
+	return sel, nil
+}
+
+func joinNames[T ~string](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// retries reports whether a re-run of a finished sweep runs a row again: it has an error that is not the model's,
+// or one --retry names.
+func (sel retrySelection) retries(r results.Row) bool {
+	if r[results.FieldError] == nil {
+		return false
+	}
+	if results.ErrorClass(r).RetriedOnRerun() {
+		return true
+	}
+	kind := results.ErrorKind(r)
+	return slices.ContainsFunc(sel, func(s string) bool { return errkind.Matches(kind, s) })
 }
 
 // String lists the kinds, most frequent first: "auth 3, step patch 1".
@@ -84,32 +136,4 @@ func (t rowErrorTally) String() string {
 		parts[i] = fmt.Sprintf("%s %d", k, t.Kinds[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-// errorKindField is a row's error kind, when the workflow records one.
-const errorKindField = workflows.ErrorKindField
-
-var (
-	modelCallKind = regexp.MustCompile(`model call failed \(([a-z_]+)`)
-	failedStep    = regexp.MustCompile(`^step ([^:\s]+):`)
-)
-
-// errorKind names what kind of failure a row's error is: the row's error_kind when it has one, else (rows recorded
-// before error_kind) the model call's failure kind (auth, quota, context_length, ...) found in the message,
-// "timeout", or the failing step.
-func errorKind(r results.Row) string {
-	if k := r.String(errorKindField); k != "" {
-		return k
-	}
-	msg := fmt.Sprint(r[results.FieldError])
-	if m := modelCallKind.FindStringSubmatch(msg); m != nil {
-		return m[1]
-	}
-	if strings.Contains(msg, "timed out (") {
-		return "timeout"
-	}
-	if m := failedStep.FindStringSubmatch(msg); m != nil {
-		return "step " + m[1]
-	}
-	return "other"
 }

@@ -56,6 +56,10 @@ type runOptions struct {
 
 	// allowErrors exits 0 when the sweep finished although some rows have errors.
 	allowErrors bool
+	// retry names kinds and classes of failed rows that a re-run of the finished sweep runs again besides those
+	// every re-run retries (the model's failures included when asked).
+	retry    []string
+	retrySel retrySelection
 }
 
 var runCommand = commandDef[runOptions, *runOptions]{
@@ -85,6 +89,9 @@ func (o *runOptions) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
 	fs.BoolVar(&o.allowErrors, "allow-errors", false, "exit 0 when the sweep finished even if rows have errors "+
 		"(by default such a sweep exits 4)")
+	fs.StringSliceVar(&o.retry, "retry", nil, "when the sweep has finished, also run again its rows whose error "+
+		"is of this `KIND` or CLASS (model, endpoint, configuration, environment; repeatable or comma-separated); "+
+		"rows whose error is not the model's are retried without it")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	fs.IntVar(&o.infraWaits, "infra-waits", 0, "times a step waits for a failing endpoint before its rows record "+
 		"the failure (0: default, -1: never; for tests)")
@@ -101,7 +108,10 @@ func defineCluster(fs *pflag.FlagSet, o *cluster.Options, address, namespace str
 
 func (o *runOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	var err error
-	o.spec, err = oneSpec("run", pos)
+	if o.spec, err = oneSpec("run", pos); err != nil {
+		return err
+	}
+	o.retrySel, err = parseRetry(o.retry)
 	return err
 }
 
@@ -124,6 +134,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	runDir := filepath.Join(o.runs, e.Name)
+	if err := checkStartSpace(runDir); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
 	consoleLevel := zerolog.InfoLevel
 	if o.quiet {
 		consoleLevel = zerolog.WarnLevel
@@ -147,6 +161,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	defer unlockPrep()
 	instances, err := prepareDataset(e, runDir)
 	if err != nil {
+		if isDiskFull(err) { // the machine's failure, not the dataset's
+			fmt.Fprintln(stderr, explainDiskFull(err, runDir))
+			return exitFail
+		}
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
@@ -184,7 +202,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 
 	conn, err := connect(ctx, o.cluster, runDir, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
+		fmt.Fprintln(stderr, "starter:", explainDiskFull(err, runDir))
 		return exitFail
 	}
 	defer conn.close()
@@ -202,8 +220,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 
 	run, how, err := startOrAttach(ctx, conn.client, "sweep/"+e.Name, in, hash, func(old string) error {
 		return archiveResults(runDir, old, log)
-	}, func() (map[string][]results.Key, error) {
-		return takeRetriedRows(runDir, plan)
+	}, func() (map[string][]results.Key, rowErrorTally, error) {
+		return takeRetriedRows(runDir, plan, o.retrySel)
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -211,8 +229,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
 	repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, instances, log) // a torn results.jsonl
-	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped.
+	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped; those
+	// waiting for the endpoint try it again now, saying what they waited for.
 	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
+	wakeWaitingIssues(ctx, conn.client, run.GetID(), log)
 	if err := writeSpecRecord(runDir, e); err != nil { // for starter report: method order, budget anchor
 		log.Warn().Err(err).Msg("could not record the spec in the run folder")
 	}
@@ -223,6 +243,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	if conn.attached {
 		go watchOwner(getCtx, runDir, conn.address, func() { ownerGone.Store(true); stopGet() })
 	}
+	var diskFull atomic.Pointer[error]
+	go watchDisk(getCtx, runDir, func(err error) { diskFull.Store(&err); stopGet() })
 	guard := &pauseGuard{stop: stopGet}
 	done := make(chan struct{})
 	watched := watch(ctx, newSampler(conn.client, run.GetID(), runDir, len(plan.Arms)),
@@ -238,6 +260,13 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		log.Info().Msg("the starter that ran this sweep's server has stopped; carrying on with a server of this one")
 		o.tookOver = true
 		return runSweep(o, stdout, stderr)
+	}
+	if full := diskFull.Load(); err != nil && ctx.Err() == nil && full != nil {
+		if o.json {
+			writeJSONSummary(stdout, runDir, res, *full)
+		}
+		fmt.Fprintln(stderr, "starter: the sweep stops:", *full)
+		return exitFail
 	}
 	if p := guard.hit; err != nil && ctx.Err() == nil && p != nil {
 		if o.json {
@@ -302,27 +331,30 @@ func rowErrorsExit(o runOptions, runDir string, stderr io.Writer) int {
 // retriedFile keeps the rows a re-run took out of results.jsonl to run again, for the record.
 const retriedFile = "results.retried.jsonl"
 
-// takeRetriedRows takes the rows of a finished sweep that a re-run retries (their error is the infrastructure's or
-// the configuration's, not the model's) out of results.jsonl, appending them to results.retried.jsonl, and returns
-// them by instance as the sweep's Retry. Rows of arms outside the plan stay.
-func takeRetriedRows(runDir string, plan *specs.Plan) (map[string][]results.Key, error) {
+// takeRetriedRows takes the rows of a finished sweep that a re-run retries (their error is not the model's, or is
+// of a kind or class sel names) out of results.jsonl, appending them to results.retried.jsonl, and returns them by
+// instance as the sweep's Retry, with their tally. Rows of arms outside the plan stay.
+func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection) (map[string][]results.Key, rowErrorTally,
+	error) {
 	arms := map[results.Key]bool{}
 	for _, a := range plan.Arms {
 		arms[results.Key{Method: a.Method, Model: a.Model}] = true
 	}
+	tally := tallyRowErrors(nil)
 	removed, err := results.Store{Path: filepath.Join(runDir, "results.jsonl")}.Remove(func(r results.Row) bool {
 		k := r.Key()
-		return retryOnRerun(r) && arms[results.Key{Method: k.Method, Model: k.Model}]
+		return sel.retries(r) && arms[results.Key{Method: k.Method, Model: k.Model}]
 	})
 	if err != nil || len(removed) == 0 {
-		return nil, err
+		return nil, tally, err
 	}
 	var b []byte
 	retry := map[string][]results.Key{}
 	for _, r := range removed {
+		tally.add(r)
 		line, err := json.Marshal(r)
 		if err != nil {
-			return nil, err
+			return nil, tally, err
 		}
 		b = append(append(b, line...), '\n')
 		k := r.Key()
@@ -339,9 +371,9 @@ func takeRetriedRows(runDir string, plan *specs.Plan) (map[string][]results.Key,
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("keeping the retried rows in %s: %w", filepath.Join(runDir, retriedFile), err)
+		return nil, tally, fmt.Errorf("keeping the retried rows in %s: %w", filepath.Join(runDir, retriedFile), err)
 	}
-	return retry, nil
+	return retry, tally, nil
 }
 
 func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHistory int) workflows.SweepInput {
@@ -361,10 +393,11 @@ const specHashMemo = "spec_hash"
 // startOrAttach attaches to a running sweep, or to a finished one of the same spec; otherwise it starts a new run.
 // Before a new run replaces a finished sweep of another spec, replaced is called with that spec's hash, so its rows
 // can be put aside instead of being mistaken for the new spec's. A finished sweep of the same spec is run again
-// for the rows retry takes out of its results (failed for want of the endpoint or of a key), and only for them.
+// for the rows retry takes out of its results (failed by no fault of the model, or of a kind --retry names), and
+// only for them.
 func startOrAttach(ctx context.Context, c client.Client, id string, in workflows.SweepInput, hash string,
-	replaced func(oldHash string) error, retry func() (map[string][]results.Key, error)) (client.WorkflowRun,
-	string, error) {
+	replaced func(oldHash string) error, retry func() (map[string][]results.Key, rowErrorTally, error)) (
+	client.WorkflowRun, string, error) {
 	how := "started the sweep"
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	var notFound *serviceerror.NotFound
@@ -384,7 +417,7 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 			return c.GetWorkflow(ctx, id, ""), how, nil
 		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 			if old == hash {
-				again, err := retry()
+				again, tally, err := retry()
 				if err != nil {
 					return nil, "", fmt.Errorf("taking out the rows to retry: %w", err)
 				}
@@ -392,12 +425,8 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 					return c.GetWorkflow(ctx, id, ""), "the sweep had already finished; showing its results", nil
 				}
 				in.Retry = again
-				n := 0
-				for _, arms := range again {
-					n += len(arms)
-				}
-				how = fmt.Sprintf("the sweep had finished with %d row(s) failed by the endpoint or the key "+
-					"(kept in %s); running them again", n, retriedFile)
+				how = fmt.Sprintf("the sweep had finished with %d row(s) to retry: %s (kept in %s); running them "+
+					"again", tally.Errors, tally.classes(), retriedFile)
 			}
 		}
 		if old != "" && old != hash {

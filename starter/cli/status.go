@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ctxlab/activities"
-	"ctxlab/activities/llm"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/dataset/swebench"
 	"ctxlab/results/runstate"
 	"ctxlab/specs"
@@ -128,9 +128,9 @@ type statusReport struct {
 	// Stopped: the starter that ran the sweep's embedded server is gone.
 	Stopped bool   `json:"stopped,omitempty"`
 	Note    string `json:"note,omitempty"`
-	// ErrorClasses counts the rows with an error by whose failure it is (infrastructure, configuration, model)
-	// and kind: a re-run retries the first two.
-	ErrorClasses map[llm.Class]map[string]int `json:"error_classes,omitempty"`
+	// ErrorClasses counts the rows with an error by whose failure it is (model, endpoint, configuration,
+	// environment) and kind: a re-run retries all but the model's.
+	ErrorClasses map[errkind.Class]map[string]int `json:"error_classes,omitempty"`
 	errors       rowErrorTally
 }
 

@@ -1,0 +1,222 @@
+package llm
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// How OpenAI-compatible servers say what went wrong, as they send it (status and body; errorshape_test.go holds the
+// real bodies): the kind of a failure is read from the status, the error's code and type, and its message.
+
+// kindOf classifies a failed call from its HTTP status (that of the response, or for an error inside a 200 body the
+// status the body names) and its error's code, type and message.
+func kindOf(status int, code, typ, msg string) Kind {
+	low := strings.ToLower(msg)
+	switch {
+	case isQuota(status, code, typ, low):
+		return KindQuota
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || typ == "authentication_error" ||
+		code == "invalid_api_key":
+		return KindAuth
+	case status == http.StatusTooManyRequests || typ == "rate_limit_error":
+		return KindRateLimit
+	case isContextLength(code, msg) || status == http.StatusRequestEntityTooLarge:
+		if promptFitsAlone(low) {
+			return KindContextWindow
+		}
+		return KindContextLength
+	case isModelNotFound(status, code, typ, low):
+		return KindModelNotFound
+	case status == http.StatusRequestTimeout:
+		return KindTimeout
+	case status >= 500:
+		return KindServer
+	case status >= 400:
+		return KindBadRequest
+	}
+	return KindBadResponse
+}
+
+// isQuota: the account is out of credit. OpenAI says insufficient_quota (with 429, or inside a 200 body),
+// OpenRouter 402 "Insufficient credits", Anthropic billing_error or "Your credit balance is too low".
+func isQuota(status int, code, typ, low string) bool {
+	return code == "insufficient_quota" || typ == "insufficient_quota" || typ == "billing_error" ||
+		status == http.StatusPaymentRequired || strings.Contains(low, "credit balance is too low") ||
+		strings.Contains(low, "insufficient credits") || strings.Contains(low, "exceeded your current quota")
+}
+
+// contextLengthPhrases are how OpenAI and the common OpenAI-compatible servers say the prompt does not fit: OpenAI
+// and vLLM ("maximum context length"), llama.cpp ("exceeds the available context size", exceed_context_size_error;
+// "Context size has been exceeded." when the answer fills the context), SGLang ("longer than the model's context
+// length"), Ollama ("exceeds the context length"), LiteLLM (ContextWindowExceededError), Anthropic ("prompt is too
+// long", "exceed context limit"), Azure ("input tokens exceed the configured limit"), Gemini ("exceeds the maximum
+// number of tokens allowed").
+var contextLengthPhrases = []string{
+	"context_length_exceeded",
+	"maximum context length",
+	"context length",
+	"context window",
+	"context size",
+	"context limit",
+	"exceeds the context",
+	"prompt is too long",
+	"input is too long",
+	"too many tokens",
+	"reduce the length of the messages",
+	"exceed_context_size",
+	"contextwindowexceeded",
+	"input tokens exceed the configured limit",
+	"exceeds the maximum number of tokens allowed",
+}
+
+func isContextLength(code, msg string) bool {
+	if code == "context_length_exceeded" || code == "string_above_max_length" {
+		return true
+	}
+	low := strings.ToLower(msg)
+	for _, ph := range contextLengthPhrases {
+		if strings.Contains(low, ph) {
+			return true
+		}
+	}
+	return false
+}
+
+// Messages that break a too-long request into its prompt and its answer budget: vLLM's "you requested N tokens (P in
+// the messages, C in the completion)", Anthropic's "input length and `max_tokens` exceed context limit: P + C > N"
+// and OpenRouter's.
+var (
+	vllmParts      = regexp.MustCompile(`maximum context length is (\d+) tokens.*?\((\d+) in the messages, (\d+) in the completion\)`)
+	anthropicParts = regexp.MustCompile(`exceed context limit: (\d+) \+ (\d+) > (\d+)`)
+	// OpenRouter: "maximum context length is N tokens. However, you requested about T tokens (P of text input[, Q of
+	// tool input], C in the output)".
+	openRouterParts = regexp.MustCompile(`maximum context length is (\d+) tokens.*?\((\d+) of text input(?:, (\d+) of tool input)?, (\d+) in the output\)`)
+)
+
+// promptFitsAlone reports whether a context-length message says the prompt fits the model's context on its own and
+// only the answer budget (the spec's max_tokens) pushed the request over: the spec asks more of the model's context
+// than it has (KindContextWindow), not a prompt too long for the model.
+func promptFitsAlone(low string) bool {
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	if m := vllmParts.FindStringSubmatch(low); m != nil {
+		return atoi(m[2]) < atoi(m[1]) && atoi(m[3]) > 0
+	}
+	if m := anthropicParts.FindStringSubmatch(low); m != nil {
+		return atoi(m[1]) < atoi(m[3])
+	}
+	if m := openRouterParts.FindStringSubmatch(low); m != nil {
+		return atoi(m[2])+atoi(m[3]) < atoi(m[1]) && atoi(m[4]) > 0
+	}
+	return false
+}
+
+// isModelNotFound: the endpoint does not serve the spec's model id (OpenAI's model_not_found, vLLM's 404 "The model
+// `x` does not exist.", Ollama's "model \"x\" not found, try pulling it first", Anthropic's not_found_error "model:
+// x", LiteLLM's "Invalid model name passed in model=x").
+func isModelNotFound(status int, code, typ, low string) bool {
+	if code == "model_not_found" || strings.Contains(low, "invalid model name") {
+		return true
+	}
+	if status != http.StatusNotFound && typ != "not_found_error" && typ != "NotFoundError" {
+		return false
+	}
+	return strings.Contains(low, "model")
+}
+
+// transientHints are what an error message says when it is an outage, whatever its status: the same text coming
+// back every attempt is no sign that the request itself is at fault.
+var transientHints = []string{"try again", "retry", "temporar", "overload", "unavailable", "loading", "timeout",
+	"timed out", "server had an error", "internal server error", "bad gateway", "upstream", "capacity", "busy"}
+
+// deterministic reports whether a server error of this status and message, sent for the same request every attempt
+// in a row, is a deterministic failure of the server for that request rather than an outage: a 5xx other than the
+// gateway and availability ones (502, 503, 504, 529), whose body is an error message (not a status text or a
+// page) that says nothing of an outage.
+func deterministic(status int, typ, msg string, fromBody bool) bool {
+	switch status {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 529:
+		return false
+	}
+	if status < 500 || !fromBody || msg == "" || strings.HasPrefix(msg, "<") || typ == "unavailable_error" ||
+		typ == "overloaded_error" {
+		return false
+	}
+	low := strings.ToLower(msg)
+	for _, h := range transientHints {
+		if strings.Contains(low, h) {
+			return false
+		}
+	}
+	return true
+}
+
+// bodyError reads an error object inside a body that should have been a completion ({"error": {...}} with a 200):
+// its status (the body's numeric code when it is an HTTP error status, else status), kind and message; ok is false
+// when the body holds none.
+func bodyError(status int, body []byte) (st int, kind Kind, msg string, ok bool) {
+	var top struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &top) != nil || len(top.Error) == 0 || string(top.Error) == "null" {
+		return status, "", "", false
+	}
+	code, typ, msg := errorFields(body)
+	st = status
+	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n <= 599 {
+		st = n
+	}
+	kind = kindOf(st, code, typ, msg)
+	if kind == KindBadRequest && st < 400 {
+		kind = KindBadResponse // an error of no known kind inside a 200: retried, as a broken answer is
+	}
+	return st, kind, msg, true
+}
+
+// maxUsageTokens bounds the token counts a call may report: no model reads or writes ten million tokens in one
+// call, so a count above it is a broken answer, never money.
+const maxUsageTokens = 10_000_000
+
+// usageOf reads a completion's usage from its body, refusing counts that cannot be real: negative, not a whole
+// number, not a number at all, or above maxUsageTokens. A body without usage reports none (0, 0).
+func usageOf(body []byte) (Usage, error) {
+	var top struct {
+		Usage *struct {
+			Prompt     json.RawMessage `json:"prompt_tokens"`
+			Completion json.RawMessage `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		return Usage{}, fmt.Errorf("the usage does not parse: %v", err)
+	}
+	if top.Usage == nil {
+		return Usage{}, nil
+	}
+	count := func(name string, raw json.RawMessage) (int, error) {
+		if len(raw) == 0 || string(raw) == "null" {
+			return 0, nil
+		}
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return 0, fmt.Errorf("usage.%s is %s, not a number", name, clip(string(raw), 40))
+		}
+		if math.IsNaN(f) || f < 0 || f != math.Trunc(f) || f > maxUsageTokens {
+			return 0, fmt.Errorf("usage.%s is %s: a token count is a whole number from 0 to %d", name,
+				clip(string(raw), 40), maxUsageTokens)
+		}
+		return int(f), nil
+	}
+	p, err := count("prompt_tokens", top.Usage.Prompt)
+	if err != nil {
+		return Usage{}, err
+	}
+	c, err := count("completion_tokens", top.Usage.Completion)
+	if err != nil {
+		return Usage{}, err
+	}
+	return Usage{PromptTokens: p, CompletionTokens: c}, nil
+}

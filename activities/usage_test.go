@@ -1,0 +1,63 @@
+package activities
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"ctxlab/activities/llm"
+	"ctxlab/internal/fakeopenai"
+	"ctxlab/specs"
+)
+
+// TestImpossibleUsageKeepsTheSpendCap: an endpoint reporting negative token counts gets no answer accepted, so the
+// ledger gains no negative cost and a $1 cap stops calls at $1. Before, usage of -3000 prompt tokens priced at $1000
+// per million was a cost of -$3, and the cap let $3.50 of real calls through. An insufficient_quota error inside a
+// 200 body is a quota error (final), not a broken answer retried.
+func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
+	f := newFixture(t)
+	fake := fakeopenai.New(fakeopenai.WithUsage(-3000, 0))
+	hs := httptest.NewServer(fake)
+	defer hs.Close()
+	t.Setenv(llm.EnvBaseURL, hs.URL+"/v1")
+	t.Setenv(llm.EnvAPIKey, "")
+	old := newProvider
+	defer func() { newProvider = old }()
+	newProvider = func(a *Activities, m specs.Model, _ string) (llm.Provider, error) {
+		return llm.NewOpenAI(m, llm.WithAttempts(2), llm.WithBaseDelay(time.Millisecond))
+	}
+	if err := WriteLimits(f.a.RunDir("t"), RunLimits{SpendUSD: 1}); err != nil {
+		t.Fatal(err)
+	}
+	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt", "price": map[string]any{"input": 1000.0}}
+	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
+	co := f.must(f.node("checkout", inst, nil, nil))
+	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]NodeOutput{"checkout": co}))
+	in := map[string]NodeOutput{"checkout": co, "inventory": inv}
+	localize := func(sample int) error {
+		_, err := f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample}, in)
+		return err
+	}
+
+	wantStepKind(t, localize(0), llm.KindBadResponse, "impossible usage", "prompt_tokens")
+	fake.Fail(1, fakeopenai.QuotaIn200)
+	wantStepKind(t, localize(1), llm.KindQuota, "exceeded your current quota")
+	if fake.Calls() != 3 {
+		t.Errorf("%d calls; want the bad usage asked twice (then given up) and the quota error once", fake.Calls())
+	}
+
+	fake.SetUsage(500, 0) // $0.50 a call
+	for sample := 2; sample < 4; sample++ {
+		if err := localize(sample); err != nil {
+			t.Fatalf("sample %d: %v", sample, err)
+		}
+	}
+	err := localize(4)
+	if typ, _ := typeOf(t, err); typ != ErrSpendLimit {
+		t.Errorf("the third paid call: %v; want the spend cap to stop it", err)
+	}
+	spent, err := f.a.spent("t")
+	if err != nil || spent != 1.0 {
+		t.Errorf("spent $%v (%v), want $1.00", spent, err)
+	}
+}
