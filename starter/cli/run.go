@@ -210,7 +210,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
-	repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, instances, log) // a torn results.jsonl
+	repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log) // a torn results.jsonl
 	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped.
 	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
 	if err := writeSpecRecord(runDir, e); err != nil { // for starter report: method order, budget anchor

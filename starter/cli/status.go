@@ -69,6 +69,10 @@ func runFolder(runs, name string) (string, error) {
 type sweepShape struct {
 	plan      *specs.Plan
 	instances []string
+	// rows are the instances' dataset rows and dataset the spec's dataset (nil and zero when the dataset is gone):
+	// a repair re-derives rows only from node outputs memoized under these rows' content.
+	rows    []swebench.Instance
+	dataset specs.Dataset
 	// note says why a part is missing.
 	note string
 }
@@ -94,6 +98,7 @@ func readShape(dir string) sweepShape {
 		if err == nil {
 			var sel []swebench.Instance
 			if sel, err = activities.Select(rows, e.Dataset); err == nil {
+				sh.rows, sh.dataset = sel, e.Dataset
 				sh.instances = make([]string, len(sel))
 				for i, in := range sel {
 					sh.instances[i] = in.InstanceID
