@@ -236,6 +236,9 @@ func printStatus(w io.Writer, r statusReport) {
 	sp := st.Spend
 	fmt.Fprintf(w, "spend:     $%.4f (%d paid calls, %d cache hits, %d failed; %d prompt + %d completion tokens paid)\n",
 		sp.USD, sp.PaidCalls, sp.CacheHits, sp.FailedCalls, sp.PromptTokens, sp.CompletionTokens)
+	if sp.TokensSaturated {
+		fmt.Fprintln(w, "           (the calls' token counts do not fit an int64: a total that passed its bound stays at it)")
+	}
 	if st.ProjectedUSD != nil {
 		fmt.Fprintf(w, "projected: $%.4f (spent + $%.4f per finished issue x %d unfinished)\n", *st.ProjectedUSD,
 			*st.PerIssueUSD, st.Instances-st.Issues.Done-st.Issues.Failed)
