@@ -19,6 +19,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/patch/diff"
+	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
@@ -348,4 +349,37 @@ func countEvents(t *testing.T, runDir, event string) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(b), `"event":"`+event+`"`)
+}
+
+// TestRecordIntoAFolderStops: results.jsonl (or summary.md) replaced by a folder made Record fail the same way on
+// every retry, forever. It must fail once, not retryable, naming the path.
+func TestRecordIntoAFolderStops(t *testing.T) {
+	f := newFixture(t)
+	dir := f.a.RunDir("t")
+	for _, name := range []string{"results.jsonl", "summary.md"} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, rerr := f.env.ExecuteActivity(RecordName, RecordInput{Run: "t", Rows: []results.Row{
+			{results.FieldInstance: inst, results.FieldMethod: "m", results.FieldModel: "offline"}}})
+		_, serr := f.env.ExecuteActivity(SummarizeName, SummarizeInput{Run: "t", Title: "t"})
+		errs := map[string]error{SummarizeName: serr}
+		if name == "results.jsonl" {
+			errs[RecordName] = rerr
+		} else if rerr != nil {
+			t.Errorf("record with summary.md a folder: %v", rerr)
+		}
+		for activity, err := range errs {
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != ErrRunFolder ||
+				!strings.Contains(err.Error(), path+" is a folder") {
+				t.Errorf("%s with %s a folder: %v; want a non-retryable %s error naming it", activity, name, err,
+					ErrRunFolder)
+			}
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
