@@ -21,7 +21,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"ctxlab/activities"
 	"ctxlab/internal/cluster"
@@ -56,6 +55,8 @@ type runOptions struct {
 
 	// allowErrors exits 0 when the sweep finished although some rows have errors.
 	allowErrors bool
+	// freshDB moves a damaged temporal.db aside and starts the sweep over on a new one.
+	freshDB bool
 }
 
 var runCommand = commandDef[runOptions, *runOptions]{
@@ -85,6 +86,9 @@ func (o *runOptions) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
 	fs.BoolVar(&o.allowErrors, "allow-errors", false, "exit 0 when the sweep finished even if rows have errors "+
 		"(by default such a sweep exits 4)")
+	fs.BoolVar(&o.freshDB, "fresh-db", false, "move the run folder's Temporal database aside (kept as "+
+		"temporal.db.damaged-TIME) and run the sweep on a new one, every finished step taken from its memo: for a "+
+		"damaged database")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	fs.IntVar(&o.infraWaits, "infra-waits", 0, "times a step waits for a failing endpoint before its rows record "+
 		"the failure (0: default, -1: never; for tests)")
@@ -137,7 +141,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 
-	// Two starters of one sweep started at once prepare the same run folder (dataset, limits): one at a time.
+	// Two starters of one sweep started at once prepare the same run folder (dataset, limits) and start or attach
+	// to its sweep one at a time: one of another spec sees the first's sweep before it writes anything.
 	unlockPrep, err := flock.Lock(ctx, filepath.Join(runDir, "prepare.lock"), 100*time.Millisecond)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -145,6 +150,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	unlockPrep = sync.OnceFunc(unlockPrep)
 	defer unlockPrep()
+	if err := checkRunFolder(runDir); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
 	instances, err := prepareDataset(e, runDir)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -154,10 +163,6 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
 		return exitUsage
-	}
-	if err := activities.WriteLimits(runDir, activities.LimitsOf(e)); err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
 	}
 	acts := activities.New(o.runs, log)
 	acts.StoreURL, acts.CacheDir, acts.NoCache = o.store, o.cache, o.noCache
@@ -178,16 +183,26 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
 	}
-	unlockPrep()
 	log.Info().Str("spec", o.spec).Int("instances", len(instances)).Int("methods", len(plan.Arms)).
 		Int("nodes_per_issue", len(plan.Nodes)).Str("run", runDir).Msg("sweep")
 
-	conn, err := connect(ctx, o.cluster, runDir, log)
+	conn, err := connectFresh(ctx, o.cluster, runDir, o.freshDB, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
+		if hint := damagedDBHint(err, o.spec); hint != "" {
+			fmt.Fprintln(stderr, "starter:", hint)
+		}
 		return exitFail
 	}
 	defer conn.close()
+	if err := refuseOtherSpec(ctx, conn.client, "sweep/"+e.Name, hash); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitCodeOf(err)
+	}
+	if err := activities.WriteLimits(runDir, activities.LimitsOf(e)); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
 	stopUI := startRunUI(ctx, conn, o.cluster.Namespace, o.ui, stderr)
 	defer stopUI()
 	if !o.noWorker && (!conn.attached || conn.ownerIdle) {
@@ -205,9 +220,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}, func() (map[string][]results.Key, error) {
 		return takeRetriedRows(runDir, plan)
 	})
+	unlockPrep()
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
+		return exitCodeOf(err)
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
 	repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log) // a torn results.jsonl
@@ -371,17 +387,13 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 	switch {
 	case err == nil:
 		info := desc.GetWorkflowExecutionInfo()
-		old := ""
-		if p, ok := info.GetMemo().GetFields()[specHashMemo]; ok {
-			_ = converter.GetDefaultDataConverter().FromPayload(p, &old)
-		}
+		old := memoSpecHash(info)
 		switch info.GetStatus() {
 		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-			how := "attached to the running sweep"
 			if old != "" && old != hash {
-				how += " (it was started from a different spec; it finishes as it began)"
+				return nil, "", &specConflictError{id: id, running: old, this: hash}
 			}
-			return c.GetWorkflow(ctx, id, ""), how, nil
+			return c.GetWorkflow(ctx, id, ""), "attached to the running sweep", nil
 		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 			if old == hash {
 				again, err := retry()
@@ -418,6 +430,10 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 	}, workflows.SweepName, in)
 	if err != nil {
 		return nil, "", fmt.Errorf("starting workflow %s: %w", id, err)
+	}
+	// The conflict policy returns a sweep another starter started in between: it must be of this spec.
+	if err := refuseOtherSpec(ctx, c, id, hash); err != nil {
+		return nil, "", err
 	}
 	return run, how, nil
 }
