@@ -103,18 +103,8 @@ func TestOtherSpecRefusedWhileSweepRuns(t *testing.T) {
 	dir := filepath.Join(runs, "clash")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	first := starter(ctx, t, "run", spec, "--runs", runs, "--quiet")
 	var out1, err1 bytes.Buffer
-	first.Stdout, first.Stderr = &out1, &err1
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- first.Wait() }()
-	waitWhileRunning(ctx, t, exited, "it started working", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "attempts.jsonl"))
-		return err == nil && len(b) > 0
-	})
+	_, exited := startWorking(ctx, t, spec, runs, "clash", &out1, &err1)
 	read := func(name string) string {
 		b, _ := os.ReadFile(filepath.Join(dir, name))
 		return string(b)
