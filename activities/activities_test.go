@@ -336,6 +336,16 @@ func TestNodeMemoCoversItsInputs(t *testing.T) {
 	if _, ran := node("no_source", nil, map[string]NodeOutput{"checkout": other}); !ran {
 		t.Error("a node whose input's output changed was taken from its memo")
 	}
+	// A new version of what the grader computes is in the grade step's key too.
+	grade() // graded under the edited row
+	if _, ran := grade(); ran {
+		t.Error("an unchanged grade ran again")
+	}
+	defer func(v string) { codeVersions["grade"] = v }(codeVersions["grade"])
+	codeVersions["grade"] = gradeMemoVersion + "-next"
+	if _, ran := grade(); !ran {
+		t.Error("a grade step's memo was reused after the grader's version changed")
+	}
 }
 
 // countEvents counts the attempt log's events of a kind.

@@ -145,7 +145,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		rec.Attempt, rec.Workflow = info.Attempt, info.WorkflowExecution.ID
 	}
 	memo := a.memoPath(in)
-	key, err := memoKey(in)
+	key, err := memoKey(name, in)
 	if err != nil {
 		return out, permanentf(ErrBadInput, "%s: %v", in.Step, err)
 	}
@@ -274,22 +274,29 @@ const nodeMemoVersion = "ctxlab-node-v1"
 // each kind reads: a list per kind would be one more thing to keep true as activities change, and a field missing
 // from it is a stale result. What an edit redoes is cheap to redo: a model call whose prompt is unchanged is
 // answered from the response cache, a grade of the same patch under the same test patch from the grade memo. The
-// step label, the run's name and the debug settings are not inputs.
-func memoKey(in NodeInput) (string, error) {
+// step label, the run's name and the debug settings are not inputs. A kind whose code keeps a version of what it
+// computes (codeVersions) has it in the key too.
+func memoKey(activity string, in NodeInput) (string, error) {
 	b, err := json.Marshal(struct {
 		Version  string                `json:"v"`
+		Code     string                `json:"code,omitempty"`
 		Node     string                `json:"node"`
 		Instance cas.Ref               `json:"instance"`
 		Params   map[string]any        `json:"params,omitempty"`
 		Inputs   map[string]NodeOutput `json:"inputs,omitempty"`
 		Repos    string                `json:"repos,omitempty"`
-	}{nodeMemoVersion, in.Node, in.Instance.Ref, in.Params, in.Inputs, in.Dataset.Repos})
+	}{nodeMemoVersion, codeVersions[activity], in.Node, in.Instance.Ref, in.Params, in.Inputs, in.Dataset.Repos})
 	if err != nil {
 		return "", fmt.Errorf("memo key: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
 }
+
+// codeVersions are the versions of what some kinds compute, by activity: a grade's outcome depends on the grader's
+// code (the harness's test commands and log parsers), so bumping gradeMemoVersion grades again, also where a grade
+// step's own memo would have answered.
+var codeVersions = map[string]string{"grade": gradeMemoVersion}
 
 // MemoizedOutputs returns the outputs of the plan's nodes on an instance that a sweep of the plan would take from
 // their memos now: those memoized under exactly the inputs the plan gives them (this row's content, the memoized
@@ -308,7 +315,7 @@ func MemoizedOutputs(runDir string, plan specs.Plan, inst InstanceRef, dataset s
 		if !whole {
 			continue
 		}
-		key, err := memoKey(in)
+		key, err := memoKey(n.Activity, in)
 		if err != nil {
 			continue
 		}
