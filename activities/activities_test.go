@@ -20,6 +20,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/patch/diff"
+	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
@@ -260,4 +261,138 @@ func mustStore(t *testing.T, a *Activities) cas.Store {
 func nonRetryable(err error) bool {
 	var app *temporal.ApplicationError
 	return errors.As(err, &app) && app.NonRetryable()
+}
+
+// TestNodeMemoCoversItsInputs edits a dataset row between two runs of the same nodes: a memo keyed by the
+// instance's id alone returned the old row's outputs (a gold patch still resolved after FAIL_TO_PASS named a test
+// the test patch does not add). Every input a node reads must be in its memo's key: the row's content, the outputs
+// of its inputs, its params; an unchanged node is still reused.
+func TestNodeMemoCoversItsInputs(t *testing.T) {
+	f := newFixture(t)
+	store := mustStore(t, f.a)
+	edit := func(change func(*swebench.Instance)) {
+		t.Helper()
+		row := f.rows[inst]
+		change(&row)
+		ref, err := cas.PutJSON(context.Background(), store, row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+	}
+	// node runs an activity under a fixed node key, as a plan's node keeps its key when the dataset changes, and
+	// reports whether the activity ran (rather than returning its memo).
+	node := func(activity string, params map[string]any, inputs map[string]NodeOutput) (NodeOutput, bool) {
+		t.Helper()
+		before := countEvents(t, f.a.RunDir("t"), "start")
+		in := NodeInput{Run: "t", Instance: f.refs[inst], Node: activity + "-fixedkey", Step: "m." + activity,
+			Params: params, Inputs: inputs, Dataset: f.dataset}
+		v, err := f.env.ExecuteActivity(activity, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out NodeOutput
+		if err := v.Get(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out, countEvents(t, f.a.RunDir("t"), "start") > before
+	}
+	grading := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
+	gold, err := store.Put(context.Background(), []byte(f.rows[inst].Patch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, ran := node("checkout", nil, nil)
+	if !ran {
+		t.Fatal("the first checkout did not run")
+	}
+	grade := func() (map[string]any, bool) {
+		out, ran := node("grade", grading, map[string]NodeOutput{"checkout": co, "patch": {Ref: gold}})
+		return out.Row, ran
+	}
+	if row, _ := grade(); row["resolved"] != true {
+		t.Fatalf("gold patch of the dataset's row: %v", row)
+	}
+	if _, ran := grade(); ran {
+		t.Error("an unchanged grade ran again")
+	}
+
+	edit(func(r *swebench.Instance) { r.FailToPass = append(r.FailToPass, "TestNotInTheTestPatch") })
+	if row, ran := grade(); !ran || row["resolved"] != false {
+		t.Errorf("after FAIL_TO_PASS named a test that does not exist: ran %v, row %v; want a new grade, unresolved",
+			ran, row)
+	}
+	edit(func(r *swebench.Instance) { r.ProblemStatement += "\nAnd one more thing." })
+	if _, ran := node("checkout", nil, nil); !ran {
+		t.Error("a checkout of an edited row was taken from its memo")
+	}
+	ctx1, ran := node("no_source", nil, map[string]NodeOutput{"checkout": co})
+	if !ran {
+		t.Error("a context of an edited row was taken from its memo")
+	}
+	if _, ran := node("no_source", nil, map[string]NodeOutput{"checkout": co}); ran {
+		t.Error("an unchanged context ran again")
+	}
+	// Another upstream output under the same node key (a checkout redone into another snapshot) is another input.
+	other := co
+	other.Ref = ctx1.Ref
+	if _, ran := node("no_source", nil, map[string]NodeOutput{"checkout": other}); !ran {
+		t.Error("a node whose input's output changed was taken from its memo")
+	}
+	// A new version of what the grader computes is in the grade step's key too.
+	grade() // graded under the edited row
+	if _, ran := grade(); ran {
+		t.Error("an unchanged grade ran again")
+	}
+	defer func(v string) { codeVersions["grade"] = v }(codeVersions["grade"])
+	codeVersions["grade"] = gradeMemoVersion + "-next"
+	if _, ran := grade(); !ran {
+		t.Error("a grade step's memo was reused after the grader's version changed")
+	}
+}
+
+// countEvents counts the attempt log's events of a kind.
+func countEvents(t *testing.T, runDir, event string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, "attempts.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), `"event":"`+event+`"`)
+}
+
+// TestRecordIntoAFolderStops: results.jsonl (or summary.md) replaced by a folder made Record fail the same way on
+// every retry, forever. It must fail once, not retryable, naming the path.
+func TestRecordIntoAFolderStops(t *testing.T) {
+	f := newFixture(t)
+	dir := f.a.RunDir("t")
+	for _, name := range []string{"results.jsonl", "summary.md"} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, rerr := f.env.ExecuteActivity(RecordName, RecordInput{Run: "t", Rows: []results.Row{
+			{results.FieldInstance: inst, results.FieldMethod: "m", results.FieldModel: "offline"}}})
+		_, serr := f.env.ExecuteActivity(SummarizeName, SummarizeInput{Run: "t", Title: "t"})
+		errs := map[string]error{SummarizeName: serr}
+		if name == "results.jsonl" {
+			errs[RecordName] = rerr
+		} else if rerr != nil {
+			t.Errorf("record with summary.md a folder: %v", rerr)
+		}
+		for activity, err := range errs {
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != ErrRunFolder ||
+				!strings.Contains(err.Error(), path+" is a folder") {
+				t.Errorf("%s with %s a folder: %v; want a non-retryable %s error naming it", activity, name, err,
+					ErrRunFolder)
+			}
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

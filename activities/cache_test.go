@@ -16,9 +16,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/llm"
+	"ctxlab/dataset/swebench"
 	"ctxlab/internal/fakeopenai"
 	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // paidFixture is the demo benchmark's first instance checked out and inventoried, with the openai provider
@@ -284,5 +286,40 @@ func TestServedModelOnTheRow(t *testing.T) {
 	}
 	if srv.Calls() != 1 {
 		t.Errorf("%d calls, want 1 (the second answer is cached)", srv.Calls())
+	}
+}
+
+// TestEditedRowRerunsNodeButPaysOnce: a dataset row edited where the prompt does not read it (its test patch) runs
+// the model node again, since its memo holds for the row it read, but the request is the same, so the response
+// cache answers it: nothing is paid twice. An edit the prompt reads (the issue text) is a new, paid question.
+func TestEditedRowRerunsNodeButPaysOnce(t *testing.T) {
+	p := newPaidFixture(t)
+	first := p.must(p.localize(0, "a"))
+	edit := func(change func(*swebench.Instance)) {
+		t.Helper()
+		row := p.rows[inst]
+		change(&row)
+		p.rows[inst] = row
+		ref, err := cas.PutJSON(context.Background(), mustStore(t, p.a), row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+	}
+	edit(func(r *swebench.Instance) { r.TestPatch += "\n" })
+	again := p.must(p.localize(0, "a"))
+	if got := p.srv.Calls(); got != 1 {
+		t.Errorf("an edit the prompt does not read paid again: %d calls", got)
+	}
+	if !reflect.DeepEqual(first, again) {
+		t.Errorf("the node's output changed:\n%v\n%v", first, again)
+	}
+	if runs := countEvents(t, p.a.RunDir("t"), "start"); runs != 4 { // checkout, inventory, localize twice
+		t.Errorf("%d node runs, want the localize node run again for the edited row (4)", runs)
+	}
+	edit(func(r *swebench.Instance) { r.ProblemStatement += " It also fails on Sundays." })
+	p.must(p.localize(0, "a"))
+	if got := p.srv.Calls(); got != 2 {
+		t.Errorf("an edited issue text must be a new question: %d calls", got)
 	}
 }

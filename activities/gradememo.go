@@ -19,7 +19,9 @@ import (
 // newExecutor returns the grading executor a spec names; tests replace it to count test runs.
 var newExecutor = executor.New
 
-// gradeMemoVersion starts every grade memo key; change it when what a grade computes from the same inputs changes.
+// gradeMemoVersion starts every grade memo key, and is in every grade step's node memo key (codeVersions): change it
+// when what a grade computes from the same inputs changes (a default test command, a log parser, what the grader
+// resets), so grades made before are not reused.
 const gradeMemoVersion = "ctxlab-grade-v2"
 
 // gradeMemoKey is everything a grade's outcome depends on: the whole instance (its id, base commit, test patch and

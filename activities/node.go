@@ -3,8 +3,11 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -18,6 +21,7 @@ import (
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
+	"ctxlab/internal/safename"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -141,7 +145,11 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		rec.Attempt, rec.Workflow = info.Attempt, info.WorkflowExecution.ID
 	}
 	memo := a.memoPath(in)
-	if cached, ok := readMemo(memo); ok {
+	key, err := memoKey(name, in)
+	if err != nil {
+		return out, permanentf(ErrBadInput, "%s: %v", in.Step, err)
+	}
+	if cached, ok := readMemo(memo, key); ok {
 		rec.Event, rec.Output = runlog.EventMemo, cached.Ref
 		a.logAttempt(in.Run, rec)
 		return cached, nil
@@ -199,7 +207,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 		return out, stepError(in.Step, err)
 	}
 	// Written before Temporal records completion: a worker killed in between does not redo the work.
-	if werr := writeMemo(memo, out); werr != nil {
+	if werr := writeMemo(memo, key, out); werr != nil {
 		a.Log.Warn().Err(werr).Str("node", in.Node).Msg("could not memoize node output")
 	}
 	return out, nil
@@ -248,28 +256,107 @@ func (a *Activities) memoPath(in NodeInput) string {
 	return NodeMemoPath(a.RunDir(in.Run), in.Instance.ID, in.Node)
 }
 
-// NodeMemoPath is where a run folder keeps the output of a node that succeeded on an instance.
+// NodeMemoPath is where a run folder keeps the output of a node that last succeeded on an instance.
 func NodeMemoPath(runDir, instance, node string) string {
-	return filepath.Join(runDir, "nodes", safeName(instance), node+".json")
+	return filepath.Join(runDir, "nodes", safename.File(instance), safename.File(node)+".json")
 }
 
-// ReadNodeMemo returns the memoized output of a node on an instance; false when the node has not succeeded there
-// (or its memo does not decode).
-func ReadNodeMemo(runDir, instance, node string) (NodeOutput, bool) {
-	return readMemo(NodeMemoPath(runDir, instance, node))
-}
+// nodeMemoVersion starts every node memo key; change it when what a node computes from the same inputs changes.
+const nodeMemoVersion = "ctxlab-node-v1"
 
-func readMemo(path string) (NodeOutput, bool) {
-	var out NodeOutput
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &out) != nil {
-		return out, false
+// memoKey is the digest of everything a node reads: its plan key (its activity, params and the plan keys of its
+// inputs), its params, the whole dataset row (by content: InstanceRef.Ref), the outputs of its inputs (the snapshot
+// among them) and the repository template. A memo is reused only under the same key, so an edited dataset row, a
+// changed upstream output or another repository runs the node again. The row counts whole rather than the fields
+// each kind reads: a list per kind would be one more thing to keep true as activities change, and a field missing
+// from it is a stale result. What an edit redoes is cheap to redo: a model call whose prompt is unchanged is
+// answered from the response cache, a grade of the same patch under the same test patch from the grade memo. The
+// step label, the run's name and the debug settings are not inputs. A kind whose code keeps a version of what it
+// computes (codeVersions) has it in the key too.
+func memoKey(activity string, in NodeInput) (string, error) {
+	b, err := json.Marshal(struct {
+		Version  string                `json:"v"`
+		Code     string                `json:"code,omitempty"`
+		Node     string                `json:"node"`
+		Instance cas.Ref               `json:"instance"`
+		Params   map[string]any        `json:"params,omitempty"`
+		Inputs   map[string]NodeOutput `json:"inputs,omitempty"`
+		Repos    string                `json:"repos,omitempty"`
+	}{nodeMemoVersion, codeVersions[activity], in.Node, in.Instance.Ref, in.Params, in.Inputs, in.Dataset.Repos})
+	if err != nil {
+		return "", fmt.Errorf("memo key: %w", err)
 	}
-	return out, true
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
-func writeMemo(path string, out NodeOutput) error {
-	b, err := json.Marshal(out)
+// codeVersions are the versions of what some kinds compute, by activity: a grade's outcome depends on the grader's
+// code (the harness's test commands and log parsers), so bumping gradeMemoVersion grades again, also where a grade
+// step's own memo would have answered.
+var codeVersions = map[string]string{"grade": gradeMemoVersion}
+
+// MemoizedOutputs returns the outputs of the plan's nodes on an instance that a sweep of the plan would take from
+// their memos now: those memoized under exactly the inputs the plan gives them (this row's content, the memoized
+// outputs of their inputs), by node key. A node whose input has no such output is left out.
+func MemoizedOutputs(runDir string, plan specs.Plan, inst InstanceRef, dataset specs.Dataset) map[string]NodeOutput {
+	outputs := map[string]NodeOutput{}
+	for _, n := range plan.Nodes { // inputs come first
+		in := NodeInput{Instance: inst, Node: n.Key, Params: n.Params, Inputs: map[string]NodeOutput{},
+			Dataset: dataset}
+		whole := true
+		for name, from := range n.Inputs {
+			out, ok := outputs[from]
+			whole = whole && ok
+			in.Inputs[name] = out
+		}
+		if !whole {
+			continue
+		}
+		key, err := memoKey(n.Activity, in)
+		if err != nil {
+			continue
+		}
+		if out, ok := readMemo(NodeMemoPath(runDir, inst.ID, n.Key), key); ok {
+			outputs[n.Key] = out
+		}
+	}
+	return outputs
+}
+
+// nodeMemo is a node's memo file: its output and the key of the inputs it was computed from.
+type nodeMemo struct {
+	Key string `json:"key"`
+	NodeOutput
+}
+
+// ReadNodeMemo returns the output a node last memoized on an instance, whatever its inputs were (an audit or report
+// reads it beside the rows of the same sweep); false when the node has not succeeded there (or its memo does not
+// decode). A node itself reuses a memo only under its own key.
+func ReadNodeMemo(runDir, instance, node string) (NodeOutput, bool) {
+	m, ok := readMemoFile(NodeMemoPath(runDir, instance, node))
+	return m.NodeOutput, ok
+}
+
+// readMemo returns the memo at path when it was made from the inputs key names.
+func readMemo(path, key string) (NodeOutput, bool) {
+	m, ok := readMemoFile(path)
+	if !ok || m.Key != key {
+		return NodeOutput{}, false
+	}
+	return m.NodeOutput, true
+}
+
+func readMemoFile(path string) (nodeMemo, bool) {
+	var m nodeMemo
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		return m, false
+	}
+	return m, true
+}
+
+func writeMemo(path, key string, out NodeOutput) error {
+	b, err := json.Marshal(nodeMemo{Key: key, NodeOutput: out})
 	if err != nil {
 		return err
 	}
@@ -324,15 +411,4 @@ func workerStopping(ctx context.Context) bool {
 	default:
 		return false
 	}
-}
-
-// safeName makes an instance id usable as a folder name.
-func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, s)
 }

@@ -12,6 +12,7 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
+	"ctxlab/internal/safename"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 )
@@ -111,6 +112,6 @@ func (a *Activities) limiter(run, provider string, l RunLimits) *limiter.Limiter
 	if !ok || (pl.InFlight <= 0 && pl.RPS <= 0) {
 		return nil
 	}
-	return limiter.New(filepath.Join(a.RunDir(run), "limits", safeName(provider)),
+	return limiter.New(filepath.Join(a.RunDir(run), "limits", safename.File(provider)),
 		limiter.Limits{InFlight: pl.InFlight, RPS: pl.RPS})
 }

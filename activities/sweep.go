@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,6 +95,18 @@ func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan
 	return p, nil
 }
 
+// ErrRunFolder is the error type of a run-folder file that cannot be written because its path holds something else
+// (a folder in place of results.jsonl): not retried, so the sweep stops naming the path instead of retrying forever.
+const ErrRunFolder = "RunFolder"
+
+// runFolderErr makes err permanent when it is a run-folder path that is not a file (results.ErrNotAFile).
+func runFolderErr(err error) error {
+	if errors.Is(err, results.ErrNotAFile) {
+		return permanent(ErrRunFolder, err)
+	}
+	return err
+}
+
 // Record appends rows to the run's results.jsonl, once per (instance, method, model) however often it is retried.
 func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
 	defer a.heartbeat(ctx)()
@@ -101,7 +114,8 @@ func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
 	for _, r := range in.Rows {
 		results.WithErrorClass(r)
 	}
-	return results.Store{Path: filepath.Join(a.RunDir(in.Run), "results.jsonl")}.Append(in.Rows)
+	n, err := results.Store{Path: filepath.Join(a.RunDir(in.Run), "results.jsonl")}.Append(in.Rows)
+	return n, runFolderErr(err)
 }
 
 // Summarize writes summary.md from results.jsonl and returns its text.
@@ -110,7 +124,7 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, 
 	dir := a.RunDir(in.Run)
 	rows, bad, err := results.ReadFile(filepath.Join(dir, "results.jsonl"))
 	if err != nil {
-		return "", err
+		return "", runFolderErr(err)
 	}
 	md := results.Markdown(in.Title, results.Summarize(rows, in.Order))
 	if len(bad) > 0 {
@@ -118,6 +132,9 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, 
 			bad[0].Line, bad[0].Err)
 	}
 	path := filepath.Join(dir, "summary.md")
+	if err := results.RegularOrAbsent(path); err != nil {
+		return "", runFolderErr(err)
+	}
 	if err := os.WriteFile(path+".tmp", []byte(md), 0o644); err != nil {
 		return "", err
 	}

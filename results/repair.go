@@ -190,6 +190,9 @@ func (s Store) lock(create bool) (*os.File, error) {
 		flags |= os.O_CREATE
 	}
 	for {
+		if err := RegularOrAbsent(s.Path); err != nil {
+			return nil, fmt.Errorf("results: %w", err)
+		}
 		f, err := os.OpenFile(s.Path, flags, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("results: %w", err)
@@ -208,6 +211,34 @@ func (s Store) lock(create bool) (*os.File, error) {
 			return nil, fmt.Errorf("results: %w", err2)
 		}
 	}
+}
+
+// ErrNotAFile is the error of a run-folder path that holds something other than a file (a folder, a socket, a
+// device): retrying cannot help, and the sweep stops naming it.
+var ErrNotAFile = errors.New("not a regular file")
+
+// RegularOrAbsent returns nil when path is a regular file (a link to one counts) or does not exist, else an error
+// naming it and what it is instead, which wraps ErrNotAFile.
+func RegularOrAbsent(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().IsRegular() {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	what := "something else"
+	switch m := st.Mode(); {
+	case m.IsDir():
+		what = "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	}
+	return fmt.Errorf("%s is %s, %w: move it out of the way and run again", path, what, ErrNotAFile)
 }
 
 func unlock(f *os.File) {

@@ -153,6 +153,9 @@ type BadLine struct {
 // ReadFile reads every row of a results file. Lines that are not rows (a torn last line after a crash) are
 // returned separately, never silently dropped.
 func ReadFile(path string) ([]Row, []BadLine, error) {
+	if err := RegularOrAbsent(path); err != nil {
+		return nil, nil, fmt.Errorf("results: %w", err)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("results: %w", err)

@@ -161,6 +161,9 @@ func Validate(e *Experiment) []*ValidationError {
 		add("name", "", "experiment name is empty")
 	case !folderName(e.Name):
 		add("name", e.Name, "experiment name %q must be a folder name: letters, digits, '-', '_' and '.'", e.Name)
+	case len(e.Name) > MaxNameLen:
+		add("name", e.Name, "experiment name is %d characters long; at most %d (it names the run folder and is "+
+			"part of every workflow id of the sweep)", len(e.Name), MaxNameLen)
 	}
 
 	d := e.Dataset
@@ -372,6 +375,10 @@ func validateSteps(p string, m Method) []*ValidationError {
 	}
 	return errs
 }
+
+// MaxNameLen bounds an experiment's name: a file name may have 255 bytes, and an Issue's workflow id (issue/NAME/ID,
+// with an Agent child's suffix) must stay under Temporal's 1,000.
+const MaxNameLen = 128
 
 // folderName reports whether s is safe as a single folder name on every platform ctxlab runs on.
 func folderName(s string) bool {

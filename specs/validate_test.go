@@ -85,6 +85,8 @@ func TestValidate(t *testing.T) {
 		{"name with slash", func(e *Experiment) { e.Name = "a/b" }, "name", "a/b", false, 0, "folder name"},
 		{"name with space", func(e *Experiment) { e.Name = "a b" }, "name", "a b", false, 0, "folder name"},
 		{"name dotdot", func(e *Experiment) { e.Name = ".." }, "name", "..", false, 0, "folder name"},
+		{"name too long", func(e *Experiment) { e.Name = strings.Repeat("n", 300) }, "name", strings.Repeat("n", 300),
+			false, 0, "300 characters long; at most 128"},
 		{"no models", func(e *Experiment) { e.Models = nil }, "models", "", false, 0, "at least one"},
 		{"bad provider", func(e *Experiment) { e.Models[0].Provider = "anthropic" }, "models[0].provider",
 			"anthropic", false, 0, `unknown provider "anthropic" (known: offline, openai, replay)`},

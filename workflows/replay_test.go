@@ -24,7 +24,8 @@ import (
 // with the agent method: its node is one agent activity.
 // The v4 histories (the same methods and agent) run the agent node as the Agent child workflow (agentChange): the
 // Issue's history holds only the child's start and result, and agent-v4 is that child's own history, its turns as
-// activities.
+// activities. sweep-safeids-v5 is a Sweep whose second instance's id (unicode and a newline) is no plain workflow id:
+// it holds safeIDChange's marker and that Issue's digested id.
 func TestSavedHistoriesReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil || len(files) < 2 {
@@ -47,7 +48,7 @@ func TestSavedHistoriesReplay(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"issue-v1.json", "issue-v3.json", "issue-agentactivity-v3.json", "issue-v4.json",
-		"agent-v4.json", "sweep-v4.json"} {
+		"agent-v4.json", "sweep-v4.json", "sweep-safeids-v5.json"} {
 		if !slices.Contains(files, filepath.Join("testdata", "histories", want)) {
 			t.Errorf("no saved history %s", want)
 		}

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"ctxlab/activities/api"
+	"ctxlab/internal/safename"
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -61,8 +62,34 @@ type Progress struct {
 	Paused int `json:"paused,omitempty"`
 }
 
-// issueWorkflowID is the ID of the Issue workflow of an instance.
-func issueWorkflowID(run, instance string) string { return fmt.Sprintf("issue/%s/%s", run, instance) }
+// issueWorkflowID is the ID of the Issue workflow of an instance: issue/RUN/ID, or, for an id Temporal cannot carry
+// (bytes outside printable ASCII, which its gRPC headers refuse, or longer than safename.MaxWorkflowPart; such a
+// sweep used to hang at its first child), issue~/RUN/ followed by a printable prefix of the id and its digest. The
+// other first segment keeps the two forms apart. The row keeps the original id.
+func issueWorkflowID(run, instance string) string {
+	part, plain := safename.WorkflowPart(instance)
+	if plain {
+		return verbatimIssueID(run, instance)
+	}
+	return fmt.Sprintf("issue~/%s/%s", run, part)
+}
+
+// verbatimIssueID is issue/RUN/ID with the id as it is: every Issue's id before safeIDChange.
+func verbatimIssueID(run, instance string) string { return fmt.Sprintf("issue/%s/%s", run, instance) }
+
+// safeIDChange: a Sweep names the Issue of an id that safename.WorkflowPart does not keep as it is by its digested
+// form (issueWorkflowID). Only a sweep that meets such an id takes the version, so histories of plain ids replay
+// without its marker; before it, such an id went into the workflow id as it was.
+const safeIDChange = "digested-issue-ids"
+
+// childIssueID is the id this sweep gives the Issue of an instance (see safeIDChange).
+func childIssueID(ctx workflow.Context, run, instance string) string {
+	if _, plain := safename.WorkflowPart(instance); plain ||
+		workflow.GetVersion(ctx, safeIDChange, workflow.DefaultVersion, 1) >= 1 {
+		return issueWorkflowID(run, instance)
+	}
+	return verbatimIssueID(run, instance)
+}
 
 // SweepResult is a finished sweep.
 type SweepResult struct {
@@ -121,7 +148,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 		// Sorted keys: a deterministic order.
 		//workflowcheck:ignore
 		for _, id := range slices.Sorted(maps.Keys(paused)) {
-			workflow.SignalExternalWorkflow(ctx, issueWorkflowID(in.Run, id), "", ResumeSignal, nil)
+			workflow.SignalExternalWorkflow(ctx, childIssueID(ctx, in.Run, id), "", ResumeSignal, nil)
 		}
 		clear(paused) // a node still over the cap says so again
 	})
@@ -132,7 +159,7 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 			in.Next++
 			running++
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID:            issueWorkflowID(in.Run, inst.ID),
+				WorkflowID:            childIssueID(ctx, in.Run, inst.ID),
 				TaskQueue:             q.Workflow,
 				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,5 +105,69 @@ func TestSweepContinuesAsNewBeforeHistoryGrows(t *testing.T) {
 	if next.Next != n || next.Done != n || len(next.Instances) != 12 || next.Runs != 1 {
 		t.Errorf("carried state next=%d done=%d instances=%d runs=%d; want next=done=%d, 12 instances, runs=1",
 			next.Next, next.Done, len(next.Instances), next.Runs, n)
+	}
+}
+
+// TestSweepGivesHostileIDsSafeWorkflowIDs: any instance id is legal in a dataset, but Temporal carries workflow ids
+// in gRPC headers (printable ASCII only) and refuses ids over 1,000 bytes; a sweep that put such an id in its
+// child's id hung at its start. Every Issue's id must be printable, short and its own, and keep the original id in
+// its input (for the rows); plain ids keep the ids older sweeps gave them.
+func TestSweepGivesHostileIDsSafeWorkflowIDs(t *testing.T) {
+	ids := []string{"acme__humanize-1", "ünïcødé__repo-1 ✓", "new\nline", "nul\x00byte", strings.Repeat("long-", 2048),
+		"a/b", "a_b", "..", "issue~/t/x"}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(Issue)
+	env.RegisterActivityWithOptions(func(context.Context, api.LoadDatasetInput) ([]api.InstanceRef, error) {
+		out := make([]api.InstanceRef, len(ids))
+		for i, id := range ids {
+			out[i] = api.InstanceRef{ID: id}
+		}
+		return out, nil
+	}, activity.RegisterOptions{Name: api.LoadDatasetName})
+	env.RegisterActivityWithOptions(func(context.Context, api.SummarizeInput) (string, error) {
+		return "summary", nil
+	}, activity.RegisterOptions{Name: api.SummarizeName})
+	var mu sync.Mutex
+	workflowIDs := map[string]string{} // instance id -> its Issue's workflow id
+	env.OnWorkflow(Issue, mock.Anything, mock.Anything).Return(
+		func(ctx workflow.Context, in IssueInput) (IssueResult, error) {
+			mu.Lock()
+			workflowIDs[in.Instance.ID] = workflow.GetInfo(ctx).WorkflowExecution.ID
+			mu.Unlock()
+			return IssueResult{Instance: in.Instance.ID}, nil
+		})
+	env.ExecuteWorkflow(Sweep, SweepInput{Run: "t", Concurrency: 3})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, id := range ids {
+		wid, ok := workflowIDs[id]
+		if !ok {
+			t.Errorf("no Issue got the original id %.40q", id)
+			continue
+		}
+		if prev, dup := seen[wid]; dup {
+			t.Errorf("%.40q and %.40q share the workflow id %q", prev, id, wid)
+		}
+		seen[wid] = id
+		if len(wid) > 600 {
+			t.Errorf("the Issue of %.40q has a %d-byte workflow id", id, len(wid))
+		}
+		for i := 0; i < len(wid); i++ {
+			if wid[i] < 0x20 || wid[i] > 0x7e {
+				t.Errorf("the Issue of %.40q has the workflow id %q, with byte %#x", id, wid, wid[i])
+				break
+			}
+		}
+		if wid != IssueWorkflowID("t", id) {
+			t.Errorf("the Issue of %.40q is %q, but IssueWorkflowID says %q", id, wid, IssueWorkflowID("t", id))
+		}
+	}
+	for _, id := range []string{"acme__humanize-1", "a/b", "..", "issue~/t/x"} {
+		if want := "issue/t/" + id; workflowIDs[id] != want {
+			t.Errorf("plain id %q: workflow id %q, want %q as before", id, workflowIDs[id], want)
+		}
 	}
 }

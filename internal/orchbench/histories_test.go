@@ -1,6 +1,7 @@
 package orchbench
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"ctxlab/activities"
+	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/internal/logs"
 	"ctxlab/internal/workers"
@@ -33,12 +35,21 @@ var saveHistories = flag.String("orch.save-histories", "", "write the Sweep and 
 
 var historySuffix = flag.String("orch.history-suffix", "v4", "suffix of the saved histories' names")
 
+var hostileID = flag.Bool("orch.hostile-id", false, "give the second instance an id that is no plain workflow id "+
+	"(unicode and a newline), so the Sweep's history holds the version marker of its digested Issue id")
+
+// hostileInstanceID is the id -orch.hostile-id gives the sweep's second instance.
+const hostileInstanceID = "acme__semver-1 ✓\nsecond line"
+
 // TestSaveHistories makes the saved histories workflows' TestSavedHistoriesReplay replays: the demo's reference
 // methods, cq2care and the agent on its first two instances, run by today's code, with run-folder paths relative
 // and a fixed worker identity, so the files name nothing of the machine that made them. Beside the Sweep and one
 // Issue, the Agent child workflow of that issue's agent node is saved (when the code runs one).
 //
 //	go test ./internal/orchbench/ -run TestSaveHistories -orch.save-histories "$PWD/workflows/testdata/histories"
+//
+// With -orch.hostile-id -orch.history-suffix safeids-v5 the second instance's id is no plain workflow id: the Sweep's
+// history then holds safeIDChange's marker and its digested Issue id (sweep-safeids-v5.json).
 func TestSaveHistories(t *testing.T) {
 	if *saveHistories == "" {
 		t.Skip("-orch.save-histories not set")
@@ -65,6 +76,20 @@ func TestSaveHistories(t *testing.T) {
 	res, err := demobench.Generate(filepath.Join(runs, e.Name, "dataset"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if *hostileID {
+		rows, err := swebench.ReadFile(res.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows[1].InstanceID = hostileInstanceID
+		var b bytes.Buffer
+		if err := swebench.Write(&b, rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(res.File, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Relative, as runs is: the dataset's path reaches every history's inputs.
 	wd, _ := os.Getwd()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"slices"
 	"time"
@@ -103,6 +104,9 @@ type Spend struct {
 	FailedCalls      int     `json:"failed_calls"`
 	PromptTokens     int     `json:"prompt_tokens"`
 	CompletionTokens int     `json:"completion_tokens"`
+	// TokensSaturated is set when a token total left the range of an int (the endpoint reported absurd usage): the
+	// total then stays at the bound it passed instead of wrapping around to the other sign.
+	TokensSaturated bool `json:"tokens_saturated,omitempty"`
 }
 
 // Add counts one call. A call that failed (a 429, a 5xx, a broken connection) counts as failed, not paid: it got
@@ -119,8 +123,35 @@ func (s *Spend) Add(c runlog.Call) {
 		s.PaidCalls++
 	}
 	s.USD += c.CostUSD
-	s.PromptTokens += c.PromptTokens
-	s.CompletionTokens += c.CompletionTokens
+	s.addTokens(c.PromptTokens, c.CompletionTokens)
+}
+
+// Merge adds another Spend's counts to s.
+func (s *Spend) Merge(o Spend) {
+	s.USD += o.USD
+	s.PaidCalls += o.PaidCalls
+	s.CacheHits += o.CacheHits
+	s.FailedCalls += o.FailedCalls
+	s.addTokens(o.PromptTokens, o.CompletionTokens)
+	s.TokensSaturated = s.TokensSaturated || o.TokensSaturated
+}
+
+func (s *Spend) addTokens(prompt, completion int) {
+	var satP, satC bool
+	s.PromptTokens, satP = saturatingAdd(s.PromptTokens, prompt)
+	s.CompletionTokens, satC = saturatingAdd(s.CompletionTokens, completion)
+	s.TokensSaturated = s.TokensSaturated || satP || satC
+}
+
+// saturatingAdd is a+b, or the bound of int it passed (and true) when the sum does not fit.
+func saturatingAdd(a, b int) (int, bool) {
+	switch {
+	case b > 0 && a > math.MaxInt-b:
+		return math.MaxInt, true
+	case b < 0 && a < math.MinInt-b:
+		return math.MinInt, true
+	}
+	return a + b, false
 }
 
 // Status is where a sweep stands.

@@ -154,13 +154,7 @@ func runAudit(o auditOptions, stdout, stderr io.Writer) int {
 		for _, t := range a.Tries {
 			rep.Totals.Tries[t.Event]++
 		}
-		c := &rep.Totals.Calls
-		c.USD += a.Calls.USD
-		c.PaidCalls += a.Calls.PaidCalls
-		c.CacheHits += a.Calls.CacheHits
-		c.FailedCalls += a.Calls.FailedCalls
-		c.PromptTokens += a.Calls.PromptTokens
-		c.CompletionTokens += a.Calls.CompletionTokens
+		rep.Totals.Calls.Merge(a.Calls)
 	}
 	if o.json {
 		b, err := json.MarshalIndent(rep, "", "  ")

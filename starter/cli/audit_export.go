@@ -2,17 +2,15 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"ctxlab/activities"
 	"ctxlab/activities/contexts"
+	"ctxlab/internal/safename"
 	"ctxlab/results"
 	"ctxlab/results/runstate"
 	"ctxlab/specs"
@@ -58,8 +56,9 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 		if o.method != "" && k.Method != o.method && k.Model+"/"+k.Method != o.method {
 			continue
 		}
-		folder := filepath.Join(o.export, exportSegment(k.Model), exportSegment(k.Method), exportSegment(k.Instance))
-		if !isWithin(o.export, folder) { // exportSegment keeps names inside; this says so again at the write
+		// One folder name each, whatever the names hold ('/', '..', control characters, 10 KB; see safename.File).
+		folder := filepath.Join(o.export, safename.File(k.Model), safename.File(k.Method), safename.File(k.Instance))
+		if !isWithin(o.export, folder) { // safename keeps names inside; this says so again at the write
 			return n, fmt.Errorf("row %s/%s/%s would be written outside %s", k.Model, k.Method, k.Instance, o.export)
 		}
 		files, err := writeRowFolder(ctx, store, runDir, arms, row, folder)
@@ -160,26 +159,6 @@ func armRefs(runDir string, arms map[results.Key]armNodes, k results.Key) rowRef
 	}
 	refs.testOutput, refs.patch, refs.context = output(an.grade), output(an.patch), output(an.context)
 	return refs
-}
-
-// exportSegment makes a model, method or instance name one folder name that stays inside the export folder: a
-// '/' or '\' does not nest, '.' and '..' do not climb, control characters do not land in file names. A changed
-// name gets a hash of the original, so two names that clean to the same text keep apart.
-func exportSegment(name string) string {
-	clean := strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, name)
-	if strings.Trim(clean, ".") == "" {
-		clean = "_" + clean
-	}
-	if clean == name {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return clean + "-" + hex.EncodeToString(sum[:4])
 }
 
 // isWithin reports whether path lies inside dir (not dir itself).

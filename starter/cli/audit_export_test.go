@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,6 +35,9 @@ func TestAuditExportKeepsHostileNamesInside(t *testing.T) {
 		{results.FieldInstance: "ok__repo-1", results.FieldMethod: "a/b", results.FieldModel: "/abs/olute"},
 		{results.FieldInstance: "ok__repo-1", results.FieldMethod: "a_b", results.FieldModel: "/abs/olute"},
 		{results.FieldInstance: "ok__repo-1", results.FieldMethod: "plain", results.FieldModel: "offline"},
+		// Longer than a file name may be, and with a NUL and a newline.
+		{results.FieldInstance: strings.Repeat("long-", 2048) + "\x00\n", results.FieldMethod: "plain",
+			results.FieldModel: "offline"},
 	}
 	var lines []byte
 	for _, r := range rows {
@@ -45,7 +49,7 @@ func TestAuditExportKeepsHostileNamesInside(t *testing.T) {
 	}
 	out := filepath.Join(root, "deep", "export")
 	stdout, _ := mainOut(t, "audit", "hostile", "--runs", runs, "--export", out)
-	if !strings.Contains(stdout, "exported 4 rows") {
+	if !strings.Contains(stdout, fmt.Sprintf("exported %d rows", len(rows))) {
 		t.Errorf("audit --export: %s", stdout)
 	}
 

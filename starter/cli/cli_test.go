@@ -64,16 +64,17 @@ func TestRunFailsFastOnBadInput(t *testing.T) {
 	goodRow := `{"instance_id":"o__r-1","repo":"o/r","base_commit":"abc","problem_statement":"p","patch":"d","test_patch":"t","FAIL_TO_PASS":["TestA"],"PASS_TO_PASS":[]}`
 	badRow := `{"instance_id":"o__r-2","repo":"o/r","problem_statement":"p","patch":"d","test_patch":"t","FAIL_TO_PASS":["TestA"]}`
 	write("rows.jsonl", goodRow+"\n"+badRow+"\n")
-	spec := func(name, methods string) string {
-		return write(name, `local ctxlab = import 'ctxlab.libsonnet';
+	specNamed := func(file, name, methods string) string {
+		return write(file, `local ctxlab = import 'ctxlab.libsonnet';
 ctxlab.experiment({
-  name: 'bad',
+  name: '`+name+`',
   dataset: ctxlab.datasets.swebench('rows.jsonl'),
   models: [ctxlab.models.offline],
   methods: `+methods+`,
 })
 `)
 	}
+	spec := func(file, methods string) string { return specNamed(file, "bad", methods) }
 	cases := []struct {
 		name, path, want string
 	}{
@@ -82,6 +83,9 @@ ctxlab.experiment({
 		{"syntax", write("s.jsonnet", "{ name: 'x', "), "s.jsonnet:1:"},
 		{"bad dataset row", spec("d.jsonnet", `[ctxlab.methods.no_source]`),
 			"rows.jsonl:2 (instance o__r-2): row lacks required fields: base_commit"},
+		// A name too long for a folder failed later, creating it (exit 1).
+		{"name too long", specNamed("n.jsonnet", strings.Repeat("n", 300), `[ctxlab.methods.no_source]`),
+			"300 characters long; at most 128"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

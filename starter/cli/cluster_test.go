@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -98,18 +100,8 @@ func TestSecondStarterAttaches(t *testing.T) {
 	runs := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	first := starter(ctx, t, "run", spec, "--runs", runs, "--quiet")
 	var out1, err1 bytes.Buffer
-	first.Stdout, first.Stderr = &out1, &err1
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- first.Wait() }()
-	waitWhileRunning(ctx, t, exited, "it started working", func() bool {
-		b, err := os.ReadFile(filepath.Join(runs, "attach", "attempts.jsonl"))
-		return err == nil && len(b) > 0
-	})
+	_, exited := startWorking(ctx, t, spec, runs, "attach", &out1, &err1)
 	out2, err2, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs)
 	if code != 0 {
 		t.Fatalf("second starter: exit %d\n%s", code, err2)
@@ -123,6 +115,25 @@ func TestSecondStarterAttaches(t *testing.T) {
 	if out1.String() != out2 {
 		t.Errorf("the two starters report different sweeps:\n%s\n---\n%s", out1.String(), out2)
 	}
+}
+
+// startWorking starts `starter run spec --runs runs --quiet` (the sweep named name) and returns once its sweep has
+// started working (attempts.jsonl has a line): the first of two starters of a run folder. exited gets its end.
+func startWorking(ctx context.Context, t *testing.T, spec, runs, name string, stdout, stderr io.Writer) (
+	*exec.Cmd, <-chan error) {
+	t.Helper()
+	first := starter(ctx, t, "run", spec, "--runs", runs, "--quiet")
+	first.Stdout, first.Stderr = stdout, stderr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- first.Wait() }()
+	waitWhileRunning(ctx, t, exited, "it started working", func() bool {
+		b, err := os.ReadFile(filepath.Join(runs, name, "attempts.jsonl"))
+		return err == nil && len(b) > 0
+	})
+	return first, exited
 }
 
 // waitWhileRunning polls ok until it holds, failing the test if the first starter exits (exited) or ctx ends first.
@@ -168,17 +179,7 @@ func TestAttachedStarterTakesOver(t *testing.T) {
 	runs := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	first := starter(ctx, t, "run", spec, "--runs", runs, "--quiet")
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- first.Wait() }()
-	attempts := filepath.Join(runs, "takeover", "attempts.jsonl")
-	waitWhileRunning(ctx, t, exited, "it started working", func() bool {
-		b, err := os.ReadFile(attempts)
-		return err == nil && len(b) > 0
-	})
+	first, exited := startWorking(ctx, t, spec, runs, "takeover", nil, nil)
 	second := starter(ctx, t, "run", spec, "--runs", runs)
 	var out2 lockedBuffer
 	var err2 lockedBuffer

@@ -66,6 +66,14 @@ type serverFile struct {
 // connect dials --address, or starts the run's embedded server; when another starter already runs it, dials that
 // one instead.
 func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog.Logger) (*connection, error) {
+	return connectFresh(ctx, co, runDir, false, log)
+}
+
+// connectFresh is connect that, with freshDB, first moves the run's database aside (embedded.MoveAside) when this
+// process is to start the server: for a database SQLite cannot read. The node memos, the response cache and
+// results.jsonl live outside it, so the sweep run again on a new database redoes no finished step.
+func connectFresh(ctx context.Context, co cluster.Options, runDir string, freshDB bool, log zerolog.Logger) (
+	*connection, error) {
 	namespace := co.Namespace
 	if co.Address != "" {
 		c, err := cluster.Dial(ctx, co, log)
@@ -87,6 +95,9 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 	if attachTo != nil {
 		log.Info().Int("pid", attachTo.PID).Str("address", attachTo.Address).
 			Msg("another starter runs this sweep; attaching to it")
+		if freshDB {
+			log.Warn().Msg("--fresh-db ignored: that starter's server has the database open")
+		}
 		c, err := dial(ctx, attachTo.Address, namespace, log)
 		if err != nil {
 			return nil, err
@@ -97,8 +108,20 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 	if b, err := os.ReadFile(sfPath); err == nil {
 		_ = json.Unmarshal(b, &sf)
 	}
+	dbFile := filepath.Join(runDir, "temporal.db")
+	if freshDB {
+		moved, err := embedded.MoveAside(dbFile, time.Now())
+		if err != nil {
+			unlock()
+			return nil, err
+		}
+		if moved != "" {
+			log.Warn().Str("kept_as", moved).Msg("starting over on a fresh Temporal database; finished steps come " +
+				"from their memos")
+		}
+	}
 	srv, err := embedded.Start(ctx, embedded.Options{
-		DBFile:    filepath.Join(runDir, "temporal.db"),
+		DBFile:    dbFile,
 		LogFile:   filepath.Join(runDir, "temporal.log"),
 		Namespace: namespace,
 		Ports:     sf.Ports,

@@ -202,7 +202,18 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter: interrupted; graded instances are kept and skipped when run again")
 		return exitFail
 	}
-	if _, err := (results.Store{Path: filepath.Join(runDir, "results.jsonl")}).Append(out); err != nil {
+	// This run's rows replace those an earlier run wrote for the same predictions: the dataset or the grading
+	// settings may have changed since (every row was graded again, or taken from a memo of the same inputs).
+	graded := map[results.Key]bool{}
+	for _, r := range out {
+		graded[r.Key()] = true
+	}
+	rowStore := results.Store{Path: filepath.Join(runDir, "results.jsonl")}
+	if _, err := rowStore.Remove(func(r results.Row) bool { return graded[r.Key()] }); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
+	if _, err := rowStore.Append(out); err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
 	}

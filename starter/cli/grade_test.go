@@ -328,3 +328,54 @@ func TestGradeExecutorErrorNamesItsInstanceOnce(t *testing.T) {
 		t.Errorf("the error should name the instance once and say why: %s", msg)
 	}
 }
+
+// TestGradeCorrectedDatasetInSameRunFolder validates a dataset whose test patch happens to fix the bug (so the empty
+// prediction resolves: invalid), then the corrected dataset, under the same run name: the second run must grade the
+// corrected rows, not return the first's memoized grade, and its rows must replace the first's in results.jsonl.
+func TestGradeCorrectedDatasetInSameRunFolder(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("TMPDIR", t.TempDir())
+	bench, err := demobench.Generate(filepath.Join(root, "dataset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := fewDemoInstances(t, bench)[0] // the Go one: its tests are quick
+	broken := inst
+	broken.TestPatch += inst.Patch // the gold fix inside the test patch
+	dataset := filepath.Join(bench.DatasetDir, "validate.jsonl")
+	write := func(in swebench.Instance) {
+		t.Helper()
+		var data bytes.Buffer
+		if err := swebench.Write(&data, []swebench.Instance{in}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dataset, data.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := filepath.Join(root, "runs")
+	validate := func() (int, string, results.Row) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := Main([]string{"grade", "--dataset", dataset, "--predictions", "empty", "--runs", runs, "--name", "val",
+			"--quiet", "--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed"}, &out, &errb)
+		rows, bad, err := results.ReadFile(filepath.Join(runs, "val", "results.jsonl"))
+		if err != nil || len(bad) > 0 || len(rows) != 1 {
+			t.Fatalf("%d rows, %v, %v\n%s\n%s", len(rows), bad, err, out.String(), errb.String())
+		}
+		return code, out.String(), rows[0]
+	}
+	write(broken)
+	if code, out, row := validate(); code != exitFail || row["resolved"] != true {
+		t.Fatalf("a test patch that fixes the bug: exit %d, row %v; want exit %d and the empty patch resolved\n%s",
+			code, row, exitFail, out)
+	}
+	write(inst)
+	code, out, row := validate()
+	if code != exitOK || !strings.Contains(out, "the dataset is valid") {
+		t.Errorf("the corrected dataset: exit %d, want %d and a valid dataset\n%s", code, exitOK, out)
+	}
+	if row["resolved"] != false || row["grade_status"] == "resolved" {
+		t.Errorf("results.jsonl keeps the first dataset's grade: %v", row)
+	}
+}

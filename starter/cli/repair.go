@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,8 +58,11 @@ func (r resultsRepair) messages() []string {
 // line out (results.Store.Repair) and re-derives, from the node outputs memoized under runDir/nodes, every row of
 // the plan that the file lacks although all its steps succeeded, exactly as the Issue workflow builds it. Rows whose
 // steps failed or have not run are left to the sweep. Append writes each key once, so a workflow recording the same
-// row later adds nothing. With a nil plan it only cuts the torn line.
-func repairResults(runDir string, plan *specs.Plan, instances []string) (resultsRepair, error) {
+// row later adds nothing. With a nil plan it only cuts the torn line. Only outputs memoized under the instances'
+// present content count (activities.MemoizedOutputs): a memo of an edited row, or of a dataset that is gone, is not
+// this sweep's.
+func repairResults(runDir string, plan *specs.Plan, dataset specs.Dataset, instances []swebench.Instance) (
+	resultsRepair, error) {
 	var rep resultsRepair
 	store := results.Store{Path: filepath.Join(runDir, "results.jsonl")}
 	var err error
@@ -77,18 +81,20 @@ func repairResults(runDir string, plan *specs.Plan, instances []string) (results
 		have[r.Key()] = true
 	}
 	var restored []results.Row
-	for _, id := range instances {
-		outputs := map[string]activities.NodeOutput{}
+	for _, inst := range instances {
+		id := inst.InstanceID
+		var outputs map[string]activities.NodeOutput
 		for _, arm := range plan.Arms {
 			if have[results.Key{Instance: id, Method: arm.Method, Model: arm.Model}] {
 				continue
 			}
-			for _, s := range arm.Steps {
-				if _, read := outputs[s.Key]; !read {
-					if out, ok := activities.ReadNodeMemo(runDir, id, s.Key); ok {
-						outputs[s.Key] = out
-					}
+			if outputs == nil {
+				b, err := json.Marshal(inst) // the row's reference as LoadDataset stores it
+				if err != nil {
+					return rep, err
 				}
+				outputs = activities.MemoizedOutputs(runDir, *plan,
+					activities.InstanceRef{ID: id, Ref: cas.RefOf(b)}, dataset)
 			}
 			if row, ok := workflows.ArmRow(id, *plan, arm, outputs); ok {
 				restored = append(restored, row)
@@ -105,28 +111,16 @@ func repairResults(runDir string, plan *specs.Plan, instances []string) (results
 
 // repairRunFolder repairs the results of the run folder dir as its recorded spec describes it (the plan, and the
 // dataset's instances, or when the dataset is gone the instances its attempts name), and tells the user on stderr
-// what it changed. A results file outside a run folder only has its torn line cut.
+// what it changed. A results file outside a run folder, or one whose dataset is gone, only has its torn line cut.
 func repairRunFolder(cmd, dir, file string, stderr io.Writer) {
-	var plan *specs.Plan
-	var instances []string
+	var sh sweepShape
 	if file == filepath.Join(dir, "results.jsonl") {
-		sh := readShape(dir)
-		plan, instances = sh.plan, sh.instances
-		if plan != nil && instances == nil {
-			attempts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
-			seen := map[string]bool{}
-			for _, a := range attempts {
-				if !seen[a.Instance] {
-					seen[a.Instance] = true
-					instances = append(instances, a.Instance)
-				}
-			}
-		}
+		sh = readShape(dir)
 	}
 	var rep resultsRepair
 	var err error
-	if plan != nil {
-		rep, err = repairResults(dir, plan, instances)
+	if sh.plan != nil {
+		rep, err = repairResults(dir, sh.plan, sh.dataset, sh.rows)
 	} else {
 		rep.Repaired, err = results.Store{Path: file}.Repair()
 	}
@@ -145,13 +139,13 @@ func repairRunFolder(cmd, dir, file string, stderr io.Writer) {
 // workflow's history. When rows came
 // back it writes summary.md again. A repair that fails is logged: the sweep still runs.
 func repairAtStart(ctx context.Context, c client.Client, acts *activities.Activities, name string, plan *specs.Plan,
-	planRef cas.Ref, instances []swebench.Instance, log zerolog.Logger) {
+	planRef cas.Ref, dataset specs.Dataset, instances []swebench.Instance, log zerolog.Logger) {
 	ids := make([]string, len(instances))
 	for i, in := range instances {
 		ids[i] = in.InstanceID
 	}
 	runDir := acts.RunDir(name)
-	rep, err := repairResults(runDir, plan, ids)
+	rep, err := repairResults(runDir, plan, dataset, instances)
 	if err != nil {
 		log.Warn().Err(err).Msg("could not repair results.jsonl")
 		return

@@ -21,7 +21,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"ctxlab/activities"
 	"ctxlab/internal/cluster"
@@ -60,6 +59,8 @@ type runOptions struct {
 	// every re-run retries (the model's failures included when asked).
 	retry    []string
 	retrySel retrySelection
+	// freshDB moves a damaged temporal.db aside and starts the sweep over on a new one.
+	freshDB bool
 }
 
 var runCommand = commandDef[runOptions, *runOptions]{
@@ -92,6 +93,9 @@ func (o *runOptions) define(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.retry, "retry", nil, "when the sweep has finished, also run again its rows whose error "+
 		"is of this `KIND` or CLASS (model, endpoint, configuration, environment; repeatable or comma-separated); "+
 		"rows whose error is not the model's are retried without it")
+	fs.BoolVar(&o.freshDB, "fresh-db", false, "move the run folder's Temporal database aside (kept as "+
+		"temporal.db.damaged-TIME) and run the sweep on a new one, every finished step taken from its memo: for a "+
+		"damaged database")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	fs.IntVar(&o.infraWaits, "infra-waits", 0, "times a step waits for a failing endpoint before its rows record "+
 		"the failure (0: default, -1: never; for tests)")
@@ -151,7 +155,8 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 
-	// Two starters of one sweep started at once prepare the same run folder (dataset, limits): one at a time.
+	// Two starters of one sweep started at once prepare the same run folder (dataset, limits) and start or attach
+	// to its sweep one at a time: one of another spec sees the first's sweep before it writes anything.
 	unlockPrep, err := flock.Lock(ctx, filepath.Join(runDir, "prepare.lock"), 100*time.Millisecond)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
@@ -159,6 +164,10 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}
 	unlockPrep = sync.OnceFunc(unlockPrep)
 	defer unlockPrep()
+	if err := checkRunFolder(runDir); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
 	instances, err := prepareDataset(e, runDir)
 	if err != nil {
 		if isDiskFull(err) { // the machine's failure, not the dataset's
@@ -172,10 +181,6 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
 		return exitUsage
-	}
-	if err := activities.WriteLimits(runDir, activities.LimitsOf(e)); err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
 	}
 	acts := activities.New(o.runs, log)
 	acts.StoreURL, acts.CacheDir, acts.NoCache = o.store, o.cache, o.noCache
@@ -196,16 +201,26 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
 	}
-	unlockPrep()
 	log.Info().Str("spec", o.spec).Int("instances", len(instances)).Int("methods", len(plan.Arms)).
 		Int("nodes_per_issue", len(plan.Nodes)).Str("run", runDir).Msg("sweep")
 
-	conn, err := connect(ctx, o.cluster, runDir, log)
+	conn, err := connectFresh(ctx, o.cluster, runDir, o.freshDB, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", explainDiskFull(err, runDir))
+		if hint := damagedDBHint(err, o.spec); hint != "" {
+			fmt.Fprintln(stderr, "starter:", hint)
+		}
 		return exitFail
 	}
 	defer conn.close()
+	if err := refuseOtherSpec(ctx, conn.client, "sweep/"+e.Name, hash); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitCodeOf(err)
+	}
+	if err := activities.WriteLimits(runDir, activities.LimitsOf(e)); err != nil {
+		fmt.Fprintln(stderr, "starter:", err)
+		return exitFail
+	}
 	stopUI := startRunUI(ctx, conn, o.cluster.Namespace, o.ui, stderr)
 	defer stopUI()
 	if !o.noWorker && (!conn.attached || conn.ownerIdle) {
@@ -223,12 +238,13 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	}, func() (map[string][]results.Key, rowErrorTally, error) {
 		return takeRetriedRows(runDir, plan, o.retrySel)
 	})
+	unlockPrep()
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
+		return exitCodeOf(err)
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
-	repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, instances, log) // a torn results.jsonl
+	repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log) // a torn results.jsonl
 	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped; those
 	// waiting for the endpoint try it again now, saying what they waited for.
 	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
@@ -404,17 +420,13 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 	switch {
 	case err == nil:
 		info := desc.GetWorkflowExecutionInfo()
-		old := ""
-		if p, ok := info.GetMemo().GetFields()[specHashMemo]; ok {
-			_ = converter.GetDefaultDataConverter().FromPayload(p, &old)
-		}
+		old := memoSpecHash(info)
 		switch info.GetStatus() {
 		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-			how := "attached to the running sweep"
 			if old != "" && old != hash {
-				how += " (it was started from a different spec; it finishes as it began)"
+				return nil, "", &specConflictError{id: id, running: old, this: hash}
 			}
-			return c.GetWorkflow(ctx, id, ""), how, nil
+			return c.GetWorkflow(ctx, id, ""), "attached to the running sweep", nil
 		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 			if old == hash {
 				again, tally, err := retry()
@@ -447,6 +459,10 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 	}, workflows.SweepName, in)
 	if err != nil {
 		return nil, "", fmt.Errorf("starting workflow %s: %w", id, err)
+	}
+	// The conflict policy returns a sweep another starter started in between: it must be of this spec.
+	if err := refuseOtherSpec(ctx, c, id, hash); err != nil {
+		return nil, "", err
 	}
 	return run, how, nil
 }

@@ -69,6 +69,10 @@ func runFolder(runs, name string) (string, error) {
 type sweepShape struct {
 	plan      *specs.Plan
 	instances []string
+	// rows are the instances' dataset rows and dataset the spec's dataset (nil and zero when the dataset is gone):
+	// a repair re-derives rows only from node outputs memoized under these rows' content.
+	rows    []swebench.Instance
+	dataset specs.Dataset
 	// note says why a part is missing.
 	note string
 }
@@ -94,6 +98,7 @@ func readShape(dir string) sweepShape {
 		if err == nil {
 			var sel []swebench.Instance
 			if sel, err = activities.Select(rows, e.Dataset); err == nil {
+				sh.rows, sh.dataset = sel, e.Dataset
 				sh.instances = make([]string, len(sel))
 				for i, in := range sel {
 					sh.instances[i] = in.InstanceID
@@ -231,6 +236,9 @@ func printStatus(w io.Writer, r statusReport) {
 	sp := st.Spend
 	fmt.Fprintf(w, "spend:     $%.4f (%d paid calls, %d cache hits, %d failed; %d prompt + %d completion tokens paid)\n",
 		sp.USD, sp.PaidCalls, sp.CacheHits, sp.FailedCalls, sp.PromptTokens, sp.CompletionTokens)
+	if sp.TokensSaturated {
+		fmt.Fprintln(w, "           (the calls' token counts do not fit an int64: a total that passed its bound stays at it)")
+	}
 	if st.ProjectedUSD != nil {
 		fmt.Fprintf(w, "projected: $%.4f (spent + $%.4f per finished issue x %d unfinished)\n", *st.ProjectedUSD,
 			*st.PerIssueUSD, st.Instances-st.Issues.Done-st.Issues.Failed)

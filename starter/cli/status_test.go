@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +121,62 @@ func TestStatusElapsedEndsAtLastAttemptOfFinishedSweep(t *testing.T) {
 	}
 	if want := last.Sub(first).Seconds(); st.ElapsedS != want {
 		t.Errorf("elapsed_s %v, want %v (first to last attempt)", st.ElapsedS, want)
+	}
+}
+
+// TestStatusTokenTotalsDoNotWrap: an endpoint that reports absurd usage must not turn the token totals of status
+// and audit negative (int64 wrapping around): a total that passes the bound stays at it, and both say so.
+func TestStatusTokenTotalsDoNotWrap(t *testing.T) {
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "absurd")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	t0 := time.Now().Add(-time.Minute).UTC()
+	for i := range 3 {
+		line, _ := json.Marshal(runlog.Call{Time: t0, Instance: "i1", Node: fmt.Sprintf("patch-%d", i),
+			Provider: "openai", Model: "gpt", PromptTokens: math.MaxInt64/2 + 1, CompletionTokens: 7, CostUSD: 0.01})
+		b.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(filepath.Join(dir, runlog.CallsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	for i := range 3 {
+		line, _ := json.Marshal(runlog.Attempt{Time: t0, Event: runlog.EventDone, Instance: "i1",
+			Node: fmt.Sprintf("patch-%d", i), Activity: "patch", Step: "m.patch", Attempt: 1})
+		b.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(filepath.Join(dir, runlog.AttemptsFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := mainOut(t, "status", "absurd", "--runs", runs)
+	if want := fmt.Sprintf("%d prompt + 21 completion tokens paid", int64(math.MaxInt64)); !strings.Contains(out, want) ||
+		!strings.Contains(out, "do not fit an int64") {
+		t.Errorf("status lacks %q and the note that the total saturated:\n%s", want, out)
+	}
+	js, _ := mainOut(t, "status", "absurd", "--runs", runs, "--json")
+	var st struct {
+		Spend struct {
+			PromptTokens    int64 `json:"prompt_tokens"`
+			TokensSaturated bool  `json:"tokens_saturated"`
+		} `json:"spend"`
+	}
+	if err := json.Unmarshal([]byte(js), &st); err != nil || st.Spend.PromptTokens != math.MaxInt64 ||
+		!st.Spend.TokensSaturated {
+		t.Errorf("status --json spend %+v (%v), want prompt_tokens %d and tokens_saturated\n%s", st.Spend, err,
+			int64(math.MaxInt64), js)
+	}
+	js, _ = mainOut(t, "audit", "absurd", "--runs", runs, "--json")
+	var au struct {
+		Totals struct {
+			Calls struct {
+				PromptTokens int64 `json:"prompt_tokens"`
+			} `json:"calls"`
+		} `json:"totals"`
+	}
+	if err := json.Unmarshal([]byte(js), &au); err != nil || au.Totals.Calls.PromptTokens != math.MaxInt64 {
+		t.Errorf("audit --json totals %+v (%v), want prompt_tokens %d", au.Totals, err, int64(math.MaxInt64))
 	}
 }

@@ -123,7 +123,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: o.DBFile, ConnectAttributes: attrs}
 	if err := createDatabase(sqlCfg, o, clusterName); err != nil {
-		return nil, err
+		return nil, asDamaged(o.DBFile, err)
 	}
 	l := launch{
 		persistence: config.Persistence{
@@ -135,7 +135,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		host: host, database: o.DBFile, logFile: o.LogFile, namespace: o.Namespace, dc: o.DynamicConfig,
 		sameUserOnly: true,
 	}
-	return l.start(ctx, o.Ports, false)
+	srv, err := l.start(ctx, o.Ports, false)
+	return srv, asDamaged(o.DBFile, err)
 }
 
 // clusterName names the single cluster every server here runs.

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"ctxlab/activities"
+	"ctxlab/results"
+	"ctxlab/results/runstate"
+	"ctxlab/runlog"
+	"ctxlab/starter/embedded"
+)
+
+// runFolderFiles are the files of a run folder that starter run and its activities append to or replace; runFolderDirs
+// the folders they write into.
+var (
+	runFolderFiles = []string{runstate.ResultsFile, "summary.md", retriedFile, runlog.AttemptsFile,
+		runlog.CallsFile, activities.LimitsFile, specRecord, "server.json"}
+	runFolderDirs = []string{"nodes", "grades", "cas", "limits", "dataset"}
+)
+
+// checkRunFolder refuses a run folder where one of those paths holds something else (a folder where results.jsonl
+// belongs): writing there fails every time, and retrying the step would never end.
+func checkRunFolder(runDir string) error {
+	for _, name := range runFolderFiles {
+		if err := results.RegularOrAbsent(filepath.Join(runDir, name)); err != nil {
+			return err
+		}
+	}
+	for _, name := range runFolderDirs {
+		path := filepath.Join(runDir, name)
+		if st, err := os.Stat(path); err == nil && !st.IsDir() {
+			return fmt.Errorf("%s is a file where the run keeps a folder: move it out of the way and run again", path)
+		}
+	}
+	return nil
+}
+
+// specConflictError is a running sweep of the run folder that another spec started: a starter of this spec must
+// not attach to it (it would print the other spec's results as its own) nor replace it.
+type specConflictError struct {
+	id, running, this string
+}
+
+func (e *specConflictError) Error() string {
+	return fmt.Sprintf("%s is running from another spec (spec hash %s; this spec's is %s): it finishes as it "+
+		"began; run this spec once it has finished (its rows are then put aside), or give this spec another name",
+		e.id, short(e.running), short(e.this))
+}
+
+// short is the first 12 digits of a spec hash, as previous/HASH names it.
+func short(hash string) string { return hash[:min(len(hash), 12)] }
+
+// refuseOtherSpec returns a specConflictError when the sweep id is running from a spec other than hash.
+func refuseOtherSpec(ctx context.Context, c client.Client, id, hash string) error {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("looking up workflow %s: %w", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil
+	}
+	if old := memoSpecHash(info); old != "" && old != hash {
+		return &specConflictError{id: id, running: old, this: hash}
+	}
+	return nil
+}
+
+// memoSpecHash is the spec hash a sweep was started with ("" for a sweep started before starters recorded it).
+func memoSpecHash(info *workflowpb.WorkflowExecutionInfo) string {
+	old := ""
+	if p, ok := info.GetMemo().GetFields()[specHashMemo]; ok {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &old)
+	}
+	return old
+}
+
+// exitCodeOf is the exit code of a starter that could not start or attach to its sweep: exitUsage for a spec that
+// conflicts with the running one (nothing ran), else exitFail.
+func exitCodeOf(err error) int {
+	var conflict *specConflictError
+	if errors.As(err, &conflict) {
+		return exitUsage
+	}
+	return exitFail
+}
+
+// damagedDBHint says what to do about a run folder's damaged Temporal database ("" when err is another error): the
+// sweep's work is kept outside it, so starting over on a fresh one loses nothing.
+func damagedDBHint(err error, spec string) string {
+	var damaged *embedded.DamagedError
+	if !errors.As(err, &damaged) {
+		return ""
+	}
+	return fmt.Sprintf("the sweep's finished steps are kept outside that database (node outputs in nodes/, grades in "+
+		"grades/, model answers in the response cache, rows in results.jsonl), so a fresh database loses no work: "+
+		"`starter run %s --fresh-db` (with this run's other flags) moves the damaged one aside and runs the sweep "+
+		"again, taking every finished step from its memo", spec)
+}
