@@ -1053,7 +1053,7 @@ func TestGoproxyLayout(t *testing.T) {
 
 // TestLocalGraderGoldAndEmpty grades every instance with ctxlab's local executor: the gold patch resolves and an
 // empty patch does not, with the grading options specs/demo.jsonnet sets (the dataset's goproxy folder, Python
-// tests run by listed ids).
+// tests run by listed ids with unittest).
 func TestLocalGraderGoldAndEmpty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the tests of every instance")
@@ -1076,7 +1076,8 @@ func TestLocalGraderGoldAndEmpty(t *testing.T) {
 						return os.CopyFS(dir, os.DirFS(src))
 					},
 					Timeout: 5 * time.Minute,
-					Config:  executor.Config{GoProxy: GoproxyURL(res.DatasetDir), Tests: "listed"},
+					Config: executor.Config{GoProxy: GoproxyURL(res.DatasetDir), Tests: "listed",
+						TestCmds: map[string]string{executor.LangPython: PythonTestCmd}},
 				})
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)

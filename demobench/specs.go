@@ -29,6 +29,10 @@ type repoSpec struct {
 	instances []instanceSpec
 }
 
+// PythonTestCmd runs the tests of the demo's Python repositories (specs/demo.jsonnet's grading.test_cmd.python):
+// they are unittest tests, which a bare python3 runs, taking the dotted ids their instances list.
+const PythonTestCmd = "python3 -m unittest -v"
+
 // Repository languages.
 const (
 	langGo     = "go"
