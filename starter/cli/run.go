@@ -56,6 +56,8 @@ type runOptions struct {
 
 	// allowErrors exits 0 when the sweep finished although some rows have errors.
 	allowErrors bool
+	// noCheck skips the checks (check.go) that the sweep can finish, run before anything is paid.
+	noCheck bool
 }
 
 var runCommand = commandDef[runOptions, *runOptions]{
@@ -85,6 +87,8 @@ func (o *runOptions) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noWorker, "no-worker", false, "only submit and watch the sweep; workers run elsewhere")
 	fs.BoolVar(&o.allowErrors, "allow-errors", false, "exit 0 when the sweep finished even if rows have errors "+
 		"(by default such a sweep exits 4)")
+	fs.BoolVar(&o.noCheck, "no-check", false, "skip the checks starter check runs (graders, endpoints, model ids, "+
+		"context windows) before anything is paid")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	fs.IntVar(&o.infraWaits, "infra-waits", 0, "times a step waits for a failing endpoint before its rows record "+
 		"the failure (0: default, -1: never; for tests)")
@@ -153,6 +157,11 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	plan, err := specs.BuildPlan(e)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
+		return exitUsage
+	}
+	// Before anything is paid: what the sweep needs is there. The graders are this process's only when it works.
+	if !o.noCheck && !checkBeforeRun(ctx, e, plan, instances, runDir,
+		checkParts{repos: true, graders: !o.noWorker, endpoints: true}, o.spec, stderr) {
 		return exitUsage
 	}
 	if err := activities.WriteLimits(runDir, activities.LimitsOf(e)); err != nil {
