@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,8 +121,13 @@ type Options struct {
 	Context int
 	// Embeddings serves /v1/embeddings (--embeddings --pooling mean) instead of completions.
 	Embeddings bool
-	// Slots is the number of parallel slots (-np; default llama-server's). Each gets Context/Slots tokens.
+	// Slots is the number of parallel slots (-np; default llama-server's, 4). Each gets Context/Slots tokens, at
+	// most the model's training context (2048 for stories260K).
 	Slots int
+	// Batch is the logical and physical batch size (-b, -ub; default llama-server's, 2048 and 512). An embeddings
+	// server refuses an input longer than its physical batch with HTTP 500 "input (N tokens) is too large to
+	// process. increase the physical batch size".
+	Batch int
 }
 
 // Server is a running llama-server.
@@ -131,6 +137,7 @@ type Server struct {
 	// Log is the server's output so far.
 	Log  *SyncBuffer
 	cmd  *exec.Cmd
+	opts Options
 	done chan struct{}
 }
 
@@ -193,41 +200,49 @@ func rootGuess() string {
 	return dir
 }
 
-// Start starts a llama-server serving the model (Require), waits until /health answers 200 and stops it when the
-// test ends. It fails the test, with the server's output, when the server does not come up within two minutes.
+// Start starts a llama-server serving the model (Require) and waits until it is healthy (Launch); it stops it when
+// the test ends, and fails the test, with the server's output, when it does not come up.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	model, root := Require(t)
-	inRoot, err := placeModel(root, model)
+	s, err := Launch(root, model, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	t.Logf("llama-server %s: context %d, embeddings %v", s.URL, s.opts.Context, o.Embeddings)
+	return s
+}
+
+// Launch starts a llama-server from the folder root (Root) serving the model file on a free loopback port, and
+// waits until /health answers 200 (at most two minutes). The caller stops it.
+func Launch(root, model string, o Options) (*Server, error) {
+	inRoot, err := placeModel(root, model)
+	if err != nil {
+		return nil, err
 	}
 	if o.Context == 0 {
 		o.Context = 4096
 	}
-	var s *Server
 	// A port chosen free can be taken before the server binds it: try another.
 	for try := 0; ; try++ {
 		port, err := freePort()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		s, err = start(root, inRoot, port, o)
+		s, err := start(root, inRoot, port, o)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		t.Cleanup(s.Stop)
 		err = s.waitHealthy(2 * time.Minute)
 		if err == nil {
-			break
+			return s, nil
 		}
 		s.Stop()
 		if try == 2 || !strings.Contains(s.Log.String(), "bind") {
-			t.Fatalf("llama-server (%+v): %v\n%s", o, err, tail(s.Log.String(), 3000))
+			return nil, fmt.Errorf("llama-server (%+v): %v\n%s", o, err, tail(s.Log.String(), 3000))
 		}
 	}
-	t.Logf("llama-server %s: context %d, embeddings %v", s.URL, o.Context, o.Embeddings)
-	return s
 }
 
 // placeModel copies the model into the folder under a name keyed by its content, once, and returns its path there.
@@ -270,17 +285,32 @@ func start(root, model string, port int, o Options) (*Server, error) {
 	if o.Slots > 0 {
 		args = append(args, "-np", strconv.Itoa(o.Slots))
 	}
+	if o.Batch > 0 {
+		args = append(args, "-b", strconv.Itoa(o.Batch), "-ub", strconv.Itoa(o.Batch))
+	}
 	cmd := exec.Command(serverPath, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/root", "LLAMA_ARG_THREADS=1"}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Log: &SyncBuffer{}, cmd: cmd,
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Log: &SyncBuffer{}, cmd: cmd, opts: o,
 		done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.Log, s.Log
-	if err := cmd.Start(); err != nil {
+	// Pdeathsig follows the thread that started the server: that thread stays locked to the goroutine that waits
+	// for it, so the server dies with the test process, and only then.
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(s.done)
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("starting llama-server in %s: %w", root, err)
 	}
-	go func() { _ = cmd.Wait(); close(s.done) }()
 	return s, nil
 }
 
