@@ -23,6 +23,7 @@ import (
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/workflows"
 )
 
 // The llama tests run the demo against real llama.cpp servers (internal/llamaserver: Debian's llama-server with the
@@ -381,7 +382,7 @@ func checkRowErrors(t *testing.T, rows map[results.Key]results.Row) map[string]i
 		if r[results.FieldError] == nil {
 			continue
 		}
-		kind := errorKind(r)
+		kind := r.String(workflows.ErrorKindField)
 		kinds[kind]++
 		msg := fmt.Sprint(r[results.FieldError])
 		if errkind.Kind(kind).Retryable() {
