@@ -415,6 +415,14 @@ func TestLlamaDemoSweep(t *testing.T) {
 		t.Errorf("%d rows, want %d: one per instance and method", len(rows), want)
 	}
 	kinds := checkRowErrors(t, rows)
+	// no_source's prompts are the issue and the prompt's own text, which fit a slot's 2048 tokens (starter check
+	// counted the issues with the server): those rows cannot be the prompt's fault.
+	for k, r := range rows {
+		if k.Method == "no_source" && r[results.FieldError] != nil {
+			t.Errorf("%v: %v (kind %s), though its prompt fits the context", k, r[results.FieldError],
+				r.String(workflows.ErrorKindField))
+		}
+	}
 	checkRowsUsage(t, rows, plan, callUsage(t, dir, rec))
 	agents := 0
 	for k, r := range rows {
@@ -526,7 +534,8 @@ func TestLlamaDenseFunction(t *testing.T) {
 	setStarterEnv(t, "OPENAI_BASE_URL="+base, "OPENAI_API_KEY=")
 	spec := libVariant(t, "{ name: 'llamadense', anchor:: null, methods: [ctxlab.methods.dense_function] }")
 	runs := t.TempDir()
-	llamaSweep(t, rec, append([]string{"run", spec, "--runs", runs, "--quiet"}, llamaArgs...)...)
+	// Without the check, whose one embedding of two words no row counts.
+	llamaSweep(t, rec, append([]string{"run", spec, "--runs", runs, "--quiet", "--no-check"}, llamaArgs...)...)
 	rows := readRows(t, filepath.Join(runs, "llamadense", "results.jsonl"))
 	if len(rows) != 11 {
 		t.Errorf("%d rows, want 11", len(rows))
