@@ -288,7 +288,9 @@ func callUsage(t *testing.T, runDir string, rec *answerRecorder) map[[2]string]l
 				c.Instance, c.Step, c.PromptTokens, c.CompletionTokens, resp.Usage.PromptTokens,
 				resp.Usage.CompletionTokens, u.PromptTokens, u.CompletionTokens)
 		}
-		pair := [2]string{c.Instance, c.Node}
+		// The agent's turns record their node as the agent node's key and the turn ("agent-KEY.t00.model").
+		node, _, _ := strings.Cut(c.Node, ".")
+		pair := [2]string{c.Instance, node}
 		sum := out[pair]
 		sum.PromptTokens += u.PromptTokens
 		sum.CompletionTokens += u.CompletionTokens
