@@ -133,27 +133,29 @@ type Options struct {
 // Server is a running llama-server.
 type Server struct {
 	// URL is its base, http://127.0.0.1:PORT (the OpenAI API is under URL+"/v1").
-	URL string
-	// Log is the server's output so far.
-	Log  *SyncBuffer
+	URL  string
+	log  *syncBuffer // the server's output
 	cmd  *exec.Cmd
 	opts Options
 	done chan struct{}
 }
 
-// SyncBuffer is a bytes.Buffer safe for a writer and readers in other goroutines.
-type SyncBuffer struct {
+// Output is what the server has printed so far.
+func (s *Server) Output() string { return s.log.String() }
+
+// syncBuffer is a bytes.Buffer safe for a writer and readers in other goroutines.
+type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *SyncBuffer) Write(p []byte) (int, error) {
+func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *SyncBuffer) String() string {
+func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -239,8 +241,8 @@ func Launch(root, model string, o Options) (*Server, error) {
 			return s, nil
 		}
 		s.Stop()
-		if try == 2 || !strings.Contains(s.Log.String(), "bind") {
-			return nil, fmt.Errorf("llama-server (%+v): %v\n%s", o, err, tail(s.Log.String(), 3000))
+		if try == 2 || !strings.Contains(s.log.String(), "bind") {
+			return nil, fmt.Errorf("llama-server (%+v): %v\n%s", o, err, tail(s.log.String(), 3000))
 		}
 	}
 }
@@ -292,9 +294,9 @@ func start(root, model string, port int, o Options) (*Server, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/root", "LLAMA_ARG_THREADS=1"}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Log: &SyncBuffer{}, cmd: cmd, opts: o,
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), log: &syncBuffer{}, cmd: cmd, opts: o,
 		done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = s.Log, s.Log
+	cmd.Stdout, cmd.Stderr = s.log, s.log
 	// Pdeathsig follows the thread that started the server: that thread stays locked to the goroutine that waits
 	// for it, so the server dies with the test process, and only then.
 	started := make(chan error)
