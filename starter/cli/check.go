@@ -78,8 +78,8 @@ func checkSpec(o checkOptions, stdout, stderr io.Writer) int {
 	rep := &checkReport{}
 	instances, err := prepareDataset(e, runDir)
 	if err != nil {
-		rep.fail("dataset", "", strings.TrimPrefix(err.Error(), "dataset: "), "name an existing dataset file (the spec's dataset, or --ext-str "+
-			"dataset=FILE where the spec reads one)")
+		rep.fail("dataset", "", strings.TrimPrefix(err.Error(), "dataset: "), "name an existing dataset file (the "+
+			"spec's dataset, or --ext-str dataset=FILE where the spec reads one)")
 	}
 	plan, err := specs.BuildPlan(e)
 	if err != nil {
@@ -87,28 +87,21 @@ func checkSpec(o checkOptions, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	rep.checkSweep(ctx, e, plan, instances, runDir, checkAll)
-	if !rep.print(stdout, stderr, o.spec) {
+	if !rep.print(stdout, stderr, o.spec, true) {
 		return exitUsage
 	}
 	return exitOK
 }
 
-// checkBeforeRun runs a sweep's checks at the start of starter run (or an instance's graders' at the start of
-// starter grade), writing the notes and problems to w; it reports whether there was no problem.
+// checkBeforeRun runs a sweep's checks at the start of starter run, writing the notes and problems to w; it reports
+// whether there was no problem.
 func checkBeforeRun(ctx context.Context, e *specs.Experiment, plan *specs.Plan, instances []swebench.Instance,
 	runDir string, parts checkParts, spec string, w io.Writer) bool {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	rep := &checkReport{}
 	rep.checkSweep(ctx, e, plan, instances, runDir, parts)
-	rep.checked = nil // the ready line is for starter check
-	if len(rep.problems) == 0 {
-		for _, n := range rep.notes {
-			fmt.Fprintln(w, "starter check: note:", n)
-		}
-		return true
-	}
-	return rep.print(w, w, spec)
+	return rep.print(w, w, spec, false)
 }
 
 // checkGraders runs the executor's checks of the instances starter grade grades, as checkBeforeRun does.
@@ -118,10 +111,7 @@ func checkGraders(ctx context.Context, ds specs.Dataset, g specs.Grading, instan
 	defer cancel()
 	rep := &checkReport{}
 	rep.checkInstances(ctx, ds, []specs.Grading{g}, instances, reposDir, checkParts{graders: true})
-	if len(rep.problems) == 0 {
-		return true
-	}
-	return rep.print(w, w, what)
+	return rep.print(w, w, what, false)
 }
 
 // checkParts selects what a check covers: the instances' repositories, their graders (when this machine grades)
@@ -151,14 +141,17 @@ func (r *checkReport) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
 
-// print writes the report: the notes and, when there is no problem, what was checked to out; the problems to
-// errs (one line per problem, the subjects it concerns grouped). It reports whether there was no problem.
-func (r *checkReport) print(out, errs io.Writer, spec string) bool {
+// print writes the report: the notes and, when there is no problem and ready is set (starter check), what was
+// checked to out; the problems to errs (one line per problem, the subjects it concerns grouped). It reports whether
+// there was no problem.
+func (r *checkReport) print(out, errs io.Writer, spec string, ready bool) bool {
 	for _, n := range r.notes {
 		fmt.Fprintln(out, "starter check: note:", n)
 	}
 	if len(r.problems) == 0 {
-		fmt.Fprintf(out, "starter check: %s: ready (%s)\n", spec, strings.Join(r.checked, "; "))
+		if ready {
+			fmt.Fprintf(out, "starter check: %s: ready (%s)\n", spec, strings.Join(r.checked, "; "))
+		}
 		return true
 	}
 	type group struct {

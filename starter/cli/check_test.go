@@ -113,8 +113,8 @@ func TestCheckEndpoint(t *testing.T) {
 		t.Errorf("max_tokens as large as the window: exit %d\n%s", code, out)
 	}
 	code, out = check(fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithModels(128000, "gpt-4o-mini")), spec)
-	if code != exitOK || !strings.Contains(out, "ready") || !strings.Contains(out, "embeddings of text-embedding-3-small") ||
-		!strings.Contains(out, "compressor llmlingua2") {
+	if code != exitOK || !strings.Contains(out, "ready") ||
+		!strings.Contains(out, "embeddings of text-embedding-3-small") || !strings.Contains(out, "compressor llmlingua2") {
 		t.Errorf("a sound setup: exit %d\n%s", code, out)
 	}
 
@@ -125,7 +125,8 @@ func TestCheckEndpoint(t *testing.T) {
 	closed.Close()
 	checkEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY="+key, "CTXLAB_COMPRESS_URL="+closed.URL)
 	code, stdout, stderr := runMain("check", spec, "--runs", runs, "--ext-str", "model=openai")
-	if code != exitUsage || !strings.Contains(stderr, "llmlingua2") || !strings.Contains(stderr, "scripts/compress_server.py") {
+	if code != exitUsage || !strings.Contains(stderr, "llmlingua2") ||
+		!strings.Contains(stderr, "scripts/compress_server.py") {
 		t.Errorf("a compression server that does not answer: exit %d\n%s%s", code, stdout, stderr)
 	}
 	// An endpoint without /v1/models (the fake without WithModels) is a note, not a problem.
