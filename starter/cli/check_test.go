@@ -175,12 +175,17 @@ func TestCheckDockerGraders(t *testing.T) {
 	runs := t.TempDir()
 	spec := demoVariant(t, "{ name: 'chkdocker', grading+: { executor: 'docker', namespace: '"+
 		testNamespace("ctxlabchecknoimages")+"' } }")
+	engine, set := os.LookupEnv("DOCKER_HOST")
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
 	code, stdout, stderr := runMain("check", spec, "--runs", runs)
 	if code != exitUsage || !strings.Contains(stderr, "grading: no Docker engine answers") {
 		t.Errorf("no engine: exit %d\n%s%s", code, stdout, stderr)
 	}
-	os.Unsetenv("DOCKER_HOST")
+	if set {
+		os.Setenv("DOCKER_HOST", engine)
+	} else {
+		os.Unsetenv("DOCKER_HOST")
+	}
 	dockertest.Engine(t)
 	code, stdout, stderr = runMain("check", spec, "--runs", runs)
 	if code != exitUsage || !strings.Contains(stderr, "instances acme__humanize-1") ||
