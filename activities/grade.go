@@ -120,6 +120,13 @@ type GradeRequest struct {
 	Materialize func(ctx context.Context, dir string) error
 }
 
+// ExecutorConfig is the executors' part of a spec's grading section.
+func ExecutorConfig(g specs.Grading) executor.Config {
+	return executor.Config{TestCmd: g.TestCmd.All, TestCmds: g.TestCmd.By, ModelTests: g.ModelTests, Tests: g.Tests,
+		LogParser: g.LogParser, Python: g.Python, Namespace: g.Namespace, Network: g.Network, Docker: g.Docker,
+		GoProxy: g.GoProxy, Isolation: g.Isolation}
+}
+
 // GradePatch grades one patch: the grade activity's work, without Temporal, for `starter grade` too. It runs the
 // executor once, and again up to Grading.Reruns times while the patch applied but did not resolve (the flake guard);
 // resolved then needs a majority of the runs. The output holds the stored log of every run and the row fields.
@@ -133,10 +140,7 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		timeout = DefaultGradeTimeout
 	}
 	req := executor.Request{Instance: r.Instance, Patch: r.Patch, Materialize: r.Materialize, Timeout: timeout,
-		Config: executor.Config{TestCmd: r.Grading.TestCmd.All, TestCmds: r.Grading.TestCmd.By,
-			ModelTests: r.Grading.ModelTests, Tests: r.Grading.Tests, LogParser: r.Grading.LogParser,
-			Python: r.Grading.Python, Namespace: r.Grading.Namespace, Network: r.Grading.Network,
-			Docker: r.Grading.Docker, GoProxy: r.Grading.GoProxy, Isolation: r.Grading.Isolation},
+		Config: ExecutorConfig(r.Grading),
 		Heartbeat: func() {
 			if activity.IsActivity(ctx) {
 				activity.RecordHeartbeat(ctx)

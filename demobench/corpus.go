@@ -196,7 +196,8 @@ func patchOf(base, changed map[string][]byte) string {
 
 var (
 	goTestFuncRE = regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
-	pyTestFuncRE = regexp.MustCompile(`(?m)^def (test_\w+)\(`)
+	// Python tests are unittest methods of a TestCase class, indented once.
+	pyTestFuncRE = regexp.MustCompile(`(?m)^    def (test_\w+)\(self`)
 )
 
 // isTestFile says whether a path is a test file, as the grader counts them: Go _test.go files; Python test_*.py,
@@ -211,7 +212,8 @@ func isTestFile(lang, p string) bool {
 }
 
 // testFuncs lists the test functions declared in the test files of a tree, keyed by a qualified id with their count:
-// Go "<package folder>::TestX" ("." for the root package), Python "<file>::test_x" (a pytest node id).
+// Go "<package folder>::TestX" ("." for the root package), Python "<file>::test_x" (the test method, whatever its
+// class).
 func testFuncs(lang string, files map[string][]byte) map[string]int {
 	out := map[string]int{}
 	for p, data := range files {
@@ -239,8 +241,8 @@ func testFuncs(lang string, files map[string][]byte) map[string]int {
 // bare "TestX" for the TestX of every package.
 func testIDs(r repoSpec, name string, funcs map[string]int) []string {
 	if langOf(r) == langPython {
-		if funcs[name] > 0 {
-			return []string{name}
+		if id := pythonTestID(name); funcs[id] > 0 {
+			return []string{id}
 		}
 		return nil
 	}
@@ -271,6 +273,16 @@ func testIDs(r repoSpec, name string, funcs map[string]int) []string {
 		return []string{id}
 	}
 	return nil
+}
+
+// pythonTestID is the testFuncs id of a unittest name as the rows carry it, the dotted id that `python3 -m unittest`
+// takes ("tests.test_align.AlignTest.test_x" is "tests/test_align.py::test_x").
+func pythonTestID(name string) string {
+	parts := strings.Split(name, ".") // module path, class, method
+	if len(parts) < 3 {
+		return name
+	}
+	return strings.Join(parts[:len(parts)-2], "/") + ".py::" + parts[len(parts)-1]
 }
 
 // packageQualifiedNames says whether rows carry Go test names as the spec writes them ("./pkg::TestX"), which
@@ -307,7 +319,7 @@ func testNames(r repoSpec, in instanceSpec) (failToPass, passToPass []string) {
 func funcBody(lang, src, fn string) string {
 	var start int
 	if lang == langPython {
-		start = strings.Index(src, "\ndef "+fn+"(")
+		start = strings.Index(src, "\n    def "+fn+"(")
 	} else {
 		start = strings.Index(src, "\nfunc "+fn+"(")
 	}
@@ -317,9 +329,9 @@ func funcBody(lang, src, fn string) string {
 	rest := src[start+1:]
 	end := len(rest)
 	if lang == langPython {
-		// Up to the next line that starts in column one (a top-level statement).
+		// Up to the next line indented no deeper than the method's def (the next method, or the class's end).
 		for i := strings.Index(rest, "\n"); i >= 0 && i+1 < len(rest); {
-			if c := rest[i+1]; c != ' ' && c != '\t' && c != '\n' {
+			if line := rest[i+1:]; line[0] != '\n' && !strings.HasPrefix(line, "     ") && !strings.HasPrefix(line, "\t") {
 				end = i
 				break
 			}

@@ -20,13 +20,18 @@ const Owner = "acme"
 
 type repoSpec struct {
 	name string
-	// lang is langGo (a module example.com/<name>) or langPython (a package with pytest tests, no go.mod).
+	// lang is langGo (a module example.com/<name>) or langPython (a package with unittest tests, which a bare
+	// python3 runs; no go.mod).
 	lang string
 	// requires lists the modules (moduleSpec.path) the repository's go.mod requires from its first commit.
 	requires  []string
 	commits   []commitSpec
 	instances []instanceSpec
 }
+
+// PythonTestCmd runs the tests of the demo's Python repositories (specs/demo.jsonnet's grading.test_cmd.python):
+// they are unittest tests, which a bare python3 runs, taking the dotted ids their instances list.
+const PythonTestCmd = "python3 -m unittest -v"
 
 // Repository languages.
 const (
@@ -55,8 +60,8 @@ type instanceSpec struct {
 	base int // index of the base commit in repoSpec.commits
 	// failToPass and passToPass name the tests. Go: a bare test function name ("TestX", run in every package that
 	// declares it) or a package-qualified one ("./pkg::TestX" or "example.com/<repo>/pkg::TestX"); the rows carry
-	// qualified names only when packageQualifiedNames is set (see testNames). Python: pytest node ids
-	// ("tests/test_x.py::test_y").
+	// qualified names only when packageQualifiedNames is set (see testNames). Python: the dotted ids
+	// `python3 -m unittest` takes ("tests.test_x.XTest.test_y").
 	failToPass, passToPass []string
 	version                string
 	createdAt              time.Time
@@ -267,9 +272,11 @@ var repos = []repoSpec{
 		},
 		instances: []instanceSpec{{
 			n: 1, base: 2,
-			failToPass: []string{"tests/test_align.py::test_negative_numbers_align_right", "tests/test_core.py::test_negative_numbers_column"},
-			passToPass: []string{"tests/test_align.py::test_integers_align_right", "tests/test_core.py::test_format_simple",
-				"tests/test_width.py::test_plain_ascii_width", "tests/test_styles.py::test_markdown_style"},
+			failToPass: []string{"tests.test_align.AlignTest.test_negative_numbers_align_right",
+				"tests.test_core.CoreTest.test_negative_numbers_column"},
+			passToPass: []string{"tests.test_align.AlignTest.test_integers_align_right",
+				"tests.test_core.CoreTest.test_format_simple", "tests.test_width.WidthTest.test_plain_ascii_width",
+				"tests.test_styles.StylesTest.test_markdown_style"},
 			version: "0.3", createdAt: utc(2024, 7, 8, 8, 30, 47),
 			traps: []string{trapTemplate, trapListedTests},
 		}},

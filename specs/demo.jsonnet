@@ -28,6 +28,11 @@ ctxlab.experiment({
   limits: { concurrency: 4 },
   // acme/relnotes requires example.org/textwrap, which the generated dataset publishes in {dataset_dir}/goproxy
   // (downloaded once before grading, then tests run offline); acme/tablefmt (Python) lists PASS_TO_PASS tests in
-  // files its test patch does not touch, so its tests are run by their listed ids.
-  grading: { goproxy: 'file://{dataset_dir}/goproxy', tests: 'listed' },
+  // files its test patch does not touch, so its tests are run by their listed ids, with the standard library's
+  // unittest: a bare python3 grades the demo, no pytest needed.
+  grading: {
+    goproxy: 'file://{dataset_dir}/goproxy',
+    tests: 'listed',
+    test_cmd: { python: 'python3 -m unittest -v' },
+  },
 })

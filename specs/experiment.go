@@ -155,8 +155,11 @@ func (c *TestCommand) String() string {
 	return c.All
 }
 
-// Set implements flag.Value.
+// Set implements flag.Value: a command, or (starting with "{") the object form as JSON.
 func (c *TestCommand) Set(s string) error {
+	if strings.HasPrefix(strings.TrimSpace(s), "{") {
+		return c.UnmarshalJSON([]byte(s))
+	}
 	*c = TestCommand{All: s}
 	return nil
 }

@@ -253,6 +253,21 @@ func TestTestCommandJSON(t *testing.T) {
 	}
 }
 
+// The --test-cmd flag takes a command, or the object form as JSON (starter grade of a dataset mixing languages).
+func TestTestCommandFlag(t *testing.T) {
+	var c TestCommand
+	if err := c.Set("python3 -m unittest -v"); err != nil || c.All != "python3 -m unittest -v" || c.By != nil {
+		t.Errorf("a command: %+v, %v", c, err)
+	}
+	if err := c.Set(`{"python": "python3 -m unittest -v"}`); err != nil || c.All != "" ||
+		c.By["python"] != "python3 -m unittest -v" || len(c.By) != 1 {
+		t.Errorf("an object: %+v, %v", c, err)
+	}
+	if err := c.Set(`{"python": 3}`); err == nil || !strings.Contains(err.Error(), "test_cmd must be") {
+		t.Errorf("a bad object: %v", err)
+	}
+}
+
 // TestValidateAcceptsDeclaredParams: params every activity declares pass, promoted ones (patch's model params) and
 // nulls included, so the check above is not a blanket refusal.
 func TestValidateAcceptsDeclaredParams(t *testing.T) {

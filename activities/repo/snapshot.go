@@ -117,6 +117,30 @@ func commitOf(r *git.Repository, commit string) (*object.Commit, error) {
 	return c, nil
 }
 
+// FileAt returns a file of the tree at commit, without storing anything (ok is false when the tree has no such
+// file); a commit the repository does not hold is an error matching ErrCommitNotFound.
+func FileAt(r *git.Repository, commit, path string) (data []byte, ok bool, err error) {
+	c, err := commitOf(r, commit)
+	if err != nil {
+		return nil, false, err
+	}
+	mu := repoLock(r)
+	mu.Lock()
+	defer mu.Unlock()
+	f, err := c.File(path)
+	if errors.Is(err, object.ErrFileNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("repo: reading %s at %s: %w", path, commit, err)
+	}
+	text, err := f.Contents()
+	if err != nil {
+		return nil, false, fmt.Errorf("repo: reading %s at %s: %w", path, commit, err)
+	}
+	return []byte(text), true, nil
+}
+
 func resolveCommit(r *git.Repository, commit string) (plumbing.Hash, error) {
 	commit = strings.TrimSpace(commit)
 	if commit == "" {

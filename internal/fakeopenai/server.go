@@ -137,6 +137,10 @@ type Server struct {
 	dims       int
 	echoKey    bool
 	served     string // the model the answers name, when not the one asked for
+	// models are listed by GET /models (nil: it answers 404, as endpoints without a model list do); maxModelLen is
+	// the context window each entry gives as vLLM does (0: none).
+	models      []string
+	maxModelLen int
 
 	mu         sync.Mutex
 	failures   []Failure
@@ -233,6 +237,12 @@ func WithServedModel(model string) Option { return func(s *Server) { s.served = 
 // WithDimensions sets the length of embedding vectors (default 64) when a request does not ask for one.
 func WithDimensions(n int) Option { return func(s *Server) { s.dims = n } }
 
+// WithModels makes GET /models list these model ids (without it, the endpoint has no model list: 404). With
+// maxModelLen > 0 each entry carries it as vLLM's max_model_len, the model's context window.
+func WithModels(maxModelLen int, ids ...string) Option {
+	return func(s *Server) { s.models, s.maxModelLen = ids, maxModelLen }
+}
+
 // New returns a fake endpoint; serve it with httptest.NewServer(s) and point OPENAI_BASE_URL at its URL + "/v1".
 func New(opts ...Option) *Server {
 	s := &Server{answer: DefaultAnswer, retryAfter: 10 * time.Millisecond, dims: 64, perTask: map[string]int{},
@@ -328,6 +338,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.chat(w, r)
 	case strings.HasSuffix(r.URL.Path, "/embeddings"):
 		s.embed(w, r)
+	case strings.HasSuffix(r.URL.Path, "/models") && r.Method == http.MethodGet:
+		s.listModels(w, r)
 	default:
 		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "no such endpoint: "+r.URL.Path)
 	}
@@ -348,6 +360,27 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
 		unauthorized(w, auth)
 	}
 	return ok
+}
+
+// listModels answers GET /models as OpenAI does (and vLLM, with max_model_len), after the key check.
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r) {
+		return
+	}
+	if s.models == nil {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "no such endpoint: "+r.URL.Path)
+		return
+	}
+	data := []map[string]any{}
+	for _, id := range s.models {
+		e := map[string]any{"id": id, "object": "model", "created": 0, "owned_by": "fakeopenai"}
+		if s.maxModelLen > 0 {
+			e["max_model_len"] = s.maxModelLen
+		}
+		data = append(data, e)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
 }
 
 func unauthorized(w http.ResponseWriter, auth string) {

@@ -157,19 +157,36 @@ func lock(dir, name string) (func(), error) {
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
-// rootfs returns the cached debootstrap folder, making it when missing.
+// rootfs returns the cached debootstrap folder of the base images, making it when missing.
 func (b Builder) rootfs(ctx context.Context) (string, error) {
+	return Debootstrap(ctx, b.Log, Suite, Packages, "usr/bin/python3")
+}
+
+// DebootstrapDir is where Debootstrap keeps the folder of a suite and packages (which may not exist yet).
+func DebootstrapDir(suite string, packages []string) (string, error) {
 	cache, err := CacheDir()
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(cache, "debootstrap-"+Suite+"-"+key(Suite, strings.Join(Packages, ",")))
+	return filepath.Join(cache, "debootstrap-"+suite+"-"+key(suite, strings.Join(packages, ","))), nil
+}
+
+// Debootstrap returns a minbase folder of a Debian suite with packages, made once per machine in CacheDir under a
+// name keyed by the suite and the package list (so concurrent processes build it once, and another list makes
+// another folder). probe is a path inside it that only a finished folder has; the folder is made under a temporary
+// name and renamed when done, so a killed debootstrap leaves nothing that passes for it. Progress goes to log.
+func Debootstrap(ctx context.Context, log io.Writer, suite string, packages []string, probe string) (string, error) {
+	dir, err := DebootstrapDir(suite, packages)
+	if err != nil {
+		return "", err
+	}
+	cache := filepath.Dir(dir)
 	unlock, err := lock(cache, filepath.Base(dir))
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	if _, err := os.Stat(filepath.Join(dir, "usr/bin/python3")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, probe)); err == nil {
 		return dir, nil
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
@@ -177,19 +194,25 @@ func (b Builder) rootfs(ctx context.Context) (string, error) {
 	}
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
-	b.logf("images: debootstrap %s into %s (a few minutes, once per machine)", Suite, dir)
-	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(Packages, ","),
-		Suite, tmp, Mirror())
+	if log != nil {
+		fmt.Fprintf(log, "images: debootstrap %s into %s (a few minutes, once per machine)\n", suite, dir)
+	}
+	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+strings.Join(packages, ","),
+		suite, tmp, Mirror())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(tmp)
 		tail := out
 		if len(tail) > 2000 {
 			tail = tail[len(tail)-2000:]
 		}
-		return "", fmt.Errorf("debootstrap %s from %s: %w: %s", Suite, Mirror(), err, tail)
+		return "", fmt.Errorf("debootstrap %s from %s: %w: %s", suite, Mirror(), err, tail)
 	}
 	// Caches of apt hold the downloaded packages: not needed in an image.
 	os.RemoveAll(filepath.Join(tmp, "var/cache/apt/archives"))
+	if _, err := os.Stat(filepath.Join(tmp, probe)); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("debootstrap %s with %s made no %s", suite, strings.Join(packages, ","), probe)
+	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return "", err
 	}

@@ -32,6 +32,8 @@ const usage = `usage: starter <command> [flags]
 
 commands:
   run SPEC       run (or attach to) the sweep a Jsonnet spec declares; writes runs/NAME/results.jsonl and summary.md
+  check SPEC     check, before anything is paid, that the sweep can finish: graders, endpoints, model ids, context
+                 windows (starter run does it first; --no-check skips it)
   compile SPEC   print the compiled DAG of every method as JSON
   status NAME    where runs/NAME's sweep stands: per method done / failed / running / pending, spend, ETA
   audit NAME     every attempt of every activity of runs/NAME (--issue, --method, --json; --show REF opens an object;

@@ -49,6 +49,8 @@ type gradeOptions struct {
 	timeout time.Duration
 	// ignoreUnknown grades the predictions of the dataset's instances and skips the others, instead of stopping.
 	ignoreUnknown bool
+	// noCheck skips the check that this machine can run the instances' tests (check.go).
+	noCheck bool
 }
 
 func (o *gradeOptions) define(fs *pflag.FlagSet) {
@@ -61,11 +63,13 @@ func (o *gradeOptions) define(fs *pflag.FlagSet) {
 	fs.IntVar(&o.concurrency, "concurrency", 2, "instances graded at once")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the summary")
 	fs.BoolVar(&o.ignoreUnknown, "ignore-unknown", false, "grade the predictions of the dataset's instances and skip those naming other instances (default: list them and stop)")
+	fs.BoolVar(&o.noCheck, "no-check", false, "skip the check, before grading, that this machine can run every "+
+		"instance's tests (starter check's executor part)")
 	fs.DurationVar(&o.timeout, "timeout", specs.DefaultTimeout, "timeout of each instance's test run")
 	fs.StringVar(&o.grading.Executor, "executor", specs.DefaultExecutor, "local or docker")
 	fs.IntVar(&o.grading.Reruns, "reruns", 0, "re-run a failing grade up to N times (flake guard)")
 	fs.StringVar(&o.grading.Namespace, "namespace", "", "docker: image namespace (default swebench)")
-	fs.Var(goFlagValue{&o.grading.TestCmd, "COMMAND"}, "test-cmd", "test `COMMAND` replacing the default (test files are appended)")
+	fs.Var(goFlagValue{&o.grading.TestCmd, "COMMAND"}, "test-cmd", "test `COMMAND` replacing the default (test files are appended), or a JSON object of commands by language and repository, as grading.test_cmd")
 	fs.StringVar(&o.grading.LogParser, "log-parser", "", "gotest, pytest or unittest (default: from the command)")
 	fs.StringVar(&o.grading.GoProxy, "goproxy", "", "GOPROXY for downloading Go modules before the tests run offline (`URL`; {dataset_dir} is the dataset's folder; default: the worker's)")
 	fs.StringVar(&o.grading.Tests, "tests", "", "Python tests to run: files (the test patch's files, as the harness) or listed (exactly FAIL_TO_PASS and PASS_TO_PASS)")
@@ -155,6 +159,20 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 	}
 
 	runDir := filepath.Join(o.runs, o.name)
+	if !o.noCheck {
+		var graded []swebench.Instance
+		for _, p := range preds {
+			if in := byID[p.InstanceID]; !slices.ContainsFunc(graded, func(g swebench.Instance) bool {
+				return g.InstanceID == in.InstanceID
+			}) {
+				graded = append(graded, in)
+			}
+		}
+		if !checkGraders(ctx, specs.Dataset{File: datasetFile, Repos: o.repos}, o.grading, graded,
+			filepath.Join(runDir, "repos"), o.dataset, stderr) {
+			return exitUsage
+		}
+	}
 	level := zerolog.InfoLevel
 	if o.quiet {
 		level = zerolog.WarnLevel

@@ -126,7 +126,8 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 		var out, errb bytes.Buffer
 		code := Main([]string{"grade", "--dataset", dataset, "--predictions", mode, "--name", name, "--runs", runs,
 			"--quiet", "--repos", filepath.Join(bench.DatasetDir, "repos", "{repo}"),
-			"--goproxy", "file://" + filepath.Join(bench.DatasetDir, "goproxy"), "--tests", "listed"}, &out, &errb)
+			"--goproxy", "file://" + filepath.Join(bench.DatasetDir, "goproxy"), "--tests", "listed",
+			"--test-cmd", demoTestCmd}, &out, &errb)
 		rows, bad, err := results.ReadFile(filepath.Join(runs, name, "results.jsonl"))
 		if err != nil || len(bad) > 0 {
 			t.Fatalf("%s: %v %v\n%s", name, bad, err, errb.String())

@@ -15,6 +15,10 @@ import (
 	"ctxlab/results/predictions"
 )
 
+// demoTestCmd is the --test-cmd of the demo's grading (specs/demo.jsonnet's grading.test_cmd): its Python tests are
+// unittest's.
+var demoTestCmd = `{"python": "` + demobench.PythonTestCmd + `"}`
+
 func TestParseGradeFlags(t *testing.T) {
 	var stderr bytes.Buffer
 	o, err := parseGrade([]string{"--dataset", "d.jsonl", "--predictions", "p/x.jsonl", "--reruns", "2",
@@ -65,9 +69,10 @@ func TestGradeGoldAndEmptyPredictions(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out, errb bytes.Buffer
-		// The demo's grading options (specs/demo.jsonnet): its dataset's module proxy, Python tests by listed ids.
+		// The demo's grading options (specs/demo.jsonnet): its dataset's module proxy, Python tests by listed ids,
+		// with unittest.
 		code := Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
-			"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed"}, &out, &errb)
+			"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", demoTestCmd}, &out, &errb)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s", c.name, code, errb.String())
 		}

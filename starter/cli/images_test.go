@@ -95,7 +95,8 @@ func TestImagesBuildThenGradeDemoInDocker(t *testing.T) {
 		out.Reset()
 		errb.Reset()
 		code := Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
-			"--executor", "docker", "--namespace", namespace, "--tests", "listed"}, &out, &errb)
+			"--executor", "docker", "--namespace", namespace, "--tests", "listed", "--test-cmd", demoTestCmd}, &out,
+			&errb)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s", c.name, code, errb.String())
 		}

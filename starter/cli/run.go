@@ -61,6 +61,8 @@ type runOptions struct {
 	retrySel retrySelection
 	// freshDB moves a damaged temporal.db aside and starts the sweep over on a new one.
 	freshDB bool
+	// noCheck skips the checks (check.go) that the sweep can finish, run before anything is paid.
+	noCheck bool
 }
 
 var runCommand = commandDef[runOptions, *runOptions]{
@@ -96,6 +98,8 @@ func (o *runOptions) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.freshDB, "fresh-db", false, "move the run folder's Temporal database aside (kept as "+
 		"temporal.db.damaged-TIME) and run the sweep on a new one, every finished step taken from its memo: for a "+
 		"damaged database")
+	fs.BoolVar(&o.noCheck, "no-check", false, "skip the checks starter check runs (graders, endpoints, model ids, "+
+		"context windows) before anything is paid")
 	fs.IntVar(&o.maxHistory, "max-history", 0, "history events before the sweep continues as new (0: default)")
 	fs.IntVar(&o.infraWaits, "infra-waits", 0, "times a step waits for a failing endpoint before its rows record "+
 		"the failure (0: default, -1: never; for tests)")
@@ -180,6 +184,11 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 	plan, err := specs.BuildPlan(e)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
+		return exitUsage
+	}
+	// Before anything is paid: what the sweep needs is there. The graders are this process's only when it works.
+	if !o.noCheck && !checkBeforeRun(ctx, e, plan, instances, runDir,
+		checkParts{repos: true, graders: !o.noWorker, endpoints: true}, o.spec, stderr) {
 		return exitUsage
 	}
 	acts := activities.New(o.runs, log)

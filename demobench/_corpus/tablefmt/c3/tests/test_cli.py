@@ -1,4 +1,5 @@
 import io
+import unittest
 
 from tablefmt.cli import main
 
@@ -9,13 +10,13 @@ def run(args, text):
     return code, out.getvalue()
 
 
-def test_cli_plain():
-    code, out = run([], "item,qty\nbolts,10\nnuts,250\n")
-    assert code == 0
-    assert out == "item   qty\n-----  ---\nbolts   10\nnuts   250\n"
+class CliTest(unittest.TestCase):
+    def test_cli_plain(self):
+        code, out = run([], "item,qty\nbolts,10\nnuts,250\n")
+        self.assertEqual(code, 0)
+        self.assertEqual(out, "item   qty\n-----  ---\nbolts   10\nnuts   250\n")
 
-
-def test_cli_markdown_no_header():
-    code, out = run(["--style", "markdown", "--no-header"], "a,1\n")
-    assert code == 0
-    assert out.splitlines()[2] == "| a   |   1 |"
+    def test_cli_markdown_no_header(self):
+        code, out = run(["--style", "markdown", "--no-header"], "a,1\n")
+        self.assertEqual(code, 0)
+        self.assertEqual(out.splitlines()[2], "| a   |   1 |")

@@ -1,36 +1,37 @@
+import unittest
+
 from tablefmt import format_table
 
-
-def test_format_simple(fruit):
-    assert format_table(fruit, headers=["fruit", "count"]) == (
-        "fruit   count\n"
-        "------  -----\n"
-        "apples      3\n"
-        "pears      12\n"
-        "figs      250"
-    )
+from tests import fruit
 
 
-def test_short_rows_are_padded():
-    assert format_table([["a", "b"], ["c"]]) == "a  b\nc"
+class CoreTest(unittest.TestCase):
+    def test_format_simple(self):
+        self.assertEqual(format_table(fruit(), headers=["fruit", "count"]), (
+            "fruit   count\n"
+            "------  -----\n"
+            "apples      3\n"
+            "pears      12\n"
+            "figs      250"
+        ))
 
+    def test_short_rows_are_padded(self):
+        self.assertEqual(format_table([["a", "b"], ["c"]]), "a  b\nc")
 
-def test_float_format():
-    assert format_table([["pi", 3.14159]], floatfmt=".2f") == "pi  3.14"
+    def test_float_format(self):
+        self.assertEqual(format_table([["pi", 3.14159]], floatfmt=".2f"), "pi  3.14")
 
+    def test_explicit_alignment(self):
+        lines = format_table(fruit(), aligns=["right", "left"]).splitlines()
+        self.assertEqual(lines[0], "apples  3")
+        self.assertEqual(lines[2], "  figs  250")
 
-def test_explicit_alignment(fruit):
-    lines = format_table(fruit, aligns=["right", "left"]).splitlines()
-    assert lines[0] == "apples  3"
-    assert lines[2] == "  figs  250"
-
-
-def test_negative_numbers_column():
-    rows = [["rent", "-1200"], ["salary", "3400"], ["refund", "15.50"]]
-    assert format_table(rows, headers=["item", "change"]) == (
-        "item    change\n"
-        "------  ------\n"
-        "rent     -1200\n"
-        "salary    3400\n"
-        "refund   15.50"
-    )
+    def test_negative_numbers_column(self):
+        rows = [["rent", "-1200"], ["salary", "3400"], ["refund", "15.50"]]
+        self.assertEqual(format_table(rows, headers=["item", "change"]), (
+            "item    change\n"
+            "------  ------\n"
+            "rent     -1200\n"
+            "salary    3400\n"
+            "refund   15.50"
+        ))

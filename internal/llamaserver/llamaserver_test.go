@@ -1,0 +1,134 @@
+package llamaserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// post sends a JSON body and returns the status and the answer.
+func post(t *testing.T, url string, body any) (int, []byte) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// TestServerFacts checks the facts the end-to-end tests rely on against a real llama-server: it serves the model
+// under ModelID, reports its context in /props, counts usage as /tokenize does, refuses a prompt longer than the
+// context with 400, and answers embeddings only when started for them.
+func TestServerFacts(t *testing.T) {
+	t.Parallel()
+	chat := Start(t, Options{Context: 512})
+	emb := Start(t, Options{Context: 512, Embeddings: true})
+
+	var models struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := chat.getJSON("/v1/models", &models); err != nil {
+		t.Fatal(err)
+	}
+	if len(models.Data) != 1 || models.Data[0].ID != ModelID {
+		t.Errorf("/v1/models lists %+v, want the one id %s", models.Data, ModelID)
+	}
+	props, err := chat.Props()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if props.Context != 512 || props.Slots < 1 {
+		t.Errorf("/props: %+v, want context 512", props)
+	}
+
+	code, body := post(t, chat.URL+"/v1/chat/completions", map[string]any{"model": ModelID, "max_tokens": 16,
+		"messages": []map[string]string{{"role": "user", "content": "Once upon a time"}}})
+	if code != http.StatusOK {
+		t.Fatalf("chat: %d %s", code, body)
+	}
+	var ans struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &ans); err != nil {
+		t.Fatal(err)
+	}
+	if len(ans.Choices) != 1 || ans.Usage.CompletionTokens < 1 || ans.Usage.CompletionTokens > 16 ||
+		ans.Usage.PromptTokens < 4 {
+		t.Errorf("chat answer %s", body)
+	}
+
+	long := strings.Repeat("the cat sat on the mat and ", 200)
+	if n, err := chat.Tokenize(long); err != nil || n <= 512 {
+		t.Fatalf("/tokenize counts %d tokens (%v), want more than the context", n, err)
+	}
+	code, body = post(t, chat.URL+"/v1/chat/completions", map[string]any{"model": ModelID,
+		"messages": []map[string]string{{"role": "user", "content": long}}})
+	if code != http.StatusBadRequest || !strings.Contains(string(body), "exceeds the available context size") {
+		t.Errorf("a prompt over the context: %d %s, want 400 exceeds the available context size", code, body)
+	}
+
+	code, body = post(t, chat.URL+"/v1/embeddings", map[string]any{"model": ModelID, "input": []string{"a cat"}})
+	if code == http.StatusOK {
+		t.Errorf("the chat instance answered embeddings: %s", body)
+	}
+	code, body = post(t, emb.URL+"/v1/embeddings", map[string]any{"model": ModelID, "input": []string{"a cat", "a dog"}})
+	var vecs struct {
+		Data []struct {
+			Embedding []float64 `json:"embedding"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &vecs); code != http.StatusOK || err != nil || len(vecs.Data) != 2 ||
+		len(vecs.Data[0].Embedding) == 0 {
+		t.Errorf("embeddings: %d %s", code, body)
+	}
+}
+
+// TestFindModel checks the model search: the variable wins, a file of other content is refused, and a missing model
+// says where it looked and how to name one.
+func TestFindModel(t *testing.T) {
+	dir := t.TempDir()
+	wrong := filepath.Join(dir, ModelFile)
+	if err := os.WriteFile(wrong, []byte("not a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ModelEnv, wrong)
+	if _, err := FindModel(); err == nil || !strings.Contains(err.Error(), ModelSHA256) {
+		t.Errorf("a file of other content: %v", err)
+	}
+	t.Setenv(ModelEnv, "")
+	t.Chdir(dir)
+	if _, err := FindModel(); err == nil || !strings.Contains(err.Error(), ModelEnv) ||
+		!strings.Contains(err.Error(), "shared/models/"+ModelFile) {
+		t.Errorf("no model: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "shared", "models"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(wrong, filepath.Join(dir, "shared", "models", ModelFile)); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "a", "checkout")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(sub)
+	if _, err := FindModel(); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "shared")) {
+		t.Errorf("the file above the checkout was not the one found and checked: %v", err)
+	}
+}
