@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -153,13 +155,31 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 	})
 
 	t.Run("module proxy unreachable", func(t *testing.T) {
+		// Module caches that hold none of relnotes' requirements: the worker's (GOMODCACHE, which the download
+		// would ask first) and the graded runs' own, under the user cache folder, where an earlier grade of relnotes
+		// on this machine (the gold test, starter grade, the demo) leaves them downloaded. That one must be
+		// reachable by the sandbox's uid, which downloads into it.
 		t.Setenv("GOMODCACHE", t.TempDir())
 		t.Setenv("GOFLAGS", "-modcacherw")
+		t.Setenv("XDG_CACHE_HOME", reachableTempDir(t))
 		dep := f.instanceOf("relnotes")
 		co := f.must(f.node("checkout", dep, nil, nil))
+		// A proxy folder that is not there, and a proxy server that refuses connections (a port just closed), where
+		// go mod download itself fails: each leaves the offline build without relnotes' requirement.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := "http://" + l.Addr().String()
+		l.Close()
+		for _, url := range []string{refused, "file://" + filepath.Join(t.TempDir(), "no-proxy")} {
+			_, err := grade(dep, co, f.rows[dep].Patch, map[string]any{"goproxy": url})
+			wantStepKind(t, err, errkind.ModuleDownload, dep, "could not be downloaded")
+			if err == nil || !strings.Contains(err.Error(), "example.org/textwrap v1.3.0") {
+				t.Errorf("proxy %s: %v; want the missing module named", url, err)
+			}
+		}
 		proxy := map[string]any{"goproxy": "file://" + filepath.Join(t.TempDir(), "no-proxy")}
-		_, err := grade(dep, co, f.rows[dep].Patch, proxy)
-		wantStepKind(t, err, errkind.ModuleDownload, dep, "could not be downloaded")
 
 		// The same failure under a patch that edits go.mod is the patch's doing: a graded row, build_failed.
 		entry, ok := f.manifest(co).Lookup("go.mod")
@@ -191,4 +211,16 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 		_, err = grade(goInst, NodeOutput{Ref: ref}, f.rows[goInst].Patch, map[string]any{})
 		wantStepKind(t, err, errkind.SymlinkRefused, goInst, "zz-escape")
 	})
+}
+
+// reachableTempDir is a fresh temporary folder that other uids (the sandbox's) may search: t.TempDir's are 0700.
+func reachableTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

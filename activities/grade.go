@@ -1,7 +1,9 @@
 package activities
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -321,16 +323,20 @@ func runStatus(res executor.Result, v testlog.Verdict) string {
 	}
 }
 
-// downloadFailed starts the line the Go runner writes into the test log when the module requirements could not be
-// downloaded (testrun's download).
-const downloadFailed = "ctxlab: go mod download: "
-
 // moduleDownloadFailure is the machine's failure hidden behind a build failure: the module requirements could not be
-// downloaded (no proxy reachable, no network), so the packages that need them did not build. It is the machine's
-// only when the model patch changed none of the files that say what to download (go.mod, go.sum, go.work, vendor/):
-// otherwise the patch asked for what could not be had, and the build failure is its result.
+// downloaded (no proxy reachable, no network), so the packages that need them did not build. The builds run offline
+// (GOPROXY=off) once the download is done, so the go command's own word for it is a "go: downloading <module>
+// <version>" line in a failed build's output: it needed a module of the build list that the module cache lacked,
+// whatever the download printed, or whether it ran at all. It is the machine's only when the model patch changed
+// none of the files that say what to download (go.mod, go.sum, go.work, vendor/): otherwise the patch asked for
+// what could not be had, and the build failure is its result. (A patch importing a package of a module the build
+// list lacks gets "cannot find module providing package", never a download: its build failure stays the patch's.)
 func moduleDownloadFailure(r GradeRequest, res executor.Result) error {
-	if !strings.Contains(string(res.Output), downloadFailed) {
+	missing := modulesDownloaded(res.Report.BuildOutput)
+	if len(missing) == 0 {
+		missing = modulesDownloaded(eventText(res.Output)) // beyond BuildOutput's cap
+	}
+	if len(missing) == 0 {
 		return nil
 	}
 	paths, _ := diff.ChangedFiles(r.Patch)
@@ -340,8 +346,44 @@ func moduleDownloadFailure(r GradeRequest, res executor.Result) error {
 			return nil
 		}
 	}
+	named := strings.Join(missing[:min(len(missing), 3)], ", ")
+	if len(missing) > 3 {
+		named += fmt.Sprintf(" and %d more", len(missing)-3)
+	}
 	// The go command's own output stays in the test log: it names the proxy, whose URL may carry credentials.
 	return errkind.Mark(errkind.ModuleDownload, fmt.Errorf("instance %s: the Go module requirements could not be "+
-		"downloaded (go mod download failed; see the test log), so %d package(s) did not build: make the module "+
-		"proxy reachable or set grading.goproxy, then run again", r.Instance.InstanceID, len(res.Report.BuildFailed)))
+		"downloaded (the offline build still needed %s; see the test log), so %d package(s) did not build: make the "+
+		"module proxy reachable or set grading.goproxy, then run again", r.Instance.InstanceID, named,
+		len(res.Report.BuildFailed)))
+}
+
+// eventText is the text of a Go run's log: the Output of each go test -json event, a line that is none as it is.
+func eventText(log []byte) string {
+	var b strings.Builder
+	for _, line := range bytes.Split(log, []byte("\n")) {
+		var ev struct{ Output *string }
+		if json.Unmarshal(line, &ev) == nil && ev.Output != nil {
+			b.WriteString(*ev.Output)
+		} else {
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// modulesDownloaded are the modules ("path version") that the go command's output says it set out to download
+// ("go: downloading <path> <version>", modfetch's line for a module the module cache lacks), in order, once each.
+func modulesDownloaded(out string) []string {
+	var mods []string
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "go: downloading ")
+		if !ok {
+			continue
+		}
+		if f := strings.Fields(rest); len(f) == 2 && !slices.Contains(mods, f[0]+" "+f[1]) {
+			mods = append(mods, f[0]+" "+f[1])
+		}
+	}
+	return mods
 }

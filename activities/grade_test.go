@@ -2,13 +2,17 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"ctxlab/jsonnet"
 	"ctxlab/patch/diff"
+	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
 
@@ -25,9 +29,22 @@ func (f *fixture) putPatch(text string) NodeOutput {
 // applied and which patch it was.
 func TestGradeGoldResolvesEveryDemoInstanceEmptyNone(t *testing.T) {
 	f := newFixture(t)
-	// The demo's grading options (specs/demo.jsonnet): its dataset's module proxy, Python tests by listed ids.
-	grading := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m",
-		"goproxy": "file://{dataset_dir}/goproxy", "tests": "listed"}}
+	// The demo's grading options, read from specs/demo.jsonnet (its dataset's module proxy, Python tests by listed
+	// ids, run with the standard library's unittest), on the local executor.
+	e, err := jsonnet.Compile(filepath.Join("..", "specs", "demo.jsonnet"), jsonnet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Grading.Executor, e.Grading.Timeout = "local", specs.Duration(5*time.Minute)
+	b, err := json.Marshal(e.Grading)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var options map[string]any
+	if err := json.Unmarshal(b, &options); err != nil {
+		t.Fatal(err)
+	}
+	grading := map[string]any{"grading": options}
 	ids := make([]string, 0, len(f.rows))
 	for id := range f.rows {
 		ids = append(ids, id)

@@ -112,7 +112,11 @@ func init() {
 			{Name: "grade_build_error", Kind: KindString}, {Name: "grade_seconds", Kind: KindFloat},
 			{Name: "grade_runs", Kind: KindList}, {Name: "grade_flaky", Kind: KindBool},
 			{Name: "tests_failed", Kind: KindList}, {Name: "tests_missing", Kind: KindList},
-			{Name: "tests_skipped", Kind: KindList}, {Name: "patch_ref", Kind: KindString},
+			{Name: "tests_skipped", Kind: KindList},
+			// Multi-SWE-bench rows only: the tests of the row's no_new_failures (they passed before the fix) that
+			// failed under the model patch, set on an unresolved row when there are any ("no new failures").
+			{Name: "tests_regressed", Kind: KindList},
+			{Name: "patch_ref", Kind: KindString},
 			{Name: "patch_apply", Kind: KindString}, {Name: "patch_apply_stage", Kind: KindString},
 			{Name: "patch_hunks_shifted", Kind: KindInt}, {Name: "patch_hunks_fuzzed", Kind: KindInt},
 			{Name: "patch_rejected", Kind: KindList},
