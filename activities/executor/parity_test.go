@@ -90,7 +90,10 @@ func parityBucket(outcome string) string {
 	return "unknown " + outcome
 }
 
+// TestPythonParityCPythonSuite runs beside the other parallel tests of the package (the Go parity corpora, the
+// container tests): the grader's temporary folders are its own, under the machine's temporary folder.
 func TestPythonParityCPythonSuite(t *testing.T) {
+	t.Parallel()
 	stdlib, err := exec.Command(debianPython, "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])").Output()
 	if err != nil {
 		t.Fatalf("the parity corpus needs Debian's python3 (scripts/test installs what it needs): %v", err)
@@ -103,7 +106,6 @@ func TestPythonParityCPythonSuite(t *testing.T) {
 	if err := exec.Command(debianPython, "-c", "import pytest").Run(); err != nil {
 		t.Fatalf("%s has no pytest (install python3-pytest; scripts/test does): %v", debianPython, err)
 	}
-	t.Setenv("TMPDIR", t.TempDir())
 
 	// The repository at its base commit: the modules' sources at the root (so that a patch can break them) and their
 	// tests in a package; the test patch touches every test file, so the files mode runs them all.
