@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,13 +36,44 @@ type fixture struct {
 	rows    map[string]swebench.Instance
 }
 
+// demo is the demo benchmark, generated once per test binary (a couple of seconds on an idle machine, ten at a busy
+// one's load, for each of some thirty fixtures before): the activities only read the dataset (its file, its git
+// repositories, its module proxy folder), and each fixture has a run folder of its own.
+var demo struct {
+	once sync.Once
+	dir  string
+	res  *demobench.Result
+	err  error
+}
+
+var startTempDir = os.TempDir()
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if demo.dir != "" {
+		os.RemoveAll(demo.dir)
+	}
+	os.Exit(code)
+}
+
+func demoDataset(t *testing.T) *demobench.Result {
+	t.Helper()
+	demo.once.Do(func() {
+		// In the machine's temporary folder as the process started: a test may have pointed TMPDIR at its own.
+		if demo.dir, demo.err = os.MkdirTemp(startTempDir, "ctxlab-activities-demo-"); demo.err == nil {
+			demo.res, demo.err = demobench.Generate(filepath.Join(demo.dir, "dataset"))
+		}
+	})
+	if demo.err != nil {
+		t.Fatal(demo.err)
+	}
+	return demo.res
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	root := t.TempDir()
-	res, err := demobench.Generate(filepath.Join(root, "dataset"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := demoDataset(t)
 	var s testsuite.WorkflowTestSuite
 	f := &fixture{t: t, a: New(filepath.Join(root, "runs"), zerolog.Nop()), env: s.NewTestActivityEnvironment(),
 		dataset: specs.Dataset{File: res.File, Repos: "{dataset_dir}/repos/{repo}"},

@@ -30,6 +30,15 @@ var engineNamespace = fmt.Sprintf("ctxlabtest%d", os.Getpid())
 // run: the container has no network interface but loopback, and none of the grader's variables.
 const graderSecretEnv = "CTXLAB_GRADER_SECRET_FOR_TEST"
 
+// The grader's secret is in the whole test process's environment (TestDockerEngine runs in parallel with the
+// package's other slow tests, so that building its images overlaps their work, and t.Setenv cannot be used there):
+// every grade of the package runs with it, and none of their runs may see it.
+func init() {
+	if err := os.Setenv(graderSecretEnv, "sk-should-never-reach-the-container"); err != nil {
+		panic(err)
+	}
+}
+
 func enginePythonInstance() swebench.Instance {
 	in := calcInstance()
 	in.InstanceID = "acme__calc-engine-1"
@@ -144,8 +153,8 @@ func containersOf(t *testing.T, bin string, pid int, instanceID string) []string
 }
 
 func TestDockerEngine(t *testing.T) {
+	t.Parallel()
 	bin := dockertest.Engine(t)
-	t.Setenv(graderSecretEnv, "sk-should-never-reach-the-container")
 	cfg := Config{Docker: bin, Namespace: engineNamespace}
 	run := func(t *testing.T, in swebench.Instance, patch string, timeout time.Duration) (Result, time.Duration) {
 		t.Helper()
