@@ -194,6 +194,12 @@ func (r *checkReport) print(out, errs io.Writer, spec string, ready bool) bool {
 // windows, its methods' services.
 func (r *checkReport) checkSweep(ctx context.Context, e *specs.Experiment, plan *specs.Plan,
 	instances []swebench.Instance, runDir string, parts checkParts) {
+	if parts == (checkParts{}) {
+		r.note("this starter runs no worker (--no-worker): the repositories, graders, endpoints and services the " +
+			"sweep needs are the workers', on their machines and with their environment, and are not checked here; " +
+			"run starter check SPEC where a worker runs, with its environment")
+		return
+	}
 	needs := planNeedsOf(e, plan)
 	r.checkInstances(ctx, e.Dataset, needs.gradings, instances, filepath.Join(runDir, "repos"), parts)
 	if parts.endpoints {
