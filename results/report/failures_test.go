@@ -197,3 +197,26 @@ func TestMarkdownEscapesNames(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownFigureLinks: a figure's link stays the plain Markdown image a renderer shows (the escaping of names
+// from rows does not reach it), and a path with characters that could end or redirect the link is percent-encoded
+// into a destination that still names that file.
+func TestMarkdownFigureLinks(t *testing.T) {
+	r, err := Build(failureRows(), nil, Options{Title: "t", Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Figures = []string{"figures/resolve_ci.png", "figures/resolve_ci.svg", "my figs (2)/a b<c>&d.png",
+		"javascript:alert(1).png", "x\n| forged |.png"}
+	r.FigureCaptions = map[string]string{"resolve_ci": "Resolve rate per <method>."}
+	md := r.Markdown()
+	for _, want := range []string{"![resolve_ci](figures/resolve_ci.png)\n\nResolve rate per &lt;method>.",
+		"](my%20figs%20%282%29/a%20b%3Cc%3E%26d.png)", "](javascript%3Aalert%281%29.png)", "](x%0A%7C%20forged%20%7C.png)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "resolve_ci.svg") || strings.Contains(md, "\n| forged") {
+		t.Errorf("report.md links an SVG or keeps a forged row:\n%s", md)
+	}
+}

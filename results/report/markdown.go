@@ -138,7 +138,7 @@ func (r *Report) Markdown() string {
 		for _, f := range r.Figures {
 			if strings.HasSuffix(f, ".png") {
 				stem := strings.TrimSuffix(filepath.Base(f), ".png")
-				fmt.Fprintf(&b, "![%s](<%s>)\n\n", mdText(stem), mdText(filepath.ToSlash(f)))
+				fmt.Fprintf(&b, "![%s](%s)\n\n", mdText(stem), mdDest(filepath.ToSlash(f)))
 				if c := r.FigureCaptions[stem]; c != "" {
 					b.WriteString(mdText(c) + "\n\n")
 				}
@@ -160,6 +160,24 @@ func mdText(s string) string { return mdReplacer.Replace(s) }
 
 var mdReplacer = strings.NewReplacer("&", "&amp;", "<", "&lt;", "](", `\](`, "`", "\\`",
 	"\r\n", `\n`, "\n", `\n`, "\r", `\n`)
+
+// mdDest is a relative path as a Markdown link destination that any renderer reads as that path: bytes other than
+// letters, digits and "-._~/" are percent-encoded, so a space, a parenthesis, "<", a line break or a ":" (which
+// would start a scheme) cannot end the link or turn it into another one, and an ordinary path stays as it is
+// (figures/resolve_ci.png). mdText is for text, not for destinations: its entities and backslashes are not
+// decoded the same way in a destination by every renderer.
+func mdDest(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~/", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
 
 // mdCode is s as a code span, fenced by more backticks than any run in s.
 func mdCode(s string) string {

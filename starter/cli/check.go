@@ -194,6 +194,12 @@ func (r *checkReport) print(out, errs io.Writer, spec string, ready bool) bool {
 // windows, its methods' services.
 func (r *checkReport) checkSweep(ctx context.Context, e *specs.Experiment, plan *specs.Plan,
 	instances []swebench.Instance, runDir string, parts checkParts) {
+	if parts == (checkParts{}) {
+		r.note("this starter runs no worker (--no-worker): the repositories, graders, endpoints and services the " +
+			"sweep needs are the workers', on their machines and with their environment, and are not checked here; " +
+			"run starter check SPEC where a worker runs, with its environment")
+		return
+	}
 	needs := planNeedsOf(e, plan)
 	r.checkInstances(ctx, e.Dataset, needs.gradings, instances, filepath.Join(runDir, "repos"), parts)
 	if parts.endpoints {
@@ -336,11 +342,7 @@ func (r *checkReport) checkInstances(ctx context.Context, ds specs.Dataset, grad
 				r.fail("grading", "", err.Error(), "")
 				continue
 			}
-			for _, in := range instances {
-				if err := executor.ProbeImage(cfg, in, images); err != nil {
-					r.fail("instance", in.InstanceID, "not gradable", err.Error())
-				}
-			}
+			r.checkImages(cfg, instances, images)
 			r.checked = append(r.checked, "docker engine and images")
 		default:
 			// One probe per distinct need: importing pytest or reaching a proxy once is enough.
@@ -364,6 +366,33 @@ func (r *checkReport) checkInstances(ctx context.Context, ds specs.Dataset, grad
 				}
 			}
 			r.checked = append(r.checked, "local test runners")
+		}
+	}
+}
+
+// checkImages names the instances whose images the engine does not hold. Their images differ, so a fix naming
+// each would put one line per instance: one missing image is named with its docker pull; several are one problem,
+// the instances grouped, the fix naming the first image (the others follow the same pattern, or the rows' own).
+func (r *checkReport) checkImages(cfg executor.Config, instances []swebench.Instance, images map[string]bool) {
+	var missing []swebench.Instance
+	var first error
+	for _, in := range instances {
+		if err := executor.ProbeImage(cfg, in, images); err != nil {
+			missing = append(missing, in)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	switch {
+	case len(missing) == 1:
+		r.fail("instance", missing[0].InstanceID, "not gradable", first.Error())
+	case len(missing) > 1:
+		fix := fmt.Sprintf("docker pull each instance's image (%s's is %s), or for a dataset that publishes no "+
+			"images starter images build --spec SPEC (or --dataset FILE)", missing[0].InstanceID,
+			executor.ImageOf(cfg.Namespace, missing[0]))
+		for _, in := range missing {
+			r.fail("instance", in.InstanceID, "not gradable: its image is not on this machine", fix)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"ctxlab/activities/compress"
 	"ctxlab/demobench"
+	"ctxlab/internal/cluster"
 	"ctxlab/internal/dockertest"
 	"ctxlab/internal/fakeopenai"
 )
@@ -215,6 +217,24 @@ func TestCheckBeforeRunAndGrade(t *testing.T) {
 	}
 	if srv.Calls() != 0 {
 		t.Errorf("%d model calls after a failed check", srv.Calls())
+	}
+	// With --no-worker the endpoint (and the graders, the repositories) are the workers', with their environment:
+	// this starter's has no say, and the run goes on to the cluster (here an address nothing answers).
+	closedPort, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	address := closedPort.Addr().String()
+	closedPort.Close()
+	oldDial := cluster.DialTimeout
+	cluster.DialTimeout = 3 * time.Second
+	code, stdout, stderr = runMain("run", spec, "--runs", runs, "--ext-str", "model=openai", "--no-worker",
+		"--address", address)
+	cluster.DialTimeout = oldDial
+	if code == exitUsage || strings.Contains(stderr, "does not serve model id") ||
+		!strings.Contains(stdout+stderr, "this starter runs no worker (--no-worker)") ||
+		!strings.Contains(stderr, "cannot reach Temporal at "+address) {
+		t.Errorf("run --no-worker: exit %d, want the check's note and the cluster's error\n%s%s", code, stdout, stderr)
 	}
 
 	bench, err := demobench.Generate(filepath.Join(t.TempDir(), "dataset"))

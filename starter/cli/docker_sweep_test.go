@@ -102,8 +102,9 @@ func TestDockerSweepGradesDemo(t *testing.T) {
 	}
 }
 
-// A sweep whose images were never built fails their rows at once, naming the image and the command that makes it,
-// instead of pulling from a registry or hanging.
+// A sweep whose images were never built is refused by starter run's check, naming the instance, the image and the
+// command that makes it, before any row is written; run past the check (--no-check), it fails their rows at once,
+// naming the same, instead of pulling from a registry or hanging.
 func TestDockerSweepMissingImageIsARowError(t *testing.T) {
 	t.Parallel()
 	bin := dockertest.Engine(t)
@@ -119,8 +120,17 @@ func TestDockerSweepMissingImageIsARowError(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := t.TempDir()
-	start := time.Now()
 	stdout, stderr, code := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs, "--quiet")
+	if code != exitUsage || !strings.Contains(stderr, "instance "+id+": not gradable") ||
+		!strings.Contains(stderr, "docker pull "+image) || !strings.Contains(stderr, "starter images build") {
+		t.Fatalf("run: exit %d, want %d (the check refuses, naming %s and its image)\nstdout:\n%s\nstderr:\n%s", code,
+			exitUsage, id, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(runs, "docker-missing", "results.jsonl")); !os.IsNotExist(err) {
+		t.Fatalf("results.jsonl after the check refused: %v", err)
+	}
+	start := time.Now()
+	stdout, stderr, code = runStarter(t, 5*time.Minute, "run", spec, "--runs", runs, "--quiet", "--no-check")
 	if code != exitRowErrors {
 		t.Fatalf("run: exit %d, want %d (rows with errors)\nstdout:\n%s\nstderr:\n%s", code, exitRowErrors, stdout, stderr)
 	}

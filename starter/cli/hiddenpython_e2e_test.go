@@ -21,14 +21,16 @@ const hidePythonScript = `set -u
 for p in /usr/bin/python3 /usr/local/bin/python3; do
 	if [ -e "$p" ]; then mount --bind /dev/null "$(readlink -f "$p")" || exit 97; fi
 done
-PATH="$GODIR:/usr/bin:/bin" exec "$STARTER" run "$SPEC" --runs "$RUNS"
+PATH="$GODIR:/usr/bin:/bin" exec "$STARTER" "$@"
 `
 
-// TestHiddenPythonIsTheEnvironmentsAndARerunFixesIt (issue 27, "Done when"): a sweep graded on a machine whose
-// python3 is hidden files its Python rows as the environment's failure (missing_runner, class environment, which a
-// re-run retries), not the model's, and grades its Go rows as usual; a plain re-run on the machine with its python3
-// (and pytest, which scripts/test installs) says it retries them and ends with 0 errors, each row once. Before, the
-// rows were filed "model ... final" and the re-run exited 4 again.
+// TestHiddenPythonIsTheEnvironmentsAndARerunFixesIt (issue 27, "Done when"): on a machine whose python3 is hidden,
+// starter run's check refuses before anything runs (exit 2, naming the Python instance and python3, no row
+// written); a sweep run past the check (--no-check) files its Python rows as the environment's failure
+// (missing_runner, class environment, which a re-run retries), not the model's, and grades its Go rows as usual; a
+// plain re-run on the machine with its python3 (and pytest, which scripts/test installs) passes the check, says it
+// retries them and ends with 0 errors, each row once. Before, the rows were filed "model ... final" and the re-run
+// exited 4 again.
 func TestHiddenPythonIsTheEnvironmentsAndARerunFixesIt(t *testing.T) {
 	t.Parallel()
 	unshare, err := exec.LookPath("unshare")
@@ -49,12 +51,26 @@ func TestHiddenPythonIsTheEnvironmentsAndARerunFixesIt(t *testing.T) {
 	dir := filepath.Join(runs, "nopython")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	hidden := exec.CommandContext(ctx, unshare, append(args, "sh", "-c", hidePythonScript)...)
-	hidden.Env = append(starter(ctx, t).Env, "GODIR="+filepath.Dir(gobin), "STARTER="+os.Args[0], "SPEC="+spec,
-		"RUNS="+runs)
-	out, err := hidden.CombinedOutput()
+	hidden := func(starterArgs ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, unshare, append(append(args, "sh", "-c", hidePythonScript, "sh"),
+			starterArgs...)...)
+		cmd.Env = append(starter(ctx, t).Env, "GODIR="+filepath.Dir(gobin), "STARTER="+os.Args[0])
+		return cmd.CombinedOutput()
+	}
+	out, err := hidden("run", spec, "--runs", runs)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage ||
+		!strings.Contains(string(out), "instance acme__tablefmt-1: its python tests cannot run here") ||
+		!strings.Contains(string(out), "python3 is not on PATH") || strings.Contains(string(out), "acme__humanize-1") {
+		t.Fatalf("the run's check without python3: %v, want exit %d naming acme__tablefmt-1 (only) and python3\n%s",
+			err, exitUsage, lastLines(string(out), 20))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results.jsonl")); !os.IsNotExist(err) {
+		t.Fatalf("results.jsonl after the check refused: %v", err)
+	}
+	out, err = hidden("run", spec, "--runs", runs, "--no-check")
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitRowErrors {
-		t.Fatalf("the sweep without python3: %v, want exit %d\n%s", err, exitRowErrors, lastLines(string(out), 20))
+		t.Fatalf("the sweep without python3 (--no-check): %v, want exit %d\n%s", err, exitRowErrors,
+			lastLines(string(out), 20))
 	}
 	rows := readRows(t, filepath.Join(dir, "results.jsonl"))
 	failed := 0

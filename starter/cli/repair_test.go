@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -107,7 +108,10 @@ func TestTornResultsRepaired(t *testing.T) {
 }
 
 // TestTornFailedRowRestoredFromHistory: a lost row whose step failed has no node output to re-derive it from; the
-// re-run of the finished sweep takes it from the Record activity in its Issue workflow's history.
+// re-run of the finished sweep takes it from the Record activity in its Issue workflow's history. The broken
+// method's rows are bad_input (the spec's empty prompt: a configuration error), which a re-run retries (issue 27):
+// the lost row is taken back before the retry replaces the histories, so it is retried with the other, and every
+// row is there once, as the sweep wrote it.
 func TestTornFailedRowRestoredFromHistory(t *testing.T) {
 	t.Parallel()
 	runs := t.TempDir()
@@ -123,13 +127,27 @@ func TestTornFailedRowRestoredFromHistory(t *testing.T) {
 	if err := os.Remove(summaryFile); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, _ := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs)
-	if !strings.Contains(stderr, "already finished") || !strings.Contains(stderr, "re-derived 1 row(s)") {
-		t.Errorf("re-run stderr lacks the finished sweep or the re-derived row:\n%s", stderr)
+	failed := 0
+	for _, r := range want {
+		if r[results.FieldError] != nil {
+			failed++
+		}
 	}
-	got := readRows(t, file)
+	_, stderr, _ := runStarter(t, 5*time.Minute, "run", spec, "--runs", runs)
+	retrying := fmt.Sprintf("the sweep had finished with %d row(s) to retry: configuration %d (bad_input %d)", failed,
+		failed, failed)
+	if !strings.Contains(stderr, retrying) || !strings.Contains(stderr, "re-derived 1 row(s)") {
+		t.Errorf("re-run stderr lacks %q (the torn row's with the others) or the re-derived row:\n%s", retrying,
+			stderr)
+	}
+	got := readRows(t, file) // fails on a row written twice
 	if len(got) != len(want) || !reflect.DeepEqual(got[torn], want[torn]) {
 		t.Errorf("%d rows (want %d); torn row %v = %v, want %v", len(got), len(want), torn, got[torn], want[torn])
+	}
+	retried := readRows(t, filepath.Join(runs, "obs", retriedFile))
+	if _, ok := retried[torn]; !ok || len(retried) != failed {
+		t.Errorf("%s: %d rows (want %d), the torn row %v among them: %v", retriedFile, len(retried), failed, torn,
+			ok)
 	}
 	if summary, err := os.ReadFile(summaryFile); err != nil || strings.Contains(string(summary), "could not be read") {
 		t.Errorf("summary.md should be written again from the repaired file: %v\n%s", err, summary)

@@ -186,9 +186,14 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
 		return exitUsage
 	}
-	// Before anything is paid: what the sweep needs is there. The graders are this process's only when it works.
-	if !o.noCheck && !checkBeforeRun(ctx, e, plan, instances, runDir,
-		checkParts{repos: true, graders: !o.noWorker, endpoints: true}, o.spec, stderr) {
+	// Before anything is paid: what the sweep needs is there. The repositories, graders and endpoints are this
+	// process's only when it works: with --no-worker they are the workers', on their machines and with their
+	// environment (their key, their base URL), which this one cannot judge.
+	parts := checkAll
+	if o.noWorker {
+		parts = checkParts{}
+	}
+	if !o.noCheck && !checkBeforeRun(ctx, e, plan, instances, runDir, parts, o.spec, stderr) {
 		return exitUsage
 	}
 	acts := activities.New(o.runs, log)
@@ -242,9 +247,14 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		defer stopWorkers()
 	}
 
+	repaired := false
 	run, how, err := startOrAttach(ctx, conn.client, "sweep/"+e.Name, in, hash, func(old string) error {
 		return archiveResults(runDir, old, log)
 	}, func() (map[string][]results.Key, rowErrorTally, error) {
+		// The finished sweep's histories are about to be replaced by the retry's: a row lost from results.jsonl
+		// (a torn line) that only its Issue's history holds is taken back now, and so retried like any other.
+		repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log)
+		repaired = true
 		return takeRetriedRows(runDir, plan, o.retrySel)
 	})
 	unlockPrep()
@@ -253,7 +263,9 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitCodeOf(err)
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
-	repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log) // a torn results.jsonl
+	if !repaired {
+		repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log) // a torn results.jsonl
+	}
 	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped; those
 	// waiting for the endpoint try it again now, saying what they waited for.
 	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
