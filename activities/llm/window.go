@@ -230,21 +230,26 @@ func (p *openAIProvider) promptTokens(ctx context.Context, req Request, source s
 
 // fitMaxTokens is the max_tokens a call sends: the cap (MaxTokensCap), lowered to what the model's context leaves
 // beside the prompt when the endpoint reported its context, so a server is never asked for an answer that cannot
-// fit (llama.cpp then fails with 500 "Context size has been exceeded.", vLLM with a 400). A prompt the server
-// itself counted at or past the whole context fails here, as the server would, without a call.
-func (p *openAIProvider) fitMaxTokens(ctx context.Context, req Request) (int, *Error) {
+// fit (vLLM refuses it with a 400; llama.cpp stops at its slot's end). A prompt the server itself counted at or past
+// the whole context fails here, as the server would, without a call. reserve is what the call may use of the
+// server's context, its prompt and its answer (0 when the context is unknown): what it holds of a context the
+// server's slots share (sharedContext).
+func (p *openAIProvider) fitMaxTokens(ctx context.Context, req Request) (maxTokens, reserve int, err *Error) {
 	limit := MaxTokensCap(p.model.MaxTokens, p.ep.Base, req.Context)
 	if req.Context <= 0 {
-		return limit, nil
+		return limit, 0, nil
 	}
 	n, exact := p.promptTokens(ctx, req, req.ContextSource)
 	left := req.Context - n
 	switch {
 	case exact && left <= 0:
-		return 0, &Error{Kind: KindContextLength, Msg: fmt.Sprintf("the prompt is %d tokens (counted by the "+
+		return 0, 0, &Error{Kind: KindContextLength, Msg: fmt.Sprintf("the prompt is %d tokens (counted by the "+
 			"server), the model's context %d tokens (%s): it cannot fit", n, req.Context, req.ContextSource)}
 	case left > 0 && (limit == 0 || left < limit):
-		return left, nil
+		limit = left
 	}
-	return limit, nil
+	if limit <= 0 {
+		return limit, 0, nil
+	}
+	return limit, n + limit, nil
 }
