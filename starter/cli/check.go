@@ -458,30 +458,15 @@ func (r *checkReport) checkModels(ctx context.Context, e *specs.Experiment, need
 			}
 			continue
 		}
-		entry, ok := list.find(id)
-		if !ok {
+		if _, ok := list.find(id); !ok {
 			r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s does not serve model id %q (it serves %s)", ep.Host,
 				id, listSome(list.ids(), 10)), "set the model's id to one it serves")
 			continue
 		}
 		r.checked = append(r.checked, fmt.Sprintf("model %s served by %s", m.Name, ep.Host))
-		llama := entry.OwnedBy == "llamacpp"
-		window, source := entry.MaxModelLen, "vLLM's max_model_len in /v1/models"
-		if llama {
-			var props struct {
-				Settings struct {
-					NCtx int `json:"n_ctx"`
-				} `json:"default_generation_settings"`
-			}
-			if err := client.Get(ctx, "props", nil, &props, option.WithBaseURL(serverRoot(ep.Base))); err == nil &&
-				props.Settings.NCtx > 0 {
-				window, source = props.Settings.NCtx, "llama.cpp's /props, per slot"
-			} else if entry.Meta.NCtx > 0 {
-				window, source = entry.Meta.NCtx, "llama.cpp's /v1/models"
-			}
-		}
-		if window > 0 {
-			r.checkWindow(ctx, client, ep, m, window, source, llama, e.Tokenizer, needs, instances)
+		w := llm.DiscoverWindow(ctx, id)
+		if w.Tokens > 0 {
+			r.checkWindow(ctx, client, ep, m, w, e.Tokenizer, needs, instances)
 		}
 	}
 }
@@ -493,7 +478,16 @@ func (r *checkReport) checkModels(ctx context.Context, e *specs.Experiment, need
 // largest context beyond the window is a note too: only some prompts reach it, and their rows are context_length
 // rows.
 func (r *checkReport) checkWindow(ctx context.Context, client openai.Client, ep llm.Endpoint, m specs.Model,
-	window int, source string, llama bool, tokenizer string, needs planNeeds, instances []swebench.Instance) {
+	w llm.Window, tokenizer string, needs planNeeds, instances []swebench.Instance) {
+	window, source, llama := w.Tokens, w.Where(), w.LlamaCpp()
+	if llama {
+		if w.Slots > 1 {
+			r.note("model %s: the server serves %d requests at once, each with a context of %d tokens, all sharing "+
+				"one cache of a size it does not report (llama-server -c): calls that together need more than it "+
+				"holds fail with HTTP 500 \"Context size has been exceeded.\" and are asked again with fewer beside "+
+				"them (context_capacity); llama-server -c %d holds them all", m.Name, w.Slots, window, w.Slots*window)
+		}
+	}
 	room := m.MaxTokens
 	if llama {
 		room = 0
@@ -554,13 +548,6 @@ type modelList struct {
 type modelEntry struct {
 	ID      string   `json:"id"`
 	Aliases []string `json:"aliases"` // llama.cpp
-	OwnedBy string   `json:"owned_by"`
-	// MaxModelLen is vLLM's context window.
-	MaxModelLen int `json:"max_model_len"`
-	// Meta is llama.cpp's: its context size.
-	Meta struct {
-		NCtx int `json:"n_ctx"`
-	} `json:"meta"`
 }
 
 func (l modelList) find(id string) (modelEntry, bool) {
