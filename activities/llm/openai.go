@@ -244,10 +244,10 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 		}
 		if attempt >= p.cfg.attempts {
 			if cerr.Kind == KindContextCapacity {
-				cerr.Msg += fmt.Sprintf(" (gave up after %d attempts: the server's slots share one context, and "+
-					"it was full with this call's %d tokens, which fit a slot's %d, among the fewest calls ctxlab "+
-					"sends; another client may be using the server, or start it with a larger -c)", attempt,
-					reserve, req.Context)
+				cerr.Msg += fmt.Sprintf(" (gave up after %d attempts: the server's slots share one context, and it "+
+					"was full though this call's %d tokens fit a slot's %d and no more of ctxlab's calls were in "+
+					"flight beside it than fit a slot: another client may be using the server; start it with a "+
+					"larger -c, or fewer slots with -np)", attempt, reserve, req.Context)
 				return Response{}, cerr
 			}
 			if attempt >= minRepeats && repeats == attempt-1 && deterministic(cerr.Status, cerr.typ, cerr.Msg, cerr.fromBody) {
