@@ -473,8 +473,9 @@ func (r *checkReport) checkModels(ctx context.Context, e *specs.Experiment, need
 
 // checkWindow holds a context window against each instance's issue text, which every prompt shows, and the
 // model's max_tokens. A server that refuses up front a request whose prompt and max_tokens exceed the window (vLLM,
-// OpenAI) fails every call of an instance whose issue leaves no room for max_tokens; llama.cpp generates until the
-// window is full, so there only the issue itself must fit, and a max_tokens beyond the window is a note. The plan's
+// OpenAI) fails every call of an instance whose issue leaves no room for max_tokens; llama.cpp stops an answer at
+// the window's end (and the calls ask for no more than it leaves), so there only the issue itself must fit, and a
+// max_tokens beyond the window is a note. The plan's
 // largest context beyond the window is a note too: only some prompts reach it, and their rows are context_length
 // rows.
 func (r *checkReport) checkWindow(ctx context.Context, client openai.Client, ep llm.Endpoint, m specs.Model,
@@ -492,8 +493,8 @@ func (r *checkReport) checkWindow(ctx context.Context, client openai.Client, ep 
 	if llama {
 		room = 0
 		if m.MaxTokens >= window {
-			r.note("model %s: max_tokens %d is beyond its %d-token context (%s): an answer that fills the context "+
-				"fails (HTTP 500 \"Context size has been exceeded.\")", m.Name, m.MaxTokens, window, source)
+			r.note("model %s: max_tokens %d is beyond its %d-token context (%s): each call asks for what the "+
+				"context leaves beside its prompt", m.Name, m.MaxTokens, window, source)
 		}
 	} else if m.MaxTokens >= window {
 		r.fail("model", m.Name, fmt.Sprintf("max_tokens %d leaves no room for a prompt in its %d-token context "+
