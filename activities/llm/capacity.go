@@ -15,9 +15,9 @@ import (
 // A sharedContext gates one process's calls to one endpoint so that this cannot repeat: each call reserves what it
 // may use (its prompt, counted by the server, and the max_tokens it sends) while it is in flight. Until the server
 // first fails that way there is no limit (a server whose slots do not share, or whose cache holds them all, never
-// does). A failure teaches the limit: the cache holds fewer tokens than were reserved at the time, so from then on
-// calls are let in only while what they reserve together stays below that, and a call is always let in alone (its
-// reservation fits its slot, and the cache holds at least a slot). The failed calls are asked again at once; the
+// does). A failure teaches the limit: the cache holds fewer tokens than were reserved at the time and at least a
+// slot, so from then on calls are let in only while what they reserve together stays below halfway between the two,
+// and a call is always let in alone (its reservation fits its slot, and the cache holds at least a slot). The failed calls are asked again at once; the
 // limit only falls, so they are asked again a bounded number of times.
 type sharedContext struct {
 	mu    sync.Mutex
@@ -86,7 +86,7 @@ func (g *sharedContext) signal() {
 
 // exceeded records that the server failed the call of r with KindContextCapacity, and reports whether asking again
 // is sure to be admitted with fewer tokens beside it than when it failed: the limit is now below the tokens reserved
-// together at the time (never below slot, the context a single call may use, which the cache holds). False when the
+// together at the time (halfway down to slot, never below slot, the context a single call may use, which the cache holds). False when the
 // call's failure cannot be the gated calls' doing (it was alone, or the reservations already fitted a slot): then
 // something else fills the server (another client), and the call is retried as an outage is.
 func (g *sharedContext) exceeded(r *reservation, slot int) bool {
@@ -95,7 +95,10 @@ func (g *sharedContext) exceeded(r *reservation, slot int) bool {
 	if r.peak <= slot || r.peak <= r.tokens {
 		return false
 	}
-	if limit := max(slot, r.peak-1); g.limit == 0 || limit < g.limit {
+	// The cache holds fewer than peak tokens and at least a slot: the limit goes halfway down to the slot, so a
+	// few failures find it (one step of a token at a time would take a failure per step), at the price of leaving
+	// part of the cache unused.
+	if limit := max(slot, (r.peak+slot)/2); g.limit == 0 || limit < g.limit {
 		g.limit = limit
 		g.signal()
 	}

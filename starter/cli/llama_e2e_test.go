@@ -584,15 +584,17 @@ func TestLlamaDenseFunction(t *testing.T) {
 	t.Parallel()
 	base, rec := llamaProxy(t)
 	setStarterEnv(t, "OPENAI_BASE_URL="+base, "OPENAI_API_KEY=")
-	spec := libVariant(t, "{ name: 'llamadense', anchor:: null, methods: [ctxlab.methods.dense_function], "+
-		llamaAnswers+" }")
+	// Three instances: the embeddings server reads every function of each repository (about 25,000 tokens an
+	// instance, seconds each on a 2-core machine).
+	spec := libVariant(t, "{ name: 'llamadense', anchor:: null, dataset+: { limit: 3 }, "+
+		"methods: [ctxlab.methods.dense_function], "+llamaAnswers+" }")
 	runs := t.TempDir()
 	// Without the check, whose one embedding of two words no row counts.
 	llamaSweep(t, rec, llamaSweepTimeout, append([]string{"run", spec, "--runs", runs, "--quiet", "--no-check"},
 		llamaArgs...)...)
 	rows := readRows(t, filepath.Join(runs, "llamadense", "results.jsonl"))
-	if len(rows) != 11 {
-		t.Errorf("%d rows, want 11", len(rows))
+	if len(rows) != 3 {
+		t.Errorf("%d rows, want 3", len(rows))
 	}
 	checkRowErrors(t, rows)
 	total := 0
