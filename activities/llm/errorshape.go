@@ -25,6 +25,8 @@ func kindOf(status int, code, typ, msg string) Kind {
 		return KindAuth
 	case status == http.StatusTooManyRequests || typ == "rate_limit_error":
 		return KindRateLimit
+	case isSharedContextFull(status, low):
+		return KindContextCapacity
 	case isContextLength(code, msg) || status == http.StatusRequestEntityTooLarge:
 		if promptFitsAlone(low) {
 			return KindContextWindow
@@ -50,9 +52,18 @@ func isQuota(status int, code, typ, low string) bool {
 		strings.Contains(low, "insufficient credits") || strings.Contains(low, "exceeded your current quota")
 }
 
+// isSharedContextFull: llama.cpp's 500 "Context size has been exceeded.", which llama-server sends to every request
+// in flight when its slots' shared KV cache (kv_unified, its default) runs out while it decodes. Each slot's own
+// context never causes it: a prompt longer than a slot is a 400 (exceed_context_size_error), and an answer that
+// reaches the slot's end stops there with a 200 (finish_reason "length"). So it says how many requests the server
+// took at once, not how long this one is: the endpoint's capacity, never the model's failure.
+func isSharedContextFull(status int, low string) bool {
+	return status == http.StatusInternalServerError && strings.Contains(low, "context size has been exceeded")
+}
+
 // contextLengthPhrases are how OpenAI and the common OpenAI-compatible servers say the prompt does not fit: OpenAI
 // and vLLM ("maximum context length"), llama.cpp ("exceeds the available context size", exceed_context_size_error;
-// "Context size has been exceeded." when the answer fills the context), SGLang ("longer than the model's context
+// its 500 "Context size has been exceeded." is the shared context's, isSharedContextFull), SGLang ("longer than the model's context
 // length"), Ollama ("exceeds the context length"), LiteLLM (ContextWindowExceededError), Anthropic ("prompt is too
 // long", "exceed context limit"), Azure ("input tokens exceed the configured limit"), Gemini ("exceeds the maximum
 // number of tokens allowed").

@@ -27,8 +27,10 @@ var serverShapes = []serverShape{
 	{"llama.cpp", "prompt longer than the context (-c)", 400,
 		`{"error":{"code":400,"message":"request (8633 tokens) exceeds the available context size (2048 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":8633,"n_ctx":2048}}`,
 		KindContextLength},
-	{"llama.cpp", "answer filled the context (no max_tokens)", 500,
-		`{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}`, KindContextLength},
+	// The slots' shared KV cache (kv_unified) filled by the requests in flight together: every one of them gets
+	// this, and each succeeds alone (a slot's own context running out is a 200 with finish_reason "length").
+	{"llama.cpp", "shared context filled by concurrent requests", 500,
+		`{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}`, KindContextCapacity},
 	{"llama.cpp", "model still loading", 503,
 		`{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`, KindServer},
 	{"llama.cpp", "--api-key set, wrong key", 401,

@@ -78,18 +78,19 @@ type (
 
 // Kinds of failure; see package errkind.
 const (
-	KindRateLimit     = errkind.RateLimit
-	KindServer        = errkind.Server
-	KindTimeout       = errkind.Timeout
-	KindContextLength = errkind.ContextLength
-	KindAuth          = errkind.Auth
-	KindQuota         = errkind.Quota
-	KindBadRequest    = errkind.BadRequest
-	KindBadResponse   = errkind.BadResponse
-	KindModelNotFound = errkind.ModelNotFound
-	KindContextWindow = errkind.ContextWindow
-	KindRepeatedError = errkind.RepeatedError
-	KindLostWorker    = errkind.LostWorker
+	KindRateLimit       = errkind.RateLimit
+	KindServer          = errkind.Server
+	KindTimeout         = errkind.Timeout
+	KindContextLength   = errkind.ContextLength
+	KindAuth            = errkind.Auth
+	KindQuota           = errkind.Quota
+	KindBadRequest      = errkind.BadRequest
+	KindBadResponse     = errkind.BadResponse
+	KindModelNotFound   = errkind.ModelNotFound
+	KindContextWindow   = errkind.ContextWindow
+	KindRepeatedError   = errkind.RepeatedError
+	KindContextCapacity = errkind.ContextCapacity
+	KindLostWorker      = errkind.LostWorker
 )
 
 // Classes of failure; see package errkind.

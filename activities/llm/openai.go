@@ -191,14 +191,42 @@ func isLoopback(host string) bool {
 
 // Complete sends req and retries what is worth retrying.
 func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, error) {
-	params, perr := p.params(ctx, req)
+	params, reserve, perr := p.params(ctx, req)
 	if perr != nil {
 		return Response{}, perr
 	}
+	var shared *sharedContext // the server's context, as the calls in flight share it (0 reserve: unknown)
+	if reserve > 0 {
+		shared = sharedContextOf(p.ep.Base)
+	}
 	var last *Error // the previous attempt's failure, for telling a deterministic server error from an outage
-	repeats := 0
+	repeats, crowded := 0, 0
 	for attempt := 1; ; attempt++ {
+		var hold *reservation
+		if shared != nil {
+			var err error
+			if hold, err = shared.acquire(ctx, reserve); err != nil {
+				return Response{}, &Error{Kind: KindTimeout, Msg: "the call was cancelled while it waited for room " +
+					"in the server's shared context", Err: err}
+			}
+		}
 		resp, cerr, retryAfter := p.once(ctx, req.Task, params)
+		again := false
+		if hold != nil {
+			// The server's shared context ran out under the calls in flight: asked again with fewer beside it, this
+			// one fits. Not an attempt: nothing was wrong with the call or the endpoint.
+			again = cerr != nil && cerr.Kind == KindContextCapacity && crowded < maxCrowded &&
+				shared.exceeded(hold, req.Context)
+			shared.release(hold)
+		}
+		if again {
+			crowded++
+			attempt--
+			p.cfg.log.Info().Str("model", p.model.ID).Str("task", req.Task).Int("reserved_tokens", reserve).
+				Int("shared_context_limit", shared.learned()).
+				Msg("the server's shared context was full; asking again with fewer calls beside this one")
+			continue
+		}
 		if cerr != nil && last != nil && cerr.Status == last.Status && cerr.Msg == last.Msg {
 			repeats++
 		} else {
@@ -215,6 +243,13 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 			return Response{}, cerr
 		}
 		if attempt >= p.cfg.attempts {
+			if cerr.Kind == KindContextCapacity {
+				cerr.Msg += fmt.Sprintf(" (gave up after %d attempts: the server's slots share one context, and it "+
+					"was full though this call's %d tokens fit a slot's %d and no more of ctxlab's calls were in "+
+					"flight beside it than fit a slot: another client may be using the server; start it with a "+
+					"larger -c, or fewer slots with -np)", attempt, reserve, req.Context)
+				return Response{}, cerr
+			}
 			if attempt >= minRepeats && repeats == attempt-1 && deterministic(cerr.Status, cerr.typ, cerr.Msg, cerr.fromBody) {
 				// Not an outage: the server fails this request the same way every time. Waiting for it to heal
 				// would wait hours for nothing; the row fails now (a re-run tries again).
@@ -246,6 +281,10 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 	}
 }
 
+// maxCrowded bounds how often a call is asked again at once because the server's shared context was full
+// (sharedContext): each time, fewer tokens are let in beside it, so a few suffice.
+const maxCrowded = 32
+
 // minRepeats is how many attempts in a row must fail with the same server error before it counts as deterministic
 // (KindRepeatedError); with fewer attempts a call never concludes that.
 const minRepeats = 3
@@ -268,16 +307,17 @@ func (p *openAIProvider) delay(attempt int, retryAfter time.Duration) (time.Dura
 	return half + rand.N(d-half+1), true
 }
 
-func (p *openAIProvider) params(ctx context.Context, req Request) (openai.ChatCompletionNewParams, *Error) {
-	params := openai.ChatCompletionNewParams{Model: p.model.ID}
+func (p *openAIProvider) params(ctx context.Context, req Request) (params openai.ChatCompletionNewParams,
+	reserve int, perr *Error) {
+	params = openai.ChatCompletionNewParams{Model: p.model.ID}
 	if len(req.Messages) == 0 {
-		return params, &Error{Kind: KindBadRequest, Msg: "the request has no messages"}
+		return params, 0, &Error{Kind: KindBadRequest, Msg: "the request has no messages"}
 	}
 	messages := req.Messages
 	if len(req.Tools) > 0 { // native tool calling: the plain-text tool protocol translated (tools.go)
 		var terr *Error
 		if params.Messages, params.Tools, terr = toolMessages(req); terr != nil {
-			return params, terr
+			return params, 0, terr
 		}
 		messages = nil
 	}
@@ -292,15 +332,15 @@ func (p *openAIProvider) params(ctx context.Context, req Request) (openai.ChatCo
 		case "assistant":
 			params.Messages = append(params.Messages, openai.AssistantMessage(m.Content))
 		default:
-			return params, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("message %d has role %q (want system, developer, user or assistant)", i+1, m.Role)}
+			return params, 0, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("message %d has role %q (want system, developer, user or assistant)", i+1, m.Role)}
 		}
 	}
 	if p.model.Temperature != nil {
 		params.Temperature = openai.Float(*p.model.Temperature)
 	}
-	maxTokens, ferr := p.fitMaxTokens(ctx, req)
+	maxTokens, reserve, ferr := p.fitMaxTokens(ctx, req)
 	if ferr != nil {
-		return params, ferr
+		return params, 0, ferr
 	}
 	if maxTokens > 0 {
 		if p.completionTokensField {
@@ -312,7 +352,7 @@ func (p *openAIProvider) params(ctx context.Context, req Request) (openai.ChatCo
 	if p.model.Seed != nil {
 		params.Seed = openai.Int(*p.model.Seed)
 	}
-	return params, nil
+	return params, reserve, nil
 }
 
 // once makes one HTTP attempt. retryAfter is the wait the endpoint asked for, 0 when it named none.

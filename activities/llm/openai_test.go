@@ -108,7 +108,7 @@ func TestOpenAIUsesMaxCompletionTokensForOpenAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, perr := p.(*openAIProvider).params(context.Background(), localizeRequest())
+	params, _, perr := p.(*openAIProvider).params(context.Background(), localizeRequest())
 	if perr != nil {
 		t.Fatal(perr)
 	}

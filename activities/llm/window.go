@@ -26,6 +26,34 @@ const DefaultMaxTokens = 4096
 type Window struct {
 	Tokens int    `json:"tokens"` // 0: the endpoint does not say
 	Source string `json:"source"` // where it was read: "llama.cpp /props", "llama.cpp /slots", "/v1/models max_model_len", ...
+	// Slots is how many requests a llama.cpp server serves at once (/props total_slots, or /slots), each with a
+	// context of Tokens, all sharing one cache the server does not report (sharedContext); 0 when not said.
+	Slots int `json:"slots,omitempty"`
+}
+
+// LlamaCpp reports whether the window was read from a llama.cpp server, which counts prompts with its own
+// /apply-template and /tokenize.
+func (w Window) LlamaCpp() bool { return llamaSource(w.Source) }
+
+// Where says where the window was read, for a reader.
+func (w Window) Where() string {
+	switch w.Source {
+	case "llama.cpp /props":
+		return "llama.cpp's /props, per slot"
+	case "llama.cpp /slots":
+		return "llama.cpp's /slots, per slot"
+	case "/v1/models max_model_len":
+		return "vLLM's max_model_len in /v1/models"
+	case "/v1/models meta.n_ctx":
+		return "llama.cpp's /v1/models"
+	case "/v1/models context_length":
+		return "context_length in /v1/models"
+	}
+	return w.Source
+}
+
+func llamaSource(source string) bool {
+	return strings.HasPrefix(source, "llama.cpp") || strings.HasSuffix(source, "meta.n_ctx")
 }
 
 // MaxTokensCap is the answer cap a call asks for: the spec's max_tokens, else DefaultMaxTokens when the endpoint is
@@ -71,10 +99,10 @@ type windowEntry struct {
 // answered at once by a server that has them, and one that has none must not hold a call up.
 var probeClient = &http.Client{Timeout: 5 * time.Second}
 
-// DiscoverWindow asks the endpoint OPENAI_BASE_URL names how large the model's context is: llama.cpp's /props
-// (default_generation_settings.n_ctx) or /slots (the smallest slot's n_ctx), else the model's entry in /v1/models
-// (vLLM's max_model_len, OpenRouter's context_length, llama.cpp's meta.n_ctx). The key, when set, is sent as it is
-// with calls; nothing it returns is stored but the numbers. A server that says nothing, or does not answer, gives
+// DiscoverWindow asks the endpoint OPENAI_BASE_URL names how large the model's context is, per request: llama.cpp's
+// /props (default_generation_settings.n_ctx, each slot's, and total_slots) or /slots (the smallest slot's n_ctx),
+// else the model's entry in /v1/models (vLLM's max_model_len, OpenRouter's context_length, llama.cpp's meta.n_ctx).
+// The key, when set, is sent as it is with calls; nothing it returns is stored but the numbers. A server that says nothing, or does not answer, gives
 // Window{} (remembered for a minute like an answer).
 func DiscoverWindow(ctx context.Context, modelID string) Window {
 	base := BaseURLFromEnv()
@@ -94,9 +122,10 @@ func (e Endpoint) discover(ctx context.Context, modelID string) Window {
 		Default struct {
 			NCtx int `json:"n_ctx"`
 		} `json:"default_generation_settings"`
+		TotalSlots int `json:"total_slots"`
 	}
 	if e.getJSON(ctx, root+"/props", &props) && props.Default.NCtx > 0 {
-		return Window{Tokens: props.Default.NCtx, Source: "llama.cpp /props"}
+		return Window{Tokens: props.Default.NCtx, Source: "llama.cpp /props", Slots: props.TotalSlots}
 	}
 	var slots []struct {
 		NCtx int `json:"n_ctx"`
@@ -109,7 +138,7 @@ func (e Endpoint) discover(ctx context.Context, modelID string) Window {
 			}
 		}
 		if least > 0 {
-			return Window{Tokens: least, Source: "llama.cpp /slots"}
+			return Window{Tokens: least, Source: "llama.cpp /slots", Slots: len(slots)}
 		}
 	}
 	var models struct {
@@ -191,7 +220,7 @@ func (p *openAIProvider) promptTokens(ctx context.Context, req Request, source s
 	}
 	tooled := len(req.Tools) > 0 // tool definitions add to the prompt in a way only the server knows
 	switch {
-	case strings.HasPrefix(source, "llama.cpp") || strings.HasSuffix(source, "meta.n_ctx"):
+	case llamaSource(source):
 		var tmpl struct {
 			Prompt string `json:"prompt"`
 		}
@@ -230,21 +259,26 @@ func (p *openAIProvider) promptTokens(ctx context.Context, req Request, source s
 
 // fitMaxTokens is the max_tokens a call sends: the cap (MaxTokensCap), lowered to what the model's context leaves
 // beside the prompt when the endpoint reported its context, so a server is never asked for an answer that cannot
-// fit (llama.cpp then fails with 500 "Context size has been exceeded.", vLLM with a 400). A prompt the server
-// itself counted at or past the whole context fails here, as the server would, without a call.
-func (p *openAIProvider) fitMaxTokens(ctx context.Context, req Request) (int, *Error) {
+// fit (vLLM refuses it with a 400; llama.cpp stops at its slot's end). A prompt the server itself counted at or past
+// the whole context fails here, as the server would, without a call. reserve is what the call may use of the
+// server's context, its prompt and its answer (0 when the context is unknown): what it holds of a context the
+// server's slots share (sharedContext).
+func (p *openAIProvider) fitMaxTokens(ctx context.Context, req Request) (maxTokens, reserve int, err *Error) {
 	limit := MaxTokensCap(p.model.MaxTokens, p.ep.Base, req.Context)
 	if req.Context <= 0 {
-		return limit, nil
+		return limit, 0, nil
 	}
 	n, exact := p.promptTokens(ctx, req, req.ContextSource)
 	left := req.Context - n
 	switch {
 	case exact && left <= 0:
-		return 0, &Error{Kind: KindContextLength, Msg: fmt.Sprintf("the prompt is %d tokens (counted by the "+
+		return 0, 0, &Error{Kind: KindContextLength, Msg: fmt.Sprintf("the prompt is %d tokens (counted by the "+
 			"server), the model's context %d tokens (%s): it cannot fit", n, req.Context, req.ContextSource)}
 	case left > 0 && (limit == 0 || left < limit):
-		return left, nil
+		limit = left
 	}
-	return limit, nil
+	if limit <= 0 {
+		return limit, 0, nil
+	}
+	return limit, n + limit, nil
 }

@@ -67,7 +67,7 @@ func TestMaxTokensFitTheContext(t *testing.T) {
 	t.Setenv(EnvBaseURL, ts.URL+"/v1")
 	t.Setenv(EnvAPIKey, "")
 	w := DiscoverWindow(context.Background(), "stories260K")
-	if w.Tokens != 1024 || w.Source != "llama.cpp /props" {
+	if w.Tokens != 1024 || w.Source != "llama.cpp /props" || w.Slots != 4 {
 		t.Fatalf("window %+v, want 1024 from /props", w)
 	}
 	for _, c := range []struct {
@@ -113,9 +113,10 @@ func TestDiscoverWindowShapes(t *testing.T) {
 		want       Window
 	}{
 		"vLLM": {"/v1/models", `{"object":"list","data":[{"id":"other","max_model_len":2048},{"id":"fake-model-1","object":"model","owned_by":"vllm","max_model_len":32768}]}`,
-			Window{32768, "/v1/models max_model_len"}},
-		"llama.cpp slots": {"/slots", `[{"id":0,"n_ctx":512},{"id":1,"n_ctx":2048}]`, Window{512, "llama.cpp /slots"}},
-		"silent":          {"/v1/models", `{"object":"list","data":[{"id":"fake-model-1"}]}`, Window{}},
+			Window{Tokens: 32768, Source: "/v1/models max_model_len"}},
+		"llama.cpp slots": {"/slots", `[{"id":0,"n_ctx":512},{"id":1,"n_ctx":2048}]`,
+			Window{Tokens: 512, Source: "llama.cpp /slots", Slots: 2}},
+		"silent": {"/v1/models", `{"object":"list","data":[{"id":"fake-model-1"}]}`, Window{}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -57,6 +57,9 @@ const Suite = "sid"
 // Packages are installed into the folder beside minbase.
 var Packages = []string{"llama.cpp-tools"}
 
+// client bounds every request the kit makes of a server: one that hangs fails its test, naming the request.
+var client = &http.Client{Timeout: time.Minute}
+
 // serverPath is llama-server inside the folder.
 const serverPath = "/usr/bin/llama-server"
 
@@ -325,7 +328,7 @@ func (s *Server) waitHealthy(timeout time.Duration) error {
 			return errors.New("llama-server exited before it was healthy")
 		default:
 		}
-		resp, err := http.Get(s.URL + "/health")
+		resp, err := client.Get(s.URL + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -378,7 +381,7 @@ func (s *Server) Props() (Props, error) {
 // Tokenize counts the model's tokens of a text (POST /tokenize), as the server counts a prompt.
 func (s *Server) Tokenize(text string) (int, error) {
 	body, _ := json.Marshal(map[string]any{"content": text})
-	resp, err := http.Post(s.URL+"/tokenize", "application/json", bytes.NewReader(body))
+	resp, err := client.Post(s.URL+"/tokenize", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -393,7 +396,7 @@ func (s *Server) Tokenize(text string) (int, error) {
 }
 
 func (s *Server) getJSON(path string, v any) error {
-	resp, err := http.Get(s.URL + path)
+	resp, err := client.Get(s.URL + path)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 func post(t *testing.T, url string, body any) (int, []byte) {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	resp, err := client.Post(url, "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -487,48 +487,43 @@ func (r *checkReport) checkModels(ctx context.Context, e *specs.Experiment, need
 			}
 			continue
 		}
-		entry, ok := list.find(id)
-		if !ok {
+		if _, ok := list.find(id); !ok {
 			r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s does not serve model id %q (it serves %s)", ep.Host,
 				id, listSome(list.ids(), 10)), "set the model's id to one it serves")
 			continue
 		}
 		r.checked = append(r.checked, fmt.Sprintf("model %s served by %s", m.Name, ep.Host))
-		llama := entry.OwnedBy == "llamacpp"
-		window, source := entry.MaxModelLen, "vLLM's max_model_len in /v1/models"
-		if llama {
-			var props struct {
-				Settings struct {
-					NCtx int `json:"n_ctx"`
-				} `json:"default_generation_settings"`
-			}
-			if err := client.Get(ctx, "props", nil, &props, option.WithBaseURL(serverRoot(ep.Base))); err == nil &&
-				props.Settings.NCtx > 0 {
-				window, source = props.Settings.NCtx, "llama.cpp's /props, per slot"
-			} else if entry.Meta.NCtx > 0 {
-				window, source = entry.Meta.NCtx, "llama.cpp's /v1/models"
-			}
-		}
-		if window > 0 {
-			r.checkWindow(ctx, client, ep, m, window, source, llama, e.Tokenizer, needs, instances)
+		w := llm.DiscoverWindow(ctx, id)
+		if w.Tokens > 0 {
+			r.checkWindow(ctx, client, ep, m, w, e.Tokenizer, needs, instances)
 		}
 	}
 }
 
 // checkWindow holds a context window against each instance's issue text, which every prompt shows, and the
 // model's max_tokens. A server that refuses up front a request whose prompt and max_tokens exceed the window (vLLM,
-// OpenAI) fails every call of an instance whose issue leaves no room for max_tokens; llama.cpp generates until the
-// window is full, so there only the issue itself must fit, and a max_tokens beyond the window is a note. The plan's
+// OpenAI) fails every call of an instance whose issue leaves no room for max_tokens; llama.cpp stops an answer at
+// the window's end (and the calls ask for no more than it leaves), so there only the issue itself must fit, and a
+// max_tokens beyond the window is a note. The plan's
 // largest context beyond the window is a note too: only some prompts reach it, and their rows are context_length
 // rows.
 func (r *checkReport) checkWindow(ctx context.Context, client openai.Client, ep llm.Endpoint, m specs.Model,
-	window int, source string, llama bool, tokenizer string, needs planNeeds, instances []swebench.Instance) {
+	w llm.Window, tokenizer string, needs planNeeds, instances []swebench.Instance) {
+	window, source, llama := w.Tokens, w.Where(), w.LlamaCpp()
+	if llama {
+		if w.Slots > 1 {
+			r.note("model %s: the server serves %d requests at once, each with a context of %d tokens, all sharing "+
+				"one cache of a size it does not report (llama-server -c): calls that together need more than it "+
+				"holds fail with HTTP 500 \"Context size has been exceeded.\" and are asked again with fewer beside "+
+				"them (context_capacity); llama-server -c %d holds them all", m.Name, w.Slots, window, w.Slots*window)
+		}
+	}
 	room := m.MaxTokens
 	if llama {
 		room = 0
 		if m.MaxTokens >= window {
-			r.note("model %s: max_tokens %d is beyond its %d-token context (%s): an answer that fills the context "+
-				"fails (HTTP 500 \"Context size has been exceeded.\")", m.Name, m.MaxTokens, window, source)
+			r.note("model %s: max_tokens %d is beyond its %d-token context (%s): each call asks for what the "+
+				"context leaves beside its prompt", m.Name, m.MaxTokens, window, source)
 		}
 	} else if m.MaxTokens >= window {
 		r.fail("model", m.Name, fmt.Sprintf("max_tokens %d leaves no room for a prompt in its %d-token context "+
@@ -583,13 +578,6 @@ type modelList struct {
 type modelEntry struct {
 	ID      string   `json:"id"`
 	Aliases []string `json:"aliases"` // llama.cpp
-	OwnedBy string   `json:"owned_by"`
-	// MaxModelLen is vLLM's context window.
-	MaxModelLen int `json:"max_model_len"`
-	// Meta is llama.cpp's: its context size.
-	Meta struct {
-		NCtx int `json:"n_ctx"`
-	} `json:"meta"`
 }
 
 func (l modelList) find(id string) (modelEntry, bool) {

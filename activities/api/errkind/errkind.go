@@ -31,6 +31,11 @@ const (
 	// deterministic failure of the server for that request, not an outage. Final for the sweep (it is not waited
 	// on); a re-run tries again.
 	RepeatedError Kind = "repeated_error"
+	// ContextCapacity: the server ran out of the context its requests share (llama.cpp's 500 "Context size has been
+	// exceeded.": its slots share one KV cache, and the requests in flight together filled it) for a request that
+	// fits its slot alone. The endpoint's capacity, not the prompt's size: asked again with fewer requests beside
+	// it, the request succeeds. Retried at once, never waited on; a re-run retries the row.
+	ContextCapacity Kind = "context_capacity"
 )
 
 // Kinds of a failed step that are not a model call's: the machine that grades or builds, the spec and its dataset,
@@ -81,7 +86,7 @@ const (
 // kinds is every kind, in the order of their classes; Kinds lists them.
 var kinds = []Kind{
 	ContextLength,
-	RateLimit, Server, Timeout, BadResponse, RepeatedError, LostWorker,
+	RateLimit, Server, Timeout, BadResponse, RepeatedError, ContextCapacity, LostWorker,
 	Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported,
 	MissingRunner, Toolchain, ModuleDownload, DockerImage, DockerDaemon, DiskFull, Permission, MissingCommit,
 	SymlinkRefused, RepoUnavailable, Sandbox, StepTimeout, Internal, StepFailed,
@@ -106,7 +111,7 @@ func Known(s string) bool {
 // no more specific kind (a store that could not be read may be read the next time).
 func (k Kind) Retryable() bool {
 	switch k {
-	case RateLimit, Server, Timeout, BadResponse, DiskFull, StepFailed:
+	case RateLimit, Server, Timeout, BadResponse, ContextCapacity, DiskFull, StepFailed:
 		return true
 	}
 	return false
@@ -167,7 +172,7 @@ func ClassOf(kind string) Class {
 	switch Kind(kind) {
 	case ContextLength:
 		return Model
-	case RateLimit, Server, Timeout, BadResponse, RepeatedError, LostWorker:
+	case RateLimit, Server, Timeout, BadResponse, RepeatedError, ContextCapacity, LostWorker:
 		return Endpoint
 	case Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported:
 		return Configuration

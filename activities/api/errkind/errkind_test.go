@@ -12,7 +12,7 @@ var wantClass = map[Kind]Class{
 	ContextLength: Model,
 
 	RateLimit: Endpoint, Server: Endpoint, Timeout: Endpoint, BadResponse: Endpoint, RepeatedError: Endpoint,
-	LostWorker: Endpoint,
+	ContextCapacity: Endpoint, LostWorker: Endpoint,
 
 	Auth: Configuration, Quota: Configuration, ModelNotFound: Configuration, ContextWindow: Configuration,
 	BadRequest: Configuration, BadInput: Configuration, Unsupported: Configuration,
@@ -93,7 +93,7 @@ func TestOfType(t *testing.T) {
 // TestRetryableAndWaited: a failure a later attempt can fix is retried at once; only the endpoint's transient
 // failures make a node wait for it, so the sweep never waits on a deterministic error, a key or the machine.
 func TestRetryableAndWaited(t *testing.T) {
-	retryable := []Kind{RateLimit, Server, Timeout, BadResponse, DiskFull, StepFailed}
+	retryable := []Kind{RateLimit, Server, Timeout, BadResponse, ContextCapacity, DiskFull, StepFailed}
 	waited := []Kind{RateLimit, Server, Timeout, BadResponse, LostWorker}
 	for _, k := range Kinds() {
 		if k.Retryable() != slices.Contains(retryable, k) {
