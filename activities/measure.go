@@ -7,10 +7,14 @@ import (
 	"io/fs"
 	"strings"
 
+	"go.temporal.io/sdk/temporal"
+
 	"ctxlab/activities/contexts"
+	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/tokens"
 	"ctxlab/patch/diff"
+	"ctxlab/results"
 	"ctxlab/specs"
 )
 
@@ -55,12 +59,13 @@ func (a *Activities) Measure(ctx context.Context, in NodeInput) (NodeOutput, err
 			return NodeOutput{}, err
 		}
 		row := map[string]any{
-			"context_tokens":    tokens,
-			"context_lines":     met.Lines,
-			"rho":               met.Rho,
-			"epsilon":           met.Epsilon,
-			"gold_line_share":   met.GoldLineShare,
-			"gold_files_missed": met.GoldFilesMissed,
+			results.FieldTokenizer: p.Tokenizer,
+			"context_tokens":       tokens,
+			"context_lines":        met.Lines,
+			"rho":                  met.Rho,
+			"epsilon":              met.Epsilon,
+			"gold_line_share":      met.GoldLineShare,
+			"gold_files_missed":    met.GoldFilesMissed,
 		}
 		if pin, ok := j.in.Inputs["patch"]; ok {
 			text, err := j.store.Get(ctx, pin.Ref)
@@ -102,9 +107,16 @@ func applies(ctx context.Context, j *job, m repo.Manifest, patch string) (applie
 	return true, false, ""
 }
 
+// countTokens counts text in the step's tokenizer (an encoding, or "endpoint:MODEL": the model server's own). A
+// server that could not answer now (down, 5xx, a timeout) fails the attempt, which is retried; any other failure is
+// the spec's (a tokenizer the server does not serve) and permanent.
 func countTokens(tokenizer, text string) (int, error) {
 	n, err := tokens.Count(tokenizer, text)
 	if err != nil {
+		var le *llm.Error
+		if errors.As(err, &le) && le.Kind.Retryable() {
+			return 0, temporal.NewApplicationError(llm.ScrubSecrets(err.Error()), string(le.Kind))
+		}
 		return 0, permanent(ErrBadInput, err)
 	}
 	return n, nil

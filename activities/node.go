@@ -292,8 +292,12 @@ func memoKey(activity string, in NodeInput) (string, error) {
 
 // codeVersions are the versions of what some kinds compute, by activity: a grade's outcome depends on the grader's
 // code (the harness's test commands and log parsers), so bumping gradeMemoVersion grades again, also where a grade
-// step's own memo would have answered.
-var codeVersions = map[string]string{"grade": gradeMemoVersion}
+// step's own memo would have answered. A measure's row names the tokenizer that counted it since measureMemoVersion
+// v2: a memo of v1 measures again (cheap), so that no row of a re-run lacks it.
+var codeVersions = map[string]string{"grade": gradeMemoVersion, "measure": measureMemoVersion}
+
+// measureMemoVersion is the version of what a measure step computes (see codeVersions).
+const measureMemoVersion = "ctxlab-measure-v2"
 
 // MemoizedOutputs returns the outputs of the plan's nodes on an instance that a sweep of the plan would take from
 // their memos now: those memoized under exactly the inputs the plan gives them (this row's content, the memoized

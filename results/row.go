@@ -55,6 +55,9 @@ const (
 	FieldBudgetReached    = "budget_reached"       // the context landed within the tolerance of budget_tokens
 	FieldChunksShown      = "chunks_shown"         // ranked chunks a retriever put in its context
 	FieldTemplateShown    = "template_shown"       // the context shows an issue template (the lexical trap)
+	// FieldTokenizer names the tokenizer that counted context_tokens and the budget: an encoding (o200k_base,
+	// cl100k_base) or "endpoint:MODEL", the model's server's own (specs.ResolveTokenizer).
+	FieldTokenizer = "tokenizer"
 )
 
 // Summed lists the fields that add up over a row's steps (each step's model calls, tokens and cost) instead of

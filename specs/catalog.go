@@ -96,6 +96,7 @@ func init() {
 		Optional: []string{"patch"}, UsesTokenizer: true,
 		Params: reflect.TypeFor[MeasureParams](),
 		Fields: []RowField{
+			{Name: "tokenizer", Kind: KindString}, // what counted context_tokens (and the row's budget)
 			{Name: "context_tokens", Kind: KindInt}, {Name: "context_lines", Kind: KindInt},
 			{Name: "rho", Kind: KindFloat}, {Name: "epsilon", Kind: KindFloat},
 			{Name: "gold_line_share", Kind: KindFloat}, {Name: "gold_files_missed", Kind: KindBool},

@@ -4,9 +4,13 @@
 //   starter run specs/demo.jsonnet                                  # offline stand-in model
 //   starter run specs/demo.jsonnet --ext-str model=openai \
 //       --ext-str openai_model=gpt-4o-mini                          # an OpenAI-compatible endpoint (README)
+//   ... --ext-str tokenizer=model --ext-str openai_tokenizer=endpoint # budgets in the server's own tokens
 local ctxlab = import 'ctxlab.libsonnet';
 
 local model = ctxlab.ext('model', 'offline');
+// tokenizer: the experiment's ('model': each model's own; default o200k_base for every model); openai_tokenizer: the
+// openai model's own ('endpoint': its server's /tokenize). docs/models.md, Tokenizers.
+local tokenizer = ctxlab.ext('tokenizer', null);
 
 // Baselines (PAPER.md): every one that needs no external service, each fitted per issue to the anchor's context
 // tokens: CQ2-CARE's, as in the paper.
@@ -17,7 +21,8 @@ ctxlab.experiment({
   dataset: ctxlab.datasets.demo,
   models: [
     if model == 'offline' then ctxlab.models.offline
-    else if model == 'openai' then ctxlab.models.openai(ctxlab.ext('openai_model', 'gpt-4o-mini'))
+    else if model == 'openai' then ctxlab.models.openai(ctxlab.ext('openai_model', 'gpt-4o-mini'),
+                                                         tokenizer=ctxlab.ext('openai_tokenizer', null))
     else error "ext var model must be 'offline' or 'openai', got '%s'" % model,
   ],
   methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files, ctxlab.methods.cq2care] + ctxlab.cq2care.ablations
@@ -35,4 +40,4 @@ ctxlab.experiment({
     tests: 'listed',
     test_cmd: { python: 'python3 -m unittest -v' },
   },
-})
+} + (if tokenizer == null then {} else { tokenizer: tokenizer }))

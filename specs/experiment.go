@@ -11,9 +11,13 @@ import (
 type Experiment struct {
 	Name string `json:"name"`
 	// File is the spec file it was compiled from, for error messages.
-	File      string   `json:"file,omitempty"`
-	Dataset   Dataset  `json:"dataset"`
-	Models    []Model  `json:"models"`
+	File    string  `json:"file,omitempty"`
+	Dataset Dataset `json:"dataset"`
+	Models  []Model `json:"models"`
+	// Tokenizer counts every budget, fit and context_tokens: TokenizerModel counts each model's rows in that
+	// model's own tokenizer (Model.Tokenizer); an encoding or TokenizerEndpoint pins one tokenizer for every model
+	// (the paper's single-tokenizer caveat: "equal budgets" are then equal in that tokenizer only). See
+	// ResolveTokenizer and docs/models.md.
 	Tokenizer string   `json:"tokenizer"`
 	Methods   []Method `json:"methods"`
 	Grading   Grading  `json:"grading"`
@@ -51,6 +55,10 @@ type Model struct {
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	Seed        *int64   `json:"seed,omitempty"`
 	Price       Price    `json:"price,omitempty"`
+	// Tokenizer is the model's own tokenizer, used when the experiment's tokenizer is TokenizerModel: an encoding
+	// (o200k_base, cl100k_base) or TokenizerEndpoint (its server's POST /tokenize: llama.cpp, vLLM). Empty: the
+	// tiktoken encoding of an OpenAI model id, else o200k_base (DefaultModelTokenizer).
+	Tokenizer string `json:"tokenizer,omitempty"`
 }
 
 // Price is dollars per million tokens.

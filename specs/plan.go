@@ -70,6 +70,7 @@ func BuildPlan(e *Experiment) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		tokenizer := ResolveTokenizer(e, m)
 		for _, method := range e.Methods {
 			order, err := TopoOrder(method)
 			if err != nil {
@@ -90,7 +91,7 @@ func BuildPlan(e *Experiment) (*Plan, error) {
 				}
 				if info.UsesTokenizer {
 					if _, set := params["tokenizer"]; !set {
-						params["tokenizer"] = e.Tokenizer
+						params["tokenizer"] = tokenizer
 					}
 				}
 				if info.UsesGrading {

@@ -35,7 +35,7 @@ const (
 // Allowed values of the enumerated fields, in the order error messages list them.
 var (
 	Providers  = []string{"offline", "openai", "replay"}
-	Tokenizers = []string{"o200k_base", "cl100k_base"}
+	Tokenizers = append(append([]string{TokenizerModel}, Encodings...), TokenizerEndpoint)
 	Executors  = []string{"local", "docker"}
 	Generators = []string{"demo"}
 	ModelTests = []string{"drop", "keep"}
@@ -202,6 +202,14 @@ func Validate(e *Experiment) []*ValidationError {
 		}
 		if m.MaxTokens < 0 {
 			add(p+".max_tokens", "", "max_tokens %d is negative", m.MaxTokens)
+		}
+		if m.Tokenizer != "" && !slices.Contains(ModelTokenizers, m.Tokenizer) {
+			add(p+".tokenizer", m.Tokenizer, "model %q: unknown tokenizer %q (known: %s)", m.Name, m.Tokenizer,
+				list(ModelTokenizers))
+		}
+		if strings.HasPrefix(ResolveTokenizer(e, m), TokenizerEndpoint+":") && m.Provider != "openai" {
+			add(p+".tokenizer", m.Name, "model %q: tokenizer %q needs a server that tokenizes (provider openai "+
+				"against llama.cpp or vLLM); provider %q has none", m.Name, TokenizerEndpoint, m.Provider)
 		}
 	}
 

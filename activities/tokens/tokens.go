@@ -1,6 +1,8 @@
 // Package tokens counts tokens offline with the BPE encodings of github.com/tiktoken-go/tokenizer (whose ranks are
-// compiled in, so no download ever happens). Counts are cached by (encoding, sha256 of the text) so that budget
-// fitting never tokenizes the same text twice. Everything here is safe for concurrent use.
+// compiled in, so no download ever happens), and with tokenizers that live elsewhere through a registered scheme
+// (Register: "endpoint:MODEL" asks the model's server, see activities/llm). Counts are cached by (tokenizer, sha256
+// of the text) so that budget fitting never tokenizes the same text twice. Everything here is safe for concurrent
+// use.
 package tokens
 
 import (
@@ -48,7 +50,8 @@ func Known() []string {
 func codec(name string) (tokenizer.Codec, error) {
 	slot, ok := codecs[name]
 	if !ok {
-		return nil, fmt.Errorf("tokens: unknown encoding %q (known: %s)", name, strings.Join(Known(), ", "))
+		return nil, fmt.Errorf("tokens: unknown tokenizer %q (known: %s, or scheme:arg of %s)", name,
+			strings.Join(Known(), ", "), strings.Join(Schemes(), ", "))
 	}
 	slot.once.Do(func() {
 		slot.codec, slot.err = tokenizer.Get(tokenizer.Encoding(name))
@@ -94,9 +97,16 @@ func CacheStats() Stats {
 	return Stats{Hits: hits.Load(), Tokenized: tokenize.Load(), Entries: cache.Load().Len()}
 }
 
-// Count returns the number of tokens text has in the named encoding (o200k_base or cl100k_base). Special-token
+// Count returns the number of tokens text has in the named tokenizer: an encoding (o200k_base or cl100k_base), or
+// "scheme:arg" of a registered remote tokenizer (Register; "endpoint:MODEL" is a server's own). Special-token
 // strings such as "<|endoftext|>" are counted as ordinary text, which is what a prompt containing them costs.
 func Count(name, text string) (int, error) {
+	if r, ok, err := remoteFor(name); ok {
+		if err != nil {
+			return 0, err
+		}
+		return r.Count(text)
+	}
 	c, err := codec(name)
 	if err != nil {
 		return 0, err
@@ -127,6 +137,12 @@ func Count(name, text string) (int, error) {
 // Tokenization is not additive across line boundaries, so the cut is first estimated from one encoding of the whole
 // text and then checked (and moved line by line if needed) by counting the candidate prefix exactly.
 func Truncate(name, text string, maxTokens int) (string, int, error) {
+	if r, ok, err := remoteFor(name); ok {
+		if err != nil {
+			return "", 0, err
+		}
+		return TruncateWith(r, text, maxTokens)
+	}
 	c, err := codec(name)
 	if err != nil {
 		return "", 0, err

@@ -143,7 +143,10 @@ local catalog_defaults = std.native('ctxlab_defaults')();
     // offline: a deterministic stand-in that needs no network; not a language model.
     offline: { name: 'offline', provider: 'offline' },
     // openai(id, ...): a model behind an OpenAI-compatible endpoint; price is dollars per million tokens.
-    openai(id, price={ input: 0, output: 0 }, temperature=0, max_tokens=4096, seed=0):: {
+    // tokenizer (used when the experiment's tokenizer is 'model'): 'o200k_base' or 'cl100k_base' (tiktoken), or
+    // 'endpoint', the server's own POST /tokenize (llama.cpp, vLLM); null: the tiktoken encoding of an OpenAI model
+    // id, else o200k_base (an estimate for other models). docs/models.md.
+    openai(id, price={ input: 0, output: 0 }, temperature=0, max_tokens=4096, seed=0, tokenizer=null):: {
       name: id,
       provider: 'openai',
       id: id,
@@ -151,7 +154,7 @@ local catalog_defaults = std.native('ctxlab_defaults')();
       temperature: temperature,
       max_tokens: max_tokens,
       seed: seed,
-    },
+    } + (if tokenizer == null then {} else { tokenizer: tokenizer }),
   },
 
   // Datasets. file is relative to the spec's folder; repos is a template with {repo}, {owner}, {name} and

@@ -108,6 +108,8 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 			"McNemar count.",
 		"failures": "resolved and unresolved: rows without an error; errored: rows with one, by whose failure it " +
 			"is (the class of the row's error_kind).",
+		"budget_fit": "Each fitted row's context tokens against its budget, in the tokenizer the rows name; " +
+			"error: (context − budget) / budget; outside: more than ±2% off, with the reason.",
 		"comparisons_clean": "The paired comparisons on the issues where neither row has an error that is not " +
 			"the model's: whether such failures moved a result. p Holm: adjusted over these comparisons.",
 	}

@@ -94,6 +94,13 @@ func (r *Report) Markdown() string {
 	section("Budget sweep", "budget", "Methods that ran at two or more budgets: the multiplier is the row field "+
 		"budget_multiplier or a name METHOD@0.5x; variants named METHOD_x0_5 (as the fitted baselines are) and "+
 		"METHOD@0.5x belong to METHOD, which is 1x. A method at a single budget is no sweep and is left out.")
+	section("Budget truth", "budget_fit", "Every row fitted to a budget (budget_tokens: the multiplier times the "+
+		"anchor's context tokens on the issue) against the tokens its context measured (context_tokens), counted in "+
+		"the tokenizer the row names: the model's own (a tiktoken encoding, or endpoint:MODEL, the model server's "+
+		"/tokenize) unless the spec pinned one tokenizer for every model. error: (context − budget) / budget. "+
+		"Reasons outside ±2%: not enough text (all the ranked text is under the budget), issue alone too long (the "+
+		"issue text is over it), knob too coarse (neighbouring knob values straddle the band), out of evaluations, "+
+		"measured off the fit (the fit said it was reached).")
 	var regNotes []string
 	for _, g := range r.Regressions {
 		s := fmt.Sprintf("%s: fitted on %s (%d rows", g.Model, strings.Join(g.Methods, ", "), g.N)

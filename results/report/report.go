@@ -148,8 +148,10 @@ type Report struct {
 	// model's (the endpoint's, the configuration's, the machine's); empty when no row has such an error.
 	CleanComparisons []Comparison
 	// Pairs are the issues behind each comparison's discordant counts, then those of Options.Pairs.
-	Pairs       []Pair
-	Budget      []BudgetPoint
+	Pairs  []Pair
+	Budget []BudgetPoint
+	// BudgetFits are the fitted arms' achieved tokens against their budgets (the budget truth).
+	BudgetFits  []BudgetFit
 	Regressions []Regression
 	Checks      []PredictionCheck
 	// Figures are paths relative to the report's folder, filled in by whoever draws them.
@@ -225,6 +227,7 @@ func Build(rows []results.Row, bad []results.BadLine, o Options) (*Report, error
 	}
 	r.disagreements(rows, g, o.Pairs)
 	r.budget(g, boot)
+	r.BudgetFits = budgetFits(g)
 	r.Regressions = regressions(g, o)
 	r.Checks = checkPredictions(g, o.Predictions)
 	return r, nil

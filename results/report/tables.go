@@ -117,6 +117,9 @@ func (r *Report) Tables() []Table {
 		}
 		ts = append(ts, bt)
 	}
+	if len(r.BudgetFits) > 0 {
+		ts = append(ts, r.budgetFitTable())
+	}
 
 	rt := Table{Name: "regression", Caption: "Logistic regression of resolve on context features (Firth), Wald tests",
 		Head: []string{"model", "term", "coef", "SE", "z", "p", "odds ratio per unit"}}
@@ -322,7 +325,7 @@ func (t Table) LaTeX() string {
 }
 
 var textColumns = map[string]bool{"method": true, "model": true, "anchor": true, "base method": true, "term": true,
-	"fitted on": true, "method A": true, "method B": true, "instance": true, "resolved by": true, "better": true, "one-sided H1": true, "frozen at": true, "fit on": true, "inside PI": true, "file": true, "sig": true}
+	"fitted on": true, "method A": true, "method B": true, "instance": true, "resolved by": true, "better": true, "one-sided H1": true, "frozen at": true, "fit on": true, "inside PI": true, "file": true, "sig": true, "tokenizer": true, "why outside": true}
 
 var texReplacer = strings.NewReplacer(`\`, `\textbackslash{}`, `_`, `\_`, `%`, `\%`, `&`, `\&`, `#`, `\#`,
 	`$`, `\$`, `{`, `\{`, `}`, `\}`, `~`, `\textasciitilde{}`, `^`, `\textasciicircum{}`, "–", "--")

@@ -1,0 +1,104 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"ctxlab/activities/tokens"
+)
+
+// TokenizerEndpoint is the tokenizer name of a model whose tokens are counted by its own server (POST /tokenize at
+// the server's root, as llama.cpp's llama-server and vLLM serve it). The plan writes it as "endpoint:" + the model's
+// id into the params of every step counting for that model (specs.ResolveTokenizer).
+const TokenizerEndpoint = "endpoint"
+
+// Root is the server's root URL for an OpenAI-compatible base URL: the base without its "/v1", with a final "/".
+func Root(base string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1") + "/"
+}
+
+// tokenizeTimeout bounds one /tokenize request.
+const tokenizeTimeout = 2 * time.Minute
+
+// EndpointCounter returns a counter that asks the endpoint OPENAI_BASE_URL names to tokenize (POST {root}/tokenize)
+// for model id; answers are cached by (server, model, text digest). The body carries both servers' fields:
+// llama.cpp reads content and answers {"tokens": [...]}, vLLM reads model and prompt and answers {"count": n, ...}.
+// Special tokens (a BOS a server would add) are not counted: a budget counts the text.
+func EndpointCounter(ctx context.Context, id string) (tokens.Counter, error) {
+	ep, err := EndpointFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	root := Root(ep.Base)
+	client := &http.Client{Timeout: tokenizeTimeout}
+	count := func(text string) (int, error) {
+		body, err := json.Marshal(map[string]any{"content": text, "prompt": text, "model": id,
+			"add_special": false, "add_special_tokens": false})
+		if err != nil {
+			return 0, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"tokenize", bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if ep.key != "" {
+			req.Header.Set("Authorization", "Bearer "+ep.key)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, &Error{Kind: KindServer, Msg: ScrubSecrets("POST /tokenize: " + err.Error())}
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		if err != nil {
+			return 0, &Error{Kind: KindServer, Msg: "POST /tokenize: reading the answer: " + err.Error()}
+		}
+		if resp.StatusCode != http.StatusOK {
+			kind := KindBadRequest
+			if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+				kind = KindServer
+			}
+			return 0, &Error{Kind: kind, Status: resp.StatusCode, Msg: ScrubSecrets(fmt.Sprintf(
+				"POST /tokenize: the server does not tokenize for model %s (its own tokenizer is asked for by "+
+					"tokenizer 'endpoint'; llama.cpp and vLLM serve it): %s", id, snippet(b)))}
+		}
+		var out struct {
+			Tokens []json.RawMessage `json:"tokens"`
+			Count  *int              `json:"count"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil || (out.Tokens == nil && out.Count == nil) {
+			return 0, &Error{Kind: KindBadResponse, Msg: "POST /tokenize: an answer with neither tokens nor count: " +
+				ScrubSecrets(snippet(b))}
+		}
+		if out.Count != nil {
+			return *out.Count, nil
+		}
+		return len(out.Tokens), nil
+	}
+	name := TokenizerEndpoint + ":" + id
+	return tokens.Remote(name, root+"\x00"+id, count), nil
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+// The "endpoint" scheme: tokenizer "endpoint:MODEL" counts with the server OPENAI_BASE_URL names. Its requests are
+// bounded by tokenizeTimeout, not by an activity's context: a count is short, and callers count deep inside code
+// that holds no context.
+func init() {
+	tokens.Register(TokenizerEndpoint, func(id string) (tokens.Counter, error) {
+		return EndpointCounter(context.Background(), id)
+	})
+}
