@@ -85,9 +85,20 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The fixture's own copy of the rows, read again from the file: tests edit them (their lists too) in place.
+	rows, err := swebench.ReadFile(res.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(refs) {
+		t.Fatalf("%d rows in %s, %d loaded", len(rows), res.File, len(refs))
+	}
 	for i, r := range refs {
+		if rows[i].InstanceID != r.ID {
+			t.Fatalf("row %d of %s is %s, loaded as %s", i, res.File, rows[i].InstanceID, r.ID)
+		}
 		f.refs[r.ID] = r
-		f.rows[r.ID] = res.Instances[i]
+		f.rows[r.ID] = rows[i]
 	}
 	return f
 }
