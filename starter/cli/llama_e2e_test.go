@@ -614,7 +614,7 @@ func TestLlamaDenseFunction(t *testing.T) {
 }
 
 // TestLlamaCheck runs starter check against the real server: the README's command passes, noting what the server
-// says of its context (llama.cpp's /props); a model id the server does not serve names the one it does; dense
+// says of its context (llama.cpp's /props: 4 slots of 2048 tokens, which share one context); a model id the server does not serve names the one it does; dense
 // retrieval against the chat server, which answers no embeddings (HTTP 501), names the method.
 func TestLlamaCheck(t *testing.T) {
 	t.Parallel()
@@ -624,6 +624,7 @@ func TestLlamaCheck(t *testing.T) {
 	stdout, stderr, code := runStarter(t, llamaCheckTimeout, append([]string{"check", demoSpec(t), "--runs", runs},
 		llamaArgs...)...)
 	if code != exitOK || !strings.Contains(stdout, "llama.cpp's /props, per slot") ||
+		!strings.Contains(stdout, "serves 4 requests at once, each with a context of 2048 tokens") ||
 		!strings.Contains(stdout, "model "+llamaserver.ModelID+" served by 127.0.0.1") {
 		t.Errorf("the README's command: exit %d\n%s%s", code, stdout, stderr)
 	}
