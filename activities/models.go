@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/api"
+	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/respcache"
@@ -146,16 +147,25 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	if err != nil {
 		return llm.Response{}, nil, fmt.Errorf("%s: %w", j.in.Step, err)
 	}
+	// The call's worst case is set aside against the cap before it is sent and held until its real cost is in the
+	// ledger (settled below, on the answer or on the failure), so calls in flight at once on every worker cannot
+	// together pass the cap.
+	var reservation *limiter.Reservation
 	if limits.SpendUSD > 0 {
-		spent, err := j.a.spent(j.in.Run)
-		if err != nil {
-			return llm.Response{}, nil, fmt.Errorf("%s: reading the spend so far: %w", j.in.Step, err)
-		}
-		if spent >= limits.SpendUSD {
+		worst := worstCaseUSD(m, req, endpointOf(m), modelTokenizer(mp))
+		reservation, err = j.a.spendCap(j.in.Run).Reserve(ctx, limits.SpendUSD, worst)
+		var ce *limiter.CapError
+		if errors.As(err, &ce) {
 			return llm.Response{}, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f; raise it and run again to continue",
-				j.in.Step, spent, limits.SpendUSD), ErrSpendLimit, nil)
+				"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f, and this call may cost up to $%.4f; "+
+					"raise it and run again to continue", j.in.Step, ce.Spent, limits.SpendUSD, ce.Need), ErrSpendLimit, nil)
 		}
+		if err != nil {
+			return llm.Response{}, nil, fmt.Errorf("%s: reserving the call's cost under the spend cap: %w", j.in.Step, err)
+		}
+		// Deferred before the cache lock's and the limiter's releases run: it runs after recordCall, which every
+		// path below reaches first.
+		defer reservation.Release()
 	}
 	if l := j.a.limiter(j.in.Run, m.Provider, limits); l != nil {
 		release, err := l.Acquire(ctx)
