@@ -115,6 +115,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		resp := e.Response.Scrubbed()
 		resp.CostUSD = llm.Cost(resp.Usage, m.Price)
 		call.Cached, call.PromptTokens, call.CompletionTokens = true, resp.Usage.PromptTokens, resp.Usage.CompletionTokens
+		call.CachedTokens, call.CacheWriteTokens = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
 		call.Response = j.putResponse(ctx, resp)
 		j.recordCall(call)
 		j.usage.ModelCalls++
@@ -182,6 +183,15 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	j.usage.PaidCalls++
 	if err != nil {
 		call.Error = string(llm.KindOf(err))
+		// Answers the endpoint sent and billed that were no use are spend all the same.
+		if paid := llm.PaidOf(err); paid != (llm.Usage{}) {
+			call.PromptTokens, call.CompletionTokens = paid.PromptTokens, paid.CompletionTokens
+			call.CachedTokens, call.CacheWriteTokens = paid.CachedTokens, paid.CacheWriteTokens
+			call.CostUSD = llm.Cost(paid, m.Price)
+			j.usage.PromptTokens += paid.PromptTokens
+			j.usage.CompletionTokens += paid.CompletionTokens
+			j.usage.CostUSD += call.CostUSD
+		}
 		j.recordCall(call)
 		return llm.Response{}, nil, modelError(j.in.Step, m, err)
 	}
@@ -196,6 +206,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		j.a.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not cache a model answer")
 	}
 	call.PromptTokens, call.CompletionTokens, call.CostUSD = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.CostUSD
+	call.CachedTokens, call.CacheWriteTokens = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
 	call.Response = j.putResponse(ctx, resp)
 	j.recordCall(call)
 	j.usage.PromptTokens += resp.Usage.PromptTokens
@@ -213,6 +224,11 @@ func usageRow(resp llm.Response, m specs.Model) map[string]any {
 		"prompt_tokens":     resp.Usage.PromptTokens,
 		"completion_tokens": resp.Usage.CompletionTokens,
 		"cost_usd":          resp.CostUSD,
+	}
+	if m.Provider != "offline" {
+		in, cached, out := llm.CostParts(resp.Usage, m.Price)
+		row[results.FieldCachedTokens], row[results.FieldCacheWriteTokens] = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
+		row[results.FieldCostInputUSD], row[results.FieldCostCachedUSD], row[results.FieldCostOutputUSD] = in, cached, out
 	}
 	if m.Provider != "offline" && resp.Model != "" && resp.Model != m.ID {
 		row[results.FieldModelServed] = resp.Model
