@@ -77,9 +77,9 @@ type Call struct {
 	// Key is the response cache key (a hash of provider, model, endpoint, messages, parameters and sample).
 	Key string `json:"key"`
 	// Cached is true when the response came from the cache: nothing was paid.
-	Cached           bool    `json:"cached,omitempty"`
-	PromptTokens     int     `json:"prompt_tokens,omitempty"`
-	CompletionTokens int     `json:"completion_tokens,omitempty"`
+	Cached           bool `json:"cached,omitempty"`
+	PromptTokens     int  `json:"prompt_tokens,omitempty"`
+	CompletionTokens int  `json:"completion_tokens,omitempty"`
 	// CachedTokens and CacheWriteTokens are the prompt tokens read from and written to the provider's prompt cache
 	// (part of PromptTokens), each priced at its own price.
 	CachedTokens     int     `json:"cached_tokens,omitempty"`
