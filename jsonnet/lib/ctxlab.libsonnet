@@ -142,7 +142,8 @@ local catalog_defaults = std.native('ctxlab_defaults')();
   models:: {
     // offline: a deterministic stand-in that needs no network; not a language model.
     offline: { name: 'offline', provider: 'offline' },
-    // openai(id, ...): a model behind an OpenAI-compatible endpoint; price is dollars per million tokens.
+    // openai(id, ...): a model behind an OpenAI-compatible endpoint; price is dollars per million tokens:
+    // { input, output }, and optionally cached_input (cache reads) and cache_write (cache writes), each priced apart.
     openai(id, price={ input: 0, output: 0 }, temperature=0, max_tokens=4096, seed=0):: {
       name: id,
       provider: 'openai',
