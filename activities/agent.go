@@ -86,6 +86,9 @@ type AgentTurn struct {
 	PromptTokens     int     `json:"prompt_tokens"`
 	CompletionTokens int     `json:"completion_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
+	// Usage split by price (the row's cached_tokens, cache_write_tokens and cost_*_usd); unset for the offline
+	// stand-in.
+	Split map[string]float64 `json:"split,omitempty"`
 	// ModelServed is the model the endpoint named, when not the spec's (the row's model_served).
 	ModelServed string `json:"model_served,omitempty"`
 }
@@ -281,6 +284,14 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Age
 			return NodeOutput{}, err
 		}
 		turn.ModelServed, _ = callRow[results.FieldModelServed].(string)
+		for _, k := range splitFields {
+			if v, ok := callRow[k]; ok {
+				if turn.Split == nil {
+					turn.Split = map[string]float64{}
+				}
+				turn.Split[k] = toFloat(v)
+			}
+		}
 		if turn.Answer, err = j.store.Put(ctx, []byte(resp.Text)); err != nil {
 			return NodeOutput{}, err
 		}
@@ -423,6 +434,15 @@ func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOu
 	var cost float64
 	for _, tn := range t.Turns {
 		prompt, completion, cost = prompt+tn.PromptTokens, completion+tn.CompletionTokens, cost+tn.CostUSD
+		for k, v := range tn.Split {
+			if k == results.FieldCachedTokens || k == results.FieldCacheWriteTokens {
+				n, _ := row[k].(int)
+				row[k] = n + int(v)
+				continue
+			}
+			f, _ := row[k].(float64)
+			row[k] = f + v
+		}
 		if tn.ModelServed != "" {
 			row[results.FieldModelServed] = tn.ModelServed
 		}
@@ -502,4 +522,18 @@ func (a *Activities) AgentPatch(ctx context.Context, in NodeInput) (NodeOutput, 
 		}
 		return NodeOutput{Ref: ref, Row: row}, nil
 	})
+}
+
+// splitFields are the usage row fields that split a call's usage by price (usageRow).
+var splitFields = []string{results.FieldCachedTokens, results.FieldCacheWriteTokens, results.FieldCostInputUSD,
+	results.FieldCostCachedUSD, results.FieldCostOutputUSD}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return 0
 }

@@ -142,27 +142,45 @@ func TestResponseCache(t *testing.T) {
 	}
 }
 
-// TestSpendCap: once the ledger reaches limits.spend_usd a new paid call fails with the SpendLimit type (the
-// Issue workflow waits on it), a cached answer is still served, and raising the cap lets calls through again.
+// TestSpendCap: a paid call whose worst case (its prompt at the input price, max_tokens at the output price) does
+// not fit under limits.spend_usd is not sent: it fails with the SpendLimit type (the Issue workflow waits on it),
+// even with nothing spent; a cached answer is still served, and raising the cap lets calls through again.
 func TestSpendCap(t *testing.T) {
 	p := newPaidFixture(t)
 	runDir := p.a.RunDir("t")
-	if err := WriteLimits(runDir, RunLimits{SpendUSD: 1e-9}); err != nil {
-		t.Fatal(err)
+	setCap := func(usd float64) {
+		t.Helper()
+		if err := WriteLimits(runDir, RunLimits{SpendUSD: usd}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	p.must(p.localize(0, "a")) // nothing spent yet: allowed, and it crosses the cap
-	_, err := p.localize(1, "a")
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrSpendLimit || !app.NonRetryable() {
-		t.Fatalf("want a non-retryable %s error, got %v", ErrSpendLimit, err)
+	wantCapped := func(err error) {
+		t.Helper()
+		var app *temporal.ApplicationError
+		if !errors.As(err, &app) || app.Type() != ErrSpendLimit || !app.NonRetryable() {
+			t.Fatalf("want a non-retryable %s error, got %v", ErrSpendLimit, err)
+		}
 	}
+	setCap(1e-9)
+	_, err := p.localize(0, "a") // nothing spent, but the call may cost more than the whole cap
+	wantCapped(err)
+	if got := p.srv.Calls(); got != 0 {
+		t.Errorf("a call whose worst case passes the cap was sent: %d calls", got)
+	}
+	setCap(10)
+	p.must(p.localize(0, "a"))
+	spent, err := p.a.spent("t")
+	if err != nil || spent <= 0 {
+		t.Fatalf("spent $%v (%v) after a paid call", spent, err)
+	}
+	setCap(spent + 1e-4) // room for less than one more call's worst case
+	_, err = p.localize(1, "a")
+	wantCapped(err)
 	if got := p.srv.Calls(); got != 1 {
 		t.Errorf("a call was made over the cap: %d calls", got)
 	}
 	p.must(p.localize(0, "b")) // cached: free, so the cap does not stop it
-	if err := WriteLimits(runDir, RunLimits{SpendUSD: 10}); err != nil {
-		t.Fatal(err)
-	}
+	setCap(10)
 	p.must(p.localize(1, "a"))
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("after raising the cap: %d calls, want 2", got)

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/api"
+	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/respcache"
@@ -114,6 +115,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		resp := e.Response.Scrubbed()
 		resp.CostUSD = llm.Cost(resp.Usage, m.Price)
 		call.Cached, call.PromptTokens, call.CompletionTokens = true, resp.Usage.PromptTokens, resp.Usage.CompletionTokens
+		call.CachedTokens, call.CacheWriteTokens = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
 		call.Response = j.putResponse(ctx, resp)
 		j.recordCall(call)
 		j.usage.ModelCalls++
@@ -146,16 +148,25 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	if err != nil {
 		return llm.Response{}, nil, fmt.Errorf("%s: %w", j.in.Step, err)
 	}
+	// The call's worst case is set aside against the cap before it is sent and held until its real cost is in the
+	// ledger (settled below, on the answer or on the failure), so calls in flight at once on every worker cannot
+	// together pass the cap.
+	var reservation *limiter.Reservation
 	if limits.SpendUSD > 0 {
-		spent, err := j.a.spent(j.in.Run)
-		if err != nil {
-			return llm.Response{}, nil, fmt.Errorf("%s: reading the spend so far: %w", j.in.Step, err)
-		}
-		if spent >= limits.SpendUSD {
+		worst := worstCaseUSD(m, req, endpointOf(m), modelTokenizer(mp))
+		reservation, err = j.a.spendCap(j.in.Run).Reserve(ctx, limits.SpendUSD, worst)
+		var ce *limiter.CapError
+		if errors.As(err, &ce) {
 			return llm.Response{}, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f; raise it and run again to continue",
-				j.in.Step, spent, limits.SpendUSD), ErrSpendLimit, nil)
+				"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f, and this call may cost up to $%.4f; "+
+					"raise it and run again to continue", j.in.Step, ce.Spent, limits.SpendUSD, ce.Need), ErrSpendLimit, nil)
 		}
+		if err != nil {
+			return llm.Response{}, nil, fmt.Errorf("%s: reserving the call's cost under the spend cap: %w", j.in.Step, err)
+		}
+		// Deferred before the cache lock's and the limiter's releases run: it runs after recordCall, which every
+		// path below reaches first.
+		defer reservation.Release()
 	}
 	if l := j.a.limiter(j.in.Run, m.Provider, limits); l != nil {
 		release, err := l.Acquire(ctx)
@@ -172,6 +183,15 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	j.usage.PaidCalls++
 	if err != nil {
 		call.Error = string(llm.KindOf(err))
+		// Answers the endpoint sent and billed that were no use are spend all the same.
+		if paid := llm.PaidOf(err); paid != (llm.Usage{}) {
+			call.PromptTokens, call.CompletionTokens = paid.PromptTokens, paid.CompletionTokens
+			call.CachedTokens, call.CacheWriteTokens = paid.CachedTokens, paid.CacheWriteTokens
+			call.CostUSD = llm.Cost(paid, m.Price)
+			j.usage.PromptTokens += paid.PromptTokens
+			j.usage.CompletionTokens += paid.CompletionTokens
+			j.usage.CostUSD += call.CostUSD
+		}
 		j.recordCall(call)
 		return llm.Response{}, nil, modelError(j.in.Step, m, err)
 	}
@@ -186,6 +206,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		j.a.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not cache a model answer")
 	}
 	call.PromptTokens, call.CompletionTokens, call.CostUSD = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.CostUSD
+	call.CachedTokens, call.CacheWriteTokens = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
 	call.Response = j.putResponse(ctx, resp)
 	j.recordCall(call)
 	j.usage.PromptTokens += resp.Usage.PromptTokens
@@ -203,6 +224,11 @@ func usageRow(resp llm.Response, m specs.Model) map[string]any {
 		"prompt_tokens":     resp.Usage.PromptTokens,
 		"completion_tokens": resp.Usage.CompletionTokens,
 		"cost_usd":          resp.CostUSD,
+	}
+	if m.Provider != "offline" {
+		in, cached, out := llm.CostParts(resp.Usage, m.Price)
+		row[results.FieldCachedTokens], row[results.FieldCacheWriteTokens] = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
+		row[results.FieldCostInputUSD], row[results.FieldCostCachedUSD], row[results.FieldCostOutputUSD] = in, cached, out
 	}
 	if m.Provider != "offline" && resp.Model != "" && resp.Model != m.ID {
 		row[results.FieldModelServed] = resp.Model

@@ -12,6 +12,8 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
+	"ctxlab/activities/llm"
+	"ctxlab/activities/tokens"
 	"ctxlab/internal/safename"
 	"ctxlab/runlog"
 	"ctxlab/specs"
@@ -114,4 +116,39 @@ func (a *Activities) limiter(run, provider string, l RunLimits) *limiter.Limiter
 	}
 	return limiter.New(filepath.Join(a.RunDir(run), "limits", safename.File(provider)),
 		limiter.Limits{InFlight: pl.InFlight, RPS: pl.RPS})
+}
+
+// spendCap is the run's spend cap, shared by every worker that shares the run folder.
+func (a *Activities) spendCap(run string) *limiter.SpendCap {
+	return &limiter.SpendCap{Dir: filepath.Join(a.RunDir(run), "limits", "spend"),
+		Spent: func() (float64, error) { return a.spent(run) }}
+}
+
+// unknownAnswerTokens is the answer a reservation assumes when nothing caps it: no max_tokens in the spec, and a
+// remote endpoint that does not say how large its context is (the endpoint's own output limit applies, which
+// ctxlab cannot read).
+const unknownAnswerTokens = 32768
+
+// worstCaseUSD is the most a call can cost: its prompt's tokens estimated as the openai provider estimates them
+// when the server cannot count (the tokenizer's count, a quarter more, and 16 tokens a message for the template),
+// all priced as the dearest input (a cache write costs more than plain input), and an answer as long as max_tokens
+// allows priced as output.
+func worstCaseUSD(m specs.Model, req llm.Request, endpoint, tokenizer string) float64 {
+	prompt := 0
+	for _, msg := range req.Messages {
+		c, err := tokens.Count(tokenizer, msg.Content)
+		if err != nil {
+			c = len(msg.Content) // a byte a token: never fewer tokens than that for the tokenizers in use
+		}
+		prompt += c + c/4 + 16
+	}
+	for _, t := range req.Tools {
+		b, _ := json.Marshal(t)
+		prompt += len(b) / 3
+	}
+	answer := llm.MaxTokensCap(m.MaxTokens, endpoint, req.Context)
+	if answer <= 0 {
+		answer = unknownAnswerTokens
+	}
+	return float64(prompt)*m.Price.MaxInput()/1e6 + float64(answer)*m.Price.Output/1e6
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // TestImpossibleUsageKeepsTheSpendCap: an endpoint reporting negative token counts gets no answer accepted, so the
-// ledger gains no negative cost and a $1 cap stops calls at $1. Before, usage of -3000 prompt tokens priced at $1000
+// ledger gains no negative cost and a $1.10 cap stops calls at $1 (two $0.50 calls; a third's worst case, its
+// estimated prompt of some 600 tokens at $1000 per million, does not fit). Before, usage of -3000 prompt tokens priced at $1000
 // per million was a cost of -$3, and the cap let $3.50 of real calls through. An insufficient_quota error inside a
 // 200 body is a quota error (final), not a broken answer retried.
 func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
@@ -26,7 +27,7 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 	newProvider = func(a *Activities, m specs.Model, _ string) (llm.Provider, error) {
 		return llm.NewOpenAI(m, llm.WithAttempts(2), llm.WithBaseDelay(time.Millisecond))
 	}
-	if err := WriteLimits(f.a.RunDir("t"), RunLimits{SpendUSD: 1}); err != nil {
+	if err := WriteLimits(f.a.RunDir("t"), RunLimits{SpendUSD: 1.1}); err != nil {
 		t.Fatal(err)
 	}
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt", "price": map[string]any{"input": 1000.0}}

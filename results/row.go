@@ -60,9 +60,20 @@ const (
 	FieldTokenizer = "tokenizer"
 )
 
+// Fields that split a row's usage by price: prompt tokens read from and written to the provider's prompt cache (part
+// of prompt_tokens), and cost_usd split into input (cache writes included), cached input and output.
+const (
+	FieldCachedTokens     = "cached_tokens"
+	FieldCacheWriteTokens = "cache_write_tokens"
+	FieldCostInputUSD     = "cost_input_usd"
+	FieldCostCachedUSD    = "cost_cached_usd"
+	FieldCostOutputUSD    = "cost_output_usd"
+)
+
 // Summed lists the fields that add up over a row's steps (each step's model calls, tokens and cost) instead of
 // taking the last step's value.
-var Summed = []string{FieldModelCalls, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD}
+var Summed = []string{FieldModelCalls, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD,
+	FieldCachedTokens, FieldCacheWriteTokens, FieldCostInputUSD, FieldCostCachedUSD, FieldCostOutputUSD}
 
 // Required lists the fields every row has.
 var Required = []string{FieldInstance, FieldMethod, FieldModel, FieldContextTokens, FieldRho, FieldEpsilon,

@@ -77,9 +77,13 @@ type Call struct {
 	// Key is the response cache key (a hash of provider, model, endpoint, messages, parameters and sample).
 	Key string `json:"key"`
 	// Cached is true when the response came from the cache: nothing was paid.
-	Cached           bool    `json:"cached,omitempty"`
-	PromptTokens     int     `json:"prompt_tokens,omitempty"`
-	CompletionTokens int     `json:"completion_tokens,omitempty"`
+	Cached           bool `json:"cached,omitempty"`
+	PromptTokens     int  `json:"prompt_tokens,omitempty"`
+	CompletionTokens int  `json:"completion_tokens,omitempty"`
+	// CachedTokens and CacheWriteTokens are the prompt tokens read from and written to the provider's prompt cache
+	// (part of PromptTokens), each priced at its own price.
+	CachedTokens     int     `json:"cached_tokens,omitempty"`
+	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
 	CostUSD          float64 `json:"cost_usd,omitempty"`
 	DurationMS       int64   `json:"duration_ms,omitempty"`
 	// Error is the failure kind of a call that got no usable answer (it may still have been paid for).

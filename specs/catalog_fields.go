@@ -34,6 +34,11 @@ var (
 	UsageFields = []RowField{
 		{Name: "model_calls", Kind: KindInt}, {Name: "prompt_tokens", Kind: KindInt},
 		{Name: "completion_tokens", Kind: KindInt}, {Name: "cost_usd", Kind: KindFloat},
+		// Prompt tokens read from and written to the provider's prompt cache, and cost_usd split by price (input,
+		// cache writes included; cached input; output).
+		{Name: "cached_tokens", Kind: KindInt}, {Name: "cache_write_tokens", Kind: KindInt},
+		{Name: "cost_input_usd", Kind: KindFloat}, {Name: "cost_cached_usd", Kind: KindFloat},
+		{Name: "cost_output_usd", Kind: KindFloat},
 	}
 	// ServedFields are what a model call adds when the endpoint names another model than the spec's id as the
 	// one that answered (activities' usageRow); the last step that sets it wins.

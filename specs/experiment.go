@@ -65,7 +65,33 @@ type Model struct {
 type Price struct {
 	Input  float64 `json:"input,omitempty"`
 	Output float64 `json:"output,omitempty"`
+	// CachedInput prices input tokens the provider read from its prompt cache (OpenAI's
+	// prompt_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens); 0: priced as Input.
+	CachedInput float64 `json:"cached_input,omitempty"`
+	// CacheWrite prices input tokens written to the provider's prompt cache (Anthropic's
+	// cache_creation_input_tokens, a quarter dearer than input for a 5-minute cache); 0: priced as Input.
+	CacheWrite float64 `json:"cache_write,omitempty"`
 }
+
+// CachedInputPrice is the price of a cached input token: CachedInput, or Input when the table sets none.
+func (p Price) CachedInputPrice() float64 {
+	if p.CachedInput > 0 {
+		return p.CachedInput
+	}
+	return p.Input
+}
+
+// CacheWritePrice is the price of an input token written to the cache: CacheWrite, or Input when the table sets
+// none.
+func (p Price) CacheWritePrice() float64 {
+	if p.CacheWrite > 0 {
+		return p.CacheWrite
+	}
+	return p.Input
+}
+
+// MaxInput is the dearest price an input token can have: what a reservation under the spend cap assumes.
+func (p Price) MaxInput() float64 { return max(p.Input, p.CachedInputPrice(), p.CacheWritePrice()) }
 
 // Method is one way of filling the context, as a DAG of steps.
 type Method struct {

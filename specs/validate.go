@@ -211,6 +211,16 @@ func Validate(e *Experiment) []*ValidationError {
 			add(p+".tokenizer", m.Name, "model %q: tokenizer %q needs a server that tokenizes (provider openai "+
 				"against llama.cpp or vLLM); provider %q has none", m.Name, TokenizerEndpoint, m.Provider)
 		}
+		// A negative price would be negative spend, and a negative reservation: calls past the cap.
+		for _, pr := range []struct {
+			name string
+			v    float64
+		}{{"input", m.Price.Input}, {"output", m.Price.Output}, {"cached_input", m.Price.CachedInput},
+			{"cache_write", m.Price.CacheWrite}} {
+			if pr.v < 0 || math.IsNaN(pr.v) || math.IsInf(pr.v, 0) {
+				add(p+".price."+pr.name, m.Name, "price.%s %v must be 0 or more dollars per million tokens", pr.name, pr.v)
+			}
+		}
 	}
 
 	if !slices.Contains(Tokenizers, e.Tokenizer) {

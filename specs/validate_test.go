@@ -96,6 +96,8 @@ func TestValidate(t *testing.T) {
 			"offline", false, 1, `duplicate model name "offline"`},
 		{"openai without id", func(e *Experiment) { e.Models[0] = Model{Name: "gpt", Provider: "openai"} },
 			"models[0].id", "gpt", false, 0, `openai model "gpt" needs an id`},
+		{"negative cached price", func(e *Experiment) { e.Models[0].Price.CachedInput = -0.5 },
+			"models[0].price.cached_input", "offline", false, 0, "price.cached_input -0.5 must be 0 or more"},
 		{"bad tokenizer", func(e *Experiment) { e.Tokenizer = "gpt2" }, "tokenizer", "gpt2", false, 0,
 			`unknown tokenizer "gpt2"`},
 		{"no methods", func(e *Experiment) { e.Methods = nil }, "methods", "", false, 0, "at least one"},

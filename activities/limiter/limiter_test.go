@@ -22,6 +22,14 @@ func TestMain(m *testing.M) {
 		os.Stdout.WriteString("holding\n")
 		time.Sleep(time.Hour)
 	}
+	if dir := os.Getenv("LIMITER_TEST_RESERVE"); dir != "" {
+		c := &SpendCap{Dir: dir, Spent: func() (float64, error) { return 0, nil }}
+		if _, err := c.Reserve(context.Background(), 1, 0.9); err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString("holding\n")
+		time.Sleep(time.Hour)
+	}
 	os.Exit(m.Run())
 }
 

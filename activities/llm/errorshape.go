@@ -199,6 +199,9 @@ func usageOf(body []byte) (Usage, error) {
 		Usage *struct {
 			Prompt     json.RawMessage `json:"prompt_tokens"`
 			Completion json.RawMessage `json:"completion_tokens"`
+			Details    *struct {
+				Cached json.RawMessage `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(body, &top); err != nil {
@@ -229,5 +232,15 @@ func usageOf(body []byte) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	return Usage{PromptTokens: p, CompletionTokens: c}, nil
+	u := Usage{PromptTokens: p, CompletionTokens: c}
+	if d := top.Usage.Details; d != nil {
+		if u.CachedTokens, err = count("prompt_tokens_details.cached_tokens", d.Cached); err != nil {
+			return Usage{}, err
+		}
+		if u.CachedTokens > p {
+			return Usage{}, fmt.Errorf("usage.prompt_tokens_details.cached_tokens is %d, more than the %d prompt "+
+				"tokens it is part of", u.CachedTokens, p)
+		}
+	}
+	return u, nil
 }

@@ -46,10 +46,18 @@ type Request struct {
 	ContextSource string `json:"-"`
 }
 
-// Usage is the token usage a provider reports for a call.
+// Usage is the token usage a provider reports for a call. PromptTokens counts every input token, those read from
+// and written to the provider's prompt cache included (OpenAI's prompt_tokens; Anthropic's input_tokens plus its
+// cache reads and writes).
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// CachedTokens are the input tokens read from the prompt cache (OpenAI's prompt_tokens_details.cached_tokens,
+	// Anthropic's cache_read_input_tokens), priced at the table's cached_input.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// CacheWriteTokens are the input tokens written to the prompt cache (Anthropic's cache_creation_input_tokens),
+	// priced at the table's cache_write.
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 // Response is a model's answer.
@@ -110,6 +118,9 @@ type Error struct {
 	// RetryAfter is the wait the endpoint asked for when it is longer than a call waits in-process: the caller
 	// should come back after it (0 otherwise).
 	RetryAfter time.Duration
+	// Paid is the usage of answers the endpoint sent, and so billed, that were no use (a 200 without choices): the
+	// caller counts it as spend.
+	Paid Usage
 	// typ is the error's type as the body named it; fromBody says Msg is the body's error message, not a status
 	// text or a page (see deterministic).
 	typ      string
@@ -134,7 +145,37 @@ func KindOf(err error) Kind {
 	return KindBadResponse
 }
 
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		CachedTokens: u.CachedTokens + v.CachedTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens}
+}
+
+// PaidOf is the usage a failed call was billed for (Error.Paid), zero for other errors.
+func PaidOf(err error) Usage {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Paid
+	}
+	return Usage{}
+}
+
 // Cost prices a call's usage with a price table in dollars per million tokens.
 func Cost(u Usage, p specs.Price) float64 {
-	return float64(u.PromptTokens)*p.Input/1e6 + float64(u.CompletionTokens)*p.Output/1e6
+	in, cached, out := CostParts(u, p)
+	return in + cached + out
+}
+
+// CostParts splits a call's cost: input (plain input tokens, and those written to the prompt cache at its write
+// price), cached input (tokens read from the cache at its price) and output.
+func CostParts(u Usage, p specs.Price) (input, cached, output float64) {
+	plain := max(u.PromptTokens-u.CachedTokens-u.CacheWriteTokens, 0)
+	input = float64(plain) * p.Input / 1e6
+	if u.CacheWriteTokens > 0 {
+		input += float64(u.CacheWriteTokens) * p.CacheWritePrice() / 1e6
+	}
+	if u.CachedTokens > 0 {
+		cached = float64(u.CachedTokens) * p.CachedInputPrice() / 1e6
+	}
+	return input, cached, float64(u.CompletionTokens) * p.Output / 1e6
 }

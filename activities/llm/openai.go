@@ -201,6 +201,7 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 	}
 	var last *Error // the previous attempt's failure, for telling a deterministic server error from an outage
 	repeats, crowded := 0, 0
+	var paid Usage // billed by attempts whose answers were no use
 	for attempt := 1; ; attempt++ {
 		var hold *reservation
 		if shared != nil {
@@ -211,6 +212,14 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 			}
 		}
 		resp, cerr, retryAfter := p.once(ctx, req.Task, params)
+		if cerr != nil {
+			paid = paid.Add(cerr.Paid)
+			cerr.Paid = paid
+		} else if paid != (Usage{}) {
+			// The earlier answers were paid for too: the call cost all of them.
+			resp.Usage = resp.Usage.Add(paid)
+			resp.CostUSD = Cost(resp.Usage, p.model.Price)
+		}
 		again := false
 		if hold != nil {
 			// The server's shared context ran out under the calls in flight: asked again with fewer beside it, this
@@ -373,14 +382,16 @@ func (p *openAIProvider) once(ctx context.Context, task string, params openai.Ch
 	}
 	if res == nil || len(res.Choices) == 0 {
 		msg := "the completion has no choices"
+		var paid Usage
 		if res != nil {
+			paid, _ = usageOf([]byte(res.RawJSON())) // impossible usage is no money
 			// An error sent with 200 (OpenAI's insufficient_quota among them) is classified as if sent with its
 			// status: a quota error is not retried as a broken answer.
 			if st, kind, em, ok := bodyError(statusOf(hres), []byte(res.RawJSON())); ok {
-				return Response{}, &Error{Kind: kind, Status: st, Msg: p.ep.Scrub(msg + ": " + em)}, 0
+				return Response{}, &Error{Kind: kind, Status: st, Msg: p.ep.Scrub(msg + ": " + em), Paid: paid}, 0
 			}
 		}
-		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.ep.Scrub(msg)}, 0
+		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.ep.Scrub(msg), Paid: paid}, 0
 	}
 	// Usage is money: counts that cannot be real make the answer a broken one (retried), never a negative or
 	// absurd cost.

@@ -37,6 +37,7 @@ const (
 	Hang                             // no answer until the client gives up (at most 10s), then 504
 	EchoKey                          // 400 whose message holds the bare bearer token, without the word "Bearer"
 	QuotaIn200                       // 200 whose body is an insufficient_quota error, as some gateways send it
+	NoChoices                        // 200 with no choices but its usage (100 prompt, 50 completion tokens): billed, no answer
 )
 
 // Message is one chat message. Content given as an array of text parts is joined.
@@ -132,6 +133,7 @@ func (r ChatRequest) Task() string {
 type Server struct {
 	answer     func(ChatRequest) string
 	usage      *[2]int
+	cached     int // prompt tokens reported as read from the prompt cache
 	retryAfter time.Duration
 	keyHash    *[32]byte
 	dims       int
@@ -174,6 +176,14 @@ func (s *Server) SetUsage(prompt, completion int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.usage = &[2]int{prompt, completion}
+}
+
+// SetCachedTokens makes every completion from now on report n of its prompt tokens as read from the prompt cache
+// (usage.prompt_tokens_details.cached_tokens, as OpenAI reports it); 0 reports none.
+func (s *Server) SetCachedTokens(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cached = n
 }
 
 // WithFailures makes the next n chat calls fail with f; several WithFailures queue up in order.
@@ -462,7 +472,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if s.usage != nil {
 		prompt, completion = s.usage[0], s.usage[1]
 	}
+	cached := s.cached
 	s.mu.Unlock()
+	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+	if cached != 0 {
+		usage["prompt_tokens_details"] = map[string]any{"cached_tokens": cached}
+	}
 	message, finish := map[string]any{"role": "assistant", "content": answer}, "stop"
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
 		if m, ok := toolCallsOf(answer, toolCallID(s.Calls())); ok {
@@ -480,7 +495,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			"finish_reason": finish,
 			"logprobs":      nil,
 		}},
-		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+		"usage": usage,
 	})
 }
 
@@ -492,6 +507,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Failure) {
 		writeError(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "Rate limit reached for requests.")
 	case Quota:
 		writeError(w, http.StatusTooManyRequests, "insufficient_quota", "insufficient_quota", "You exceeded your current quota.")
+	case NoChoices:
+		writeJSON(w, http.StatusOK, map[string]any{"id": "chatcmpl-empty", "object": "chat.completion",
+			"created": 1700000000, "model": "fake", "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}})
 	case QuotaIn200:
 		writeError(w, http.StatusOK, "insufficient_quota", "insufficient_quota",
 			"You exceeded your current quota, please check your plan and billing details.")

@@ -142,7 +142,8 @@ local catalog_defaults = std.native('ctxlab_defaults')();
   models:: {
     // offline: a deterministic stand-in that needs no network; not a language model.
     offline: { name: 'offline', provider: 'offline' },
-    // openai(id, ...): a model behind an OpenAI-compatible endpoint; price is dollars per million tokens.
+    // openai(id, ...): a model behind an OpenAI-compatible endpoint; price is dollars per million tokens:
+    // { input, output }, and optionally cached_input (cache reads) and cache_write (cache writes), each priced apart.
     // tokenizer (used when the experiment's tokenizer is 'model'): 'o200k_base' or 'cl100k_base' (tiktoken), or
     // 'endpoint', the server's own POST /tokenize (llama.cpp, vLLM); null: the tiktoken encoding of an OpenAI model
     // id, else o200k_base (an estimate for other models). docs/models.md.

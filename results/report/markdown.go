@@ -153,6 +153,7 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("Each figure is also an SVG next to its PNG.\n\n")
 	}
+	b.WriteString(r.costSplitMarkdown())
 	fmt.Fprintf(&b, "## Definitions\n\nrho: share of the gold patch's files shown in the context. epsilon: share of "+
 		"the context's lines found verbatim in the file they came from. gold-line share: share of context lines "+
 		"that lie in gold files. Intervals: %.0f%% percentile intervals from %d issue-level bootstrap resamples, "+

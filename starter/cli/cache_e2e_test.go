@@ -44,7 +44,9 @@ func paidCalls(t *testing.T, dir string) (paid map[string]int, n, cached int) {
 func TestSpendCapCacheAndNewAblation(t *testing.T) {
 	t.Parallel()
 	const key = "sk-ctxlab-cache-DO-NOT-LEAK-41d2"
-	srv := fakeopenai.New(fakeopenai.WithKey(key))
+	// Every answer is 4,000 tokens ($0.04): one call's worst case (4,096 tokens and its prompt) fits under a $0.06
+	// cap, two do not, and after one is paid no other fits.
+	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithUsage(100, 4000))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY="+key)
@@ -60,13 +62,14 @@ func TestSpendCapCacheAndNewAblation(t *testing.T) {
 	}
 	dir := filepath.Join(runs, "capped")
 
-	// 1. A cap of a millionth of a dollar: the calls in flight when it is first checked pass, then the sweep waits.
-	_, stderr, code := run(spec("capped", "[super.methods[2]]", 0.000001))
+	// 1. A cap of six cents: the first call reserves its worst case, the others wait for it to settle, then none
+	// fits and the sweep waits.
+	_, stderr, code := run(spec("capped", "[super.methods[2]]", 0.06))
 	if code != exitPaused || !strings.Contains(stderr, "spend cap reached") || !strings.Contains(stderr, "run again") {
 		t.Fatalf("exit %d, want %d with a message about the cap\nstderr:\n%s", code, exitPaused, stderr)
 	}
 	callsCapped := srv.Calls()
-	if callsCapped == 0 || callsCapped >= 2*5 {
+	if callsCapped != 1 {
 		t.Fatalf("%d calls before the cap stopped the sweep (a full run makes 10)", callsCapped)
 	}
 

@@ -19,13 +19,12 @@ import (
 // others, already woken and on their way, as paused, every running issue looked paused for two samples, and the
 // re-run stopped at once with "spend cap reached" (a third run went on).
 //
-// The capped run runs one model call at a time (limits.queues.llm.concurrency 1): a node checks the cap before it
-// sends its request, so with calls in parallel a loaded machine could send every sample before the first was paid,
-// and none would wait. One at a time, the first sample is paid before any other checks the cap, and the five others
-// wait at it, whatever the timing.
+// Every answer is 4,000 tokens ($0.04) and the cap $0.06: a call reserves its worst case (4,096 tokens and its
+// prompt) before it is sent, so the first sample is paid and the five others, which no longer fit, wait at the cap,
+// whatever the timing. The capped run also runs one model call at a time (limits.queues.llm.concurrency 1).
 func TestRaisedCapContinuesOnFirstRerun(t *testing.T) {
 	t.Parallel()
-	srv := fakeopenai.New()
+	srv := fakeopenai.New(fakeopenai.WithUsage(100, 4000))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	setStarterEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY=")
@@ -34,7 +33,7 @@ func TestRaisedCapContinuesOnFirstRerun(t *testing.T) {
 		return demoVariant(t, "{ name: 'raise', dataset+: { limit: 2 }, methods: super.methods[2:4], "+
 			"models: [super.models[0] + { price: { input: 2.5, output: 10 } }], limits+: "+limits+" }")
 	}
-	capped := spec("{ spend_usd: 0.000001, queues+: { llm: { concurrency: 1 } } }")
+	capped := spec("{ spend_usd: 0.06, queues+: { llm: { concurrency: 1 } } }")
 	_, stderr, code := runStarter(t, 10*time.Minute, "run", capped, "--runs", runs, "--ext-str", "model=openai")
 	if code != exitPaused {
 		t.Fatalf("capped run: exit %d, want %d\n%s", code, exitPaused, stderr)
