@@ -495,7 +495,7 @@ func (r *checkReport) checkModels(ctx context.Context, e *specs.Experiment, need
 		r.checked = append(r.checked, fmt.Sprintf("model %s served by %s", m.Name, ep.Host))
 		w := llm.DiscoverWindow(ctx, id)
 		if w.Tokens > 0 {
-			r.checkWindow(ctx, client, ep, m, w, e.Tokenizer, needs, instances)
+			r.checkWindow(ctx, client, ep, m, w, specs.ResolveTokenizer(e, m), needs, instances)
 		}
 	}
 }
