@@ -85,16 +85,7 @@ func TruncateWith(c Counter, text string, maxTokens int) (string, int, error) {
 	if maxTokens <= 0 {
 		return "", 0, nil
 	}
-	var ends []int
-	for i := 0; i < len(text); {
-		j := strings.IndexByte(text[i:], '\n')
-		if j < 0 {
-			ends = append(ends, len(text))
-			break
-		}
-		i += j + 1
-		ends = append(ends, i)
-	}
+	ends := lineEnds(text)
 	var searchErr error
 	counts := map[int]int{}
 	count := func(k int) int {

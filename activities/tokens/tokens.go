@@ -157,17 +157,7 @@ func Truncate(name, text string, maxTokens int) (string, int, error) {
 	if maxTokens <= 0 {
 		return "", 0, nil
 	}
-	// ends[i] is the byte offset just after line i.
-	var ends []int
-	for i := 0; i < len(text); {
-		j := strings.IndexByte(text[i:], '\n')
-		if j < 0 {
-			ends = append(ends, len(text))
-			break
-		}
-		i += j + 1
-		ends = append(ends, i)
-	}
+	ends := lineEnds(text)
 	// Estimate: number of tokens of the full encoding that end at or before each line end.
 	_, toks, err := c.Encode(text)
 	if err != nil {
@@ -216,4 +206,20 @@ func Truncate(name, text string, maxTokens int) (string, int, error) {
 		return "", 0, nil
 	}
 	return text[:ends[k-1]], n, nil
+}
+
+// lineEnds returns the byte offset just after each line of text (the last line may lack its newline): the cut points
+// a truncation keeps whole lines at.
+func lineEnds(text string) []int {
+	var ends []int
+	for i := 0; i < len(text); {
+		j := strings.IndexByte(text[i:], '\n')
+		if j < 0 {
+			ends = append(ends, len(text))
+			break
+		}
+		i += j + 1
+		ends = append(ends, i)
+	}
+	return ends
 }
