@@ -22,7 +22,7 @@ ctxlab.experiment({
   models: [
     if model == 'offline' then ctxlab.models.offline
     else if model == 'openai' then ctxlab.models.openai(ctxlab.ext('openai_model', 'gpt-4o-mini'),
-                                                         tokenizer=ctxlab.ext('openai_tokenizer', null))
+                                                        tokenizer=ctxlab.ext('openai_tokenizer', null))
     else error "ext var model must be 'offline' or 'openai', got '%s'" % model,
   ],
   methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files, ctxlab.methods.cq2care] + ctxlab.cq2care.ablations
