@@ -147,6 +147,9 @@ func worstCaseUSD(m specs.Model, req llm.Request, endpoint, tokenizer string) fl
 		prompt += len(b) / 3
 	}
 	answer := llm.MaxTokensCap(m.MaxTokens, endpoint, req.Context)
+	if m.Provider == "anthropic" {
+		answer = llm.AnthropicMaxTokens(m.MaxTokens) // always sent: the answer can be no longer
+	}
 	if answer <= 0 {
 		answer = unknownAnswerTokens
 	}

@@ -6,6 +6,7 @@
 package fakeanthropic
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -14,7 +15,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	// The fake OpenAI endpoint registers its prompt answers (localize, evidence, patch) with offlinetask; they are
+	// this server's default answers too.
+	_ "ctxlab/internal/fakeopenai"
+	"ctxlab/internal/offlinetask"
 )
+
+// TaskHeader is the header ctxlab names the task of a call in (llm.TaskHeader).
+const TaskHeader = "X-Ctxlab-Task"
 
 // Failure is a way an injected call fails.
 type Failure int
@@ -80,6 +89,22 @@ type Request struct {
 	System      []Block         `json:"system,omitempty"`
 	Messages    []Message       `json:"messages"`
 	Tools       json.RawMessage `json:"tools,omitempty"`
+	// TaskName is the X-Ctxlab-Task header ("" when absent).
+	TaskName string `json:"-"`
+}
+
+// Prompt is the text of the system prompt and every turn, in order, separated by blank lines.
+func (r Request) Prompt() string {
+	var parts []string
+	for _, b := range r.System {
+		parts = append(parts, b.text())
+	}
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			parts = append(parts, b.text())
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // Breakpoints is how many blocks carry cache_control.
@@ -130,7 +155,8 @@ type Reply struct {
 
 // Server is the fake endpoint. It is safe for concurrent use.
 type Server struct {
-	// Answer makes the reply to a request (default: "ok").
+	// Answer makes the reply to a request (default: the prompt answer offlinetask holds for the request's task, as
+	// internal/fakeopenai gives it, or "ok").
 	Answer func(Request) Reply
 	// RetryAfter is the wait a RateLimit failure asks for (default 1s; sent in whole seconds, at least 1, unless
 	// below a second, when it is sent as a fraction).
@@ -211,6 +237,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens: Field required")
 		return
 	}
+	req.TaskName = r.Header.Get(TaskHeader)
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	var fail Failure
@@ -264,6 +291,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reply := Reply{Text: "ok"}
 	if s.Answer != nil {
 		reply = s.Answer(req)
+	} else if a, ok := offlinetask.Lookup(cmp.Or(req.TaskName, offlinetask.Guess(req.Prompt()))); ok && a.FromPrompt != nil {
+		reply.Text = a.FromPrompt(req.Prompt())
 	}
 	// The cache: the longest marked prefix seen before is read, the rest of the marked prefixes written.
 	marked, all := req.prefixes()
