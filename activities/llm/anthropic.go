@@ -429,3 +429,26 @@ func anthropicUsage(body []byte) (Usage, error) {
 	}
 	return Usage{PromptTokens: n[0] + n[2] + n[3], CompletionTokens: n[1], CachedTokens: n[2], CacheWriteTokens: n[3]}, nil
 }
+
+// CheckAnthropicModel asks the endpoint ANTHROPIC_BASE_URL names whether it serves model id (GET /v1/models/{id},
+// which resolves aliases such as claude-opus-4-1), with the key in ANTHROPIC_API_KEY: the error of a missing or
+// refused key (KindAuth), of an id it does not serve (KindModelNotFound) or of an endpoint that does not answer.
+// The error never holds the key.
+func CheckAnthropicModel(ctx context.Context, id string, timeout time.Duration) (Endpoint, *Error) {
+	ep, err := AnthropicEndpointFromEnv()
+	if err != nil {
+		e, _ := err.(*Error)
+		return ep, e
+	}
+	client := anthropic.NewClient(aoption.WithoutEnvironmentDefaults(), aoption.WithBaseURL(ep.Base),
+		aoption.WithAPIKey(ep.key), aoption.WithHTTPClient(&http.Client{Timeout: timeout}), aoption.WithMaxRetries(0))
+	var hres *http.Response
+	if _, err := client.Models.Get(ctx, id, anthropic.ModelGetParams{}, aoption.WithResponseInto(&hres)); err != nil {
+		e := ep.Classify(ctx, ctx, hres, err, timeout)
+		if e.Status == http.StatusNotFound {
+			e.Kind = KindModelNotFound
+		}
+		return ep, e
+	}
+	return ep, nil
+}

@@ -241,3 +241,18 @@ func TestAnthropicUsageRefusesImpossibleCounts(t *testing.T) {
 		t.Fatalf("usage %+v, %v", u, err)
 	}
 }
+
+func TestCheckAnthropicModel(t *testing.T) {
+	fake := &fakeanthropic.Server{Models: []string{"claude-fake-1"}}
+	serveAnthropic(t, fake)
+	if _, err := CheckAnthropicModel(context.Background(), "claude-fake-1", time.Second); err != nil {
+		t.Fatalf("a served model: %v", err)
+	}
+	if _, err := CheckAnthropicModel(context.Background(), "claude-nope", time.Second); err == nil || err.Kind != KindModelNotFound {
+		t.Fatalf("an id the endpoint does not serve: %v", err)
+	}
+	t.Setenv(EnvAnthropicAPIKey, "")
+	if _, err := CheckAnthropicModel(context.Background(), "claude-fake-1", time.Second); err == nil || err.Kind != KindAuth {
+		t.Fatalf("no key: %v", err)
+	}
+}

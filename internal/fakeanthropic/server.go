@@ -1,4 +1,4 @@
-// Package fakeanthropic is a small stand-in for Anthropic's Messages API (POST /v1/messages, GET /v1/models) for
+// Package fakeanthropic is a small stand-in for Anthropic's Messages API (POST /v1/messages, GET /v1/models/{id}) for
 // tests: answers as text or tool_use blocks, usage with prompt-cache reads and writes (a prefix marked with
 // cache_control is written on its first call and read on the next ones, as the API does), and the API's failures as
 // it sends them (429 with retry-after, 529 overloaded_error, 400 "prompt is too long", 401, 403, 404, billing). It
@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,6 +164,8 @@ type Server struct {
 	RetryAfter time.Duration
 	// Delay holds every answer back this long.
 	Delay time.Duration
+	// Models are the model ids GET /v1/models/{id} knows (default claude-fake-1).
+	Models []string
 
 	mu       sync.Mutex
 	failures []Failure
@@ -200,7 +203,7 @@ func Tokens(text string) int {
 	return max(len(text)/4, 1)
 }
 
-// ServeHTTP answers POST /v1/messages and GET /v1/models.
+// ServeHTTP answers POST /v1/messages and GET /v1/models/{id}.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("X-Api-Key")
 	if a := r.Header.Get("Authorization"); key == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
@@ -219,9 +222,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/models/"):
+		id := strings.TrimPrefix(r.URL.Path, "/v1/models/")
+		models := s.Models
+		if models == nil {
+			models = []string{"claude-fake-1"}
+		}
+		if !slices.Contains(models, id) {
+			apiError(w, http.StatusNotFound, "not_found_error", "model: "+id)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"data":[{"type":"model","id":"claude-fake-1","display_name":"Claude Fake"}],"has_more":false}`)
+		_ = json.NewEncoder(w).Encode(map[string]any{"type": "model", "id": id, "display_name": id,
+			"created_at": "2026-01-01T00:00:00Z"})
 		return
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 	default:

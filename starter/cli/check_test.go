@@ -53,7 +53,8 @@ func TestCheckPaperWithNothing(t *testing.T) {
 	}
 	for _, want := range []string{
 		"dataset: ", "swe-rebench-300.jsonl", "--ext-str dataset=FILE",
-		"models gpt-5.6, claude-opus-5: OPENAI_API_KEY is not set",
+		"model gpt-5.6: OPENAI_API_KEY is not set",
+		"model claude-opus-5: ANTHROPIC_API_KEY is not set",
 		"methods dense_function, whole_files_dense: no embeddings of model \"text-embedding-3-small\"",
 		"method swerank_retrieve: no embeddings of model \"Salesforce/SweRankEmbed-Small\"",
 		"llmlingua2", "longllmlingua", "longcodezip", "swepruner", "CTXLAB_COMPRESS_URL",
