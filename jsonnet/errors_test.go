@@ -287,7 +287,7 @@ func TestCompileErrors(t *testing.T) {
 				"  name: 'my experiment',", // 4
 				"  dataset: ctxlab.datasets.demo,",
 				"  models: [ctxlab.models.offline + { provider: 'gemini' }],", // 6
-				"  methods: [ctxlab.method('m', ctx('bm25'))],",                  // 7
+				"  methods: [ctxlab.method('m', ctx('bm25'))],",               // 7
 				"})")},
 			want: [][2]string{
 				{"spec.jsonnet:4:9: ", `name: experiment name "my experiment" must be a folder name`},
