@@ -116,9 +116,16 @@ func NewAnthropic(m specs.Model, opts ...OpenAIOption) (Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := anthropic.NewClient(aoption.WithoutEnvironmentDefaults(), aoption.WithBaseURL(ep.Base),
-		aoption.WithAPIKey(ep.key), aoption.WithHTTPClient(cfg.httpClient), aoption.WithMaxRetries(0))
+	client := anthropicClient(ep, cfg.httpClient)
 	return &anthropicProvider{model: m, cfg: cfg, messages: client.Messages, ep: ep}, nil
+}
+
+// anthropicClient is the SDK's client for ep: only what ctxlab sets, none of the SDK's environment defaults (its own
+// reading of ANTHROPIC_* variables, config profiles, federation), no retries of its own, and no OpenTelemetry spans
+// (which could carry prompts to whatever tracer a process registers).
+func anthropicClient(ep Endpoint, h *http.Client) anthropic.Client {
+	return anthropic.NewClient(aoption.WithoutEnvironmentDefaults(), aoption.WithBaseURL(ep.Base),
+		aoption.WithAPIKey(ep.key), aoption.WithHTTPClient(h), aoption.WithMaxRetries(0), aoption.WithoutOpenTelemetry())
 }
 
 // Complete sends req and retries what is worth retrying, as the openai provider does.
@@ -440,8 +447,7 @@ func CheckAnthropicModel(ctx context.Context, id string, timeout time.Duration) 
 		e, _ := err.(*Error)
 		return ep, e
 	}
-	client := anthropic.NewClient(aoption.WithoutEnvironmentDefaults(), aoption.WithBaseURL(ep.Base),
-		aoption.WithAPIKey(ep.key), aoption.WithHTTPClient(&http.Client{Timeout: timeout}), aoption.WithMaxRetries(0))
+	client := anthropicClient(ep, &http.Client{Timeout: timeout})
 	var hres *http.Response
 	if _, err := client.Models.Get(ctx, id, anthropic.ModelGetParams{}, aoption.WithResponseInto(&hres)); err != nil {
 		e := ep.Classify(ctx, ctx, hres, err, timeout)

@@ -256,3 +256,19 @@ func TestCheckAnthropicModel(t *testing.T) {
 		t.Fatalf("no key: %v", err)
 	}
 }
+
+// TestAnthropicAnswerEchoingTheKeyIsScrubbed: an answer (or a gateway's model name) holding the key is stored
+// without it.
+func TestAnthropicAnswerEchoingTheKeyIsScrubbed(t *testing.T) {
+	fake := &fakeanthropic.Server{Answer: func(fakeanthropic.Request) fakeanthropic.Reply {
+		return fakeanthropic.Reply{Text: "your key is " + anthropicTestKey}
+	}}
+	p := serveAnthropic(t, fake)
+	resp, err := p.Complete(context.Background(), Request{Messages: []Message{{Role: "user", Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(resp.Text, anthropicTestKey) || !strings.Contains(resp.Text, Redacted) {
+		t.Fatalf("answer %q", resp.Text)
+	}
+}
