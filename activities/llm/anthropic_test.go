@@ -196,7 +196,8 @@ func TestAnthropicToolUse(t *testing.T) {
 	call := offlinetask.FormatAgentCall(offlinetask.AgentCall{Tool: "read_file", Args: map[string]any{"path": "a.go"}})
 	req := Request{Task: "agent", Tools: []Tool{{Name: "read_file", Description: "read a file", Parameters: map[string]any{
 		"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}},
-		"required": []any{"path"}}}},
+		"required": []any{"path"}}}, {Name: "list", Parameters: map[string]any{"type": "object",
+		"properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []string{"path"}}}},
 		Messages: []Message{{Role: "system", Content: "you are an agent"}, {Role: "user", Content: "fix it"},
 			{Role: "assistant", Content: "First a.go.\n" + call}, {Role: "user", Content: "package a"}}}
 	resp, err := p.Complete(context.Background(), req)
@@ -208,7 +209,7 @@ func TestAnthropicToolUse(t *testing.T) {
 		t.Fatalf("answer %q: not the tool call in the plain-text protocol", resp.Text)
 	}
 	got := fake.Requests()[0]
-	if !strings.Contains(string(got.Tools), `"input_schema"`) || !strings.Contains(string(got.Tools), `"required":["path"]`) {
+	if !strings.Contains(string(got.Tools), `"input_schema"`) || strings.Count(string(got.Tools), `"required":["path"]`) != 2 {
 		t.Fatalf("tools sent %s", got.Tools)
 	}
 	if len(got.Messages) != 3 {
