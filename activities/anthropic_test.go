@@ -107,3 +107,67 @@ func TestAnthropicModelCall(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnthropicAgentNativeTools: the agent method under an anthropic model offers its tools as Anthropic tools; the
+// model's tool_use blocks run as the agent's tool calls, their results go back as tool_result blocks answering the
+// call's id, and the turns, tool calls and model calls are counted as with any model.
+func TestAnthropicAgentNativeTools(t *testing.T) {
+	fake := &fakeanthropic.Server{Answer: func(r fakeanthropic.Request) fakeanthropic.Reply {
+		results := 0
+		for _, m := range r.Messages {
+			for _, b := range m.Content {
+				if b.Type == "tool_result" {
+					results++
+				}
+			}
+		}
+		switch results {
+		case 0:
+			return fakeanthropic.Reply{Text: "Searching first.", Tool: "search", Input: map[string]any{"pattern": "def"}}
+		case 1:
+			return fakeanthropic.Reply{Tool: "list", Input: map[string]any{"path": "."}}
+		}
+		return fakeanthropic.Reply{Text: "I have seen enough."}
+	}}
+	hs := httptest.NewServer(fake)
+	t.Cleanup(hs.Close)
+	t.Setenv("ANTHROPIC_BASE_URL", hs.URL)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-agent-test-0123456789")
+	plan := compileAgentSpec(t, `local ctxlab = import 'ctxlab.libsonnet';
+ctxlab.experiment({
+  name: 'agent_anthropic',
+  dataset: ctxlab.datasets.demo,
+  models: [ctxlab.models.anthropic('claude-fake-1')],
+  methods: [ctxlab.methods.agent({ max_turns: 6 })],
+})
+`)
+	f := newFixture(t)
+	outs := f.runPlanUngraded(plan, inst)
+	row := stepOut(t, plan, outs, "agent", "agent").Row
+	if row["agent_turns"] != 3.0 || row["agent_tool_calls"] != 2.0 || row["model_calls"] != 3.0 || row["agent_stop"] != "answered" {
+		t.Fatalf("agent row %+v", row)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	if !strings.Contains(string(reqs[0].Tools), `"name":"search"`) || !strings.Contains(string(reqs[0].Tools), `"input_schema"`) {
+		t.Fatalf("tools offered: %s", reqs[0].Tools)
+	}
+	last := reqs[2].Messages
+	var uses, results []fakeanthropic.Block
+	for _, m := range last {
+		for _, b := range m.Content {
+			switch b.Type {
+			case "tool_use":
+				uses = append(uses, b)
+			case "tool_result":
+				results = append(results, b)
+			}
+		}
+	}
+	if len(uses) != 2 || len(results) != 2 || uses[0].Name != "search" || uses[1].Name != "list" ||
+		results[0].ToolUseID != uses[0].ID || results[1].ToolUseID != uses[1].ID || uses[0].ID == uses[1].ID {
+		t.Fatalf("the third request's tool blocks: uses %+v, results %+v", uses, results)
+	}
+}

@@ -58,8 +58,10 @@ type Block struct {
 // text is the block's text: a text block's, a tool result's, or a tool call's name and input.
 func (b Block) text() string {
 	switch b.Type {
-	case "tool_use":
-		return b.Name + string(b.Input)
+	case "tool_use": // as the plain-text protocol, so prompt answers see every call
+		c := offlinetask.AgentCall{Tool: b.Name}
+		_ = json.Unmarshal(b.Input, &c.Args)
+		return offlinetask.FormatAgentCall(c)
 	case "tool_result":
 		var s string
 		if json.Unmarshal(b.Content, &s) == nil {
@@ -306,6 +308,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply = s.Answer(req)
 	} else if a, ok := offlinetask.Lookup(cmp.Or(req.TaskName, offlinetask.Guess(req.Prompt()))); ok && a.FromPrompt != nil {
 		reply.Text = a.FromPrompt(req.Prompt())
+	}
+	// With tools offered, a call in the plain-text protocol is sent as a tool_use block.
+	if c, ok, err := offlinetask.ParseAgentCall(reply.Text); reply.Tool == "" && len(req.Tools) > 0 && ok && err == nil {
+		reply.Tool, reply.Input = c.Tool, c.Args
+		reply.Text, _, _ = strings.Cut(reply.Text, "```tool")
+		reply.Text = strings.TrimSpace(reply.Text)
 	}
 	// The cache: the longest marked prefix seen before is read, the rest of the marked prefixes written.
 	marked, all := req.prefixes()
