@@ -209,7 +209,8 @@ func Validate(e *Experiment) []*ValidationError {
 		}
 		if strings.HasPrefix(ResolveTokenizer(e, m), TokenizerEndpoint+":") && m.Provider != "openai" {
 			add(p+".tokenizer", m.Name, "model %q: tokenizer %q needs a server that tokenizes (provider openai "+
-				"against llama.cpp or vLLM); provider %q has none", m.Name, TokenizerEndpoint, m.Provider)
+				"against llama.cpp or vLLM, or provider anthropic); provider %q has none", m.Name, TokenizerEndpoint,
+				m.Provider)
 		}
 		// A negative price would be negative spend, and a negative reservation: calls past the cap.
 		for _, pr := range []struct {

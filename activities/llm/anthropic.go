@@ -306,10 +306,14 @@ func markCache(m *anthropic.MessageParam) {
 	}
 }
 
-// estimate is a text's tokens as the provider's tokenizer counts them (a byte in four when it cannot): close
-// enough to tell a prefix worth caching.
+// estimate is a text's tokens as the provider's tokenizer counts them (o200k_base for a remote one, a byte in four
+// when it cannot): close enough to tell a prefix worth caching.
 func (p *anthropicProvider) estimate(text string) int {
-	if n, err := tokens.Count(p.cfg.tokenizer, text); err == nil {
+	tok := p.cfg.tokenizer
+	if strings.Contains(tok, ":") {
+		tok = "o200k_base" // a remote tokenizer's exact count is not worth a request here
+	}
+	if n, err := tokens.Count(tok, text); err == nil {
 		return n
 	}
 	return len(text) / 4
@@ -457,4 +461,54 @@ func CheckAnthropicModel(ctx context.Context, id string, timeout time.Duration) 
 		return ep, e
 	}
 	return ep, nil
+}
+
+// The "anthropic" tokenizer scheme: "anthropic:MODEL" counts a text with Anthropic's count_tokens (POST
+// /v1/messages/count_tokens, free) for MODEL, the text sent as one user message. The count is the text's: the
+// message's own framing, measured once per model as the count of a one-character message less one, is taken off.
+// Answers are cached by (endpoint, model, text digest), as the endpoint scheme's are.
+func init() {
+	tokens.Register(specs.TokenizerAnthropic, func(id string) (tokens.Counter, error) {
+		return AnthropicCounter(context.Background(), id)
+	})
+}
+
+// AnthropicCounter returns the counter of the "anthropic" scheme for model id.
+func AnthropicCounter(ctx context.Context, id string) (tokens.Counter, error) {
+	ep, err := AnthropicEndpointFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	client := anthropicClient(ep, &http.Client{Timeout: tokenizeTimeout})
+	raw := func(text string) (int, error) {
+		var hres *http.Response
+		res, err := client.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: anthropic.Model(id),
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(text))}},
+			aoption.WithResponseInto(&hres))
+		if err != nil {
+			e := ep.Classify(ctx, ctx, hres, err, tokenizeTimeout)
+			e.Msg = "count_tokens: " + e.Msg
+			return 0, e
+		}
+		if res.InputTokens < 0 || res.InputTokens > maxUsageTokens {
+			return 0, &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("count_tokens: %d input tokens", res.InputTokens)}
+		}
+		return int(res.InputTokens), nil
+	}
+	// The framing's count is cached like any count (a resolver is asked for a counter at every count), apart from
+	// the texts' own.
+	name := specs.TokenizerAnthropic + ":" + id
+	message := tokens.Remote(name+" (message)", "anthropic-message\x00"+ep.Base+"\x00"+id, raw)
+	count := func(text string) (int, error) {
+		one, err := message.Count(".")
+		if err != nil {
+			return 0, err
+		}
+		n, err := raw(text)
+		if err != nil {
+			return 0, err
+		}
+		return max(n-max(one-1, 0), 0), nil
+	}
+	return tokens.Remote(name, "anthropic\x00"+ep.Base+"\x00"+id, count), nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/activities/tokens"
 	"ctxlab/internal/fakeanthropic"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/specs"
@@ -271,5 +272,31 @@ func TestAnthropicAnswerEchoingTheKeyIsScrubbed(t *testing.T) {
 	}
 	if strings.Contains(resp.Text, anthropicTestKey) || !strings.Contains(resp.Text, Redacted) {
 		t.Fatalf("answer %q", resp.Text)
+	}
+}
+
+// TestAnthropicCounter: tokenizer "anthropic:MODEL" counts with count_tokens, the message's framing taken off (the
+// fake adds CountFraming), cached by text: a second count of the same text asks nothing.
+func TestAnthropicCounter(t *testing.T) {
+	fake := &fakeanthropic.Server{}
+	serveAnthropic(t, fake)
+	text := "func main() { fmt.Println(\"counted by the API\") }"
+	n, err := tokens.Count("anthropic:claude-fake-1", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != fakeanthropic.Tokens(text) {
+		t.Fatalf("count %d, want the text's own %d (without the framing)", n, fakeanthropic.Tokens(text))
+	}
+	asked := fake.Counts()
+	if asked != 2 { // the framing (a one-character message) and the text
+		t.Fatalf("%d count_tokens requests, want 2", asked)
+	}
+	if m, err := tokens.Count("anthropic:claude-fake-1", text); err != nil || m != n || fake.Counts() != asked {
+		t.Fatalf("again: %d, %v, %d requests", m, err, fake.Counts())
+	}
+	t.Setenv(EnvAnthropicAPIKey, "")
+	if _, err := tokens.Count("anthropic:claude-fake-1", "another text"); err == nil || !strings.Contains(err.Error(), EnvAnthropicAPIKey) {
+		t.Fatalf("no key: %v", err)
 	}
 }

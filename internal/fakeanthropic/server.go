@@ -1,4 +1,4 @@
-// Package fakeanthropic is a small stand-in for Anthropic's Messages API (POST /v1/messages, GET /v1/models/{id}) for
+// Package fakeanthropic is a small stand-in for Anthropic's Messages API (POST /v1/messages and /v1/messages/count_tokens, GET /v1/models/{id}) for
 // tests: answers as text or tool_use blocks, usage with prompt-cache reads and writes (a prefix marked with
 // cache_control is written on its first call and read on the next ones, as the API does), and the API's failures as
 // it sends them (429 with retry-after, 529 overloaded_error, 400 "prompt is too long", 401, 403, 404, billing). It
@@ -174,6 +174,7 @@ type Server struct {
 	requests []Request
 	cached   map[[32]byte]bool
 	keys     map[[32]byte]int
+	counts   int
 }
 
 // Fail makes the next calls fail, one failure each, in order.
@@ -195,6 +196,17 @@ func (s *Server) KeySeen(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.keys[sha256.Sum256([]byte(key))] > 0
+}
+
+// CountFraming is what POST /v1/messages/count_tokens adds to the Tokens of a request's blocks, as the real API
+// counts a message's framing.
+const CountFraming = 7
+
+// Counts is how many count_tokens requests the server answered.
+func (s *Server) Counts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts
 }
 
 // Tokens is the fake's token count of a text: a token every four bytes, at least one for any text.
@@ -237,6 +249,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"type": "model", "id": id, "display_name": id,
 			"created_at": "2026-01-01T00:00:00Z"})
+		return
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
+		var req Request
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			apiError(w, http.StatusBadRequest, "invalid_request_error", "the body does not parse: "+err.Error())
+			return
+		}
+		n := CountFraming
+		for _, b := range req.System {
+			n += Tokens(b.text())
+		}
+		for _, m := range req.Messages {
+			for _, b := range m.Content {
+				n += Tokens(b.text())
+			}
+		}
+		s.mu.Lock()
+		s.counts++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"input_tokens":%d}`, n)
 		return
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 	default:

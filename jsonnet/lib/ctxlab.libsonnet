@@ -159,7 +159,8 @@ local catalog_defaults = std.native('ctxlab_defaults')();
     // anthropic(id, ...): a Claude model through Anthropic's Messages API (key in ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL
     // for a gateway); price as openai's, cache reads at cached_input and cache writes at cache_write. max_tokens is
     // always sent (the API requires it); temperature=null sends none. A shared prefix of 1,024 tokens or more is
-    // marked for Anthropic's prompt cache. docs/models.md.
+    // marked for Anthropic's prompt cache. tokenizer: 'endpoint' counts with Anthropic's count_tokens, else as
+    // openai's (o200k_base: an estimate). docs/models.md.
     anthropic(id, price={ input: 0, output: 0 }, temperature=0, max_tokens=4096, tokenizer=null):: {
       name: id,
       provider: 'anthropic',
