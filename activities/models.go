@@ -22,16 +22,19 @@ import (
 	"ctxlab/store/cas"
 )
 
-// newProvider returns the provider of a model: the offline stand-in, or the openai provider against the endpoint the
-// environment names (OPENAI_BASE_URL, OPENAI_API_KEY). Tests replace it.
+// newProvider returns the provider of a model: the offline stand-in, the openai provider against the endpoint the
+// environment names (OPENAI_BASE_URL, OPENAI_API_KEY), or the anthropic provider (ANTHROPIC_API_KEY,
+// ANTHROPIC_BASE_URL). Tests replace it.
 var newProvider = func(a *Activities, m specs.Model, tokenizer string) (llm.Provider, error) {
 	switch m.Provider {
 	case "offline":
 		return offline.Provider{Tokenizer: tokenizer}, nil
 	case "openai":
 		return llm.NewOpenAI(m, llm.WithLogger(a.Log), llm.WithTokenizer(tokenizer))
+	case "anthropic":
+		return llm.NewAnthropic(m, llm.WithLogger(a.Log), llm.WithTokenizer(tokenizer))
 	}
-	return nil, permanentf(ErrUnsupported, "model %s: provider %q is not available in this build (offline, openai)",
+	return nil, permanentf(ErrUnsupported, "model %s: provider %q is not available in this build (anthropic, offline, openai)",
 		m.Name, m.Provider)
 }
 
@@ -240,6 +243,9 @@ func usageRow(resp llm.Response, m specs.Model) map[string]any {
 // response cache's folder so that a re-run while the server is down computes the same cache keys; 0 when the
 // endpoint never said.
 func (a *Activities) contextWindow(ctx context.Context, cache respcache.Cache, m specs.Model) (int, string) {
+	if m.Provider != "openai" {
+		return 0, "" // only OpenAI-compatible servers are asked (Anthropic's answers are capped by max_tokens alone)
+	}
 	endpoint := endpointOf(m)
 	if w := llm.DiscoverWindow(ctx, m.ID); w.Tokens > 0 {
 		if old, ok := cache.Window(endpoint, m.ID); !ok || old != w {
@@ -259,10 +265,13 @@ func (a *Activities) contextWindow(ctx context.Context, cache respcache.Cache, m
 
 // endpointOf is the base URL a model's calls go to, part of the cache key.
 func endpointOf(m specs.Model) string {
-	if m.Provider != "openai" {
-		return ""
+	switch m.Provider {
+	case "openai":
+		return llm.BaseURLFromEnv()
+	case "anthropic":
+		return llm.AnthropicBaseURLFromEnv()
 	}
-	return llm.BaseURLFromEnv()
+	return ""
 }
 
 // responseCache is the run's response cache: a shared folder when one is set, else the run's content store folder.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"ctxlab/activities/api"
@@ -135,18 +136,27 @@ const unknownAnswerTokens = 32768
 // allows priced as output.
 func worstCaseUSD(m specs.Model, req llm.Request, endpoint, tokenizer string) float64 {
 	prompt := 0
+	margin := 4 // a quarter more
+	if strings.HasPrefix(tokenizer, specs.TokenizerAnthropic+":") {
+		// Not a count_tokens request for every reservation (it has rate limits of its own): o200k_base, and half
+		// again, a margin for Claude's tokenizer, which counts more tokens than o200k_base for most text.
+		tokenizer, margin = specs.DefaultTokenizer, 2
+	}
 	for _, msg := range req.Messages {
 		c, err := tokens.Count(tokenizer, msg.Content)
 		if err != nil {
 			c = len(msg.Content) // a byte a token: never fewer tokens than that for the tokenizers in use
 		}
-		prompt += c + c/4 + 16
+		prompt += c + c/margin + 16
 	}
 	for _, t := range req.Tools {
 		b, _ := json.Marshal(t)
 		prompt += len(b) / 3
 	}
 	answer := llm.MaxTokensCap(m.MaxTokens, endpoint, req.Context)
+	if m.Provider == "anthropic" {
+		answer = llm.AnthropicMaxTokens(m.MaxTokens) // always sent: the answer can be no longer
+	}
 	if answer <= 0 {
 		answer = unknownAnswerTokens
 	}

@@ -104,6 +104,11 @@ func TestCompileDemoOpenAI(t *testing.T) {
 	if err != nil || e.Models[0].ID != "gpt-4o-mini" {
 		t.Errorf("default openai model: %v %+v", err, e)
 	}
+	e, err = Compile(demoSpec, Options{ExtStr: map[string]string{"model": "anthropic"}})
+	if err != nil || e.Models[0].Provider != "anthropic" || e.Models[0].ID != "claude-haiku-4-5" ||
+		e.Models[0].Price.CacheWrite != 1.25 {
+		t.Errorf("the demo under anthropic: %v %+v", err, e)
+	}
 	_, err = Compile(demoSpec, Options{ExtStr: map[string]string{"model": "gemini"}})
 	if err == nil || !strings.HasPrefix(err.Error(), demoSpec+":") || !strings.Contains(err.Error(), "got 'gemini'") {
 		t.Errorf("bad model: %v", err)

@@ -286,12 +286,12 @@ func TestCompileErrors(t *testing.T) {
 				"ctxlab.experiment({",
 				"  name: 'my experiment',", // 4
 				"  dataset: ctxlab.datasets.demo,",
-				"  models: [ctxlab.models.offline + { provider: 'anthropic' }],", // 6
-				"  methods: [ctxlab.method('m', ctx('bm25'))],",                  // 7
+				"  models: [ctxlab.models.offline + { provider: 'gemini' }],", // 6
+				"  methods: [ctxlab.method('m', ctx('bm25'))],",               // 7
 				"})")},
 			want: [][2]string{
 				{"spec.jsonnet:4:9: ", `name: experiment name "my experiment" must be a folder name`},
-				{"spec.jsonnet:6:48: ", `models[0].provider: unknown provider "anthropic"`},
+				{"spec.jsonnet:6:48: ", `models[0].provider: unknown provider "gemini"`},
 				{"spec.jsonnet:7:36: ", `methods[0].steps[1].activity: unknown activity "bm25"`},
 			},
 		},

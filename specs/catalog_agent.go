@@ -13,8 +13,8 @@ type AgentParams struct {
 	ToolOutputBudget int `json:"tool_output_budget,omitempty"`
 	// EditFormat is the format of the final edit: diff or search_replace, read by the patch step's parsers.
 	EditFormat string `json:"edit_format"`
-	// ToolCalling is how tools are offered: native (OpenAI function tools; the default) or text (the plain-text
-	// protocol the prompt's .Tools describes, for endpoints without tool calling).
+	// ToolCalling is how tools are offered: native (OpenAI function tools, Anthropic tools; the default) or text
+	// (the plain-text protocol the prompt's .Tools describes, for endpoints without tool calling).
 	ToolCalling string `json:"tool_calling"`
 	// MaxHits and MaxLines bound one search's hits and one open's lines before the budget does.
 	MaxHits  int `json:"max_hits,omitempty"`

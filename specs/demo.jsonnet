@@ -4,6 +4,8 @@
 //   starter run specs/demo.jsonnet                                  # offline stand-in model
 //   starter run specs/demo.jsonnet --ext-str model=openai \
 //       --ext-str openai_model=gpt-4o-mini                          # an OpenAI-compatible endpoint (README)
+//   starter run specs/demo.jsonnet --ext-str model=anthropic \
+//       --ext-str anthropic_model=claude-haiku-4-5                  # Anthropic's API (ANTHROPIC_API_KEY)
 //   ... --ext-str tokenizer=model --ext-str openai_tokenizer=endpoint # budgets in the server's own tokens
 local ctxlab = import 'ctxlab.libsonnet';
 
@@ -23,7 +25,14 @@ ctxlab.experiment({
     if model == 'offline' then ctxlab.models.offline
     else if model == 'openai' then ctxlab.models.openai(ctxlab.ext('openai_model', 'gpt-4o-mini'),
                                                         tokenizer=ctxlab.ext('openai_tokenizer', null))
-    else error "ext var model must be 'offline' or 'openai', got '%s'" % model,
+    else if model == 'anthropic' then ctxlab.models.anthropic(ctxlab.ext('anthropic_model', 'claude-haiku-4-5'),
+                                                              price={
+                                                                input: 1,
+                                                                output: 5,
+                                                                cached_input: 0.1,
+                                                                cache_write: 1.25,
+                                                              })
+    else error "ext var model must be 'offline', 'openai' or 'anthropic', got '%s'" % model,
   ],
   methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files, ctxlab.methods.cq2care] + ctxlab.cq2care.ablations
            // The agent gathers its own context with read-only tools, its tool output capped at CQ2-CARE's tokens.

@@ -47,7 +47,7 @@ type Dataset struct {
 type Model struct {
 	// Name labels rows ("offline", "gpt-5.6").
 	Name string `json:"name"`
-	// Provider is offline, openai or replay.
+	// Provider is anthropic, offline, openai or replay.
 	Provider string `json:"provider"`
 	// ID is the provider's model identifier (empty for offline).
 	ID          string   `json:"id,omitempty"`

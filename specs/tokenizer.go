@@ -9,6 +9,9 @@ const (
 	// TokenizerEndpoint is a model's server's own tokenizer (POST /tokenize at the server's root, as llama.cpp's
 	// llama-server and vLLM serve it). Steps receive it as "endpoint:" + the model's id.
 	TokenizerEndpoint = "endpoint"
+	// TokenizerAnthropic is the scheme TokenizerEndpoint becomes for an anthropic model: "anthropic:" + its id,
+	// counted by Anthropic's count_tokens.
+	TokenizerAnthropic = "anthropic"
 )
 
 // Encodings are the tiktoken encodings compiled into ctxlab (activities/tokens).
@@ -41,8 +44,8 @@ func DefaultModelTokenizer(m Model) string {
 }
 
 // ResolveTokenizer is the tokenizer the plan gives the steps of model m's arms: the experiment's, when it pins one,
-// else the model's own (TokenizerModel); TokenizerEndpoint becomes "endpoint:" + m's id, so that a node's key (and
-// its memo's) names the model whose server counted.
+// else the model's own (TokenizerModel); TokenizerEndpoint becomes "endpoint:" + m's id ("anthropic:" + the id for
+// an anthropic model, whose API counts), so that a node's key (and its memo's) names the model whose server counted.
 func ResolveTokenizer(e *Experiment, m Model) string {
 	t := e.Tokenizer
 	if t == "" || t == TokenizerModel {
@@ -50,6 +53,9 @@ func ResolveTokenizer(e *Experiment, m Model) string {
 		if t == "" {
 			t = DefaultModelTokenizer(m)
 		}
+	}
+	if t == TokenizerEndpoint && m.Provider == "anthropic" {
+		return TokenizerAnthropic + ":" + m.ID
 	}
 	if t == TokenizerEndpoint {
 		return TokenizerEndpoint + ":" + m.ID

@@ -101,3 +101,25 @@ func TestValidateModelTokenizer(t *testing.T) {
 		t.Errorf("an endpoint model under tokenizer 'model': %v", errs)
 	}
 }
+
+// TestAnthropicTokenizer: 'endpoint' for an anthropic model is Anthropic's count_tokens ("anthropic:" + the id),
+// whether the model names it or the experiment pins it, and validates.
+func TestAnthropicTokenizer(t *testing.T) {
+	m := Model{Name: "c", Provider: "anthropic", ID: "claude-sonnet-4-5", Tokenizer: TokenizerEndpoint}
+	if got := ResolveTokenizer(&Experiment{Tokenizer: TokenizerModel}, m); got != "anthropic:claude-sonnet-4-5" {
+		t.Errorf("model's own: %q", got)
+	}
+	m.Tokenizer = ""
+	if got := ResolveTokenizer(&Experiment{Tokenizer: TokenizerEndpoint}, m); got != "anthropic:claude-sonnet-4-5" {
+		t.Errorf("pinned: %q", got)
+	}
+	if got := ResolveTokenizer(&Experiment{Tokenizer: TokenizerModel}, m); got != DefaultTokenizer {
+		t.Errorf("none named: %q", got)
+	}
+	e := goodExperiment()
+	e.Tokenizer = TokenizerEndpoint
+	e.Models[0] = m
+	if errs := Validate(e); errs != nil {
+		t.Errorf("validate: %v", errs)
+	}
+}

@@ -34,7 +34,7 @@ const (
 
 // Allowed values of the enumerated fields, in the order error messages list them.
 var (
-	Providers  = []string{"offline", "openai", "replay"}
+	Providers  = []string{"anthropic", "offline", "openai", "replay"}
 	Tokenizers = append(append([]string{TokenizerModel}, Encodings...), TokenizerEndpoint)
 	Executors  = []string{"local", "docker"}
 	Generators = []string{"demo"}
@@ -197,8 +197,8 @@ func Validate(e *Experiment) []*ValidationError {
 		if !slices.Contains(Providers, m.Provider) {
 			add(p+".provider", m.Provider, "unknown provider %q (known: %s)", m.Provider, list(Providers))
 		}
-		if m.Provider == "openai" && m.ID == "" {
-			add(p+".id", m.Name, "openai model %q needs an id", m.Name)
+		if (m.Provider == "openai" || m.Provider == "anthropic") && m.ID == "" {
+			add(p+".id", m.Name, "%s model %q needs an id", m.Provider, m.Name)
 		}
 		if m.MaxTokens < 0 {
 			add(p+".max_tokens", "", "max_tokens %d is negative", m.MaxTokens)
@@ -209,7 +209,8 @@ func Validate(e *Experiment) []*ValidationError {
 		}
 		if strings.HasPrefix(ResolveTokenizer(e, m), TokenizerEndpoint+":") && m.Provider != "openai" {
 			add(p+".tokenizer", m.Name, "model %q: tokenizer %q needs a server that tokenizes (provider openai "+
-				"against llama.cpp or vLLM); provider %q has none", m.Name, TokenizerEndpoint, m.Provider)
+				"against llama.cpp or vLLM, or provider anthropic); provider %q has none", m.Name, TokenizerEndpoint,
+				m.Provider)
 		}
 		// A negative price would be negative spend, and a negative reservation: calls past the cap.
 		for _, pr := range []struct {

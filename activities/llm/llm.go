@@ -1,7 +1,8 @@
 // Package llm is the one interface every model provider implements. A provider answers a chat request with text
 // and its token usage; the activities build prompts and parse answers, so every provider goes through the same
-// prompt and parsing code. Providers: openai (this package, any OpenAI-compatible endpoint) and offline
-// (activities/llm/offline, a deterministic stand-in that is not a language model).
+// prompt and parsing code. Providers: openai (this package, any OpenAI-compatible endpoint), anthropic (this
+// package, Anthropic's Messages API) and offline (activities/llm/offline, a deterministic stand-in that is not a
+// language model).
 package llm
 
 import (
@@ -35,7 +36,7 @@ type Request struct {
 	// response cache keys on it so that two samples are two calls.
 	Sample int `json:"sample"`
 	// Tools, when set, are offered as native function tools; the conversation stays in the plain-text tool protocol,
-	// which the openai provider translates both ways (tools.go). Other providers ignore them.
+	// which the openai and anthropic providers translate both ways (tools.go, anthropic.go). Others ignore them.
 	Tools []Tool `json:"tools,omitempty"`
 	// Offline carries what the offline stand-in reads instead of the prompt (see package offline). It is never
 	// sent to a remote model and never serialized.

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -134,8 +135,9 @@ func NewOpenAI(m specs.Model, opts ...OpenAIOption) (Provider, error) {
 // Endpoint is the OpenAI-compatible endpoint the environment names, shared by chat completions and embeddings.
 type Endpoint struct {
 	Base, Host string
-	// key is kept only to send it and to scrub it from anything the endpoint sends back.
-	key string
+	// key is kept only to send it and to scrub it from anything the endpoint sends back; keyEnv names the variable
+	// it came from (OPENAI_API_KEY when empty).
+	key, keyEnv string
 }
 
 // BaseURLFromEnv is the base URL OPENAI_BASE_URL names, or OpenAI's API; unlike EndpointFromEnv it checks nothing
@@ -301,6 +303,11 @@ const minRepeats = 3
 // delay returns the wait before the next attempt: the endpoint's Retry-After when it sent one, otherwise
 // baseDelay·2^(attempt-1) with equal jitter, capped at maxDelay. ok is false when Retry-After exceeds maxDelay.
 func (p *openAIProvider) delay(attempt int, retryAfter time.Duration) (time.Duration, bool) {
+	return p.cfg.delay(attempt, retryAfter)
+}
+
+func (c openAIConfig) delay(attempt int, retryAfter time.Duration) (time.Duration, bool) {
+	p := struct{ cfg openAIConfig }{c}
 	if retryAfter > 0 {
 		return retryAfter, retryAfter <= p.cfg.maxDelay
 	}
@@ -443,7 +450,7 @@ func (e Endpoint) Classify(ctx, actx context.Context, hres *http.Response, err e
 	ce := &Error{Kind: kindOf(status, code, typ, msg), Status: status, Msg: e.Scrub(msg), typ: typ,
 		fromBody: fromBody}
 	if ce.Kind == KindAuth {
-		ce.Msg += fmt.Sprintf(" (check %s)", EnvAPIKey)
+		ce.Msg += fmt.Sprintf(" (check %s)", cmp.Or(e.keyEnv, EnvAPIKey))
 	}
 	return ce
 }

@@ -46,8 +46,11 @@ type Request struct {
 // sample) against endpoint.
 func For(m specs.Model, endpoint string, req llm.Request) Request {
 	maxTokens := m.MaxTokens
-	if m.Provider == "openai" {
+	switch m.Provider {
+	case "openai":
 		maxTokens = llm.MaxTokensCap(m.MaxTokens, endpoint, req.Context)
+	case "anthropic":
+		maxTokens = llm.AnthropicMaxTokens(m.MaxTokens)
 	}
 	return Request{Provider: m.Provider, ModelID: m.ID, Endpoint: endpoint, Temperature: m.Temperature,
 		MaxTokens: maxTokens, ContextWindow: req.Context, Seed: m.Seed, Task: req.Task, Messages: req.Messages,

@@ -98,3 +98,26 @@ func TestWindowRecord(t *testing.T) {
 		t.Error("another model's window")
 	}
 }
+
+// TestAnthropicKey: an anthropic call always sends max_tokens (ctxlab's default when the spec sets none), so a spec
+// with none and one with the default share a key; the provider and the endpoint are part of it, so the same id and
+// messages asked of Anthropic's API and of an OpenAI-compatible gateway are two answers.
+func TestAnthropicKey(t *testing.T) {
+	req := llm.Request{Task: llm.TaskPatch, Messages: []llm.Message{{Role: "user", Content: "fix it"}}}
+	m := specs.Model{Provider: "anthropic", ID: "claude-sonnet-4-5"}
+	base := For(m, "https://api.anthropic.com/", req)
+	if base.MaxTokens != llm.DefaultMaxTokens {
+		t.Errorf("max_tokens %d in the key, want the %d sent", base.MaxTokens, llm.DefaultMaxTokens)
+	}
+	m4096 := m
+	m4096.MaxTokens = llm.DefaultMaxTokens
+	if For(m4096, "https://api.anthropic.com/", req).Key() != base.Key() {
+		t.Error("no max_tokens and the default sent make the same request but not the same key")
+	}
+	gw := m
+	gw.Provider = "openai"
+	if For(gw, "https://api.anthropic.com/", req).Key() == base.Key() ||
+		For(m, "https://gateway.example/", req).Key() == base.Key() {
+		t.Error("another provider or endpoint kept the key")
+	}
+}

@@ -156,6 +156,15 @@ local catalog_defaults = std.native('ctxlab_defaults')();
       max_tokens: max_tokens,
       seed: seed,
     } + (if tokenizer == null then {} else { tokenizer: tokenizer }),
+    // anthropic(id, ...): a Claude model through Anthropic's Messages API (key in ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL
+    // for a gateway); price as openai's, cache reads at cached_input and cache writes at cache_write. max_tokens is
+    // always sent (the API requires it); temperature=null sends none. A shared prefix of 1,024 tokens or more is
+    // marked for Anthropic's prompt cache. tokenizer: 'endpoint' counts with Anthropic's count_tokens, else as
+    // openai's (o200k_base: an estimate). docs/models.md.
+    anthropic(id, price={ input: 0, output: 0 }, temperature=0, max_tokens=4096, tokenizer=null)::
+      { name: id, provider: 'anthropic', id: id, price: price, max_tokens: max_tokens }
+      + (if temperature == null then {} else { temperature: temperature })
+      + (if tokenizer == null then {} else { tokenizer: tokenizer }),
   },
 
   // Datasets. file is relative to the spec's folder; repos is a template with {repo}, {owner}, {name} and

@@ -36,7 +36,8 @@ var checkCommand = commandDef[checkOptions, *checkOptions]{
 	long: "Checks what the sweep SPEC declares needs of this machine and its endpoints, before anything runs: per " +
 		"instance, that its repository holds its base_commit and the executor can run its tests (interpreter and " +
 		"runner module, Go toolchain and module proxy, Docker engine and image); per model, that the endpoint " +
-		"(OPENAI_BASE_URL, OPENAI_API_KEY) serves its id and that its context window, where the server says it, " +
+		"(OPENAI_BASE_URL, OPENAI_API_KEY; for an anthropic model ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) serves its " +
+		"id and that its context window, where the server says it, " +
 		"holds the prompts; per method, that its embeddings endpoint or compression server answers. Each problem " +
 		"names the instance, model or method and the fix; it exits 2 when there is one. starter run runs the same " +
 		"checks first (--no-check skips them), starter grade the executor's.",
@@ -456,6 +457,10 @@ const probeTimeout = 15 * time.Second
 func (r *checkReport) checkModels(ctx context.Context, e *specs.Experiment, needs planNeeds,
 	instances []swebench.Instance) {
 	for _, m := range e.Models {
+		if m.Provider == "anthropic" && len(needs.methodsOf[m.Name]) > 0 {
+			r.checkAnthropic(ctx, m)
+			continue
+		}
 		if m.Provider != "openai" || len(needs.methodsOf[m.Name]) == 0 {
 			continue
 		}
@@ -497,6 +502,27 @@ func (r *checkReport) checkModels(ctx context.Context, e *specs.Experiment, need
 		if w.Tokens > 0 {
 			r.checkWindow(ctx, client, ep, m, w, specs.ResolveTokenizer(e, m), needs, instances)
 		}
+	}
+}
+
+// checkAnthropic checks that Anthropic's API (or the gateway ANTHROPIC_BASE_URL names) takes the key and serves the
+// model's id (GET /v1/models/{id}).
+func (r *checkReport) checkAnthropic(ctx context.Context, m specs.Model) {
+	ep, err := llm.CheckAnthropicModel(ctx, m.ID, probeTimeout)
+	switch {
+	case err == nil:
+		r.checked = append(r.checked, fmt.Sprintf("model %s served by %s", m.Name, ep.Host))
+	case err.Status == 0 && err.Kind == llm.KindAuth:
+		r.fail("model", m.Name, errorMessage(err), "")
+	case err.Kind == llm.KindAuth:
+		r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s refuses the key (HTTP %d)", ep.Host, err.Status),
+			"export the right key in "+llm.EnvAnthropicAPIKey)
+	case err.Kind == llm.KindModelNotFound:
+		r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s does not serve model id %q", ep.Host, m.ID),
+			"set the model's id to one it serves")
+	default:
+		r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s does not answer GET /v1/models/%s: %s", ep.Host, m.ID,
+			errorMessage(err)), "check the network, or point "+llm.EnvAnthropicBaseURL+" at the gateway")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"ctxlab/demobench"
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/dockertest"
+	"ctxlab/internal/fakeanthropic"
 	"ctxlab/internal/fakeopenai"
 )
 
@@ -21,7 +22,8 @@ import (
 // sets kv over it. The checks run in-process, so these tests are not parallel.
 func checkEnv(t *testing.T, kv ...string) {
 	t.Helper()
-	for _, k := range []string{"OPENAI_BASE_URL", "OPENAI_API_KEY", "CTXLAB_COMPRESS_URL"} {
+	for _, k := range []string{"OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
+		"CTXLAB_COMPRESS_URL"} {
 		t.Setenv(k, "")
 	}
 	for _, s := range kv {
@@ -53,7 +55,8 @@ func TestCheckPaperWithNothing(t *testing.T) {
 	}
 	for _, want := range []string{
 		"dataset: ", "swe-rebench-300.jsonl", "--ext-str dataset=FILE",
-		"models gpt-5.6, claude-opus-5: OPENAI_API_KEY is not set",
+		"model gpt-5.6: OPENAI_API_KEY is not set",
+		"model claude-opus-5: ANTHROPIC_API_KEY is not set",
 		"methods dense_function, whole_files_dense: no embeddings of model \"text-embedding-3-small\"",
 		"method swerank_retrieve: no embeddings of model \"Salesforce/SweRankEmbed-Small\"",
 		"llmlingua2", "longllmlingua", "longcodezip", "swepruner", "CTXLAB_COMPRESS_URL",
@@ -151,6 +154,32 @@ func libVariant(t *testing.T, overrides string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestCheckAnthropic: an anthropic model is checked against Anthropic's API (the fake): an id it serves passes, one
+// it does not is named, and the key is never printed.
+func TestCheckAnthropic(t *testing.T) {
+	const key = "sk-ant-check-DO-NOT-LEAK-5c1a"
+	runs := t.TempDir()
+	hs := httptest.NewServer(&fakeanthropic.Server{Models: []string{"claude-fake-1"}})
+	defer hs.Close()
+	checkEnv(t, "ANTHROPIC_BASE_URL="+hs.URL, "ANTHROPIC_API_KEY="+key)
+	for _, tc := range []struct {
+		id   string
+		code int
+		want string
+	}{
+		{"claude-fake-1", exitOK, "model claude-fake-1 served by 127.0.0.1"},
+		{"claude-nope", exitUsage, `model claude-nope: the endpoint at 127.0.0.1 does not serve model id "claude-nope"`},
+	} {
+		spec := libVariant(t, "{ name: 'chka', dataset+: { limit: 1 }, anchor:: null, methods: super.methods[0:2], "+
+			"models: [ctxlab.models.anthropic('"+tc.id+"')] }")
+		code, stdout, stderr := runMain("check", spec, "--runs", runs)
+		out := stdout + stderr
+		if code != tc.code || !strings.Contains(out, tc.want) || strings.Contains(out, key) {
+			t.Errorf("%s: exit %d, want %d and %q\n%s", tc.id, code, tc.code, tc.want, out)
+		}
+	}
 }
 
 // TestCheckGraders holds the executor checks against this machine with things taken away: no go and no python3 on
