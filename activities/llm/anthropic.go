@@ -14,7 +14,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/rs/zerolog"
 
 	"ctxlab/activities/tokens"
 	"ctxlab/internal/offlinetask"
@@ -95,22 +94,9 @@ type anthropicProvider struct {
 // authentication, permission or billing error, or another request error. Every failure is an *Error whose text
 // never holds the key.
 func NewAnthropic(m specs.Model, opts ...OpenAIOption) (Provider, error) {
-	cfg := openAIConfig{
-		attempts:    4,
-		baseDelay:   time.Second,
-		maxDelay:    time.Minute,
-		callTimeout: 5 * time.Minute,
-		log:         zerolog.Nop(),
-		tokenizer:   "o200k_base",
-	}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.httpClient == nil {
-		cfg.httpClient = &http.Client{}
-	}
-	if strings.TrimSpace(m.ID) == "" {
-		return nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("model %q has no id: set the model's id in the spec", m.Name)}
+	cfg, err := newProviderConfig(m, opts)
+	if err != nil {
+		return nil, err
 	}
 	ep, err := AnthropicEndpointFromEnv()
 	if err != nil {

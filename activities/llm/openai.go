@@ -88,18 +88,9 @@ type openAIProvider struct {
 	completionTokensField bool
 }
 
-// NewOpenAI returns the openai provider for model m: chat completions against OPENAI_BASE_URL (default OpenAI's
-// API) with the key in OPENAI_API_KEY. The model ID, temperature, max tokens and seed come from m; the price table
-// turns usage into cost.
-//
-// When OPENAI_API_KEY is unset or empty NewOpenAI fails with KindAuth naming the variable, unless OPENAI_BASE_URL
-// points at a loopback host (localhost, 127.0.0.0/8, ::1): local servers (llama.cpp, vLLM, Ollama) commonly need no
-// key, and then no Authorization header is sent.
-//
-// The client's own retries are off; Complete retries 429, 5xx, timeouts, broken connections and malformed bodies
-// itself with exponential backoff and jitter, honouring Retry-After, and never retries context-length,
-// authentication, quota or other request errors. Every failure is an *Error.
-func NewOpenAI(m specs.Model, opts ...OpenAIOption) (Provider, error) {
+// newProviderConfig applies opts to the providers' defaults (4 attempts, 1 s to 1 min backoff, 5 min per call,
+// o200k_base estimates) and refuses a model without an id.
+func newProviderConfig(m specs.Model, opts []OpenAIOption) (openAIConfig, error) {
 	cfg := openAIConfig{
 		attempts:    4,
 		baseDelay:   time.Second,
@@ -115,9 +106,27 @@ func NewOpenAI(m specs.Model, opts ...OpenAIOption) (Provider, error) {
 		cfg.httpClient = &http.Client{}
 	}
 	if strings.TrimSpace(m.ID) == "" {
-		return nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("model %q has no id: set the model's id in the spec", m.Name)}
+		return cfg, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("model %q has no id: set the model's id in the spec", m.Name)}
 	}
+	return cfg, nil
+}
 
+// NewOpenAI returns the openai provider for model m: chat completions against OPENAI_BASE_URL (default OpenAI's
+// API) with the key in OPENAI_API_KEY. The model ID, temperature, max tokens and seed come from m; the price table
+// turns usage into cost.
+//
+// When OPENAI_API_KEY is unset or empty NewOpenAI fails with KindAuth naming the variable, unless OPENAI_BASE_URL
+// points at a loopback host (localhost, 127.0.0.0/8, ::1): local servers (llama.cpp, vLLM, Ollama) commonly need no
+// key, and then no Authorization header is sent.
+//
+// The client's own retries are off; Complete retries 429, 5xx, timeouts, broken connections and malformed bodies
+// itself with exponential backoff and jitter, honouring Retry-After, and never retries context-length,
+// authentication, quota or other request errors. Every failure is an *Error.
+func NewOpenAI(m specs.Model, opts ...OpenAIOption) (Provider, error) {
+	cfg, err := newProviderConfig(m, opts)
+	if err != nil {
+		return nil, err
+	}
 	ep, err := EndpointFromEnv()
 	if err != nil {
 		return nil, err
