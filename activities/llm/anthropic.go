@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -396,20 +395,6 @@ func anthropicUsage(body []byte) (Usage, error) {
 	if top.Usage == nil {
 		return Usage{}, nil
 	}
-	count := func(name string, raw json.RawMessage) (int, error) {
-		if len(raw) == 0 || string(raw) == "null" {
-			return 0, nil
-		}
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil {
-			return 0, fmt.Errorf("usage.%s is %s, not a number", name, clip(string(raw), 40))
-		}
-		if math.IsNaN(f) || f < 0 || f != math.Trunc(f) || f > maxUsageTokens {
-			return 0, fmt.Errorf("usage.%s is %s: a token count is a whole number from 0 to %d", name,
-				clip(string(raw), 40), maxUsageTokens)
-		}
-		return int(f), nil
-	}
 	var n [4]int
 	for i, f := range []struct {
 		name string
@@ -417,7 +402,7 @@ func anthropicUsage(body []byte) (Usage, error) {
 	}{{"input_tokens", top.Usage.Input}, {"output_tokens", top.Usage.Output},
 		{"cache_read_input_tokens", top.Usage.CacheRead}, {"cache_creation_input_tokens", top.Usage.CacheWrite}} {
 		var err error
-		if n[i], err = count(f.name, f.raw); err != nil {
+		if n[i], err = usageCount(f.name, f.raw); err != nil {
 			return Usage{}, err
 		}
 	}

@@ -210,31 +210,17 @@ func usageOf(body []byte) (Usage, error) {
 	if top.Usage == nil {
 		return Usage{}, nil
 	}
-	count := func(name string, raw json.RawMessage) (int, error) {
-		if len(raw) == 0 || string(raw) == "null" {
-			return 0, nil
-		}
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil {
-			return 0, fmt.Errorf("usage.%s is %s, not a number", name, clip(string(raw), 40))
-		}
-		if math.IsNaN(f) || f < 0 || f != math.Trunc(f) || f > maxUsageTokens {
-			return 0, fmt.Errorf("usage.%s is %s: a token count is a whole number from 0 to %d", name,
-				clip(string(raw), 40), maxUsageTokens)
-		}
-		return int(f), nil
-	}
-	p, err := count("prompt_tokens", top.Usage.Prompt)
+	p, err := usageCount("prompt_tokens", top.Usage.Prompt)
 	if err != nil {
 		return Usage{}, err
 	}
-	c, err := count("completion_tokens", top.Usage.Completion)
+	c, err := usageCount("completion_tokens", top.Usage.Completion)
 	if err != nil {
 		return Usage{}, err
 	}
 	u := Usage{PromptTokens: p, CompletionTokens: c}
 	if d := top.Usage.Details; d != nil {
-		if u.CachedTokens, err = count("prompt_tokens_details.cached_tokens", d.Cached); err != nil {
+		if u.CachedTokens, err = usageCount("prompt_tokens_details.cached_tokens", d.Cached); err != nil {
 			return Usage{}, err
 		}
 		if u.CachedTokens > p {
@@ -243,4 +229,21 @@ func usageOf(body []byte) (Usage, error) {
 		}
 	}
 	return u, nil
+}
+
+// usageCount reads one token count of a usage object: absent or null is 0; anything but a whole number from 0 to
+// maxUsageTokens is refused (an endpoint's usage is untrusted: negative or absurd counts are never money).
+func usageCount(name string, raw json.RawMessage) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return 0, fmt.Errorf("usage.%s is %s, not a number", name, clip(string(raw), 40))
+	}
+	if math.IsNaN(f) || f < 0 || f != math.Trunc(f) || f > maxUsageTokens {
+		return 0, fmt.Errorf("usage.%s is %s: a token count is a whole number from 0 to %d", name,
+			clip(string(raw), 40), maxUsageTokens)
+	}
+	return int(f), nil
 }
