@@ -116,6 +116,9 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 	if err != nil {
 		evW.Close()
 		<-parsed
+		if ctx.Err() != nil { // the set-up failed because the run was cancelled (seen on a loaded machine)
+			return Result{}, fmt.Errorf("testrun: cancelled: %w (%v)", ctx.Err(), err)
+		}
 		return Result{}, err
 	}
 	defer g.close()

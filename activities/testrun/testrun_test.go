@@ -194,7 +194,8 @@ func TestCancelKillsGroup(t *testing.T) {
 	start := time.Now()
 	res, err := Go(ctx, Options{Dir: dir, Timeout: time.Minute})
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("cancellation: err %v", err)
+		t.Fatalf("cancellation: err %v after %s (exit %d); output:\n%s", err, time.Since(start).Round(time.Millisecond),
+			res.ExitCode, res.Output)
 	}
 	if res.TimedOut {
 		t.Error("a cancelled run is not a timeout of the run's own budget")

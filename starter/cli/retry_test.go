@@ -40,7 +40,7 @@ func TestRetrySelection(t *testing.T) {
 		if _, err := (results.Store{Path: filepath.Join(dir, "results.jsonl")}).Append(rows); err != nil {
 			t.Fatal(err)
 		}
-		retry, tally, err := takeRetriedRows(dir, plan, sel)
+		retry, tally, err := takeRetriedRows(dir, plan, sel, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

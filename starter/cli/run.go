@@ -63,6 +63,22 @@ type runOptions struct {
 	freshDB bool
 	// noCheck skips the checks (check.go) that the sweep can finish, run before anything is paid.
 	noCheck bool
+	// retryOnly limits a round's retry to these rows: those that failed (of a kind a re-run retries) in a sweep this
+	// starter resumed after a stopped starter left it running.
+	retryOnly map[results.Key]bool
+}
+
+// runSweep runs the sweep; a sweep a stopped starter left running (a crash, a full disk) is resumed, and once it
+// finishes, its rows that failed by no fault of the model are run again, once, as a re-run of a finished sweep runs
+// them: the re-run after the fix completes the sweep, whichever moment the last starter stopped at.
+func runSweep(o runOptions, stdout, stderr io.Writer) int {
+	code, again := runSweepRound(o, stdout, stderr)
+	if len(again) == 0 {
+		return code
+	}
+	o.retryOnly = again
+	code, _ = runSweepRound(o, stdout, stderr)
+	return code
 }
 
 var runCommand = commandDef[runOptions, *runOptions]{
@@ -127,7 +143,12 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	return runCommand.parse(args, stderr)
 }
 
-func runSweep(o runOptions, stdout, stderr io.Writer) int {
+// runSweepRound runs one round of the sweep; again holds the rows to retry in a second round (see runSweep).
+func runSweepRound(o runOptions, stdout, stderr io.Writer) (code int, again map[results.Key]bool) {
+	return runSweepBody(o, stdout, stderr, &again), again
+}
+
+func runSweepBody(o runOptions, stdout, stderr io.Writer, again *map[results.Key]bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.json { // every stderr line is JSON, even the messages for people
@@ -255,7 +276,7 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		// (a torn line) that only its Issue's history holds is taken back now, and so retried like any other.
 		repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log)
 		repaired = true
-		return takeRetriedRows(runDir, plan, o.retrySel)
+		return takeRetriedRows(runDir, plan, o.retrySel, o.retryOnly)
 	})
 	unlockPrep()
 	if err != nil {
@@ -263,6 +284,11 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		return exitCodeOf(err)
 	}
 	log.Info().Str("workflow", run.GetID()).Msg(how)
+	// A sweep this starter's own server resumes was left running by a starter that stopped (a crash, a full disk):
+	// this is the re-run after the fix, so the rows filed as failures a re-run retries are run again once the sweep
+	// finishes, once. Their failures may predate this re-run even when their rows are written now: the Issue
+	// workflows record what their activities failed with before the stop.
+	resumed := how == attachedHow && !conn.attached && o.retryOnly == nil
 	if !repaired {
 		repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log) // a torn results.jsonl
 	}
@@ -314,6 +340,14 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 			"is saved in %s: raise limits.spend_usd in %s and run again to continue\n",
 			e.Limits.SpendUSD, p.IssuesPaused, runDir, o.spec)
 		return exitPaused
+	}
+	if err == nil && resumed && len(res.Failed) == 0 {
+		if failed := retriedRows(runDir, plan, o.retrySel); len(failed) > 0 {
+			log.Info().Int("rows", len(failed)).Msg("the resumed sweep finished; running again, once, the rows " +
+				"that failed by no fault of the model")
+			*again = failed
+			return exitOK
+		}
 	}
 	if o.json {
 		writeJSONSummary(stdout, runDir, res, err)
@@ -371,16 +405,12 @@ const retriedFile = "results.retried.jsonl"
 // takeRetriedRows takes the rows of a finished sweep that a re-run retries (their error is not the model's, or is
 // of a kind or class sel names) out of results.jsonl, appending them to results.retried.jsonl, and returns them by
 // instance as the sweep's Retry, with their tally. Rows of arms outside the plan stay.
-func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection) (map[string][]results.Key, rowErrorTally,
-	error) {
-	arms := map[results.Key]bool{}
-	for _, a := range plan.Arms {
-		arms[results.Key{Method: a.Method, Model: a.Model}] = true
-	}
+func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only map[results.Key]bool) (
+	map[string][]results.Key, rowErrorTally, error) {
+	retries := retriesRow(plan, sel)
 	tally := tallyRowErrors(nil)
 	removed, err := results.Store{Path: filepath.Join(runDir, "results.jsonl")}.Remove(func(r results.Row) bool {
-		k := r.Key()
-		return sel.retries(r) && arms[results.Key{Method: k.Method, Model: k.Model}]
+		return retries(r) && (only == nil || only[r.Key()])
 	})
 	if err != nil || len(removed) == 0 {
 		return nil, tally, err
@@ -413,6 +443,38 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection) (map[s
 	return retry, tally, nil
 }
 
+// retriesRow says whether a re-run retries a row: one of the plan's arms, failed of a kind sel retries.
+func retriesRow(plan *specs.Plan, sel retrySelection) func(results.Row) bool {
+	arms := map[results.Key]bool{}
+	for _, a := range plan.Arms {
+		arms[results.Key{Method: a.Method, Model: a.Model}] = true
+	}
+	return func(r results.Row) bool {
+		k := r.Key()
+		return sel.retries(r) && arms[results.Key{Method: k.Method, Model: k.Model}]
+	}
+}
+
+// retriedRows are the rows of results.jsonl that a re-run retries, left where they are (nil when there is none, or
+// the file cannot be read: then nothing is retried early).
+func retriedRows(runDir string, plan *specs.Plan, sel retrySelection) map[results.Key]bool {
+	rows, _, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+	if err != nil {
+		return nil
+	}
+	retries := retriesRow(plan, sel)
+	var keys map[results.Key]bool
+	for _, r := range rows {
+		if retries(r) {
+			if keys == nil {
+				keys = map[results.Key]bool{}
+			}
+			keys[r.Key()] = true
+		}
+	}
+	return keys
+}
+
 func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHistory int) workflows.SweepInput {
 	in := workflows.SweepInput{
 		Run: e.Name, Title: "ctxlab: " + e.Name, Plan: planRef, Dataset: e.Dataset, Grading: e.Grading,
@@ -426,6 +488,9 @@ func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHisto
 }
 
 const specHashMemo = "spec_hash"
+
+// attachedHow is what startOrAttach says of a sweep it found running.
+const attachedHow = "attached to the running sweep"
 
 // startOrAttach attaches to a running sweep, or to a finished one of the same spec; otherwise it starts a new run.
 // Before a new run replaces a finished sweep of another spec, replaced is called with that spec's hash, so its rows
@@ -447,7 +512,7 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 			if old != "" && old != hash {
 				return nil, "", &specConflictError{id: id, running: old, this: hash}
 			}
-			return c.GetWorkflow(ctx, id, ""), "attached to the running sweep", nil
+			return c.GetWorkflow(ctx, id, ""), attachedHow, nil
 		case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 			if old == hash {
 				again, tally, err := retry()
