@@ -477,12 +477,9 @@ func copyFile(src, dst string) error {
 // the injected -test.v=test2json and -test.timeout, then -test.count and -test.run. The timeout is the run's budget
 // left less a tenth of it (at most a minute), so that a hanging binary stops itself with its goroutines' stacks
 // before the run's deadline kills it, as go test's own kill comes a minute after -timeout.
-func (g *goRun) testArgs(ctx context.Context, pattern string) []string {
-	timeout := 10 * time.Minute // go test's default, for a run without a deadline
-	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
-		timeout = (left - min(left/10, time.Minute)).Round(time.Second)
-	}
+func (g *goRun) testArgs(budget time.Time, pattern string) []string {
+	left := time.Until(budget)
+	timeout := (left - min(left/10, time.Minute)).Round(time.Second)
 	args := []string{"-test.paniconexit0", "-test.v=test2json", "-test.timeout=" + max(timeout, time.Second).String(),
 		"-test.count=1"}
 	if pattern != "" {

@@ -1,6 +1,7 @@
 package testrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,6 +85,9 @@ const frameMarker = "\x16=== NAME  \n"
 // whole run.
 func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, error) {
 	start := time.Now()
+	// The binaries' own -test.timeout is what is left of the run's budget (o.Timeout), never of the caller's
+	// context: a caller that cancels first gets a cancelled run, not a test that timed out.
+	budget := start.Add(cmp.Or(o.Timeout, DefaultTimeout))
 	modPath, err := modulePath(o.Dir)
 	if err != nil {
 		return Result{}, fmt.Errorf("testrun: %w", err)
@@ -137,7 +141,7 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		if len(o.Tests) == 0 {
 			pattern = ""
 		}
-		args := g.testArgs(runCtx, pattern)
+		args := g.testArgs(budget, pattern)
 		// Args says what ran, per package: go test -c ./dir && (cd dir && dir.test -test.paniconexit0 ...);
 		res.Args = append(res.Args, "go", "test", "-c", "-o", p.binaryName(), p.target(), "&&", "(cd", p.target(), "&&",
 			p.binaryName())
