@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -55,23 +54,8 @@ func AnthropicBaseURLFromEnv() string {
 // AnthropicEndpointFromEnv reads ANTHROPIC_BASE_URL (default Anthropic's API) and ANTHROPIC_API_KEY. A missing key
 // is a KindAuth error: Anthropic's API always wants one.
 func AnthropicEndpointFromEnv() (Endpoint, error) {
-	base := strings.TrimSpace(os.Getenv(EnvAnthropicBaseURL))
-	key := strings.TrimSpace(os.Getenv(EnvAnthropicAPIKey))
-	host := "api.anthropic.com"
-	if base != "" {
-		u, err := url.Parse(base)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			// The value is not repeated: a malformed URL may carry credentials.
-			return Endpoint{}, &Error{Kind: KindBadRequest, Msg: EnvAnthropicBaseURL + " is not an http(s) URL such as https://api.anthropic.com"}
-		}
-		host = u.Hostname()
-	} else {
-		base = defaultAnthropicBaseURL
-	}
-	if key == "" {
-		return Endpoint{}, &Error{Kind: KindAuth, Msg: fmt.Sprintf("%s is not set: export it to call %s", EnvAnthropicAPIKey, host)}
-	}
-	return Endpoint{Base: base, Host: host, key: key, keyEnv: EnvAnthropicAPIKey}, nil
+	return endpointEnv{baseVar: EnvAnthropicBaseURL, keyVar: EnvAnthropicAPIKey, defaultBase: defaultAnthropicBaseURL,
+		defaultHost: "api.anthropic.com", example: "https://api.anthropic.com"}.read()
 }
 
 // anthropicProvider calls Anthropic's Messages API.

@@ -161,23 +161,41 @@ func BaseURLFromEnv() string {
 // EndpointFromEnv reads OPENAI_BASE_URL (default OpenAI's API) and OPENAI_API_KEY. A missing key is a KindAuth
 // error unless the endpoint is on a loopback host, where keyless local servers are common.
 func EndpointFromEnv() (Endpoint, error) {
-	base := strings.TrimSpace(os.Getenv(EnvBaseURL))
-	key := strings.TrimSpace(os.Getenv(EnvAPIKey))
-	host := "api.openai.com"
+	return endpointEnv{baseVar: EnvBaseURL, keyVar: EnvAPIKey, defaultBase: defaultBaseURL,
+		defaultHost: "api.openai.com", example: "http://localhost:8000/v1", keylessLoopback: true}.read()
+}
+
+// endpointEnv names the variables a provider's endpoint and key are read from, and its defaults.
+type endpointEnv struct {
+	baseVar, keyVar, defaultBase, defaultHost string
+	// example is a well-formed base URL, for the error of a malformed one.
+	example string
+	// keylessLoopback lets a server on a loopback host run without a key.
+	keylessLoopback bool
+}
+
+func (v endpointEnv) read() (Endpoint, error) {
+	base := strings.TrimSpace(os.Getenv(v.baseVar))
+	key := strings.TrimSpace(os.Getenv(v.keyVar))
+	host := v.defaultHost
 	if base != "" {
 		u, err := url.Parse(base)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			// The value is not repeated: a malformed URL may carry credentials.
-			return Endpoint{}, &Error{Kind: KindBadRequest, Msg: EnvBaseURL + " is not an http(s) URL such as http://localhost:8000/v1"}
+			return Endpoint{}, &Error{Kind: KindBadRequest, Msg: v.baseVar + " is not an http(s) URL such as " + v.example}
 		}
 		host = u.Hostname()
 	} else {
-		base = defaultBaseURL
+		base = v.defaultBase
 	}
-	if key == "" && !isLoopback(host) {
-		return Endpoint{}, &Error{Kind: KindAuth, Msg: fmt.Sprintf("%s is not set: export it to call %s (only servers on localhost may run without a key)", EnvAPIKey, host)}
+	if key == "" && !(v.keylessLoopback && isLoopback(host)) {
+		msg := fmt.Sprintf("%s is not set: export it to call %s", v.keyVar, host)
+		if v.keylessLoopback {
+			msg += " (only servers on localhost may run without a key)"
+		}
+		return Endpoint{}, &Error{Kind: KindAuth, Msg: msg}
 	}
-	return Endpoint{Base: base, Host: host, key: key}, nil
+	return Endpoint{Base: base, Host: host, key: key, keyEnv: v.keyVar}, nil
 }
 
 // Options are the openai-go request options for the endpoint; without a key no Authorization header is sent.
