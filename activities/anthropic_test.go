@@ -13,9 +13,9 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
-	"ctxlab/internal/fakeanthropic"
 	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/testkit/fakeanthropic"
 )
 
 // TestAnthropicModelCall: a localize node under an anthropic model goes through the same call path as openai's: it

@@ -17,10 +17,10 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/dataset/swebench"
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // paidFixture is the demo benchmark's first instance checked out and inventoried, with the openai provider

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"ctxlab/activities/llm"
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // TestCachedInputPricedApart: an answer whose usage says 600 of its 1,000 prompt tokens were read from the

@@ -17,11 +17,11 @@ import (
 	"ctxlab/activities/inventory"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // This file is docs/adding-an-activity.md's worked example, performed: a rerank step that asks the model to reorder

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/llm"
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/runlog"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // TestSpendCapHoldsUnderConcurrency: 24 calls at once, from four workers (each its own Activities, as separate

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"ctxlab/activities/llm"
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/specs"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // TestImpossibleUsageKeepsTheSpendCap: an endpoint reporting negative token counts gets no answer accepted, so the

@@ -22,8 +22,8 @@ import (
 	"ctxlab/internal/cliflags"
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/logs"
-	"ctxlab/internal/workers"
 	"ctxlab/jsonnet"
+	"ctxlab/wiring"
 )
 
 func main() {
@@ -33,8 +33,8 @@ func main() {
 	}
 	var conn cluster.Options
 	conn.Register(flag.CommandLine, "127.0.0.1:7233", "default")
-	queues := flag.String("queues", strings.Join(workers.AllKinds, ","), "comma-separated kinds to serve: "+
-		strings.Join(workers.AllKinds, ", "))
+	queues := flag.String("queues", strings.Join(wiring.AllKinds, ","), "comma-separated kinds to serve: "+
+		strings.Join(wiring.AllKinds, ", "))
 	runs := flag.String("runs", "runs", "folder holding the run folders (shared with the starter and other workers)")
 	store := flag.String("store", os.Getenv(activities.StoreEnv), "content store: file:// or s3:// `URL`, or a "+
 		"folder (default: each run folder's cas/; $"+activities.StoreEnv+")")
@@ -65,7 +65,7 @@ func run(conn cluster.Options, queues, runs, store, spec string, specFlags jsonn
 	log zerolog.Logger) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	o := workers.Options{Kinds: strings.Split(queues, ",")}
+	o := wiring.Options{Kinds: strings.Split(queues, ",")}
 	if spec != "" {
 		e, err := jsonnet.Compile(spec, specFlags.Options())
 		if err != nil {
@@ -80,7 +80,7 @@ func run(conn cluster.Options, queues, runs, store, spec string, specFlags jsonn
 	defer c.Close()
 	a := activities.New(runs, log)
 	a.StoreURL, a.CacheDir, a.NoCache = store, cache, noCache
-	stop, err := workers.Start(c, a, o)
+	stop, err := wiring.Start(c, a, o)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 // workflow.GetVersion; when it does, add the new version's histories beside these (name-vN.json), keep the old.
 // The v2 histories carry the markers of resumeChange and infraChange; issue-spendcap-v2 is an issue that waited at
 // the spend cap and was resumed after the cap was raised.
-// The v3 histories (internal/orchbench's TestSaveHistories) run cheap nodes and offline model steps as local
+// The v3 histories (testkit/orchbench's TestSaveHistories) run cheap nodes and offline model steps as local
 // activities (localChange): their outputs are marker events. The agentactivity-v3 histories were made by that code
 // with the agent method: its node is one agent activity.
 // The v4 histories (the same methods and agent) run the agent node as the Agent child workflow (agentChange): the

@@ -14,12 +14,12 @@ import (
 
 	"ctxlab/activities/testlog"
 	"ctxlab/dataset/swebench"
-	"ctxlab/internal/dockertest"
 	"ctxlab/internal/images"
 	"ctxlab/patch/diff"
+	"ctxlab/testkit/dockertest"
 )
 
-// These tests grade in a real Docker engine (internal/dockertest: skipped by plain go test when none answers,
+// These tests grade in a real Docker engine (testkit/dockertest: skipped by plain go test when none answers,
 // failed under scripts/test). Their instance images are built here, from ctxlab's debootstrap base images.
 
 // engineNamespace holds this test process's instance images: the pid keeps two concurrent runs of these tests

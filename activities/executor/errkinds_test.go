@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"ctxlab/activities/api/errkind"
-	"ctxlab/internal/dockertest"
+	"ctxlab/testkit/dockertest"
 )
 
 func wantMark(t *testing.T, err error, want errkind.Kind, names ...string) {

@@ -183,7 +183,7 @@ func TestCleanStale(t *testing.T) {
 	}
 }
 
-// fakeDocker builds internal/fakedocker and configures it. It returns the program and the path of its call log.
+// fakeDocker builds testkit/fakedocker and configures it. It returns the program and the path of its call log.
 type fake struct {
 	bin, log, root string
 }
@@ -192,7 +192,7 @@ func newFakeDocker(t *testing.T, replay string, hang bool) fake {
 	t.Helper()
 	dir := t.TempDir()
 	f := fake{bin: filepath.Join(dir, "docker"), log: filepath.Join(dir, "calls.jsonl"), root: filepath.Join(dir, "container")}
-	build := exec.Command("go", "build", "-o", f.bin, "ctxlab/internal/fakedocker")
+	build := exec.Command("go", "build", "-o", f.bin, "ctxlab/testkit/fakedocker")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the fake docker: %v\n%s", err, out)
 	}

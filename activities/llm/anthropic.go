@@ -19,7 +19,7 @@ import (
 )
 
 // The only places the anthropic provider reads its endpoint and key from. A spec never holds either, so neither
-// reaches Temporal history or results. ANTHROPIC_BASE_URL is for a gateway or a test server (internal/fakeanthropic).
+// reaches Temporal history or results. ANTHROPIC_BASE_URL is for a gateway or a test server (testkit/fakeanthropic).
 const (
 	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
 	EnvAnthropicAPIKey  = "ANTHROPIC_API_KEY"

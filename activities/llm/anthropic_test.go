@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"ctxlab/activities/tokens"
-	"ctxlab/internal/fakeanthropic"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/specs"
+	"ctxlab/testkit/fakeanthropic"
 )
 
 const anthropicTestKey = "sk-ant-test-0123456789abcdef"

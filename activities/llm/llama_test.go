@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/internal/llamaserver"
 	"ctxlab/specs"
+	"ctxlab/testkit/llamaserver"
 )
 
 // TestLlamaSharedContext holds the provider against a real llama-server started as a user would (-c 4096, its

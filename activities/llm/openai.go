@@ -30,7 +30,7 @@ const (
 	EnvAPIKey  = "OPENAI_API_KEY"
 )
 
-// TaskHeader carries Request.Task with every call. Endpoints ignore it; a test server (internal/fakeopenai) counts
+// TaskHeader carries Request.Task with every call. Endpoints ignore it; a test server (testkit/fakeopenai) counts
 // calls per task with it.
 const TaskHeader = "X-Ctxlab-Task"
 

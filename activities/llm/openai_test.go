@@ -14,8 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/specs"
+	"ctxlab/testkit/fakeopenai"
 )
 
 const testKey = "sk-test-SECRET-0123456789abcdef"

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/internal/offlinetask"
+	"ctxlab/testkit/fakeopenai"
 )
 
 func agentConversation() []Message {

@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultTextCacheBytes bounds a worker's TextCache: about 11 snapshots of SWE-bench's average size (23 MB of text
-// for internal/synthrepo's 3,010 files), so the issues a worker has in flight keep theirs.
+// for testkit/synthrepo's 3,010 files), so the issues a worker has in flight keep theirs.
 const DefaultTextCacheBytes = 256 << 20
 
 // textEntryOverhead is what an entry costs beyond its text: the key, the list element and the map slot.

@@ -111,7 +111,7 @@ func TestServerLost(t *testing.T) {
 }
 
 // TestPatientUnwraps: the SDK's workers panic on any client but the one Dial made, so a starter with --address and
-// its own workers hands them the wrapped client (internal/workers unwraps).
+// its own workers hands them the wrapped client (wiring unwraps).
 func TestPatientUnwraps(t *testing.T) {
 	inner := scriptedClient{run: &scriptedRun{waits: new(int)}}
 	u, ok := Patient(inner, "a", zerolog.Nop()).(interface{ Unwrap() client.Client })

@@ -28,7 +28,7 @@ type Layer struct {
 
 // Stack lists the layers from the bottom up.
 var Stack = []Layer{
-	{"tools", []string{"internal/..."}}, // flock, jsonl, logs, images, cluster, the fakes; exceptions are placed higher below
+	{"tools", []string{"internal/..."}}, // leaf tools: flock, jsonl, lru, logs, images, cluster, offlinetask
 	// errkind is the failure vocabulary (no imports) that rows, the workflows and the model clients share.
 	{"spec model", []string{"specs", "activities/api/errkind"}},
 	{"infrastructure", []string{"store/...", "dataset/...", "patch/...", "jsonnet"}},
@@ -36,10 +36,10 @@ var Stack = []Layer{
 	{"results", []string{"results/..."}},
 	{"activity parts", []string{"activities/..."}},                    // the pure sub-packages the activities are thin methods over
 	{"activities and workflows", []string{"activities", "workflows"}}, // peers: workflows need only activities/api
-	{"worker wiring", []string{"internal/workers"}},
+	{"worker wiring", []string{"wiring"}},
 	{"commands", []string{"starter/...", "worker"}},
-	{"test harnesses", []string{ // test-only packages
-		"internal/faulttest", "internal/orchbench", "internal/pgfault", "internal/benchmarks", "docs"}},
+	// Fakes, real-server harnesses and test-only packages: nothing but tests imports them.
+	{"test kit", []string{"testkit/...", "docs"}},
 }
 
 // Package is what the check needs of one package: its import path and the import paths it imports.

@@ -1,6 +1,6 @@
 // Package offlinetask is the one extension point through which ctxlab's two model stand-ins answer a model task:
 // the offline provider (activities/llm/offline), which reads the structured input an activity attaches to its
-// request, and the fake OpenAI endpoint (internal/fakeopenai), which sees only the prompt over HTTP. A task is keyed
+// request, and the fake OpenAI endpoint (testkit/fakeopenai), which sees only the prompt over HTTP. A task is keyed
 // by the name an activity puts in llm.Request.Task (sent to endpoints as the X-Ctxlab-Task header). Registering a
 // task here is all either stand-in needs to answer it.
 //

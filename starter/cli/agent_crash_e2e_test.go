@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/results"
 	"ctxlab/runlog"
+	"ctxlab/testkit/fakeopenai"
 	"ctxlab/workflows"
 )
 

@@ -19,6 +19,7 @@ import (
 	"ctxlab/activities"
 	"ctxlab/results/runstate"
 	"ctxlab/runlog"
+	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 )
 
@@ -292,7 +293,7 @@ func showRef(o auditOptions, stdout, stderr io.Writer) int {
 				continue
 			}
 		}
-		store, err := cas.Open(ctx, o.store, name, filepath.Join(dir, "cas"))
+		store, err := bucket.Open(ctx, o.store, name, filepath.Join(dir, "cas"))
 		if err != nil {
 			fmt.Fprintf(stderr, "starter audit: %s: %v\n", name, err)
 			continue

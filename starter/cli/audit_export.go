@@ -14,6 +14,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/results/runstate"
 	"ctxlab/specs"
+	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 )
 
@@ -40,7 +41,7 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 	if err != nil {
 		return n, err
 	}
-	store, err := cas.Open(ctx, o.store, o.name, filepath.Join(runDir, "cas"))
+	store, err := bucket.Open(ctx, o.store, o.name, filepath.Join(runDir, "cas"))
 	if err != nil {
 		return n, err
 	}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
 	"ctxlab/runlog"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // paidCalls reads a run's ledger: the paid calls' keys (counted) and the cached calls.

@@ -13,9 +13,9 @@ import (
 	"ctxlab/activities/compress"
 	"ctxlab/demobench"
 	"ctxlab/internal/cluster"
-	"ctxlab/internal/dockertest"
-	"ctxlab/internal/fakeanthropic"
-	"ctxlab/internal/fakeopenai"
+	"ctxlab/testkit/dockertest"
+	"ctxlab/testkit/fakeanthropic"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // checkEnv clears what the checks read from the environment (the endpoint, its key, the compression server) and

@@ -14,9 +14,9 @@ import (
 
 	"ctxlab/activities/executor"
 	"ctxlab/demobench"
-	"ctxlab/internal/dockertest"
 	"ctxlab/internal/images"
 	"ctxlab/results"
+	"ctxlab/testkit/dockertest"
 )
 
 // dockerDemoSpec is the path of specs/demo-docker.jsonnet.

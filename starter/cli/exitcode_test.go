@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // TestRunExitsNonZeroWhenRowsFail runs a sweep whose every model call is refused (a wrong API key: every row fails

@@ -9,10 +9,10 @@ import (
 
 	"ctxlab/activities/executor"
 	"ctxlab/demobench"
-	"ctxlab/internal/dockertest"
 	"ctxlab/internal/images"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
+	"ctxlab/testkit/dockertest"
 )
 
 func TestParseImagesBuildFlags(t *testing.T) {

@@ -19,15 +19,15 @@ import (
 
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
-	"ctxlab/internal/llamaserver"
 	"ctxlab/results"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/llamaserver"
 	"ctxlab/workflows"
 )
 
-// The llama tests run the demo against real llama.cpp servers (internal/llamaserver: Debian's llama-server with the
+// The llama tests run the demo against real llama.cpp servers (testkit/llamaserver: Debian's llama-server with the
 // real stories260K model, a 2048-token context per slot), as the README's command does:
 //
 //	starter run specs/demo.jsonnet --ext-str model=openai --ext-str openai_model=stories260K

@@ -18,11 +18,11 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"ctxlab/internal/cluster"
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
 	"ctxlab/results/runstate"
 	"ctxlab/runlog"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // brokenVariant is a two-issue sweep of two methods, one of which ("broken", no_source with an empty prompt) fails

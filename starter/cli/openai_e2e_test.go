@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // TestOpenAIDemoSweep runs the demo spec with --ext-str model=openai against a local OpenAI-compatible server (the
-// fake in internal/fakeopenai, over real HTTP through the openai-go client): the sweep completes, rows carry model
+// fake in testkit/fakeopenai, over real HTTP through the openai-go client): the sweep completes, rows carry model
 // calls, tokens and cost, shared steps call the model once per issue, and the API key appears nowhere in the run
 // folder: not in results, logs, attempts, the content store, node outputs or Temporal's database (workflow history),
 // although the server echoes it inside every 200 answer's text and model name.

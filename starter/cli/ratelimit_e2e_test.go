@@ -15,9 +15,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
 	"ctxlab/runlog"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // TestHourLongRetryAfterWaitsOnATimer: an endpoint that answers 429 with Retry-After: 3600 does not fail the row

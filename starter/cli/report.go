@@ -19,6 +19,7 @@ import (
 	"ctxlab/results/report"
 	"ctxlab/results/stats"
 	"ctxlab/specs"
+	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 )
 
@@ -286,7 +287,7 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 	}
 	// A folder without a store is not a run folder (a results file alone): do not create one in it.
 	if st, err := os.Stat(filepath.Join(dir, "cas")); o.store != "" || (err == nil && st.IsDir()) {
-		store, err := cas.Open(context.Background(), o.store, hopts.Run, filepath.Join(dir, "cas"))
+		store, err := bucket.Open(context.Background(), o.store, hopts.Run, filepath.Join(dir, "cas"))
 		if err != nil {
 			problems = append(problems, err.Error())
 		} else {

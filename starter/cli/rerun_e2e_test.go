@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
+	"ctxlab/testkit/fakeopenai"
 	"ctxlab/workflows"
 )
 

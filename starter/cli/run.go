@@ -26,10 +26,10 @@ import (
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/logs"
-	"ctxlab/internal/workers"
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/wiring"
 	"ctxlab/workflows"
 )
 
@@ -259,7 +259,7 @@ func runSweepBody(o runOptions, stdout, stderr io.Writer, again *map[results.Key
 	stopUI := startRunUI(ctx, conn, o.cluster.Namespace, o.ui, stderr)
 	defer stopUI()
 	if !o.noWorker && (!conn.attached || conn.ownerIdle) {
-		stopWorkers, err := workers.Start(conn.client, acts, workers.Options{Kinds: workers.AllKinds,
+		stopWorkers, err := wiring.Start(conn.client, acts, wiring.Options{Kinds: wiring.AllKinds,
 			Limits: e.Limits.Queues})
 		if err != nil {
 			fmt.Fprintln(stderr, "starter:", err)

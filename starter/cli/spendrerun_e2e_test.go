@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"ctxlab/activities/llm"
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // TestRaisedCapContinuesOnFirstRerun: a sweep of cq2care stops at a tiny spend cap during localization, with

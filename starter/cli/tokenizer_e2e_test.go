@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/internal/llamaserver"
 	"ctxlab/results"
+	"ctxlab/testkit/llamaserver"
 )
 
 // tokenizerSpec is the demo's data under two methods that call no model: oracle_files, the anchor, and BM25 over

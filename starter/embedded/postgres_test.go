@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/common/log"
 
-	"ctxlab/internal/pgtest"
+	"ctxlab/testkit/pgtest"
 )
 
 // TestStartPostgres starts a server on an empty PostgreSQL cluster (databases, schemas and namespace created), starts

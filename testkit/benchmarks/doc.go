@@ -1,7 +1,7 @@
 // Package benchmarks measures the CPU work of context selection on a repository of SWE-bench's average size
-// (internal/synthrepo: 3,010 files, 438K lines): path ranking for the inventory, tokenization, BM25 index and query,
+// (testkit/synthrepo: 3,010 files, 438K lines): path ranking for the inventory, tokenization, BM25 index and query,
 // fixed-string grep and budget fitting. Each benchmark reports x_read, its time per operation divided by the time
 // to read the same bytes from disk once, measured in the same run, so numbers compare across machines:
 //
-//	go test -run '^$' -bench . -benchtime 3x ./internal/benchmarks/
+//	go test -run '^$' -bench . -benchtime 3x ./testkit/benchmarks/
 package benchmarks

@@ -23,12 +23,12 @@ import (
 	"ctxlab/activities"
 	"ctxlab/demobench"
 	"ctxlab/internal/logs"
-	"ctxlab/internal/workers"
 	"ctxlab/jsonnet"
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
 	"ctxlab/store/cas"
+	"ctxlab/wiring"
 	"ctxlab/workflows"
 )
 
@@ -218,7 +218,7 @@ func runPlain(t testing.TB, s sweep, runs string) outcome {
 	fns := a.Functions()
 	slots := map[string]chan struct{}{}
 	for _, kind := range []string{specs.QueueLLM, specs.QueueCPU, specs.QueueGrade} {
-		slots[kind] = make(chan struct{}, workers.DefaultSlots(kind))
+		slots[kind] = make(chan struct{}, wiring.DefaultSlots(kind))
 	}
 	issueSem := make(chan struct{}, s.e.Limits.Concurrency)
 	var wg sync.WaitGroup
@@ -300,7 +300,7 @@ func runTemporal(t testing.TB, s sweep, dir string, w way) outcome {
 	defer c.Close()
 	runs := filepath.Join(dir, "runs")
 	a := activities.New(runs, zerolog.Nop())
-	stopWorkers, err := workers.Start(c, a, workers.Options{Kinds: workers.AllKinds, Limits: s.e.Limits.Queues})
+	stopWorkers, err := wiring.Start(c, a, wiring.Options{Kinds: wiring.AllKinds, Limits: s.e.Limits.Queues})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestSmallSweepBothWays(t *testing.T) {
 
 // BenchmarkOrchestration runs the generated sweep (-orch.issues × -orch.methods, 300 × 12 by default) on plain
 // goroutines, then on Temporal the way ctxlab runs it now and the way it ran it before.
-// Run it once: go test ./internal/orchbench/ -run '^$' -bench Orchestration -benchtime 1x
+// Run it once: go test ./testkit/orchbench/ -run '^$' -bench Orchestration -benchtime 1x
 func BenchmarkOrchestration(b *testing.B) {
 	for range b.N {
 		chosen := chosenWays(b)
@@ -446,7 +446,7 @@ func demoSweep(t testing.TB, dir string) (sweep, int) {
 
 // BenchmarkDemo runs the demo sweep (specs/demo.jsonnet: every method, graded) on the embedded server the way
 // ctxlab runs it now and the way it ran it before, each in a fresh folder, in the same process:
-// go test ./internal/orchbench/ -run '^$' -bench Demo -benchtime 1x
+// go test ./testkit/orchbench/ -run '^$' -bench Demo -benchtime 1x
 // The Go build cache is shared, but each run grades in its own copies of the repositories, so neither way starts
 // warmer than the other; "now" runs first.
 func BenchmarkDemo(b *testing.B) {

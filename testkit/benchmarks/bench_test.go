@@ -16,7 +16,7 @@ import (
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/tokens"
-	"ctxlab/internal/synthrepo"
+	"ctxlab/testkit/synthrepo"
 )
 
 const issue = `TimeoutError when the session cache reloads its config: parse_header returns the stale token.

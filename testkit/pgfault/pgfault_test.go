@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/internal/fakeopenai"
-	"ctxlab/internal/pgtest"
 	"ctxlab/results"
+	"ctxlab/testkit/fakeopenai"
+	"ctxlab/testkit/pgtest"
 )
 
 // key is the API key the llm workers get, from their environment only.

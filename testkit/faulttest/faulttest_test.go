@@ -29,10 +29,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"ctxlab/internal/cluster"
-	"ctxlab/internal/fakeopenai"
 	"ctxlab/results"
 	"ctxlab/runlog"
 	"ctxlab/starter/embedded"
+	"ctxlab/testkit/fakeopenai"
 )
 
 // key is the API key the starter gets; it must appear nowhere but in the requests to the fake endpoint.

@@ -19,8 +19,8 @@ import (
 
 	// The fake OpenAI endpoint registers its prompt answers (localize, evidence, patch) with offlinetask; they are
 	// this server's default answers too.
-	_ "ctxlab/internal/fakeopenai"
 	"ctxlab/internal/offlinetask"
+	_ "ctxlab/testkit/fakeopenai"
 )
 
 // TaskHeader is the header ctxlab names the task of a call in (llm.TaskHeader).
@@ -159,7 +159,7 @@ type Reply struct {
 // Server is the fake endpoint. It is safe for concurrent use.
 type Server struct {
 	// Answer makes the reply to a request (default: the prompt answer offlinetask holds for the request's task, as
-	// internal/fakeopenai gives it, or "ok").
+	// testkit/fakeopenai gives it, or "ok").
 	Answer func(Request) Reply
 	// RetryAfter is the wait a RateLimit failure asks for (default 1s; sent in whole seconds, at least 1, unless
 	// below a second, when it is sent as a fraction).

@@ -21,12 +21,12 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/internal/logs"
-	"ctxlab/internal/workers"
 	"ctxlab/jsonnet"
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
 	"ctxlab/store/cas"
+	"ctxlab/wiring"
 	"ctxlab/workflows"
 )
 
@@ -46,7 +46,7 @@ const hostileInstanceID = "acme__semver-1 ✓\nsecond line"
 // and a fixed worker identity, so the files name nothing of the machine that made them. Beside the Sweep and one
 // Issue, the Agent child workflow of that issue's agent node is saved (when the code runs one).
 //
-//	go test ./internal/orchbench/ -run TestSaveHistories -orch.save-histories "$PWD/workflows/testdata/histories"
+//	go test ./testkit/orchbench/ -run TestSaveHistories -orch.save-histories "$PWD/workflows/testdata/histories"
 //
 // With -orch.hostile-id -orch.history-suffix safeids-v5 the second instance's id is no plain workflow id: the Sweep's
 // history then holds safeIDChange's marker and its digested Issue id (sweep-safeids-v5.json).
@@ -112,7 +112,7 @@ func TestSaveHistories(t *testing.T) {
 	}
 	defer c.Close()
 	a := activities.New(runs, zerolog.Nop())
-	stop, err := workers.Start(c, a, workers.Options{Kinds: workers.AllKinds})
+	stop, err := wiring.Start(c, a, wiring.Options{Kinds: wiring.AllKinds})
 	if err != nil {
 		t.Fatal(err)
 	}

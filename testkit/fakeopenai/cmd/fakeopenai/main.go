@@ -1,7 +1,7 @@
 // Command fakeopenai serves the fake OpenAI-compatible endpoint of package fakeopenai on a local port, so a sweep
 // can run the openai provider end to end without a real model:
 //
-//	go run ./internal/fakeopenai/cmd/fakeopenai -addr 127.0.0.1:8089 &
+//	go run ./testkit/fakeopenai/cmd/fakeopenai -addr 127.0.0.1:8089 &
 //	OPENAI_BASE_URL=http://127.0.0.1:8089/v1 go run ./starter run specs/demo.jsonnet --ext-str model=openai
 //
 // Its answers are deterministic and derived from the prompt (see fakeopenai.DefaultAnswer); it is not a model.
@@ -14,7 +14,7 @@ import (
 	"net"
 	"net/http"
 
-	"ctxlab/internal/fakeopenai"
+	"ctxlab/testkit/fakeopenai"
 )
 
 func main() {

@@ -1,4 +1,4 @@
-package cas
+package bucket
 
 import (
 	"context"
@@ -12,10 +12,12 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
+
+	"ctxlab/store/cas"
 )
 
 // exercise checks what every backend must do: round trip, write once, missing blobs, JSON.
-func exercise(t *testing.T, s Store) {
+func exercise(t *testing.T, s cas.Store) {
 	t.Helper()
 	ctx := context.Background()
 	data := []byte("the context of instance acme__humanize-1")
@@ -23,8 +25,8 @@ func exercise(t *testing.T, s Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r != RefOf(data) {
-		t.Errorf("ref %s, want %s", r, RefOf(data))
+	if r != cas.RefOf(data) {
+		t.Errorf("ref %s, want %s", r, cas.RefOf(data))
 	}
 	if r2, err := s.Put(ctx, data); err != nil || r2 != r {
 		t.Errorf("second put: %s, %v", r2, err)
@@ -36,23 +38,23 @@ func exercise(t *testing.T, s Store) {
 	if ok, err := s.Has(ctx, r); !ok || err != nil {
 		t.Errorf("has: %v, %v", ok, err)
 	}
-	missing := RefOf([]byte("never stored"))
+	missing := cas.RefOf([]byte("never stored"))
 	if ok, err := s.Has(ctx, missing); ok || err != nil {
 		t.Errorf("has missing: %v, %v", ok, err)
 	}
-	if _, err := s.Get(ctx, missing); !errors.Is(err, ErrNotFound) {
-		t.Errorf("get missing: %v, want ErrNotFound", err)
+	if _, err := s.Get(ctx, missing); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("get missing: %v, want cas.ErrNotFound", err)
 	}
-	if _, err := s.Get(ctx, Ref("sha256:xyz")); err == nil || !strings.Contains(err.Error(), "malformed") {
+	if _, err := s.Get(ctx, cas.Ref("sha256:xyz")); err == nil || !strings.Contains(err.Error(), "malformed") {
 		t.Errorf("malformed ref: %v", err)
 	}
 	type row struct{ A, B string }
-	jr, err := PutJSON(ctx, s, row{"x", "y"})
+	jr, err := cas.PutJSON(ctx, s, row{"x", "y"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var back row
-	if err := GetJSON(ctx, s, jr, &back); err != nil || back != (row{"x", "y"}) {
+	if err := cas.GetJSON(ctx, s, jr, &back); err != nil || back != (row{"x", "y"}) {
 		t.Errorf("json: %+v, %v", back, err)
 	}
 }
@@ -60,7 +62,7 @@ func exercise(t *testing.T, s Store) {
 func TestFileBucket(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	s, err := OpenBucket(ctx, "file://"+filepath.ToSlash(dir), "demo")
+	s, err := OpenURL(ctx, "file://"+filepath.ToSlash(dir), "demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestFileBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, "demo", r.hex()[:2], r.hex()[2:])
+	p := filepath.Join(dir, "demo", strings.TrimPrefix(string(r), "sha256:")[:2], strings.TrimPrefix(string(r), "sha256:")[2:])
 	if b, err := os.ReadFile(p); err != nil || string(b) != string(data) {
 		t.Fatalf("blob at %s: %q, %v", p, b, err)
 	}
@@ -126,7 +128,7 @@ func TestS3Bucket(t *testing.T) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 	url := "s3://ctxlab?region=us-east-1&use_path_style=true&disable_https=true&endpoint=" + srv.URL
 	ctx := context.Background()
-	s, err := OpenBucket(ctx, url, "runs/demo")
+	s, err := OpenURL(ctx, url, "runs/demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestS3Bucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := backend.GetObject("ctxlab", "runs/demo/"+r.hex()[:2]+"/"+r.hex()[2:], nil)
+	obj, err := backend.GetObject("ctxlab", "runs/demo/"+strings.TrimPrefix(string(r), "sha256:")[:2]+"/"+strings.TrimPrefix(string(r), "sha256:")[2:], nil)
 	if err != nil {
 		t.Fatalf("object not at the expected key: %v", err)
 	}
@@ -150,7 +152,7 @@ func TestS3Bucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	if err := raw.WriteAll(ctx, "runs/demo/"+r.hex()[:2]+"/"+r.hex()[2:], []byte("damaged"), nil); err != nil {
+	if err := raw.WriteAll(ctx, "runs/demo/"+strings.TrimPrefix(string(r), "sha256:")[:2]+"/"+strings.TrimPrefix(string(r), "sha256:")[2:], []byte("damaged"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Get(ctx, r); err == nil || got != nil || !strings.Contains(err.Error(), "hash mismatch") {
@@ -165,11 +167,11 @@ func TestOpenSettings(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := Open(ctx, "", "demo", filepath.Join(dir, "cas"))
-	if d, ok := s.(*Dir); err != nil || !ok || d.Root() != filepath.Join(dir, "cas") {
+	if d, ok := s.(*cas.Dir); err != nil || !ok || d.Root() != filepath.Join(dir, "cas") {
 		t.Errorf("empty setting: %T %v", s, err)
 	}
 	s, err = Open(ctx, filepath.Join(dir, "shared"), "demo", "unused")
-	if d, ok := s.(*Dir); err != nil || !ok || d.Root() != filepath.Join(dir, "shared", "demo") {
+	if d, ok := s.(*cas.Dir); err != nil || !ok || d.Root() != filepath.Join(dir, "shared", "demo") {
 		t.Errorf("folder setting: %T %v", s, err)
 	}
 	if _, err := Open(ctx, "gs://bucket", "demo", ""); err == nil || !strings.Contains(err.Error(), "unsupported scheme") {

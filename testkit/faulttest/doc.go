@@ -1,5 +1,5 @@
 // Package faulttest holds ctxlab's crash tests: the starter binary runs a demo sweep that calls the openai provider
-// against a fake endpoint (internal/fakeopenai) counting every call, is killed with SIGKILL (embedded Temporal
+// against a fake endpoint (testkit/fakeopenai) counting every call, is killed with SIGKILL (embedded Temporal
 // server, workers and all) at random points, and is started again until the sweep completes. The tests check what
 // the issue "never pay twice, never lose a result" promises: the final results equal an uninterrupted run's, the
 // paid calls exceed that run's by at most the calls in flight at the kills, and the API key reaches neither the

@@ -11,8 +11,8 @@ import (
 	"ctxlab/activities/agent"
 	snap "ctxlab/activities/repo"
 	"ctxlab/internal/offlinetask"
-	"ctxlab/internal/synthrepo"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/synthrepo"
 )
 
 // agentCalls is a trajectory's tool calls as the offline stand-in and real agents make them: searches for the

@@ -1,4 +1,4 @@
-package cas
+package bucket
 
 import (
 	"context"
@@ -13,23 +13,25 @@ import (
 	_ "gocloud.dev/blob/fileblob" // file:// buckets: a folder on a shared file system
 	_ "gocloud.dev/blob/s3blob"   // s3:// buckets: AWS S3 and S3-compatible stores
 	"gocloud.dev/gcerrors"
+
+	"ctxlab/store/cas"
 )
 
-// Bucket is a Store in an object store (gocloud.dev/blob), so that workers on several machines share blobs. Keys
-// are laid out as in Dir: ab/cdef... under the bucket's prefix.
+// Bucket is a cas.Store in an object store (gocloud.dev/blob), so that workers on several machines share blobs. Keys
+// are laid out as in cas.Dir: ab/cdef... under the bucket's prefix.
 type Bucket struct {
 	b    *blob.Bucket
 	name string
 }
 
-var _ Store = (*Bucket)(nil)
+var _ cas.Store = (*Bucket)(nil)
 
-// OpenBucket opens the object store at a URL: file:///shared/folder or s3://bucket?region=...&endpoint=... (the
+// OpenURL opens the object store at a URL: file:///shared/folder or s3://bucket?region=...&endpoint=... (the
 // AWS credentials come from the environment, as for every AWS tool). prefix, when set, is a folder inside it. For
 // file:// URLs the folder is created if missing, temporary files are written next to their final place (so the
 // rename that publishes a blob stays on one file system) and no attribute side files are written; the URL's own
 // parameters override these.
-func OpenBucket(ctx context.Context, rawURL, prefix string) (*Bucket, error) {
+func OpenURL(ctx context.Context, rawURL, prefix string) (*Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("content store URL %q: %w", rawURL, err)
@@ -66,14 +68,14 @@ func redact(u *url.URL) string {
 	return c.String()
 }
 
-func key(r Ref) string {
-	h := r.hex()
+func key(r cas.Ref) string {
+	h := strings.TrimPrefix(string(r), "sha256:")
 	return path.Join(h[:2], h[2:])
 }
 
 // Put stores data under its hash once: an existing blob is never rewritten.
-func (s *Bucket) Put(ctx context.Context, data []byte) (Ref, error) {
-	r := RefOf(data)
+func (s *Bucket) Put(ctx context.Context, data []byte) (cas.Ref, error) {
+	r := cas.RefOf(data)
 	k := key(r)
 	ok, err := s.b.Exists(ctx, k)
 	if err != nil {
@@ -92,25 +94,25 @@ func (s *Bucket) Put(ctx context.Context, data []byte) (Ref, error) {
 }
 
 // Get reads a blob and checks its hash.
-func (s *Bucket) Get(ctx context.Context, r Ref) ([]byte, error) {
+func (s *Bucket) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
 	if !r.Valid() {
 		return nil, fmt.Errorf("content store: malformed reference %q", r)
 	}
 	data, err := s.b.ReadAll(ctx, key(r))
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		return nil, fmt.Errorf("content store %s: %s: %w", s.name, r, ErrNotFound)
+		return nil, fmt.Errorf("content store %s: %s: %w", s.name, r, cas.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("content store %s: %w", s.name, err)
 	}
-	if RefOf(data) != r {
+	if cas.RefOf(data) != r {
 		return nil, fmt.Errorf("content store %s: blob %s is corrupt (hash mismatch)", s.name, r)
 	}
 	return data, nil
 }
 
 // Has reports whether the blob is stored.
-func (s *Bucket) Has(ctx context.Context, r Ref) (bool, error) {
+func (s *Bucket) Has(ctx context.Context, r cas.Ref) (bool, error) {
 	if !r.Valid() {
 		return false, fmt.Errorf("content store: malformed reference %q", r)
 	}
@@ -126,12 +128,12 @@ func (s *Bucket) Close() error { return s.b.Close() }
 
 // Open returns the store a setting names: a file:// or s3:// URL opens an object store, with prefix as a folder in
 // it; an empty setting (or a plain path) is a local folder, dir when empty.
-func Open(ctx context.Context, setting, prefix, dir string) (Store, error) {
+func Open(ctx context.Context, setting, prefix, dir string) (cas.Store, error) {
 	if setting == "" {
-		return NewDir(dir)
+		return cas.NewDir(dir)
 	}
 	if !strings.Contains(setting, "://") {
-		return NewDir(filepath.Join(setting, prefix))
+		return cas.NewDir(filepath.Join(setting, prefix))
 	}
-	return OpenBucket(ctx, setting, prefix)
+	return OpenURL(ctx, setting, prefix)
 }
