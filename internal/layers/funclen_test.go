@@ -28,7 +28,6 @@ var longFunctionsLeft = map[string]bool{
 	"activities/llm/anthropic.go: anthropicProvider.params": true,
 	"activities/llm/offline/localize.go: Localize":          true,
 	"activities/llm/openai.go: openAIProvider.Complete":     true,
-	"activities/llm/parse_diff.go: diffSpan":                true,
 	"activities/models.go: job.callModel":                   true,
 	"activities/retrieve.go: Activities.Retrieve":           true,
 	"activities/sandbox/box_linux.go: New":                  true,
