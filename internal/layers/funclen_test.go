@@ -25,7 +25,6 @@ var longFunctionsLeft = map[string]bool{
 	"activities/executor/docker.go: Docker.Run":         true,
 	"activities/executor/local.go: Local.Run":           true,
 	"activities/grade.go: GradePatch":                   true,
-	"activities/llm/offline/localize.go: Localize":      true,
 	"activities/models.go: job.callModel":               true,
 	"activities/retrieve.go: Activities.Retrieve":       true,
 	"activities/sandbox/box_linux.go: New":              true,
