@@ -17,11 +17,12 @@ import (
 	"ctxlab/internal/images"
 	"ctxlab/results"
 	"ctxlab/testkit/dockertest"
+	"ctxlab/testkit/e2e"
 )
 
 // dockerDemoSpec is the path of specs/demo-docker.jsonnet.
 func dockerDemoSpec(t *testing.T) string {
-	return filepath.Join(repoRoot(t), "specs", "demo-docker.jsonnet")
+	return filepath.Join(e2e.RepoRoot(t), "specs", "demo-docker.jsonnet")
 }
 
 // Done when: `starter images build` + a spec with grading.executor 'docker' grades the demo in a sweep, offline, in
