@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -281,28 +280,9 @@ func TestCrashResume(t *testing.T) {
 	attempts := filepath.Join(dir, "attempts.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := starter(ctx, t, "run", spec, "--runs", runs, "--quiet")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// Kill once some issues have written their rows and others are still running.
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("sweep made no progress; stderr:\n%s", errb.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-		if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil && len(rs) >= 2 {
-			break
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	e2e.KillWhen(t, starter(ctx, t, "run", spec, "--runs", runs, "--quiet"), "sweep made no progress",
+		5*time.Minute, 100*time.Millisecond, func() bool { return e2e.RowCount(filepath.Join(dir, "results.jsonl")) >= 2 })
 	killedAt := time.Now()
 	doneBeforeKill := map[string]bool{}
 	for _, e := range readAttempts(t, attempts) {

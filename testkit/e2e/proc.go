@@ -130,3 +130,27 @@ func FreePort() (int, error) {
 	}
 	return 0, errors.New("no free port between 20000 and 32767")
 }
+
+// KillWhen starts cmd, waits until cond holds (polled every interval), then kills cmd with SIGKILL and waits for it:
+// a crash at a chosen point of a run. When cond does not hold within timeout, it kills cmd and fails the test with
+// what and cmd's stderr.
+func KillWhen(t testing.TB, cmd *exec.Cmd, what string, timeout, interval time.Duration, cond func() bool) {
+	t.Helper()
+	var stderr SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("%s; stderr:\n%s", what, stderr.String())
+		}
+		time.Sleep(interval)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+}
