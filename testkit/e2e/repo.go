@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,4 +51,24 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+// EachFile calls visit with the path and the contents of every file under root: a search of a run folder for what
+// must not be there (an API key, say). A file that cannot be read fails the test.
+func EachFile(t testing.TB, root string, visit func(path string, content []byte)) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		visit(path, b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

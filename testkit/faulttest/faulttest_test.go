@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -638,24 +637,13 @@ func noKey(t *testing.T, runDir string, outputs []*run) {
 		}
 	}
 	checked, names := 0, map[string]bool{}
-	err := filepath.WalkDir(runDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	e2e.EachFile(t, runDir, func(path string, b []byte) {
 		checked++
-		names[d.Name()] = true
+		names[filepath.Base(path)] = true
 		if bytes.Contains(b, []byte(key)) {
 			t.Errorf("the API key is in %s", path)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, want := range []string{"temporal.db", "results.jsonl", runlog.AttemptsFile, "ctxlab.log", "temporal.log"} {
 		if !names[want] {
 			t.Errorf("the run folder has no %s, so it was not checked", want)
