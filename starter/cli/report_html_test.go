@@ -16,6 +16,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/e2e"
 )
 
 // Hostile stored objects: a patch that closes the <pre> it is shown in and opens a script, a test log with an
@@ -149,7 +150,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 	}
 	// The attack is visible as text and did nothing: no script or img element came from a row, the title stands.
 	if strings.Contains(dom, "<script") || strings.Contains(dom, `<img src="x"`) {
-		t.Errorf("hostile content became markup:\n%s", tail(dom, 3000))
+		t.Errorf("hostile content became markup:\n%s", e2e.Tail(dom, 3000))
 	}
 	if !strings.Contains(dom, "&lt;/pre&gt;&lt;script&gt;document.title='pwned-patch'&lt;/script&gt;") {
 		t.Errorf("the hostile patch is not shown as text")

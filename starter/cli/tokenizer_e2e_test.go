@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/llamaserver"
 )
 
@@ -47,7 +48,7 @@ func TestTokenizerEndpointFit(t *testing.T) {
 			"--quiet", "--no-check")
 		if code != 0 {
 			t.Fatalf("starter run (tokenizer %s): exit %d\nstdout:\n%s\nstderr:\n%s", tokenizer, code, stdout,
-				tailOf(stderr, 4000))
+				e2e.Tail(stderr, 4000))
 		}
 		return readRows(t, filepath.Join(runs, name, "results.jsonl"))
 	}
