@@ -27,42 +27,64 @@ type RowField struct {
 	Context bool
 }
 
-// Field sets that several activities own.
+// Row fields that several activities own, and their sets.
 var (
-	// UsageFields are what every model call adds (activities' callModel); the Issue workflow sums them over a row's
-	// steps (results.Summed).
-	UsageFields = []RowField{
-		{Name: "model_calls", Kind: KindInt}, {Name: "prompt_tokens", Kind: KindInt},
-		{Name: "completion_tokens", Kind: KindInt}, {Name: "cost_usd", Kind: KindFloat},
-		// Prompt tokens read from and written to the provider's prompt cache, and cost_usd split by price (input,
-		// cache writes included; cached input; output).
-		{Name: "cached_tokens", Kind: KindInt}, {Name: "cache_write_tokens", Kind: KindInt},
-		{Name: "cost_input_usd", Kind: KindFloat}, {Name: "cost_cached_usd", Kind: KindFloat},
-		{Name: "cost_output_usd", Kind: KindFloat},
-	}
-	// ServedFields are what a model call adds when the endpoint names another model than the spec's id as the
-	// one that answered (activities' usageRow); the last step that sets it wins.
-	ServedFields = []RowField{{Name: "model_served", Kind: KindString}}
-	// ContextStepFields are what every step that stores a context sets.
-	ContextStepFields = []RowField{{Name: "files_shown", Kind: KindInt}}
-	// SelectionFields are a file selection's (intersect, trim), scored against the gold files.
-	SelectionFields = []RowField{
-		{Name: "files_selected", Kind: KindInt, Context: true}, {Name: "fallback", Kind: KindBool, Context: true},
-		{Name: "loc_precision", Kind: KindFloat, Context: true}, {Name: "loc_recall", Kind: KindFloat, Context: true},
-		{Name: "loc_f1", Kind: KindFloat, Context: true},
-		// Not reset by a replacing context (it never was): rows of retrievers and corruptions do not name it.
-		{Name: "loc_f1_untrimmed", Kind: KindFloat},
-	}
-	// FitFields are what a step fitted to a budget records (activities' fitRow).
-	FitFields = []RowField{
-		{Name: "budget_tokens", Kind: KindInt, Context: true}, {Name: "budget_evals", Kind: KindInt, Context: true},
-		{Name: "budget_error", Kind: KindString, Context: true},
-		{Name: "budget_anchor_tokens", Kind: KindInt, Context: true},
-		{Name: "budget_multiplier", Kind: KindFloat, Context: true},
-		{Name: "budget_knob", Kind: KindFloat, Context: true}, {Name: "budget_reached", Kind: KindBool, Context: true},
-	}
-	// TemplateShownField says whether a baseline's context shows an issue template (the lexical trap).
-	TemplateShownField = RowField{Name: "template_shown", Kind: KindBool, Context: true}
+	// The usage of model calls (activities' callModel); the Issue workflow sums them over a row's steps.
+	ModelCalls       = IntField("model_calls")
+	PromptTokens     = IntField("prompt_tokens")
+	CompletionTokens = IntField("completion_tokens")
+	CostUSD          = FloatField("cost_usd")
+	// Prompt tokens read from and written to the provider's prompt cache, and cost_usd split by price (input,
+	// cache writes included; cached input; output).
+	CachedTokens     = IntField("cached_tokens")
+	CacheWriteTokens = IntField("cache_write_tokens")
+	CostInputUSD     = FloatField("cost_input_usd")
+	CostCachedUSD    = FloatField("cost_cached_usd")
+	CostOutputUSD    = FloatField("cost_output_usd")
+	// UsageFields are what every model call adds; the Issue workflow sums them over a row's steps (results.Summed).
+	UsageFields = Rows(ModelCalls, PromptTokens, CompletionTokens, CostUSD, CachedTokens, CacheWriteTokens,
+		CostInputUSD, CostCachedUSD, CostOutputUSD)
+	// UsageSplitFields split a call's usage by price (unset for the offline stand-in).
+	UsageSplitFields = []Field[int]{CachedTokens, CacheWriteTokens}
+	CostSplitFields  = []Field[float64]{CostInputUSD, CostCachedUSD, CostOutputUSD}
+
+	// ModelServed is set when the endpoint names another model than the spec's id as the one that answered
+	// (activities' usageRow); the last step that sets it wins.
+	ModelServed  = StringField("model_served")
+	ServedFields = Rows(ModelServed)
+
+	// FilesShown is what every step that stores a context sets.
+	FilesShown        = IntField("files_shown")
+	ContextStepFields = Rows(FilesShown)
+
+	// A file selection's (intersect, trim), scored against the gold files.
+	FilesSelected = IntField("files_selected").InContext()
+	Fallback      = BoolField("fallback").InContext()
+	LocPrecision  = FloatField("loc_precision").InContext()
+	LocRecall     = FloatField("loc_recall").InContext()
+	LocF1         = FloatField("loc_f1").InContext()
+	// Not reset by a replacing context (it never was): rows of retrievers and corruptions do not name it.
+	LocF1Untrimmed  = FloatField("loc_f1_untrimmed")
+	SelectionFields = Rows(FilesSelected, Fallback, LocPrecision, LocRecall, LocF1, LocF1Untrimmed)
+
+	// What a step fitted to a budget records (activities' fitRow).
+	BudgetTokens       = IntField("budget_tokens").InContext()
+	BudgetEvals        = IntField("budget_evals").InContext()
+	BudgetError        = StringField("budget_error").InContext()
+	BudgetAnchorTokens = IntField("budget_anchor_tokens").InContext()
+	BudgetMultiplier   = FloatField("budget_multiplier").InContext()
+	BudgetKnob         = FloatField("budget_knob").InContext()
+	BudgetReached      = BoolField("budget_reached").InContext()
+	FitFields          = Rows(BudgetTokens, BudgetEvals, BudgetError, BudgetAnchorTokens, BudgetMultiplier,
+		BudgetKnob, BudgetReached)
+
+	// TemplateShown says whether a baseline's context shows an issue template (the lexical trap).
+	TemplateShown = BoolField("template_shown").InContext()
+
+	// What a model's answer read as a patch records (patch, agent_patch): the edit could not be read, hunks whose
+	// line counts were repaired.
+	PatchParseError = StringField("patch_parse_error")
+	PatchRecounted  = IntField("patch_recounted")
 )
 
 // Fields concatenates field sets into one declaration.
@@ -74,9 +96,9 @@ func Fields(sets ...[]RowField) []RowField {
 	return out
 }
 
-// Field returns the activity's declaration of a row field; false when the activity does not own it (or is not in
-// the catalog).
-func Field(activity, name string) (RowField, bool) {
+// FieldOf returns the activity's declaration of a row field; false when the activity does not own it (or is not
+// in the catalog).
+func FieldOf(activity, name string) (RowField, bool) {
 	for _, f := range Catalog[activity].Fields {
 		if f.Name == name {
 			return f, true
@@ -110,10 +132,10 @@ func CheckRow(activity, step string, fragment map[string]any) error {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		f, ok := Field(activity, k)
+		f, ok := FieldOf(activity, k)
 		if !ok {
 			return fmt.Errorf("step %s: row field %q is not declared by activity %s (declare it in its catalog "+
-				"entry's Fields)", step, k, activity)
+				"kind's Fields)", step, k, activity)
 		}
 		if !f.Accepts(fragment[k]) {
 			return fmt.Errorf("step %s: row field %q holds %T, but activity %s declares it %s", step, k,
@@ -171,7 +193,7 @@ func checkFields(a ActivityInfo, others map[string]ActivityInfo) error {
 		}
 		seen[f.Name] = true
 		for _, o := range others {
-			if g, ok := Field(o.Name, f.Name); ok && g != f {
+			if g, ok := FieldOf(o.Name, f.Name); ok && g != f {
 				return fmt.Errorf("activity %s declares row field %q as %+v, activity %s as %+v", a.Name, f.Name,
 					f, o.Name, g)
 			}

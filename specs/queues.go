@@ -34,7 +34,7 @@ func (q QueueLimits) For(kind string) QueueLimit {
 // validateQueues checks limits.queues: negative concurrency or rate cannot be meant.
 func validateQueues(q QueueLimits) []*ValidationError {
 	var errs []*ValidationError
-	for _, kind := range []string{QueueLLM, QueueCPU, QueueGrade} {
+	for _, kind := range QueueKinds {
 		l := q.For(kind)
 		p := "limits.queues." + kind
 		if l.Concurrency < 0 {
@@ -60,12 +60,3 @@ func RunsLocally(n Node) bool {
 	}
 	return info.Cheap || info.NoEndpoint != nil && info.NoEndpoint(n.Params)
 }
-
-// offlineModel reports whether a model step's model is the offline stand-in.
-func offlineModel(params map[string]any) bool {
-	model, _ := params["model"].(map[string]any)
-	return model != nil && model["provider"] == "offline"
-}
-
-// fakeCompressor reports whether a compress step uses the stand-in compressor.
-func fakeCompressor(params map[string]any) bool { return params["compressor"] == "fake" }

@@ -365,7 +365,7 @@ func TestSummedFieldsAreTheUsageFields(t *testing.T) {
 	for _, name := range specs.ActivityNames() {
 		if specs.Catalog[name].UsesModel {
 			for _, f := range results.Summed {
-				if _, ok := specs.Field(name, f); !ok {
+				if _, ok := specs.FieldOf(name, f); !ok {
 					t.Errorf("model activity %s does not declare %s", name, f)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // Detail is what the HTML drill-down shows of one row besides its fields: the context's files, the patch and the
@@ -154,12 +155,12 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 			instances = append(instances, id.Instance)
 		}
 		a := armView{Method: id.Method, Model: id.Model, Label: label(id.Method, id.Model, r.models()),
-			Resolved: yesNo(row, results.FieldResolved), Applied: yesNo(row, results.FieldPatchApplied),
-			Rho: opt(field(row, results.FieldRho), "%.3f").show, Epsilon: opt(field(row, results.FieldEpsilon), "%.3f").show,
-			Tokens: opt(field(row, results.FieldContextTokens), "%.0f").show, Status: row.String("grade_status"),
-			Error: row.String(results.FieldError), Served: row.String(results.FieldModelServed), ResolvedOK: resolved(row)}
+			Resolved: yesNo(row, specs.Resolved.Name), Applied: yesNo(row, specs.PatchApplied.Name),
+			Rho: opt(field(row, specs.Rho.Name), "%.3f").show, Epsilon: opt(field(row, specs.Epsilon.Name), "%.3f").show,
+			Tokens: opt(field(row, specs.ContextTokens.Name), "%.0f").show, Status: row.String(specs.GradeStatus.Name),
+			Error: row.String(results.FieldError), Served: row.String(specs.ModelServed.Name), ResolvedOK: resolved(row)}
 		if a.Error == "" {
-			a.Error = row.String("grade_error")
+			a.Error = row.String(specs.GradeError.Name)
 		}
 		if d, ok := o.Details[id]; ok {
 			a.HasDetail = true
@@ -170,7 +171,7 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 				a.LogCut = len(a.Log) - MaxLogChars
 				a.Log = a.Log[a.LogCut:]
 			}
-		} else if ref := row.String("patch_ref"); ref != "" {
+		} else if ref := row.String(specs.PatchRef.Name); ref != "" {
 			a.PatchRef = link(ref)
 		}
 		if a.ResolvedOK {

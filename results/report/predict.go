@@ -16,6 +16,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/results/stats"
+	"ctxlab/specs"
 )
 
 // Prediction is a frozen forecast of a method's resolve rate from its context features, made before its patches
@@ -130,7 +131,7 @@ func Predict(rows []results.Row, o PredictOptions) (*Prediction, error) {
 		FitMethods: o.Fit, FitRows: len(d.rows), Features: d.features, Dropped: d.dropped, Coef: fit.Coef,
 		Seed: o.Seed, Level: o.Level}
 	for _, r := range target {
-		if _, ok := r.Bool(results.FieldResolved); ok {
+		if _, ok := r.Bool(specs.Resolved.Name); ok {
 			p.OutcomesSeen++
 		}
 		x, ok := featureVector(r, d.features)
@@ -337,7 +338,7 @@ func checkPredictions(g grouped, preds []Prediction) []PredictionCheck {
 			if !ok {
 				continue
 			}
-			if _, graded := r.Bool(results.FieldResolved); !graded && r.String(results.FieldError) == "" {
+			if _, graded := r.Bool(specs.Resolved.Name); !graded && r.String(results.FieldError) == "" {
 				continue
 			}
 			idx = append(idx, i)

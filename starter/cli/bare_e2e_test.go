@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 	"ctxlab/testkit/e2e"
 )
 
@@ -110,7 +111,7 @@ exec "$@"`
 		}
 		if k.Instance == "acme__tablefmt-1" {
 			python++
-			if resolved, _ := r.Bool(results.FieldResolved); k.Method == "oracle_files" && !resolved {
+			if resolved, _ := r.Bool(specs.Resolved.Name); k.Method == "oracle_files" && !resolved {
 				t.Errorf("%v: not resolved with the gold files in its context: %v", k, r)
 			}
 		}

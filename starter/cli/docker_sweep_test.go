@@ -15,6 +15,7 @@ import (
 	"ctxlab/demobench"
 	"ctxlab/internal/images"
 	"ctxlab/results"
+	"ctxlab/specs"
 	"ctxlab/testkit/dockertest"
 	"ctxlab/testkit/e2e"
 )
@@ -92,7 +93,7 @@ func TestDockerSweepGradesDemo(t *testing.T) {
 		if k.Method == "oracle_files" && !applied {
 			t.Errorf("row %v: the oracle's patch did not apply: %v", k, r)
 		}
-		if v, _ := r.Bool(results.FieldResolved); v {
+		if v, _ := r.Bool(specs.Resolved.Name); v {
 			resolved[k.Method]++
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 	"ctxlab/testkit/e2e"
 )
 
@@ -145,35 +146,35 @@ func TestDemoSweepEndToEnd(t *testing.T) {
 		if r[results.FieldError] != nil {
 			t.Errorf("row %v has error %v", k, r[results.FieldError])
 		}
-		resolved, _ := r.Bool(results.FieldResolved)
+		resolved, _ := r.Bool(specs.Resolved.Name)
 		switch k.Method {
 		case "oracle_files":
 			if !resolved {
 				t.Errorf("oracle_files did not resolve %s: %v", k.Instance, r)
 			}
-			if rho, _ := r.Float(results.FieldRho); rho != 1 {
+			if rho, _ := r.Float(specs.Rho.Name); rho != 1 {
 				t.Errorf("oracle_files rho = %v on %s", rho, k.Instance)
 			}
-			if eps, _ := r.Float(results.FieldEpsilon); eps != 1 {
+			if eps, _ := r.Float(specs.Epsilon.Name); eps != 1 {
 				t.Errorf("oracle_files epsilon = %v on %s", eps, k.Instance)
 			}
 		case "no_source":
 			if resolved {
 				t.Errorf("no_source resolved %s", k.Instance)
 			}
-			if tok, _ := r.Float(results.FieldContextTokens); tok != 0 {
+			if tok, _ := r.Float(specs.ContextTokens.Name); tok != 0 {
 				t.Errorf("no_source shows %v tokens of source", tok)
 			}
 		case "cq2care", "cq2care_no_evidence", "cq2care_single_sample", "cq2care_patch_resample":
 			if resolved {
 				cq2careResolved[k.Method]++
 			}
-			calls, _ := r.Float(results.FieldModelCalls)
+			calls, _ := r.Float(specs.ModelCalls.Name)
 			if want := map[bool]float64{true: 4, false: 5}[k.Method == "cq2care_no_evidence"]; calls != want {
-				t.Errorf("%v: model_calls %v, want %v", k, r[results.FieldModelCalls], want)
+				t.Errorf("%v: model_calls %v, want %v", k, r[specs.ModelCalls.Name], want)
 			}
-			for _, f := range []string{results.FieldFilesSelected, results.FieldFallback, results.FieldLocF1,
-				results.FieldPromptTokens, results.FieldCostUSD} {
+			for _, f := range []string{specs.FilesSelected.Name, specs.Fallback.Name, specs.LocF1.Name,
+				specs.PromptTokens.Name, specs.CostUSD.Name} {
 				if r[f] == nil {
 					t.Errorf("%v lacks %s", k, f)
 				}

@@ -14,6 +14,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/patch/diff"
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // greetBase is a repository whose command line is read the way cobra reads it: from os.Args[1:], unless the binary
@@ -214,7 +215,7 @@ func TestGradeGoRowsWithExamplesFuzzAndCommandLines(t *testing.T) {
 		}
 		resolved := 0
 		for _, r := range got {
-			if v, _ := r.Bool(results.FieldResolved); v {
+			if v, _ := r.Bool(specs.Resolved.Name); v {
 				resolved++
 			} else if mode == "gold" {
 				t.Errorf("gold %s: %s, failed %v, missing %v, build %q", r.String(results.FieldInstance),

@@ -330,8 +330,8 @@ func checkRowsUsage(t *testing.T, rows map[results.Key]results.Row, plan *specs.
 				want.CompletionTokens += u.CompletionTokens
 			}
 		}
-		pt, _ := r.Float(results.FieldPromptTokens)
-		ct, _ := r.Float(results.FieldCompletionTokens)
+		pt, _ := r.Float(specs.PromptTokens.Name)
+		ct, _ := r.Float(specs.CompletionTokens.Name)
 		got := llm.Usage{PromptTokens: int(pt), CompletionTokens: int(ct)}
 		switch {
 		case r[results.FieldError] == nil && got != want:
@@ -457,7 +457,7 @@ func TestLlamaDemoSweep(t *testing.T) {
 			t.Errorf("%v: %v tool calls in %v turns, stop %q: this model makes no tool call", k, calls, turns,
 				r.String("agent_stop"))
 		}
-		if resolved, _ := r.Bool(results.FieldResolved); resolved {
+		if resolved, _ := r.Bool(specs.Resolved.Name); resolved {
 			t.Errorf("%v: resolved by a model that writes children's stories", k)
 		}
 	}
@@ -579,7 +579,7 @@ func TestLlamaDenseFunction(t *testing.T) {
 	total := 0
 	for k, r := range rows {
 		tok, _ := r.Float("embedding_tokens")
-		shown, _ := r.Float(results.FieldChunksShown)
+		shown, _ := r.Float(specs.ChunksShown.Name)
 		total += int(tok)
 		if r.String("error") == "" && shown < 1 {
 			t.Errorf("%v: %v chunks shown", k, shown)

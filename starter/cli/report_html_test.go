@@ -84,9 +84,9 @@ func htmlRunFolder(t *testing.T, runs string, instances, methods []string) {
 			memo(inst, keys["grade"], logRef)
 			resolved := (ii+mi)%2 == 0
 			rows = append(rows, results.Row{results.FieldInstance: inst, results.FieldMethod: arm.Method,
-				results.FieldModel: "offline", results.FieldResolved: resolved, results.FieldPatchApplied: true,
-				results.FieldRho: 0.5 + 0.5*float64(mi), results.FieldEpsilon: 1.0,
-				results.FieldContextTokens: 1000.0 + float64(100*ii), results.FieldError: nil,
+				results.FieldModel: "offline", specs.Resolved.Name: resolved, specs.PatchApplied.Name: true,
+				specs.Rho.Name: 0.5 + 0.5*float64(mi), specs.Epsilon.Name: 1.0,
+				specs.ContextTokens.Name: 1000.0 + float64(100*ii), results.FieldError: nil,
 				"patch_ref": string(patchRef), "grade_status": "ran"})
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"ctxlab/internal/cluster"
 	"ctxlab/results"
 	"ctxlab/runlog"
+	"ctxlab/specs"
 	"ctxlab/starter/embedded"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
@@ -46,8 +47,8 @@ const specOverrides = "{ name: 'fault', dataset+: { limit: 3 }, methods: super.m
 	"models: [super.models[0] + { price: { input: 2.5, output: 10 } }] }"
 
 // varyingFields are row fields that legitimately differ between two runs of the same spec, so the comparison of a
-// killed sweep's rows with an uninterrupted sweep's skips them. results/row.go and the activities define no other
-// field that measures time, counts attempts or names a process:
+// killed sweep's rows with an uninterrupted sweep's skips them. The kinds' row fields (specs) and results/row.go
+// define no other field that measures time, counts attempts or names a process:
 //   - grade_seconds is the wall time the instance's tests took.
 var varyingFields = []string{"grade_seconds"}
 
@@ -353,7 +354,7 @@ func runBaseline(t *testing.T) *sweep {
 	}
 	resolved := 0
 	for _, r := range s.rows {
-		if ok, _ := r.Bool(results.FieldResolved); ok {
+		if ok, _ := r.Bool(specs.Resolved.Name); ok {
 			resolved++
 		}
 	}

@@ -1,0 +1,157 @@
+package specs
+
+// The core kinds every method's row goes through: checkout, a context (no_source, oracle_files or a method's own),
+// patch, measure and grade. Each step's params are declared with its kind, beside the catalog, so that the spec
+// compiler checks a step's params against the very struct the activity decodes them into at run time (activities
+// imports specs; specs imports nothing of ctxlab). Every field a step may set is declared: an unknown or mistyped
+// param is a spec error. Params the plan injects (model, tokenizer, grading) are fields too, because a step may set
+// them itself. jsonnet/lib writes the paper's defaults into specs by reading them from the catalog (the native
+// function ctxlab_defaults), never from a copy.
+
+// CheckoutParams are the checkout step's parameters: none.
+type CheckoutParams struct{}
+
+// RepoFiles is the number of files in the instance's snapshot.
+var RepoFiles = IntField("repo_files")
+
+var Checkout = Declare(Kind[CheckoutParams]{Name: "checkout", Queue: QueueCPU,
+	Fields:  Rows(RepoFiles),
+	Summary: "open or clone the instance's repository and snapshot it at base_commit"})
+
+// NoSourceParams are the no_source step's parameters; Tokenizer is filled in by the plan.
+type NoSourceParams struct {
+	Tokenizer string `json:"tokenizer"`
+	// Replica tells otherwise equal steps apart, so that each runs as its own node (the orchestration benchmark
+	// gives every method its own nodes this way); the output does not depend on it.
+	Replica int `json:"replica,omitempty"`
+}
+
+var NoSource = Declare(Kind[NoSourceParams]{Name: "no_source", Queue: QueueCPU, Cheap: true,
+	Inputs: []string{"checkout"}, UsesTokenizer: true,
+	Fields:  ContextStepFields,
+	Summary: "context of the issue text only"})
+
+// OracleFilesParams are the oracle_files step's parameters; Tokenizer is filled in by the plan.
+type OracleFilesParams struct {
+	Tokenizer string `json:"tokenizer"`
+	// Replica tells otherwise equal steps apart, so that each runs as its own node (the orchestration benchmark
+	// gives every method its own nodes this way); the output does not depend on it.
+	Replica int `json:"replica,omitempty"`
+}
+
+var OracleFiles = Declare(Kind[OracleFilesParams]{Name: "oracle_files", Queue: QueueCPU, Cheap: true,
+	Inputs: []string{"checkout"}, UsesTokenizer: true,
+	Fields:  ContextStepFields,
+	Summary: "context of the files the gold patch edits, whole"})
+
+// Prompt is a chat prompt from the spec: Go text/template texts filled per instance (see each activity for the
+// fields it offers). Formats holds the edit-format instructions of the patch prompt, by format name.
+type Prompt struct {
+	System  string            `json:"system"`
+	User    string            `json:"user"`
+	Formats map[string]string `json:"formats,omitempty"`
+}
+
+// ModelParams are the parameters every model-calling step has; Model and Tokenizer are filled in by the plan.
+type ModelParams struct {
+	Model     Model  `json:"model"`
+	Tokenizer string `json:"tokenizer"`
+	Prompt    Prompt `json:"prompt"`
+	// Sample numbers independent samples of the same prompt.
+	Sample int `json:"sample"`
+	// Temperature, when set, overrides the model's for this step (localization samples must differ).
+	Temperature *float64 `json:"temperature,omitempty"`
+}
+
+// offline reports whether a model step's model is the offline stand-in: it calls no endpoint.
+func (p ModelParams) offline() bool { return p.Model.Provider == "offline" }
+
+// PatchParams are the patch step's parameters; Model and Tokenizer are filled in by the plan.
+type PatchParams struct {
+	ModelParams
+	// Format is the edit format asked for: diff (a unified diff) or search_replace (SEARCH/REPLACE blocks, turned
+	// into a diff against the real file text).
+	Format string `json:"format"`
+}
+
+// PatchDefaults are the patch step's defaults.
+var PatchDefaults = PatchParams{Format: "diff"}
+
+// The offline stand-in's hunks of the gold patch shown, of all its hunks.
+var (
+	OracleHunksEmitted = IntField("oracle_hunks_emitted")
+	OracleHunksTotal   = IntField("oracle_hunks_total")
+)
+
+var Patch = Declare(Kind[PatchParams]{Name: "patch", Queue: QueueLLM, Inputs: []string{"checkout", "context"},
+	UsesModel: true, UsesTokenizer: true, NoEndpoint: func(p PatchParams) bool { return p.offline() },
+	Defaults: PatchDefaults, Task: "patch",
+	Fields:  Fields(UsageFields, ServedFields, Rows(PatchParseError, PatchRecounted, OracleHunksEmitted, OracleHunksTotal)),
+	Summary: "ask the model for a patch from the context"})
+
+// MeasureParams are the measure step's parameters; Tokenizer is filled in by the plan.
+type MeasureParams struct {
+	Tokenizer string `json:"tokenizer"`
+}
+
+// Measure's row fields.
+var (
+	// Tokenizer is what counted context_tokens (and the row's budget).
+	Tokenizer       = StringField("tokenizer")
+	ContextTokens   = IntField("context_tokens")
+	ContextLines    = IntField("context_lines")
+	Rho             = FloatField("rho")
+	Epsilon         = FloatField("epsilon")
+	GoldLineShare   = FloatField("gold_line_share")
+	GoldFilesMissed = BoolField("gold_files_missed")
+	PatchApplied    = BoolField("patch_applied")
+	PatchEmpty      = BoolField("patch_empty")
+	PatchApplyError = StringField("patch_apply_error")
+)
+
+var Measure = Declare(Kind[MeasureParams]{Name: "measure", Queue: QueueCPU, Cheap: true,
+	Inputs: []string{"checkout", "context"}, Optional: []string{"patch"}, UsesTokenizer: true,
+	Fields: Rows(Tokenizer, ContextTokens, ContextLines, Rho, Epsilon, GoldLineShare, GoldFilesMissed,
+		PatchApplied, PatchEmpty, PatchApplyError),
+	Summary: "rho, epsilon, context tokens and whether the patch applies"})
+
+// GradeParams are the grade step's parameters; Grading is filled in by the plan.
+type GradeParams struct {
+	Grading Grading `json:"grading"`
+}
+
+// Grade's row fields.
+var (
+	Resolved        = BoolField("resolved")
+	GradeStatus     = StringField("grade_status")
+	GradeExecutor   = StringField("grade_executor")
+	GradeIsolation  = StringField("grade_isolation")
+	GradeNote       = StringField("grade_note")
+	GradeError      = StringField("grade_error")
+	GradeBuildError = StringField("grade_build_error")
+	GradeSeconds    = FloatField("grade_seconds")
+	GradeRuns       = ListField("grade_runs")
+	GradeFlaky      = BoolField("grade_flaky")
+	TestsFailed     = ListField("tests_failed")
+	TestsMissing    = ListField("tests_missing")
+	TestsSkipped    = ListField("tests_skipped")
+	// Multi-SWE-bench rows only: the tests of the row's no_new_failures (they passed before the fix) that failed
+	// under the model patch, set on an unresolved row when there are any ("no new failures").
+	TestsRegressed        = ListField("tests_regressed")
+	PatchRef              = StringField("patch_ref")
+	PatchApply            = StringField("patch_apply")
+	PatchApplyStage       = StringField("patch_apply_stage")
+	PatchHunksShifted     = IntField("patch_hunks_shifted")
+	PatchHunksFuzzed      = IntField("patch_hunks_fuzzed")
+	PatchRejected         = ListField("patch_rejected")
+	PatchTestFilesDropped = ListField("patch_test_files_dropped")
+	PatchTestFilesKept    = ListField("patch_test_files_kept")
+)
+
+var Grade = Declare(Kind[GradeParams]{Name: "grade", Queue: QueueGrade, Inputs: []string{"checkout", "patch"},
+	UsesGrading: true,
+	Fields: Rows(Resolved, GradeStatus, GradeExecutor, GradeIsolation, GradeNote, GradeError, GradeBuildError,
+		GradeSeconds, GradeRuns, GradeFlaky, TestsFailed, TestsMissing, TestsSkipped, TestsRegressed, PatchRef,
+		PatchApply, PatchApplyStage, PatchHunksShifted, PatchHunksFuzzed, PatchRejected, PatchTestFilesDropped,
+		PatchTestFilesKept),
+	Summary: "apply test and model patches in a fresh worktree and run FAIL_TO_PASS and PASS_TO_PASS"})
