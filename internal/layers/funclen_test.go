@@ -37,7 +37,6 @@ var longFunctionsLeft = map[string]bool{
 	"demobench/demobench.go: checkInstance":                 true,
 	"results/figures/figures.go: rhoEpsilon":                true,
 	"results/report/predict.go: Predict":                    true,
-	"results/report/tables.go: Report.Tables":               true,
 	"results/runstate/audit.go: Audit":                      true,
 	"results/runstate/runstate.go: Compute":                 true,
 	"results/stats/logistic.go: FitLogistic":                true,
