@@ -35,7 +35,6 @@ var longFunctionsLeft = map[string]bool{
 	"activities/testrun/gotest.go: runGo":                   true,
 	"activities/testrun/testrun.go: Run":                    true,
 	"demobench/demobench.go: checkInstance":                 true,
-	"results/figures/figures.go: rhoEpsilon":                true,
 	"results/runstate/audit.go: Audit":                      true,
 	"results/runstate/runstate.go: Compute":                 true,
 	"results/stats/logistic.go: FitLogistic":                true,
