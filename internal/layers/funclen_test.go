@@ -37,7 +37,6 @@ var longFunctionsLeft = map[string]bool{
 	"demobench/demobench.go: checkInstance":                 true,
 	"results/runstate/audit.go: Audit":                      true,
 	"results/runstate/runstate.go: Compute":                 true,
-	"results/stats/logistic.go: FitLogistic":                true,
 	"specs/validate.go: Validate":                           true,
 	"specs/validate.go: validateSteps":                      true,
 	"starter/cli/audit.go: runAudit":                        true,
