@@ -35,7 +35,6 @@ var longFunctionsLeft = map[string]bool{
 	"activities/testrun/gotest.go: runGo":                   true,
 	"activities/testrun/testrun.go: Run":                    true,
 	"demobench/demobench.go: checkInstance":                 true,
-	"results/runstate/runstate.go: Compute":                 true,
 	"specs/validate.go: Validate":                           true,
 	"specs/validate.go: validateSteps":                      true,
 	"starter/cli/audit.go: runAudit":                        true,
