@@ -34,7 +34,6 @@ var longFunctionsLeft = map[string]bool{
 	"activities/sandbox/box_linux.go: New":                  true,
 	"activities/testrun/gotest.go: runGo":                   true,
 	"activities/testrun/testrun.go: Run":                    true,
-	"demobench/demobench.go: checkInstance":                 true,
 	"specs/validate.go: Validate":                           true,
 	"specs/validate.go: validateSteps":                      true,
 	"starter/cli/audit.go: runAudit":                        true,
