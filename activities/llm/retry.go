@@ -69,9 +69,9 @@ func (r retryLoop) run(ctx context.Context, once attemptFunc) (Response, error) 
 		}
 		if cerr == nil {
 			r.cfg.log.Debug().Str("model", r.model.ID).Str("task", r.task).Int("attempt", attempt).
-				Int("prompt_tokens", resp.Usage.PromptTokens).Int("cached_tokens", resp.Usage.CachedTokens).
-				Int("cache_write_tokens", resp.Usage.CacheWriteTokens).
-				Int("completion_tokens", resp.Usage.CompletionTokens).Msg("model call")
+				Int(specs.PromptTokens.Name, resp.Usage.PromptTokens).Int(specs.CachedTokens.Name, resp.Usage.CachedTokens).
+				Int(specs.CacheWriteTokens.Name, resp.Usage.CacheWriteTokens).
+				Int(specs.CompletionTokens.Name, resp.Usage.CompletionTokens).Msg("model call")
 			return resp, nil
 		}
 		if last != nil && cerr.Status == last.Status && cerr.Msg == last.Msg {
