@@ -103,100 +103,137 @@ type SweepResult struct {
 // Sweep runs one Issue child per instance, at most Concurrency at a time. Before its history grows past MaxHistory
 // events it lets the running children finish and continues as new, carrying its position.
 func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
-	q := in.Queues.withDefaults()
-	in.Queues = q
-	if in.Concurrency < 1 {
-		in.Concurrency = 1
+	in.Queues = in.Queues.withDefaults()
+	in.Concurrency = max(in.Concurrency, 1)
+	s := &sweepState{ctx: ctx, in: &in, bctx: bookkeepingOptions(ctx, in.Queues), paused: map[string]bool{},
+		maxHistory: in.MaxHistory}
+	if s.maxHistory <= 0 {
+		s.maxHistory = DefaultMaxHistory
 	}
-	maxHistory := in.MaxHistory
-	if maxHistory <= 0 {
-		maxHistory = DefaultMaxHistory
-	}
-	bctx := bookkeepingOptions(ctx, q)
-	running := 0
-	paused := map[string]bool{} // instances with nodes waiting for the spend cap
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) {
-		return Progress{Total: len(in.Instances), Done: in.Done, Running: running, Failed: in.Failed, Runs: in.Runs,
-			Paused: len(paused)}, nil
+		return Progress{Total: len(in.Instances), Done: in.Done, Running: s.running, Failed: in.Failed, Runs: in.Runs,
+			Paused: len(s.paused)}, nil
 	}); err != nil {
 		return SweepResult{}, err
 	}
-	if in.Instances == nil {
-		if err := workflow.ExecuteActivity(bctx, api.LoadDatasetName,
-			api.LoadDatasetInput{Run: in.Run, Dataset: in.Dataset}).Get(ctx, &in.Instances); err != nil {
-			return SweepResult{}, fmt.Errorf("loading dataset: %w", err)
-		}
-		if len(in.Retry) > 0 {
-			in.Instances = slices.DeleteFunc(in.Instances, func(i api.InstanceRef) bool {
-				return len(in.Retry[i.ID]) == 0
-			})
-		}
+	if err := s.loadInstances(); err != nil {
+		return SweepResult{}, err
 	}
-
-	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(workflow.GetSignalChannel(ctx, PausedSignal), func(c workflow.ReceiveChannel, _ bool) {
-		var p IssuePaused
-		c.Receive(ctx, &p)
-		if p.Nodes > 0 {
-			paused[p.Instance] = true
-		} else {
-			delete(paused, p.Instance)
-		}
-	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
-		// Sorted keys: a deterministic order.
-		//workflowcheck:ignore
-		for _, id := range slices.Sorted(maps.Keys(paused)) {
-			workflow.SignalExternalWorkflow(ctx, childIssueID(ctx, in.Run, id), "", ResumeSignal, nil)
-		}
-		clear(paused) // a node still over the cap says so again
-	})
-	draining := false
-	for in.Next < len(in.Instances) || running > 0 {
-		for !draining && running < in.Concurrency && in.Next < len(in.Instances) {
-			inst := in.Instances[in.Next]
-			in.Next++
-			running++
-			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID:            childIssueID(ctx, in.Run, inst.ID),
-				TaskQueue:             q.Workflow,
-				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			})
-			fut := workflow.ExecuteChildWorkflow(cctx, Issue, IssueInput{
-				Run: in.Run, Instance: inst, Plan: in.Plan, Dataset: in.Dataset, Grading: in.Grading,
-				Retries: in.Retries, Debug: in.Debug, Queues: q, InfraWaits: in.InfraWaits, Arms: in.Retry[inst.ID],
-				RemoteOnly: in.RemoteOnly,
-			})
-			id := inst.ID
-			sel.AddFuture(fut, func(f workflow.Future) {
-				running--
-				in.Done++
-				delete(paused, id)
-				var r IssueResult
-				if err := f.Get(ctx, &r); err != nil {
-					workflow.GetLogger(ctx).Error("issue failed", "instance", id, "error", err)
-					in.Failed = append(in.Failed, id)
-				}
-			})
-		}
-		if running == 0 {
-			break
-		}
-		sel.Select(ctx)
-		if !draining && in.Next < len(in.Instances) && workflow.GetInfo(ctx).GetCurrentHistoryLength() > maxHistory {
-			draining = true
-		}
-		if draining && running == 0 {
-			in.Runs++
-			return SweepResult{}, workflow.NewContinueAsNewError(ctx, Sweep, in)
-		}
+	s.sel = workflow.NewSelector(ctx)
+	s.receiveSignals()
+	if continued, err := s.runIssues(); continued || err != nil {
+		return SweepResult{}, err
 	}
-
 	var summary string
-	if err := workflow.ExecuteActivity(bctx, api.SummarizeName, api.SummarizeInput{
+	if err := workflow.ExecuteActivity(s.bctx, api.SummarizeName, api.SummarizeInput{
 		Run: in.Run, Title: in.Title, Order: in.Order}).Get(ctx, &summary); err != nil {
 		return SweepResult{}, fmt.Errorf("writing summary: %w", err)
 	}
 	return SweepResult{Issues: len(in.Instances), Failed: in.Failed, Summary: summary, Generations: in.Runs + 1}, nil
+}
+
+// sweepState is one run of the Sweep workflow: its input (whose counters it advances), the Issue children in
+// flight and the instances whose nodes wait at the spend cap.
+type sweepState struct {
+	ctx        workflow.Context
+	in         *SweepInput
+	bctx       workflow.Context // bookkeeping activities' options
+	sel        workflow.Selector
+	maxHistory int
+	running    int
+	paused     map[string]bool // instances with nodes waiting for the spend cap
+}
+
+// loadInstances reads the dataset's instances on the first run (a continued run carries them), keeping only those
+// a retry names.
+func (s *sweepState) loadInstances() error {
+	in := s.in
+	if in.Instances != nil {
+		return nil
+	}
+	if err := workflow.ExecuteActivity(s.bctx, api.LoadDatasetName,
+		api.LoadDatasetInput{Run: in.Run, Dataset: in.Dataset}).Get(s.ctx, &in.Instances); err != nil {
+		return fmt.Errorf("loading dataset: %w", err)
+	}
+	if len(in.Retry) > 0 {
+		in.Instances = slices.DeleteFunc(in.Instances, func(i api.InstanceRef) bool {
+			return len(in.Retry[i.ID]) == 0
+		})
+	}
+	return nil
+}
+
+// receiveSignals tracks which issues wait at the spend cap and passes a resume signal on to each of them.
+func (s *sweepState) receiveSignals() {
+	s.sel.AddReceive(workflow.GetSignalChannel(s.ctx, PausedSignal), func(c workflow.ReceiveChannel, _ bool) {
+		var p IssuePaused
+		c.Receive(s.ctx, &p)
+		if p.Nodes > 0 {
+			s.paused[p.Instance] = true
+		} else {
+			delete(s.paused, p.Instance)
+		}
+	})
+	s.sel.AddReceive(workflow.GetSignalChannel(s.ctx, ResumeSignal), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(s.ctx, nil)
+		// Sorted keys: a deterministic order.
+		//workflowcheck:ignore
+		for _, id := range slices.Sorted(maps.Keys(s.paused)) {
+			workflow.SignalExternalWorkflow(s.ctx, childIssueID(s.ctx, s.in.Run, id), "", ResumeSignal, nil)
+		}
+		clear(s.paused) // a node still over the cap says so again
+	})
+}
+
+// runIssues keeps up to Concurrency Issue children running until every instance is done; when the history grows
+// past maxHistory it drains them and continues as new (continued is true, with the continue-as-new error).
+func (s *sweepState) runIssues() (continued bool, err error) {
+	in := s.in
+	draining := false
+	for in.Next < len(in.Instances) || s.running > 0 {
+		for !draining && s.running < in.Concurrency && in.Next < len(in.Instances) {
+			s.startIssue(in.Instances[in.Next])
+		}
+		if s.running == 0 {
+			break
+		}
+		s.sel.Select(s.ctx)
+		if !draining && in.Next < len(in.Instances) &&
+			workflow.GetInfo(s.ctx).GetCurrentHistoryLength() > s.maxHistory {
+			draining = true
+		}
+		if draining && s.running == 0 {
+			in.Runs++
+			return true, workflow.NewContinueAsNewError(s.ctx, Sweep, *in)
+		}
+	}
+	return false, nil
+}
+
+// startIssue starts the next instance's Issue child and counts it done (failed, when it fails) when it ends.
+func (s *sweepState) startIssue(inst api.InstanceRef) {
+	in := s.in
+	in.Next++
+	s.running++
+	cctx := workflow.WithChildOptions(s.ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            childIssueID(s.ctx, in.Run, inst.ID),
+		TaskQueue:             in.Queues.Workflow,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	})
+	fut := workflow.ExecuteChildWorkflow(cctx, Issue, IssueInput{
+		Run: in.Run, Instance: inst, Plan: in.Plan, Dataset: in.Dataset, Grading: in.Grading,
+		Retries: in.Retries, Debug: in.Debug, Queues: in.Queues, InfraWaits: in.InfraWaits, Arms: in.Retry[inst.ID],
+		RemoteOnly: in.RemoteOnly,
+	})
+	id := inst.ID
+	s.sel.AddFuture(fut, func(f workflow.Future) {
+		s.running--
+		in.Done++
+		delete(s.paused, id)
+		var r IssueResult
+		if err := f.Get(s.ctx, &r); err != nil {
+			workflow.GetLogger(s.ctx).Error("issue failed", "instance", id, "error", err)
+			in.Failed = append(in.Failed, id)
+		}
+	})
 }

@@ -33,7 +33,6 @@ var longFunctionsLeft = map[string]bool{
 	"testkit/fakeanthropic/server.go: Server.ServeHTTP": true,
 	"testkit/fakedocker/main.go: run":                   true,
 	"testkit/fakeopenai/server.go: Server.chat":         true,
-	"workflows/sweep.go: Sweep":                         true,
 }
 
 // TestNoLongFunctions fails for every non-test function of the module over maxFunctionLines that
