@@ -18,6 +18,7 @@ import (
 
 	"ctxlab/activities"
 	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
@@ -143,7 +144,7 @@ func runAudit(o auditOptions, stdout, stderr io.Writer) int {
 	acts := runstate.Audit(rec, ao)
 	if o.issue != "" && len(acts) == 0 {
 		fmt.Fprintf(stderr, "starter audit: issue %q has no records in %s\n", o.issue,
-			filepath.Join(dir, runlog.AttemptsFile))
+			runfolder.Attempts(dir))
 		return exitFail
 	}
 	rep := auditReport{Run: o.name, Dir: dir, Activities: acts, Note: sh.note,
@@ -289,11 +290,11 @@ func showRef(o auditOptions, stdout, stderr io.Writer) int {
 		dir := filepath.Join(o.runs, name)
 		if o.store == "" {
 			// A folder without a store is not a run: do not create one in it.
-			if st, err := os.Stat(filepath.Join(dir, "cas")); err != nil || !st.IsDir() {
+			if st, err := os.Stat(runfolder.CAS(dir)); err != nil || !st.IsDir() {
 				continue
 			}
 		}
-		store, err := bucket.Open(ctx, o.store, name, filepath.Join(dir, "cas"))
+		store, err := bucket.Open(ctx, o.store, name, runfolder.CAS(dir))
 		if err != nil {
 			fmt.Fprintf(stderr, "starter audit: %s: %v\n", name, err)
 			continue

@@ -12,7 +12,7 @@ import (
 	"ctxlab/activities/contexts"
 	"ctxlab/internal/safename"
 	"ctxlab/results"
-	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
@@ -37,11 +37,11 @@ type exportCounts struct {
 // was graded outside a sweep) is left out; row.json is always written.
 func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.Plan) (exportCounts, error) {
 	var n exportCounts
-	rows, _, err := results.ReadFile(filepath.Join(runDir, runstate.ResultsFile))
+	rows, _, err := results.ReadFile(runfolder.Rows(runDir))
 	if err != nil {
 		return n, err
 	}
-	store, err := bucket.Open(ctx, o.store, o.name, filepath.Join(runDir, "cas"))
+	store, err := bucket.Open(ctx, o.store, o.name, runfolder.CAS(runDir))
 	if err != nil {
 		return n, err
 	}

@@ -27,6 +27,7 @@ import (
 	"ctxlab/activities/repo"
 	"ctxlab/activities/tokens"
 	"ctxlab/dataset/swebench"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -202,7 +203,7 @@ func (r *checkReport) checkSweep(ctx context.Context, e *specs.Experiment, plan 
 		return
 	}
 	needs := planNeedsOf(e, plan)
-	r.checkInstances(ctx, e.Dataset, needs.gradings, instances, filepath.Join(runDir, "repos"), parts)
+	r.checkInstances(ctx, e.Dataset, needs.gradings, instances, runfolder.Repos(runDir), parts)
 	if parts.endpoints {
 		r.checkModels(ctx, e, needs, instances)
 		r.checkServices(ctx, needs)

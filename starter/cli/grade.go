@@ -25,6 +25,7 @@ import (
 	"ctxlab/patch/diff"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
@@ -169,7 +170,7 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 			}
 		}
 		if !checkGraders(ctx, specs.Dataset{File: datasetFile, Repos: o.repos}, o.grading, graded,
-			filepath.Join(runDir, "repos"), o.dataset, stderr) {
+			runfolder.Repos(runDir), o.dataset, stderr) {
 			return exitUsage
 		}
 	}
@@ -177,7 +178,7 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 	if o.quiet {
 		level = zerolog.WarnLevel
 	}
-	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: level, File: filepath.Join(runDir, "ctxlab.log")})
+	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: level, File: runfolder.Log(runDir)})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
@@ -226,7 +227,7 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 	for _, r := range out {
 		graded[r.Key()] = true
 	}
-	rowStore := results.Store{Path: filepath.Join(runDir, "results.jsonl")}
+	rowStore := results.Store{Path: runfolder.Rows(runDir)}
 	if _, err := rowStore.Remove(func(r results.Row) bool { return graded[r.Key()] }); err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
@@ -242,8 +243,8 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprint(stdout, summary)
 	failed := printGradedAndErrored(stdout, out)
-	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
-		filepath.Join(runDir, "summary.md"))
+	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", runfolder.Rows(runDir),
+		runfolder.Summary(runDir))
 	code := exitOK
 	if isValidation(o.predictions) && reportValidation(o.predictions, out, stdout) > 0 {
 		code = exitFail

@@ -20,6 +20,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/images"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -156,7 +157,7 @@ func fromSpec(ctx context.Context, o *imagesBuildOptions) ([]swebench.Instance, 
 	}
 	runDir := filepath.Join(o.runs, e.Name)
 	// A starter run of the same spec may be making the dataset now: one at a time, as run itself does.
-	unlock, err := flock.Lock(ctx, filepath.Join(runDir, "prepare.lock"), 100*time.Millisecond)
+	unlock, err := flock.Lock(ctx, runfolder.PrepareLockPath(runDir), 100*time.Millisecond)
 	if err != nil {
 		return nil, err
 	}

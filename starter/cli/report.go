@@ -18,6 +18,7 @@ import (
 	"ctxlab/results/figures"
 	"ctxlab/results/report"
 	"ctxlab/results/stats"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
@@ -32,11 +33,8 @@ var reportCommand = commandDef[reportOptions, *reportOptions]{
 	run:   runReport,
 }
 
-// specRecord is the file in a run folder that keeps the compiled spec of the last `starter run`, so a report knows
-// the method order and the budget anchor.
-const specRecord = "spec.json"
-
-// writeSpecRecord saves the compiled experiment into the run folder.
+// writeSpecRecord saves the compiled experiment into the run folder, so a report knows the method order and the
+// budget anchor.
 func writeSpecRecord(runDir string, e *specs.Experiment) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
@@ -45,11 +43,11 @@ func writeSpecRecord(runDir string, e *specs.Experiment) error {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return err
 	}
-	tmp := filepath.Join(runDir, specRecord+".tmp")
+	tmp := runfolder.Spec(runDir) + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(runDir, specRecord))
+	return os.Rename(tmp, runfolder.Spec(runDir))
 }
 
 type reportOptions struct {
@@ -126,12 +124,12 @@ func locateResults(name, runs string) (file, dir string, err error) {
 		if !st.IsDir() {
 			return name, filepath.Dir(name), nil
 		}
-		if _, err := os.Stat(filepath.Join(name, "results.jsonl")); err == nil {
-			return filepath.Join(name, "results.jsonl"), name, nil
+		if _, err := os.Stat(runfolder.Rows(name)); err == nil {
+			return runfolder.Rows(name), name, nil
 		}
 	}
 	dir = filepath.Join(runs, name)
-	file = filepath.Join(dir, "results.jsonl")
+	file = runfolder.Rows(dir)
 	if _, err := os.Stat(file); err != nil {
 		return "", "", fmt.Errorf("no results at %s (run the spec first, or name a results.jsonl)", file)
 	}
@@ -140,7 +138,7 @@ func locateResults(name, runs string) (file, dir string, err error) {
 
 // readSpecRecord returns the run's recorded spec, or nil when the run folder has none.
 func readSpecRecord(dir string) (*specs.Experiment, error) {
-	b, err := os.ReadFile(filepath.Join(dir, specRecord))
+	b, err := os.ReadFile(runfolder.Spec(dir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -149,7 +147,7 @@ func readSpecRecord(dir string) (*specs.Experiment, error) {
 	}
 	var e specs.Experiment
 	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, specRecord), err)
+		return nil, fmt.Errorf("%s: %w", runfolder.Spec(dir), err)
 	}
 	return &e, nil
 }
@@ -191,7 +189,7 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 			opts.Anchor, opts.AnchorFrom = e.Anchor, "the spec's budget anchor"
 		}
 	}
-	preds, problems, err := report.LoadPredictions(filepath.Join(dir, "predictions"))
+	preds, problems, err := report.LoadPredictions(runfolder.Predictions(dir))
 	if err != nil {
 		fmt.Fprintln(stderr, "starter report:", err)
 		return exitFail
@@ -222,7 +220,7 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 	}
 	var written []string
 	if !o.noFigures {
-		figs, err := figures.Write(rep, filepath.Join(out, "figures"))
+		figs, err := figures.Write(rep, runfolder.Figures(out))
 		if err != nil {
 			fmt.Fprintln(stderr, "starter report:", err)
 			return exitFail
@@ -255,9 +253,9 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 	for _, n := range rep.Notes {
 		fmt.Fprintln(stdout, "note:", n)
 	}
-	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(out, "report.md"))
+	fmt.Fprintf(stdout, "\nreport: %s\n", runfolder.Report(out))
 	for _, f := range written {
-		if !strings.HasSuffix(f, "report.md") {
+		if !strings.HasSuffix(f, runfolder.ReportFile) {
 			fmt.Fprintln(stdout, "  "+f)
 		}
 	}
@@ -286,8 +284,8 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 		hopts.Figures = append(hopts.Figures, report.Figure{Name: name, Caption: rep.FigureCaptions[name], SVG: b})
 	}
 	// A folder without a store is not a run folder (a results file alone): do not create one in it.
-	if st, err := os.Stat(filepath.Join(dir, "cas")); o.store != "" || (err == nil && st.IsDir()) {
-		store, err := bucket.Open(context.Background(), o.store, hopts.Run, filepath.Join(dir, "cas"))
+	if st, err := os.Stat(runfolder.CAS(dir)); o.store != "" || (err == nil && st.IsDir()) {
+		store, err := bucket.Open(context.Background(), o.store, hopts.Run, runfolder.CAS(dir))
 		if err != nil {
 			problems = append(problems, err.Error())
 		} else {
@@ -311,7 +309,7 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 	}
 	page, err := rep.HTML(hopts)
 	if err == nil {
-		path := filepath.Join(out, "report.html")
+		path := runfolder.ReportHTMLPath(out)
 		if err = os.WriteFile(path, page, 0o644); err == nil {
 			return path, problems
 		}

@@ -27,6 +27,7 @@ import (
 	"ctxlab/internal/flock"
 	"ctxlab/internal/logs"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 	"ctxlab/wiring"
@@ -173,7 +174,7 @@ func runSweepBody(o runOptions, stdout, stderr io.Writer, again *map[results.Key
 	}
 	console := &consoleSwitch{base: stderr, tty: logs.IsTerminal(stderr)}
 	log, closeLog, err := logs.New(logs.Options{Console: console, ConsoleLevel: consoleLevel, ConsoleJSON: o.json,
-		File: filepath.Join(runDir, "ctxlab.log")})
+		File: runfolder.Log(runDir)})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
@@ -182,7 +183,7 @@ func runSweepBody(o runOptions, stdout, stderr io.Writer, again *map[results.Key
 
 	// Two starters of one sweep started at once prepare the same run folder (dataset, limits) and start or attach
 	// to its sweep one at a time: one of another spec sees the first's sweep before it writes anything.
-	unlockPrep, err := flock.Lock(ctx, filepath.Join(runDir, "prepare.lock"), 100*time.Millisecond)
+	unlockPrep, err := flock.Lock(ctx, runfolder.PrepareLockPath(runDir), 100*time.Millisecond)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
 		return exitFail
@@ -364,12 +365,12 @@ func runSweepBody(o runOptions, stdout, stderr io.Writer, again *map[results.Key
 		Msg("sweep finished")
 	if !o.json {
 		fmt.Fprint(stdout, res.Summary)
-		fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
-			filepath.Join(runDir, "summary.md"))
+		fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", runfolder.Rows(runDir),
+			runfolder.Summary(runDir))
 	}
 	if len(res.Failed) > 0 {
 		fmt.Fprintf(stderr, "starter: %d issue(s) failed without rows: %v (see %s)\n", len(res.Failed), res.Failed,
-			filepath.Join(runDir, "ctxlab.log"))
+			runfolder.Log(runDir))
 		return exitFail
 	}
 	return rowErrorsExit(o, runDir, stderr)
@@ -378,7 +379,7 @@ func runSweepBody(o runOptions, stdout, stderr io.Writer, again *map[results.Key
 // rowErrorsExit is a finished sweep's exit code: exitRowErrors when some of its rows have an error (unless
 // --allow-errors), saying how many and of which kinds.
 func rowErrorsExit(o runOptions, runDir string, stderr io.Writer) int {
-	rows, _, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+	rows, _, err := results.ReadFile(runfolder.Rows(runDir))
 	if errors.Is(err, os.ErrNotExist) { // a sweep of no issue writes no row
 		return exitOK
 	}
@@ -391,16 +392,13 @@ func rowErrorsExit(o runOptions, runDir string, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "starter: %d of %d rows have errors (%s); see the error column of %s or starter status %s\n",
-		tally.Errors, tally.Rows, tally, filepath.Join(runDir, "results.jsonl"), filepath.Base(runDir))
+		tally.Errors, tally.Rows, tally, runfolder.Rows(runDir), filepath.Base(runDir))
 	fmt.Fprintf(stderr, "starter: by cause: %s\n", tally.byClass())
 	if o.allowErrors {
 		return exitOK
 	}
 	return exitRowErrors
 }
-
-// retriedFile keeps the rows a re-run took out of results.jsonl to run again, for the record.
-const retriedFile = "results.retried.jsonl"
 
 // takeRetriedRows takes the rows of a finished sweep that a re-run retries (their error is not the model's, or is
 // of a kind or class sel names) out of results.jsonl, appending them to results.retried.jsonl, and returns them by
@@ -409,7 +407,7 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only m
 	map[string][]results.Key, rowErrorTally, error) {
 	retries := retriesRow(plan, sel)
 	tally := tallyRowErrors(nil)
-	removed, err := results.Store{Path: filepath.Join(runDir, "results.jsonl")}.Remove(func(r results.Row) bool {
+	removed, err := results.Store{Path: runfolder.Rows(runDir)}.Remove(func(r results.Row) bool {
 		return retries(r) && (only == nil || only[r.Key()])
 	})
 	if err != nil || len(removed) == 0 {
@@ -430,7 +428,7 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only m
 			retry[k.Instance] = append(retry[k.Instance], arm)
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(runDir, retriedFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(runfolder.Retried(runDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err == nil {
 		_, err = f.Write(b)
 		if cerr := f.Close(); err == nil {
@@ -438,7 +436,7 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only m
 		}
 	}
 	if err != nil {
-		return nil, tally, fmt.Errorf("keeping the retried rows in %s: %w", filepath.Join(runDir, retriedFile), err)
+		return nil, tally, fmt.Errorf("keeping the retried rows in %s: %w", runfolder.Retried(runDir), err)
 	}
 	return retry, tally, nil
 }
@@ -458,7 +456,7 @@ func retriesRow(plan *specs.Plan, sel retrySelection) func(results.Row) bool {
 // retriedRows are the rows of results.jsonl that a re-run retries, left where they are (nil when there is none, or
 // the file cannot be read: then nothing is retried early).
 func retriedRows(runDir string, plan *specs.Plan, sel retrySelection) map[results.Key]bool {
-	rows, _, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+	rows, _, err := results.ReadFile(runfolder.Rows(runDir))
 	if err != nil {
 		return nil
 	}
@@ -524,7 +522,7 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 				}
 				in.Retry = again
 				how = fmt.Sprintf("the sweep had finished with %d row(s) to retry: %s (kept in %s); running them "+
-					"again", tally.Errors, tally.classes(), retriedFile)
+					"again", tally.Errors, tally.classes(), runfolder.RetriedFile)
 			}
 		}
 		if old != "" && old != hash {
@@ -557,9 +555,9 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 // results.jsonl holds only its own rows. Node outputs stay: they are keyed by content, so the new sweep reuses
 // every node the two specs share.
 func archiveResults(runDir, oldHash string, log zerolog.Logger) error {
-	dest := filepath.Join(runDir, "previous", oldHash[:12])
+	dest := runfolder.Previous(runDir, oldHash)
 	moved := false
-	for _, name := range []string{"results.jsonl", "summary.md"} {
+	for _, name := range []string{runfolder.RowsFile, runfolder.SummaryFile} {
 		src := filepath.Join(runDir, name)
 		if _, err := os.Stat(src); err != nil {
 			continue

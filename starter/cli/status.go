@@ -17,6 +17,7 @@ import (
 	"ctxlab/activities/api/errkind"
 	"ctxlab/dataset/swebench"
 	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -81,7 +82,7 @@ func readShape(dir string) sweepShape {
 	var sh sweepShape
 	e, err := readSpecRecord(dir)
 	if err != nil || e == nil {
-		sh.note = "no spec recorded in " + filepath.Join(dir, specRecord) + "; counting what the records name"
+		sh.note = "no spec recorded in " + runfolder.Spec(dir) + "; counting what the records name"
 		if err != nil {
 			sh.note = err.Error() + "; counting what the records name"
 		}
@@ -90,7 +91,7 @@ func readShape(dir string) sweepShape {
 	if p, err := specs.BuildPlan(e); err == nil {
 		sh.plan = p
 	} else {
-		sh.note = fmt.Sprintf("%s: %v", filepath.Join(dir, specRecord), err)
+		sh.note = fmt.Sprintf("%s: %v", runfolder.Spec(dir), err)
 	}
 	// starter run recorded the dataset file it prepared (a generated one lives in the run folder).
 	if e.Dataset.File != "" {
@@ -145,7 +146,7 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter status:", err)
 		return exitFail
 	}
-	repairRunFolder("status", dir, filepath.Join(dir, runstate.ResultsFile), stderr)
+	repairRunFolder("status", dir, runfolder.Rows(dir), stderr)
 	rec, err := runstate.Read(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter status:", err)
@@ -187,7 +188,7 @@ func endElapsedWhenFinished(st runstate.Status) runstate.Status {
 // published is false when no starter ran an embedded server for the run (a sweep on a cluster: status cannot tell
 // whether it runs).
 func liveStarter(dir string) (pid *int, published bool) {
-	b, err := os.ReadFile(filepath.Join(dir, "server.json"))
+	b, err := os.ReadFile(runfolder.Server(dir))
 	if err != nil {
 		return nil, false
 	}
