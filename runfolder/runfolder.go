@@ -7,6 +7,8 @@
 package runfolder
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 
 	"ctxlab/internal/safename"
@@ -149,3 +151,26 @@ func Previous(dir, specHash string) string { return filepath.Join(dir, PreviousD
 func Report(out string) string         { return filepath.Join(out, ReportFile) }
 func ReportHTMLPath(out string) string { return filepath.Join(out, ReportHTML) }
 func Figures(out string) string        { return filepath.Join(out, FiguresDir) }
+
+// PutAside moves the rows file and summary of the sweep of the spec with hash specHash out of dir, to
+// Previous(dir, specHash), and returns that folder ("" when neither file was there, or on an error).
+func PutAside(dir, specHash string) (string, error) {
+	dest, moved := Previous(dir, specHash), false
+	for _, name := range []string{RowsFile, SummaryFile} {
+		src := filepath.Join(dir, name)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		if err := os.MkdirAll(dest, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.Rename(src, filepath.Join(dest, name)); err != nil {
+			return "", fmt.Errorf("putting aside the previous spec's %s: %w", name, err)
+		}
+		moved = true
+	}
+	if !moved {
+		return "", nil
+	}
+	return dest, nil
+}

@@ -48,7 +48,6 @@ var longFunctionsLeft = map[string]bool{
 	"starter/cli/audit.go: runAudit":                        true,
 	"starter/cli/grade.go: gradePredictions":                true,
 	"starter/cli/report.go: runReport":                      true,
-	"starter/cli/run.go: runSweepBody":                      true,
 	"testkit/fakeanthropic/server.go: Server.ServeHTTP":     true,
 	"testkit/fakedocker/main.go: run":                       true,
 	"testkit/fakeopenai/server.go: Server.chat":             true,
