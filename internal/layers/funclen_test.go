@@ -46,7 +46,6 @@ var longFunctionsLeft = map[string]bool{
 	"specs/validate.go: Validate":                           true,
 	"specs/validate.go: validateSteps":                      true,
 	"starter/cli/audit.go: runAudit":                        true,
-	"starter/cli/report.go: runReport":                      true,
 	"testkit/fakeanthropic/server.go: Server.ServeHTTP":     true,
 	"testkit/fakedocker/main.go: run":                       true,
 	"testkit/fakeopenai/server.go: Server.chat":             true,

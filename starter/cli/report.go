@@ -153,30 +153,66 @@ func readSpecRecord(dir string) (*specs.Experiment, error) {
 }
 
 func runReport(o reportOptions, stdout, stderr io.Writer) int {
+	code, err := reportRun(o, stdout, stderr)
+	return exitCodeSaying(code, err, stderr)
+}
+
+// reportFailed is a roundExit of code that prints err after "starter report: ".
+func reportFailed(code int, err error) *roundExit {
+	return exitWith(code, "starter report: "+err.Error())
+}
+
+// reportRun reads the rows, builds the report with the recorded spec's order and anchor and the frozen predictions,
+// writes its files and says where they are.
+func reportRun(o reportOptions, stdout, stderr io.Writer) (int, error) {
 	file, dir, err := locateResults(o.name, o.runs)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitUsage
+		return 0, reportFailed(exitUsage, err)
 	}
 	repairRunFolder("report", dir, file, stderr)
 	rows, bad, err := results.ReadFile(file)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitFail
+		return 0, reportFailed(exitFail, err)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(stderr, "starter report: %s holds no rows yet\n", file)
-		return exitFail
+		return 0, exitWith(exitFail, fmt.Sprintf("starter report: %s holds no rows yet", file))
 	}
+	e, err := readSpecRecord(dir)
+	if err != nil {
+		return 0, reportFailed(exitFail, err)
+	}
+	opts := reportBuildOptions(o, file, dir, e)
+	preds, problems, err := loadReportPredictions(o, dir, stderr)
+	if err != nil {
+		return 0, reportFailed(exitFail, err)
+	}
+	opts.Predictions = preds
+	rep, err := report.Build(rows, bad, opts)
+	if err != nil {
+		return 0, reportFailed(exitUsage, err)
+	}
+	for _, p := range problems {
+		rep.Notes = append(rep.Notes, "prediction skipped: "+p)
+	}
+	out := dir
+	if o.out != "" {
+		out = o.out
+	}
+	written, err := writeReportFiles(rep, o, dir, out, e, stderr)
+	if err != nil {
+		return 0, err
+	}
+	printReport(rep, out, written, stdout)
+	return exitOK, nil
+}
+
+// reportBuildOptions are the report's options from the flags and, when recorded, the spec (its title, the order of
+// its arms and its budget anchor).
+func reportBuildOptions(o reportOptions, file, dir string, e *specs.Experiment) report.Options {
 	opts := report.Options{Title: "Report: " + filepath.Base(dir), Source: file, Resamples: o.resamples, Seed: o.seed,
 		Alternative: o.alternative, Fit: o.fit, Features: o.features, Anchor: o.anchor, AnchorFrom: "--anchor"}
 	for i := 0; i+1 < len(o.pairs); i += 2 {
 		opts.Pairs = append(opts.Pairs, [2]string{o.pairs[i], o.pairs[i+1]})
-	}
-	e, err := readSpecRecord(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitFail
 	}
 	if e != nil {
 		opts.Title = "Report: " + e.Name
@@ -189,10 +225,15 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 			opts.Anchor, opts.AnchorFrom = e.Anchor, "the spec's budget anchor"
 		}
 	}
+	return opts
+}
+
+// loadReportPredictions reads the run's frozen predictions and those --prediction names; problems are the files
+// skipped, each said on stderr.
+func loadReportPredictions(o reportOptions, dir string, stderr io.Writer) ([]report.Prediction, []string, error) {
 	preds, problems, err := report.LoadPredictions(runfolder.Predictions(dir))
 	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitFail
+		return nil, nil, err
 	}
 	for _, f := range o.predictions {
 		p, err := report.LoadPrediction(f)
@@ -205,25 +246,18 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 	for _, p := range problems {
 		fmt.Fprintln(stderr, "starter report: skipping", p)
 	}
-	opts.Predictions = preds
-	rep, err := report.Build(rows, bad, opts)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitUsage
-	}
-	for _, p := range problems {
-		rep.Notes = append(rep.Notes, "prediction skipped: "+p)
-	}
-	out := dir
-	if o.out != "" {
-		out = o.out
-	}
+	return preds, problems, nil
+}
+
+// writeReportFiles writes the report's figures (unless --no-figures), its Markdown and tables, and report.html into
+// out, and returns the files written.
+func writeReportFiles(rep *report.Report, o reportOptions, dir, out string, e *specs.Experiment,
+	stderr io.Writer) ([]string, error) {
 	var written []string
 	if !o.noFigures {
 		figs, err := figures.Write(rep, runfolder.Figures(out))
 		if err != nil {
-			fmt.Fprintln(stderr, "starter report:", err)
-			return exitFail
+			return nil, reportFailed(exitFail, err)
 		}
 		for _, f := range figs {
 			rel, _ := filepath.Rel(out, f)
@@ -233,8 +267,7 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 	}
 	files, err := rep.Write(out)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitFail
+		return nil, reportFailed(exitFail, err)
 	}
 	written = append(files, written...)
 	page, problems := writeReportHTML(rep, o, dir, out, e)
@@ -242,9 +275,13 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter report: report.html:", p)
 	}
 	if page == "" {
-		return exitFail
+		return nil, exitWith(exitFail)
 	}
-	written = append(written, page)
+	return append(written, page), nil
+}
+
+// printReport prints the methods and comparisons tables, the report's notes and the files written.
+func printReport(rep *report.Report, out string, written []string, stdout io.Writer) {
 	for _, t := range rep.Tables() {
 		if t.Name == "methods" || t.Name == "comparisons" {
 			fmt.Fprintf(stdout, "%s\n\n%s\n", t.Caption, t.Markdown())
@@ -259,7 +296,6 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "  "+f)
 		}
 	}
-	return exitOK
 }
 
 // writeReportHTML writes out/report.html: the report, its figures (the SVGs just drawn) and, per row, the stored
