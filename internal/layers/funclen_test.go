@@ -45,7 +45,6 @@ var longFunctionsLeft = map[string]bool{
 	"results/stats/logistic.go: FitLogistic":                true,
 	"specs/validate.go: Validate":                           true,
 	"specs/validate.go: validateSteps":                      true,
-	"starter/cli/audit.go: runAudit":                        true,
 	"testkit/fakeanthropic/server.go: Server.ServeHTTP":     true,
 	"testkit/fakedocker/main.go: run":                       true,
 	"testkit/fakeopenai/server.go: Server.chat":             true,
