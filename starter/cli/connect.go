@@ -105,6 +105,14 @@ func connectFresh(ctx context.Context, co cluster.Options, runDir string, freshD
 		}
 		return &connection{client: c, attached: true, ownerIdle: attachTo.Viewer, address: attachTo.Address}, nil
 	}
+	return startOwnServer(ctx, runDir, namespace, freshDB, unlock, log)
+}
+
+// startOwnServer starts the run folder's embedded server (on a fresh database with freshDB), holding the run's
+// lock (unlock lets it go), publishes it in server.json and connects to it.
+func startOwnServer(ctx context.Context, runDir, namespace string, freshDB bool, unlock func(),
+	log zerolog.Logger) (*connection, error) {
+	sfPath := runfolder.Server(runDir)
 	var sf serverFile // the last server's ports, reused when free
 	if b, err := os.ReadFile(sfPath); err == nil {
 		_ = json.Unmarshal(b, &sf)

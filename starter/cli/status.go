@@ -234,6 +234,17 @@ func printStatus(w io.Writer, r statusReport) {
 	if r.errors.Errors > 0 {
 		fmt.Fprintf(w, "errors:    %d rows: %s\n", r.errors.Errors, r.errors.byClass())
 	}
+	printStatusSpend(w, st)
+	printStatusTimes(w, r)
+	for _, name := range slices.Sorted(maps.Keys(st.Bad)) {
+		n := st.Bad[name]
+		fmt.Fprintf(w, "warning: %d unreadable line(s) in %s (a torn line from a killed process is skipped)\n", n,
+			filepath.Join(r.Dir, name))
+	}
+}
+
+// printStatusSpend prints what the run paid and what it is projected to pay.
+func printStatusSpend(w io.Writer, st runstate.Status) {
 	sp := st.Spend
 	fmt.Fprintf(w, "spend:     $%.4f (%d paid calls, %d cache hits, %d failed; %d prompt + %d completion tokens paid)\n",
 		sp.USD, sp.PaidCalls, sp.CacheHits, sp.FailedCalls, sp.PromptTokens, sp.CompletionTokens)
@@ -246,6 +257,11 @@ func printStatus(w io.Writer, r statusReport) {
 	} else {
 		fmt.Fprintln(w, "projected: - (no issue finished yet)")
 	}
+}
+
+// printStatusTimes prints the run's elapsed time and how long it has left.
+func printStatusTimes(w io.Writer, r statusReport) {
+	st := r.Status
 	switch {
 	case st.FirstAttempt == nil:
 		fmt.Fprintln(w, "elapsed:   - (no attempt recorded)")
@@ -269,10 +285,5 @@ func printStatus(w io.Writer, r statusReport) {
 	default:
 		fmt.Fprintf(w, "eta:       %s (working time per finished issue x unfinished issues)\n",
 			runstate.FormatDuration(runstate.Seconds(*st.ETAS)))
-	}
-	for _, name := range slices.Sorted(maps.Keys(st.Bad)) {
-		n := st.Bad[name]
-		fmt.Fprintf(w, "warning: %d unreadable line(s) in %s (a torn line from a killed process is skipped)\n", n,
-			filepath.Join(r.Dir, name))
 	}
 }
