@@ -369,57 +369,74 @@ func reportDetails(ctx context.Context, dir string, store cas.Store, e *specs.Ex
 	}
 	arms := armNodesOf(plan)
 	details := map[results.Key]report.Detail{}
-	unread := 0
-	var problems []string
-	note := func(d *report.Detail, format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		d.Problems = append(d.Problems, msg)
-		if unread++; unread <= maxProblems {
-			problems = append(problems, msg)
-		}
-	}
-	get := func(d *report.Detail, what string, ref cas.Ref) []byte {
-		b, err := store.Get(ctx, ref)
-		if err != nil {
-			note(d, "%s %s: %v", what, ref, err)
-		}
-		return b
-	}
+	r := &detailReader{ctx: ctx, dir: dir, store: store}
 	for _, row := range rep.CountedRows() {
 		id := row.Key()
 		an, ok := arms[results.Key{Method: id.Method, Model: id.Model}]
 		if !ok {
 			continue // a method of an earlier spec
 		}
-		var d report.Detail
-		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.context); ok && out.Ref != "" {
-			d.ContextRef = string(out.Ref)
-			var c contexts.Context
-			if b := get(&d, "context", out.Ref); b != nil {
-				if err := json.Unmarshal(b, &c); err != nil {
-					note(&d, "context %s: %v", out.Ref, err)
-				}
-				d.ContextFiles = c.Files()
-			}
-		}
-		patchRef := cas.Ref(row.String("patch_ref"))
-		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.patch); patchRef == "" && ok {
-			patchRef = out.Ref
-		}
-		if patchRef != "" {
-			d.PatchRef = string(patchRef)
-			d.Patch = string(get(&d, "patch", patchRef))
-		}
-		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.grade); ok && out.Ref != "" {
-			d.TestLogRef = string(out.Ref)
-			d.TestLog = string(get(&d, "test log", out.Ref))
-		}
-		if d.ContextRef != "" || d.PatchRef != "" || d.TestLogRef != "" {
+		if d := r.detail(row, an); d.ContextRef != "" || d.PatchRef != "" || d.TestLogRef != "" {
 			details[id] = d
 		}
 	}
-	if unread > maxProblems {
-		problems = append(problems, fmt.Sprintf("and %d more objects could not be read", unread-maxProblems))
+	if r.unread > maxProblems {
+		r.problems = append(r.problems, fmt.Sprintf("and %d more objects could not be read", r.unread-maxProblems))
 	}
-	return details, problems
+	return details, r.problems
+}
+
+// detailReader reads the stored objects behind report rows, counting those it could not read and naming the first
+// maxProblems.
+type detailReader struct {
+	ctx      context.Context
+	dir      string
+	store    cas.Store
+	unread   int
+	problems []string
+}
+
+func (r *detailReader) note(d *report.Detail, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	d.Problems = append(d.Problems, msg)
+	if r.unread++; r.unread <= maxProblems {
+		r.problems = append(r.problems, msg)
+	}
+}
+
+func (r *detailReader) get(d *report.Detail, what string, ref cas.Ref) []byte {
+	b, err := r.store.Get(r.ctx, ref)
+	if err != nil {
+		r.note(d, "%s %s: %v", what, ref, err)
+	}
+	return b
+}
+
+// detail is a row's context (its files), patch and test log, from the memos of its arm's nodes.
+func (r *detailReader) detail(row results.Row, an armNodes) report.Detail {
+	id := row.Key()
+	var d report.Detail
+	if out, ok := activities.ReadNodeMemo(r.dir, id.Instance, an.context); ok && out.Ref != "" {
+		d.ContextRef = string(out.Ref)
+		var c contexts.Context
+		if b := r.get(&d, "context", out.Ref); b != nil {
+			if err := json.Unmarshal(b, &c); err != nil {
+				r.note(&d, "context %s: %v", out.Ref, err)
+			}
+			d.ContextFiles = c.Files()
+		}
+	}
+	patchRef := cas.Ref(row.String("patch_ref"))
+	if out, ok := activities.ReadNodeMemo(r.dir, id.Instance, an.patch); patchRef == "" && ok {
+		patchRef = out.Ref
+	}
+	if patchRef != "" {
+		d.PatchRef = string(patchRef)
+		d.Patch = string(r.get(&d, "patch", patchRef))
+	}
+	if out, ok := activities.ReadNodeMemo(r.dir, id.Instance, an.grade); ok && out.Ref != "" {
+		d.TestLogRef = string(out.Ref)
+		d.TestLog = string(r.get(&d, "test log", out.Ref))
+	}
+	return d
 }
