@@ -15,6 +15,7 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
+	"ctxlab/runfolder"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 )
@@ -140,7 +141,7 @@ func (a *Activities) Store(run string) (cas.Store, error) {
 	if s, ok := a.stores[run]; ok {
 		return s, nil
 	}
-	s, err := bucket.Open(context.Background(), a.StoreURL, run, filepath.Join(a.RunDir(run), "cas"))
+	s, err := bucket.Open(context.Background(), a.StoreURL, run, runfolder.CAS(a.RunDir(run)))
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/repo"
+	"ctxlab/runfolder"
 )
 
 // Checkout opens (or clones once into the run folder) the instance's repository and snapshots it at base_commit
@@ -18,7 +19,7 @@ func (a *Activities) Checkout(ctx context.Context, in NodeInput) (NodeOutput, er
 			return NodeOutput{}, err
 		}
 		src := repo.SourceFor(in.Dataset.Repos, inst, filepath.Dir(in.Dataset.File))
-		r, err := repo.Open(ctx, src, filepath.Join(a.RunDir(in.Run), "repos"))
+		r, err := repo.Open(ctx, src, runfolder.Repos(a.RunDir(in.Run)))
 		if err != nil {
 			return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: repository %s: %v", inst.InstanceID, src, err)
 		}

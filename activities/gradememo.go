@@ -13,6 +13,7 @@ import (
 	"ctxlab/activities/executor"
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
+	"ctxlab/runfolder"
 	"ctxlab/store/cas"
 )
 
@@ -60,7 +61,7 @@ type gradeMemo struct {
 }
 
 func (a *Activities) gradeMemo(run string) gradeMemo {
-	root := filepath.Join(a.RunDir(run), "grades")
+	root := runfolder.Grades(a.RunDir(run))
 	return gradeMemo{dir: cas.KeyDir{Root: root}, locks: filepath.Join(root, "locks")}
 }
 

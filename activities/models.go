@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"text/template"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/respcache"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -279,7 +279,7 @@ func (a *Activities) responseCache(run string) respcache.Cache {
 	if a.CacheDir != "" {
 		return respcache.Open(a.CacheDir)
 	}
-	return respcache.Open(filepath.Join(a.RunDir(run), "cas"))
+	return respcache.Open(runfolder.CAS(a.RunDir(run)))
 }
 
 // putResponse stores an answer in the run's content store for audits; a failure only loses the reference.
@@ -294,7 +294,7 @@ func (j *job) putResponse(ctx context.Context, resp llm.Response) cas.Ref {
 // recordCall appends a call to the run's ledger.
 func (j *job) recordCall(c runlog.Call) {
 	c.Time = time.Now().UTC()
-	if err := runlog.Append(filepath.Join(j.a.RunDir(j.in.Run), runlog.CallsFile), c); err != nil {
+	if err := runlog.Append(runfolder.Calls(j.a.RunDir(j.in.Run)), c); err != nil {
 		j.a.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not record a model call in calls.jsonl")
 	}
 }

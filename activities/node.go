@@ -21,7 +21,7 @@ import (
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
-	"ctxlab/internal/safename"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -258,7 +258,7 @@ func (a *Activities) memoPath(in NodeInput) string {
 
 // NodeMemoPath is where a run folder keeps the output of a node that last succeeded on an instance.
 func NodeMemoPath(runDir, instance, node string) string {
-	return filepath.Join(runDir, "nodes", safename.File(instance), safename.File(node)+".json")
+	return runfolder.NodeMemo(runDir, instance, node)
 }
 
 // nodeMemoVersion starts every node memo key; change it when what a node computes from the same inputs changes.
@@ -376,7 +376,7 @@ func writeMemo(path, key string, out NodeOutput) error {
 
 func (a *Activities) logAttempt(run string, rec runlog.Attempt) {
 	rec.Time = time.Now().UTC()
-	if err := runlog.Append(filepath.Join(a.RunDir(run), runlog.AttemptsFile), rec); err != nil {
+	if err := runlog.Append(runfolder.Attempts(a.RunDir(run)), rec); err != nil {
 		a.Log.Warn().Err(err).Msg("attempt log")
 	}
 }

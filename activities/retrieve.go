@@ -3,7 +3,6 @@ package activities
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 
 	"ctxlab/activities/bm25"
@@ -11,6 +10,7 @@ import (
 	"ctxlab/activities/dense"
 	"ctxlab/activities/repo"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -154,7 +154,7 @@ func (j *job) denseRank(ctx context.Context, model, query string, docs []string,
 	if model == "" {
 		return nil, permanentf(ErrBadInput, "%s: dense retrieval needs embedding_model", j.in.Step)
 	}
-	root := filepath.Join(j.a.RunDir(j.in.Run), "cas", "embeddings")
+	root := runfolder.Embeddings(j.a.RunDir(j.in.Run))
 	cl, err := dense.NewFromEnv(model, dense.DirCache{Root: root})
 	if err != nil {
 		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)

@@ -15,7 +15,7 @@ import (
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
-	"ctxlab/internal/safename"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 )
@@ -23,7 +23,7 @@ import (
 // LimitsFile is where a starter writes the limits of the spec it runs, in the run folder. Workers read it before
 // every paid call, so raising the spend cap or a rate limit takes effect in a running sweep, on every worker that
 // shares the run folder, without restarting anything.
-const LimitsFile = "limits.json"
+const LimitsFile = runfolder.LimitsFile
 
 // RunLimits are the limits of a run that are not part of what it computes.
 type RunLimits struct {
@@ -49,13 +49,13 @@ func WriteLimits(runDir string, l RunLimits) error {
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(runDir, LimitsFile))
+	return os.Rename(tmp, runfolder.Limits(runDir))
 }
 
 // ReadLimits reads a run folder's limits; a folder without the file has none.
 func ReadLimits(runDir string) (RunLimits, error) {
 	var l RunLimits
-	b, err := os.ReadFile(filepath.Join(runDir, LimitsFile))
+	b, err := os.ReadFile(runfolder.Limits(runDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return l, nil
 	}
@@ -63,7 +63,7 @@ func ReadLimits(runDir string) (RunLimits, error) {
 		return l, err
 	}
 	if err := json.Unmarshal(b, &l); err != nil {
-		return l, fmt.Errorf("%s: %w", filepath.Join(runDir, LimitsFile), err)
+		return l, fmt.Errorf("%s: %w", runfolder.Limits(runDir), err)
 	}
 	return l, nil
 }
@@ -88,7 +88,7 @@ func (a *Activities) spent(run string) (float64, error) {
 	}
 	t, ok := a.tallies[run]
 	if !ok {
-		t = &tally{calls: runlog.Tail[runlog.Call]{Path: filepath.Join(a.RunDir(run), runlog.CallsFile)}}
+		t = &tally{calls: runlog.Tail[runlog.Call]{Path: runfolder.Calls(a.RunDir(run))}}
 		a.tallies[run] = t
 	}
 	a.mu.Unlock()
@@ -115,13 +115,13 @@ func (a *Activities) limiter(run, provider string, l RunLimits) *limiter.Limiter
 	if !ok || (pl.InFlight <= 0 && pl.RPS <= 0) {
 		return nil
 	}
-	return limiter.New(filepath.Join(a.RunDir(run), "limits", safename.File(provider)),
+	return limiter.New(runfolder.ProviderLimits(a.RunDir(run), provider),
 		limiter.Limits{InFlight: pl.InFlight, RPS: pl.RPS})
 }
 
 // spendCap is the run's spend cap, shared by every worker that shares the run folder.
 func (a *Activities) spendCap(run string) *limiter.SpendCap {
-	return &limiter.SpendCap{Dir: filepath.Join(a.RunDir(run), "limits", "spend"),
+	return &limiter.SpendCap{Dir: runfolder.SpendLimits(a.RunDir(run)),
 		Spent: func() (float64, error) { return a.spent(run) }}
 }
 

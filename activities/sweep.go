@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"ctxlab/activities/api"
 	"ctxlab/dataset/swebench"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
@@ -114,7 +114,7 @@ func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
 	for _, r := range in.Rows {
 		results.WithErrorClass(r)
 	}
-	n, err := results.Store{Path: filepath.Join(a.RunDir(in.Run), "results.jsonl")}.Append(in.Rows)
+	n, err := results.Store{Path: runfolder.Rows(a.RunDir(in.Run))}.Append(in.Rows)
 	return n, runFolderErr(err)
 }
 
@@ -122,7 +122,7 @@ func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
 func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, error) {
 	defer a.heartbeat(ctx)()
 	dir := a.RunDir(in.Run)
-	rows, bad, err := results.ReadFile(filepath.Join(dir, "results.jsonl"))
+	rows, bad, err := results.ReadFile(runfolder.Rows(dir))
 	if err != nil {
 		return "", runFolderErr(err)
 	}
@@ -131,7 +131,7 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, 
 		md += fmt.Sprintf("\n%d line(s) of results.jsonl could not be read (first: line %d: %v).\n", len(bad),
 			bad[0].Line, bad[0].Err)
 	}
-	path := filepath.Join(dir, "summary.md")
+	path := runfolder.Summary(dir)
 	if err := results.RegularOrAbsent(path); err != nil {
 		return "", runFolderErr(err)
 	}

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"ctxlab/internal/jsonl"
+	"ctxlab/runfolder"
 	"ctxlab/store/cas"
 )
 
 // File names inside a run folder.
 const (
-	AttemptsFile = "attempts.jsonl"
-	CallsFile    = "calls.jsonl"
+	AttemptsFile = runfolder.AttemptsFile
+	CallsFile    = runfolder.CallsFile
 )
 
 // Attempt events.

@@ -21,6 +21,7 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
@@ -286,14 +287,14 @@ type ExportResult struct {
 // whose instance id is not org__repo-number are left out of it, and listed in the result).
 func Export(ctx context.Context, runDir string) (ExportResult, error) {
 	res := ExportResult{Files: map[string]int{}}
-	rows, bad, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+	rows, bad, err := results.ReadFile(runfolder.Rows(runDir))
 	if err != nil {
 		return res, err
 	}
 	if len(bad) > 0 {
-		return res, fmt.Errorf("%s: line %d: %v", filepath.Join(runDir, "results.jsonl"), bad[0].Line, bad[0].Err)
+		return res, fmt.Errorf("%s: line %d: %v", runfolder.Rows(runDir), bad[0].Line, bad[0].Err)
 	}
-	store, err := cas.NewDir(filepath.Join(runDir, "cas"))
+	store, err := cas.NewDir(runfolder.CAS(runDir))
 	if err != nil {
 		return res, err
 	}
@@ -314,7 +315,7 @@ func Export(ctx context.Context, runDir string) (ExportResult, error) {
 	}
 	for name, ps := range groups {
 		slices.SortFunc(ps, func(a, b Prediction) int { return strings.Compare(a.InstanceID, b.InstanceID) })
-		path := filepath.Join(runDir, "predictions", safeFile(name)+".jsonl")
+		path := filepath.Join(runfolder.Predictions(runDir), safeFile(name)+".jsonl")
 		if err := WriteFile(path, ps); err != nil {
 			return res, err
 		}
@@ -322,7 +323,7 @@ func Export(ctx context.Context, runDir string) (ExportResult, error) {
 		msb, unconverted := ToMultiSWEBench(ps)
 		res.NotMultiSWEBench = append(res.NotMultiSWEBench, unconverted...)
 		if len(msb) > 0 {
-			path := filepath.Join(runDir, "predictions", safeFile(name)+MultiSWEBenchSuffix+".jsonl")
+			path := filepath.Join(runfolder.Predictions(runDir), safeFile(name)+MultiSWEBenchSuffix+".jsonl")
 			if err := WriteMultiSWEBenchFile(path, msb); err != nil {
 				return res, err
 			}

@@ -18,6 +18,7 @@ import (
 
 	"ctxlab/activities"
 	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
@@ -92,61 +93,90 @@ func runAudit(o auditOptions, stdout, stderr io.Writer) int {
 	if o.show != "" {
 		return showRef(o, stdout, stderr)
 	}
+	code, err := auditRun(o, stdout)
+	return exitCodeSaying(code, err, stderr)
+}
+
+// auditFailed is a roundExit of exitFail that prints err after "starter audit: ".
+func auditFailed(err error) *roundExit { return exitWith(exitFail, "starter audit: "+err.Error()) }
+
+// auditRun exports the run's rows (--export) or lists its activities' attempts and calls, as text or JSON.
+func auditRun(o auditOptions, stdout io.Writer) (int, error) {
 	dir, err := runFolder(o.runs, o.name)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter audit:", err)
-		return exitFail
+		return 0, auditFailed(err)
 	}
 	if o.export != "" {
 		n, err := exportRun(context.Background(), o, dir, readShape(dir).plan)
 		if err != nil {
-			fmt.Fprintln(stderr, "starter audit:", err)
-			return exitFail
+			return 0, auditFailed(err)
 		}
 		printExport(stdout, o.export, n)
-		return exitOK
+		return exitOK, nil
 	}
 	rec, err := runstate.Read(dir)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter audit:", err)
-		return exitFail
+		return 0, auditFailed(err)
 	}
 	sh := readShape(dir)
+	ao, err := auditSelection(o, sh)
+	if err != nil {
+		return 0, err
+	}
+	acts := runstate.Audit(rec, ao)
+	if o.issue != "" && len(acts) == 0 {
+		return 0, exitWith(exitFail, fmt.Sprintf("starter audit: issue %q has no records in %s", o.issue,
+			runfolder.Attempts(dir)))
+	}
+	rep := newAuditReport(o.name, dir, acts, sh.note)
+	if o.json {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return 0, auditFailed(err)
+		}
+		fmt.Fprintln(stdout, string(b))
+		return exitOK, nil
+	}
+	printAudit(stdout, rep)
+	return exitOK, nil
+}
+
+// auditSelection is what the audit lists: the plan's nodes of the run's instances, of the --issue and the --method
+// asked for.
+func auditSelection(o auditOptions, sh sweepShape) (runstate.AuditOptions, error) {
 	ao := runstate.AuditOptions{Instances: sh.instances, Instance: o.issue}
 	if sh.plan != nil {
 		for _, n := range sh.plan.Nodes {
 			ao.Nodes = append(ao.Nodes, runstate.Node{Key: n.Key, Activity: n.Activity, Steps: n.Steps})
 		}
 	}
-	if o.method != "" {
-		if sh.plan == nil {
-			fmt.Fprintf(stderr, "starter audit: --method needs the run's spec (%s)\n", sh.note)
-			return exitFail
+	if o.method == "" {
+		return ao, nil
+	}
+	if sh.plan == nil {
+		return ao, exitWith(exitFail, fmt.Sprintf("starter audit: --method needs the run's spec (%s)", sh.note))
+	}
+	ao.Keep = map[string]bool{}
+	var known []string
+	for _, arm := range sh.plan.Arms {
+		known = append(known, arm.Model+"/"+arm.Method)
+		if arm.Method != o.method && arm.Model+"/"+arm.Method != o.method {
+			continue
 		}
-		ao.Keep = map[string]bool{}
-		var known []string
-		for _, arm := range sh.plan.Arms {
-			known = append(known, arm.Model+"/"+arm.Method)
-			if arm.Method != o.method && arm.Model+"/"+arm.Method != o.method {
-				continue
-			}
-			for _, s := range arm.Steps {
-				ao.Keep[s.Key] = true
-			}
-		}
-		if len(ao.Keep) == 0 {
-			fmt.Fprintf(stderr, "starter audit: no method %q in the run's spec; it has %s\n", o.method,
-				strings.Join(known, ", "))
-			return exitFail
+		for _, s := range arm.Steps {
+			ao.Keep[s.Key] = true
 		}
 	}
-	acts := runstate.Audit(rec, ao)
-	if o.issue != "" && len(acts) == 0 {
-		fmt.Fprintf(stderr, "starter audit: issue %q has no records in %s\n", o.issue,
-			filepath.Join(dir, runlog.AttemptsFile))
-		return exitFail
+	if len(ao.Keep) == 0 {
+		return ao, exitWith(exitFail, fmt.Sprintf("starter audit: no method %q in the run's spec; it has %s",
+			o.method, strings.Join(known, ", ")))
 	}
-	rep := auditReport{Run: o.name, Dir: dir, Activities: acts, Note: sh.note,
+	return ao, nil
+}
+
+// newAuditReport is the audit of the listed activities with their totals.
+func newAuditReport(name, dir string, acts []runstate.Activity, note string) auditReport {
+	rep := auditReport{Run: name, Dir: dir, Activities: acts, Note: note,
 		Totals: auditTotals{Activities: len(acts), Tries: map[string]int{}}}
 	if rep.Activities == nil {
 		rep.Activities = []runstate.Activity{}
@@ -157,17 +187,7 @@ func runAudit(o auditOptions, stdout, stderr io.Writer) int {
 		}
 		rep.Totals.Calls.Merge(a.Calls)
 	}
-	if o.json {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			fmt.Fprintln(stderr, "starter audit:", err)
-			return exitFail
-		}
-		fmt.Fprintln(stdout, string(b))
-		return exitOK
-	}
-	printAudit(stdout, rep)
-	return exitOK
+	return rep
 }
 
 const auditTime = "2006-01-02 15:04:05.000"
@@ -198,64 +218,75 @@ func printAudit(w io.Writer, r auditReport) {
 			fmt.Fprintln(w, "    (no attempt: not reached, or skipped because an input failed)")
 		}
 		for _, t := range a.Tries {
-			line := fmt.Sprintf("    #%d %-10s %s", t.Attempt, t.Event, t.Start.UTC().Format(auditTime))
-			if t.DurationMS > 0 || t.Event == runlog.EventDone || t.Event == runlog.EventFail {
-				line += "  " + (time.Duration(t.DurationMS) * time.Millisecond).String()
-			}
-			if t.ModelCalls+t.PaidCalls+t.CacheHits > 0 {
-				line += fmt.Sprintf("  calls %d (paid %d, cached %d) %d+%d tokens $%.4f", t.ModelCalls, t.PaidCalls,
-					t.CacheHits, t.PromptTokens, t.CompletionTokens, t.CostUSD)
-			}
-			fmt.Fprintln(w, line)
-			if t.Error != "" {
-				typ := ""
-				if t.ErrorType != "" {
-					typ = " [" + t.ErrorType + "]"
-				}
-				fmt.Fprintf(w, "       error%s: %s\n", typ, t.Error)
-			}
-			if t.Output != "" {
-				fmt.Fprintf(w, "       output %s\n", t.Output)
-			}
-			if t.Params != "" {
-				fmt.Fprintf(w, "       params %s\n", t.Params)
-			}
-			names := make([]string, 0, len(t.Inputs))
-			for n := range t.Inputs {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
-				fmt.Fprintf(w, "       input  %s %s\n", t.Inputs[n], n)
-			}
+			printAuditTry(w, t)
 		}
-		if c := a.Calls; c.PaidCalls+c.CacheHits > 0 {
-			fmt.Fprintf(w, "    ledger: %d paid calls $%.4f (%d+%d tokens), %d cache hits, %d failed\n", c.PaidCalls,
-				c.USD, c.PromptTokens, c.CompletionTokens, c.CacheHits, c.FailedCalls)
-		}
-		for _, c := range a.CallList {
-			how := "paid"
-			if c.Cached {
-				how = "cached"
-			}
-			line := fmt.Sprintf("      call %s %s %s/%s %d+%d tokens $%.4f", c.Time.UTC().Format(auditTime), how,
-				c.Provider, c.Model, c.PromptTokens, c.CompletionTokens, c.CostUSD)
-			if c.Error != "" {
-				line += " error " + c.Error
-			}
-			fmt.Fprintln(w, line)
-			if c.Request != "" {
-				fmt.Fprintf(w, "         request  %s\n", c.Request)
-			}
-			if c.Response != "" {
-				fmt.Fprintf(w, "         response %s\n", c.Response)
-			}
-		}
+		printAuditCalls(w, a)
 	}
 	t := r.Totals
 	fmt.Fprintf(w, "\ntotal: %d activities; attempts %d done, %d failed, %d memo, %d unfinished; "+
 		"%d paid calls $%.4f, %d cache hits\n", t.Activities, t.Tries[runlog.EventDone], t.Tries[runlog.EventFail],
 		t.Tries[runlog.EventMemo], t.Tries[runstate.TryUnfinished], t.Calls.PaidCalls, t.Calls.USD, t.Calls.CacheHits)
+}
+
+// printAuditTry prints one attempt: its outcome, time, duration and usage, then its error and the objects it read
+// and wrote.
+func printAuditTry(w io.Writer, t runstate.Try) {
+	line := fmt.Sprintf("    #%d %-10s %s", t.Attempt, t.Event, t.Start.UTC().Format(auditTime))
+	if t.DurationMS > 0 || t.Event == runlog.EventDone || t.Event == runlog.EventFail {
+		line += "  " + (time.Duration(t.DurationMS) * time.Millisecond).String()
+	}
+	if t.ModelCalls+t.PaidCalls+t.CacheHits > 0 {
+		line += fmt.Sprintf("  calls %d (paid %d, cached %d) %d+%d tokens $%.4f", t.ModelCalls, t.PaidCalls,
+			t.CacheHits, t.PromptTokens, t.CompletionTokens, t.CostUSD)
+	}
+	fmt.Fprintln(w, line)
+	if t.Error != "" {
+		typ := ""
+		if t.ErrorType != "" {
+			typ = " [" + t.ErrorType + "]"
+		}
+		fmt.Fprintf(w, "       error%s: %s\n", typ, t.Error)
+	}
+	if t.Output != "" {
+		fmt.Fprintf(w, "       output %s\n", t.Output)
+	}
+	if t.Params != "" {
+		fmt.Fprintf(w, "       params %s\n", t.Params)
+	}
+	names := make([]string, 0, len(t.Inputs))
+	for n := range t.Inputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "       input  %s %s\n", t.Inputs[n], n)
+	}
+}
+
+// printAuditCalls prints an activity's ledger total and each of its model calls.
+func printAuditCalls(w io.Writer, a runstate.Activity) {
+	if c := a.Calls; c.PaidCalls+c.CacheHits > 0 {
+		fmt.Fprintf(w, "    ledger: %d paid calls $%.4f (%d+%d tokens), %d cache hits, %d failed\n", c.PaidCalls,
+			c.USD, c.PromptTokens, c.CompletionTokens, c.CacheHits, c.FailedCalls)
+	}
+	for _, c := range a.CallList {
+		how := "paid"
+		if c.Cached {
+			how = "cached"
+		}
+		line := fmt.Sprintf("      call %s %s %s/%s %d+%d tokens $%.4f", c.Time.UTC().Format(auditTime), how,
+			c.Provider, c.Model, c.PromptTokens, c.CompletionTokens, c.CostUSD)
+		if c.Error != "" {
+			line += " error " + c.Error
+		}
+		fmt.Fprintln(w, line)
+		if c.Request != "" {
+			fmt.Fprintf(w, "         request  %s\n", c.Request)
+		}
+		if c.Response != "" {
+			fmt.Fprintf(w, "         response %s\n", c.Response)
+		}
+	}
 }
 
 // showRef prints a stored object: from NAME's store, or from the first run under --runs that holds it.
@@ -289,11 +320,11 @@ func showRef(o auditOptions, stdout, stderr io.Writer) int {
 		dir := filepath.Join(o.runs, name)
 		if o.store == "" {
 			// A folder without a store is not a run: do not create one in it.
-			if st, err := os.Stat(filepath.Join(dir, "cas")); err != nil || !st.IsDir() {
+			if st, err := os.Stat(runfolder.CAS(dir)); err != nil || !st.IsDir() {
 				continue
 			}
 		}
-		store, err := bucket.Open(ctx, o.store, name, filepath.Join(dir, "cas"))
+		store, err := bucket.Open(ctx, o.store, name, runfolder.CAS(dir))
 		if err != nil {
 			fmt.Fprintf(stderr, "starter audit: %s: %v\n", name, err)
 			continue

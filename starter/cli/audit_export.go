@@ -12,7 +12,7 @@ import (
 	"ctxlab/activities/contexts"
 	"ctxlab/internal/safename"
 	"ctxlab/results"
-	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
@@ -37,11 +37,11 @@ type exportCounts struct {
 // was graded outside a sweep) is left out; row.json is always written.
 func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.Plan) (exportCounts, error) {
 	var n exportCounts
-	rows, _, err := results.ReadFile(filepath.Join(runDir, runstate.ResultsFile))
+	rows, _, err := results.ReadFile(runfolder.Rows(runDir))
 	if err != nil {
 		return n, err
 	}
-	store, err := bucket.Open(ctx, o.store, o.name, filepath.Join(runDir, "cas"))
+	store, err := bucket.Open(ctx, o.store, o.name, runfolder.CAS(runDir))
 	if err != nil {
 		return n, err
 	}
@@ -75,14 +75,7 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 // writeRowFolder writes one row's folder and returns how many files it wrote.
 func writeRowFolder(ctx context.Context, store cas.Store, runDir string, arms map[results.Key]armNodes, row results.Row,
 	folder string) (int, error) {
-	if err := os.MkdirAll(folder, 0o755); err != nil {
-		return 0, err
-	}
-	b, err := json.MarshalIndent(row, "", "  ")
-	if err != nil {
-		return 0, err
-	}
-	if err := os.WriteFile(filepath.Join(folder, exportRow), append(b, '\n'), 0o644); err != nil {
+	if err := writeRowJSON(folder, row); err != nil {
 		return 0, err
 	}
 	files := 1
@@ -125,7 +118,7 @@ func writeRowFolder(ctx context.Context, store cas.Store, runDir string, arms ma
 		}
 		files++
 	}
-	err = write(exportContext, refs.context, func(b []byte) ([]byte, error) {
+	err := write(exportContext, refs.context, func(b []byte) ([]byte, error) {
 		var c contexts.Context
 		if err := json.Unmarshal(b, &c); err != nil {
 			return nil, err
@@ -133,6 +126,18 @@ func writeRowFolder(ctx context.Context, store cas.Store, runDir string, arms ma
 		return []byte(c.Render()), nil
 	})
 	return files, err
+}
+
+// writeRowJSON creates folder and writes the row into it, indented.
+func writeRowJSON(folder string, row results.Row) error {
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(row, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(folder, exportRow), append(b, '\n'), 0o644)
 }
 
 // rowRefs are the stored objects behind a row: the context its patch step read, the patch, the test log.

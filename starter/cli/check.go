@@ -27,6 +27,7 @@ import (
 	"ctxlab/activities/repo"
 	"ctxlab/activities/tokens"
 	"ctxlab/dataset/swebench"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -202,7 +203,7 @@ func (r *checkReport) checkSweep(ctx context.Context, e *specs.Experiment, plan 
 		return
 	}
 	needs := planNeedsOf(e, plan)
-	r.checkInstances(ctx, e.Dataset, needs.gradings, instances, filepath.Join(runDir, "repos"), parts)
+	r.checkInstances(ctx, e.Dataset, needs.gradings, instances, runfolder.Repos(runDir), parts)
 	if parts.endpoints {
 		r.checkModels(ctx, e, needs, instances)
 		r.checkServices(ctx, needs)
@@ -295,6 +296,34 @@ func (r *checkReport) checkInstances(ctx context.Context, ds specs.Dataset, grad
 	if len(instances) == 0 {
 		return
 	}
+	needs := r.instanceNeeds(ds, instances, reposDir, parts)
+	if !parts.graders {
+		return
+	}
+	datasetDir, _ := filepath.Abs(filepath.Dir(ds.File))
+	for _, g := range gradings {
+		cfg := activities.ExecutorConfig(g)
+		cfg.GoProxy = strings.ReplaceAll(cfg.GoProxy, "{dataset_dir}", datasetDir)
+		switch g.Executor {
+		case "docker":
+			images, err := executor.ProbeDocker(ctx, cfg)
+			if err != nil {
+				r.fail("grading", "", err.Error(), "")
+				continue
+			}
+			r.checkImages(cfg, instances, images)
+			r.checked = append(r.checked, "docker engine and images")
+		default:
+			r.probeLocalRunners(ctx, cfg, instances, needs)
+			r.checked = append(r.checked, "local test runners")
+		}
+	}
+}
+
+// instanceNeeds is what each instance's tests need (its language and requirements, from its cloned repository;
+// empty when unknown), noting the instances not cloned yet and counting the instances by language.
+func (r *checkReport) instanceNeeds(ds specs.Dataset, instances []swebench.Instance, reposDir string,
+	parts checkParts) []executor.Needs {
 	opened := map[string]*git.Repository{}
 	var needs []executor.Needs
 	langs := map[string]int{}
@@ -329,44 +358,31 @@ func (r *checkReport) checkInstances(ctx context.Context, ds specs.Dataset, grad
 		}
 	}
 	r.checked = append(r.checked, fmt.Sprintf("%d instances (%s)", len(instances), strings.Join(counts, ", ")))
-	if !parts.graders {
-		return
-	}
-	datasetDir, _ := filepath.Abs(filepath.Dir(ds.File))
-	for _, g := range gradings {
-		cfg := activities.ExecutorConfig(g)
-		cfg.GoProxy = strings.ReplaceAll(cfg.GoProxy, "{dataset_dir}", datasetDir)
-		switch g.Executor {
-		case "docker":
-			images, err := executor.ProbeDocker(ctx, cfg)
-			if err != nil {
-				r.fail("grading", "", err.Error(), "")
-				continue
-			}
-			r.checkImages(cfg, instances, images)
-			r.checked = append(r.checked, "docker engine and images")
-		default:
-			// One probe per distinct need: importing pytest or reaching a proxy once is enough.
-			done := map[executor.Needs]error{}
-			for i, in := range instances {
-				n := needs[i]
-				if n.Lang == "" {
-					continue
-				}
-				key := executor.Needs{Lang: n.Lang, Requires: n.Requires}
-				if cfg.TestCmdFor(n.Repo, n.Lang) != cfg.TestCmdFor("", n.Lang) {
-					key.Repo = n.Repo // a command of the repository's own
-				}
-				err, ok := done[key]
-				if !ok {
-					err = executor.ProbeLocal(ctx, cfg, n)
-					done[key] = err
-				}
-				if err != nil {
-					r.fail("instance", in.InstanceID, "its "+n.Lang+" tests cannot run here", err.Error())
-				}
-			}
-			r.checked = append(r.checked, "local test runners")
+	return needs
+}
+
+// probeLocalRunners checks that the local executor can run each instance's tests (needs[i] is instances[i]'s; one
+// with no language was not probed), one probe per distinct need: importing pytest or reaching a proxy once is
+// enough.
+func (r *checkReport) probeLocalRunners(ctx context.Context, cfg executor.Config, instances []swebench.Instance,
+	needs []executor.Needs) {
+	done := map[executor.Needs]error{}
+	for i, in := range instances {
+		n := needs[i]
+		if n.Lang == "" {
+			continue
+		}
+		key := executor.Needs{Lang: n.Lang, Requires: n.Requires}
+		if cfg.TestCmdFor(n.Repo, n.Lang) != cfg.TestCmdFor("", n.Lang) {
+			key.Repo = n.Repo // a command of the repository's own
+		}
+		err, ok := done[key]
+		if !ok {
+			err = executor.ProbeLocal(ctx, cfg, n)
+			done[key] = err
+		}
+		if err != nil {
+			r.fail("instance", in.InstanceID, "its "+n.Lang+" tests cannot run here", err.Error())
 		}
 	}
 }
@@ -556,19 +572,7 @@ func (r *checkReport) checkWindow(ctx context.Context, client openai.Client, ep 
 			"(%s)", m.MaxTokens, window, source), "lower the model's max_tokens, or serve a larger context")
 		return
 	}
-	unit := tokenizer + " tokens"
-	count := func(text string) (int, error) { return tokens.Count(tokenizer, text) }
-	if llama { // the server's own tokenizer
-		unit = "tokens of the server's tokenizer"
-		count = func(text string) (int, error) {
-			var out struct {
-				Tokens []json.RawMessage `json:"tokens"`
-			}
-			err := client.Post(ctx, "tokenize", map[string]any{"content": text}, &out,
-				option.WithBaseURL(serverRoot(ep.Base)))
-			return len(out.Tokens), err
-		}
-	}
+	unit, count := issueCounter(ctx, client, ep, tokenizer, llama)
 	var tooLong []string
 	for _, in := range instances {
 		n, err := count(in.ProblemStatement)
@@ -593,6 +597,23 @@ func (r *checkReport) checkWindow(ctx context.Context, client openai.Client, ep 
 		r.note("model %s: its context holds %d tokens (%s); contexts of up to %d %s tokens (%s's assemble total_cap) "+
 			"may not fit, and the rows of prompts that do not are context_length rows", m.Name, window, source,
 			needs.largest, tokenizer, needs.largestMethod)
+	}
+}
+
+// issueCounter counts the tokens of an issue's text as the model reads it: with the spec's tokenizer, or a
+// llama.cpp server's own (POST /tokenize); unit names what it counts.
+func issueCounter(ctx context.Context, client openai.Client, ep llm.Endpoint, tokenizer string, llama bool) (
+	unit string, count func(text string) (int, error)) {
+	if !llama {
+		return tokenizer + " tokens", func(text string) (int, error) { return tokens.Count(tokenizer, text) }
+	}
+	return "tokens of the server's tokenizer", func(text string) (int, error) {
+		var out struct {
+			Tokens []json.RawMessage `json:"tokens"`
+		}
+		err := client.Post(ctx, "tokenize", map[string]any{"content": text}, &out,
+			option.WithBaseURL(serverRoot(ep.Base)))
+		return len(out.Tokens), err
 	}
 }
 

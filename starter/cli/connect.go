@@ -17,6 +17,7 @@ import (
 
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/flock"
+	"ctxlab/runfolder"
 	"ctxlab/starter/embedded"
 )
 
@@ -86,8 +87,8 @@ func connectFresh(ctx context.Context, co cluster.Options, runDir string, freshD
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
 	}
-	lockPath := filepath.Join(runDir, "starter.lock")
-	sfPath := filepath.Join(runDir, "server.json")
+	lockPath := runfolder.StarterLockPath(runDir)
+	sfPath := runfolder.Server(runDir)
 	unlock, attachTo, err := lockOrWait(ctx, lockPath, sfPath, attachWait, log)
 	if err != nil {
 		return nil, err
@@ -104,11 +105,19 @@ func connectFresh(ctx context.Context, co cluster.Options, runDir string, freshD
 		}
 		return &connection{client: c, attached: true, ownerIdle: attachTo.Viewer, address: attachTo.Address}, nil
 	}
+	return startOwnServer(ctx, runDir, namespace, freshDB, unlock, log)
+}
+
+// startOwnServer starts the run folder's embedded server (on a fresh database with freshDB), holding the run's
+// lock (unlock lets it go), publishes it in server.json and connects to it.
+func startOwnServer(ctx context.Context, runDir, namespace string, freshDB bool, unlock func(),
+	log zerolog.Logger) (*connection, error) {
+	sfPath := runfolder.Server(runDir)
 	var sf serverFile // the last server's ports, reused when free
 	if b, err := os.ReadFile(sfPath); err == nil {
 		_ = json.Unmarshal(b, &sf)
 	}
-	dbFile := filepath.Join(runDir, "temporal.db")
+	dbFile := runfolder.TemporalDBPath(runDir)
 	if freshDB {
 		moved, err := embedded.MoveAside(dbFile, time.Now())
 		if err != nil {
@@ -122,7 +131,7 @@ func connectFresh(ctx context.Context, co cluster.Options, runDir string, freshD
 	}
 	srv, err := embedded.Start(ctx, embedded.Options{
 		DBFile:    dbFile,
-		LogFile:   filepath.Join(runDir, "temporal.log"),
+		LogFile:   runfolder.TemporalLogPath(runDir),
 		Namespace: namespace,
 		Ports:     sf.Ports,
 	})
@@ -192,7 +201,7 @@ func lockOrWait(ctx context.Context, lockPath, sfPath string, wait time.Duration
 		}
 		if time.Now().After(deadline) {
 			return nil, nil, fmt.Errorf("another starter (pid %d) holds %s but published no server in %s (see %s); "+
-				"is it stuck?", holder, lockPath, wait, filepath.Join(filepath.Dir(lockPath), "temporal.log"))
+				"is it stuck?", holder, lockPath, wait, runfolder.TemporalLogPath(filepath.Dir(lockPath)))
 		}
 		if !said {
 			log.Info().Int("pid", holder).Str("lock", lockPath).Dur("up_to", wait).
@@ -226,7 +235,7 @@ func watchOwner(ctx context.Context, runDir, address string, gone func()) {
 		if err := flock.Sleep(ctx, 500*time.Millisecond); err != nil {
 			return
 		}
-		sf, ok := readServerFile(filepath.Join(runDir, "server.json"))
+		sf, ok := readServerFile(runfolder.Server(runDir))
 		if !ok || !processAlive(sf.PID) || sf.Address != address {
 			gone()
 			return

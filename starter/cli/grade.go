@@ -25,6 +25,7 @@ import (
 	"ctxlab/patch/diff"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
@@ -120,22 +121,83 @@ func validExecutor(e string) bool { return slices.Contains(specs.Executors, e) }
 func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	code, err := gradeRun(ctx, o, stdout, stderr)
+	return exitCodeSaying(code, err, stderr)
+}
+
+// exitCodeSaying is code, or the code of a roundExit err after printing its lines on stderr.
+func exitCodeSaying(code int, err error, stderr io.Writer) int {
+	var x *roundExit
+	if !errors.As(err, &x) {
+		return code
+	}
+	for _, line := range x.lines {
+		fmt.Fprintln(stderr, line)
+	}
+	return x.code
+}
+
+// gradeRun reads the dataset and the predictions, checks this machine can grade them, grades them, replaces their
+// rows in the run folder and says how they graded; a roundExit says why it stopped early.
+func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (int, error) {
 	datasetFile, err := filepath.Abs(o.dataset)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitUsage
+		return 0, starterFailed(exitUsage, err)
 	}
+	byID, preds, err := readGradeInputs(o, datasetFile, stderr)
+	if err != nil {
+		return 0, err
+	}
+	runDir := filepath.Join(o.runs, o.name)
+	dataset := specs.Dataset{File: datasetFile, Repos: o.repos}
+	if !o.noCheck && !checkGraders(ctx, dataset, o.grading, gradedInstances(preds, byID), runfolder.Repos(runDir),
+		o.dataset, stderr) {
+		return 0, exitWith(exitUsage)
+	}
+	level := zerolog.InfoLevel
+	if o.quiet {
+		level = zerolog.WarnLevel
+	}
+	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: level, File: runfolder.Log(runDir)})
+	if err != nil {
+		return 0, starterFailed(exitFail, err)
+	}
+	defer closeLog()
+	acts := activities.New(o.runs, log)
+	store, err := acts.Store(o.name)
+	if err != nil {
+		return 0, starterFailed(exitFail, err)
+	}
+	g := grader{acts: acts, store: store, run: o.name, grading: o.grading, dataset: dataset}
+	log.Info().Int("predictions", len(preds)).Str("executor", o.grading.Executor).Str("run", runDir).Msg("grading")
+	out := g.gradeAll(ctx, byID, preds, o.concurrency, log)
+	if ctx.Err() != nil {
+		return 0, exitWith(exitFail, "starter: interrupted; graded instances are kept and skipped when run again")
+	}
+	if err := replaceRows(runfolder.Rows(runDir), out); err != nil {
+		return 0, starterFailed(exitFail, err)
+	}
+	summary, err := acts.Summarize(ctx, activities.SummarizeInput{Run: o.name, Title: "ctxlab grade: " + o.name})
+	if err != nil {
+		return 0, starterFailed(exitFail, err)
+	}
+	fmt.Fprint(stdout, summary)
+	return printGradeOutcome(o, runDir, out, stdout, stderr), nil
+}
+
+// readGradeInputs reads the dataset (by instance id) and the predictions of its instances: those naming other
+// instances stop the run, or with --ignore-unknown are skipped, saying so.
+func readGradeInputs(o gradeOptions, datasetFile string, stderr io.Writer) (map[string]swebench.Instance,
+	[]predictions.Prediction, error) {
 	rows, err := swebench.ReadFile(datasetFile)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitUsage
+		return nil, nil, exitWith(exitUsage, err.Error())
 	}
 	var preds []predictions.Prediction
 	if isValidation(o.predictions) {
 		preds = datasetPredictions(rows, o.predictions)
 	} else if preds, err = predictions.ReadFile(o.predictions); err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitUsage
+		return nil, nil, exitWith(exitUsage, err.Error())
 	}
 	byID := map[string]swebench.Instance{}
 	for _, r := range rows {
@@ -145,57 +207,39 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 	preds, unknown := splitUnknown(preds, byID)
 	if len(unknown) > 0 {
 		if !o.ignoreUnknown {
-			fmt.Fprintf(stderr, "%s: %d prediction(s) name instances that are not in %s: %s\n"+
-				"starter: nothing graded; --ignore-unknown grades the %d other prediction(s)\n",
-				o.predictions, all-len(preds), o.dataset, listSome(unknown, maxListed), len(preds))
-			return exitUsage
+			return nil, nil, exitWith(exitUsage, fmt.Sprintf("%s: %d prediction(s) name instances that are not in "+
+				"%s: %s\nstarter: nothing graded; --ignore-unknown grades the %d other prediction(s)",
+				o.predictions, all-len(preds), o.dataset, listSome(unknown, maxListed), len(preds)))
 		}
 		fmt.Fprintf(stderr, "starter: ignored %d prediction(s) naming instances that are not in %s: %s\n",
 			all-len(preds), o.dataset, listSome(unknown, maxListed))
 	}
 	if len(preds) == 0 {
-		fmt.Fprintf(stderr, "starter: nothing to grade: no prediction in %s names an instance of %s\n", o.predictions, o.dataset)
-		return exitUsage
+		return nil, nil, exitWith(exitUsage, fmt.Sprintf("starter: nothing to grade: no prediction in %s names an "+
+			"instance of %s", o.predictions, o.dataset))
 	}
+	return byID, preds, nil
+}
 
-	runDir := filepath.Join(o.runs, o.name)
-	if !o.noCheck {
-		var graded []swebench.Instance
-		for _, p := range preds {
-			if in := byID[p.InstanceID]; !slices.ContainsFunc(graded, func(g swebench.Instance) bool {
-				return g.InstanceID == in.InstanceID
-			}) {
-				graded = append(graded, in)
-			}
-		}
-		if !checkGraders(ctx, specs.Dataset{File: datasetFile, Repos: o.repos}, o.grading, graded,
-			filepath.Join(runDir, "repos"), o.dataset, stderr) {
-			return exitUsage
+// gradedInstances are the instances the predictions name, each once, in the predictions' order.
+func gradedInstances(preds []predictions.Prediction, byID map[string]swebench.Instance) []swebench.Instance {
+	var graded []swebench.Instance
+	for _, p := range preds {
+		if in := byID[p.InstanceID]; !slices.ContainsFunc(graded, func(g swebench.Instance) bool {
+			return g.InstanceID == in.InstanceID
+		}) {
+			graded = append(graded, in)
 		}
 	}
-	level := zerolog.InfoLevel
-	if o.quiet {
-		level = zerolog.WarnLevel
-	}
-	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: level, File: filepath.Join(runDir, "ctxlab.log")})
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	defer closeLog()
-	acts := activities.New(o.runs, log)
-	store, err := acts.Store(o.name)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	g := grader{acts: acts, store: store, run: o.name, grading: o.grading,
-		dataset: specs.Dataset{File: datasetFile, Repos: o.repos}}
-	log.Info().Int("predictions", len(preds)).Str("executor", o.grading.Executor).Str("run", runDir).Msg("grading")
+	return graded
+}
 
+// gradeAll grades the predictions, concurrency at once, logging each, and returns their rows in their order.
+func (g grader) gradeAll(ctx context.Context, byID map[string]swebench.Instance, preds []predictions.Prediction,
+	concurrency int, log zerolog.Logger) []results.Row {
 	out := make([]results.Row, len(preds))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, o.concurrency)
+	sem := make(chan struct{}, concurrency)
 	for i, p := range preds {
 		wg.Add(1)
 		go func() {
@@ -216,34 +260,30 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 		}()
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "starter: interrupted; graded instances are kept and skipped when run again")
-		return exitFail
+	return out
+}
+
+// replaceRows appends rows to the rows file at path in place of those an earlier run wrote for the same keys: the
+// dataset or the grading settings may have changed since (every row was graded again, or taken from a memo of the
+// same inputs).
+func replaceRows(path string, rows []results.Row) error {
+	keys := map[results.Key]bool{}
+	for _, r := range rows {
+		keys[r.Key()] = true
 	}
-	// This run's rows replace those an earlier run wrote for the same predictions: the dataset or the grading
-	// settings may have changed since (every row was graded again, or taken from a memo of the same inputs).
-	graded := map[results.Key]bool{}
-	for _, r := range out {
-		graded[r.Key()] = true
+	store := results.Store{Path: path}
+	if _, err := store.Remove(func(r results.Row) bool { return keys[r.Key()] }); err != nil {
+		return err
 	}
-	rowStore := results.Store{Path: filepath.Join(runDir, "results.jsonl")}
-	if _, err := rowStore.Remove(func(r results.Row) bool { return graded[r.Key()] }); err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	if _, err := rowStore.Append(out); err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	summary, err := acts.Summarize(ctx, activities.SummarizeInput{Run: o.name, Title: "ctxlab grade: " + o.name})
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	fmt.Fprint(stdout, summary)
+	_, err := store.Append(rows)
+	return err
+}
+
+// printGradeOutcome says, below the summary, how many rows were graded, where they are and, for gold or empty, how
+// the dataset validates; it returns the exit code (exitFail when a row errored or the dataset does not validate).
+func printGradeOutcome(o gradeOptions, runDir string, out []results.Row, stdout, stderr io.Writer) int {
 	failed := printGradedAndErrored(stdout, out)
-	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
-		filepath.Join(runDir, "summary.md"))
+	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", runfolder.Rows(runDir), runfolder.Summary(runDir))
 	code := exitOK
 	if isValidation(o.predictions) && reportValidation(o.predictions, out, stdout) > 0 {
 		code = exitFail

@@ -15,6 +15,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 )
 
 // datasetSpec writes rows as a JSONL dataset beside a generated demo benchmark (whose repositories and module proxy
@@ -109,7 +110,7 @@ func TestOtherSpecRefusedWhileSweepRuns(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, name))
 		return string(b)
 	}
-	limits, specRecorded := read("limits.json"), read(specRecord)
+	limits, specRecorded := read("limits.json"), read(runfolder.SpecFile)
 
 	out2, err2, code := runStarter(t, 5*time.Minute, "run", other, "--runs", runs)
 	if code != exitUsage {
@@ -123,7 +124,7 @@ func TestOtherSpecRefusedWhileSweepRuns(t *testing.T) {
 	if strings.Contains(out2, "results:") {
 		t.Errorf("the refused starter printed a summary:\n%s", out2)
 	}
-	if l, s := read("limits.json"), read(specRecord); l != limits || s != specRecorded {
+	if l, s := read("limits.json"), read(runfolder.SpecFile); l != limits || s != specRecorded {
 		t.Errorf("the refused starter rewrote the running sweep's limits or spec record:\n%s\n%s", l, s)
 	}
 	if err := <-exited; err != nil {
@@ -219,7 +220,7 @@ func TestHostileInstanceIDs(t *testing.T) {
 	}
 	if stray, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(stray) > 0 {
 		for _, p := range stray {
-			if b := filepath.Base(p); b != specRecord && b != "server.json" && b != "limits.json" {
+			if b := filepath.Base(p); b != runfolder.SpecFile && b != "server.json" && b != "limits.json" {
 				t.Errorf("a node memo escaped its folder: %s", p)
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/images"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -88,27 +89,10 @@ func parseImagesBuild(args []string, stderr io.Writer) (imagesBuildOptions, erro
 func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var rows []swebench.Instance
-	var err error
-	if o.spec != "" {
-		rows, err = fromSpec(ctx, &o)
-	} else {
-		rows, err = swebench.ReadFile(o.dataset)
-	}
+	rows, datasetDir, err := imageInstances(ctx, &o)
 	if err != nil {
 		fmt.Fprintf(stderr, "starter images build: %v\n", err)
 		return exitUsage
-	}
-	datasetDir, err := filepath.Abs(filepath.Dir(o.dataset))
-	if err != nil {
-		fmt.Fprintf(stderr, "starter images build: %v\n", err)
-		return exitUsage
-	}
-	for id := range o.instances {
-		if !containsInstance(rows, id) {
-			fmt.Fprintf(stderr, "starter images build: instance %s is not in %s\n", id, o.dataset)
-			return exitUsage
-		}
 	}
 	// The build's temporary containers carry this process's labels; those of builders (and graders) killed before
 	// they could remove theirs are removed now.
@@ -147,6 +131,31 @@ func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// imageInstances reads the instances to build images of (of o.spec, or of o.dataset) and the dataset's folder
+// (absolute); every instance --instance names must be among them.
+func imageInstances(ctx context.Context, o *imagesBuildOptions) ([]swebench.Instance, string, error) {
+	var rows []swebench.Instance
+	var err error
+	if o.spec != "" {
+		rows, err = fromSpec(ctx, o)
+	} else {
+		rows, err = swebench.ReadFile(o.dataset)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	datasetDir, err := filepath.Abs(filepath.Dir(o.dataset))
+	if err != nil {
+		return nil, "", err
+	}
+	for id := range o.instances {
+		if !containsInstance(rows, id) {
+			return nil, "", fmt.Errorf("instance %s is not in %s", id, o.dataset)
+		}
+	}
+	return rows, datasetDir, nil
+}
+
 // fromSpec reads the instances of o.spec the way starter run selects them (making a generated dataset in the run
 // folder) and fills in the options the command line left to the spec: dataset, repos, namespace, goproxy, docker.
 func fromSpec(ctx context.Context, o *imagesBuildOptions) ([]swebench.Instance, error) {
@@ -156,7 +165,7 @@ func fromSpec(ctx context.Context, o *imagesBuildOptions) ([]swebench.Instance, 
 	}
 	runDir := filepath.Join(o.runs, e.Name)
 	// A starter run of the same spec may be making the dataset now: one at a time, as run itself does.
-	unlock, err := flock.Lock(ctx, filepath.Join(runDir, "prepare.lock"), 100*time.Millisecond)
+	unlock, err := flock.Lock(ctx, runfolder.PrepareLockPath(runDir), 100*time.Millisecond)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/results/report"
+	"ctxlab/runfolder"
 )
 
 var predictCommand = commandDef[predictOptions, *predictOptions]{
@@ -81,7 +81,7 @@ func runPredict(o predictOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter", err)
 		return exitUsage
 	}
-	out := filepath.Join(dir, "predictions")
+	out := runfolder.Predictions(dir)
 	if o.out != "" {
 		out = o.out
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ctxlab/results/predictions"
+	"ctxlab/runfolder"
 )
 
 type predictionsOptions struct {
@@ -42,7 +43,7 @@ func (o *predictionsOptions) complete(pos []string, _ *pflag.FlagSet) error {
 
 func exportPredictions(o predictionsOptions, stdout, stderr io.Writer) int {
 	dir := filepath.Join(o.runs, o.name)
-	repairRunFolder("predictions", dir, filepath.Join(dir, "results.jsonl"), stderr)
+	repairRunFolder("predictions", dir, runfolder.Rows(dir), stderr)
 	res, err := predictions.Export(context.Background(), dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)

@@ -7,6 +7,7 @@ import (
 	"ctxlab/activities"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -16,7 +17,7 @@ func prepareDataset(e *specs.Experiment, runDir string) ([]swebench.Instance, er
 	switch e.Dataset.Generate {
 	case "":
 	case "demo":
-		res, err := demobench.Generate(filepath.Join(runDir, "dataset"))
+		res, err := demobench.Generate(runfolder.Dataset(runDir))
 		if err != nil {
 			return nil, fmt.Errorf("building the demo benchmark: %w", err)
 		}

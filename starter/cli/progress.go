@@ -19,6 +19,7 @@ import (
 	"ctxlab/activities/api/errkind"
 	"ctxlab/results"
 	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/workflows"
 )
@@ -81,8 +82,8 @@ type sampler struct {
 
 func newSampler(c client.Client, id, runDir string, arms int) *sampler {
 	return &sampler{client: c, id: id, arms: arms, start: time.Now(), rowErr: map[results.Key]bool{},
-		rows:  runlog.Tail[results.Row]{Path: filepath.Join(runDir, runstate.ResultsFile)},
-		calls: runlog.Tail[runlog.Call]{Path: filepath.Join(runDir, runlog.CallsFile)}}
+		rows:  runlog.Tail[results.Row]{Path: runfolder.Rows(runDir)},
+		calls: runlog.Tail[runlog.Call]{Path: runfolder.Calls(runDir)}}
 }
 
 // sample returns the current progress; ok is false while the sweep has not loaded its dataset or does not answer.
@@ -446,7 +447,7 @@ type runSummary struct {
 func writeJSONSummary(stdout io.Writer, runDir string, res workflows.SweepResult, runErr error) {
 	out := runSummary{Run: filepath.Base(runDir), Dir: runDir, OK: runErr == nil && len(res.Failed) == 0,
 		Issues: res.Issues, Failed: res.Failed, Generations: res.Generations, Summary: res.Summary,
-		Results: filepath.Join(runDir, runstate.ResultsFile), SummaryFile: filepath.Join(runDir, "summary.md")}
+		Results: runfolder.Rows(runDir), SummaryFile: runfolder.Summary(runDir)}
 	if out.Failed == nil {
 		out.Failed = []string{}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
 
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -18,6 +17,7 @@ import (
 	"ctxlab/activities"
 	"ctxlab/dataset/swebench"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -64,7 +64,7 @@ func (r resultsRepair) messages() []string {
 func repairResults(runDir string, plan *specs.Plan, dataset specs.Dataset, instances []swebench.Instance) (
 	resultsRepair, error) {
 	var rep resultsRepair
-	store := results.Store{Path: filepath.Join(runDir, "results.jsonl")}
+	store := results.Store{Path: runfolder.Rows(runDir)}
 	var err error
 	if rep.Repaired, err = store.Repair(); err != nil {
 		return rep, err
@@ -114,7 +114,7 @@ func repairResults(runDir string, plan *specs.Plan, dataset specs.Dataset, insta
 // what it changed. A results file outside a run folder, or one whose dataset is gone, only has its torn line cut.
 func repairRunFolder(cmd, dir, file string, stderr io.Writer) {
 	var sh sweepShape
-	if file == filepath.Join(dir, "results.jsonl") {
+	if file == runfolder.Rows(dir) {
 		sh = readShape(dir)
 	}
 	var rep resultsRepair
@@ -182,7 +182,7 @@ func sweepFinished(ctx context.Context, c client.Client, id string) bool {
 // they ran (rows of other arms, or attempts), and only histories of an Issue started with the same plan.
 func restoreRecordedRows(ctx context.Context, c client.Client, runDir, run string, plan *specs.Plan,
 	planRef cas.Ref, instances []string) (int, error) {
-	store := results.Store{Path: filepath.Join(runDir, "results.jsonl")}
+	store := results.Store{Path: runfolder.Rows(runDir)}
 	rows, _, err := results.ReadFile(store.Path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
@@ -193,7 +193,7 @@ func restoreRecordedRows(ctx context.Context, c client.Client, runDir, run strin
 		have[r.Key()] = true
 		ran[r.String(results.FieldInstance)] = true
 	}
-	attempts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(runDir, runlog.AttemptsFile))
+	attempts, _, _ := runlog.Read[runlog.Attempt](runfolder.Attempts(runDir))
 	for _, a := range attempts {
 		ran[a.Instance] = true
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/runfolder"
 )
 
 // tearLastRow rewrites a results file as a process killed mid-append leaves it: a row that has no error is moved to
@@ -144,9 +145,9 @@ func TestTornFailedRowRestoredFromHistory(t *testing.T) {
 	if len(got) != len(want) || !reflect.DeepEqual(got[torn], want[torn]) {
 		t.Errorf("%d rows (want %d); torn row %v = %v, want %v", len(got), len(want), torn, got[torn], want[torn])
 	}
-	retried := readRows(t, filepath.Join(runs, "obs", retriedFile))
+	retried := readRows(t, filepath.Join(runs, "obs", runfolder.RetriedFile))
 	if _, ok := retried[torn]; !ok || len(retried) != failed {
-		t.Errorf("%s: %d rows (want %d), the torn row %v among them: %v", retriedFile, len(retried), failed, torn,
+		t.Errorf("%s: %d rows (want %d), the torn row %v among them: %v", runfolder.RetriedFile, len(retried), failed, torn,
 			ok)
 	}
 	if summary, err := os.ReadFile(summaryFile); err != nil || strings.Contains(string(summary), "could not be read") {

@@ -18,6 +18,7 @@ import (
 	"ctxlab/results/figures"
 	"ctxlab/results/report"
 	"ctxlab/results/stats"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
@@ -32,11 +33,8 @@ var reportCommand = commandDef[reportOptions, *reportOptions]{
 	run:   runReport,
 }
 
-// specRecord is the file in a run folder that keeps the compiled spec of the last `starter run`, so a report knows
-// the method order and the budget anchor.
-const specRecord = "spec.json"
-
-// writeSpecRecord saves the compiled experiment into the run folder.
+// writeSpecRecord saves the compiled experiment into the run folder, so a report knows the method order and the
+// budget anchor.
 func writeSpecRecord(runDir string, e *specs.Experiment) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
@@ -45,11 +43,11 @@ func writeSpecRecord(runDir string, e *specs.Experiment) error {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return err
 	}
-	tmp := filepath.Join(runDir, specRecord+".tmp")
+	tmp := runfolder.Spec(runDir) + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(runDir, specRecord))
+	return os.Rename(tmp, runfolder.Spec(runDir))
 }
 
 type reportOptions struct {
@@ -126,12 +124,12 @@ func locateResults(name, runs string) (file, dir string, err error) {
 		if !st.IsDir() {
 			return name, filepath.Dir(name), nil
 		}
-		if _, err := os.Stat(filepath.Join(name, "results.jsonl")); err == nil {
-			return filepath.Join(name, "results.jsonl"), name, nil
+		if _, err := os.Stat(runfolder.Rows(name)); err == nil {
+			return runfolder.Rows(name), name, nil
 		}
 	}
 	dir = filepath.Join(runs, name)
-	file = filepath.Join(dir, "results.jsonl")
+	file = runfolder.Rows(dir)
 	if _, err := os.Stat(file); err != nil {
 		return "", "", fmt.Errorf("no results at %s (run the spec first, or name a results.jsonl)", file)
 	}
@@ -140,7 +138,7 @@ func locateResults(name, runs string) (file, dir string, err error) {
 
 // readSpecRecord returns the run's recorded spec, or nil when the run folder has none.
 func readSpecRecord(dir string) (*specs.Experiment, error) {
-	b, err := os.ReadFile(filepath.Join(dir, specRecord))
+	b, err := os.ReadFile(runfolder.Spec(dir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -149,36 +147,72 @@ func readSpecRecord(dir string) (*specs.Experiment, error) {
 	}
 	var e specs.Experiment
 	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, specRecord), err)
+		return nil, fmt.Errorf("%s: %w", runfolder.Spec(dir), err)
 	}
 	return &e, nil
 }
 
 func runReport(o reportOptions, stdout, stderr io.Writer) int {
+	code, err := reportRun(o, stdout, stderr)
+	return exitCodeSaying(code, err, stderr)
+}
+
+// reportFailed is a roundExit of code that prints err after "starter report: ".
+func reportFailed(code int, err error) *roundExit {
+	return exitWith(code, "starter report: "+err.Error())
+}
+
+// reportRun reads the rows, builds the report with the recorded spec's order and anchor and the frozen predictions,
+// writes its files and says where they are.
+func reportRun(o reportOptions, stdout, stderr io.Writer) (int, error) {
 	file, dir, err := locateResults(o.name, o.runs)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitUsage
+		return 0, reportFailed(exitUsage, err)
 	}
 	repairRunFolder("report", dir, file, stderr)
 	rows, bad, err := results.ReadFile(file)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitFail
+		return 0, reportFailed(exitFail, err)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(stderr, "starter report: %s holds no rows yet\n", file)
-		return exitFail
+		return 0, exitWith(exitFail, fmt.Sprintf("starter report: %s holds no rows yet", file))
 	}
+	e, err := readSpecRecord(dir)
+	if err != nil {
+		return 0, reportFailed(exitFail, err)
+	}
+	opts := reportBuildOptions(o, file, dir, e)
+	preds, problems, err := loadReportPredictions(o, dir, stderr)
+	if err != nil {
+		return 0, reportFailed(exitFail, err)
+	}
+	opts.Predictions = preds
+	rep, err := report.Build(rows, bad, opts)
+	if err != nil {
+		return 0, reportFailed(exitUsage, err)
+	}
+	for _, p := range problems {
+		rep.Notes = append(rep.Notes, "prediction skipped: "+p)
+	}
+	out := dir
+	if o.out != "" {
+		out = o.out
+	}
+	written, err := writeReportFiles(rep, o, dir, out, e, stderr)
+	if err != nil {
+		return 0, err
+	}
+	printReport(rep, out, written, stdout)
+	return exitOK, nil
+}
+
+// reportBuildOptions are the report's options from the flags and, when recorded, the spec (its title, the order of
+// its arms and its budget anchor).
+func reportBuildOptions(o reportOptions, file, dir string, e *specs.Experiment) report.Options {
 	opts := report.Options{Title: "Report: " + filepath.Base(dir), Source: file, Resamples: o.resamples, Seed: o.seed,
 		Alternative: o.alternative, Fit: o.fit, Features: o.features, Anchor: o.anchor, AnchorFrom: "--anchor"}
 	for i := 0; i+1 < len(o.pairs); i += 2 {
 		opts.Pairs = append(opts.Pairs, [2]string{o.pairs[i], o.pairs[i+1]})
-	}
-	e, err := readSpecRecord(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitFail
 	}
 	if e != nil {
 		opts.Title = "Report: " + e.Name
@@ -191,10 +225,15 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 			opts.Anchor, opts.AnchorFrom = e.Anchor, "the spec's budget anchor"
 		}
 	}
-	preds, problems, err := report.LoadPredictions(filepath.Join(dir, "predictions"))
+	return opts
+}
+
+// loadReportPredictions reads the run's frozen predictions and those --prediction names; problems are the files
+// skipped, each said on stderr.
+func loadReportPredictions(o reportOptions, dir string, stderr io.Writer) ([]report.Prediction, []string, error) {
+	preds, problems, err := report.LoadPredictions(runfolder.Predictions(dir))
 	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitFail
+		return nil, nil, err
 	}
 	for _, f := range o.predictions {
 		p, err := report.LoadPrediction(f)
@@ -207,25 +246,18 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 	for _, p := range problems {
 		fmt.Fprintln(stderr, "starter report: skipping", p)
 	}
-	opts.Predictions = preds
-	rep, err := report.Build(rows, bad, opts)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitUsage
-	}
-	for _, p := range problems {
-		rep.Notes = append(rep.Notes, "prediction skipped: "+p)
-	}
-	out := dir
-	if o.out != "" {
-		out = o.out
-	}
+	return preds, problems, nil
+}
+
+// writeReportFiles writes the report's figures (unless --no-figures), its Markdown and tables, and report.html into
+// out, and returns the files written.
+func writeReportFiles(rep *report.Report, o reportOptions, dir, out string, e *specs.Experiment,
+	stderr io.Writer) ([]string, error) {
 	var written []string
 	if !o.noFigures {
-		figs, err := figures.Write(rep, filepath.Join(out, "figures"))
+		figs, err := figures.Write(rep, runfolder.Figures(out))
 		if err != nil {
-			fmt.Fprintln(stderr, "starter report:", err)
-			return exitFail
+			return nil, reportFailed(exitFail, err)
 		}
 		for _, f := range figs {
 			rel, _ := filepath.Rel(out, f)
@@ -235,8 +267,7 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 	}
 	files, err := rep.Write(out)
 	if err != nil {
-		fmt.Fprintln(stderr, "starter report:", err)
-		return exitFail
+		return nil, reportFailed(exitFail, err)
 	}
 	written = append(files, written...)
 	page, problems := writeReportHTML(rep, o, dir, out, e)
@@ -244,9 +275,13 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter report: report.html:", p)
 	}
 	if page == "" {
-		return exitFail
+		return nil, exitWith(exitFail)
 	}
-	written = append(written, page)
+	return append(written, page), nil
+}
+
+// printReport prints the methods and comparisons tables, the report's notes and the files written.
+func printReport(rep *report.Report, out string, written []string, stdout io.Writer) {
 	for _, t := range rep.Tables() {
 		if t.Name == "methods" || t.Name == "comparisons" {
 			fmt.Fprintf(stdout, "%s\n\n%s\n", t.Caption, t.Markdown())
@@ -255,13 +290,12 @@ func runReport(o reportOptions, stdout, stderr io.Writer) int {
 	for _, n := range rep.Notes {
 		fmt.Fprintln(stdout, "note:", n)
 	}
-	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(out, "report.md"))
+	fmt.Fprintf(stdout, "\nreport: %s\n", runfolder.Report(out))
 	for _, f := range written {
-		if !strings.HasSuffix(f, "report.md") {
+		if !strings.HasSuffix(f, runfolder.ReportFile) {
 			fmt.Fprintln(stdout, "  "+f)
 		}
 	}
-	return exitOK
 }
 
 // writeReportHTML writes out/report.html: the report, its figures (the SVGs just drawn) and, per row, the stored
@@ -286,8 +320,8 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 		hopts.Figures = append(hopts.Figures, report.Figure{Name: name, Caption: rep.FigureCaptions[name], SVG: b})
 	}
 	// A folder without a store is not a run folder (a results file alone): do not create one in it.
-	if st, err := os.Stat(filepath.Join(dir, "cas")); o.store != "" || (err == nil && st.IsDir()) {
-		store, err := bucket.Open(context.Background(), o.store, hopts.Run, filepath.Join(dir, "cas"))
+	if st, err := os.Stat(runfolder.CAS(dir)); o.store != "" || (err == nil && st.IsDir()) {
+		store, err := bucket.Open(context.Background(), o.store, hopts.Run, runfolder.CAS(dir))
 		if err != nil {
 			problems = append(problems, err.Error())
 		} else {
@@ -311,7 +345,7 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 	}
 	page, err := rep.HTML(hopts)
 	if err == nil {
-		path := filepath.Join(out, "report.html")
+		path := runfolder.ReportHTMLPath(out)
 		if err = os.WriteFile(path, page, 0o644); err == nil {
 			return path, problems
 		}
@@ -335,57 +369,74 @@ func reportDetails(ctx context.Context, dir string, store cas.Store, e *specs.Ex
 	}
 	arms := armNodesOf(plan)
 	details := map[results.Key]report.Detail{}
-	unread := 0
-	var problems []string
-	note := func(d *report.Detail, format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		d.Problems = append(d.Problems, msg)
-		if unread++; unread <= maxProblems {
-			problems = append(problems, msg)
-		}
-	}
-	get := func(d *report.Detail, what string, ref cas.Ref) []byte {
-		b, err := store.Get(ctx, ref)
-		if err != nil {
-			note(d, "%s %s: %v", what, ref, err)
-		}
-		return b
-	}
+	r := &detailReader{ctx: ctx, dir: dir, store: store}
 	for _, row := range rep.CountedRows() {
 		id := row.Key()
 		an, ok := arms[results.Key{Method: id.Method, Model: id.Model}]
 		if !ok {
 			continue // a method of an earlier spec
 		}
-		var d report.Detail
-		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.context); ok && out.Ref != "" {
-			d.ContextRef = string(out.Ref)
-			var c contexts.Context
-			if b := get(&d, "context", out.Ref); b != nil {
-				if err := json.Unmarshal(b, &c); err != nil {
-					note(&d, "context %s: %v", out.Ref, err)
-				}
-				d.ContextFiles = c.Files()
-			}
-		}
-		patchRef := cas.Ref(row.String(specs.PatchRef.Name))
-		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.patch); patchRef == "" && ok {
-			patchRef = out.Ref
-		}
-		if patchRef != "" {
-			d.PatchRef = string(patchRef)
-			d.Patch = string(get(&d, "patch", patchRef))
-		}
-		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.grade); ok && out.Ref != "" {
-			d.TestLogRef = string(out.Ref)
-			d.TestLog = string(get(&d, "test log", out.Ref))
-		}
-		if d.ContextRef != "" || d.PatchRef != "" || d.TestLogRef != "" {
+		if d := r.detail(row, an); d.ContextRef != "" || d.PatchRef != "" || d.TestLogRef != "" {
 			details[id] = d
 		}
 	}
-	if unread > maxProblems {
-		problems = append(problems, fmt.Sprintf("and %d more objects could not be read", unread-maxProblems))
+	if r.unread > maxProblems {
+		r.problems = append(r.problems, fmt.Sprintf("and %d more objects could not be read", r.unread-maxProblems))
 	}
-	return details, problems
+	return details, r.problems
+}
+
+// detailReader reads the stored objects behind report rows, counting those it could not read and naming the first
+// maxProblems.
+type detailReader struct {
+	ctx      context.Context
+	dir      string
+	store    cas.Store
+	unread   int
+	problems []string
+}
+
+func (r *detailReader) note(d *report.Detail, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	d.Problems = append(d.Problems, msg)
+	if r.unread++; r.unread <= maxProblems {
+		r.problems = append(r.problems, msg)
+	}
+}
+
+func (r *detailReader) get(d *report.Detail, what string, ref cas.Ref) []byte {
+	b, err := r.store.Get(r.ctx, ref)
+	if err != nil {
+		r.note(d, "%s %s: %v", what, ref, err)
+	}
+	return b
+}
+
+// detail is a row's context (its files), patch and test log, from the memos of its arm's nodes.
+func (r *detailReader) detail(row results.Row, an armNodes) report.Detail {
+	id := row.Key()
+	var d report.Detail
+	if out, ok := activities.ReadNodeMemo(r.dir, id.Instance, an.context); ok && out.Ref != "" {
+		d.ContextRef = string(out.Ref)
+		var c contexts.Context
+		if b := r.get(&d, "context", out.Ref); b != nil {
+			if err := json.Unmarshal(b, &c); err != nil {
+				r.note(&d, "context %s: %v", out.Ref, err)
+			}
+			d.ContextFiles = c.Files()
+		}
+	}
+	patchRef := cas.Ref(row.String(specs.PatchRef.Name))
+	if out, ok := activities.ReadNodeMemo(r.dir, id.Instance, an.patch); patchRef == "" && ok {
+		patchRef = out.Ref
+	}
+	if patchRef != "" {
+		d.PatchRef = string(patchRef)
+		d.Patch = string(r.get(&d, "patch", patchRef))
+	}
+	if out, ok := activities.ReadNodeMemo(r.dir, id.Instance, an.grade); ok && out.Ref != "" {
+		d.TestLogRef = string(out.Ref)
+		d.TestLog = string(r.get(&d, "test log", out.Ref))
+	}
+	return d
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/testkit/fakeopenai"
 	"ctxlab/workflows"
 )
@@ -105,8 +106,8 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 	if fixed != 1 || final != 1 {
 		t.Errorf("after the re-run: %d rows without error, %d context_length; want 1 and 1: %v", fixed, final, all)
 	}
-	if old := readRows(t, filepath.Join(dir, retriedFile)); len(old) != 1 {
-		t.Errorf("%s keeps %d rows, want the retried one", retriedFile, len(old))
+	if old := readRows(t, filepath.Join(dir, runfolder.RetriedFile)); len(old) != 1 {
+		t.Errorf("%s keeps %d rows, want the retried one", runfolder.RetriedFile, len(old))
 	}
 
 	// --retry forces the model's failure to be asked again (a prompt fixed by a template edit, another server).

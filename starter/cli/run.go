@@ -8,13 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
-	"sync"
-	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
@@ -24,12 +19,10 @@ import (
 
 	"ctxlab/activities"
 	"ctxlab/internal/cluster"
-	"ctxlab/internal/flock"
-	"ctxlab/internal/logs"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
-	"ctxlab/wiring"
 	"ctxlab/workflows"
 )
 
@@ -143,242 +136,10 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	return runCommand.parse(args, stderr)
 }
 
-// runSweepRound runs one round of the sweep; again holds the rows to retry in a second round (see runSweep).
-func runSweepRound(o runOptions, stdout, stderr io.Writer) (code int, again map[results.Key]bool) {
-	return runSweepBody(o, stdout, stderr, &again), again
-}
-
-func runSweepBody(o runOptions, stdout, stderr io.Writer, again *map[results.Key]bool) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if o.json { // every stderr line is JSON, even the messages for people
-		jl := &jsonLines{w: stderr}
-		defer jl.Flush()
-		stderr = jl
-	}
-
-	e, err := compileSpec(o.spec, o.specFlags)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitUsage
-	}
-	runDir := filepath.Join(o.runs, e.Name)
-	if err := checkStartSpace(runDir); err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	consoleLevel := zerolog.InfoLevel
-	if o.quiet {
-		consoleLevel = zerolog.WarnLevel
-	}
-	console := &consoleSwitch{base: stderr, tty: logs.IsTerminal(stderr)}
-	log, closeLog, err := logs.New(logs.Options{Console: console, ConsoleLevel: consoleLevel, ConsoleJSON: o.json,
-		File: filepath.Join(runDir, "ctxlab.log")})
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	defer closeLog()
-
-	// Two starters of one sweep started at once prepare the same run folder (dataset, limits) and start or attach
-	// to its sweep one at a time: one of another spec sees the first's sweep before it writes anything.
-	unlockPrep, err := flock.Lock(ctx, filepath.Join(runDir, "prepare.lock"), 100*time.Millisecond)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	unlockPrep = sync.OnceFunc(unlockPrep)
-	defer unlockPrep()
-	if err := checkRunFolder(runDir); err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	instances, err := prepareDataset(e, runDir)
-	if err != nil {
-		if isDiskFull(err) { // the machine's failure, not the dataset's
-			fmt.Fprintln(stderr, explainDiskFull(err, runDir))
-			return exitFail
-		}
-		fmt.Fprintln(stderr, err)
-		return exitUsage
-	}
-	plan, err := specs.BuildPlan(e)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
-		return exitUsage
-	}
-	// Before anything is paid: what the sweep needs is there. The repositories, graders and endpoints are this
-	// process's only when it works: with --no-worker they are the workers', on their machines and with their
-	// environment (their key, their base URL), which this one cannot judge.
-	parts := checkAll
-	if o.noWorker {
-		parts = checkParts{}
-	}
-	if !o.noCheck && !checkBeforeRun(ctx, e, plan, instances, runDir, parts, o.spec, stderr) {
-		return exitUsage
-	}
-	acts := activities.New(o.runs, log)
-	acts.StoreURL, acts.CacheDir, acts.NoCache = o.store, o.cache, o.noCache
-	store, err := acts.Store(e.Name)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	planRef, err := cas.PutJSON(ctx, store, plan)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	in := sweepInput(e, plan, planRef, o.maxHistory)
-	in.InfraWaits = o.infraWaits
-	hash, err := specHash(in, plan)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	log.Info().Str("spec", o.spec).Int("instances", len(instances)).Int("methods", len(plan.Arms)).
-		Int("nodes_per_issue", len(plan.Nodes)).Str("run", runDir).Msg("sweep")
-
-	conn, err := connectFresh(ctx, o.cluster, runDir, o.freshDB, log)
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", explainDiskFull(err, runDir))
-		if hint := damagedDBHint(err, o.spec); hint != "" {
-			fmt.Fprintln(stderr, "starter:", hint)
-		}
-		return exitFail
-	}
-	defer conn.close()
-	if err := refuseOtherSpec(ctx, conn.client, "sweep/"+e.Name, hash); err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitCodeOf(err)
-	}
-	if err := activities.WriteLimits(runDir, activities.LimitsOf(e)); err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
-	}
-	stopUI := startRunUI(ctx, conn, o.cluster.Namespace, o.ui, stderr)
-	defer stopUI()
-	if !o.noWorker && (!conn.attached || conn.ownerIdle) {
-		stopWorkers, err := wiring.Start(conn.client, acts, wiring.Options{Kinds: wiring.AllKinds,
-			Limits: e.Limits.Queues})
-		if err != nil {
-			fmt.Fprintln(stderr, "starter:", err)
-			return exitFail
-		}
-		defer stopWorkers()
-	}
-
-	repaired := false
-	run, how, err := startOrAttach(ctx, conn.client, "sweep/"+e.Name, in, hash, func(old string) error {
-		return archiveResults(runDir, old, log)
-	}, func() (map[string][]results.Key, rowErrorTally, error) {
-		// The finished sweep's histories are about to be replaced by the retry's: a row lost from results.jsonl
-		// (a torn line) that only its Issue's history holds is taken back now, and so retried like any other.
-		repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log)
-		repaired = true
-		return takeRetriedRows(runDir, plan, o.retrySel, o.retryOnly)
-	})
-	unlockPrep()
-	if err != nil {
-		fmt.Fprintln(stderr, "starter:", err)
-		return exitCodeOf(err)
-	}
-	log.Info().Str("workflow", run.GetID()).Msg(how)
-	// A sweep this starter's own server resumes was left running by a starter that stopped (a crash, a full disk):
-	// this is the re-run after the fix, so the rows filed as failures a re-run retries are run again once the sweep
-	// finishes, once. Their failures may predate this re-run even when their rows are written now: the Issue
-	// workflows record what their activities failed with before the stop.
-	resumed := how == attachedHow && !conn.attached && o.retryOnly == nil
-	if !repaired {
-		repairAtStart(ctx, conn.client, acts, e.Name, plan, planRef, e.Dataset, instances, log) // a torn results.jsonl
-	}
-	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped; those
-	// waiting for the endpoint try it again now, saying what they waited for.
-	_ = conn.client.SignalWorkflow(ctx, run.GetID(), "", workflows.ResumeSignal, nil)
-	wakeWaitingIssues(ctx, conn.client, run.GetID(), log)
-	if err := writeSpecRecord(runDir, e); err != nil { // for starter report: method order, budget anchor
-		log.Warn().Err(err).Msg("could not record the spec in the run folder")
-	}
-
-	getCtx, stopGet := context.WithCancel(ctx)
-	defer stopGet()
-	var ownerGone atomic.Bool
-	if conn.attached {
-		go watchOwner(getCtx, runDir, conn.address, func() { ownerGone.Store(true); stopGet() })
-	}
-	var diskFull atomic.Pointer[error]
-	go watchDisk(getCtx, runDir, func(err error) { diskFull.Store(&err); stopGet() })
-	guard := &pauseGuard{stop: stopGet}
-	done := make(chan struct{})
-	watched := watch(ctx, newSampler(conn.client, run.GetID(), runDir, len(plan.Arms)),
-		progressDisplay(o, stderr, console), guard, done)
-	var res workflows.SweepResult
-	err = run.Get(getCtx, &res)
-	close(done)
-	<-watched
-	if err != nil && ownerGone.Load() && ctx.Err() == nil && !o.tookOver {
-		// The owner's server went away before this starter read the sweep's end: it finished and stopped, or was
-		// killed. Connecting again takes the run's lock once the owner has let go, and starts the server here: a
-		// finished sweep is then shown, a running one resumed with this process's workers.
-		log.Info().Msg("the starter that ran this sweep's server has stopped; carrying on with a server of this one")
-		o.tookOver = true
-		return runSweep(o, stdout, stderr)
-	}
-	if full := diskFull.Load(); err != nil && ctx.Err() == nil && full != nil {
-		if o.json {
-			writeJSONSummary(stdout, runDir, res, *full)
-		}
-		fmt.Fprintln(stderr, "starter: the sweep stops:", *full)
-		return exitFail
-	}
-	if p := guard.hit; err != nil && ctx.Err() == nil && p != nil {
-		if o.json {
-			writeJSONSummary(stdout, runDir, res, fmt.Errorf("spend cap reached (limits.spend_usd $%g): %d issue(s) "+
-				"wait for it", e.Limits.SpendUSD, p.IssuesPaused))
-		}
-		fmt.Fprintf(stderr, "starter: spend cap reached (limits.spend_usd $%g): %d issue(s) wait for it; the sweep "+
-			"is saved in %s: raise limits.spend_usd in %s and run again to continue\n",
-			e.Limits.SpendUSD, p.IssuesPaused, runDir, o.spec)
-		return exitPaused
-	}
-	if err == nil && resumed && len(res.Failed) == 0 {
-		if failed := retriedRows(runDir, plan, o.retrySel); len(failed) > 0 {
-			log.Info().Int("rows", len(failed)).Msg("the resumed sweep finished; running again, once, the rows " +
-				"that failed by no fault of the model")
-			*again = failed
-			return exitOK
-		}
-	}
-	if o.json {
-		writeJSONSummary(stdout, runDir, res, err)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "starter: interrupted; the sweep is saved in", runDir, "and continues when run again")
-			return exitFail
-		}
-		fmt.Fprintln(stderr, "starter: sweep failed:", err)
-		return exitFail
-	}
-	log.Info().Int("issues", res.Issues).Int("failed", len(res.Failed)).Int("generations", res.Generations).
-		Msg("sweep finished")
-	if !o.json {
-		fmt.Fprint(stdout, res.Summary)
-		fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", filepath.Join(runDir, "results.jsonl"),
-			filepath.Join(runDir, "summary.md"))
-	}
-	if len(res.Failed) > 0 {
-		fmt.Fprintf(stderr, "starter: %d issue(s) failed without rows: %v (see %s)\n", len(res.Failed), res.Failed,
-			filepath.Join(runDir, "ctxlab.log"))
-		return exitFail
-	}
-	return rowErrorsExit(o, runDir, stderr)
-}
-
 // rowErrorsExit is a finished sweep's exit code: exitRowErrors when some of its rows have an error (unless
 // --allow-errors), saying how many and of which kinds.
 func rowErrorsExit(o runOptions, runDir string, stderr io.Writer) int {
-	rows, _, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+	rows, _, err := results.ReadFile(runfolder.Rows(runDir))
 	if errors.Is(err, os.ErrNotExist) { // a sweep of no issue writes no row
 		return exitOK
 	}
@@ -391,16 +152,13 @@ func rowErrorsExit(o runOptions, runDir string, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "starter: %d of %d rows have errors (%s); see the error column of %s or starter status %s\n",
-		tally.Errors, tally.Rows, tally, filepath.Join(runDir, "results.jsonl"), filepath.Base(runDir))
+		tally.Errors, tally.Rows, tally, runfolder.Rows(runDir), filepath.Base(runDir))
 	fmt.Fprintf(stderr, "starter: by cause: %s\n", tally.byClass())
 	if o.allowErrors {
 		return exitOK
 	}
 	return exitRowErrors
 }
-
-// retriedFile keeps the rows a re-run took out of results.jsonl to run again, for the record.
-const retriedFile = "results.retried.jsonl"
 
 // takeRetriedRows takes the rows of a finished sweep that a re-run retries (their error is not the model's, or is
 // of a kind or class sel names) out of results.jsonl, appending them to results.retried.jsonl, and returns them by
@@ -409,7 +167,7 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only m
 	map[string][]results.Key, rowErrorTally, error) {
 	retries := retriesRow(plan, sel)
 	tally := tallyRowErrors(nil)
-	removed, err := results.Store{Path: filepath.Join(runDir, "results.jsonl")}.Remove(func(r results.Row) bool {
+	removed, err := results.Store{Path: runfolder.Rows(runDir)}.Remove(func(r results.Row) bool {
 		return retries(r) && (only == nil || only[r.Key()])
 	})
 	if err != nil || len(removed) == 0 {
@@ -430,7 +188,7 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only m
 			retry[k.Instance] = append(retry[k.Instance], arm)
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(runDir, retriedFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(runfolder.Retried(runDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err == nil {
 		_, err = f.Write(b)
 		if cerr := f.Close(); err == nil {
@@ -438,7 +196,7 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only m
 		}
 	}
 	if err != nil {
-		return nil, tally, fmt.Errorf("keeping the retried rows in %s: %w", filepath.Join(runDir, retriedFile), err)
+		return nil, tally, fmt.Errorf("keeping the retried rows in %s: %w", runfolder.Retried(runDir), err)
 	}
 	return retry, tally, nil
 }
@@ -458,7 +216,7 @@ func retriesRow(plan *specs.Plan, sel retrySelection) func(results.Row) bool {
 // retriedRows are the rows of results.jsonl that a re-run retries, left where they are (nil when there is none, or
 // the file cannot be read: then nothing is retried early).
 func retriedRows(runDir string, plan *specs.Plan, sel retrySelection) map[results.Key]bool {
-	rows, _, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+	rows, _, err := results.ReadFile(runfolder.Rows(runDir))
 	if err != nil {
 		return nil
 	}
@@ -524,7 +282,7 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 				}
 				in.Retry = again
 				how = fmt.Sprintf("the sweep had finished with %d row(s) to retry: %s (kept in %s); running them "+
-					"again", tally.Errors, tally.classes(), retriedFile)
+					"again", tally.Errors, tally.classes(), runfolder.RetriedFile)
 			}
 		}
 		if old != "" && old != hash {
@@ -553,27 +311,13 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 	return run, how, nil
 }
 
-// archiveResults moves the rows and summary of a sweep of another spec to previous/<hash>/, so the new sweep's
-// results.jsonl holds only its own rows. Node outputs stay: they are keyed by content, so the new sweep reuses
-// every node the two specs share.
+// archiveResults puts aside the rows and summary of a sweep of another spec (runfolder.PutAside), so the new
+// sweep's results.jsonl holds only its own rows. Node outputs stay: they are keyed by content, so the new sweep
+// reuses every node the two specs share.
 func archiveResults(runDir, oldHash string, log zerolog.Logger) error {
-	dest := filepath.Join(runDir, "previous", oldHash[:12])
-	moved := false
-	for _, name := range []string{"results.jsonl", "summary.md"} {
-		src := filepath.Join(runDir, name)
-		if _, err := os.Stat(src); err != nil {
-			continue
-		}
-		if err := os.MkdirAll(dest, 0o755); err != nil {
-			return err
-		}
-		if err := os.Rename(src, filepath.Join(dest, name)); err != nil {
-			return fmt.Errorf("putting aside the previous spec's %s: %w", name, err)
-		}
-		moved = true
-	}
-	if moved {
+	dest, err := runfolder.PutAside(runDir, oldHash)
+	if dest != "" {
 		log.Info().Str("moved_to", dest).Msg("the spec changed since the last sweep; its results were put aside")
 	}
-	return nil
+	return err
 }

@@ -13,30 +13,20 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"ctxlab/activities"
 	"ctxlab/results"
-	"ctxlab/results/runstate"
-	"ctxlab/runlog"
+	"ctxlab/runfolder"
 	"ctxlab/starter/embedded"
-)
-
-// runFolderFiles are the files of a run folder that starter run and its activities append to or replace; runFolderDirs
-// the folders they write into.
-var (
-	runFolderFiles = []string{runstate.ResultsFile, "summary.md", retriedFile, runlog.AttemptsFile,
-		runlog.CallsFile, activities.LimitsFile, specRecord, "server.json"}
-	runFolderDirs = []string{"nodes", "grades", "cas", "limits", "dataset"}
 )
 
 // checkRunFolder refuses a run folder where one of those paths holds something else (a folder where results.jsonl
 // belongs): writing there fails every time, and retrying the step would never end.
 func checkRunFolder(runDir string) error {
-	for _, name := range runFolderFiles {
+	for _, name := range runfolder.Files {
 		if err := results.RegularOrAbsent(filepath.Join(runDir, name)); err != nil {
 			return err
 		}
 	}
-	for _, name := range runFolderDirs {
+	for _, name := range runfolder.Dirs {
 		path := filepath.Join(runDir, name)
 		if st, err := os.Stat(path); err == nil && !st.IsDir() {
 			return fmt.Errorf("%s is a file where the run keeps a folder: move it out of the way and run again", path)

@@ -17,6 +17,7 @@ import (
 	"ctxlab/activities/api/errkind"
 	"ctxlab/dataset/swebench"
 	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -81,7 +82,7 @@ func readShape(dir string) sweepShape {
 	var sh sweepShape
 	e, err := readSpecRecord(dir)
 	if err != nil || e == nil {
-		sh.note = "no spec recorded in " + filepath.Join(dir, specRecord) + "; counting what the records name"
+		sh.note = "no spec recorded in " + runfolder.Spec(dir) + "; counting what the records name"
 		if err != nil {
 			sh.note = err.Error() + "; counting what the records name"
 		}
@@ -90,7 +91,7 @@ func readShape(dir string) sweepShape {
 	if p, err := specs.BuildPlan(e); err == nil {
 		sh.plan = p
 	} else {
-		sh.note = fmt.Sprintf("%s: %v", filepath.Join(dir, specRecord), err)
+		sh.note = fmt.Sprintf("%s: %v", runfolder.Spec(dir), err)
 	}
 	// starter run recorded the dataset file it prepared (a generated one lives in the run folder).
 	if e.Dataset.File != "" {
@@ -145,7 +146,7 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter status:", err)
 		return exitFail
 	}
-	repairRunFolder("status", dir, filepath.Join(dir, runstate.ResultsFile), stderr)
+	repairRunFolder("status", dir, runfolder.Rows(dir), stderr)
 	rec, err := runstate.Read(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter status:", err)
@@ -187,7 +188,7 @@ func endElapsedWhenFinished(st runstate.Status) runstate.Status {
 // published is false when no starter ran an embedded server for the run (a sweep on a cluster: status cannot tell
 // whether it runs).
 func liveStarter(dir string) (pid *int, published bool) {
-	b, err := os.ReadFile(filepath.Join(dir, "server.json"))
+	b, err := os.ReadFile(runfolder.Server(dir))
 	if err != nil {
 		return nil, false
 	}
@@ -233,6 +234,17 @@ func printStatus(w io.Writer, r statusReport) {
 	if r.errors.Errors > 0 {
 		fmt.Fprintf(w, "errors:    %d rows: %s\n", r.errors.Errors, r.errors.byClass())
 	}
+	printStatusSpend(w, st)
+	printStatusTimes(w, r)
+	for _, name := range slices.Sorted(maps.Keys(st.Bad)) {
+		n := st.Bad[name]
+		fmt.Fprintf(w, "warning: %d unreadable line(s) in %s (a torn line from a killed process is skipped)\n", n,
+			filepath.Join(r.Dir, name))
+	}
+}
+
+// printStatusSpend prints what the run paid and what it is projected to pay.
+func printStatusSpend(w io.Writer, st runstate.Status) {
 	sp := st.Spend
 	fmt.Fprintf(w, "spend:     $%.4f (%d paid calls, %d cache hits, %d failed; %d prompt + %d completion tokens paid)\n",
 		sp.USD, sp.PaidCalls, sp.CacheHits, sp.FailedCalls, sp.PromptTokens, sp.CompletionTokens)
@@ -245,6 +257,11 @@ func printStatus(w io.Writer, r statusReport) {
 	} else {
 		fmt.Fprintln(w, "projected: - (no issue finished yet)")
 	}
+}
+
+// printStatusTimes prints the run's elapsed time and how long it has left.
+func printStatusTimes(w io.Writer, r statusReport) {
+	st := r.Status
 	switch {
 	case st.FirstAttempt == nil:
 		fmt.Fprintln(w, "elapsed:   - (no attempt recorded)")
@@ -268,10 +285,5 @@ func printStatus(w io.Writer, r statusReport) {
 	default:
 		fmt.Fprintf(w, "eta:       %s (working time per finished issue x unfinished issues)\n",
 			runstate.FormatDuration(runstate.Seconds(*st.ETAS)))
-	}
-	for _, name := range slices.Sorted(maps.Keys(st.Bad)) {
-		n := st.Bad[name]
-		fmt.Fprintf(w, "warning: %d unreadable line(s) in %s (a torn line from a killed process is skipped)\n", n,
-			filepath.Join(r.Dir, name))
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/logs"
+	"ctxlab/runfolder"
 	"ctxlab/starter/embedded"
 )
 
@@ -106,7 +107,7 @@ func serveUI(o uiOptions, stderr io.Writer) int {
 	defer stop()
 
 	runDir := filepath.Join(o.runs, o.name)
-	if _, err := os.Stat(filepath.Join(runDir, "temporal.db")); err != nil {
+	if _, err := os.Stat(runfolder.TemporalDBPath(runDir)); err != nil {
 		fmt.Fprintf(stderr, "starter ui: %s has no temporal.db: no sweep named %q ran there on the embedded server\n",
 			runDir, o.name)
 		return exitUsage
@@ -144,7 +145,7 @@ func serveUI(o uiOptions, stderr io.Writer) int {
 // markViewer records in server.json that this process runs no workers, so a `starter run` of the same sweep that
 // attaches to the server brings its own instead of waiting.
 func markViewer(runDir string) error {
-	path := filepath.Join(runDir, "server.json")
+	path := runfolder.Server(runDir)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err

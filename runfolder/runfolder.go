@@ -1,0 +1,176 @@
+// Package runfolder declares the layout of a run folder (runs/NAME): the name of every file and folder the
+// starter, the activities, results and runlog read or write there, each once. Callers build paths with its
+// functions instead of joining literals, so a reader finds the whole layout here.
+//
+// It is a leaf: it imports the standard library and internal/safename (how an instance id or node key becomes a file
+// name) only.
+package runfolder
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"ctxlab/internal/safename"
+)
+
+// Files of a run folder.
+const (
+	// RowsFile holds one JSON row per (instance, method, model): the sweep's results.
+	RowsFile = "results.jsonl"
+	// RetriedFile keeps the rows a re-run took out of RowsFile to run again, for the record.
+	RetriedFile = "results.retried.jsonl"
+	// SummaryFile is the Markdown summary written from RowsFile when a sweep finishes.
+	SummaryFile = "summary.md"
+	// AttemptsFile records every start and end of every node activity (runlog.Attempt lines).
+	AttemptsFile = "attempts.jsonl"
+	// CallsFile records every model call, paid or served from the response cache (runlog.Call lines).
+	CallsFile = "calls.jsonl"
+	// LimitsFile holds the limits of the spec last run (activities.WriteLimits), which workers read.
+	LimitsFile = "limits.json"
+	// SpecFile records the compiled spec of the last run, for report and status.
+	SpecFile = "spec.json"
+	// ServerFile names the address of the Temporal server of the starter that owns the run.
+	ServerFile = "server.json"
+	// LogFile is the run's log.
+	LogFile = "ctxlab.log"
+	// TemporalDB and TemporalLog are the embedded Temporal server's database and log.
+	TemporalDB  = "temporal.db"
+	TemporalLog = "temporal.log"
+	// StarterLock is held by the starter whose server runs the sweep; PrepareLock by a starter preparing the folder
+	// and starting or attaching to its sweep.
+	StarterLock = "starter.lock"
+	PrepareLock = "prepare.lock"
+	// ReportFile and ReportHTML are what starter report writes.
+	ReportFile = "report.md"
+	ReportHTML = "report.html"
+)
+
+// Folders of a run folder.
+const (
+	// NodesDir holds the memo of each node that succeeded, by instance and node key.
+	NodesDir = "nodes"
+	// GradesDir holds the grade memos, shared by the nodes that grade the same patch.
+	GradesDir = "grades"
+	// CASDir is the default content store (and the response cache's folder).
+	CASDir = "cas"
+	// LimitsDir holds the rate and concurrency slots per provider and the spend reservations.
+	LimitsDir = "limits"
+	// DatasetDir holds a generated dataset (the demo's).
+	DatasetDir = "dataset"
+	// ReposDir holds the clones of the instances' repositories.
+	ReposDir = "repos"
+	// PredictionsDir holds frozen predictions (starter predict) and exported ones (starter predictions).
+	PredictionsDir = "predictions"
+	// PreviousDir holds the rows and summary of sweeps of other specs, by spec hash.
+	PreviousDir = "previous"
+	// FiguresDir holds starter report's figures.
+	FiguresDir = "figures"
+)
+
+// Files are the files of a run folder that starter run and its activities append to or replace; Dirs the folders
+// they write into. A run folder where one of them is something else cannot be written.
+var (
+	Files = []string{RowsFile, SummaryFile, RetriedFile, AttemptsFile, CallsFile, LimitsFile, SpecFile, ServerFile}
+	Dirs  = []string{NodesDir, GradesDir, CASDir, LimitsDir, DatasetDir}
+)
+
+// Rows is the rows file of the run folder dir.
+func Rows(dir string) string { return filepath.Join(dir, RowsFile) }
+
+// Retried is the file of rows a re-run took out to run again.
+func Retried(dir string) string { return filepath.Join(dir, RetriedFile) }
+
+// Summary is the run's Markdown summary.
+func Summary(dir string) string { return filepath.Join(dir, SummaryFile) }
+
+// Attempts is the run's record of node attempts.
+func Attempts(dir string) string { return filepath.Join(dir, AttemptsFile) }
+
+// Calls is the run's ledger of model calls.
+func Calls(dir string) string { return filepath.Join(dir, CallsFile) }
+
+// Limits is the file of the run's limits.
+func Limits(dir string) string { return filepath.Join(dir, LimitsFile) }
+
+// Spec is the record of the run's compiled spec.
+func Spec(dir string) string { return filepath.Join(dir, SpecFile) }
+
+// Server is the file naming the run's Temporal server.
+func Server(dir string) string { return filepath.Join(dir, ServerFile) }
+
+// Log is the run's log file.
+func Log(dir string) string { return filepath.Join(dir, LogFile) }
+
+// TemporalDBPath and TemporalLogPath are the embedded server's database and log.
+func TemporalDBPath(dir string) string  { return filepath.Join(dir, TemporalDB) }
+func TemporalLogPath(dir string) string { return filepath.Join(dir, TemporalLog) }
+
+// StarterLockPath and PrepareLockPath are the run's two locks (see StarterLock).
+func StarterLockPath(dir string) string { return filepath.Join(dir, StarterLock) }
+func PrepareLockPath(dir string) string { return filepath.Join(dir, PrepareLock) }
+
+// NodeMemo is where the run folder keeps the output of a node that last succeeded on an instance.
+func NodeMemo(dir, instance, node string) string {
+	return filepath.Join(dir, NodesDir, safename.File(instance), safename.File(node)+".json")
+}
+
+// Nodes is the folder of node memos.
+func Nodes(dir string) string { return filepath.Join(dir, NodesDir) }
+
+// Grades is the folder of grade memos.
+func Grades(dir string) string { return filepath.Join(dir, GradesDir) }
+
+// CAS is the run's default content store folder.
+func CAS(dir string) string { return filepath.Join(dir, CASDir) }
+
+// Embeddings is the content store's folder of embedding indexes.
+func Embeddings(dir string) string { return filepath.Join(dir, CASDir, "embeddings") }
+
+// ProviderLimits is the folder of a provider's rate and concurrency slots.
+func ProviderLimits(dir, provider string) string {
+	return filepath.Join(dir, LimitsDir, safename.File(provider))
+}
+
+// SpendLimits is the folder of the run's spend reservations.
+func SpendLimits(dir string) string { return filepath.Join(dir, LimitsDir, "spend") }
+
+// Dataset is the folder of a generated dataset.
+func Dataset(dir string) string { return filepath.Join(dir, DatasetDir) }
+
+// Repos is the folder of repository clones.
+func Repos(dir string) string { return filepath.Join(dir, ReposDir) }
+
+// Predictions is the folder of frozen and exported predictions.
+func Predictions(dir string) string { return filepath.Join(dir, PredictionsDir) }
+
+// Previous is the folder the rows of the sweep of the spec with this hash were put aside in.
+func Previous(dir, specHash string) string { return filepath.Join(dir, PreviousDir, specHash[:12]) }
+
+// Report, ReportHTMLPath and Figures are starter report's outputs in the folder out.
+func Report(out string) string         { return filepath.Join(out, ReportFile) }
+func ReportHTMLPath(out string) string { return filepath.Join(out, ReportHTML) }
+func Figures(out string) string        { return filepath.Join(out, FiguresDir) }
+
+// PutAside moves the rows file and summary of the sweep of the spec with hash specHash out of dir, to
+// Previous(dir, specHash), and returns that folder ("" when neither file was there, or on an error).
+func PutAside(dir, specHash string) (string, error) {
+	dest, moved := Previous(dir, specHash), false
+	for _, name := range []string{RowsFile, SummaryFile} {
+		src := filepath.Join(dir, name)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		if err := os.MkdirAll(dest, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.Rename(src, filepath.Join(dest, name)); err != nil {
+			return "", fmt.Errorf("putting aside the previous spec's %s: %w", name, err)
+		}
+		moved = true
+	}
+	if !moved {
+		return "", nil
+	}
+	return dest, nil
+}
