@@ -10,7 +10,10 @@ package bm25
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
+	"sync"
 )
 
 // SWE-bench's BM25 parameters.
@@ -39,40 +42,153 @@ func (p Params) Check() error {
 	return nil
 }
 
-// Index holds tokenized documents as an inverted index: for each term, the documents holding it (in the order
-// added) and how often. Scoring a query touches only the postings of its terms.
+// Index holds tokenized documents as an inverted index. Adding a document makes one pass over its terms: each term
+// is interned to a number (lowercased in a reused buffer, so a term seen before allocates nothing) and counted in a
+// flat array, and the document's distinct terms are appended to one list. The first query after an Add lays that
+// list out by term (postings in the order documents were added), so scoring a query touches only the postings of
+// its terms. Queries may run concurrently; Add may not run beside anything else.
 type Index struct {
-	p       Params
-	post    map[string][]posting
-	lens    []int
-	total   int
-	scratch map[string]int32
+	p Params
+	// ids numbers the terms; df[id] is the number of documents holding term id.
+	ids map[string]int32
+	df  []int32
+	// docTerms are every document's distinct terms with their frequency, documents in the order added;
+	// docEnd[d] is where document d's run ends.
+	docTerms []posting
+	docEnd   []int32
+	lens     []int
+	total    int
+	// counts, touched and lowered are scratch space of Add.
+	counts  []int32
+	touched []int32
+	lowered []byte
+	spans   []span
+
+	mu sync.Mutex
+	// postings[postStart[id]:postStart[id+1]] are the documents holding term id, laid out for the first builtDocs
+	// documents.
+	postings  []posting
+	postStart []int32
+	builtDocs int
 }
 
+// posting is a term's frequency in a document: doc is the document in a postings list and the term in docTerms.
 type posting struct {
 	doc, tf int32
 }
 
 // New returns an empty index.
 func New(p Params) *Index {
-	return &Index{p: p, post: map[string][]posting{}, scratch: map[string]int32{}}
+	return &Index{p: p, ids: map[string]int32{}}
 }
 
-// Add tokenizes and adds a document; documents are numbered in the order added.
-func (ix *Index) Add(text string) { ix.AddTerms(Tokenize(text)) }
+// Add tokenizes and adds a document; documents are numbered in the order added. It indexes the terms Tokenize
+// returns without making their strings.
+func (ix *Index) Add(text string) {
+	n := 0
+	for sp := range eachIdent(text, ix.spans[:0]) {
+		for _, s := range sp {
+			ix.count(ix.lowerID(text[s.start:s.end]))
+		}
+		n += len(sp)
+		ix.spans = sp
+	}
+	ix.endDoc(n)
+}
 
 // AddTerms adds an already tokenized document.
 func (ix *Index) AddTerms(terms []string) {
-	clear(ix.scratch)
 	for _, t := range terms {
-		ix.scratch[t]++
+		ix.count(ix.termID(t, true))
 	}
-	doc := int32(len(ix.lens))
-	for t, n := range ix.scratch {
-		ix.post[t] = append(ix.post[t], posting{doc, n})
+	ix.endDoc(len(terms))
+}
+
+// termID numbers a term, giving a new term the next number (copying key when it may share a larger string).
+func (ix *Index) termID(key string, clone bool) int32 {
+	if id, ok := ix.ids[key]; ok {
+		return id
 	}
-	ix.lens = append(ix.lens, len(terms))
-	ix.total += len(terms)
+	if clone {
+		key = strings.Clone(key)
+	}
+	id := int32(len(ix.df))
+	ix.ids[key] = id
+	ix.df = append(ix.df, 0)
+	ix.counts = append(ix.counts, 0)
+	return id
+}
+
+// lowerID numbers strings.ToLower(raw) without allocating when the term is known and ASCII.
+func (ix *Index) lowerID(raw string) int32 {
+	hasUpper := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c >= 0x80 {
+			return ix.termID(strings.ToLower(raw), true)
+		}
+		hasUpper = hasUpper || c >= 'A' && c <= 'Z'
+	}
+	if !hasUpper {
+		return ix.termID(raw, true)
+	}
+	ix.lowered = ix.lowered[:0]
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		ix.lowered = append(ix.lowered, c)
+	}
+	if id, ok := ix.ids[string(ix.lowered)]; ok { // the conversion in a map index does not allocate
+		return id
+	}
+	return ix.termID(string(ix.lowered), false)
+}
+
+func (ix *Index) count(id int32) {
+	if ix.counts[id] == 0 {
+		ix.touched = append(ix.touched, id)
+	}
+	ix.counts[id]++
+}
+
+// endDoc closes the document whose terms were counted.
+func (ix *Index) endDoc(terms int) {
+	for _, id := range ix.touched {
+		ix.docTerms = append(ix.docTerms, posting{id, ix.counts[id]})
+		ix.df[id]++
+		ix.counts[id] = 0
+	}
+	ix.touched = ix.touched[:0]
+	ix.docEnd = append(ix.docEnd, int32(len(ix.docTerms)))
+	ix.lens = append(ix.lens, terms)
+	ix.total += terms
+}
+
+// build lays the postings out by term if documents were added since the last time.
+func (ix *Index) build() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.builtDocs == len(ix.lens) {
+		return
+	}
+	ix.postStart = slices.Grow(ix.postStart[:0], len(ix.df)+1)[:len(ix.df)+1]
+	ix.postStart[0] = 0
+	for id, n := range ix.df {
+		ix.postStart[id+1] = ix.postStart[id] + n
+	}
+	next := slices.Clone(ix.postStart[:len(ix.df)])
+	ix.postings = slices.Grow(ix.postings[:0], len(ix.docTerms))[:len(ix.docTerms)]
+	from := int32(0)
+	for doc, end := range ix.docEnd {
+		for _, dt := range ix.docTerms[from:end] {
+			ix.postings[next[dt.doc]] = posting{int32(doc), dt.tf}
+			next[dt.doc]++
+		}
+		from = end
+	}
+	ix.builtDocs = len(ix.lens)
 }
 
 // Len is the number of documents.
@@ -80,8 +196,12 @@ func (ix *Index) Len() int { return len(ix.lens) }
 
 // IDF is the inverse document frequency of a term.
 func (ix *Index) IDF(term string) float64 {
-	n, df := float64(len(ix.lens)), float64(len(ix.post[term]))
-	return math.Log(1 + (n-df+0.5)/(df+0.5))
+	df := 0
+	if id, ok := ix.ids[term]; ok {
+		df = int(ix.df[id])
+	}
+	n := float64(len(ix.lens))
+	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 }
 
 // Scores returns every document's score for the query.
@@ -90,6 +210,7 @@ func (ix *Index) Scores(query string) []float64 {
 	if len(ix.lens) == 0 {
 		return scores
 	}
+	ix.build()
 	avg := float64(ix.total) / float64(len(ix.lens))
 	if avg == 0 {
 		avg = 1
@@ -104,12 +225,12 @@ func (ix *Index) Scores(query string) []float64 {
 	}
 	k1, b := ix.p.K1, ix.p.B
 	for _, t := range order {
-		ps := ix.post[t]
-		if len(ps) == 0 {
+		id, ok := ix.ids[t]
+		if !ok {
 			continue
 		}
 		w := ix.IDF(t) * float64(qtf[t])
-		for _, p := range ps {
+		for _, p := range ix.postings[ix.postStart[id]:ix.postStart[id+1]] {
 			f := float64(p.tf)
 			scores[p.doc] += w * f * (k1 + 1) / (f + k1*(1-b+b*float64(ix.lens[p.doc])/avg))
 		}
@@ -117,9 +238,36 @@ func (ix *Index) Scores(query string) []float64 {
 	return scores
 }
 
-// Rank returns document numbers by descending score; equal scores keep the order documents were added in.
+// Rank returns document numbers by descending score; equal scores keep the order documents were added in. Only the
+// documents that hold a query term are sorted: with k1 >= 0 every other document scores exactly 0 and every
+// matching one more, so they follow in the order added.
 func (ix *Index) Rank(query string) []int {
 	s := ix.Scores(query)
+	order := make([]int, 0, len(s))
+	var rest []int
+	for i, v := range s {
+		switch {
+		case v > 0:
+			order = append(order, i)
+		case v == 0:
+			rest = append(rest, i)
+		default: // a negative k1 or a NaN: sort everything, as before
+			return rankAll(s)
+		}
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		switch {
+		case s[i] > s[j]:
+			return -1
+		case s[i] < s[j]:
+			return 1
+		}
+		return 0
+	})
+	return append(order, rest...)
+}
+
+func rankAll(s []float64) []int {
 	order := make([]int, len(s))
 	for i := range order {
 		order[i] = i
