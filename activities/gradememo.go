@@ -13,6 +13,7 @@ import (
 	"ctxlab/activities/executor"
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
+	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
 
@@ -102,7 +103,7 @@ func (j *job) gradeOnce(ctx context.Context, p GradeParams, r GradeRequest,
 			out.Row = map[string]any{}
 		}
 		if r.PatchRef != "" {
-			out.Row["patch_ref"] = r.PatchRef
+			specs.PatchRef.Set(out.Row, string(r.PatchRef))
 		}
 		return out
 	}

@@ -16,7 +16,6 @@ import (
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/respcache"
-	"ctxlab/results"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -222,19 +221,21 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 // model than m's id as the one that answered (a dated snapshot, a router's substitute), so the report can flag the
 // row. The offline stand-in serves no model.
 func usageRow(resp llm.Response, m specs.Model) map[string]any {
-	row := map[string]any{
-		"model_calls":       1,
-		"prompt_tokens":     resp.Usage.PromptTokens,
-		"completion_tokens": resp.Usage.CompletionTokens,
-		"cost_usd":          resp.CostUSD,
-	}
+	row := map[string]any{}
+	specs.ModelCalls.Set(row, 1)
+	specs.PromptTokens.Set(row, resp.Usage.PromptTokens)
+	specs.CompletionTokens.Set(row, resp.Usage.CompletionTokens)
+	specs.CostUSD.Set(row, resp.CostUSD)
 	if m.Provider != "offline" {
 		in, cached, out := llm.CostParts(resp.Usage, m.Price)
-		row[results.FieldCachedTokens], row[results.FieldCacheWriteTokens] = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
-		row[results.FieldCostInputUSD], row[results.FieldCostCachedUSD], row[results.FieldCostOutputUSD] = in, cached, out
+		specs.CachedTokens.Set(row, resp.Usage.CachedTokens)
+		specs.CacheWriteTokens.Set(row, resp.Usage.CacheWriteTokens)
+		specs.CostInputUSD.Set(row, in)
+		specs.CostCachedUSD.Set(row, cached)
+		specs.CostOutputUSD.Set(row, out)
 	}
 	if m.Provider != "offline" && resp.Model != "" && resp.Model != m.ID {
-		row[results.FieldModelServed] = resp.Model
+		specs.ModelServed.Set(row, resp.Model)
 	}
 	return row
 }

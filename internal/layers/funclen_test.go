@@ -20,17 +20,13 @@ const maxFunctionLines = 80
 // longFunctionsLeft are the functions still over maxFunctionLines, as "path: name": each is split and taken off.
 var longFunctionsLeft = map[string]bool{
 	"activities/budget/budget.go: Fit":                      true,
-	"activities/compress.go: Activities.Compress":           true,
-	"activities/corrupt.go: Activities.Corrupt":             true,
 	"activities/executor/docker.go: Docker.Run":             true,
 	"activities/executor/local.go: Local.Run":               true,
-	"activities/grade.go: GradePatch":                       true,
 	"activities/llm/anthropic.go: anthropicProvider.params": true,
 	"activities/llm/offline/localize.go: Localize":          true,
 	"activities/llm/openai.go: openAIProvider.Complete":     true,
 	"activities/llm/parse_diff.go: diffSpan":                true,
 	"activities/models.go: job.callModel":                   true,
-	"activities/retrieve.go: Activities.Retrieve":           true,
 	"activities/sandbox/box_linux.go: New":                  true,
 	"activities/testrun/gotest.go: runGo":                   true,
 	"activities/testrun/testrun.go: Run":                    true,
