@@ -268,7 +268,7 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Age
 		if turn.Request, err = cas.PutJSON(ctx, j.store, t.Messages); err != nil {
 			return NodeOutput{}, err
 		}
-		req := llm.Request{Task: offlinetask.TaskAgent, Messages: t.Messages, Sample: p.Sample, Offline: off}
+		req := llm.Request{Task: specs.Agent.Task, Messages: t.Messages, Sample: p.Sample, Offline: off}
 		if p.ToolCalling == "native" {
 			req.Tools = agent.NativeTools
 		}
