@@ -26,7 +26,6 @@ var longFunctionsLeft = map[string]bool{
 	"activities/llm/offline/localize.go: Localize":          true,
 	"activities/llm/openai.go: openAIProvider.Complete":     true,
 	"activities/llm/parse_diff.go: diffSpan":                true,
-	"activities/models.go: job.callModel":                   true,
 	"activities/sandbox/box_linux.go: New":                  true,
 	"activities/testrun/gotest.go: runGo":                   true,
 	"activities/testrun/testrun.go: Run":                    true,
