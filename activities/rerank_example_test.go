@@ -154,7 +154,7 @@ func rerankStep(ctx context.Context, j *job, p RerankParams) (NodeOutput, error)
 	return NodeOutput{Ref: ref, Row: row}, nil
 }
 
-// --- jsonnet/lib/cq2care.libsonnet: the helper (here a local of the test's spec) ---
+// --- optionally, a helper in jsonnet/lib/cq2care.libsonnet (here a local of the test's spec) ---
 
 const rerankSpec = `local ctxlab = import 'ctxlab.libsonnet';
 local c = ctxlab.cq2care;
