@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +11,7 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/specs"
+	"ctxlab/testkit/e2e"
 )
 
 // leakyProvider answers with the process's API key inside the answer text and model name, as a provider that
@@ -63,14 +61,7 @@ func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 
 	read, redacted := 0, 0
 	root := f.a.RunDir("t")
-	werr := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	e2e.EachFile(t, root, func(path string, b []byte) {
 		read++
 		if bytes.Contains(b, []byte(key)) {
 			t.Errorf("%s holds the key", path)
@@ -78,11 +69,7 @@ func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 		if bytes.Contains(b, []byte("Answered for "+llm.Redacted)) {
 			redacted++
 		}
-		return nil
 	})
-	if werr != nil {
-		t.Fatal(werr)
-	}
 	if redacted == 0 || read < 5 {
 		t.Errorf("the scrubbed answer was stored nowhere (%d files read): the search proves nothing", read)
 	}

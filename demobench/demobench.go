@@ -230,6 +230,24 @@ func buildOne(dir string, r repoSpec) ([]swebench.Instance, error) {
 // changed by the test patch, each PASS_TO_PASS test exists at base and the test patch leaves it alone.
 func checkInstance(r repoSpec, in instanceSpec, base map[string][]byte, f *instanceFiles) error {
 	lang := langOf(r)
+	if err := checkPatches(lang, base, f); err != nil {
+		return err
+	}
+	if err := checkTests(r, in, lang, base, f); err != nil {
+		return err
+	}
+	if _, p2p := testNames(r, in); len(p2p) < 2 {
+		return errors.New("fewer than two PASS_TO_PASS tests as the rows name them")
+	}
+	if !strings.Contains(f.issue, "**Describe the bug**") || !strings.Contains(f.issue, "**Expected behavior**") {
+		return errors.New("problem statement does not follow the bug report template")
+	}
+	return nil
+}
+
+// checkPatches checks that the gold patch touches source files of the base commit and the test patch test files
+// only, and that each patch, applied to the base, reproduces its files.
+func checkPatches(lang string, base map[string][]byte, f *instanceFiles) error {
 	if len(f.fix) == 0 || len(f.test) == 0 {
 		return errors.New("no fix or no test files")
 	}
@@ -265,6 +283,12 @@ func checkInstance(r repoSpec, in instanceSpec, base map[string][]byte, f *insta
 			}
 		}
 	}
+	return nil
+}
+
+// checkTests checks that the test patch adds or changes every FAIL_TO_PASS test and leaves the PASS_TO_PASS
+// tests, which exist at the base commit, as they are.
+func checkTests(r repoSpec, in instanceSpec, lang string, base map[string][]byte, f *instanceFiles) error {
 	after := map[string][]byte{}
 	for p, d := range base {
 		after[p] = d
@@ -306,12 +330,6 @@ func checkInstance(r repoSpec, in instanceSpec, base map[string][]byte, f *insta
 				return fmt.Errorf("PASS_TO_PASS test %s is changed by the test patch", t)
 			}
 		}
-	}
-	if _, p2p := testNames(r, in); len(p2p) < 2 {
-		return errors.New("fewer than two PASS_TO_PASS tests as the rows name them")
-	}
-	if !strings.Contains(f.issue, "**Describe the bug**") || !strings.Contains(f.issue, "**Expected behavior**") {
-		return errors.New("problem statement does not follow the bug report template")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"ctxlab/specs"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,12 +21,14 @@ func paperRows(issue int) []Row {
 	rows := make([]Row, paperArms)
 	for arm := range rows {
 		r := Row{FieldInstance: fmt.Sprintf("owner__repo-%05d", issue), FieldMethod: fmt.Sprintf("method-%02d", arm%24),
-			FieldModel: fmt.Sprintf("model-%d", arm/24), FieldContextTokens: float64(4000 + arm), FieldRho: 0.5,
-			FieldEpsilon: 0.25, FieldPatchApplied: true, FieldResolved: arm%3 == 0, FieldError: nil,
-			FieldFilesSelected: 4.0, FieldFallback: false, FieldLocPrecision: 0.5, FieldLocRecall: 1.0,
-			FieldLocF1: 0.667, FieldModelCalls: 2.0, FieldPromptTokens: 5123.0, FieldCompletionTokens: 412.0,
-			FieldCostUSD: 0.0123, FieldBudget: 4100.0, FieldBudgetEvals: 3.0, FieldGoldLineShare: 0.31,
-			FieldBudgetAnchor: 4100.0, FieldBudgetMultiplier: 1.0, FieldBudgetKnob: 120.0, FieldBudgetReached: true}
+			FieldModel: fmt.Sprintf("model-%d", arm/24), specs.ContextTokens.Name: float64(4000 + arm),
+			specs.Rho.Name: 0.5, specs.Epsilon.Name: 0.25, specs.PatchApplied.Name: true,
+			specs.Resolved.Name: arm%3 == 0, FieldError: nil, specs.FilesSelected.Name: 4.0, specs.Fallback.Name: false,
+			specs.LocPrecision.Name: 0.5, specs.LocRecall.Name: 1.0, specs.LocF1.Name: 0.667,
+			specs.ModelCalls.Name: 2.0, specs.PromptTokens.Name: 5123.0, specs.CompletionTokens.Name: 412.0,
+			specs.CostUSD.Name: 0.0123, specs.BudgetTokens.Name: 4100.0, specs.BudgetEvals.Name: 3.0,
+			specs.GoldLineShare.Name: 0.31, specs.BudgetAnchorTokens.Name: 4100.0, specs.BudgetMultiplier.Name: 1.0,
+			specs.BudgetKnob.Name: 120.0, specs.BudgetReached.Name: true}
 		rows[arm] = r
 	}
 	return rows

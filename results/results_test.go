@@ -1,6 +1,7 @@
 package results
 
 import (
+	"ctxlab/specs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,9 +10,9 @@ import (
 )
 
 func row(inst, method string, resolved bool, rho float64, tokens int) Row {
-	return Row{FieldInstance: inst, FieldMethod: method, FieldModel: "m", FieldResolved: resolved,
-		FieldPatchApplied: resolved, FieldRho: rho, FieldEpsilon: 1.0, FieldContextTokens: float64(tokens),
-		FieldError: nil}
+	return Row{FieldInstance: inst, FieldMethod: method, FieldModel: "m", specs.Resolved.Name: resolved,
+		specs.PatchApplied.Name: resolved, specs.Rho.Name: rho, specs.Epsilon.Name: 1.0,
+		specs.ContextTokens.Name: float64(tokens), FieldError: nil}
 }
 
 func TestAppendWritesEachKeyOnce(t *testing.T) {
@@ -69,8 +70,8 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 		row("i1", "b", true, 1, 100), row("i2", "b", false, 0.5, 300),
 		row("i1", "a", false, 0, 0), row("i2", "a", false, 0, 0),
 	}
-	rows[3][FieldEpsilon] = nil
-	rows[2][FieldEpsilon] = nil
+	rows[3][specs.Epsilon.Name] = nil
+	rows[2][specs.Epsilon.Name] = nil
 	rows[3][FieldError] = "step patch: boom"
 	sums := Summarize(rows, []Key{{Method: "a", Model: "m"}, {Method: "b", Model: "m"}})
 	if len(sums) != 2 || sums[0].Method != "a" || sums[1].Method != "b" {

@@ -9,75 +9,38 @@ import (
 	"os"
 
 	"ctxlab/internal/jsonl"
+	"ctxlab/specs"
 )
 
-// Row is one results row. Activities contribute fields, so a row is an open map; the fields every row has are
-// named by the constants below. Each field an activity sets is declared, with its kind, by that activity's catalog
-// entry (specs.ActivityInfo.Fields); the Issue workflow adds instance_id, method, model, error and error_kind.
+// Row is one results row. Activities contribute fields, so a row is an open map. Each field an activity sets is
+// declared once, with its kind, as a typed handle in package specs beside the kind that owns it (specs.Rho,
+// specs.Resolved, specs.UsageFields, ...): read it by that handle's Name (or Get). The fields the Issue workflow
+// adds itself are declared here (and error_kind, error_class in errorkind.go).
 type Row map[string]any
 
-// Fields every row carries (null when the step that sets them did not run).
+// Fields the Issue workflow sets on every row: its key, and the error that ended it (null when none did).
 const (
-	FieldInstance      = "instance_id"
-	FieldMethod        = "method"
-	FieldModel         = "model"
-	FieldContextTokens = "context_tokens"
-	FieldRho           = "rho"
-	FieldEpsilon       = "epsilon"
-	FieldPatchApplied  = "patch_applied"
-	FieldResolved      = "resolved"
-	FieldError         = "error"
-)
-
-// FieldModelServed is the model the endpoint named as the one that answered, on rows where it is not the spec's
-// model id (activities' usageRow).
-const FieldModelServed = "model_served"
-
-// Fields that rows carry when a method's steps set them (CQ2-CARE, the baselines, budget fitting, grading).
-const (
-	FieldFilesSelected    = "files_selected"    // how many files the method put in its context
-	FieldFallback         = "fallback"          // the method fell back (e.g. empty intersection -> L0)
-	FieldLocPrecision     = "loc_precision"     // localization against the gold files
-	FieldLocRecall        = "loc_recall"        //
-	FieldLocF1            = "loc_f1"            //
-	FieldModelCalls       = "model_calls"       // paid or offline model calls of the row's steps
-	FieldPromptTokens     = "prompt_tokens"     //
-	FieldCompletionTokens = "completion_tokens" //
-	FieldCostUSD          = "cost_usd"          //
-	FieldBudget           = "budget_tokens"     // B_i, the anchor's context tokens on the issue
-	FieldBudgetEvals      = "budget_evals"      // knob evaluations budget fitting needed
-	FieldBudgetError      = "budget_error"      // why a budget could not be met, when it could not
-	FieldGoldLineShare    = "gold_line_share"   // share of context lines in gold files
-
-	FieldBudgetAnchor     = "budget_anchor_tokens" // the anchor's context tokens, before the multiplier
-	FieldBudgetMultiplier = "budget_multiplier"    // budget_tokens = multiplier x budget_anchor_tokens
-	FieldBudgetKnob       = "budget_knob"          // the fitted knob: lines or chunks shown, or a compressor's rate
-	FieldBudgetReached    = "budget_reached"       // the context landed within the tolerance of budget_tokens
-	FieldChunksShown      = "chunks_shown"         // ranked chunks a retriever put in its context
-	FieldTemplateShown    = "template_shown"       // the context shows an issue template (the lexical trap)
-	// FieldTokenizer names the tokenizer that counted context_tokens and the budget: an encoding (o200k_base,
-	// cl100k_base) or "endpoint:MODEL", the model's server's own (specs.ResolveTokenizer).
-	FieldTokenizer = "tokenizer"
-)
-
-// Fields that split a row's usage by price: prompt tokens read from and written to the provider's prompt cache (part
-// of prompt_tokens), and cost_usd split into input (cache writes included), cached input and output.
-const (
-	FieldCachedTokens     = "cached_tokens"
-	FieldCacheWriteTokens = "cache_write_tokens"
-	FieldCostInputUSD     = "cost_input_usd"
-	FieldCostCachedUSD    = "cost_cached_usd"
-	FieldCostOutputUSD    = "cost_output_usd"
+	FieldInstance = "instance_id"
+	FieldMethod   = "method"
+	FieldModel    = "model"
+	FieldError    = "error"
 )
 
 // Summed lists the fields that add up over a row's steps (each step's model calls, tokens and cost) instead of
-// taking the last step's value.
-var Summed = []string{FieldModelCalls, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD,
-	FieldCachedTokens, FieldCacheWriteTokens, FieldCostInputUSD, FieldCostCachedUSD, FieldCostOutputUSD}
+// taking the last step's value: specs.UsageFields, in their order.
+var Summed = names(specs.UsageFields)
 
-// Required lists the fields every row has.
-var Required = []string{FieldInstance, FieldMethod, FieldModel, FieldContextTokens, FieldRho, FieldEpsilon,
-	FieldPatchApplied, FieldResolved, FieldError}
+// Required lists the fields every row has (null when the step that sets them did not run).
+var Required = []string{FieldInstance, FieldMethod, FieldModel, specs.ContextTokens.Name, specs.Rho.Name,
+	specs.Epsilon.Name, specs.PatchApplied.Name, specs.Resolved.Name, FieldError}
+
+func names(fields []specs.RowField) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = f.Name
+	}
+	return out
+}
 
 // Key identifies a row: one per instance, method and model.
 type Key struct{ Instance, Method, Model string }

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"ctxlab/specs"
 	"fmt"
 	"sort"
 	"strings"
@@ -71,18 +72,18 @@ func Summarize(rows []Row, order []Key) []MethodSummary {
 		if r.String(FieldError) != "" {
 			g.s.Errors++
 		}
-		if v, _ := r.Bool(FieldResolved); v {
+		if v, _ := r.Bool(specs.Resolved.Name); v {
 			g.resolved++
 		}
-		if v, _ := r.Bool(FieldPatchApplied); v {
+		if v, _ := r.Bool(specs.PatchApplied.Name); v {
 			g.applied++
 		}
-		g.rho.add(r.Float(FieldRho))
-		g.eps.add(r.Float(FieldEpsilon))
-		g.tok.add(r.Float(FieldContextTokens))
-		g.f1.add(r.Float(FieldLocF1))
-		g.cost.add(r.Float(FieldCostUSD))
-		g.fallbackPct.add(boolAsFloat(r.Bool(FieldFallback)))
+		g.rho.add(r.Float(specs.Rho.Name))
+		g.eps.add(r.Float(specs.Epsilon.Name))
+		g.tok.add(r.Float(specs.ContextTokens.Name))
+		g.f1.add(r.Float(specs.LocF1.Name))
+		g.cost.add(r.Float(specs.CostUSD.Name))
+		g.fallbackPct.add(boolAsFloat(r.Bool(specs.Fallback.Name)))
 	}
 	rank := map[Key]int{}
 	for i, k := range order {

@@ -46,6 +46,38 @@ type Result struct {
 
 // Fit searches the knob. eval returns the tokens the method gives at a knob value; its errors end the fit.
 func Fit(p Problem, eval func(knob float64) (int, error)) (Result, error) {
+	if !(p.Knob.Lo <= p.Knob.Hi) {
+		return Result{}, fmt.Errorf("budget: knob range [%v, %v] is empty", p.Knob.Lo, p.Knob.Hi)
+	}
+	f := newFit(p, eval)
+	b, ended, err := f.bracket()
+	if err == nil && !ended {
+		err = f.narrow(b)
+	}
+	return f.res, err
+}
+
+// fit is one Fit's search: the budget's bounds, the evaluations so far and the closest of them.
+type fit struct {
+	p             Problem
+	eval          func(knob float64) (int, error)
+	maxEvals      int
+	lowOK, highOK int // the token counts within the tolerance of the target
+	// res is the result so far: its Evals, and once the search ends (done or fail) the rest.
+	res     Result
+	seen    map[float64]int // knob value -> its tokens, evaluated once
+	best    Result          // the evaluation closest to the target
+	bestSet bool
+}
+
+// bracket is a knob range whose ends miss the budget on either side: lo gives nlo tokens, too few, and hi gives
+// nhi, too many. An end not found yet is NaN.
+type bracket struct {
+	lo, hi   float64
+	nlo, nhi int
+}
+
+func newFit(p Problem, eval func(knob float64) (int, error)) *fit {
 	tol := p.Tolerance
 	if tol <= 0 {
 		tol = DefaultTolerance
@@ -54,154 +86,177 @@ func Fit(p Problem, eval func(knob float64) (int, error)) (Result, error) {
 	if maxEvals <= 0 {
 		maxEvals = DefaultMaxEvals
 	}
-	k := p.Knob
-	if !(k.Lo <= k.Hi) {
-		return Result{}, fmt.Errorf("budget: knob range [%v, %v] is empty", k.Lo, k.Hi)
-	}
-	lowOK := int(math.Ceil(float64(p.Target) * (1 - tol)))
-	highOK := int(math.Floor(float64(p.Target) * (1 + tol)))
-	snap := func(x float64) float64 {
-		x = math.Max(k.Lo, math.Min(k.Hi, x))
-		if k.Integer {
-			x = math.Round(x)
-		}
-		return x
-	}
+	return &fit{p: p, eval: eval, maxEvals: maxEvals, seen: map[float64]int{},
+		lowOK:  int(math.Ceil(float64(p.Target) * (1 - tol))),
+		highOK: int(math.Floor(float64(p.Target) * (1 + tol)))}
+}
 
-	var res Result
-	seen := map[float64]int{}
-	best, bestSet := Result{}, false
-	consider := func(x float64, n int) {
-		d, bd := dist(n, p.Target), dist(best.Tokens, p.Target)
-		if !bestSet || d < bd || (d == bd && n < best.Tokens) {
-			best, bestSet = Result{Knob: x, Tokens: n}, true
-		}
+// snap clamps x to the knob's range, and rounds it for an integer knob.
+func (f *fit) snap(x float64) float64 {
+	x = math.Max(f.p.Knob.Lo, math.Min(f.p.Knob.Hi, x))
+	if f.p.Knob.Integer {
+		x = math.Round(x)
 	}
-	f := func(x float64) (int, error) {
-		if n, ok := seen[x]; ok {
-			return n, nil
-		}
-		n, err := eval(x)
-		if err != nil {
-			return 0, err
-		}
-		res.Evals++
-		seen[x] = n
-		consider(x, n)
+	return x
+}
+
+// tokens evaluates x once, counting the evaluation and keeping the closest to the target (preferring fewer tokens).
+func (f *fit) tokens(x float64) (int, error) {
+	if n, ok := f.seen[x]; ok {
 		return n, nil
 	}
-	done := func(x float64, n int) (Result, error) {
-		res.Knob, res.Tokens, res.Reached = x, n, true
-		return res, nil
+	n, err := f.eval(x)
+	if err != nil {
+		return 0, err
 	}
-	fail := func(why string) (Result, error) {
-		res.Knob, res.Tokens, res.Why = best.Knob, best.Tokens, why
-		return res, nil
+	f.res.Evals++
+	f.seen[x] = n
+	d, bd := dist(n, f.p.Target), dist(f.best.Tokens, f.p.Target)
+	if !f.bestSet || d < bd || (d == bd && n < f.best.Tokens) {
+		f.best, f.bestSet = Result{Knob: x, Tokens: n}, true
 	}
-	in := func(n int) bool { return n >= lowOK && n <= highOK }
+	return n, nil
+}
 
-	// Bracket: lo gives too few tokens, hi too many.
+func (f *fit) in(n int) bool { return n >= f.lowOK && n <= f.highOK }
+
+// done ends the search at x, which gives n tokens within the budget.
+func (f *fit) done(x float64, n int) {
+	f.res.Knob, f.res.Tokens, f.res.Reached = x, n, true
+}
+
+// fail ends the search short of the budget, at the closest value tried.
+func (f *fit) fail(why string) {
+	f.res.Knob, f.res.Tokens, f.res.Why = f.best.Knob, f.best.Tokens, why
+}
+
+// place makes x, which gives n tokens outside the budget, the end of b on its side.
+func (f *fit) place(b *bracket, x float64, n int) {
+	if n < f.lowOK {
+		b.lo, b.nlo = x, n
+	} else {
+		b.hi, b.nhi = x, n
+	}
+}
+
+// bracket evaluates from the guess outwards until the knob's range holds a bracket of the budget; ended when the
+// search ended on the way (a value within the budget, or none past an end of the range, or the evaluations ran out).
+func (f *fit) bracket() (b bracket, ended bool, err error) {
+	k := f.p.Knob
 	x := k.Guess
 	if x == 0 || math.IsNaN(x) {
 		x = (k.Lo + k.Hi) / 2
 	}
-	x = snap(x)
-	n, err := f(x)
-	if err != nil {
-		return res, err
-	}
-	if in(n) {
-		return done(x, n)
-	}
-	lo, hi := math.NaN(), math.NaN()
-	var nlo, nhi int
-	if n < lowOK {
-		lo, nlo = x, n
-	} else {
-		hi, nhi = x, n
-	}
-	for math.IsNaN(lo) || math.IsNaN(hi) {
-		if res.Evals >= maxEvals {
-			return fail(fmt.Sprintf("no bracket of %d tokens after %d evaluations", p.Target, res.Evals))
-		}
-		var next float64
-		if math.IsNaN(hi) { // grow
-			if lo >= k.Hi {
-				return fail(fmt.Sprintf("the largest knob value %v gives %d tokens, under the budget %d-%d",
-					k.Hi, nlo, lowOK, highOK))
-			}
-			next = grow(lo, nlo, p.Target, k)
-		} else {
-			if hi <= k.Lo {
-				return fail(fmt.Sprintf("the smallest knob value %v gives %d tokens, over the budget %d-%d",
-					k.Lo, nhi, lowOK, highOK))
-			}
-			next = shrink(hi, nhi, p.Target, k)
-		}
-		// Close to an end of the range, try the end itself: a continuous knob would otherwise creep towards it.
-		if edge := 0.02 * (k.Hi - k.Lo); next-k.Lo < edge {
-			next = k.Lo
-		} else if k.Hi-next < edge {
-			next = k.Hi
-		}
-		next = snap(next)
-		n, err := f(next)
+	x = f.snap(x)
+	b = bracket{lo: math.NaN(), hi: math.NaN()}
+	for {
+		n, err := f.tokens(x)
 		if err != nil {
-			return res, err
+			return b, true, err
 		}
-		if in(n) {
-			return done(next, n)
+		if f.in(n) {
+			f.done(x, n)
+			return b, true, nil
 		}
-		if n < lowOK {
-			lo, nlo = next, n
-		} else {
-			hi, nhi = next, n
+		f.place(&b, x, n)
+		if !math.IsNaN(b.lo) && !math.IsNaN(b.hi) {
+			return b, false, nil
+		}
+		if f.res.Evals >= f.maxEvals {
+			f.fail(fmt.Sprintf("no bracket of %d tokens after %d evaluations", f.p.Target, f.res.Evals))
+			return b, true, nil
+		}
+		var ok bool
+		if x, ok = f.widen(b); !ok {
+			return b, true, nil
 		}
 	}
+}
 
-	// Narrow: Illinois regula falsi, bisection when an endpoint is kept twice in a row.
-	side := 0
-	for res.Evals < maxEvals {
-		if k.Integer && hi-lo <= 1 || !k.Integer && hi-lo <= 1e-9*math.Max(1, math.Abs(hi)) {
-			return fail(fmt.Sprintf("no knob value gives %d-%d tokens: %v gives %d and %v gives %d",
-				lowOK, highOK, lo, nlo, hi, nhi))
+// widen is the next value to try for the end b lacks; false when the range's own end misses on the same side as
+// b's (the search failed).
+func (f *fit) widen(b bracket) (float64, bool) {
+	k := f.p.Knob
+	var next float64
+	if math.IsNaN(b.hi) {
+		if b.lo >= k.Hi {
+			f.fail(fmt.Sprintf("the largest knob value %v gives %d tokens, under the budget %d-%d",
+				k.Hi, b.nlo, f.lowOK, f.highOK))
+			return 0, false
 		}
-		// g = tokens - target: negative at lo, positive at hi. An endpoint kept twice in a row has its g halved
-		// (Illinois), which pulls the next guess towards it.
-		glo, ghi := float64(nlo-p.Target), float64(nhi-p.Target)
-		if side == -2 {
-			ghi /= 2
+		next = grow(b.lo, b.nlo, f.p.Target, k)
+	} else {
+		if b.hi <= k.Lo {
+			f.fail(fmt.Sprintf("the smallest knob value %v gives %d tokens, over the budget %d-%d",
+				k.Lo, b.nhi, f.lowOK, f.highOK))
+			return 0, false
 		}
-		if side == 2 {
-			glo /= 2
+		next = shrink(b.hi, b.nhi, f.p.Target, k)
+	}
+	// Close to an end of the range, try the end itself: a continuous knob would otherwise creep towards it.
+	if edge := 0.02 * (k.Hi - k.Lo); next-k.Lo < edge {
+		next = k.Lo
+	} else if k.Hi-next < edge {
+		next = k.Hi
+	}
+	return f.snap(next), true
+}
+
+// narrow shrinks the bracket b until a value inside gives tokens within the budget, the bracket holds no more
+// values, or the evaluations run out.
+func (f *fit) narrow(b bracket) error {
+	k := f.p.Knob
+	side := 0 // kept ends in a row: -n the low end was moved n times (the high one kept), +n the high end
+	for f.res.Evals < f.maxEvals {
+		if k.Integer && b.hi-b.lo <= 1 || !k.Integer && b.hi-b.lo <= 1e-9*math.Max(1, math.Abs(b.hi)) {
+			f.fail(fmt.Sprintf("no knob value gives %d-%d tokens: %v gives %d and %v gives %d",
+				f.lowOK, f.highOK, b.lo, b.nlo, b.hi, b.nhi))
+			return nil
 		}
-		next := lo - glo*(hi-lo)/(ghi-glo)
-		if side <= -3 || side >= 3 || math.IsNaN(next) {
-			next = (lo + hi) / 2
-		}
-		next = snap(next)
-		if next <= lo || next >= hi {
-			next = snap((lo + hi) / 2)
-			if k.Integer && (next <= lo || next >= hi) {
-				next = lo + 1
-			}
-		}
-		n, err := f(next)
+		next := f.inside(b, side)
+		n, err := f.tokens(next)
 		if err != nil {
-			return res, err
+			return err
 		}
-		if in(n) {
-			return done(next, n)
+		if f.in(n) {
+			f.done(next, n)
+			return nil
 		}
-		if n < lowOK {
-			lo, nlo = next, n
+		f.place(&b, next, n)
+		if n < f.lowOK {
 			side = min(side, 0) - 1
 		} else {
-			hi, nhi = next, n
 			side = max(side, 0) + 1
 		}
 	}
-	return fail(fmt.Sprintf("not within %d-%d tokens after %d evaluations", lowOK, highOK, res.Evals))
+	f.fail(fmt.Sprintf("not within %d-%d tokens after %d evaluations", f.lowOK, f.highOK, f.res.Evals))
+	return nil
+}
+
+// inside is the next value to try strictly inside b: Illinois regula falsi, bisection when an end has been kept
+// three times in a row or the step leaves the bracket.
+func (f *fit) inside(b bracket, side int) float64 {
+	// g = tokens - target: negative at lo, positive at hi. An endpoint kept twice in a row has its g halved
+	// (Illinois), which pulls the next guess towards it.
+	glo, ghi := float64(b.nlo-f.p.Target), float64(b.nhi-f.p.Target)
+	if side == -2 {
+		ghi /= 2
+	}
+	if side == 2 {
+		glo /= 2
+	}
+	next := b.lo - glo*(b.hi-b.lo)/(ghi-glo)
+	if side <= -3 || side >= 3 || math.IsNaN(next) {
+		next = (b.lo + b.hi) / 2
+	}
+	next = f.snap(next)
+	if next <= b.lo || next >= b.hi {
+		next = f.snap((b.lo + b.hi) / 2)
+		if f.p.Knob.Integer && (next <= b.lo || next >= b.hi) {
+			next = b.lo + 1
+		}
+	}
+	return next
 }
 
 // grow proposes a knob past lo, assuming tokens roughly proportional to the knob, and at least doubling the step.

@@ -84,23 +84,6 @@ func dockerEnv() []string {
 // Run implements Executor.
 func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	var res Result
-	bin := r.Config.Docker
-	if bin == "" {
-		bin = "docker"
-	}
-	docker := func(args ...string) ([]byte, error) {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(cctx, bin, args...)
-		cmd.Env = dockerEnv()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return out, markDocker(fmt.Errorf("docker %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err,
-				bytes.TrimSpace(out)), out)
-		}
-		return out, nil
-	}
-
 	// Paths are checked before any docker call, so an escaping patch never reaches the container.
 	paths, err := diff.SafePaths(r.Patch)
 	if err != nil {
@@ -113,55 +96,28 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		return res, err
 	}
 	defer os.RemoveAll(tmp)
-	tree := filepath.Join(tmp, "files")
-
+	tree := filepath.Join(tmp, "files") // the patched files, copied out of the container and back
+	c := container{ctx: ctx, bin: r.Config.Docker}
+	if c.bin == "" {
+		c.bin = "docker"
+	}
 	// Containers of graders that died (SIGKILL, a lost machine) are removed before this one starts.
-	if _, err := RemoveStaleContainers(ctx, bin); err != nil {
+	if _, err := RemoveStaleContainers(ctx, c.bin); err != nil {
 		return res, err
 	}
 	image := ImageOf(r.Config.Namespace, r.Instance)
-	// A missing image would make create try to pull it: checked first, so the row fails at once, saying what to do.
-	if _, err := docker("image", "inspect", "--format", "{{.Id}}", image); err != nil {
-		if k, _ := errkind.KindOf(err); k == errkind.DockerDaemon {
-			return res, fmt.Errorf("instance %s: no Docker engine answers (start dockerd, or set DOCKER_HOST): %w",
-				r.Instance.InstanceID, err)
-		}
-		return res, errkind.Mark(errkind.DockerImage, fmt.Errorf("instance %s: image %s is not on this machine: run "+
-			"`docker pull %s` (or, for a dataset that publishes no images, `starter images build --dataset FILE` or, "+
-			"for a sweep, `--spec SPEC`): %w", r.Instance.InstanceID, image, image, err))
-	}
-	name := fmt.Sprintf("ctxlab-%s-%d", safe(r.Instance.InstanceID), time.Now().UnixNano())
-	network := r.Config.Network
-	if network == "" {
-		network = "none"
-	}
-	create := append([]string{"create", "--name", name, "--network", network, "--init"}, ContainerLabels()...)
-	if _, err := docker(append(create, image, "tail", "-f", "/dev/null")...); err != nil {
+	if err := c.checkImage(r.Instance.InstanceID, image); err != nil {
 		return res, err
 	}
-	defer func() {
-		// Also kills what a timed-out eval script left running in the container.
-		rm := exec.Command(bin, "rm", "-f", name)
-		rm.Env = dockerEnv()
-		_, _ = rm.CombinedOutput()
-	}()
-	if _, err := docker("start", name); err != nil {
+	if err := c.create(r, image); err != nil {
 		return res, err
 	}
-	// The image's language decides the test-file rules and the default test command: Go when /testbed has a go.mod.
-	lang := LangPython
-	if _, err := docker("exec", name, "test", "-f", path.Join(Testbed, "go.mod")); err == nil {
-		lang = LangGo
+	defer c.remove()
+	if _, err := c.docker("start", c.name); err != nil {
+		return res, err
 	}
-	for _, p := range paths {
-		dst := filepath.Join(tree, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return res, err
-		}
-		// A missing file is one the patch creates (or a conflict the applier reports).
-		_, _ = docker("cp", name+":"+path.Join(Testbed, p), dst)
-	}
-	if err := os.MkdirAll(tree, 0o755); err != nil {
+	lang := c.language()
+	if err := c.copyOut(paths, tree); err != nil {
 		return res, err
 	}
 	rep, err := diff.Apply(tree, r.Patch, diff.Options{})
@@ -170,52 +126,15 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		res.ApplyErr = err.Error()
 		return res, nil
 	}
-	// The model's changes to test files never reach the container (the eval script resets the test patch's files
-	// anyway); the image's language says what else is a test file.
-	testPaths := TestFiles(r.Instance.TestPatch)
-	dropped := map[string]bool{}
-	for _, p := range rep.Files {
-		switch {
-		case contains(testPaths, p) || (IsTestFile(lang, p) && !r.Config.modelTestsKept()):
-			dropped[p] = true
-			res.TestFilesDropped = append(res.TestFilesDropped, p)
-		case IsTestFile(lang, p) && !contains(rep.Deleted, p):
-			res.ModelTestFiles = append(res.ModelTestFiles, p)
-		}
-	}
-	for _, p := range rep.Deleted {
-		if dropped[p] {
-			continue
-		}
-		if _, err := docker("exec", name, "rm", "-f", path.Join(Testbed, p)); err != nil {
-			return res, err
-		}
-	}
-	for _, p := range rep.Files {
-		if contains(rep.Deleted, p) || dropped[p] {
-			continue
-		}
-		if _, err := docker("exec", name, "mkdir", "-p", path.Join(Testbed, path.Dir(p))); err != nil {
-			return res, err
-		}
-		if _, err := docker("cp", filepath.Join(tree, filepath.FromSlash(p)), name+":"+path.Join(Testbed, p)); err != nil {
-			return res, err
-		}
-	}
-
-	plan := evalPlan(r, lang)
-	parser := plan.Parser
-	eval := Eval{BaseCommit: r.Instance.BaseCommit, TestPatch: r.Instance.TestPatch, TestCmd: plan.Cmd,
-		Install: plan.Install, EvalCommands: plan.EvalCommands}
-	script := filepath.Join(tmp, "eval.sh")
-	if err := os.WriteFile(script, []byte(eval.Script()), 0o755); err != nil {
+	if err := c.copyIn(tree, rep, dropTestFiles(r, lang, rep, &res)); err != nil {
 		return res, err
 	}
-	if _, err := docker("cp", script, name+":/eval.sh"); err != nil {
+	plan := evalPlan(r, lang)
+	if err := c.copyEvalScript(r, plan, tmp); err != nil {
 		return res, err
 	}
 	run, err := testrun.Run(ctx, testrun.Options{Dir: tmp, Timeout: r.Timeout, OutputCap: r.OutputCap,
-		Heartbeat: r.Heartbeat, Command: []string{bin, "exec", name, "/bin/bash", "/eval.sh"},
+		Heartbeat: r.Heartbeat, Command: []string{c.bin, "exec", c.name, "/bin/bash", "/eval.sh"},
 		Parser: testlog.ParserNone, ExtraEnv: dockerEnv()})
 	res.Ran, res.Output, res.TimedOut, res.Duration, res.Command = true, run.Output, run.TimedOut, run.Duration, run.Args
 	res.Isolation = "container"
@@ -228,8 +147,141 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		res.Report = testlog.Report{Tests: map[string][]testlog.TestResult{}}
 		return res, nil
 	}
-	res.Report, err = testlog.Parse(parser, strings.NewReader(section))
+	res.Report, err = testlog.Parse(plan.Parser, strings.NewReader(section))
 	return res, err
+}
+
+// container is one grade's container, driven through the docker CLI at bin.
+type container struct {
+	ctx  context.Context
+	bin  string
+	name string // set by create
+}
+
+// docker runs the docker CLI (at most 10 minutes), its error marked with the Docker failure it shows.
+func (c *container) docker(args ...string) ([]byte, error) {
+	cctx, cancel := context.WithTimeout(c.ctx, 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, c.bin, args...)
+	cmd.Env = dockerEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, markDocker(fmt.Errorf("docker %s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err,
+			bytes.TrimSpace(out)), out)
+	}
+	return out, nil
+}
+
+// checkImage fails when the image is not on this machine: create would try to pull it, so it is checked first and
+// the row fails at once, saying what to do.
+func (c *container) checkImage(instanceID, image string) error {
+	_, err := c.docker("image", "inspect", "--format", "{{.Id}}", image)
+	if err == nil {
+		return nil
+	}
+	if k, _ := errkind.KindOf(err); k == errkind.DockerDaemon {
+		return fmt.Errorf("instance %s: no Docker engine answers (start dockerd, or set DOCKER_HOST): %w", instanceID, err)
+	}
+	return errkind.Mark(errkind.DockerImage, fmt.Errorf("instance %s: image %s is not on this machine: run "+
+		"`docker pull %s` (or, for a dataset that publishes no images, `starter images build --dataset FILE` or, "+
+		"for a sweep, `--spec SPEC`): %w", instanceID, image, image, err))
+}
+
+// create creates the container of image, labelled with this process, on the spec's network (none by default).
+func (c *container) create(r Request, image string) error {
+	c.name = fmt.Sprintf("ctxlab-%s-%d", safe(r.Instance.InstanceID), time.Now().UnixNano())
+	network := r.Config.Network
+	if network == "" {
+		network = "none"
+	}
+	create := append([]string{"create", "--name", c.name, "--network", network, "--init"}, ContainerLabels()...)
+	_, err := c.docker(append(create, image, "tail", "-f", "/dev/null")...)
+	return err
+}
+
+// remove removes the container, whatever the grade's context says; it also kills what a timed-out eval script left
+// running in it.
+func (c *container) remove() {
+	rm := exec.Command(c.bin, "rm", "-f", c.name)
+	rm.Env = dockerEnv()
+	_, _ = rm.CombinedOutput()
+}
+
+// language is the image's, which decides the test-file rules and the default test command: Go when /testbed has a
+// go.mod.
+func (c *container) language() string {
+	if _, err := c.docker("exec", c.name, "test", "-f", path.Join(Testbed, "go.mod")); err == nil {
+		return LangGo
+	}
+	return LangPython
+}
+
+// copyOut copies the files at paths out of /testbed into tree, for the patch to apply to.
+func (c *container) copyOut(paths []string, tree string) error {
+	for _, p := range paths {
+		dst := filepath.Join(tree, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		// A missing file is one the patch creates (or a conflict the applier reports).
+		_, _ = c.docker("cp", c.name+":"+path.Join(Testbed, p), dst)
+	}
+	return os.MkdirAll(tree, 0o755)
+}
+
+// dropTestFiles records in res the test files of the applied patch rep that never reach the container (the test
+// patch's, which the eval script resets anyway, and the model's others unless the config keeps them) and those that
+// do, and returns the dropped ones.
+func dropTestFiles(r Request, lang string, rep diff.Report, res *Result) map[string]bool {
+	testPaths := TestFiles(r.Instance.TestPatch)
+	dropped := map[string]bool{}
+	for _, p := range rep.Files {
+		switch {
+		case contains(testPaths, p) || (IsTestFile(lang, p) && !r.Config.modelTestsKept()):
+			dropped[p] = true
+			res.TestFilesDropped = append(res.TestFilesDropped, p)
+		case IsTestFile(lang, p) && !contains(rep.Deleted, p):
+			res.ModelTestFiles = append(res.ModelTestFiles, p)
+		}
+	}
+	return dropped
+}
+
+// copyIn makes /testbed hold the patch's changes: the files rep deleted are removed, the ones it wrote (in tree)
+// copied back, but for the dropped test files.
+func (c *container) copyIn(tree string, rep diff.Report, dropped map[string]bool) error {
+	for _, p := range rep.Deleted {
+		if dropped[p] {
+			continue
+		}
+		if _, err := c.docker("exec", c.name, "rm", "-f", path.Join(Testbed, p)); err != nil {
+			return err
+		}
+	}
+	for _, p := range rep.Files {
+		if contains(rep.Deleted, p) || dropped[p] {
+			continue
+		}
+		if _, err := c.docker("exec", c.name, "mkdir", "-p", path.Join(Testbed, path.Dir(p))); err != nil {
+			return err
+		}
+		if _, err := c.docker("cp", filepath.Join(tree, filepath.FromSlash(p)), c.name+":"+path.Join(Testbed, p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyEvalScript writes plan's eval script (in tmp) and copies it to the container's /eval.sh.
+func (c *container) copyEvalScript(r Request, plan testPlan, tmp string) error {
+	eval := Eval{BaseCommit: r.Instance.BaseCommit, TestPatch: r.Instance.TestPatch, TestCmd: plan.Cmd,
+		Install: plan.Install, EvalCommands: plan.EvalCommands}
+	script := filepath.Join(tmp, "eval.sh")
+	if err := os.WriteFile(script, []byte(eval.Script()), 0o755); err != nil {
+		return err
+	}
+	_, err := c.docker("cp", script, c.name+":/eval.sh")
+	return err
 }
 
 // Between returns the part of an eval log between the harness's start and end markers.

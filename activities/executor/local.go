@@ -39,12 +39,48 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	}
 	// The language is read before the model patch applies, so the patch cannot change which rules it is held to.
 	lang := LanguageOf(dir)
-	// The harness's order: the model patch goes onto base_commit; then the eval script resets the test patch's
-	// files to base_commit (discarding the model's edits to them) and applies the test patch. The model's other
-	// test files are reset the same way unless the config keeps them.
+	reset, err := filesToReset(r, lang)
+	if err != nil {
+		return res, err
+	}
+	saved, err := saveFiles(dir, slices.Sorted(maps.Keys(reset)))
+	if err != nil {
+		return res, fmt.Errorf("instance %s: saving the test files: %w", r.Instance.InstanceID, err)
+	}
+	rep, err := diff.Apply(dir, r.Patch, diff.Options{})
+	res.Apply = rep
+	if err != nil {
+		res.ApplyErr = err.Error()
+		return res, nil
+	}
+	if err := recordTestFiles(r, lang, rep, reset, &res); err != nil {
+		return res, err
+	}
+	if err := saved.restore(); err != nil {
+		return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+	}
+	if _, err := diff.ApplyDir(dir, r.Instance.TestPatch); err != nil {
+		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
+	}
+	o, err := localTestOptions(r, lang, dir, res.ModelTestFiles)
+	if err != nil {
+		return res, err
+	}
+	run, err := testrun.Run(ctx, o)
+	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
+		run.TimedOut, run.Duration, run.Args
+	res.Isolation, res.Note = run.Isolation, run.Note
+	return res, markRun(err)
+}
+
+// filesToReset are the files reset to base_commit after the model patch, in the harness's order: the model patch
+// goes onto base_commit; then the eval script resets the test patch's files to base_commit (discarding the model's
+// edits to them) and applies the test patch. The model's other test files are reset the same way unless the config
+// keeps them.
+func filesToReset(r Request, lang string) (map[string]bool, error) {
 	testPaths, err := diff.SafePaths(r.Instance.TestPatch)
 	if err != nil {
-		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
+		return nil, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
 	}
 	reset := map[string]bool{}
 	for _, p := range testPaths {
@@ -57,61 +93,52 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 			reset[p] = true
 		}
 	}
-	saved, err := saveFiles(dir, slices.Sorted(maps.Keys(reset)))
-	if err != nil {
-		return res, fmt.Errorf("instance %s: saving the test files: %w", r.Instance.InstanceID, err)
-	}
-	rep, err := diff.Apply(dir, r.Patch, diff.Options{})
-	res.Apply = rep
-	if err != nil {
-		res.ApplyErr = err.Error()
-		return res, nil
-	}
+	return reset, nil
+}
+
+// recordTestFiles records in res the test files the applied patch rep wrote that are reset (dropped) and those
+// that are kept, and fails should it have written a test file that was not saved to be reset.
+func recordTestFiles(r Request, lang string, rep diff.Report, reset map[string]bool, res *Result) error {
 	for _, p := range rep.Files {
 		switch {
 		case reset[p]:
 			res.TestFilesDropped = append(res.TestFilesDropped, p)
 		case IsTestFile(lang, p) && !r.Config.modelTestsKept():
 			// Fail closed should Apply ever write a path SafePaths did not list.
-			return res, fmt.Errorf("instance %s: the model patch wrote test file %s, which was not saved to be reset",
+			return fmt.Errorf("instance %s: the model patch wrote test file %s, which was not saved to be reset",
 				r.Instance.InstanceID, p)
 		case IsTestFile(lang, p) && !slices.Contains(rep.Deleted, p):
 			res.ModelTestFiles = append(res.ModelTestFiles, p)
 		}
 	}
-	if err := saved.restore(); err != nil {
-		return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
-	}
-	if _, err := diff.ApplyDir(dir, r.Instance.TestPatch); err != nil {
-		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
-	}
+	return nil
+}
 
+// localTestOptions are the test run's options in the worktree dir: go test -json for a Go module with no
+// configured command, else the Python command; modelTests are the model's own test files, which the run leaves out.
+func localTestOptions(r Request, lang, dir string, modelTests []string) (testrun.Options, error) {
 	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat,
 		Isolate: r.Config.Isolation != "none",
-		GoProxy: r.Config.GoProxy, ExcludeTestFiles: res.ModelTestFiles}
+		GoProxy: r.Config.GoProxy, ExcludeTestFiles: modelTests}
 	testCmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
 	if lang == LangGo && testCmd == "" {
 		// Without the go command every package would "fail to build": the machine's failure, not the patch's.
 		if _, err := exec.LookPath("go"); err != nil {
-			return res, errkind.Mark(errkind.Toolchain, fmt.Errorf("instance %s: no Go toolchain to build the "+
+			return o, errkind.Mark(errkind.Toolchain, fmt.Errorf("instance %s: no Go toolchain to build the "+
 				"tests with (install Go, or put the go command on PATH): %w", r.Instance.InstanceID, err))
 		}
 		// A Multi-SWE-bench row's tests that must not newly fail run too (Decide checks them).
 		o.Tests = slices.Concat(r.Instance.FailToPass, r.Instance.PassToPass, r.Instance.NoNewFailures)
-	} else {
-		py, err := pythonCommand(r, dir, testCmd)
-		if err != nil {
-			return res, err
-		}
-		o.Command, o.Parser, o.Results = py.cmd, py.parser, py.results
-		// Python writes no bytecode into the worktree, and finds ctxlab's helpers and the repository's own packages.
-		o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}, py.env...)
+		return o, nil
 	}
-	run, err := testrun.Run(ctx, o)
-	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
-		run.TimedOut, run.Duration, run.Args
-	res.Isolation, res.Note = run.Isolation, run.Note
-	return res, markRun(err)
+	py, err := pythonCommand(r, dir, testCmd)
+	if err != nil {
+		return o, err
+	}
+	o.Command, o.Parser, o.Results = py.cmd, py.parser, py.results
+	// Python writes no bytecode into the worktree, and finds ctxlab's helpers and the repository's own packages.
+	o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}, py.env...)
+	return o, nil
 }
 
 // savedFiles are the base_commit contents of the test patch's files; absent ones are in missing.

@@ -97,68 +97,17 @@ func anthropicClient(ep Endpoint, h *http.Client) anthropic.Client {
 		aoption.WithAPIKey(ep.key), aoption.WithHTTPClient(h), aoption.WithMaxRetries(0), aoption.WithoutOpenTelemetry())
 }
 
-// Complete sends req and retries what is worth retrying, as the openai provider does.
+// Complete sends req and retries what is worth retrying, as the openai provider does (retryLoop); Anthropic's API
+// has no slots to gate.
 func (p *anthropicProvider) Complete(ctx context.Context, req Request) (Response, error) {
 	params, perr := p.params(req)
 	if perr != nil {
 		return Response{}, perr
 	}
-	var last *Error
-	repeats := 0
-	var paid Usage
-	for attempt := 1; ; attempt++ {
-		resp, cerr, wait := p.once(ctx, req.Task, params)
-		if cerr != nil {
-			paid = paid.Add(cerr.Paid)
-			cerr.Paid = paid
-		} else {
-			if paid != (Usage{}) {
-				resp.Usage = resp.Usage.Add(paid)
-				resp.CostUSD = Cost(resp.Usage, p.model.Price)
-			}
-			p.cfg.log.Debug().Str("model", p.model.ID).Str("task", req.Task).Int("attempt", attempt).
-				Int("prompt_tokens", resp.Usage.PromptTokens).Int("cached_tokens", resp.Usage.CachedTokens).
-				Int("cache_write_tokens", resp.Usage.CacheWriteTokens).
-				Int("completion_tokens", resp.Usage.CompletionTokens).Msg("model call")
-			return resp, nil
-		}
-		if last != nil && cerr.Status == last.Status && cerr.Msg == last.Msg {
-			repeats++
-		} else {
-			repeats = 0
-		}
-		last = cerr
-		if !cerr.Kind.Retryable() || ctx.Err() != nil {
-			return Response{}, cerr
-		}
-		if attempt >= p.cfg.attempts {
-			if attempt >= minRepeats && repeats == attempt-1 && deterministic(cerr.Status, cerr.typ, cerr.Msg, cerr.fromBody) {
-				cerr.Kind = KindRepeatedError
-				cerr.Msg += fmt.Sprintf(" (the same error for the same request %d times in a row: not an outage)", attempt)
-				return Response{}, cerr
-			}
-			cerr.Msg += fmt.Sprintf(" (gave up after %d attempts)", attempt)
-			return Response{}, cerr
-		}
-		delay, ok := p.cfg.delay(attempt, wait)
-		if !ok {
-			cerr.Msg += fmt.Sprintf(" (the endpoint asked to wait %s, longer than the %s this call waits)", wait, p.cfg.maxDelay)
-			cerr.RetryAfter = wait
-			return Response{}, cerr
-		}
-		p.cfg.log.Warn().Str("model", p.model.ID).Str("task", req.Task).Str("kind", string(cerr.Kind)).
-			Int("status", cerr.Status).Int("attempt", attempt).Dur("delay", delay).Str("error", cerr.Msg).
-			Msg("model call failed; retrying")
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			cerr.Msg += " (cancelled while waiting to retry)"
-			cerr.Err = ctx.Err()
-			return Response{}, cerr
-		case <-t.C:
-		}
-	}
+	loop := retryLoop{cfg: p.cfg, model: p.model, task: req.Task}
+	return loop.run(ctx, func(ctx context.Context) (Response, *Error, time.Duration) {
+		return p.once(ctx, req.Task, params)
+	})
 }
 
 // params builds the Messages API request: system messages joined into the system prompt, the rest as alternating
@@ -169,48 +118,9 @@ func (p *anthropicProvider) params(req Request) (anthropic.MessageNewParams, *Er
 	if len(req.Messages) == 0 {
 		return params, &Error{Kind: KindBadRequest, Msg: "the request has no messages"}
 	}
-	var system []string
-	pending := ""   // the id of the tool call whose result the next user message holds
-	var sizes []int // each turn's estimated tokens, for the cache breakpoints
-	for i, m := range req.Messages {
-		switch {
-		case m.Role == "system" || m.Role == "developer":
-			if len(params.Messages) > 0 {
-				return params, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf(
-					"message %d is a %s message after the conversation began: Anthropic takes one system prompt", i+1, m.Role)}
-			}
-			system = append(system, m.Content)
-		case m.Role == "assistant":
-			pending = ""
-			blocks := []anthropic.ContentBlockParamUnion{}
-			if len(req.Tools) > 0 {
-				if c, ok, err := offlinetask.ParseAgentCall(m.Content); ok && err == nil {
-					pending = fmt.Sprintf("toolu_%d", i)
-					if text := strings.TrimSpace(stripToolBlock(m.Content)); text != "" {
-						blocks = append(blocks, anthropic.NewTextBlock(text))
-					}
-					args := c.Args
-					if args == nil {
-						args = map[string]any{}
-					}
-					blocks = append(blocks, anthropic.NewToolUseBlock(pending, args, c.Tool))
-				}
-			}
-			if len(blocks) == 0 {
-				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
-			}
-			params.Messages = append(params.Messages, anthropic.NewAssistantMessage(blocks...))
-			sizes = append(sizes, p.estimate(m.Content))
-		case m.Role == "user" && pending != "":
-			params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewToolResultBlock(pending, m.Content, false)))
-			pending = ""
-			sizes = append(sizes, p.estimate(m.Content))
-		case m.Role == "user":
-			params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Content)))
-			sizes = append(sizes, p.estimate(m.Content))
-		default:
-			return params, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("message %d has role %q (want system, developer, user or assistant)", i+1, m.Role)}
-		}
+	system, sizes, err := p.turns(req, &params)
+	if err != nil {
+		return params, err
 	}
 	if len(params.Messages) == 0 {
 		return params, &Error{Kind: KindBadRequest, Msg: "the request has only system messages: Anthropic needs a user message"}
@@ -234,23 +144,80 @@ func (p *anthropicProvider) params(req Request) (anthropic.MessageNewParams, *Er
 		}
 	}
 	for _, t := range req.Tools {
-		schema := anthropic.ToolInputSchemaParam{Properties: t.Parameters["properties"]}
-		if req, ok := t.Parameters["required"].([]string); ok {
-			schema.Required = req
-		} else if reqs, ok := t.Parameters["required"].([]any); ok {
-			for _, r := range reqs {
-				if s, ok := r.(string); ok {
-					schema.Required = append(schema.Required, s)
-				}
-			}
-		}
-		tp := anthropic.ToolParam{Name: t.Name, InputSchema: schema}
-		if t.Description != "" {
-			tp.Description = anthropic.String(t.Description)
-		}
-		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tp})
+		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: anthropicTool(t)})
 	}
 	return params, nil
+}
+
+// turns appends req's messages to params as turns, a tool call's result as a tool_result block, and returns the
+// system messages, which Anthropic takes apart, and each turn's estimated tokens, for the cache breakpoints.
+func (p *anthropicProvider) turns(req Request, params *anthropic.MessageNewParams) (system []string, sizes []int, err *Error) {
+	pending := "" // the id of the tool call whose result the next user message holds
+	for i, m := range req.Messages {
+		switch {
+		case m.Role == "system" || m.Role == "developer":
+			if len(params.Messages) > 0 {
+				return nil, nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf(
+					"message %d is a %s message after the conversation began: Anthropic takes one system prompt", i+1, m.Role)}
+			}
+			system = append(system, m.Content)
+			continue
+		case m.Role == "assistant":
+			var blocks []anthropic.ContentBlockParamUnion
+			blocks, pending = assistantBlocks(m.Content, i, len(req.Tools) > 0)
+			params.Messages = append(params.Messages, anthropic.NewAssistantMessage(blocks...))
+		case m.Role == "user" && pending != "":
+			params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewToolResultBlock(pending, m.Content, false)))
+			pending = ""
+		case m.Role == "user":
+			params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Content)))
+		default:
+			return nil, nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("message %d has role %q (want system, developer, user or assistant)", i+1, m.Role)}
+		}
+		sizes = append(sizes, p.estimate(m.Content))
+	}
+	return system, sizes, nil
+}
+
+// assistantBlocks are the blocks of the assistant turn that is message i: with tools offered, a call in the
+// plain-text tool protocol becomes a tool_use block (after the turn's other text), whose id pending is.
+func assistantBlocks(content string, i int, tools bool) (blocks []anthropic.ContentBlockParamUnion, pending string) {
+	if tools {
+		if c, ok, err := offlinetask.ParseAgentCall(content); ok && err == nil {
+			pending = fmt.Sprintf("toolu_%d", i)
+			if text := strings.TrimSpace(stripToolBlock(content)); text != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(text))
+			}
+			args := c.Args
+			if args == nil {
+				args = map[string]any{}
+			}
+			blocks = append(blocks, anthropic.NewToolUseBlock(pending, args, c.Tool))
+		}
+	}
+	if len(blocks) == 0 {
+		blocks = append(blocks, anthropic.NewTextBlock(content))
+	}
+	return blocks, pending
+}
+
+// anthropicTool is a tool's declaration in the Messages API's shape.
+func anthropicTool(t Tool) *anthropic.ToolParam {
+	schema := anthropic.ToolInputSchemaParam{Properties: t.Parameters["properties"]}
+	if req, ok := t.Parameters["required"].([]string); ok {
+		schema.Required = req
+	} else if reqs, ok := t.Parameters["required"].([]any); ok {
+		for _, r := range reqs {
+			if s, ok := r.(string); ok {
+				schema.Required = append(schema.Required, s)
+			}
+		}
+	}
+	tp := anthropic.ToolParam{Name: t.Name, InputSchema: schema}
+	if t.Description != "" {
+		tp.Description = anthropic.String(t.Description)
+	}
+	return &tp
 }
 
 // markCache sets a cache breakpoint on a turn's last block.

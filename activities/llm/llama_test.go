@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ctxlab/specs"
+	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/llamaserver"
 )
 
@@ -58,7 +59,7 @@ func TestLlamaSharedContext(t *testing.T) {
 	wg.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("four calls to llama-server did not finish in 3 minutes (the gate on its shared context waited for "+
-			"room that never came?); server output's end:\n%s", tail(srv.Output(), 2000))
+			"room that never came?); server output's end:\n%s", e2e.Tail(srv.Output(), 2000))
 	}
 	for i := range calls {
 		var e *Error
@@ -76,5 +77,3 @@ func TestLlamaSharedContext(t *testing.T) {
 	t.Logf("shared context limit learned: %d tokens; usage %+v", sharedContextOf(srv.URL+"/v1").learned(),
 		[]Usage{resps[0].Usage, resps[1].Usage, resps[2].Usage, resps[3].Usage})
 }
-
-func tail(s string, n int) string { return s[max(0, len(s)-n):] }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -218,136 +217,26 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Complete sends req and retries what is worth retrying.
+// Complete sends req and retries what is worth retrying (retryLoop), holding the call's place in the server's
+// shared context while each attempt is in flight.
 func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, error) {
 	params, reserve, perr := p.params(ctx, req)
 	if perr != nil {
 		return Response{}, perr
 	}
-	var shared *sharedContext // the server's context, as the calls in flight share it (0 reserve: unknown)
-	if reserve > 0 {
-		shared = sharedContextOf(p.ep.Base)
+	slots := &slotGate{reserve: reserve, slot: req.Context}
+	if reserve > 0 { // 0: the server's context is unknown, and nothing is gated
+		slots.shared = sharedContextOf(p.ep.Base)
 	}
-	var last *Error // the previous attempt's failure, for telling a deterministic server error from an outage
-	repeats, crowded := 0, 0
-	var paid Usage // billed by attempts whose answers were no use
-	for attempt := 1; ; attempt++ {
-		var hold *reservation
-		if shared != nil {
-			var err error
-			if hold, err = shared.acquire(ctx, reserve); err != nil {
-				return Response{}, &Error{Kind: KindTimeout, Msg: "the call was cancelled while it waited for room " +
-					"in the server's shared context", Err: err}
-			}
-		}
-		resp, cerr, retryAfter := p.once(ctx, req.Task, params)
-		if cerr != nil {
-			paid = paid.Add(cerr.Paid)
-			cerr.Paid = paid
-		} else if paid != (Usage{}) {
-			// The earlier answers were paid for too: the call cost all of them.
-			resp.Usage = resp.Usage.Add(paid)
-			resp.CostUSD = Cost(resp.Usage, p.model.Price)
-		}
-		again := false
-		if hold != nil {
-			// The server's shared context ran out under the calls in flight: asked again with fewer beside it, this
-			// one fits. Not an attempt: nothing was wrong with the call or the endpoint.
-			again = cerr != nil && cerr.Kind == KindContextCapacity && crowded < maxCrowded &&
-				shared.exceeded(hold, req.Context)
-			shared.release(hold)
-		}
-		if again {
-			crowded++
-			attempt--
-			p.cfg.log.Info().Str("model", p.model.ID).Str("task", req.Task).Int("reserved_tokens", reserve).
-				Int("shared_context_limit", shared.learned()).
-				Msg("the server's shared context was full; asking again with fewer calls beside this one")
-			continue
-		}
-		if cerr != nil && last != nil && cerr.Status == last.Status && cerr.Msg == last.Msg {
-			repeats++
-		} else {
-			repeats = 0
-		}
-		last = cerr
-		if cerr == nil {
-			p.cfg.log.Debug().Str("model", p.model.ID).Str("task", req.Task).Int("attempt", attempt).
-				Int("prompt_tokens", resp.Usage.PromptTokens).Int("completion_tokens", resp.Usage.CompletionTokens).
-				Msg("model call")
-			return resp, nil
-		}
-		if !cerr.Kind.Retryable() || ctx.Err() != nil {
-			return Response{}, cerr
-		}
-		if attempt >= p.cfg.attempts {
-			if cerr.Kind == KindContextCapacity {
-				cerr.Msg += fmt.Sprintf(" (gave up after %d attempts: the server's slots share one context, and it "+
-					"was full though this call's %d tokens fit a slot's %d and no more of ctxlab's calls were in "+
-					"flight beside it than fit a slot: another client may be using the server; start it with a "+
-					"larger -c, or fewer slots with -np)", attempt, reserve, req.Context)
-				return Response{}, cerr
-			}
-			if attempt >= minRepeats && repeats == attempt-1 && deterministic(cerr.Status, cerr.typ, cerr.Msg, cerr.fromBody) {
-				// Not an outage: the server fails this request the same way every time. Waiting for it to heal
-				// would wait hours for nothing; the row fails now (a re-run tries again).
-				cerr.Kind = KindRepeatedError
-				cerr.Msg += fmt.Sprintf(" (the same error for the same request %d times in a row: not an outage)", attempt)
-				return Response{}, cerr
-			}
-			cerr.Msg += fmt.Sprintf(" (gave up after %d attempts)", attempt)
-			return Response{}, cerr
-		}
-		delay, ok := p.delay(attempt, retryAfter)
-		if !ok {
-			cerr.Msg += fmt.Sprintf(" (the endpoint asked to wait %s, longer than the %s this call waits)", retryAfter, p.cfg.maxDelay)
-			cerr.RetryAfter = retryAfter
-			return Response{}, cerr
-		}
-		p.cfg.log.Warn().Str("model", p.model.ID).Str("task", req.Task).Str("kind", string(cerr.Kind)).
-			Int("status", cerr.Status).Int("attempt", attempt).Dur("delay", delay).Str("error", cerr.Msg).
-			Msg("model call failed; retrying")
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			cerr.Msg += " (cancelled while waiting to retry)"
-			cerr.Err = ctx.Err()
-			return Response{}, cerr
-		case <-t.C:
-		}
-	}
+	loop := retryLoop{cfg: p.cfg, model: p.model, task: req.Task, slots: slots}
+	return loop.run(ctx, func(ctx context.Context) (Response, *Error, time.Duration) {
+		return p.once(ctx, req.Task, params)
+	})
 }
 
-// maxCrowded bounds how often a call is asked again at once because the server's shared context was full
-// (sharedContext): each time, fewer tokens are let in beside it, so a few suffice.
-const maxCrowded = 32
-
-// minRepeats is how many attempts in a row must fail with the same server error before it counts as deterministic
-// (KindRepeatedError); with fewer attempts a call never concludes that.
-const minRepeats = 3
-
-// delay returns the wait before the next attempt: the endpoint's Retry-After when it sent one, otherwise
-// baseDelay·2^(attempt-1) with equal jitter, capped at maxDelay. ok is false when Retry-After exceeds maxDelay.
+// delay is the wait before the attempt after attempt (openAIConfig.delay).
 func (p *openAIProvider) delay(attempt int, retryAfter time.Duration) (time.Duration, bool) {
 	return p.cfg.delay(attempt, retryAfter)
-}
-
-func (c openAIConfig) delay(attempt int, retryAfter time.Duration) (time.Duration, bool) {
-	p := struct{ cfg openAIConfig }{c}
-	if retryAfter > 0 {
-		return retryAfter, retryAfter <= p.cfg.maxDelay
-	}
-	d := p.cfg.baseDelay
-	for i := 1; i < attempt && d < p.cfg.maxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, p.cfg.maxDelay)
-	if d <= 0 {
-		return 0, true
-	}
-	half := d / 2
-	return half + rand.N(d-half+1), true
 }
 
 func (p *openAIProvider) params(ctx context.Context, req Request) (params openai.ChatCompletionNewParams,

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -9,6 +10,10 @@ import (
 )
 
 // Diffs: the unified diff in a model's answer, read exactly as written.
+
+// ErrNoDiff is wrapped by the errors of ExtractDiff, ParseSearchReplace and SearchReplaceDiff when an answer holds
+// no edit at all (as opposed to an edit that is malformed): the caller records an empty patch.
+var ErrNoDiff = errors.New("the answer holds no edit")
 
 type fenced struct {
 	info string // the word after the opening fence, lowercased ("diff", "python", "")
@@ -216,90 +221,91 @@ func holdsChange(d string) bool {
 
 // diffSpan finds the first diff in lines[from:] and returns its line range, or start -1.
 func diffSpan(lines []string, from int, fenced bool) (start, end int) {
-	start = -1
-	for i := from; i < len(lines); i++ {
-		if strings.HasPrefix(lines[i], "diff --git ") || plainFileStart(lines, i) {
-			start = i
-			break
-		}
-	}
+	start = diffStart(lines, from)
 	if start < 0 {
 		return -1, -1
 	}
 	end = start
-	remOld, remNew := 0, 0
+	var hunk hunkLines
 	loose := false // under a hunk header without counts ("@@ ... @@"): take the lines a hunk can hold
 	for pos := start; pos < len(lines); {
-		l := lines[pos]
-		if remOld > 0 || remNew > 0 {
-			if o, n, ok := diff.HunkLineCounts(l); ok {
-				remOld, remNew = remOld-o, remNew-n
-				pos++
-				end = pos
-				continue
-			}
-			remOld, remNew = 0, 0 // a short hunk; diff.RecountBlankTails or the patch parser judges it
-		}
-		if o, n, ok := diff.HunkCounts(l); ok {
-			remOld, remNew, loose = o, n, false
-			pos++
-			end = pos
-			continue
-		}
-		if strings.HasPrefix(l, "@@") {
-			loose = true
-			pos++
-			end = pos
-			continue
-		}
-		if strings.HasPrefix(l, "GIT binary patch") {
-			loose = false
-			pos = binaryBlocksEnd(lines, pos+1)
-			end = pos
-			continue
-		}
-		if isFileHeaderLine(l) {
-			loose = false
-			pos++
-			end = pos
+		if next, underLoose, ok := headerOrHunkLines(lines, pos, &hunk); ok {
+			pos, end, loose = next, next, underLoose
 			continue
 		}
 		// Past a complete hunk: a run of lines a hunk can hold, up to the next header.
-		k := pos
-		blank := true
-		lastText := pos
-		for k < len(lines) && !startsHeader(lines, k) {
-			_, _, ok := diff.HunkLineCounts(lines[k])
-			isBlank := strings.TrimSpace(lines[k]) == ""
-			if !ok && !isBlank {
-				break
-			}
-			if !isBlank {
-				blank = false
-				lastText = k + 1
-			}
-			k++
-		}
+		run := hunkRunAt(lines, pos)
 		switch {
-		case k == pos:
+		case run.end == pos:
 			return start, end // prose or a closing fence
-		case blank && k < len(lines) && startsHeader(lines, k):
-			pos, end = k, k // blank lines between hunks or files: kept, diff.RecountBlankTails judges them
-		case blank:
+		case run.blank && run.end < len(lines) && startsHeader(lines, run.end):
+			pos, end = run.end, run.end // blank lines between hunks or files: kept, diff.RecountBlankTails judges them
+		case run.blank:
 			return start, end // the answer's spacing after the diff
-		case !fenced && !loose && strings.TrimSpace(l) == "":
+		case !fenced && !loose && strings.TrimSpace(lines[pos]) == "":
 			return start, end // prose after a blank line, such as a bulleted list
 		default:
 			// A hunk longer than its header says (or one under a header without counts): keep it as written, so
 			// that the patch is judged as the model wrote it (git apply, like the patch parser, reads a hunk by its
 			// header and takes the extra lines for text between files) instead of being cut here.
-			pos, end = k, lastText
-			if k < len(lines) && startsHeader(lines, k) {
-				end = k
+			pos, end = run.end, run.lastText
+			if run.end < len(lines) && startsHeader(lines, run.end) {
+				end = run.end
 			}
 		}
 	}
 	return start, end
+}
+
+// diffStart is the first line at or after from that starts a diff ("diff --git", or "--- " then "+++ "), or -1.
+func diffStart(lines []string, from int) int {
+	for i := from; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "diff --git ") || plainFileStart(lines, i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// headerOrHunkLines reads the lines at lines[pos] that a diff's headers and counted hunks account for: a line of
+// the open hunk, a hunk header (loose when it has no counts), a binary patch's blocks or a file header line. It
+// returns the line after them; ok is false when lines[pos] is none of those.
+func headerOrHunkLines(lines []string, pos int, hunk *hunkLines) (next int, loose, ok bool) {
+	l := lines[pos]
+	switch {
+	case hunk.take(l): // a short hunk closes at a line it cannot hold; diff.RecountBlankTails or the patch parser judges it
+		return pos + 1, false, true
+	case strings.HasPrefix(l, "@@"):
+		return pos + 1, true, true
+	case strings.HasPrefix(l, "GIT binary patch"):
+		return binaryBlocksEnd(lines, pos+1), false, true
+	case isFileHeaderLine(l):
+		return pos + 1, false, true
+	}
+	return pos, false, false
+}
+
+// hunkRun is the run of lines a hunk can hold (hunk lines and blank ones) from a position up to the next header.
+type hunkRun struct {
+	end      int  // the line after the run
+	lastText int  // the line after its last non-blank line
+	blank    bool // the run is blank lines only
+}
+
+func hunkRunAt(lines []string, pos int) hunkRun {
+	run := hunkRun{end: pos, lastText: pos, blank: true}
+	for ; run.end < len(lines) && !startsHeader(lines, run.end); run.end++ {
+		_, _, ok := diff.HunkLineCounts(lines[run.end])
+		isBlank := strings.TrimSpace(lines[run.end]) == ""
+		if !ok && !isBlank {
+			break
+		}
+		if !isBlank {
+			run.blank = false
+			run.lastText = run.end + 1
+		}
+	}
+	return run
 }
 
 // binaryBlocksEnd returns the line after the blocks of a "GIT binary patch" starting at lines[pos]: the forward and

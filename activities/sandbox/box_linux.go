@@ -101,6 +101,22 @@ func New(worktree string, o Options) (*Box, error) {
 		b.why = why
 		return b, nil
 	}
+	if err := b.setFolders(o); err != nil {
+		return nil, err
+	}
+	if err := b.makePrivate(o.TempRoot); err != nil {
+		return nil, err
+	}
+	if err := b.prepareFolders(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.isolation = IsolationNamespaces
+	return b, nil
+}
+
+// setFolders takes o's folders as absolute paths (Hide defaulting to defaultHidden), refusing to hide /.
+func (b *Box) setFolders(o Options) error {
 	b.hide = o.Hide
 	if b.hide == nil {
 		b.hide = defaultHidden()
@@ -114,63 +130,70 @@ func New(worktree string, o Options) (*Box, error) {
 		for _, p := range list.in {
 			a, err := filepath.Abs(p)
 			if err != nil {
-				return nil, fmt.Errorf("sandbox: folder %s: %w", p, err)
+				return fmt.Errorf("sandbox: folder %s: %w", p, err)
 			}
 			cleaned = append(cleaned, a)
 		}
 		*list.out = cleaned
 	}
 	if slices.Contains(b.hide, "/") {
-		return nil, errors.New("sandbox: cannot hide /")
+		return errors.New("sandbox: cannot hide /")
 	}
-	root := o.TempRoot
+	return nil
+}
+
+// makePrivate creates the box's private temp folder (its home/ and tmp/) under root (default os.TempDir()),
+// first removing, once per root in a process, the folders of graders killed before their Close.
+func (b *Box) makePrivate(root string) error {
 	if root == "" {
 		root = os.TempDir()
 	}
 	if _, done := cleanedRoots.LoadOrStore(root, true); !done {
-		_, _ = CleanStale(root) // folders of graders killed before their Close
+		_, _ = CleanStale(root)
 	}
+	var err error
 	b.private, err = os.MkdirTemp(root, fmt.Sprintf("%s%d-", TempPrefix, os.Getpid()))
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: private temp folder: %w", err)
+		return fmt.Errorf("sandbox: private temp folder: %w", err)
 	}
 	for _, d := range []string{"home", "tmp"} {
 		if err := os.Mkdir(filepath.Join(b.private, d), 0o700); err != nil {
 			b.Close()
-			return nil, fmt.Errorf("sandbox: private temp folder: %w", err)
+			return fmt.Errorf("sandbox: private temp folder: %w", err)
 		}
 	}
+	return nil
+}
+
+// prepareFolders gives the box's user the folders it writes (the worktree, the private folder and the Writable
+// ones, the Shared ones' top), mirrors the Overlay folders' layers, and checks that the user can reach every folder
+// it is given. The caller closes the box when it fails.
+func (b *Box) prepareFolders() error {
 	for _, d := range append([]string{b.worktree, b.private}, b.writable...) {
 		if err := chownTree(d, b.uid, b.gid); err != nil {
-			b.Close()
-			return nil, err
+			return err
 		}
 	}
 	for _, d := range b.shared {
 		if err := ownFolder(d, b.uid, b.gid); err != nil {
-			b.Close()
-			return nil, err
+			return err
 		}
 	}
 	for i, d := range b.overlay {
 		// overlayfs's mount options are a comma-separated list of paths separated by colons.
 		if strings.ContainsAny(d+b.overlayLayer(i), ",:\\") {
-			b.Close()
-			return nil, fmt.Errorf("sandbox: cannot overlay %s: a path holding ',', ':' or '\\'", d)
+			return fmt.Errorf("sandbox: cannot overlay %s: a path holding ',', ':' or '\\'", d)
 		}
 		if err := mirrorFolders(d, b.overlayLayer(i), b.uid, b.gid); err != nil {
-			b.Close()
-			return nil, err
+			return err
 		}
 	}
 	for _, d := range slices.Concat([]string{b.worktree, b.private}, b.writable, b.shared, b.overlay, b.readOnly) {
 		if err := b.reachable(d); err != nil {
-			b.Close()
-			return nil, err
+			return err
 		}
 	}
-	b.isolation = IsolationNamespaces
-	return b, nil
+	return nil
 }
 
 // overlayLayer is the folder holding the private layer of the i-th Overlay folder: upper/ (what the commands wrote)

@@ -99,16 +99,8 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 	toRun, notDeclared := selectTests(pkgs, o.Tests)
 
 	// Every event goes through one parser; out keeps the stream for the log.
-	evR, evW := io.Pipe()
-	events := &eventWriter{w: evW, pkg: modPath}
-	var rep testlog.Report
-	var parseErr error
-	parsed := make(chan struct{})
-	go func() {
-		defer close(parsed)
-		rep, parseErr = testlog.ParseGoTestJSON(io.TeeReader(evR, out))
-		_, _ = io.Copy(io.Discard, evR)
-	}()
+	parse := parseGoEvents(out)
+	events := &eventWriter{w: parse.w, pkg: modPath}
 
 	var res Result
 	exit := 0
@@ -118,8 +110,7 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 	}
 	g, err := newGoRun(runCtx, o, events)
 	if err != nil {
-		evW.Close()
-		<-parsed
+		_, _ = parse.wait()
 		if ctx.Err() != nil { // the set-up failed because the run was cancelled (seen on a loaded machine)
 			return Result{}, fmt.Errorf("testrun: cancelled: %w (%v)", ctx.Err(), err)
 		}
@@ -136,30 +127,12 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		exit = 1
 	}
 	g.keepBuilds()
-	for i, p := range toRun {
-		pattern := RunPattern(p.run)
-		if len(o.Tests) == 0 {
-			pattern = ""
-		}
-		args := g.testArgs(budget, pattern)
-		// Args says what ran, per package: go test -c ./dir && (cd dir && dir.test -test.paniconexit0 ...);
-		res.Args = append(res.Args, "go", "test", "-c", "-o", p.binaryName(), p.target(), "&&", "(cd", p.target(), "&&",
-			p.binaryName())
-		res.Args = append(res.Args, args...)
-		res.Args[len(res.Args)-1] += ");"
-		if bins[i] == "" || runCtx.Err() != nil {
-			continue
-		}
-		code, err := g.runBinary(ctx, runCtx, bins[i], p, args)
-		if err != nil {
-			events.note(fmt.Sprintf("ctxlab: running the tests of %s: %v\n", p.importPath, err))
-		}
-		if code != 0 && exit == 0 {
-			exit = code
-		}
+	var code int
+	res.Args, code = g.runPackages(ctx, runCtx, toRun, bins, budget, len(o.Tests) > 0, events)
+	if exit == 0 {
+		exit = code
 	}
-	evW.Close()
-	<-parsed
+	rep, parseErr := parse.wait()
 
 	res.Output, res.OutputBytes, res.ExitCode, res.Duration = out.Bytes(), out.total, exit, time.Since(start)
 	res.Report = checkDeclared(rep, pkgs, notDeclared)
@@ -171,6 +144,62 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		return res, fmt.Errorf("testrun: %w", parseErr)
 	}
 	return res, nil
+}
+
+// goEvents is the parse of a Go run's go test -json events, written to w as the run makes them.
+type goEvents struct {
+	w      *io.PipeWriter
+	parsed chan struct{}
+	rep    testlog.Report
+	err    error
+}
+
+// parseGoEvents starts parsing what is written to the returned goEvents' w, keeping the stream in out.
+func parseGoEvents(out *capBuffer) *goEvents {
+	evR, evW := io.Pipe()
+	e := &goEvents{w: evW, parsed: make(chan struct{})}
+	go func() {
+		defer close(e.parsed)
+		e.rep, e.err = testlog.ParseGoTestJSON(io.TeeReader(evR, out))
+		_, _ = io.Copy(io.Discard, evR)
+	}()
+	return e
+}
+
+// wait ends the events and returns their report.
+func (e *goEvents) wait() (testlog.Report, error) {
+	e.w.Close()
+	<-e.parsed
+	return e.rep, e.err
+}
+
+// runPackages runs the built test binaries of toRun (bins[i] is "" where the build failed), each on its selected
+// tests when listed, else all of them, and returns what ran, in go test's words, and the first non-zero exit code.
+func (g *goRun) runPackages(ctx, runCtx context.Context, toRun []*goPackage, bins []string, budget time.Time,
+	listed bool, events *eventWriter) (ranArgs []string, exit int) {
+	for i, p := range toRun {
+		pattern := RunPattern(p.run)
+		if !listed {
+			pattern = ""
+		}
+		args := g.testArgs(budget, pattern)
+		// Args says what ran, per package: go test -c ./dir && (cd dir && dir.test -test.paniconexit0 ...);
+		ranArgs = append(ranArgs, "go", "test", "-c", "-o", p.binaryName(), p.target(), "&&", "(cd", p.target(), "&&",
+			p.binaryName())
+		ranArgs = append(ranArgs, args...)
+		ranArgs[len(ranArgs)-1] += ");"
+		if bins[i] == "" || runCtx.Err() != nil {
+			continue
+		}
+		code, err := g.runBinary(ctx, runCtx, bins[i], p, args)
+		if err != nil {
+			events.note(fmt.Sprintf("ctxlab: running the tests of %s: %v\n", p.importPath, err))
+		}
+		if code != 0 && exit == 0 {
+			exit = code
+		}
+	}
+	return ranArgs, exit
 }
 
 // modulePath reads the module path from dir/go.mod.

@@ -167,7 +167,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if len(o.Command) == 0 {
 		return runGo(ctx, runCtx, o, newCapBuffer(capBytes))
 	}
+	return runCommand(ctx, runCtx, o, newCapBuffer(capBytes))
+}
 
+// runCommand runs o.Command in o.Dir, in the run's sandbox, and reads its report from the output as it comes (or,
+// with o.Results, from the results file once it ends). runCtx bounds the run.
+func runCommand(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, error) {
 	prog, args := o.Command[0], o.Command[1:]
 	bin, err := exec.LookPath(prog)
 	if err != nil {
@@ -192,16 +197,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("testrun: starting %s in %s: %w", prog, o.Dir, err)
 	}
-	out := newCapBuffer(capBytes)
-	var rep testlog.Report
-	var parseErr error
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		rep, parseErr = testlog.Parse(parser, io.TeeReader(p.out, out))
-		_, _ = io.Copy(out, p.out) // keep draining if the parser stopped early
-	}()
-	exit := p.wait(readDone)
+	rep, exit, parseErr := p.report(parser, out)
 	var note string
 	if results != nil && parseErr == nil {
 		var started bool
@@ -211,7 +207,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 				"(results are never read from the output)"
 		}
 	}
-
 	res := Result{
 		Output:      out.Bytes(),
 		OutputBytes: out.total,
@@ -231,6 +226,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, fmt.Errorf("testrun: %w", parseErr)
 	}
 	return res, nil
+}
+
+// report parses the process's output with parser as it comes, keeping it in out, until the process ends (wait).
+func (p *contained) report(parser string, out *capBuffer) (rep testlog.Report, exit int, parseErr error) {
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		rep, parseErr = testlog.Parse(parser, io.TeeReader(p.out, out))
+		_, _ = io.Copy(out, p.out) // keep draining if the parser stopped early
+	}()
+	exit = p.wait(readDone)
+	return rep, exit, parseErr
 }
 
 // createResults makes the results file, which must not exist yet (a name the patch could have prepared, a link,

@@ -213,28 +213,7 @@ func budgetResolve(r *report.Report, label func(string, string) string) (*figure
 // legend beside the plot lists every method under its number and marker, with its resolve rate. The caption
 // names the methods that coincide.
 func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, error) {
-	type group struct {
-		rho, eps float64
-		members  []string // labels with resolved %
-		names    []string
-	}
-	var groups []*group
-	byMeans := map[string]*group{}
-	for _, m := range r.Methods {
-		if !m.MeanRho.OK || !m.MeanEpsilon.OK {
-			continue
-		}
-		k := fmt.Sprintf("%.3f %.3f", m.MeanRho.V, m.MeanEpsilon.V)
-		g := byMeans[k]
-		if g == nil {
-			g = &group{rho: m.MeanRho.V, eps: m.MeanEpsilon.V}
-			byMeans[k] = g
-			groups = append(groups, g)
-		}
-		name := label(m.Method, m.Model)
-		g.names = append(g.names, name)
-		g.members = append(g.members, fmt.Sprintf("%s  %.0f%%", name, m.ResolvedPct))
-	}
+	groups := meanGroups(r, label)
 	if len(groups) == 0 {
 		return nil, nil
 	}
@@ -249,7 +228,6 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(8)
 	legend.Padding = vg.Points(1.5)
-	const radius = 4
 	keyStyle := legend.TextStyle
 	var coincide []string
 	for i, g := range groups {
@@ -259,7 +237,7 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 		}
 		dots.GlyphStyle.Shape = plotutil.Shape(i)
 		dots.GlyphStyle.Color = plotutil.Color(i)
-		dots.GlyphStyle.Radius = vg.Points(radius)
+		dots.GlyphStyle.Radius = vg.Points(keyRadius)
 		p.Add(dots)
 		for _, m := range g.members {
 			legend.Add(fmt.Sprintf("%d  %s", i+1, m), dots)
@@ -277,8 +255,46 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 	} else {
 		caption += " No two methods coincide."
 	}
+	return rhoEpsilonLayout(p, legend, groups, keyStyle, caption), nil
+}
 
-	// The legend sits to the right of a square plot; the page grows to hold it.
+// meanGroup is the methods sharing one (mean rho, mean epsilon) point, to three decimals.
+type meanGroup struct {
+	rho, eps float64
+	members  []string // labels with resolved %
+	names    []string
+}
+
+// meanGroups groups the methods that carry both means by their point, in the order of each point's first method.
+func meanGroups(r *report.Report, label func(string, string) string) []*meanGroup {
+	var groups []*meanGroup
+	byMeans := map[string]*meanGroup{}
+	for _, m := range r.Methods {
+		if !m.MeanRho.OK || !m.MeanEpsilon.OK {
+			continue
+		}
+		k := fmt.Sprintf("%.3f %.3f", m.MeanRho.V, m.MeanEpsilon.V)
+		g := byMeans[k]
+		if g == nil {
+			g = &meanGroup{rho: m.MeanRho.V, eps: m.MeanEpsilon.V}
+			byMeans[k] = g
+			groups = append(groups, g)
+		}
+		name := label(m.Method, m.Model)
+		g.names = append(g.names, name)
+		g.members = append(g.members, fmt.Sprintf("%s  %.0f%%", name, m.ResolvedPct))
+	}
+	return groups
+}
+
+// keyRadius is the radius of rho_epsilon's markers, which its keys are placed around.
+const keyRadius = 4
+
+// rhoEpsilonLayout places the plot and its legend on one page: the legend sits to the right of a square plot,
+// and each marker's key number is placed beside it.
+func rhoEpsilonLayout(p *plot.Plot, legend plot.Legend, groups []*meanGroup, keyStyle draw.TextStyle,
+	caption string) *figure {
+	// The page grows to hold the legend.
 	var legendW vg.Length
 	for i, g := range groups {
 		for _, m := range g.members {
@@ -301,14 +317,14 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 			markers[i] = vg.Point{X: xf(g.rho), Y: yf(g.eps)}
 			keys[i] = strconv.Itoa(i + 1)
 		}
-		boxes := placeKeys(markers, keys, keyStyle, vg.Points(radius), dc.Rectangle)
+		boxes := placeKeys(markers, keys, keyStyle, vg.Points(keyRadius), dc.Rectangle)
 		for i, b := range boxes {
 			at := b.Min.Sub(keyStyle.Rectangle(keys[i]).Min)
 			dc.FillText(keyStyle, at, keys[i])
 		}
 		legend.Draw(draw.Crop(c, plotW+vg.Points(6), 0, 0, -vg.Points(12)))
 	}
-	return &figure{w: w, h: h, render: render, caption: caption}, nil
+	return &figure{w: w, h: h, render: render, caption: caption}
 }
 
 // placeKeys places each text next to its marker (a disc of the given radius) where its box overlaps no marker and

@@ -14,6 +14,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/results/report"
+	"ctxlab/specs"
 )
 
 func TestWriteFigures(t *testing.T) {
@@ -21,7 +22,7 @@ func TestWriteFigures(t *testing.T) {
 	add := func(method string, rho, eps float64, res ...bool) {
 		for i, v := range res {
 			rows = append(rows, results.Row{results.FieldInstance: string(rune('a' + i)), results.FieldMethod: method,
-				results.FieldModel: "m", results.FieldResolved: v, results.FieldRho: rho, results.FieldEpsilon: eps})
+				results.FieldModel: "m", specs.Resolved.Name: v, specs.Rho.Name: rho, specs.Epsilon.Name: eps})
 		}
 	}
 	add("cq2care", 0.9, 1, true, true, false, true)

@@ -21,6 +21,7 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/results"
+	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
 
@@ -300,7 +301,7 @@ func Export(ctx context.Context, runDir string) (ExportResult, error) {
 	for _, r := range rows {
 		name := ModelName(r.String(results.FieldModel), r.String(results.FieldMethod))
 		p := Prediction{InstanceID: r.String(results.FieldInstance), ModelNameOrPath: name}
-		if ref := cas.Ref(r.String("patch_ref")); ref != "" {
+		if ref := cas.Ref(r.String(specs.PatchRef.Name)); ref != "" {
 			b, err := store.Get(ctx, ref)
 			if err != nil {
 				return res, fmt.Errorf("instance %s, %s: patch %s: %w", p.InstanceID, name, ref, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // BudgetFit is one (method, model) arm fitted to a per-issue budget: how close its contexts came to their targets,
@@ -41,7 +42,7 @@ const (
 
 // budgetReason names the reason of a row outside the tolerance from its budget_error.
 func budgetReason(r results.Row) string {
-	why := r.String(results.FieldBudgetError)
+	why := r.String(specs.BudgetError.Name)
 	switch {
 	case why == "":
 		return ReasonMeasured
@@ -65,12 +66,12 @@ func budgetFits(g grouped) []BudgetFit {
 		toks := map[string]bool{}
 		var errs []float64
 		for _, r := range g.rows_[k] {
-			budget, ok1 := r.Float(results.FieldBudget)
-			got, ok2 := r.Float(results.FieldContextTokens)
+			budget, ok1 := r.Float(specs.BudgetTokens.Name)
+			got, ok2 := r.Float(specs.ContextTokens.Name)
 			if !ok1 || !ok2 || budget <= 0 {
 				continue
 			}
-			if t := r.String(results.FieldTokenizer); t != "" {
+			if t := r.String(specs.Tokenizer.Name); t != "" {
 				toks[t] = true
 			}
 			e := (got - budget) / budget

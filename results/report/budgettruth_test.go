@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // TestBudgetTruth checks the budget truth table against values worked out by hand. bm25 (4 rows with a budget):
@@ -15,23 +16,23 @@ import (
 func TestBudgetTruth(t *testing.T) {
 	row := func(inst, method string, fields map[string]any) results.Row {
 		r := results.Row{results.FieldInstance: inst, results.FieldMethod: method, results.FieldModel: "m",
-			results.FieldResolved: false, results.FieldTokenizer: "endpoint:m"}
+			specs.Resolved.Name: false, specs.Tokenizer.Name: "endpoint:m"}
 		for k, v := range fields {
 			r[k] = v
 		}
 		return r
 	}
 	rows := []results.Row{
-		row("i1", "anchor", map[string]any{results.FieldContextTokens: 1000.0}),
-		row("i1", "bm25", map[string]any{results.FieldBudget: 1000.0, results.FieldContextTokens: 1010.0,
-			results.FieldBudgetReached: true}),
-		row("i2", "bm25", map[string]any{results.FieldBudget: 100.0, results.FieldContextTokens: 95.0,
-			results.FieldBudgetReached: false,
-			results.FieldBudgetError:   "the largest knob value 40 gives 95 tokens, under the budget 98-102"}),
-		row("i3", "bm25", map[string]any{results.FieldBudget: 2000.0, results.FieldContextTokens: 2200.0,
-			results.FieldBudgetReached: true}),
-		row("i4", "bm25", map[string]any{results.FieldBudget: 300.0, results.FieldContextTokens: 300.0}),
-		row("i5", "bm25", map[string]any{results.FieldBudget: 300.0}),
+		row("i1", "anchor", map[string]any{specs.ContextTokens.Name: 1000.0}),
+		row("i1", "bm25", map[string]any{specs.BudgetTokens.Name: 1000.0, specs.ContextTokens.Name: 1010.0,
+			specs.BudgetReached.Name: true}),
+		row("i2", "bm25", map[string]any{specs.BudgetTokens.Name: 100.0, specs.ContextTokens.Name: 95.0,
+			specs.BudgetReached.Name: false,
+			specs.BudgetError.Name:   "the largest knob value 40 gives 95 tokens, under the budget 98-102"}),
+		row("i3", "bm25", map[string]any{specs.BudgetTokens.Name: 2000.0, specs.ContextTokens.Name: 2200.0,
+			specs.BudgetReached.Name: true}),
+		row("i4", "bm25", map[string]any{specs.BudgetTokens.Name: 300.0, specs.ContextTokens.Name: 300.0}),
+		row("i5", "bm25", map[string]any{specs.BudgetTokens.Name: 300.0}),
 	}
 	r, err := Build(rows, nil, Options{Title: "t", Source: "t"})
 	if err != nil {
@@ -58,7 +59,7 @@ func TestBudgetTruth(t *testing.T) {
 		ReasonEvals:       "not within 98-102 tokens after 40 evaluations",
 		ReasonOther:       "something else",
 	} {
-		if got := budgetReason(results.Row{results.FieldBudgetError: why}); got != reason {
+		if got := budgetReason(results.Row{specs.BudgetError.Name: why}); got != reason {
 			t.Errorf("%q: reason %q, want %q", why, got, reason)
 		}
 	}

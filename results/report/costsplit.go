@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // costSplitMarkdown is the report's "Cost per issue" section: for each method and model, the mean dollars a row
@@ -19,7 +20,7 @@ func (r *Report) costSplitMarkdown() string {
 	}
 	by := map[[2]string]*sums{}
 	for _, row := range r.rows {
-		in, ok := row.Float(results.FieldCostInputUSD)
+		in, ok := row.Float(specs.CostInputUSD.Name)
 		if !ok {
 			continue
 		}
@@ -29,11 +30,11 @@ func (r *Report) costSplitMarkdown() string {
 			s = &sums{}
 			by[k] = s
 		}
-		cached, _ := row.Float(results.FieldCostCachedUSD)
-		out, _ := row.Float(results.FieldCostOutputUSD)
-		total, _ := row.Float(results.FieldCostUSD)
-		ct, _ := row.Float(results.FieldCachedTokens)
-		pt, _ := row.Float(results.FieldPromptTokens)
+		cached, _ := row.Float(specs.CostCachedUSD.Name)
+		out, _ := row.Float(specs.CostOutputUSD.Name)
+		total, _ := row.Float(specs.CostUSD.Name)
+		ct, _ := row.Float(specs.CachedTokens.Name)
+		pt, _ := row.Float(specs.PromptTokens.Name)
 		s.n++
 		s.total, s.in, s.cached, s.out = s.total+total, s.in+in, s.cached+cached, s.out+out
 		s.cachedTokens, s.allPrompts = s.cachedTokens+ct, s.allPrompts+pt

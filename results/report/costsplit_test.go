@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // TestCostPerIssueSplit: the cost section averages each method and model's rows, split into input, cached input and
@@ -14,13 +15,13 @@ import (
 func TestCostPerIssueSplit(t *testing.T) {
 	row := func(method string, total, in, cached, out, ct, pt float64) results.Row {
 		return results.Row{results.FieldInstance: "i-" + method, results.FieldMethod: method, results.FieldModel: "m",
-			results.FieldCostUSD: total, results.FieldCostInputUSD: in, results.FieldCostCachedUSD: cached,
-			results.FieldCostOutputUSD: out, results.FieldCachedTokens: ct, results.FieldPromptTokens: pt}
+			specs.CostUSD.Name: total, specs.CostInputUSD.Name: in, specs.CostCachedUSD.Name: cached,
+			specs.CostOutputUSD.Name: out, specs.CachedTokens.Name: ct, specs.PromptTokens.Name: pt}
 	}
 	r := &Report{rows: []results.Row{
 		row("A", 0.30, 0.10, 0.05, 0.15, 500, 1200),
 		row("A", 0.10, 0.04, 0, 0.06, 0, 800),
-		{results.FieldMethod: "B", results.FieldModel: "m", results.FieldCostUSD: 1.0},
+		{results.FieldMethod: "B", results.FieldModel: "m", specs.CostUSD.Name: 1.0},
 	}}
 	got := r.costSplitMarkdown()
 	if want := "| A | m | 2 | $0.2000 | $0.0700 | $0.0250 | $0.1050 | 25.0 |"; !strings.Contains(got, want) {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // Disagreement is one issue that exactly one of two methods resolves: one discordant pair of their McNemar test,
@@ -53,9 +54,9 @@ func Disagree(rows []results.Row, model, a, b string) Pair {
 		if rb == nil || resolved(ra) == resolved(rb) {
 			continue
 		}
-		d := Disagreement{Instance: inst, RhoA: field(ra, results.FieldRho), RhoB: field(rb, results.FieldRho),
-			TokensA: field(ra, results.FieldContextTokens), TokensB: field(rb, results.FieldContextTokens),
-			EpsilonA: field(ra, results.FieldEpsilon), EpsilonB: field(rb, results.FieldEpsilon)}
+		d := Disagreement{Instance: inst, RhoA: field(ra, specs.Rho.Name), RhoB: field(rb, specs.Rho.Name),
+			TokensA: field(ra, specs.ContextTokens.Name), TokensB: field(rb, specs.ContextTokens.Name),
+			EpsilonA: field(ra, specs.Epsilon.Name), EpsilonB: field(rb, specs.Epsilon.Name)}
 		if resolved(ra) {
 			d.ResolvedBy = a
 			p.OnlyA = append(p.OnlyA, d)

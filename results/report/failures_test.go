@@ -8,6 +8,7 @@ import (
 
 	"ctxlab/activities/api/errkind"
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // failureRows are two methods on six issues, worked out by hand:
@@ -22,9 +23,9 @@ import (
 func failureRows() []results.Row {
 	row := func(inst, method string, res bool, kind string) results.Row {
 		r := results.Row{results.FieldInstance: inst, results.FieldMethod: method, results.FieldModel: "m",
-			results.FieldResolved: res, results.FieldError: nil}
+			specs.Resolved.Name: res, results.FieldError: nil}
 		if kind != "" {
-			r[results.FieldError], r[results.FieldErrorKind], r[results.FieldResolved] = "step failed: "+kind, kind, nil
+			r[results.FieldError], r[results.FieldErrorKind], r[specs.Resolved.Name] = "step failed: "+kind, kind, nil
 		}
 		return r
 	}
@@ -139,8 +140,8 @@ func keys(m map[string]Table) []string {
 // report says so for their method, in report.md and report.html, and the drill-down shows it per row.
 func TestReportFlagsServedModel(t *testing.T) {
 	rows := failureRows()
-	rows[0][results.FieldModelServed] = "m-2025-01-01"
-	rows[4][results.FieldModelServed] = "m-2025-01-01"
+	rows[0][specs.ModelServed.Name] = "m-2025-01-01"
+	rows[4][specs.ModelServed.Name] = "m-2025-01-01"
 	r, err := Build(rows, nil, Options{Title: "t", Source: "s", Resamples: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func TestMarkdownEscapesNames(t *testing.T) {
 	)
 	row := func(i, m string, res bool) results.Row {
 		return results.Row{results.FieldInstance: i, results.FieldMethod: m, results.FieldModel: model,
-			results.FieldResolved: res}
+			specs.Resolved.Name: res}
 	}
 	rows := []results.Row{row(inst, method, true), row(inst, other, false), row("i2", method, false),
 		row("i2", other, true), row("i3", method, true), row("i3", other, false)}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // Detail is what the HTML drill-down shows of one row besides its fields: the context's files, the patch and the
@@ -49,45 +50,7 @@ const MaxLogChars = 20000
 // and a Content-Security-Policy forbids anything else) with the report's tables, its figures and a drill-down per
 // instance and method. Everything from rows and stored objects is escaped by html/template.
 func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
-	type cellView struct {
-		Text string
-		Left bool // a text column
-	}
-	type tableView struct {
-		Name, Caption string
-		Head          []cellView
-		Rows          [][]cellView
-		Text          string
-	}
-	type refView struct {
-		Ref, URL string
-	}
-	type armView struct {
-		Method, Model, Label, Resolved, Applied, Rho, Epsilon, Tokens, Status, Error, Served string
-		ResolvedOK                                                                           bool
-		Files                                                                                []string
-		Context, PatchRef, LogRef                                                            refView
-		Patch, Log                                                                           string
-		LogCut                                                                               int
-		Problems                                                                             []string
-		HasDetail                                                                            bool
-	}
-	type instView struct {
-		ID, Anchor string
-		Resolved   int
-		Arms       []armView
-	}
-	type figView struct {
-		Name, Caption string
-		Src           template.URL
-	}
-	view := struct {
-		Title, Source, Summary, Run string
-		Notes                       []string
-		Tables                      []tableView
-		Figures                     []figView
-		Instances                   []instView
-	}{Title: r.Title, Source: r.Source, Run: o.Run, Notes: r.Notes}
+	view := htmlPage{Title: r.Title, Source: r.Source, Run: o.Run, Notes: r.Notes}
 	if view.Run == "" {
 		view.Run = "NAME"
 	}
@@ -97,6 +60,70 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 	}
 	view.Summary = fmt.Sprintf("%d rows, %d issues, %d methods, %d method × model arms.", r.Rows, r.Instances,
 		len(nm), len(r.Methods))
+	view.Tables = r.htmlTables()
+	for _, f := range o.Figures {
+		// A data: URL of base64 text cannot carry markup into the page, whatever the SVG holds.
+		view.Figures = append(view.Figures, htmlFigure{Name: f.Name, Caption: f.Caption,
+			Src: template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(f.SVG))})
+	}
+	view.Instances = r.htmlInstances(o)
+	var b bytes.Buffer
+	if err := pageTemplate.Execute(&b, view); err != nil {
+		return nil, fmt.Errorf("report: html: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// htmlPage is what pageTemplate renders.
+type htmlPage struct {
+	Title, Source, Summary, Run string
+	Notes                       []string
+	Tables                      []htmlTable
+	Figures                     []htmlFigure
+	Instances                   []htmlInstance
+}
+
+type htmlCell struct {
+	Text string
+	Left bool // a text column
+}
+
+type htmlTable struct {
+	Name, Caption string
+	Head          []htmlCell
+	Rows          [][]htmlCell
+	Text          string
+}
+
+type htmlRef struct {
+	Ref, URL string
+}
+
+// htmlArm is one row of an instance: one method on one model.
+type htmlArm struct {
+	Method, Model, Label, Resolved, Applied, Rho, Epsilon, Tokens, Status, Error, Served string
+	ResolvedOK                                                                           bool
+	Files                                                                                []string
+	Context, PatchRef, LogRef                                                            htmlRef
+	Patch, Log                                                                           string
+	LogCut                                                                               int
+	Problems                                                                             []string
+	HasDetail                                                                            bool
+}
+
+type htmlInstance struct {
+	ID, Anchor string
+	Resolved   int
+	Arms       []htmlArm
+}
+
+type htmlFigure struct {
+	Name, Caption string
+	Src           template.URL
+}
+
+// htmlTables are the report's tables, each with the short text the page shows under its caption.
+func (r *Report) htmlTables() []htmlTable {
 	texts := map[string]string{
 		"methods": "n: issues with a row. resolved % and applied %: share of the n rows (a row with an error " +
 			"counts as neither). – : no row carries the field.",
@@ -113,84 +140,89 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 		"comparisons_clean": "The paired comparisons on the issues where neither row has an error that is not " +
 			"the model's: whether such failures moved a result. p Holm: adjusted over these comparisons.",
 	}
+	var tables []htmlTable
 	for _, t := range r.Tables() {
-		tv := tableView{Name: t.Name, Caption: t.Caption, Text: texts[t.Name]}
+		tv := htmlTable{Name: t.Name, Caption: t.Caption, Text: texts[t.Name]}
 		for _, h := range t.Head {
-			tv.Head = append(tv.Head, cellView{h, textColumns[h]})
+			tv.Head = append(tv.Head, htmlCell{h, textColumns[h]})
 		}
 		for _, row := range t.rows {
-			cells := make([]cellView, len(row))
+			cells := make([]htmlCell, len(row))
 			for i, c := range row {
-				cells[i] = cellView{c.show, textColumns[t.Head[i]]}
+				cells[i] = htmlCell{c.show, textColumns[t.Head[i]]}
 			}
 			tv.Rows = append(tv.Rows, cells)
 		}
-		view.Tables = append(view.Tables, tv)
+		tables = append(tables, tv)
 	}
-	for _, f := range o.Figures {
-		// A data: URL of base64 text cannot carry markup into the page, whatever the SVG holds.
-		view.Figures = append(view.Figures, figView{Name: f.Name, Caption: f.Caption,
-			Src: template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(f.SVG))})
-	}
-	link := func(ref string) refView {
-		v := refView{Ref: ref}
-		if ref != "" && o.Link != nil {
-			v.URL = o.Link(ref)
-		}
-		return v
-	}
+	return tables
+}
+
+// htmlInstances are the counted rows grouped by instance, instances in the order of their first row and each
+// instance's methods in the report's order, as in its tables.
+func (r *Report) htmlInstances(o HTMLOptions) []htmlInstance {
 	order := map[results.Key]int{}
 	for i, m := range r.Methods {
 		order[results.Key{Method: m.Method, Model: m.Model}] = i
 	}
-	byInst := map[string]*instView{}
+	byInst := map[string]*htmlInstance{}
 	var instances []string // in the order of their first row
 	for _, row := range r.rows {
 		id := row.Key()
 		iv := byInst[id.Instance]
 		if iv == nil {
-			iv = &instView{ID: id.Instance, Anchor: "inst-" + anchorID(id.Instance)}
+			iv = &htmlInstance{ID: id.Instance, Anchor: "inst-" + anchorID(id.Instance)}
 			byInst[id.Instance] = iv
 			instances = append(instances, id.Instance)
 		}
-		a := armView{Method: id.Method, Model: id.Model, Label: label(id.Method, id.Model, r.models()),
-			Resolved: yesNo(row, results.FieldResolved), Applied: yesNo(row, results.FieldPatchApplied),
-			Rho: opt(field(row, results.FieldRho), "%.3f").show, Epsilon: opt(field(row, results.FieldEpsilon), "%.3f").show,
-			Tokens: opt(field(row, results.FieldContextTokens), "%.0f").show, Status: row.String("grade_status"),
-			Error: row.String(results.FieldError), Served: row.String(results.FieldModelServed), ResolvedOK: resolved(row)}
-		if a.Error == "" {
-			a.Error = row.String("grade_error")
-		}
-		if d, ok := o.Details[id]; ok {
-			a.HasDetail = true
-			a.Files, a.Patch, a.Problems = d.ContextFiles, d.Patch, d.Problems
-			a.Context, a.PatchRef, a.LogRef = link(d.ContextRef), link(d.PatchRef), link(d.TestLogRef)
-			a.Log = d.TestLog
-			if len(a.Log) > MaxLogChars {
-				a.LogCut = len(a.Log) - MaxLogChars
-				a.Log = a.Log[a.LogCut:]
-			}
-		} else if ref := row.String("patch_ref"); ref != "" {
-			a.PatchRef = link(ref)
-		}
+		a := r.htmlArm(row, o)
 		if a.ResolvedOK {
 			iv.Resolved++
 		}
 		iv.Arms = append(iv.Arms, a)
 	}
+	var views []htmlInstance
 	for _, id := range instances {
 		iv := byInst[id]
-		// Methods in the report's order, as in its tables.
-		slices.SortStableFunc(iv.Arms, func(x, y armView) int {
+		slices.SortStableFunc(iv.Arms, func(x, y htmlArm) int {
 			return order[results.Key{Method: x.Method, Model: x.Model}] - order[results.Key{Method: y.Method, Model: y.Model}]
 		})
-		view.Instances = append(view.Instances, *iv)
+		views = append(views, *iv)
 	}
-	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, view); err != nil {
-		return nil, fmt.Errorf("report: html: %w", err)
+	return views
+}
+
+// htmlArm is one row's line and drill-down: its fields and, when o has its details, its stored objects.
+func (r *Report) htmlArm(row results.Row, o HTMLOptions) htmlArm {
+	link := func(ref string) htmlRef {
+		v := htmlRef{Ref: ref}
+		if ref != "" && o.Link != nil {
+			v.URL = o.Link(ref)
+		}
+		return v
 	}
-	return b.Bytes(), nil
+	id := row.Key()
+	a := htmlArm{Method: id.Method, Model: id.Model, Label: label(id.Method, id.Model, r.models()),
+		Resolved: yesNo(row, specs.Resolved.Name), Applied: yesNo(row, specs.PatchApplied.Name),
+		Rho: opt(field(row, specs.Rho.Name), "%.3f").show, Epsilon: opt(field(row, specs.Epsilon.Name), "%.3f").show,
+		Tokens: opt(field(row, specs.ContextTokens.Name), "%.0f").show, Status: row.String(specs.GradeStatus.Name),
+		Error: row.String(results.FieldError), Served: row.String(specs.ModelServed.Name), ResolvedOK: resolved(row)}
+	if a.Error == "" {
+		a.Error = row.String(specs.GradeError.Name)
+	}
+	if d, ok := o.Details[id]; ok {
+		a.HasDetail = true
+		a.Files, a.Patch, a.Problems = d.ContextFiles, d.Patch, d.Problems
+		a.Context, a.PatchRef, a.LogRef = link(d.ContextRef), link(d.PatchRef), link(d.TestLogRef)
+		a.Log = d.TestLog
+		if len(a.Log) > MaxLogChars {
+			a.LogCut = len(a.Log) - MaxLogChars
+			a.Log = a.Log[a.LogCut:]
+		}
+	} else if ref := row.String(specs.PatchRef.Name); ref != "" {
+		a.PatchRef = link(ref)
+	}
+	return a
 }
 
 // CountedRows are the rows the report counted: the first of each (instance, method, model), in file order.

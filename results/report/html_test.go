@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // hostile are strings a patch, a test log, an instance id or a method name may hold; none may become markup.
@@ -20,9 +21,9 @@ func TestHTMLEscapesRowsAndListsEverything(t *testing.T) {
 	rows := outcomes(map[string][]bool{"anchor": {true, false, true}, "other": {false, false, true}}, nil)
 	rows = append(rows,
 		results.Row{results.FieldInstance: hostileID, results.FieldMethod: "anchor", results.FieldModel: "m",
-			results.FieldResolved: true, results.FieldRho: 1.0, results.FieldContextTokens: 120.0},
+			specs.Resolved.Name: true, specs.Rho.Name: 1.0, specs.ContextTokens.Name: 120.0},
 		results.Row{results.FieldInstance: hostileID, results.FieldMethod: hostileName, results.FieldModel: "m",
-			results.FieldResolved: false, results.FieldError: "<script>alert('err')</script>"})
+			specs.Resolved.Name: false, results.FieldError: "<script>alert('err')</script>"})
 	r, err := Build(rows, nil, Options{Title: "T </title><script>alert(1)</script>", Resamples: 200})
 	if err != nil {
 		t.Fatal(err)

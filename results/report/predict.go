@@ -16,6 +16,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/results/stats"
+	"ctxlab/specs"
 )
 
 // Prediction is a frozen forecast of a method's resolve rate from its context features, made before its patches
@@ -94,6 +95,44 @@ func Predict(rows []results.Row, o PredictOptions) (*Prediction, error) {
 		return nil, fmt.Errorf("predict: %s is among the fit methods; a prediction must not see its own outcomes", o.Method)
 	}
 	g := group(rows, nil)
+	target, err := predictTarget(g, &o)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fitMethods(g, o.Model, o.Fit); err != nil {
+		return nil, fmt.Errorf("predict: %w", err)
+	}
+	d := buildFitData(g, o.Model, o.Fit, o.Features)
+	if len(d.features) == 0 {
+		return nil, fmt.Errorf("predict: no usable feature among %s (dropped: %s)", strings.Join(o.Features, ", "), strings.Join(d.dropped, "; "))
+	}
+	fit, err := stats.FitLogistic(d.x, d.y, logitOptions)
+	if err != nil {
+		return nil, fmt.Errorf("predict: fitting on %s: %w", strings.Join(o.Fit, ", "), err)
+	}
+	p := &Prediction{Version: 1, Method: o.Method, Model: o.Model, Source: o.Source,
+		FrozenAt: o.Now.UTC().Format(time.RFC3339), Estimator: "logistic regression (Firth), issue-level bootstrap refits",
+		FitMethods: o.Fit, FitRows: len(d.rows), Features: d.features, Dropped: d.dropped, Coef: fit.Coef,
+		Seed: o.Seed, Level: o.Level}
+	p.predictIssues(target, fit)
+	if len(p.Issues) == 0 {
+		return nil, fmt.Errorf("predict: no row of %s carries all of %s", o.Method, strings.Join(d.features, ", "))
+	}
+	p.bootstrap(d, o.Replicates)
+	if len(p.Replicates) < o.Replicates/2 {
+		return nil, fmt.Errorf("predict: %d of %d bootstrap refits failed (too few fit rows for %d features)", p.FailedReplicates, o.Replicates, len(d.features))
+	}
+	all := make([]int, len(p.Issues))
+	for i := range all {
+		all[i] = i
+	}
+	p.PredictedPct, p.Interval, p.MeanInterval = p.intervals(all)
+	return p, nil
+}
+
+// predictTarget returns the rows of the method to predict, settling o.Model when the method ran under one model
+// only.
+func predictTarget(g grouped, o *PredictOptions) ([]results.Row, error) {
 	if o.Model == "" {
 		var models []string
 		for _, k := range g.keys {
@@ -114,36 +153,27 @@ func Predict(rows []results.Row, o PredictOptions) (*Prediction, error) {
 	if len(target) == 0 {
 		return nil, fmt.Errorf("predict: method %s has no rows under model %s in %s", o.Method, o.Model, o.Source)
 	}
-	if _, err := fitMethods(g, o.Model, o.Fit); err != nil {
-		return nil, fmt.Errorf("predict: %w", err)
-	}
-	d := buildFitData(g, o.Model, o.Fit, o.Features)
-	if len(d.features) == 0 {
-		return nil, fmt.Errorf("predict: no usable feature among %s (dropped: %s)", strings.Join(o.Features, ", "), strings.Join(d.dropped, "; "))
-	}
-	fit, err := stats.FitLogistic(d.x, d.y, logitOptions)
-	if err != nil {
-		return nil, fmt.Errorf("predict: fitting on %s: %w", strings.Join(o.Fit, ", "), err)
-	}
-	p := &Prediction{Version: 1, Method: o.Method, Model: o.Model, Source: o.Source,
-		FrozenAt: o.Now.UTC().Format(time.RFC3339), Estimator: "logistic regression (Firth), issue-level bootstrap refits",
-		FitMethods: o.Fit, FitRows: len(d.rows), Features: d.features, Dropped: d.dropped, Coef: fit.Coef,
-		Seed: o.Seed, Level: o.Level}
+	return target, nil
+}
+
+// predictIssues predicts each target row that carries every feature, and counts the rows already graded.
+func (p *Prediction) predictIssues(target []results.Row, fit stats.LogitFit) {
 	for _, r := range target {
-		if _, ok := r.Bool(results.FieldResolved); ok {
+		if _, ok := r.Bool(specs.Resolved.Name); ok {
 			p.OutcomesSeen++
 		}
-		x, ok := featureVector(r, d.features)
+		x, ok := featureVector(r, p.Features)
 		if !ok {
 			p.SkippedIssues = append(p.SkippedIssues, r.String(results.FieldInstance))
 			continue
 		}
 		p.Issues = append(p.Issues, IssuePrediction{Instance: r.String(results.FieldInstance), X: x, P: fit.Prob(x)})
 	}
-	if len(p.Issues) == 0 {
-		return nil, fmt.Errorf("predict: no row of %s carries all of %s", o.Method, strings.Join(d.features, ", "))
-	}
-	// Refit on resamples of issues (all fit rows of a drawn issue together).
+}
+
+// bootstrap refits on replicates resamples of the fit data's issues (all rows of a drawn issue together), seeded
+// by p.Seed, keeping the coefficients of each refit that succeeds.
+func (p *Prediction) bootstrap(d fitData, replicates int) {
 	byInst := map[string][]int{}
 	var insts []string
 	for i, r := range d.rows {
@@ -153,8 +183,8 @@ func Predict(rows []results.Row, o PredictOptions) (*Prediction, error) {
 		}
 		byInst[id] = append(byInst[id], i)
 	}
-	rng := rand.New(rand.NewPCG(o.Seed, 0x5eed))
-	for len(p.Replicates)+p.FailedReplicates < o.Replicates {
+	rng := rand.New(rand.NewPCG(p.Seed, 0x5eed))
+	for len(p.Replicates)+p.FailedReplicates < replicates {
 		var x [][]float64
 		var y []float64
 		for range insts {
@@ -169,15 +199,6 @@ func Predict(rows []results.Row, o PredictOptions) (*Prediction, error) {
 		}
 		p.Replicates = append(p.Replicates, f.Coef)
 	}
-	if len(p.Replicates) < o.Replicates/2 {
-		return nil, fmt.Errorf("predict: %d of %d bootstrap refits failed (too few fit rows for %d features)", p.FailedReplicates, o.Replicates, len(d.features))
-	}
-	all := make([]int, len(p.Issues))
-	for i := range all {
-		all[i] = i
-	}
-	p.PredictedPct, p.Interval, p.MeanInterval = p.intervals(all)
-	return p, nil
 }
 
 // intervals returns, for the issues at idx, the predicted rate and its prediction and mean intervals (percent).
@@ -337,7 +358,7 @@ func checkPredictions(g grouped, preds []Prediction) []PredictionCheck {
 			if !ok {
 				continue
 			}
-			if _, graded := r.Bool(results.FieldResolved); !graded && r.String(results.FieldError) == "" {
+			if _, graded := r.Bool(specs.Resolved.Name); !graded && r.String(results.FieldError) == "" {
 				continue
 			}
 			idx = append(idx, i)

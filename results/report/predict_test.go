@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // synthRows makes rows for methods whose outcomes follow one known logistic model of rho and epsilon, each method
@@ -23,10 +24,10 @@ func synthRows(method string, n int, rhoMean, epsMean float64, withOutcome bool,
 		eps := math.Min(1, math.Max(0, epsMean+0.3*(r.Float64()-0.5)))
 		p := 1 / (1 + math.Exp(-(-3 + 3*rho + 1.5*eps)))
 		row := results.Row{results.FieldInstance: "i" + string(rune('A'+i/26)) + string(rune('a'+i%26)),
-			results.FieldMethod: method, results.FieldModel: "m", results.FieldRho: rho, results.FieldEpsilon: eps,
-			results.FieldContextTokens: 1000.0, results.FieldResolved: nil}
+			results.FieldMethod: method, results.FieldModel: "m", specs.Rho.Name: rho, specs.Epsilon.Name: eps,
+			specs.ContextTokens.Name: 1000.0, specs.Resolved.Name: nil}
 		if withOutcome {
-			row[results.FieldResolved] = r.Float64() < p
+			row[specs.Resolved.Name] = r.Float64() < p
 		}
 		rows = append(rows, row)
 	}
@@ -40,7 +41,7 @@ func TestPredictFreezeAndCheck(t *testing.T) {
 	fitRows = append(fitRows, synthRows("files", 300, 0.85, 0.95, true, 3)...)
 	blind := synthRows("new", 300, 0.6, 0.7, false, 4)
 	o := PredictOptions{Method: "new", Fit: []string{"ret", "comp", "files"},
-		Features: []string{results.FieldRho, results.FieldEpsilon}, Replicates: 400, Seed: 9, Source: "synthetic",
+		Features: []string{specs.Rho.Name, specs.Epsilon.Name}, Replicates: 400, Seed: 9, Source: "synthetic",
 		Now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	p, err := Predict(append(append([]results.Row{}, fitRows...), blind...), o)
 	if err != nil {
@@ -49,8 +50,8 @@ func TestPredictFreezeAndCheck(t *testing.T) {
 	// Truth: the mean of sigmoid(-3 + 3 rho + 1.5 eps) over the new method's features.
 	truth := 0.0
 	for _, r := range blind {
-		rho, _ := r.Float(results.FieldRho)
-		eps, _ := r.Float(results.FieldEpsilon)
+		rho, _ := r.Float(specs.Rho.Name)
+		eps, _ := r.Float(specs.Epsilon.Name)
 		truth += 100 / (1 + math.Exp(-(-3 + 3*rho + 1.5*eps)))
 	}
 	truth /= float64(len(blind))
@@ -90,7 +91,7 @@ func TestPredictFreezeAndCheck(t *testing.T) {
 	c := rep.Checks[0]
 	obs := 0.0
 	for _, r := range graded {
-		if v, _ := r.Bool(results.FieldResolved); v {
+		if v, _ := r.Bool(specs.Resolved.Name); v {
 			obs++
 		}
 	}
@@ -99,7 +100,7 @@ func TestPredictFreezeAndCheck(t *testing.T) {
 	}
 	// A prediction against a method whose outcomes behave differently falls outside.
 	for _, r := range graded {
-		r[results.FieldResolved] = true
+		r[specs.Resolved.Name] = true
 	}
 	rep, _ = Build(append(append([]results.Row{}, fitRows...), graded...), nil, Options{Resamples: 100, Predictions: preds})
 	if rep.Checks[0].Inside {
@@ -134,7 +135,8 @@ func TestPredictErrors(t *testing.T) {
 		}
 	}
 	// The outcomes of the target are counted when they already exist.
-	p, err := Predict(rows, PredictOptions{Method: "b", Fit: []string{"a"}, Features: []string{results.FieldRho}, Replicates: 50})
+	p, err := Predict(rows, PredictOptions{Method: "b", Fit: []string{"a"}, Features: []string{specs.Rho.Name},
+		Replicates: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/results/stats"
+	"ctxlab/specs"
 )
 
 // Regression is the logistic regression of resolve on context features under one model.
@@ -47,7 +48,7 @@ type Calibration struct {
 // featureValue reads one feature of a row.
 func featureValue(r results.Row, name string) (float64, bool) {
 	if name == FeatureLogTokens {
-		v, ok := r.Float(results.FieldContextTokens)
+		v, ok := r.Float(specs.ContextTokens.Name)
 		if !ok || v < 0 {
 			return 0, false
 		}

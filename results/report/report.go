@@ -13,11 +13,8 @@ import (
 	"ctxlab/activities/api/errkind"
 	"ctxlab/results"
 	"ctxlab/results/stats"
+	"ctxlab/specs"
 )
-
-// FieldBudgetMultiplier is the row field that says which multiple of the anchor's budget a method ran at (0.5 for
-// half of B_i). Methods whose rows lack it may carry the multiplier in their name instead, as NAME@0.5x.
-const FieldBudgetMultiplier = "budget_multiplier"
 
 // Alternatives of the one-sided McNemar test.
 const (
@@ -56,7 +53,7 @@ type Options struct {
 
 // DefaultFeatures are the context features of the regression: gold-file recall, verbatim rate, share of context
 // lines in gold files, and log(1 + context tokens).
-var DefaultFeatures = []string{results.FieldRho, results.FieldEpsilon, results.FieldGoldLineShare, FeatureLogTokens}
+var DefaultFeatures = []string{specs.Rho.Name, specs.Epsilon.Name, specs.GoldLineShare.Name, FeatureLogTokens}
 
 // FeatureLogTokens is log(1 + context_tokens); every other feature name is a numeric row field.
 const FeatureLogTokens = "log_tokens"
@@ -293,7 +290,7 @@ func group(rows []results.Row, order []results.Key) grouped {
 }
 
 func resolved(r results.Row) bool {
-	v, _ := r.Bool(results.FieldResolved)
+	v, _ := r.Bool(specs.Resolved.Name)
 	return v
 }
 
@@ -326,26 +323,26 @@ func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level 
 		default:
 			m.CleanUnresolved++
 		}
-		if s := r.String(results.FieldModelServed); s != "" {
+		if s := r.String(specs.ModelServed.Name); s != "" {
 			m.Served[s]++
 		}
 		if resolved(r) {
 			m.Resolved++
 			outcome[i] = 1
 		}
-		if v, ok := r.Bool(results.FieldPatchApplied); ok {
+		if v, ok := r.Bool(specs.PatchApplied.Name); ok {
 			hasApplied = true
 			if v {
 				applied++
 			}
 		}
-		if v, ok := r.Bool(results.FieldFallback); ok {
+		if v, ok := r.Bool(specs.Fallback.Name); ok {
 			nFallback++
 			if v {
 				fallback++
 			}
 		}
-		if v, ok := r.Float(results.FieldRho); ok {
+		if v, ok := r.Float(specs.Rho.Name); ok {
 			rho = append(rho, v)
 			if v == 0 {
 				noGold++
@@ -354,8 +351,8 @@ func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level 
 		for _, f := range []struct {
 			name string
 			dst  *[]float64
-		}{{results.FieldEpsilon, &eps}, {results.FieldGoldLineShare, &gls}, {results.FieldContextTokens, &tok},
-			{results.FieldCostUSD, &cost}, {results.FieldLocF1, &f1}} {
+		}{{specs.Epsilon.Name, &eps}, {specs.GoldLineShare.Name, &gls}, {specs.ContextTokens.Name, &tok},
+			{specs.CostUSD.Name, &cost}, {specs.LocF1.Name, &f1}} {
 			if v, ok := r.Float(f.name); ok {
 				*f.dst = append(*f.dst, v)
 			}
@@ -401,7 +398,7 @@ func assignBudgets(ms []MethodStats, g grouped) {
 		}
 		var vals []float64
 		for _, r := range g.rows_[results.Key{Method: m.Method, Model: m.Model}] {
-			if v, ok := r.Float(FieldBudgetMultiplier); ok {
+			if v, ok := r.Float(specs.BudgetMultiplier.Name); ok {
 				vals = append(vals, v)
 			}
 		}

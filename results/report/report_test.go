@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 func handReport(t *testing.T, o Options) *Report {
@@ -131,7 +132,7 @@ func TestBudgetMultipliers(t *testing.T) {
 	add := func(method string, extra map[string]any, res ...bool) {
 		for i, v := range res {
 			r := results.Row{results.FieldInstance: string(rune('a' + i)), results.FieldMethod: method,
-				results.FieldModel: "m", results.FieldResolved: v}
+				results.FieldModel: "m", specs.Resolved.Name: v}
 			for k, x := range extra {
 				r[k] = x
 			}
@@ -141,7 +142,7 @@ func TestBudgetMultipliers(t *testing.T) {
 	add("cq2care", nil, true, true, false, true)
 	add("bm25", nil, true, false, false, true)
 	add("bm25@0.5x", nil, false, false, false, true)
-	add("bm25_big", map[string]any{FieldBudgetMultiplier: 2.0}, true, true, false, true)
+	add("bm25_big", map[string]any{specs.BudgetMultiplier.Name: 2.0}, true, true, false, true)
 	r, err := Build(rows, nil, Options{Resamples: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func outcomes(methods map[string][]bool, extra map[string]map[string]any) []resu
 	for _, name := range slices.Sorted(maps.Keys(methods)) {
 		for i, v := range methods[name] {
 			r := results.Row{results.FieldInstance: fmt.Sprintf("i%d", i), results.FieldMethod: name,
-				results.FieldModel: "m", results.FieldResolved: v}
+				results.FieldModel: "m", specs.Resolved.Name: v}
 			for k, x := range extra[name] {
 				r[k] = x
 			}
@@ -228,7 +229,7 @@ func TestTiedComparisonClaimsNoDirection(t *testing.T) {
 // budget section, no budget table and no multiplier column; a base at several multipliers does, found by
 // NAME@0.5x or by the fitted baselines' NAME_x0_5 names.
 func TestBudgetSweepOnlyWithSeveralBudgets(t *testing.T) {
-	one := map[string]any{FieldBudgetMultiplier: 1.0}
+	one := map[string]any{specs.BudgetMultiplier.Name: 1.0}
 	res := []bool{true, false, true, true}
 	r, err := Build(outcomes(map[string][]bool{"cq2care": res, "bm25": res, "lingua": res},
 		map[string]map[string]any{"bm25": one, "lingua": one}), nil, Options{Resamples: 200})
@@ -246,8 +247,8 @@ func TestBudgetSweepOnlyWithSeveralBudgets(t *testing.T) {
 	}
 	r, err = Build(outcomes(map[string][]bool{"cq2care": res, "bm25_function": res, "bm25_function_x0_5": res,
 		"bm25_function_x2": res, "lingua": res},
-		map[string]map[string]any{"bm25_function": one, "bm25_function_x0_5": {FieldBudgetMultiplier: 0.5},
-			"bm25_function_x2": {FieldBudgetMultiplier: 2.0}, "lingua": one}), nil, Options{Resamples: 200})
+		map[string]map[string]any{"bm25_function": one, "bm25_function_x0_5": {specs.BudgetMultiplier.Name: 0.5},
+			"bm25_function_x2": {specs.BudgetMultiplier.Name: 2.0}, "lingua": one}), nil, Options{Resamples: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

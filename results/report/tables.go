@@ -59,7 +59,38 @@ func pval(p float64) cell {
 
 // Tables returns the report's tables in the order report.md shows them; empty ones are left out.
 func (r *Report) Tables() []Table {
-	var ts []Table
+	ts := []Table{r.methodTable(), r.failureTable()}
+	if len(r.Comparisons) > 0 {
+		ts = append(ts, comparisonTable("comparisons", fmt.Sprintf("Paired comparisons against the anchor %s: "+
+			"one-sided exact McNemar, Holm-adjusted over %d comparisons", r.Anchor, len(r.Comparisons)), r.Comparisons))
+	}
+	if len(r.CleanComparisons) > 0 {
+		ts = append(ts, comparisonTable("comparisons_clean", fmt.Sprintf("Paired comparisons against the anchor "+
+			"%s on the issues where neither row has an error that is not the model's: one-sided exact McNemar, "+
+			"Holm-adjusted over these %d comparisons", r.Anchor, len(r.CleanComparisons)), r.CleanComparisons))
+	}
+	if len(r.Pairs) > 0 {
+		if dt := r.disagreementTable(); len(dt.rows) > 0 {
+			ts = append(ts, dt)
+		}
+	}
+	if len(r.Budget) > 0 {
+		ts = append(ts, r.budgetTable())
+	}
+	if len(r.BudgetFits) > 0 {
+		ts = append(ts, r.budgetFitTable())
+	}
+	if rt, cal := r.regressionTables(); len(rt.rows) > 0 {
+		ts = append(ts, rt, cal)
+	}
+	if len(r.Checks) > 0 {
+		ts = append(ts, r.predictionTable())
+	}
+	return ts
+}
+
+// methodTable is the per-method table: resolve rate with its interval and the context metrics.
+func (r *Report) methodTable() Table {
 	// The multiplier column only matters when some method ran at several budgets.
 	hasMult := len(r.Budget) > 0
 	mt := Table{Name: "methods", Caption: fmt.Sprintf("Per method: resolve rate with %.0f%% issue-level bootstrap interval (%d resamples) and context metrics", 100*r.Level, r.Resamples),
@@ -79,48 +110,37 @@ func (r *Report) Tables() []Table {
 		}
 		mt.rows = append(mt.rows, row)
 	}
-	ts = append(ts, mt)
-	ts = append(ts, r.failureTable())
+	return mt
+}
 
-	if len(r.Comparisons) > 0 {
-		ts = append(ts, comparisonTable("comparisons", fmt.Sprintf("Paired comparisons against the anchor %s: "+
-			"one-sided exact McNemar, Holm-adjusted over %d comparisons", r.Anchor, len(r.Comparisons)), r.Comparisons))
-	}
-	if len(r.CleanComparisons) > 0 {
-		ts = append(ts, comparisonTable("comparisons_clean", fmt.Sprintf("Paired comparisons against the anchor "+
-			"%s on the issues where neither row has an error that is not the model's: one-sided exact McNemar, "+
-			"Holm-adjusted over these %d comparisons", r.Anchor, len(r.CleanComparisons)), r.CleanComparisons))
-	}
-
-	if len(r.Pairs) > 0 {
-		dt := Table{Name: "disagreements", Caption: "Disagreements: the issues exactly one method of a pair resolves (the discordant pairs of its McNemar test)",
-			Head: []string{"model", "method A", "method B", "instance", "resolved by", "rho A", "rho B",
-				"epsilon A", "epsilon B", "tokens A", "tokens B"}}
-		for _, p := range r.Pairs {
-			for _, d := range append(slices.Clip(p.OnlyA), p.OnlyB...) {
-				dt.rows = append(dt.rows, []cell{txt(p.Model), txt(p.A), txt(p.B), txt(d.Instance), txt(d.ResolvedBy),
-					opt(d.RhoA, "%.3f"), opt(d.RhoB, "%.3f"), opt(d.EpsilonA, "%.3f"), opt(d.EpsilonB, "%.3f"),
-					opt(d.TokensA, "%.0f"), opt(d.TokensB, "%.0f")})
-			}
-		}
-		if len(dt.rows) > 0 {
-			ts = append(ts, dt)
+// disagreementTable lists, per pair, the issues exactly one of its methods resolves.
+func (r *Report) disagreementTable() Table {
+	dt := Table{Name: "disagreements", Caption: "Disagreements: the issues exactly one method of a pair resolves (the discordant pairs of its McNemar test)",
+		Head: []string{"model", "method A", "method B", "instance", "resolved by", "rho A", "rho B",
+			"epsilon A", "epsilon B", "tokens A", "tokens B"}}
+	for _, p := range r.Pairs {
+		for _, d := range append(slices.Clip(p.OnlyA), p.OnlyB...) {
+			dt.rows = append(dt.rows, []cell{txt(p.Model), txt(p.A), txt(p.B), txt(d.Instance), txt(d.ResolvedBy),
+				opt(d.RhoA, "%.3f"), opt(d.RhoB, "%.3f"), opt(d.EpsilonA, "%.3f"), opt(d.EpsilonB, "%.3f"),
+				opt(d.TokensA, "%.0f"), opt(d.TokensB, "%.0f")})
 		}
 	}
+	return dt
+}
 
-	if len(r.Budget) > 0 {
-		bt := Table{Name: "budget", Caption: "Resolve rate by budget multiplier (multiples of the anchor's per-issue budget)",
-			Head: []string{"model", "base method", "method", "budget x", "n", "resolved %", "95% CI"}}
-		for _, b := range r.Budget {
-			bt.rows = append(bt.rows, []cell{txt(b.Model), txt(b.Base), txt(b.Method), num(b.Multiplier, "%g"),
-				integer(b.N), num(b.ResolvedPct, "%.1f"), interval(b.CI.Lo, b.CI.Hi)})
-		}
-		ts = append(ts, bt)
+// budgetTable is the resolve rate per budget multiplier of the methods that ran at several budgets.
+func (r *Report) budgetTable() Table {
+	bt := Table{Name: "budget", Caption: "Resolve rate by budget multiplier (multiples of the anchor's per-issue budget)",
+		Head: []string{"model", "base method", "method", "budget x", "n", "resolved %", "95% CI"}}
+	for _, b := range r.Budget {
+		bt.rows = append(bt.rows, []cell{txt(b.Model), txt(b.Base), txt(b.Method), num(b.Multiplier, "%g"),
+			integer(b.N), num(b.ResolvedPct, "%.1f"), interval(b.CI.Lo, b.CI.Hi)})
 	}
-	if len(r.BudgetFits) > 0 {
-		ts = append(ts, r.budgetFitTable())
-	}
+	return bt
+}
 
+// regressionTables are the regressions' coefficients and their fit per method.
+func (r *Report) regressionTables() (coefs, calibration Table) {
 	rt := Table{Name: "regression", Caption: "Logistic regression of resolve on context features (Firth), Wald tests",
 		Head: []string{"model", "term", "coef", "SE", "z", "p", "odds ratio per unit"}}
 	cal := Table{Name: "calibration", Caption: "Regression fit per method: observed vs mean predicted resolve rate",
@@ -139,27 +159,25 @@ func (r *Report) Tables() []Table {
 				num(c.ObservedPct, "%.1f"), num(c.PredictedPct, "%.1f")})
 		}
 	}
-	if len(rt.rows) > 0 {
-		ts = append(ts, rt, cal)
-	}
+	return rt, cal
+}
 
-	if len(r.Checks) > 0 {
-		pt := Table{Name: "predictions", Caption: "Frozen predictions against outcomes",
-			Head: []string{"method", "model", "frozen at", "fit on", "issues", "graded", "predicted %", "95% PI",
-				"observed %", "obs - pred", "inside PI", "file"}}
-		for _, c := range r.Checks {
-			obs, diff, inside := txt(missing), txt(missing), txt("awaiting outcomes")
-			if c.Graded > 0 {
-				obs, diff = num(c.ObservedPct, "%.1f"), num(c.DiffPts, "%+.1f")
-				inside = txt(map[bool]string{true: "yes", false: "no"}[c.Inside])
-			}
-			pt.rows = append(pt.rows, []cell{txt(c.Method), txt(c.Model), txt(c.FrozenAt),
-				txt(strings.Join(c.FitMethods, " ")), integer(c.Issues), integer(c.Graded), num(c.PredictedPct, "%.1f"),
-				interval(c.Interval.Lo, c.Interval.Hi), obs, diff, inside, txt(filepath.Base(c.File))})
+// predictionTable checks each frozen prediction against the outcomes graded so far.
+func (r *Report) predictionTable() Table {
+	pt := Table{Name: "predictions", Caption: "Frozen predictions against outcomes",
+		Head: []string{"method", "model", "frozen at", "fit on", "issues", "graded", "predicted %", "95% PI",
+			"observed %", "obs - pred", "inside PI", "file"}}
+	for _, c := range r.Checks {
+		obs, diff, inside := txt(missing), txt(missing), txt("awaiting outcomes")
+		if c.Graded > 0 {
+			obs, diff = num(c.ObservedPct, "%.1f"), num(c.DiffPts, "%+.1f")
+			inside = txt(map[bool]string{true: "yes", false: "no"}[c.Inside])
 		}
-		ts = append(ts, pt)
+		pt.rows = append(pt.rows, []cell{txt(c.Method), txt(c.Model), txt(c.FrozenAt),
+			txt(strings.Join(c.FitMethods, " ")), integer(c.Issues), integer(c.Graded), num(c.PredictedPct, "%.1f"),
+			interval(c.Interval.Lo, c.Interval.Hi), obs, diff, inside, txt(filepath.Base(c.File))})
 	}
-	return ts
+	return pt
 }
 
 // failureTable counts each method's rows by outcome: resolved, unresolved (both without an error) and errored, by

@@ -71,18 +71,59 @@ func Audit(r Records, o AuditOptions) []Activity {
 	if instances == nil {
 		instances = namedInstances(r)
 	}
-	type key struct{ instance, node string }
-	tries := map[key][]Try{}
-	open := map[key]map[[2]any]int{} // (workflow, attempt) -> index of its unfinished try
-	nodeOf := map[string]Node{}
-	var extra []Node // nodes outside the plan, in order of appearance
 	planned := map[string]bool{}
 	for _, n := range o.Nodes {
 		planned[n.Key] = true
 	}
+	tries, extra, hasRecords := auditTries(r, planned)
+	calls := map[auditKey]*Spend{}
+	callList := map[auditKey][]runlog.Call{}
+	for _, c := range r.Calls {
+		k := auditKey{c.Instance, c.Node}
+		if calls[k] == nil {
+			calls[k] = &Spend{}
+		}
+		calls[k].Add(c)
+		callList[k] = append(callList[k], c)
+	}
+
+	nodes := append(append([]Node{}, o.Nodes...), extra...)
+	var out []Activity
+	for _, inst := range instances {
+		if (o.Instance != "" && inst != o.Instance) || !hasRecords[inst] {
+			continue
+		}
+		for _, n := range nodes {
+			if o.Keep != nil && !o.Keep[n.Key] && !o.Keep[parentKey(n.Key)] {
+				continue
+			}
+			k := auditKey{inst, n.Key}
+			if !planned[n.Key] && tries[k] == nil {
+				continue
+			}
+			a := Activity{Instance: inst, Node: n, Tries: tries[k], CallList: callList[k]}
+			if s := calls[k]; s != nil {
+				a.Calls = *s
+			}
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// auditKey names one node of one instance.
+type auditKey struct{ instance, node string }
+
+// auditTries pairs the attempt records' starts with their ends into tries per node of each instance, and returns
+// them with the nodes outside the plan (in order of appearance) and the instances that have records.
+func auditTries(r Records, planned map[string]bool) (map[auditKey][]Try, []Node, map[string]bool) {
+	tries := map[auditKey][]Try{}
+	open := map[auditKey]map[[2]any]int{} // (workflow, attempt) -> index of its unfinished try
+	nodeOf := map[string]Node{}
+	var extra []Node
 	hasRecords := map[string]bool{}
 	for _, a := range r.Attempts {
-		k := key{a.Instance, a.Node}
+		k := auditKey{a.Instance, a.Node}
 		hasRecords[a.Instance] = true
 		if _, seen := nodeOf[a.Node]; !seen {
 			nodeOf[a.Node] = Node{Key: a.Node, Activity: a.Activity, Steps: []string{a.Step}}
@@ -117,39 +158,7 @@ func Audit(r Records, o AuditOptions) []Activity {
 				Start: a.Time, Params: a.Params, Inputs: a.Inputs, Output: a.Output})
 		}
 	}
-	calls := map[key]*Spend{}
-	callList := map[key][]runlog.Call{}
-	for _, c := range r.Calls {
-		k := key{c.Instance, c.Node}
-		if calls[k] == nil {
-			calls[k] = &Spend{}
-		}
-		calls[k].Add(c)
-		callList[k] = append(callList[k], c)
-	}
-
-	nodes := append(append([]Node{}, o.Nodes...), extra...)
-	var out []Activity
-	for _, inst := range instances {
-		if (o.Instance != "" && inst != o.Instance) || !hasRecords[inst] {
-			continue
-		}
-		for _, n := range nodes {
-			if o.Keep != nil && !o.Keep[n.Key] && !o.Keep[parentKey(n.Key)] {
-				continue
-			}
-			k := key{inst, n.Key}
-			if !planned[n.Key] && tries[k] == nil {
-				continue
-			}
-			a := Activity{Instance: inst, Node: n, Tries: tries[k], CallList: callList[k]}
-			if s := calls[k]; s != nil {
-				a.Calls = *s
-			}
-			out = append(out, a)
-		}
-	}
-	return out
+	return tries, extra, hasRecords
 }
 
 // parentKey is the plan node a sub-node's attempts belong to: an agent turn, recorded as "KEY.t03.model", belongs

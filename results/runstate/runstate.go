@@ -231,7 +231,15 @@ func Compute(r Records, o Options) Status {
 	for _, a := range r.Attempts {
 		started[a.Instance] = true
 	}
+	finished := st.tally(instances, len(arms), rowErr, started)
+	st.project(r, o, len(instances), finished)
+	return st
+}
 
+// tally counts each arm's and each issue's rows as done, failed, running or pending, and returns the issues every
+// arm has a row on.
+func (st *Status) tally(instances []string, arms int, rowErr map[string]map[int]bool,
+	started map[string]bool) map[string]bool {
 	finished := map[string]bool{}
 	for _, id := range instances {
 		rows := rowErr[id]
@@ -252,7 +260,7 @@ func Compute(r Records, o Options) Status {
 		}
 		st.Rows += len(rows)
 		switch {
-		case len(arms) > 0 && len(rows) == len(arms):
+		case arms > 0 && len(rows) == arms:
 			finished[id] = true
 			if anyErr {
 				st.Issues.Failed++
@@ -265,7 +273,12 @@ func Compute(r Records, o Options) Status {
 			st.Issues.Pending++
 		}
 	}
+	return finished
+}
 
+// project adds the spend, the cost per finished issue and its projection over the instances, the timeline and the
+// time left at the pace so far.
+func (st *Status) project(r Records, o Options, instances int, finished map[string]bool) {
 	finishedUSD := 0.0
 	for _, c := range r.Calls {
 		st.Spend.Add(c)
@@ -274,7 +287,7 @@ func Compute(r Records, o Options) Status {
 		}
 	}
 	done := len(finished)
-	unfinished := len(instances) - done
+	unfinished := instances - done
 	if done > 0 {
 		per := finishedUSD / float64(done)
 		proj := st.Spend.USD + per*float64(unfinished)
@@ -296,7 +309,6 @@ func Compute(r Records, o Options) Status {
 		eta := st.ActiveS / float64(done) * float64(unfinished)
 		st.ETAS = &eta
 	}
-	return st
 }
 
 // timeline returns the first and last attempt record times and the time between them without idle stretches.

@@ -75,12 +75,29 @@ func FitLogistic(x [][]float64, y []float64, opt LogitOptions) (LogitFit, error)
 	if opt.Tol <= 0 {
 		opt.Tol = 1e-10
 	}
+	X, mean, scale, err := standardize(x, y)
+	if err != nil {
+		return LogitFit{}, err
+	}
+	fit, beta, st, err := newtonFit(X, y, opt)
+	if err != nil {
+		return LogitFit{}, err
+	}
+	fit.originalScale(beta, st, mean, scale)
+	fit.LogLik = st.loglik
+	return fit, nil
+}
+
+// standardize checks x and y and returns the design matrix (an intercept column, then each feature centred and
+// scaled to unit standard deviation) with the features' means and scales.
+func standardize(x [][]float64, y []float64) (*mat.Dense, []float64, []float64, error) {
+	n, k := len(x), len(x[0])
 	p := k + 1
 	mean, scale := make([]float64, k), make([]float64, k)
 	for j := range k {
 		for i := range n {
 			if len(x[i]) != k {
-				return LogitFit{}, fmt.Errorf("logistic regression: row %d has %d features, want %d", i, len(x[i]), k)
+				return nil, nil, nil, fmt.Errorf("logistic regression: row %d has %d features, want %d", i, len(x[i]), k)
 			}
 			mean[j] += x[i][j]
 		}
@@ -91,12 +108,12 @@ func FitLogistic(x [][]float64, y []float64, opt LogitOptions) (LogitFit, error)
 		}
 		scale[j] = math.Sqrt(scale[j] / float64(n))
 		if scale[j] == 0 {
-			return LogitFit{}, fmt.Errorf("feature %d is constant: %w", j, ErrSingular)
+			return nil, nil, nil, fmt.Errorf("feature %d is constant: %w", j, ErrSingular)
 		}
 	}
 	for i := range n {
 		if y[i] != 0 && y[i] != 1 {
-			return LogitFit{}, fmt.Errorf("logistic regression: outcome %d is %v, want 0 or 1", i, y[i])
+			return nil, nil, nil, fmt.Errorf("logistic regression: outcome %d is %v, want 0 or 1", i, y[i])
 		}
 	}
 	X := mat.NewDense(n, p, nil)
@@ -106,11 +123,17 @@ func FitLogistic(x [][]float64, y []float64, opt LogitOptions) (LogitFit, error)
 			X.Set(i, j+1, (x[i][j]-mean[j])/scale[j])
 		}
 	}
+	return X, mean, scale, nil
+}
 
+// newtonFit maximises the (Firth-penalised, when opt.Firth) likelihood by Newton steps on the standardised design
+// X, and returns the fit's flags, the coefficients and the state at them.
+func newtonFit(X *mat.Dense, y []float64, opt LogitOptions) (LogitFit, []float64, *state, error) {
+	_, p := X.Dims()
 	beta := make([]float64, p)
 	st, err := logitState(X, y, beta, opt.Firth)
 	if err != nil {
-		return LogitFit{}, err
+		return LogitFit{}, nil, nil, err
 	}
 	fit := LogitFit{Firth: opt.Firth}
 	for fit.Iterations < opt.MaxIter {
@@ -150,6 +173,13 @@ func FitLogistic(x [][]float64, y []float64, opt LogitOptions) (LogitFit, error)
 	if !opt.Firth && !fit.Converged && maxAbs(beta) > 15 {
 		fit.Separated = true
 	}
+	return fit, beta, st, nil
+}
+
+// originalScale sets the fit's coefficients and standard errors on the features' own scale from the standardised
+// coefficients beta and the state at them.
+func (fit *LogitFit) originalScale(beta []float64, st *state, mean, scale []float64) {
+	p, k := len(beta), len(mean)
 	// Back to the original scale: b_j = s_j' / scale_j, b_0 = s_0 - sum b_j mean_j. T maps standardised to original.
 	T := mat.NewDense(p, p, nil)
 	T.Set(0, 0, 1)
@@ -167,8 +197,6 @@ func FitLogistic(x [][]float64, y []float64, opt LogitOptions) (LogitFit, error)
 		fit.Coef[j] = b.AtVec(j)
 		fit.SE[j] = math.Sqrt(cov.At(j, j))
 	}
-	fit.LogLik = st.loglik
-	return fit, nil
 }
 
 // state is everything at one coefficient vector: likelihood, objective, Newton step, inverse information.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http/httptest"
@@ -9,13 +8,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"ctxlab/internal/offlinetask"
 	"ctxlab/results"
 	"ctxlab/runlog"
+	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 	"ctxlab/workflows"
 )
@@ -97,24 +96,8 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 	dir := filepath.Join(runs, "agentkill")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := starter(ctx, t, "run", spec, "--runs", runs, "--quiet", "--ext-str", "model=openai")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for agentTurnsDone(dir) < 2 {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no agent turn finished; stderr:\n%s", errb.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	e2e.KillWhen(t, starter(ctx, t, "run", spec, "--runs", runs, "--quiet", "--ext-str", "model=openai"),
+		"no agent turn finished", 5*time.Minute, 20*time.Millisecond, func() bool { return agentTurnsDone(dir) >= 2 })
 	killedAt := time.Now()
 	callsBeforeResume := srv.CallsFor(offlinetask.TaskAgent) - refCalls
 	atts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))

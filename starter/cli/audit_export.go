@@ -104,7 +104,7 @@ func writeRowFolder(ctx context.Context, store cas.Store, runDir string, arms ma
 	}
 	k := row.Key()
 	refs := armRefs(runDir, arms, k)
-	patchRef := cas.Ref(row.String("patch_ref"))
+	patchRef := cas.Ref(row.String(specs.PatchRef.Name))
 	if patchRef == "" {
 		patchRef = refs.patch
 	}
@@ -114,7 +114,7 @@ func writeRowFolder(ctx context.Context, store cas.Store, runDir string, arms ma
 	if err := write(exportTestOutput, refs.testOutput, nil); err != nil {
 		return files, err
 	}
-	if status := row.String("grade_status"); refs.testOutput == "" && status != "" {
+	if status := row.String(specs.GradeStatus.Name); refs.testOutput == "" && status != "" {
 		// Graded without running tests (an empty patch, one that does not apply): the folder still says why.
 		note := fmt.Sprintf("ctxlab: no test ran for this row: grade_status %s", status)
 		if reason := reasonOf(row); reason != "" {

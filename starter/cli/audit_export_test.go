@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
 
@@ -141,7 +142,7 @@ func TestAuditExportOfSweep(t *testing.T) {
 		}
 		patch := read(exportPatch)
 		context := read(exportContext)
-		if resolved, _ := r.Bool(results.FieldResolved); resolved && !strings.Contains(patch, "+++ b/") {
+		if resolved, _ := r.Bool(specs.Resolved.Name); resolved && !strings.Contains(patch, "+++ b/") {
 			t.Errorf("%s: a resolved row's patch.diff holds no diff: %q", folder, patch)
 		}
 		// oracle_files shows the gold files whole: the files its patch edits are in its context.

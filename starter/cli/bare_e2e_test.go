@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/specs"
+	"ctxlab/testkit/e2e"
 )
 
 // bareEnv makes TestDemoOnBareMachine fail, instead of skip, where it cannot hide the Python packages (scripts/test
@@ -92,11 +94,11 @@ exec "$@"`
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("the demo did not finish in 10 minutes; stderr:\n%s", tailOf(errb.String(), 4000))
+		t.Fatalf("the demo did not finish in 10 minutes; stderr:\n%s", e2e.Tail(errb.String(), 4000))
 	}
 	if err != nil {
 		t.Fatalf("the demo on a bare machine (%s hidden): %v\nstdout:\n%s\nstderr:\n%s", strings.Join(dirs, ", "), err,
-			out.String(), tailOf(errb.String(), 8000))
+			out.String(), e2e.Tail(errb.String(), 8000))
 	}
 	rows := readRows(t, filepath.Join(runs, "demo", "results.jsonl"))
 	if len(rows) != 242 {
@@ -109,7 +111,7 @@ exec "$@"`
 		}
 		if k.Instance == "acme__tablefmt-1" {
 			python++
-			if resolved, _ := r.Bool(results.FieldResolved); k.Method == "oracle_files" && !resolved {
+			if resolved, _ := r.Bool(specs.Resolved.Name); k.Method == "oracle_files" && !resolved {
 				t.Errorf("%v: not resolved with the gold files in its context: %v", k, r)
 			}
 		}

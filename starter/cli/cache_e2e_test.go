@@ -2,9 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"io/fs"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -14,6 +12,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/runlog"
+	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -139,23 +138,12 @@ func TestSpendCapCacheAndNewAblation(t *testing.T) {
 // grepTree counts the files under root that contain s (each is logged), and the files it read.
 func grepTree(t *testing.T, root, s string) (found, read int) {
 	t.Helper()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	e2e.EachFile(t, root, func(path string, b []byte) {
 		read++
 		if bytes.Contains(b, []byte(s)) {
 			t.Logf("%s contains it", path)
 			found++
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return found, read
 }

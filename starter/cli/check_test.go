@@ -14,6 +14,7 @@ import (
 	"ctxlab/demobench"
 	"ctxlab/internal/cluster"
 	"ctxlab/testkit/dockertest"
+	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeanthropic"
 	"ctxlab/testkit/fakeopenai"
 )
@@ -45,7 +46,8 @@ func runMain(args ...string) (int, string, string) {
 func TestCheckPaperWithNothing(t *testing.T) {
 	checkEnv(t)
 	start := time.Now()
-	code, stdout, stderr := runMain("check", filepath.Join(repoRoot(t), "specs", "paper.jsonnet"), "--runs", t.TempDir())
+	paper := filepath.Join(e2e.RepoRoot(t), "specs", "paper.jsonnet")
+	code, stdout, stderr := runMain("check", paper, "--runs", t.TempDir())
 	took := time.Since(start)
 	if code != exitUsage {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"ctxlab/starter/embedded"
+	"ctxlab/testkit/e2e"
 	"ctxlab/workflows"
 )
 
@@ -150,24 +150,6 @@ func waitWhileRunning(ctx context.Context, t *testing.T, exited <-chan error, wh
 	}
 }
 
-// lockedBuffer is a bytes.Buffer a process writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestAttachedStarterTakesOver: a second starter attached to a first's server must finish the sweep when the first
 // is killed mid-sweep: it sees the server go, takes the run's lock, starts the server itself and resumes the sweep
 // with its own workers, every row written once. Before, it waited on the dead server until its calls timed out and
@@ -181,8 +163,8 @@ func TestAttachedStarterTakesOver(t *testing.T) {
 	defer cancel()
 	first, exited := startWorking(ctx, t, spec, runs, "takeover", nil, nil)
 	second := starter(ctx, t, "run", spec, "--runs", runs)
-	var out2 lockedBuffer
-	var err2 lockedBuffer
+	var out2 e2e.SyncBuffer
+	var err2 e2e.SyncBuffer
 	second.Stdout, second.Stderr = &out2, &err2
 	if err := second.Start(); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,12 +15,14 @@ import (
 	"ctxlab/demobench"
 	"ctxlab/internal/images"
 	"ctxlab/results"
+	"ctxlab/specs"
 	"ctxlab/testkit/dockertest"
+	"ctxlab/testkit/e2e"
 )
 
 // dockerDemoSpec is the path of specs/demo-docker.jsonnet.
 func dockerDemoSpec(t *testing.T) string {
-	return filepath.Join(repoRoot(t), "specs", "demo-docker.jsonnet")
+	return filepath.Join(e2e.RepoRoot(t), "specs", "demo-docker.jsonnet")
 }
 
 // Done when: `starter images build` + a spec with grading.executor 'docker' grades the demo in a sweep, offline, in
@@ -92,7 +93,7 @@ func TestDockerSweepGradesDemo(t *testing.T) {
 		if k.Method == "oracle_files" && !applied {
 			t.Errorf("row %v: the oracle's patch did not apply: %v", k, r)
 		}
-		if v, _ := r.Bool(results.FieldResolved); v {
+		if v, _ := r.Bool(specs.Resolved.Name); v {
 			resolved[k.Method]++
 		}
 	}
@@ -177,32 +178,18 @@ func TestImagesBuildRemovesContainersOfKilledBuilders(t *testing.T) {
 	}
 	cmd := starter(t.Context(), t, "images", "build", "--dataset", bench.File, "--namespace", namespace,
 		"--instances", id, "--rebuild", "--docker", wrapper)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var builderOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &builderOut, &builderOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	builder := e2e.StartGroup(t, "builder", cmd) // a kill takes the builder and its stuck docker
 	pid := cmd.Process.Pid
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	killGroup := func() { // the builder and its stuck docker
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-exited
-	}
-	defer killGroup()
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if _, err := os.Stat(marker); err == nil {
 			break
 		}
-		select {
-		case <-exited:
-			t.Fatalf("the builder exited before docker commit:\n%s", builderOut.String())
-		default:
+		if builder.Exited() {
+			t.Fatalf("the builder exited before docker commit:\n%s", builder.Out.String())
 		}
 		if time.Now().After(deadline) {
-			killGroup()
-			t.Fatalf("the builder never reached docker commit:\n%s", builderOut.String())
+			builder.Kill()
+			t.Fatalf("the builder never reached docker commit:\n%s", builder.Out.String())
 		}
 	}
 	left := buildContainersOf(t, bin, pid)
@@ -213,7 +200,7 @@ func TestImagesBuildRemovesContainersOfKilledBuilders(t *testing.T) {
 	if removed, err := executor.RemoveStaleContainers(t.Context(), bin); err != nil || slices.Contains(removed, left[0]) {
 		t.Fatalf("the container of a live builder was removed (%v, %v)", removed, err)
 	}
-	killGroup()
+	builder.Kill()
 	if still := buildContainersOf(t, bin, pid); len(still) != 1 {
 		t.Fatalf("after the SIGKILL the container should still be there (nothing removed it): %v", still)
 	}

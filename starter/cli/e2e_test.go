@@ -16,11 +16,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/specs"
+	"ctxlab/testkit/e2e"
 )
 
 // The end-to-end tests run the starter as a subprocess, the way a researcher does: the test binary re-executes
@@ -69,18 +70,8 @@ func starter(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// repoRoot is the module root, where specs/ lives.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(wd, "..", "..")
-}
-
 // demoSpec is the path of specs/demo.jsonnet.
-func demoSpec(t *testing.T) string { return filepath.Join(repoRoot(t), "specs", "demo.jsonnet") }
+func demoSpec(t *testing.T) string { return filepath.Join(e2e.RepoRoot(t), "specs", "demo.jsonnet") }
 
 // referenceMethods keeps only the demo's two reference methods (no_source, oracle_files), which keeps a test quick,
 // and hides the demo's budget anchor (cq2care), which they leave out.
@@ -89,12 +80,7 @@ const referenceMethods = "methods: super.methods[0:2], anchor:: null"
 // demoVariant writes a spec that is the demo spec with overrides (a Jsonnet object) applied, and returns its path.
 func demoVariant(t *testing.T, overrides string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "variant.jsonnet")
-	src := "(import '" + demoSpec(t) + "') + " + overrides + "\n"
-	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return e2e.DemoVariant(t, filepath.Join(t.TempDir(), "variant.jsonnet"), overrides)
 }
 
 func runStarter(t *testing.T, timeout time.Duration, args ...string) (stdout, stderr string, code int) {
@@ -134,22 +120,7 @@ func startStarter(t *testing.T, timeout time.Duration, args ...string) (wait fun
 // readRows returns the rows of a run keyed by (instance, method, model), without fields that measure time.
 func readRows(t *testing.T, path string) map[results.Key]results.Row {
 	t.Helper()
-	rows, bad, err := results.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(bad) > 0 {
-		t.Fatalf("%s has unreadable lines: %+v", path, bad)
-	}
-	out := map[results.Key]results.Row{}
-	for _, r := range rows {
-		if _, dup := out[r.Key()]; dup {
-			t.Errorf("row %v written twice", r.Key())
-		}
-		delete(r, "grade_seconds")
-		out[r.Key()] = r
-	}
-	return out
+	return e2e.ReadRows(t, path, "grade_seconds")
 }
 
 func TestDemoSweepEndToEnd(t *testing.T) {
@@ -175,35 +146,35 @@ func TestDemoSweepEndToEnd(t *testing.T) {
 		if r[results.FieldError] != nil {
 			t.Errorf("row %v has error %v", k, r[results.FieldError])
 		}
-		resolved, _ := r.Bool(results.FieldResolved)
+		resolved, _ := r.Bool(specs.Resolved.Name)
 		switch k.Method {
 		case "oracle_files":
 			if !resolved {
 				t.Errorf("oracle_files did not resolve %s: %v", k.Instance, r)
 			}
-			if rho, _ := r.Float(results.FieldRho); rho != 1 {
+			if rho, _ := r.Float(specs.Rho.Name); rho != 1 {
 				t.Errorf("oracle_files rho = %v on %s", rho, k.Instance)
 			}
-			if eps, _ := r.Float(results.FieldEpsilon); eps != 1 {
+			if eps, _ := r.Float(specs.Epsilon.Name); eps != 1 {
 				t.Errorf("oracle_files epsilon = %v on %s", eps, k.Instance)
 			}
 		case "no_source":
 			if resolved {
 				t.Errorf("no_source resolved %s", k.Instance)
 			}
-			if tok, _ := r.Float(results.FieldContextTokens); tok != 0 {
+			if tok, _ := r.Float(specs.ContextTokens.Name); tok != 0 {
 				t.Errorf("no_source shows %v tokens of source", tok)
 			}
 		case "cq2care", "cq2care_no_evidence", "cq2care_single_sample", "cq2care_patch_resample":
 			if resolved {
 				cq2careResolved[k.Method]++
 			}
-			calls, _ := r.Float(results.FieldModelCalls)
+			calls, _ := r.Float(specs.ModelCalls.Name)
 			if want := map[bool]float64{true: 4, false: 5}[k.Method == "cq2care_no_evidence"]; calls != want {
-				t.Errorf("%v: model_calls %v, want %v", k, r[results.FieldModelCalls], want)
+				t.Errorf("%v: model_calls %v, want %v", k, r[specs.ModelCalls.Name], want)
 			}
-			for _, f := range []string{results.FieldFilesSelected, results.FieldFallback, results.FieldLocF1,
-				results.FieldPromptTokens, results.FieldCostUSD} {
+			for _, f := range []string{specs.FilesSelected.Name, specs.Fallback.Name, specs.LocF1.Name,
+				specs.PromptTokens.Name, specs.CostUSD.Name} {
 				if r[f] == nil {
 					t.Errorf("%v lacks %s", k, f)
 				}
@@ -310,28 +281,9 @@ func TestCrashResume(t *testing.T) {
 	attempts := filepath.Join(dir, "attempts.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := starter(ctx, t, "run", spec, "--runs", runs, "--quiet")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// Kill once some issues have written their rows and others are still running.
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("sweep made no progress; stderr:\n%s", errb.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-		if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil && len(rs) >= 2 {
-			break
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	e2e.KillWhen(t, starter(ctx, t, "run", spec, "--runs", runs, "--quiet"), "sweep made no progress",
+		5*time.Minute, 100*time.Millisecond, func() bool { return e2e.RowCount(filepath.Join(dir, "results.jsonl")) >= 2 })
 	killedAt := time.Now()
 	doneBeforeKill := map[string]bool{}
 	for _, e := range readAttempts(t, attempts) {
@@ -339,10 +291,7 @@ func TestCrashResume(t *testing.T) {
 			doneBeforeKill[e.Instance+"/"+e.Node] = true
 		}
 	}
-	rowsBefore := 0
-	if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil {
-		rowsBefore = len(rs)
-	}
+	rowsBefore := e2e.RowCount(filepath.Join(dir, "results.jsonl"))
 	if _, stderr, code := reference(); code != 0 {
 		t.Fatalf("reference run: exit %d\n%s", code, stderr)
 	}

@@ -206,7 +206,7 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 			out[i] = g.grade(ctx, byID[p.InstanceID], p)
 			ev := log.Info().Str("instance", p.InstanceID).Str("model", p.ModelNameOrPath)
 			// A row that failed before grading has no grade_status: it says its error's kind instead of null.
-			if status := out[i].String("grade_status"); status != "" {
+			if status := out[i].String(specs.GradeStatus.Name); status != "" {
 				ev = ev.Str("status", status)
 			}
 			if out[i].String(results.FieldError) != "" {
@@ -342,7 +342,7 @@ func datasetPredictions(rows []swebench.Instance, mode string) []predictions.Pre
 func reportValidation(mode string, rows []results.Row, stdout io.Writer) int {
 	var bad []results.Row
 	for _, r := range rows {
-		resolved, _ := r.Bool(results.FieldResolved)
+		resolved, _ := r.Bool(specs.Resolved.Name)
 		if resolved != (mode == validateGold) {
 			bad = append(bad, r)
 		}
@@ -362,7 +362,7 @@ func reportValidation(mode string, rows []results.Row, stdout io.Writer) int {
 		fmt.Fprintf(stdout, "; these instances' FAIL_TO_PASS tests pass without a fix:\n")
 	}
 	for _, r := range bad {
-		status := r.String("grade_status")
+		status := r.String(specs.GradeStatus.Name)
 		if status == "" && r.String(results.FieldError) != "" {
 			status = "error"
 		}
@@ -373,7 +373,7 @@ func reportValidation(mode string, rows []results.Row, stdout io.Writer) int {
 
 // reasonOf is the first line of whatever explains a row's status, shortened for a summary line.
 func reasonOf(r results.Row) string {
-	for _, f := range []string{results.FieldError, "grade_error", "grade_build_error", "grade_note"} {
+	for _, f := range []string{results.FieldError, specs.GradeError.Name, specs.GradeBuildError.Name, specs.GradeNote.Name} {
 		if text := strings.TrimSpace(r.String(f)); text != "" {
 			line, _, _ := strings.Cut(text, "\n")
 			if len(line) > 160 {
@@ -384,7 +384,7 @@ func reasonOf(r results.Row) string {
 	}
 	// Otherwise the listed tests that did not pass say it.
 	var parts []string
-	for _, f := range []string{"tests_missing", "tests_failed", "tests_skipped"} {
+	for _, f := range []string{specs.TestsMissing.Name, specs.TestsFailed.Name, specs.TestsSkipped.Name} {
 		if names := stringsOf(r[f]); len(names) > 0 {
 			more := ""
 			if len(names) > 5 {
@@ -424,8 +424,8 @@ type grader struct {
 func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions.Prediction) results.Row {
 	model, method := predictions.SplitModelName(p.ModelNameOrPath)
 	row := results.Row{results.FieldInstance: inst.InstanceID, results.FieldMethod: method, results.FieldModel: model,
-		results.FieldContextTokens: nil, results.FieldRho: nil, results.FieldEpsilon: nil,
-		results.FieldPatchApplied: false, results.FieldResolved: false, results.FieldError: nil}
+		specs.ContextTokens.Name: nil, specs.Rho.Name: nil, specs.Epsilon.Name: nil,
+		specs.PatchApplied.Name: false, specs.Resolved.Name: false, results.FieldError: nil}
 	fail := func(err error) results.Row {
 		row[results.FieldError] = errorText(err)
 		return row
@@ -457,7 +457,7 @@ func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions
 		row[k] = v
 	}
 	// As the measure step defines it: the patch applies strictly (git apply).
-	row[results.FieldPatchApplied] = out.Row["patch_apply"] == string(diff.Applied)
+	row[specs.PatchApplied.Name] = out.Row[specs.PatchApply.Name] == string(diff.Applied)
 	return row
 }
 

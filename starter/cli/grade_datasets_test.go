@@ -13,6 +13,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/results"
+	"ctxlab/specs"
 )
 
 // hfParquetRow is a SWE-bench row as the Hugging Face download lays it out: test lists as JSON-encoded strings.
@@ -139,7 +140,7 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 			code, out, rows := grade(c.dataset, mode, c.name+"-"+mode)
 			resolved := 0
 			for _, r := range rows {
-				if v, _ := r.Bool(results.FieldResolved); v {
+				if v, _ := r.Bool(specs.Resolved.Name); v {
 					resolved++
 				}
 				// Empty means no fix, with the tests run: a FAIL_TO_PASS test that passes without the fix must show.

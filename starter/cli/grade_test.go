@@ -13,6 +13,7 @@ import (
 	"ctxlab/demobench"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
+	"ctxlab/specs"
 )
 
 // demoTestCmd is the --test-cmd of the demo's grading (specs/demo.jsonnet's grading.test_cmd): its Python tests are
@@ -82,7 +83,7 @@ func TestGradeGoldAndEmptyPredictions(t *testing.T) {
 		}
 		resolved := 0
 		for _, r := range rows {
-			if v, _ := r.Bool(results.FieldResolved); v {
+			if v, _ := r.Bool(specs.Resolved.Name); v {
 				resolved++
 			}
 			for _, f := range results.Required {

@@ -12,6 +12,7 @@ import (
 	"ctxlab/internal/images"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
+	"ctxlab/specs"
 	"ctxlab/testkit/dockertest"
 )
 
@@ -106,7 +107,7 @@ func TestImagesBuildThenGradeDemoInDocker(t *testing.T) {
 		}
 		resolved := 0
 		for _, r := range rows {
-			if v, _ := r.Bool(results.FieldResolved); v {
+			if v, _ := r.Bool(specs.Resolved.Name); v {
 				resolved++
 			} else if c.name == "gold" {
 				t.Errorf("gold of %s not resolved: %v", r.String(results.FieldInstance), r)

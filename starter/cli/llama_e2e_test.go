@@ -23,6 +23,7 @@ import (
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/llamaserver"
 	"ctxlab/workflows"
 )
@@ -329,8 +330,8 @@ func checkRowsUsage(t *testing.T, rows map[results.Key]results.Row, plan *specs.
 				want.CompletionTokens += u.CompletionTokens
 			}
 		}
-		pt, _ := r.Float(results.FieldPromptTokens)
-		ct, _ := r.Float(results.FieldCompletionTokens)
+		pt, _ := r.Float(specs.PromptTokens.Name)
+		ct, _ := r.Float(specs.CompletionTokens.Name)
 		got := llm.Usage{PromptTokens: int(pt), CompletionTokens: int(ct)}
 		switch {
 		case r[results.FieldError] == nil && got != want:
@@ -365,41 +366,21 @@ func llamaSweep(t *testing.T, rec *answerRecorder, timeout time.Duration, args .
 	statuses, bodies := rec.chatAnswers()
 	if ctx.Err() != nil {
 		t.Fatalf("the sweep against llama-server did not finish in %s (chat answers by status: %v; last errors: %q); "+
-			"stderr's end:\n%s", timeout, statuses, lastOf(bodies, 3), tailOf(errb.String(), 4000))
+			"stderr's end:\n%s", timeout, statuses, lastOf(bodies, 3), e2e.Tail(errb.String(), 4000))
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
 	if code != exitOK && code != exitRowErrors {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), tailOf(errb.String(), 8000))
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), e2e.Tail(errb.String(), 8000))
 	}
 	t.Logf("sweep finished in %s, exit %d; chat answers by status: %v", time.Since(start).Round(time.Second), code,
 		statuses)
 	return out.String(), errb.String()
 }
 
-// syncBuffer is a bytes.Buffer that a command writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func lastOf(s []string, n int) []string { return s[max(0, len(s)-n):] }
-
-func tailOf(s string, n int) string { return s[max(0, len(s)-n):] }
 
 // checkRowErrors holds the rows' errors against what a working local server can cause: none waits on an outage
 // (the endpoint answered every call), a prompt longer than the context is a context_length row, and no other row
@@ -476,7 +457,7 @@ func TestLlamaDemoSweep(t *testing.T) {
 			t.Errorf("%v: %v tool calls in %v turns, stop %q: this model makes no tool call", k, calls, turns,
 				r.String("agent_stop"))
 		}
-		if resolved, _ := r.Bool(results.FieldResolved); resolved {
+		if resolved, _ := r.Bool(specs.Resolved.Name); resolved {
 			t.Errorf("%v: resolved by a model that writes children's stories", k)
 		}
 	}
@@ -503,7 +484,7 @@ func TestLlamaKilledSweepResumes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), llamaSweepTimeout)
 	defer cancel()
 	cmd := starter(ctx, t, args...)
-	var errb syncBuffer
+	var errb e2e.SyncBuffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -518,10 +499,10 @@ func TestLlamaKilledSweepResumes(t *testing.T) {
 			statuses, bodies := rec.chatAnswers()
 			t.Fatalf("waited %s for 4 paid calls to kill the sweep after, and %d came (chat answers by status: %v; "+
 				"last errors: %q); stderr's end:\n%s", llamaSweepTimeout, paid, statuses, lastOf(bodies, 3),
-				tailOf(errb.String(), 4000))
+				e2e.Tail(errb.String(), 4000))
 		case err := <-exited:
 			t.Fatalf("the sweep ended (%v) before 4 calls were paid (%d were), so there was nothing to kill; "+
-				"stderr's end:\n%s", err, paid, tailOf(errb.String(), 4000))
+				"stderr's end:\n%s", err, paid, e2e.Tail(errb.String(), 4000))
 		case <-time.After(200 * time.Millisecond):
 		}
 		calls, _, _ := runlog.Read[runlog.Call](filepath.Join(dir, runlog.CallsFile))
@@ -598,7 +579,7 @@ func TestLlamaDenseFunction(t *testing.T) {
 	total := 0
 	for k, r := range rows {
 		tok, _ := r.Float("embedding_tokens")
-		shown, _ := r.Float(results.FieldChunksShown)
+		shown, _ := r.Float(specs.ChunksShown.Name)
 		total += int(tok)
 		if r.String("error") == "" && shown < 1 {
 			t.Errorf("%v: %v chunks shown", k, shown)

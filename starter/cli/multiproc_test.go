@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/results"
+	"ctxlab/testkit/e2e"
 )
 
 var (
@@ -31,7 +31,7 @@ func buildWorker(t *testing.T) string {
 	workerOnce.Do(func() {
 		bin := filepath.Join(sharedDir, "worker")
 		cmd := exec.Command("go", "build", "-o", bin, "./worker")
-		cmd.Dir = repoRoot(t)
+		cmd.Dir = e2e.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			workerErr = fmt.Errorf("building the worker: %v\n%s", err, out)
 			return
@@ -158,10 +158,7 @@ func TestSweepAcrossProcesses(t *testing.T) {
 	}
 	<-grader.done
 	before := grades(attempts)
-	rowsBefore := 0
-	if rs, _, err := results.ReadFile(filepath.Join(dir, "results.jsonl")); err == nil {
-		rowsBefore = len(rs)
-	}
+	rowsBefore := e2e.RowCount(filepath.Join(dir, "results.jsonl"))
 	time.Sleep(time.Second)
 	startProc(t, "worker grade (restarted)", gradeCmd())
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -46,10 +47,10 @@ func TestOpenAIDemoSweep(t *testing.T) {
 		if k.Model != "gpt-4o-mini" {
 			t.Errorf("%v: model %q", k, k.Model)
 		}
-		calls, _ := r.Float(results.FieldModelCalls)
-		pt, _ := r.Float(results.FieldPromptTokens)
-		ct, _ := r.Float(results.FieldCompletionTokens)
-		cost, _ := r.Float(results.FieldCostUSD)
+		calls, _ := r.Float(specs.ModelCalls.Name)
+		pt, _ := r.Float(specs.PromptTokens.Name)
+		ct, _ := r.Float(specs.CompletionTokens.Name)
+		cost, _ := r.Float(specs.CostUSD.Name)
 		want := 1.0 // the patch
 		switch k.Method {
 		case "cq2care", "cq2care_single_sample", "cq2care_patch_resample":

@@ -368,7 +368,7 @@ func reportDetails(ctx context.Context, dir string, store cas.Store, e *specs.Ex
 				d.ContextFiles = c.Files()
 			}
 		}
-		patchRef := cas.Ref(row.String("patch_ref"))
+		patchRef := cas.Ref(row.String(specs.PatchRef.Name))
 		if out, ok := activities.ReadNodeMemo(dir, id.Instance, an.patch); patchRef == "" && ok {
 			patchRef = out.Ref
 		}

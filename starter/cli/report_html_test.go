@@ -16,6 +16,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/e2e"
 )
 
 // Hostile stored objects: a patch that closes the <pre> it is shown in and opens a script, a test log with an
@@ -83,9 +84,9 @@ func htmlRunFolder(t *testing.T, runs string, instances, methods []string) {
 			memo(inst, keys["grade"], logRef)
 			resolved := (ii+mi)%2 == 0
 			rows = append(rows, results.Row{results.FieldInstance: inst, results.FieldMethod: arm.Method,
-				results.FieldModel: "offline", results.FieldResolved: resolved, results.FieldPatchApplied: true,
-				results.FieldRho: 0.5 + 0.5*float64(mi), results.FieldEpsilon: 1.0,
-				results.FieldContextTokens: 1000.0 + float64(100*ii), results.FieldError: nil,
+				results.FieldModel: "offline", specs.Resolved.Name: resolved, specs.PatchApplied.Name: true,
+				specs.Rho.Name: 0.5 + 0.5*float64(mi), specs.Epsilon.Name: 1.0,
+				specs.ContextTokens.Name: 1000.0 + float64(100*ii), results.FieldError: nil,
 				"patch_ref": string(patchRef), "grade_status": "ran"})
 		}
 	}
@@ -149,7 +150,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 	}
 	// The attack is visible as text and did nothing: no script or img element came from a row, the title stands.
 	if strings.Contains(dom, "<script") || strings.Contains(dom, `<img src="x"`) {
-		t.Errorf("hostile content became markup:\n%s", tail(dom, 3000))
+		t.Errorf("hostile content became markup:\n%s", e2e.Tail(dom, 3000))
 	}
 	if !strings.Contains(dom, "&lt;/pre&gt;&lt;script&gt;document.title='pwned-patch'&lt;/script&gt;") {
 		t.Errorf("the hostile patch is not shown as text")

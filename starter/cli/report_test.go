@@ -49,11 +49,11 @@ func TestReportCommand(t *testing.T) {
 			rho := m.rho + 0.2*(r.Float64()-0.5)
 			eps := m.eps - 0.1*r.Float64()
 			row := results.Row{results.FieldInstance: fmt.Sprintf("i%02d", i), results.FieldMethod: m.name,
-				results.FieldModel: "offline", results.FieldRho: rho, results.FieldEpsilon: eps,
-				results.FieldContextTokens: 1000 + r.Float64()*500, results.FieldPatchApplied: true,
-				results.FieldError: nil, results.FieldResolved: r.Float64() < rho*eps}
+				results.FieldModel: "offline", specs.Rho.Name: rho, specs.Epsilon.Name: eps,
+				specs.ContextTokens.Name: 1000 + r.Float64()*500, specs.PatchApplied.Name: true,
+				results.FieldError: nil, specs.Resolved.Name: r.Float64() < rho*eps}
 			if m.name == "newbie" {
-				row[results.FieldResolved] = nil // measured, not graded yet
+				row[specs.Resolved.Name] = nil // measured, not graded yet
 			}
 			rows = append(rows, row)
 		}
@@ -88,9 +88,9 @@ func TestReportCommand(t *testing.T) {
 	// Grade newbie: a later results file of the same run (the new sweep of the full spec).
 	for _, row := range rows {
 		if row.String(results.FieldMethod) == "newbie" {
-			rho, _ := row.Float(results.FieldRho)
-			eps, _ := row.Float(results.FieldEpsilon)
-			row[results.FieldResolved] = r.Float64() < rho*eps
+			rho, _ := row.Float(specs.Rho.Name)
+			eps, _ := row.Float(specs.Epsilon.Name)
+			row[specs.Resolved.Name] = r.Float64() < rho*eps
 		}
 	}
 	if err := os.Remove(store.Path); err != nil {

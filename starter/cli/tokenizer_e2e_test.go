@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/specs"
+	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/llamaserver"
 )
 
@@ -47,7 +49,7 @@ func TestTokenizerEndpointFit(t *testing.T) {
 			"--quiet", "--no-check")
 		if code != 0 {
 			t.Fatalf("starter run (tokenizer %s): exit %d\nstdout:\n%s\nstderr:\n%s", tokenizer, code, stdout,
-				tailOf(stderr, 4000))
+				e2e.Tail(stderr, 4000))
 		}
 		return readRows(t, filepath.Join(runs, name, "results.jsonl"))
 	}
@@ -65,14 +67,14 @@ func TestTokenizerEndpointFit(t *testing.T) {
 			t.Errorf("%v: errors %v / %v", k, r[results.FieldError], p[results.FieldError])
 			continue
 		}
-		if got := r.String(results.FieldTokenizer); got != endpoint {
+		if got := r.String(specs.Tokenizer.Name); got != endpoint {
 			t.Errorf("%v: tokenizer %q, want %q", k, got, endpoint)
 		}
-		if got := p.String(results.FieldTokenizer); got != "o200k_base" {
+		if got := p.String(specs.Tokenizer.Name); got != "o200k_base" {
 			t.Errorf("%v (pinned): tokenizer %q, want o200k_base", k, got)
 		}
-		ownTok, _ := r.Float(results.FieldContextTokens)
-		pinTok, _ := p.Float(results.FieldContextTokens)
+		ownTok, _ := r.Float(specs.ContextTokens.Name)
+		pinTok, _ := p.Float(specs.ContextTokens.Name)
 		// stories260K's vocabulary has 512 pieces: code costs it several times o200k_base's tokens.
 		if !(ownTok > 1.5*pinTok) {
 			t.Errorf("%v: %v tokens of the server's tokenizer, %v of o200k_base: not the server's count", k, ownTok,
@@ -85,25 +87,25 @@ func TestTokenizerEndpointFit(t *testing.T) {
 		for _, rows := range []struct {
 			fitted, anchor results.Row
 		}{{r, anchor}, {p, pinned[results.Key{Instance: k.Instance, Method: "oracle_files", Model: k.Model}]}} {
-			a, _ := rows.anchor.Float(results.FieldContextTokens)
-			b, _ := rows.fitted.Float(results.FieldBudgetAnchor)
+			a, _ := rows.anchor.Float(specs.ContextTokens.Name)
+			b, _ := rows.fitted.Float(specs.BudgetAnchorTokens.Name)
 			if a != b {
 				t.Errorf("%v (%s): the anchor measured %v tokens, the budget counted %v", k,
-					rows.fitted.String(results.FieldTokenizer), a, b)
+					rows.fitted.String(specs.Tokenizer.Name), a, b)
 			}
-			budget, _ := rows.fitted.Float(results.FieldBudget)
-			got, _ := rows.fitted.Float(results.FieldContextTokens)
-			if reached, _ := rows.fitted.Bool(results.FieldBudgetReached); reached && math.Abs(got-budget) > 0.02*budget {
+			budget, _ := rows.fitted.Float(specs.BudgetTokens.Name)
+			got, _ := rows.fitted.Float(specs.ContextTokens.Name)
+			if reached, _ := rows.fitted.Bool(specs.BudgetReached.Name); reached && math.Abs(got-budget) > 0.02*budget {
 				t.Errorf("%v (%s): budget reached, but %v tokens for a budget of %v", k,
-					rows.fitted.String(results.FieldTokenizer), got, budget)
+					rows.fitted.String(specs.Tokenizer.Name), got, budget)
 			}
 		}
-		ko, _ := r.Float(results.FieldBudgetKnob)
-		kp, _ := p.Float(results.FieldBudgetKnob)
+		ko, _ := r.Float(specs.BudgetKnob.Name)
+		kp, _ := p.Float(specs.BudgetKnob.Name)
 		if ko != kp {
 			differs++
 			t.Logf("%s %s: fitted to %v lines counting the server's tokens (budget %v), %v lines counting "+
-				"o200k_base (budget %v)", k.Instance, k.Method, ko, r[results.FieldBudget], kp, p[results.FieldBudget])
+				"o200k_base (budget %v)", k.Instance, k.Method, ko, r[specs.BudgetTokens.Name], kp, p[specs.BudgetTokens.Name])
 		}
 	}
 	if differs == 0 {

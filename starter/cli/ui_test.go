@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/testkit/e2e"
 )
 
 func TestParseUIFlags(t *testing.T) {
@@ -102,16 +103,9 @@ func headless(ctx context.Context, t *testing.T, bin, url string, extra ...strin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", extra, err, tail(errb.String(), 2000))
+		t.Fatalf("chromium %v: %v\n%s", extra, err, e2e.Tail(errb.String(), 2000))
 	}
 	return out.String()
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // TestWebUIShowsSweep runs a small sweep with --ui, then serves its folder with `starter ui` and loads the
@@ -194,21 +188,21 @@ func TestWebUIShowsSweep(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("DOM (tail):\n%s", tail(dom, 3000))
+		t.Logf("DOM (tail):\n%s", e2e.Tail(dom, 3000))
 	}
 
 	// A workflow's own page, as a click on the list opens it: behind the guard, its page route (the id encoded in
 	// it) and the API reads it makes (describe, history) must answer, so its type and its result show.
 	link := regexp.MustCompile(`href="([^"]*sweep%2Fuiview[^"]*)"`).FindStringSubmatch(dom)
 	if link == nil {
-		t.Fatalf("the workflow list links no page of sweep/uiview:\n%s", tail(dom, 3000))
+		t.Fatalf("the workflow list links no page of sweep/uiview:\n%s", e2e.Tail(dom, 3000))
 	}
 	detail := strings.TrimSuffix(u, "/namespaces/default/workflows") + strings.ReplaceAll(link[1], "&amp;", "&")
 	detailDOM := headless(ctx, t, bin, detail, "--dump-dom")
 	phase("workflow page loaded in chromium")
 	for _, want := range []string{"Workflow Type", ">Sweep<", "# ctxlab: uiview"} {
 		if !strings.Contains(detailDOM, want) {
-			t.Errorf("the page %s does not show %q; DOM (tail):\n%s", detail, want, tail(detailDOM, 3000))
+			t.Errorf("the page %s does not show %q; DOM (tail):\n%s", detail, want, e2e.Tail(detailDOM, 3000))
 		}
 	}
 

@@ -6,19 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +28,9 @@ import (
 	"ctxlab/internal/cluster"
 	"ctxlab/results"
 	"ctxlab/runlog"
+	"ctxlab/specs"
 	"ctxlab/starter/embedded"
+	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -48,8 +47,8 @@ const specOverrides = "{ name: 'fault', dataset+: { limit: 3 }, methods: super.m
 	"models: [super.models[0] + { price: { input: 2.5, output: 10 } }] }"
 
 // varyingFields are row fields that legitimately differ between two runs of the same spec, so the comparison of a
-// killed sweep's rows with an uninterrupted sweep's skips them. results/row.go and the activities define no other
-// field that measures time, counts attempts or names a process:
+// killed sweep's rows with an uninterrupted sweep's skips them. The kinds' row fields (specs) and results/row.go
+// define no other field that measures time, counts attempts or names a process:
 //   - grade_seconds is the wall time the instance's tests took.
 var varyingFields = []string{"grade_seconds"}
 
@@ -72,16 +71,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// repoRoot is the module root, where specs/ and starter/ live.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(wd, "..", "..")
-}
-
 // starterBinary builds the starter once per test binary: a real process to kill, with its embedded Temporal server
 // inside it.
 func starterBinary(t *testing.T) string {
@@ -89,7 +78,7 @@ func starterBinary(t *testing.T) string {
 	buildOnce.Do(func() {
 		starterBin = filepath.Join(tmpRoot, "starter")
 		cmd := exec.Command("go", "build", "-o", starterBin, "./starter")
-		cmd.Dir = repoRoot(t)
+		cmd.Dir = e2e.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("building the starter: %v\n%s", err, out)
 		}
@@ -103,15 +92,11 @@ func starterBinary(t *testing.T) string {
 // writeSpec writes the demo spec with specOverrides and extra overrides (a Jsonnet object) into dir.
 func writeSpec(t *testing.T, dir, extra string) string {
 	t.Helper()
-	src := "(import '" + filepath.Join(repoRoot(t), "specs", "demo.jsonnet") + "') + " + specOverrides
+	overrides := specOverrides
 	if extra != "" {
-		src += " + " + extra
+		overrides += " + " + extra
 	}
-	p := filepath.Join(dir, "spec.jsonnet")
-	if err := os.WriteFile(p, []byte(src+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return e2e.DemoVariant(t, filepath.Join(dir, "spec.jsonnet"), overrides)
 }
 
 // fake is a fake endpoint behind a real HTTP server, answering as goldAnswer does.
@@ -134,8 +119,7 @@ func (f *fake) requestSet() map[string]bool {
 	defer f.mu.Unlock()
 	reqs := f.Requests()
 	for _, r := range reqs[f.read:] {
-		k := fmt.Sprintf("%s\x00%s\x00%v\x00%v\x00%s", r.Task(), r.Model, deref(r.Seed), deref(r.Temperature), r.Prompt())
-		f.seen[k] = true
+		f.seen[e2e.RequestKey(r)] = true
 	}
 	f.read = len(reqs)
 	return f.seen
@@ -159,13 +143,6 @@ func sameRequests(t *testing.T, f *fake, base *sweep) {
 			t.Errorf("the resumed sweep made a call the uninterrupted one did not: %.200q", k)
 		}
 	}
-}
-
-func deref[T any](p *T) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
 
 func newFake(t *testing.T, runDir string, opts ...fakeopenai.Option) *fake {
@@ -281,12 +258,7 @@ func keyCheck(repo, gold string) (string, error) {
 }
 
 // run is one starter process.
-type run struct {
-	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
-	done           chan struct{}
-	err            error
-}
+type run struct{ *e2e.Proc }
 
 // start starts the starter on spec with the run folder under runs, pointed at the fake endpoint with the key in its
 // environment only. It runs in its own process group, so a kill takes the test commands grading runs with it, as a
@@ -294,56 +266,21 @@ type run struct {
 func start(t *testing.T, spec, runs string, f *fake) *run {
 	t.Helper()
 	cmd := exec.Command(starterBinary(t), "run", spec, "--runs", runs, "--ext-str", "model=openai", "--quiet")
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "CTXLAB_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "OPENAI_BASE_URL="+f.url, "OPENAI_API_KEY="+key)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	r := &run{cmd: cmd, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the starter: %v", err)
-	}
-	go func() { r.err = cmd.Wait(); close(r.done) }()
-	t.Cleanup(func() { r.kill() })
-	return r
-}
-
-// kill sends SIGKILL to the starter's process group and waits for the starter to die.
-func (r *run) kill() {
-	select {
-	case <-r.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-	<-r.done
-}
-
-// exited reports whether the process ended on its own.
-func (r *run) exited() bool {
-	select {
-	case <-r.done:
-		return true
-	default:
-		return false
-	}
+	cmd.Env = append(e2e.EnvWithout("OPENAI_", "CTXLAB_"), "OPENAI_BASE_URL="+f.url, "OPENAI_API_KEY="+key)
+	return &run{e2e.StartGroup(t, "starter", cmd)}
 }
 
 // wait waits for the starter to finish, failing the test on a timeout or an exit other than 0.
 func (r *run) wait(t *testing.T, what string, timeout time.Duration) {
 	t.Helper()
 	select {
-	case <-r.done:
+	case <-r.Done:
 	case <-time.After(timeout):
-		r.kill()
-		t.Fatalf("%s did not finish in %s\nstderr:\n%s", what, timeout, r.stderr.String())
+		r.Kill()
+		t.Fatalf("%s did not finish in %s\noutput:\n%s", what, timeout, r.Out.String())
 	}
-	if r.err != nil {
-		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", what, r.err, r.stdout.String(), r.stderr.String())
+	if r.Err != nil {
+		t.Fatalf("%s: %v\noutput:\n%s", what, r.Err, r.Out.String())
 	}
 }
 
@@ -401,23 +338,23 @@ func runBaseline(t *testing.T) *sweep {
 	began := time.Now()
 	r := start(t, spec, runs, f)
 	select {
-	case <-r.done:
+	case <-r.Done:
 	case <-time.After(5 * time.Minute):
-		r.kill()
-		return &sweep{err: fmt.Errorf("the baseline run did not finish in 5 minutes\n%s", r.stderr.String())}
+		r.Kill()
+		return &sweep{err: fmt.Errorf("the baseline run did not finish in 5 minutes\n%s", r.Out.String())}
 	}
-	if r.err != nil {
-		return &sweep{err: fmt.Errorf("the baseline run: %v\n%s", r.err, r.stderr.String())}
+	if r.Err != nil {
+		return &sweep{err: fmt.Errorf("the baseline run: %v\n%s", r.Err, r.Out.String())}
 	}
 	s := &sweep{dir: filepath.Join(runs, "fault"), calls: f.Calls(), distinct: f.distinct(), perTask: countTasks(f),
 		duration: time.Since(began), requests: maps.Clone(f.requestSet())}
-	s.rows, s.err = readRows(filepath.Join(s.dir, "results.jsonl"))
+	s.rows, s.err = e2e.LoadRows(filepath.Join(s.dir, "results.jsonl"))
 	if s.err == nil && len(s.rows) != 6*3 {
 		s.err = fmt.Errorf("the baseline has %d rows, want 6 methods x 3 instances", len(s.rows))
 	}
 	resolved := 0
 	for _, r := range s.rows {
-		if ok, _ := r.Bool(results.FieldResolved); ok {
+		if ok, _ := r.Bool(specs.Resolved.Name); ok {
 			resolved++
 		}
 	}
@@ -430,66 +367,6 @@ func runBaseline(t *testing.T) *sweep {
 	t.Logf("baseline: %d paid calls (%d different) %v in %s; %d rows resolved, graded without the key", s.calls,
 		s.distinct, s.perTask, s.duration.Round(time.Millisecond), resolved)
 	return s
-}
-
-func readRows(path string) (map[results.Key]results.Row, error) {
-	rows, bad, err := results.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(bad) > 0 {
-		return nil, fmt.Errorf("%s has unreadable lines: %+v", path, bad)
-	}
-	out := map[results.Key]results.Row{}
-	for _, r := range rows {
-		if _, dup := out[r.Key()]; dup {
-			return nil, fmt.Errorf("%s: row %v written twice", path, r.Key())
-		}
-		out[r.Key()] = r
-	}
-	return out, nil
-}
-
-// sameRows reports every difference between two runs' rows, fields in varyingFields aside.
-func sameRows(t *testing.T, got, want map[results.Key]results.Row) {
-	t.Helper()
-	skip := map[string]bool{}
-	for _, f := range varyingFields {
-		skip[f] = true
-	}
-	for k, w := range want {
-		g, ok := got[k]
-		if !ok {
-			t.Errorf("row %v missing", k)
-			continue
-		}
-		for _, f := range unionKeys(g, w) {
-			if !skip[f] && !reflect.DeepEqual(g[f], w[f]) {
-				t.Errorf("row %v: %s = %v, uninterrupted run %v", k, f, g[f], w[f])
-			}
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("row %v is not in the uninterrupted run", k)
-		}
-	}
-}
-
-func unionKeys(a, b results.Row) []string {
-	seen := map[string]bool{}
-	for k := range a {
-		seen[k] = true
-	}
-	for k := range b {
-		seen[k] = true
-	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // seed is the kill points' seed: CTXLAB_FAULT_SEED when set, else the time.
@@ -627,10 +504,10 @@ func TestKilledSweepResumes(t *testing.T) {
 			kp.trigger = fmt.Sprintf("%s after the restart", delay.Round(time.Millisecond))
 		} else {
 			deadline := restarted.Add(restartPatience)
-			for f.distinct() < threshold && !r.exited() {
+			for f.distinct() < threshold && !r.Exited() {
 				if time.Now().After(deadline) {
-					t.Fatalf("restart %d reached no distinct call %d in %s (running %v)\nstderr:\n%s", i, threshold,
-						restartPatience, running(runDir, restarted), r.stderr.String())
+					t.Fatalf("restart %d reached no distinct call %d in %s (running %v)\noutput:\n%s", i, threshold,
+						restartPatience, running(runDir, restarted), r.Out.String())
 				}
 				time.Sleep(2 * time.Millisecond)
 			}
@@ -638,21 +515,21 @@ func TestKilledSweepResumes(t *testing.T) {
 			kp.trigger = fmt.Sprintf("distinct call %d + %s", threshold, delay.Round(time.Millisecond))
 		}
 		select {
-		case <-r.done:
+		case <-r.Done:
 		case <-time.After(delay):
 		}
-		if r.exited() {
-			if r.err != nil {
-				t.Fatalf("restart %d failed before its kill: %v\nstderr:\n%s", i, r.err, r.stderr.String())
+		if r.Exited() {
+			if r.Err != nil {
+				t.Fatalf("restart %d failed before its kill: %v\noutput:\n%s", i, r.Err, r.Out.String())
 			}
-			t.Fatalf("the sweep finished before kill %d (%s); the kill points assume it cannot\nstdout:\n%s",
-				i+1, kp.trigger, r.stdout.String())
+			t.Fatalf("the sweep finished before kill %d (%s); the kill points assume it cannot\noutput:\n%s",
+				i+1, kp.trigger, r.Out.String())
 		}
 		// Calls in flight at the kill, seen from the server: those being answered just before it, and those that
 		// arrived between that sample and the kill (counted once the process is gone and no call can arrive).
 		before, inFlight := f.Calls(), f.InFlight()
 		kp.running = running(runDir, restarted)
-		r.kill()
+		r.Kill()
 		kp.calls = f.Calls()
 		kp.serverInFlight = inFlight + kp.calls - before
 		// Seen from the run: calls the server received whose answers the killed process had not stored yet. On a
@@ -673,11 +550,11 @@ func TestKilledSweepResumes(t *testing.T) {
 	t.Logf("faulted run: 10 kills and 11 starts in %s (the uninterrupted run: %s)",
 		time.Since(began).Round(time.Millisecond), base.duration.Round(time.Millisecond))
 
-	rows, err := readRows(filepath.Join(runDir, "results.jsonl"))
+	rows, err := e2e.LoadRows(filepath.Join(runDir, "results.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameRows(t, rows, base.rows)
+	e2e.SameRows(t, rows, base.rows, varyingFields...)
 
 	inFlight := 0
 	for _, p := range points {
@@ -716,8 +593,8 @@ func TestKilledDuringPatchCall(t *testing.T) {
 	r := start(t, spec, runs, f)
 	deadline := time.Now().Add(3 * time.Minute)
 	for f.CallsFor("patch") < nth || f.InFlightFor("patch") == 0 {
-		if r.exited() {
-			t.Fatalf("the starter exited before patch call %d was in flight: %v\n%s", nth, r.err, r.stderr.String())
+		if r.Exited() {
+			t.Fatalf("the starter exited before patch call %d was in flight: %v\n%s", nth, r.Err, r.Out.String())
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("patch call %d never came", nth)
@@ -725,7 +602,7 @@ func TestKilledDuringPatchCall(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	before, inFlight, patchInFlight := f.Calls(), f.InFlight(), f.InFlightFor("patch")
-	r.kill()
+	r.Kill()
 	inFlight += f.Calls() - before // calls that arrived between the sample and the kill
 	t.Logf("killed with %d calls made, %d in flight (%d patch)", f.Calls(), inFlight, patchInFlight)
 	if inFlight != 1 || patchInFlight != 1 {
@@ -735,11 +612,11 @@ func TestKilledDuringPatchCall(t *testing.T) {
 
 	final := start(t, spec, runs, f)
 	final.wait(t, "the restart", 5*time.Minute)
-	rows, err := readRows(filepath.Join(runDir, "results.jsonl"))
+	rows, err := e2e.LoadRows(filepath.Join(runDir, "results.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameRows(t, rows, base.rows)
+	e2e.SameRows(t, rows, base.rows, varyingFields...)
 	calls := f.Calls()
 	t.Logf("paid calls: uninterrupted %d %v; killed during a patch call and resumed %d %v",
 		base.calls, base.perTask, calls, countTasks(f))
@@ -756,29 +633,18 @@ func TestKilledDuringPatchCall(t *testing.T) {
 func noKey(t *testing.T, runDir string, outputs []*run) {
 	t.Helper()
 	for i, r := range outputs {
-		if strings.Contains(r.stdout.String(), key) || strings.Contains(r.stderr.String(), key) {
+		if strings.Contains(r.Out.String(), key) {
 			t.Errorf("start %d printed the key", i+1)
 		}
 	}
 	checked, names := 0, map[string]bool{}
-	err := filepath.WalkDir(runDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	e2e.EachFile(t, runDir, func(path string, b []byte) {
 		checked++
-		names[d.Name()] = true
+		names[filepath.Base(path)] = true
 		if bytes.Contains(b, []byte(key)) {
 			t.Errorf("the API key is in %s", path)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, want := range []string{"temporal.db", "results.jsonl", runlog.AttemptsFile, "ctxlab.log", "temporal.log"} {
 		if !names[want] {
 			t.Errorf("the run folder has no %s, so it was not checked", want)

@@ -27,12 +27,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"ctxlab/internal/images"
+
+	"ctxlab/testkit/e2e"
 )
 
 // Facts of the model file.
@@ -137,7 +138,7 @@ type Options struct {
 type Server struct {
 	// URL is its base, http://127.0.0.1:PORT (the OpenAI API is under URL+"/v1").
 	URL  string
-	log  *syncBuffer // the server's output
+	log  *e2e.SyncBuffer // the server's output
 	cmd  *exec.Cmd
 	opts Options
 	done chan struct{}
@@ -145,24 +146,6 @@ type Server struct {
 
 // Output is what the server has printed so far.
 func (s *Server) Output() string { return s.log.String() }
-
-// syncBuffer is a bytes.Buffer safe for a writer and readers in other goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Require returns the model file and the server's folder (making it once), or ends the test: a skip, or under
 // CTXLAB_REQUIRE_LLAMA=1 a failure naming what is missing and how to provide it.
@@ -297,7 +280,7 @@ func start(root, model string, port int, o Options) (*Server, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/root", "LLAMA_ARG_THREADS=1"}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), log: &syncBuffer{}, cmd: cmd, opts: o,
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), log: &e2e.SyncBuffer{}, cmd: cmd, opts: o,
 		done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	// Pdeathsig follows the thread that started the server: that thread stays locked to the goroutine that waits

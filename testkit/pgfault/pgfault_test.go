@@ -4,26 +4,22 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"ctxlab/results"
+	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 	"ctxlab/testkit/pgtest"
 )
@@ -48,7 +44,7 @@ const callDelay = 700 * time.Millisecond
 const longOutage = 75 * time.Second
 
 // varyingFields are row fields that legitimately differ between two runs: grade_seconds is a wall time.
-var varyingFields = map[string]bool{"grade_seconds": true}
+var varyingFields = []string{"grade_seconds"}
 
 var tmpRoot string
 
@@ -63,15 +59,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(wd, "..", "..")
-}
-
 // build builds ./starter and ./worker with one go build (one link step each, run side by side by the go command).
 func build(root string) (starter, worker string, err error) {
 	cmd := exec.Command("go", "build", "-o", tmpRoot+string(filepath.Separator), "./starter", "./worker")
@@ -82,98 +69,31 @@ func build(root string) (starter, worker string, err error) {
 	return filepath.Join(tmpRoot, "starter"), filepath.Join(tmpRoot, "worker"), nil
 }
 
+// writeSpec writes the demo spec with specOverrides into dir.
 func writeSpec(t *testing.T, dir string) string {
 	t.Helper()
-	src := "(import '" + filepath.Join(repoRoot(t), "specs", "demo.jsonnet") + "') + " + specOverrides + "\n"
-	p := filepath.Join(dir, "spec.jsonnet")
-	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return e2e.DemoVariant(t, filepath.Join(dir, "spec.jsonnet"), specOverrides)
 }
 
-// syncBuffer is a process's output, read while the process writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// proc is one process of the deployment, in its own process group (a grade worker's test commands die with it).
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  syncBuffer
-	done chan struct{}
-	err  error
-}
-
-func startProc(t *testing.T, name string, env []string, bin string, args ...string) *proc {
+// startProc starts one process of the deployment in its own process group (a grade worker's test commands die
+// with it); its output is logged when the test fails.
+func startProc(t *testing.T, name string, env []string, bin string, args ...string) *e2e.Proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	p := e2e.StartGroup(t, name, cmd)
 	t.Cleanup(func() {
-		p.kill()
+		p.Kill()
 		if t.Failed() {
-			t.Logf("--- %s output (last 4000 bytes):\n%s", p.name, tail(p.out.String(), 4000))
+			t.Logf("--- %s output (last 4000 bytes):\n%s", p.Name, e2e.Tail(p.Out.String(), 4000))
 		}
 	})
 	return p
 }
 
-// kill sends SIGKILL to the process group and waits for the process to die.
-func (p *proc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
-}
-
 // env is the environment without the host's OpenAI and ctxlab settings, plus extra.
 func env(extra ...string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "CTXLAB_") && !strings.HasPrefix(kv, "TEMPORAL_") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, extra...)
+	return append(e2e.EnvWithout("OPENAI_", "CTXLAB_", "TEMPORAL_"), extra...)
 }
 
 // tracker stands in front of the fake endpoint and attributes each model call to the process that made it (through
@@ -215,7 +135,7 @@ func (tr *tracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.TaskName = r.Header.Get(fakeopenai.TaskHeader)
-	k := requestKey(req)
+	k := e2e.RequestKey(req)
 	tr.mu.Lock()
 	owner := socketOwner(r.RemoteAddr, tr.port, tr.owners)
 	if tr.inFlight[owner] == nil {
@@ -263,17 +183,6 @@ func (tr *tracker) distinct() int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return len(tr.asked)
-}
-
-func requestKey(r fakeopenai.ChatRequest) string {
-	return fmt.Sprintf("%s\x00%s\x00%v\x00%v\x00%s", r.Task(), r.Model, deref(r.Seed), deref(r.Temperature), r.Prompt())
-}
-
-func deref[T any](p *T) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
 
 // socketOwner names the process among owners that holds the client end of the connection from remote to the
@@ -341,74 +250,6 @@ func endpoint(t *testing.T) (*tracker, string) {
 	return tr, hs.URL + "/v1"
 }
 
-func readRows(t *testing.T, path string) map[results.Key]results.Row {
-	t.Helper()
-	rows, bad, err := results.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(bad) > 0 {
-		t.Fatalf("%s has unreadable lines: %+v", path, bad)
-	}
-	out := map[results.Key]results.Row{}
-	for _, r := range rows {
-		if _, dup := out[r.Key()]; dup {
-			t.Errorf("%s: row %v written twice", path, r.Key())
-		}
-		out[r.Key()] = r
-	}
-	return out
-}
-
-func rowCount(path string) int {
-	rows, _, _ := results.ReadFile(path)
-	return len(rows)
-}
-
-// sameRows reports every difference between two runs' rows (keys and every field but varyingFields).
-func sameRows(t *testing.T, got, want map[results.Key]results.Row) {
-	t.Helper()
-	for k, w := range want {
-		g, ok := got[k]
-		if !ok {
-			t.Errorf("row %v missing", k)
-			continue
-		}
-		fields := map[string]bool{}
-		for f := range g {
-			fields[f] = true
-		}
-		for f := range w {
-			fields[f] = true
-		}
-		for f := range fields {
-			if !varyingFields[f] && !reflect.DeepEqual(g[f], w[f]) {
-				t.Errorf("row %v: %s = %v, uninterrupted run %v", k, f, g[f], w[f])
-			}
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("row %v is not in the uninterrupted run", k)
-		}
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after timeout or when the starter exits first.
-func waitFor(t *testing.T, what string, timeout time.Duration, starter *proc, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if starter != nil && starter.exited() {
-			t.Fatalf("the starter exited (%v) before %s\n%s", starter.err, what, tail(starter.out.String(), 4000))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in %s", what, timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestServerKilledMidSweep is the cluster deployment's fault test; see the package comment. Kill points: the server
 // after 1/4 of the uninterrupted run's different calls (started again at once, as a supervisor would), llm worker A
 // while it holds a call once 2/5 are made, and the server again at 3/5, this time down for longOutage.
@@ -418,7 +259,7 @@ func TestServerKilledMidSweep(t *testing.T) {
 		starter, worker string
 		err             error
 	}
-	built, root := make(chan binaries, 1), repoRoot(t)
+	built, root := make(chan binaries, 1), e2e.RepoRoot(t)
 	go func() {
 		var b binaries
 		b.starter, b.worker, b.err = build(root)
@@ -445,21 +286,21 @@ func TestServerKilledMidSweep(t *testing.T) {
 	tr, url := endpoint(t)
 	runs := filepath.Join(dir, "runs")
 	runDir := filepath.Join(runs, "pgfault")
-	frontend, err := freePort()
+	frontend, err := e2e.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	address := net.JoinHostPort("127.0.0.1", strconv.Itoa(frontend))
 	serverLog := filepath.Join(dir, "temporal-server.log")
-	startServer := func(n int) *proc {
+	startServer := func(n int) *e2e.Proc {
 		t.Helper()
 		p := startProc(t, fmt.Sprintf("server (start %d)", n), env(), starterBin, "server", "--db",
 			pg.URL("temporal"), "--address", address, "--log", serverLog)
-		waitFor(t, fmt.Sprintf("server start %d", n), 2*time.Minute, nil, func() bool {
-			if p.exited() {
-				t.Fatalf("server start %d exited: %v\n%s", n, p.err, p.out.String())
+		e2e.WaitFor(t, fmt.Sprintf("server start %d", n), 2*time.Minute, nil, func() bool {
+			if p.Exited() {
+				t.Fatalf("server start %d exited: %v\n%s", n, p.Err, p.Out.String())
 			}
-			return strings.Contains(p.out.String(), "Temporal server at "+address)
+			return strings.Contains(p.Out.String(), "Temporal server at "+address)
 		})
 		return p
 	}
@@ -470,18 +311,18 @@ func TestServerKilledMidSweep(t *testing.T) {
 	startProc(t, "worker workflow,cpu,grade", workerEnv, workerBin, append(common, "--queues", "workflow,cpu,grade")...)
 	llmA := startProc(t, "llm worker A", workerEnv, workerBin, append(common, "--queues", "llm")...)
 	llmB := startProc(t, "llm worker B", workerEnv, workerBin, append(common, "--queues", "llm")...)
-	tr.own(llmA.cmd.Process.Pid, "A")
-	tr.own(llmB.cmd.Process.Pid, "B")
+	tr.own(llmA.Cmd.Process.Pid, "A")
+	tr.own(llmB.Cmd.Process.Pid, "B")
 
 	select {
-	case <-base.done:
+	case <-base.Done:
 	case <-time.After(4 * time.Minute):
 		t.Fatal("the uninterrupted run did not finish in 4 minutes")
 	}
-	if base.err != nil {
-		t.Fatalf("the uninterrupted run: %v\n%s", base.err, base.out.String())
+	if base.Err != nil {
+		t.Fatalf("the uninterrupted run: %v\n%s", base.Err, base.Out.String())
 	}
-	want := readRows(t, filepath.Join(baseRuns, "pgfault", "results.jsonl"))
+	want := e2e.ReadRows(t, filepath.Join(baseRuns, "pgfault", "results.jsonl"))
 	baseAsked := baseFake.askers()
 	baseCalls := baseFake.fake.Calls()
 	if len(want) != 2*3 || len(baseAsked) < 8 {
@@ -503,10 +344,10 @@ func TestServerKilledMidSweep(t *testing.T) {
 	n := len(baseAsked)
 	killServer := func(i, at int, down time.Duration) {
 		t.Helper()
-		waitFor(t, fmt.Sprintf("different call %d of %d", at, n), 3*time.Minute, starter,
+		e2e.WaitFor(t, fmt.Sprintf("different call %d of %d", at, n), 3*time.Minute, starter,
 			func() bool { return tr.distinct() >= at })
-		server.kill()
-		rows := rowCount(filepath.Join(runDir, "results.jsonl"))
+		server.Kill()
+		rows := e2e.RowCount(filepath.Join(runDir, "results.jsonl"))
 		t.Logf("server kill %d at %s: %d of %d different calls made, %d of %d rows written", i,
 			time.Since(sweepBegan).Round(time.Millisecond), tr.distinct(), n, rows, len(want))
 		if rows >= len(want) {
@@ -523,32 +364,32 @@ func TestServerKilledMidSweep(t *testing.T) {
 	killServer(1, n/4, 0)
 
 	// Worker A dies for good while it holds a model call.
-	waitFor(t, "a call held by llm worker A", 3*time.Minute, starter, func() bool {
+	e2e.WaitFor(t, "a call held by llm worker A", 3*time.Minute, starter, func() bool {
 		return tr.distinct() >= 2*n/5 && len(tr.holding("A")) > 0
 	})
 	held := tr.holding("A")
-	llmA.kill()
+	llmA.Kill()
 	t.Logf("llm worker A killed at %s holding %d call(s); %d of %d different calls made",
 		time.Since(sweepBegan).Round(time.Millisecond), len(held), tr.distinct(), n)
 
 	killServer(2, min(max(3*n/5, tr.distinct()+1), n), longOutage)
 
 	select {
-	case <-starter.done:
+	case <-starter.Done:
 	case <-time.After(4 * time.Minute):
 		t.Fatal("the sweep did not complete in 4 minutes after the last kill")
 	}
-	if starter.err != nil {
-		t.Fatalf("starter run --address: %v\n%s", starter.err, starter.out.String())
+	if starter.Err != nil {
+		t.Fatalf("starter run --address: %v\n%s", starter.Err, starter.Out.String())
 	}
 	t.Logf("faulted sweep finished in %s", time.Since(sweepBegan).Round(time.Second))
 	// The long outage outlasted the SDK's own result wait: the starter saw the server lost, and waited on.
-	if !strings.Contains(starter.out.String(), "lost the Temporal server") {
+	if !strings.Contains(starter.Out.String(), "lost the Temporal server") {
 		t.Errorf("the starter never reported the lost server, so the outage did not outlast its result wait:\n%s",
-			starter.out.String())
+			starter.Out.String())
 	}
 
-	sameRows(t, readRows(t, filepath.Join(runDir, "results.jsonl")), want)
+	e2e.SameRows(t, e2e.ReadRows(t, filepath.Join(runDir, "results.jsonl")), want, varyingFields...)
 
 	// Every request of the uninterrupted run, no other, each paid once but those worker A held when it died: each of
 	// them paid once more, by the survivor.
@@ -595,17 +436,4 @@ func TestServerKilledMidSweep(t *testing.T) {
 	}
 	t.Logf("calls: %d (uninterrupted %d); %d by worker B, %d by worker A before it died", calls, n, afterKill,
 		calls-afterKill)
-}
-
-// freePort picks the server's frontend port below Linux's ephemeral range, so no outgoing connection takes it as
-// its source port while the server is down between a kill and its restart.
-func freePort() (int, error) {
-	for range 100 {
-		port := 20000 + rand.IntN(12768)
-		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
-			l.Close()
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free port between 20000 and 32767")
 }

@@ -33,83 +33,16 @@ func Localize(in LocalizeInput, sample int) string {
 		k = 5
 	}
 	rng := rand.New(rand.NewPCG(seed(in.Issue), uint64(sample)+1))
-	query := map[string]float64{}
-	for _, w := range inventory.Words(in.Issue) {
-		query[w]++
-	}
-	terms := make([]string, 0, len(query))
-	for w := range query {
-		terms = append(terms, w)
-	}
-	sort.Strings(terms)
-	for _, w := range terms {
-		if rng.Float64() < 0.2 {
-			delete(query, w)
-		}
-	}
+	query := sampleQuery(in.Issue, rng)
 	idents := Identifiers(in.Issue)
-
-	type doc struct {
-		path   string
-		tf     map[string]int
-		length int
-		text   string
-	}
-	docs := make([]doc, 0, len(in.Paths))
-	df := map[string]int{}
-	total := 0
-	for _, p := range in.Paths {
-		text, _ := in.Read(p)
-		d := doc{path: p, tf: map[string]int{}, text: text}
-		for _, w := range inventory.Words(text) {
-			d.tf[w]++
-			d.length++
-		}
-		for w := range d.tf {
-			df[w]++
-		}
-		total += d.length
-		docs = append(docs, d)
-	}
-	if len(docs) == 0 {
+	c := readCorpus(in)
+	if len(c.docs) == 0 {
 		return "I could not find any file to change: the repository listing was empty.\n"
 	}
-	avg := math.Max(1, float64(total)/float64(len(docs)))
-	n := float64(len(docs))
-	type scored struct {
-		path  string
-		score float64
-	}
-	out := make([]scored, 0, len(docs))
-	for _, d := range docs {
-		s := 0.0
-		for w, qf := range query {
-			tf := float64(d.tf[w])
-			if tf == 0 {
-				continue
-			}
-			idf := math.Log(1 + (n-float64(df[w])+0.5)/(float64(df[w])+0.5))
-			s += math.Min(qf, 3) * idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(d.length)/avg))
-		}
-		// A file named after a word the issue keeps using is a strong lexical hint.
-		for w := range inventory.Set(d.path) {
-			s += 2 * math.Min(query[w], 3)
-		}
-		for _, id := range idents {
-			if declares(d.text, id) {
-				s += 3
-			}
-		}
-		// Asked which files must be edited, the stand-in prefers code: documentation and configuration count half,
-		// tests seven tenths (they still come up, as they do with models, and the intersection drops them).
-		switch {
-		case inventory.IsTest(d.path):
-			s *= 0.7
-		case inventory.IsDoc(d.path) || !inventory.IsCode(d.path):
-			s *= 0.5
-		}
-		s *= 0.85 + 0.3*rng.Float64()
-		out = append(out, scored{d.path, s})
+	out := make([]scoredPath, 0, len(c.docs))
+	for _, d := range c.docs {
+		s := c.score(d, query, idents) * (0.85 + 0.3*rng.Float64())
+		out = append(out, scoredPath{d.path, s})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].score != out[j].score {
@@ -117,20 +50,119 @@ func Localize(in LocalizeInput, sample int) string {
 		}
 		return out[i].path < out[j].path
 	})
+	return rankingAnswer(out, k, sample)
+}
+
+// sampleQuery is the issue's words with their counts, less the random fifth this sample drops.
+func sampleQuery(issue string, rng *rand.Rand) map[string]float64 {
+	query := map[string]float64{}
+	for _, w := range inventory.Words(issue) {
+		query[w]++
+	}
+	terms := make([]string, 0, len(query))
+	for w := range query {
+		terms = append(terms, w)
+	}
+	sort.Strings(terms) // the draws follow the words in a fixed order, so a sample drops the same ones every run
+	for _, w := range terms {
+		if rng.Float64() < 0.2 {
+			delete(query, w)
+		}
+	}
+	return query
+}
+
+// lexDoc is an inventory path's file as BM25 reads it.
+type lexDoc struct {
+	path   string
+	tf     map[string]int // each word's count in the file
+	length int            // the file's words
+	text   string
+}
+
+// corpus is the inventory's files with the statistics BM25 weighs words by.
+type corpus struct {
+	docs []lexDoc
+	df   map[string]int // how many files hold each word
+	avg  float64        // the files' mean length in words (at least 1)
+}
+
+func readCorpus(in LocalizeInput) corpus {
+	c := corpus{docs: make([]lexDoc, 0, len(in.Paths)), df: map[string]int{}}
+	total := 0
+	for _, p := range in.Paths {
+		text, _ := in.Read(p)
+		d := lexDoc{path: p, tf: map[string]int{}, text: text}
+		for _, w := range inventory.Words(text) {
+			d.tf[w]++
+			d.length++
+		}
+		for w := range d.tf {
+			c.df[w]++
+		}
+		total += d.length
+		c.docs = append(c.docs, d)
+	}
+	if len(c.docs) > 0 {
+		c.avg = math.Max(1, float64(total)/float64(len(c.docs)))
+	}
+	return c
+}
+
+// score is d's lexical score for the sampled query before this sample's perturbation: BM25 of the query's words,
+// the query words its path holds, the identifiers it declares, weighed down for tests, docs and configuration.
+func (c corpus) score(d lexDoc, query map[string]float64, idents []string) float64 {
+	n := float64(len(c.docs))
+	s := 0.0
+	for w, qf := range query {
+		tf := float64(d.tf[w])
+		if tf == 0 {
+			continue
+		}
+		idf := math.Log(1 + (n-float64(c.df[w])+0.5)/(float64(c.df[w])+0.5))
+		s += math.Min(qf, 3) * idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(d.length)/c.avg))
+	}
+	// A file named after a word the issue keeps using is a strong lexical hint.
+	for w := range inventory.Set(d.path) {
+		s += 2 * math.Min(query[w], 3)
+	}
+	for _, id := range idents {
+		if declares(d.text, id) {
+			s += 3
+		}
+	}
+	// Asked which files must be edited, the stand-in prefers code: documentation and configuration count half,
+	// tests seven tenths (they still come up, as they do with models, and the intersection drops them).
+	switch {
+	case inventory.IsTest(d.path):
+		s *= 0.7
+	case inventory.IsDoc(d.path) || !inventory.IsCode(d.path):
+		s *= 0.5
+	}
+	return s
+}
+
+type scoredPath struct {
+	path  string
+	score float64
+}
+
+// rankingAnswer lists the best k of ranked (best first) as a model would, in one of three list styles by sample.
+func rankingAnswer(ranked []scoredPath, k, sample int) string {
 	var b strings.Builder
 	b.WriteString("These are the files most likely to need changes, most likely first:\n\n")
-	for i := 0; i < k && i < len(out); i++ {
+	for i := 0; i < k && i < len(ranked); i++ {
 		// Like a model, list only the files that look about as likely as the best one.
-		if out[i].score <= 0 || out[i].score < 0.5*out[0].score {
+		if ranked[i].score <= 0 || ranked[i].score < 0.5*ranked[0].score {
 			break
 		}
 		switch sample % 3 {
 		case 0:
-			fmt.Fprintf(&b, "%d. %s\n", i+1, out[i].path)
+			fmt.Fprintf(&b, "%d. %s\n", i+1, ranked[i].path)
 		case 1:
-			fmt.Fprintf(&b, "- `%s`\n", out[i].path)
+			fmt.Fprintf(&b, "- `%s`\n", ranked[i].path)
 		default:
-			fmt.Fprintf(&b, "%d) %s\n", i+1, out[i].path)
+			fmt.Fprintf(&b, "%d) %s\n", i+1, ranked[i].path)
 		}
 	}
 	b.WriteString("\nThe first one is where I would start.\n")

@@ -1,18 +1,13 @@
 package llm
 
 import (
-	"errors"
 	"regexp"
 	"strings"
 )
 
 // Parsers of model answers. Models wrap what was asked for in prose, fences, markdown and numbering; these read
 // through that and keep only what the caller can check: ranked paths here, evidence plans (parse_plan.go), diffs
-// (parse_diff.go).
-
-// ErrNoDiff is wrapped by the errors of ExtractDiff, ParseSearchReplace and SearchReplaceDiff when an answer holds
-// no edit at all (as opposed to an edit that is malformed): the caller records an empty patch.
-var ErrNoDiff = errors.New("the answer holds no edit")
+// (parse_diff.go) and search/replace edits (searchreplace.go).
 
 var (
 	// listMarker is a numbered or bulleted list item's prefix: "1.", "1)", "(1)", "#1", "-", "*", "+", "•", "> ".
