@@ -16,6 +16,7 @@ import (
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runfolder"
+	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 )
@@ -96,25 +97,57 @@ type (
 	NodeOutput = api.NodeOutput
 )
 
-// nodeActivities maps the name a step uses to its activity; each activity's file registers itself, so adding an
-// activity touches only its own file (and its entry in specs' catalog).
-var nodeActivities = map[string]func(*Activities) any{}
+// step is a kind's step: what its activity does once registerStep's adapter has decoded the node's params.
+type step[P any] func(ctx context.Context, j *job, p P) (NodeOutput, error)
 
-// registerNode records a node activity under its catalog name.
-func registerNode(name string, fn func(*Activities) any) {
-	if _, dup := nodeActivities[name]; dup {
-		panic("activities: " + name + " registered twice")
+// nodeActivities maps each declared kind's name to its activity (registerStep).
+var nodeActivities = map[string]func(*Activities) func(context.Context, NodeInput) (NodeOutput, error){}
+
+// registerStep makes a step the activity of its kind (a specs declaration), registered under the kind's name: the
+// activity runs the step as a node (memo, attempt log, heartbeat, panic capture, the params and row-field checks,
+// error scrubbing and classes) with the node's params decoded by the kind, from its defaults, strictly. Each
+// step's file calls it in its init.
+func registerStep[P any](k specs.Kind[P], run step[P]) {
+	if _, declared := specs.Catalog[k.Name]; !declared {
+		panic("activities: " + k.Name + " is not a declared kind (specs.Declare)")
 	}
-	nodeActivities[name] = fn
+	if _, dup := nodeActivities[k.Name]; dup {
+		panic("activities: " + k.Name + " registered twice")
+	}
+	nodeActivities[k.Name] = func(a *Activities) func(context.Context, NodeInput) (NodeOutput, error) {
+		return func(ctx context.Context, in NodeInput) (NodeOutput, error) {
+			return a.node(ctx, in, k.Name, func(ctx context.Context, j *job) (NodeOutput, error) {
+				p, err := k.Decode(in.Params)
+				if err != nil {
+					return NodeOutput{}, permanentf(ErrBadInput, "%s: parameters: %v", in.Step, err)
+				}
+				return run(ctx, j, p)
+			})
+		}
+	}
 }
 
-func init() {
-	registerNode("checkout", func(a *Activities) any { return a.Checkout })
-	registerNode("no_source", func(a *Activities) any { return a.NoSource })
-	registerNode("oracle_files", func(a *Activities) any { return a.OracleFiles })
-	registerNode("patch", func(a *Activities) any { return a.Patch })
-	registerNode("measure", func(a *Activities) any { return a.Measure })
-	registerNode("grade", func(a *Activities) any { return a.Grade })
+// runKind runs the activity of a declared kind, as a worker would.
+func (a *Activities) runKind(ctx context.Context, kind string, in NodeInput) (NodeOutput, error) {
+	return nodeActivities[kind](a)(ctx, in)
+}
+
+// Checkout, Grade and Agent are their kinds' activities, for callers outside a worker (the starter's grade command,
+// the workflows' tests).
+
+// Checkout is the checkout kind's activity.
+func (a *Activities) Checkout(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.runKind(ctx, specs.Checkout.Name, in)
+}
+
+// Grade is the grade kind's activity.
+func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.runKind(ctx, specs.Grade.Name, in)
+}
+
+// Agent is the agent kind's activity: the whole trajectory in one activity (agentStep).
+func (a *Activities) Agent(ctx context.Context, in NodeInput) (NodeOutput, error) {
+	return a.runKind(ctx, specs.Agent.Name, in)
 }
 
 // Functions maps activity names to their functions, for registration with a worker.

@@ -11,7 +11,6 @@ import (
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/repo"
 	"ctxlab/internal/offlinetask"
-	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
@@ -94,9 +93,9 @@ type AgentTurn struct {
 }
 
 func init() {
-	registerNode("agent", func(a *Activities) any { return a.Agent })
-	registerNode("agent_context", func(a *Activities) any { return a.AgentContext })
-	registerNode("agent_patch", func(a *Activities) any { return a.AgentPatch })
+	registerStep(specs.Agent, agentStep)
+	registerStep(specs.AgentContext, agentContextStep)
+	registerStep(specs.AgentPatch, agentPatchStep)
 }
 
 // AgentTurnFunctions are the turn activities of the Agent child workflow, for registration with a worker.
@@ -108,34 +107,28 @@ func (a *Activities) AgentTurnFunctions() map[string]any {
 	}
 }
 
-// Agent is the agent node run as one activity: its turns in a loop, each memoized on its own (a retried or resumed
+// agentStep is the agent node run as one activity: its turns in a loop, each memoized on its own (a retried or resumed
 // node asks no finished turn again, and the response cache holds every paid answer). Its output is the
 // trajectory; agent_context and agent_patch read it. Today's Issue workflow runs the node as the Agent child
 // workflow instead, each turn its own activity; this stays registered for Issue workflows started before, which
 // replay through it.
-func (a *Activities) Agent(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "agent", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := specs.AgentDefaults
-		if err := j.params(&p); err != nil {
+func agentStep(ctx context.Context, j *job, p AgentParams) (NodeOutput, error) {
+	var state cas.Ref
+	for turn := 0; turn < p.MaxTurns; turn++ {
+		out, err := j.a.AgentModelTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state})
+		if err != nil {
 			return NodeOutput{}, err
 		}
-		var state cas.Ref
-		for turn := 0; turn < p.MaxTurns; turn++ {
-			out, err := a.AgentModelTurn(ctx, AgentTurnInput{Node: in, Turn: turn, State: state})
-			if err != nil {
-				return NodeOutput{}, err
-			}
-			state = out.State
-			if out.Done {
-				break
-			}
-			if out, err = a.AgentToolTurn(ctx, AgentTurnInput{Node: in, Turn: turn, State: state}); err != nil {
-				return NodeOutput{}, err
-			}
-			state = out.State
+		state = out.State
+		if out.Done {
+			break
 		}
-		return a.AgentFinish(ctx, AgentTurnInput{Node: in, State: state})
-	})
+		if out, err = j.a.AgentToolTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state}); err != nil {
+			return NodeOutput{}, err
+		}
+		state = out.State
+	}
+	return j.a.AgentFinish(ctx, AgentTurnInput{Node: j.in, State: state})
 }
 
 // turnInput is the node input of one turn: its own memo key and label, the agent node's params and inputs, and the
@@ -156,9 +149,9 @@ func turnInput(in AgentTurnInput, part string) NodeInput {
 
 // agentParams decodes the agent's params and checks them.
 func (j *job) agentParams() (AgentParams, error) {
-	p := specs.AgentDefaults
-	if err := j.params(&p); err != nil {
-		return p, err
+	p, err := specs.Agent.Decode(j.in.Params)
+	if err != nil {
+		return p, permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
 	}
 	if p.EditFormat != offline.FormatDiff && p.EditFormat != offline.FormatSearchReplace {
 		return p, permanentf(ErrBadInput, "%s: unknown edit_format %q (diff, search_replace)", j.in.Step, p.EditFormat)
@@ -275,7 +268,7 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Age
 		if turn.Request, err = cas.PutJSON(ctx, j.store, t.Messages); err != nil {
 			return NodeOutput{}, err
 		}
-		req := llm.Request{Task: offlinetask.TaskAgent, Messages: t.Messages, Sample: p.Sample, Offline: off}
+		req := llm.Request{Task: specs.Agent.Task, Messages: t.Messages, Sample: p.Sample, Offline: off}
 		if p.ToolCalling == "native" {
 			req.Tools = agent.NativeTools
 		}
@@ -283,7 +276,7 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Age
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		turn.ModelServed, _ = callRow[results.FieldModelServed].(string)
+		turn.ModelServed, _ = specs.ModelServed.Get(callRow)
 		for _, k := range splitFields {
 			if v, ok := callRow[k]; ok {
 				if turn.Split == nil {
@@ -423,11 +416,15 @@ func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOu
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	row := map[string]any{"agent_turns": len(t.Turns), "agent_stop": t.Stop,
-		"agent_tool_output_tokens": t.ToolTokens, "agent_budget_tokens": t.Budget}
+	row := map[string]any{}
+	specs.AgentTurns.Set(row, len(t.Turns))
+	specs.AgentToolOutputTokens.Set(row, t.ToolTokens)
+	specs.AgentBudgetTokens.Set(row, t.Budget)
+	stop := t.Stop
 	if !t.Done {
-		row["agent_stop"] = "max_turns"
+		stop = "max_turns"
 	}
+	specs.AgentStop.Set(row, stop)
 	calls, refused, badCalls := 0, 0, 0
 	byKind := map[string]int{}
 	var prompt, completion int
@@ -435,7 +432,7 @@ func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOu
 	for _, tn := range t.Turns {
 		prompt, completion, cost = prompt+tn.PromptTokens, completion+tn.CompletionTokens, cost+tn.CostUSD
 		for k, v := range tn.Split {
-			if k == results.FieldCachedTokens || k == results.FieldCacheWriteTokens {
+			if k == specs.CachedTokens.Name || k == specs.CacheWriteTokens.Name {
 				n, _ := row[k].(int)
 				row[k] = n + int(v)
 				continue
@@ -444,7 +441,7 @@ func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOu
 			row[k] = f + v
 		}
 		if tn.ModelServed != "" {
-			row[results.FieldModelServed] = tn.ModelServed
+			specs.ModelServed.Set(row, tn.ModelServed)
 		}
 		switch {
 		case tn.Call != nil:
@@ -457,14 +454,19 @@ func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOu
 			refused++
 		}
 	}
-	row["agent_tool_calls"], row["agent_refused_calls"], row["agent_bad_calls"] = calls, refused, badCalls
+	specs.AgentToolCalls.Set(row, calls)
+	specs.AgentRefusedCalls.Set(row, refused)
+	specs.AgentBadCalls.Set(row, badCalls)
 	for _, k := range offlinetask.AgentTools {
-		row["agent_calls_"+k] = byKind[k]
+		specs.AgentCalls[k].Set(row, byKind[k])
 	}
-	row["model_calls"], row["prompt_tokens"], row["completion_tokens"], row["cost_usd"] = len(t.Turns), prompt, completion, cost
+	specs.ModelCalls.Set(row, len(t.Turns))
+	specs.PromptTokens.Set(row, prompt)
+	specs.CompletionTokens.Set(row, completion)
+	specs.CostUSD.Set(row, cost)
 	// Seen vs paid: the tool output shown once, against every turn's prompt (the conversation is sent again each
 	// turn) and answer.
-	row["agent_tokens_paid"] = prompt + completion
+	specs.AgentTokensPaid.Set(row, prompt+completion)
 	return NodeOutput{Ref: in.State, Row: row}, nil
 }
 
@@ -477,56 +479,50 @@ func (j *job) agentInput(ctx context.Context) (AgentTrajectory, error) {
 	return j.loadTrajectory(ctx, src.Ref)
 }
 
-// AgentContext is the union of every repository line the agent saw, as a context: measure reads it like any
+// agentContextStep is the union of every repository line the agent saw, as a context: measure reads it like any
 // method's, so the agent gets context_tokens, rho, epsilon and gold_line_share.
-func (a *Activities) AgentContext(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "agent_context", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var p specs.AgentContextParams
-		inst, m, err := j.setup(ctx, &p)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		t, err := j.agentInput(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		c := agent.SeenFromRanges(t.Seen).Context(inst.ProblemStatement, j.reader(ctx, m))
-		if err := j.readFailure(); err != nil {
-			return NodeOutput{}, err
-		}
-		return j.putContext(ctx, c)
-	})
+func agentContextStep(ctx context.Context, j *job, _ specs.AgentContextParams) (NodeOutput, error) {
+	inst, m, err := j.instanceAndSnapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	t, err := j.agentInput(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	c := agent.SeenFromRanges(t.Seen).Context(inst.ProblemStatement, j.reader(ctx, m))
+	if err := j.readFailure(); err != nil {
+		return NodeOutput{}, err
+	}
+	return j.putContext(ctx, c)
 }
 
-// AgentPatch reads the agent's final answer as a patch, with the patch step's parsers and its row fields
+// agentPatchStep reads the agent's final answer as a patch, with the patch step's parsers and its row fields
 // (patch_parse_error, patch_recounted). A trajectory that ended without an answer is an empty patch.
-func (a *Activities) AgentPatch(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "agent_patch", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var p specs.AgentPatchParams
-		_, m, err := j.setup(ctx, &p)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		t, err := j.agentInput(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		row := map[string]any{}
-		patch := recordPatch(row, t.Final, t.EditFormat, j.reader(ctx, m))
-		if err := j.readFailure(); err != nil {
-			return NodeOutput{}, err
-		}
-		ref, err := j.store.Put(ctx, []byte(patch))
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		return NodeOutput{Ref: ref, Row: row}, nil
-	})
+func agentPatchStep(ctx context.Context, j *job, _ specs.AgentPatchParams) (NodeOutput, error) {
+	_, m, err := j.instanceAndSnapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	t, err := j.agentInput(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	row := map[string]any{}
+	patch := recordPatch(row, t.Final, t.EditFormat, j.reader(ctx, m))
+	if err := j.readFailure(); err != nil {
+		return NodeOutput{}, err
+	}
+	ref, err := j.store.Put(ctx, []byte(patch))
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	return NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // splitFields are the usage row fields that split a call's usage by price (usageRow).
-var splitFields = []string{results.FieldCachedTokens, results.FieldCacheWriteTokens, results.FieldCostInputUSD,
-	results.FieldCostCachedUSD, results.FieldCostOutputUSD}
+var splitFields = []string{specs.CachedTokens.Name, specs.CacheWriteTokens.Name, specs.CostInputUSD.Name,
+	specs.CostCachedUSD.Name, specs.CostOutputUSD.Name}
 
 func toFloat(v any) float64 {
 	switch x := v.(type) {

@@ -9,67 +9,61 @@ import (
 )
 
 func init() {
-	registerNode("assemble", func(a *Activities) any { return a.Assemble })
+	registerStep(specs.Assemble, assembleStep)
 }
 
 // AssembleParams are declared in specs beside the catalog, which checks every step's params against them.
 type AssembleParams = specs.AssembleParams
 
-// Assemble is CQ2-CARE's context (step 4): the selected files (input files) whole, each cut at FileCap tokens, then
+// assembleStep is CQ2-CARE's context (step 4): the selected files (input files) whole, each cut at FileCap tokens, then
 // the evidence snippets (optional input evidence), each cut at SnippetCap; a block that would push the total past
 // TotalCap is skipped. Defaults: 60K, 12K, 80K.
-func (a *Activities) Assemble(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "assemble", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := specs.AssembleDefaults
-		if err := j.params(&p); err != nil {
+func assembleStep(ctx context.Context, j *job, p AssembleParams) (NodeOutput, error) {
+	if p.FileCap <= 0 || p.SnippetCap <= 0 || p.TotalCap <= 0 {
+		return NodeOutput{}, permanentf(ErrBadInput, "%s: caps must be positive (file %d, snippet %d, total %d)",
+			j.in.Step, p.FileCap, p.SnippetCap, p.TotalCap)
+	}
+	inst, err := j.instance(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	m, err := j.snapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	var sel Selection
+	if err := j.loadJSON(ctx, "files", &sel); err != nil {
+		return NodeOutput{}, err
+	}
+	var ev EvidenceResult
+	if _, ok := j.in.Inputs["evidence"]; ok {
+		if err := j.loadJSON(ctx, "evidence", &ev); err != nil {
 			return NodeOutput{}, err
 		}
-		if p.FileCap <= 0 || p.SnippetCap <= 0 || p.TotalCap <= 0 {
-			return NodeOutput{}, permanentf(ErrBadInput, "%s: caps must be positive (file %d, snippet %d, total %d)",
-				in.Step, p.FileCap, p.SnippetCap, p.TotalCap)
+	}
+	read := j.reader(ctx, m)
+	var blocks []contexts.Block
+	for _, f := range sel.Files {
+		if text, ok := read(f); ok {
+			blocks = append(blocks, contexts.Block{Path: f, Kind: contexts.KindFile, Start: 1, Text: text})
 		}
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		m, err := j.snapshot(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		var sel Selection
-		if err := j.loadJSON(ctx, "files", &sel); err != nil {
-			return NodeOutput{}, err
-		}
-		var ev EvidenceResult
-		if _, ok := in.Inputs["evidence"]; ok {
-			if err := j.loadJSON(ctx, "evidence", &ev); err != nil {
-				return NodeOutput{}, err
-			}
-		}
-		read := j.reader(ctx, m)
-		var blocks []contexts.Block
-		for _, f := range sel.Files {
-			if text, ok := read(f); ok {
-				blocks = append(blocks, contexts.Block{Path: f, Kind: contexts.KindFile, Start: 1, Text: text})
-			}
-		}
-		nFiles := len(blocks)
-		for _, s := range ev.Snippets {
-			blocks = append(blocks, contexts.Block{Path: s.Path, Kind: contexts.KindSnippet, Start: s.Start, Text: s.Text})
-		}
-		c, st, err := AssembleBlocks(inst.ProblemStatement, blocks, nFiles, p)
-		if err != nil {
-			return NodeOutput{}, permanent(ErrBadInput, err)
-		}
-		out, err := j.putContext(ctx, c)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		out.Row["assembled_tokens"] = st.Tokens
-		out.Row["blocks_cut"] = st.Cut
-		out.Row["blocks_skipped"] = st.Skipped
-		return out, nil
-	})
+	}
+	nFiles := len(blocks)
+	for _, s := range ev.Snippets {
+		blocks = append(blocks, contexts.Block{Path: s.Path, Kind: contexts.KindSnippet, Start: s.Start, Text: s.Text})
+	}
+	c, st, err := AssembleBlocks(inst.ProblemStatement, blocks, nFiles, p)
+	if err != nil {
+		return NodeOutput{}, permanent(ErrBadInput, err)
+	}
+	out, err := j.putContext(ctx, c)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	specs.AssembledTokens.Set(out.Row, st.Tokens)
+	specs.BlocksCut.Set(out.Row, st.Cut)
+	specs.BlocksSkipped.Set(out.Row, st.Skipped)
+	return out, nil
 }
 
 // AssembleStats says what the caps did.

@@ -8,28 +8,31 @@ import (
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/repo"
 	"ctxlab/runfolder"
+	"ctxlab/specs"
 )
 
-// Checkout opens (or clones once into the run folder) the instance's repository and snapshots it at base_commit
+func init() { registerStep(specs.Checkout, checkoutStep) }
+
+// checkoutStep opens (or clones once into the run folder) the instance's repository and snapshots it at base_commit
 // into the content store. Its output is the snapshot's manifest.
-func (a *Activities) Checkout(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "checkout", func(ctx context.Context, j *job) (NodeOutput, error) {
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		src := repo.SourceFor(in.Dataset.Repos, inst, filepath.Dir(in.Dataset.File))
-		r, err := repo.Open(ctx, src, runfolder.Repos(a.RunDir(in.Run)))
-		if err != nil {
-			return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: repository %s: %v", inst.InstanceID, src, err)
-		}
-		m, ref, err := repo.Snapshot(ctx, r, inst.BaseCommit, j.store)
-		if err != nil {
-			return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: %s at %s: %v", inst.InstanceID, src,
-				inst.BaseCommit, err)
-		}
-		return NodeOutput{Ref: ref, Row: map[string]any{"repo_files": len(m.Files)}}, nil
-	})
+func checkoutStep(ctx context.Context, j *job, _ specs.CheckoutParams) (NodeOutput, error) {
+	inst, err := j.instance(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	src := repo.SourceFor(j.in.Dataset.Repos, inst, filepath.Dir(j.in.Dataset.File))
+	r, err := repo.Open(ctx, src, runfolder.Repos(j.a.RunDir(j.in.Run)))
+	if err != nil {
+		return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: repository %s: %v", inst.InstanceID, src, err)
+	}
+	m, ref, err := repo.Snapshot(ctx, r, inst.BaseCommit, j.store)
+	if err != nil {
+		return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: %s at %s: %v", inst.InstanceID, src,
+			inst.BaseCommit, err)
+	}
+	row := map[string]any{}
+	specs.RepoFiles.Set(row, len(m.Files))
+	return NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // snapshot loads the manifest a checkout input points at.

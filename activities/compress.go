@@ -10,7 +10,6 @@ import (
 	"ctxlab/activities/budget"
 	"ctxlab/activities/compress"
 	"ctxlab/activities/contexts"
-	"ctxlab/results"
 	"ctxlab/specs"
 )
 
@@ -21,112 +20,127 @@ const CompressEndpointEnv = "CTXLAB_COMPRESS_URL"
 // DefaultRateMin is the smallest rate a fit tries: LLMLingua-2 and LongLLMLingua are rarely run below 1/20.
 const DefaultRateMin = 0.05
 
+func init() { registerStep(specs.Compress, compressStep) }
+
 // CompressParams are declared in specs beside the catalog, which checks every step's params against them.
 type CompressParams = specs.CompressParams
 
-// Compress compresses every block of the input context at one rate (each block on its own, so the result still
-// says which file each line came from). With a budget input, the rate is fitted so the context lands within the
-// tolerance of multiplier x the anchor's tokens.
-func (a *Activities) Compress(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "compress", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var p CompressParams
-		if err := j.params(&p); err != nil {
-			return NodeOutput{}, err
-		}
-		src, err := j.loadContext(ctx, "context")
+// compressStep compresses every block of the input context at one rate (each block on its own, so the result
+// still says which file each line came from). With a budget input, the rate is fitted so the context lands within
+// the tolerance of multiplier x the anchor's tokens.
+func compressStep(ctx context.Context, j *job, p CompressParams) (NodeOutput, error) {
+	src, err := j.loadContext(ctx, "context")
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	call, err := compressorFor(p)
+	if err != nil {
+		return NodeOutput{}, permanentf(ErrUnsupported, "%s: %v", j.in.Step, err)
+	}
+	bc := &blockCompressor{src: src, call: call, compressor: p.Compressor, query: src.Issue,
+		cache: map[[2]any]string{}}
+	if p.NoQuery {
+		bc.query = ""
+	}
+	target, anchor, fitted, err := j.budgetTarget(ctx, p.Tokenizer, p.FitParams)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	rate := p.Rate
+	var res budget.Result
+	if fitted {
+		srcTokens, err := countTokens(p.Tokenizer, src.Render())
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		call, err := compressorFor(p)
-		if err != nil {
-			return NodeOutput{}, permanentf(ErrUnsupported, "%s: %v", in.Step, err)
+		if res, err = fitRate(ctx, bc, p, target, srcTokens); err != nil {
+			return NodeOutput{}, compressFailure(j.in.Step, err)
 		}
-		query := src.Issue
-		if p.NoQuery {
-			query = ""
+		rate = res.Knob
+	} else if !(rate > 0 && rate <= 1) {
+		return NodeOutput{}, permanentf(ErrBadInput, "%s: rate %v must be in (0, 1] (or give the step a budget)",
+			j.in.Step, rate)
+	}
+	c, err := bc.at(ctx, rate)
+	if err != nil {
+		return NodeOutput{}, compressFailure(j.in.Step, err)
+	}
+	out, err := j.putContext(ctx, c)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	specs.CompressRate.Set(out.Row, rate)
+	specs.CompressorCalls.Set(out.Row, bc.calls)
+	specs.CompressorTokensIn.Set(out.Row, bc.tokensIn)
+	specs.CompressorTokensOut.Set(out.Row, bc.tokensOut)
+	specs.TemplateShown.Set(out.Row, showsTemplate(c.Files()))
+	if fitted {
+		for k, v := range fitRow(p.FitParams, target, anchor, res) {
+			out.Row[k] = v
 		}
-		var mu sync.Mutex
-		calls, origTok, compTok := 0, 0, 0
-		cache := map[[2]any]string{}
-		at := func(rate float64) (contexts.Context, error) {
-			out := contexts.Context{Issue: src.Issue}
-			for i, b := range src.Blocks {
-				mu.Lock()
-				text, ok := cache[[2]any{i, rate}]
-				mu.Unlock()
-				if !ok {
-					resp, err := call(ctx, compress.Request{Compressor: p.Compressor, Text: b.Text, Rate: rate, Query: query})
-					if err != nil {
-						return out, err
-					}
-					text = resp.Text
-					mu.Lock()
-					cache[[2]any{i, rate}] = text
-					calls, origTok, compTok = calls+1, origTok+resp.OriginalTokens, compTok+resp.CompressedTokens
-					mu.Unlock()
-				}
-				if text == "" {
-					continue
-				}
-				b.Text = text
-				out.Blocks = append(out.Blocks, b)
-			}
-			return out, nil
-		}
-		target, anchor, fitted, err := j.budgetTarget(ctx, p.Tokenizer, p.FitParams)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		rate := p.Rate
-		var res budget.Result
-		if fitted {
-			lo := p.RateMin
-			if lo <= 0 {
-				lo = DefaultRateMin
-			}
-			srcTokens, err := countTokens(p.Tokenizer, src.Render())
+	}
+	return out, nil
+}
+
+// blockCompressor compresses a context's blocks at a rate, asking the compressor once per block and rate.
+type blockCompressor struct {
+	src        contexts.Context
+	call       compressFunc
+	compressor string
+	query      string
+
+	mu                         sync.Mutex
+	cache                      map[[2]any]string
+	calls, tokensIn, tokensOut int
+}
+
+// at is the context compressed at rate; blocks compressed to nothing are left out.
+func (bc *blockCompressor) at(ctx context.Context, rate float64) (contexts.Context, error) {
+	out := contexts.Context{Issue: bc.src.Issue}
+	for i, b := range bc.src.Blocks {
+		bc.mu.Lock()
+		text, ok := bc.cache[[2]any{i, rate}]
+		bc.mu.Unlock()
+		if !ok {
+			resp, err := bc.call(ctx, compress.Request{Compressor: bc.compressor, Text: b.Text, Rate: rate,
+				Query: bc.query})
 			if err != nil {
-				return NodeOutput{}, err
+				return out, err
 			}
-			guess := 1.0
-			if srcTokens > 0 {
-				guess = float64(target) / float64(srcTokens)
-			}
-			res, err = budget.Fit(budget.Problem{Target: target, Tolerance: p.Tolerance, MaxEvals: p.MaxEvals,
-				Knob: budget.Knob{Lo: lo, Hi: 1, Guess: guess}}, func(x float64) (int, error) {
-				c, err := at(x)
-				if err != nil {
-					return 0, err
-				}
-				return countTokens(p.Tokenizer, c.Render())
-			})
-			if err != nil {
-				return NodeOutput{}, compressFailure(in.Step, err)
-			}
-			rate = res.Knob
-		} else if !(rate > 0 && rate <= 1) {
-			return NodeOutput{}, permanentf(ErrBadInput, "%s: rate %v must be in (0, 1] (or give the step a budget)",
-				in.Step, rate)
+			text = resp.Text
+			bc.mu.Lock()
+			bc.cache[[2]any{i, rate}] = text
+			bc.calls, bc.tokensIn = bc.calls+1, bc.tokensIn+resp.OriginalTokens
+			bc.tokensOut += resp.CompressedTokens
+			bc.mu.Unlock()
 		}
-		c, err := at(rate)
+		if text == "" {
+			continue
+		}
+		b.Text = text
+		out.Blocks = append(out.Blocks, b)
+	}
+	return out, nil
+}
+
+// fitRate fits the rate whose compressed context lands on target tokens, from rate_min to 1, starting at the rate
+// that the source's tokens suggest.
+func fitRate(ctx context.Context, bc *blockCompressor, p CompressParams, target, srcTokens int) (budget.Result, error) {
+	lo := p.RateMin
+	if lo <= 0 {
+		lo = DefaultRateMin
+	}
+	guess := 1.0
+	if srcTokens > 0 {
+		guess = float64(target) / float64(srcTokens)
+	}
+	return budget.Fit(budget.Problem{Target: target, Tolerance: p.Tolerance, MaxEvals: p.MaxEvals,
+		Knob: budget.Knob{Lo: lo, Hi: 1, Guess: guess}}, func(x float64) (int, error) {
+		c, err := bc.at(ctx, x)
 		if err != nil {
-			return NodeOutput{}, compressFailure(in.Step, err)
+			return 0, err
 		}
-		out, err := j.putContext(ctx, c)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		out.Row["compress_rate"] = rate
-		out.Row["compressor_calls"] = calls
-		out.Row["compressor_tokens_in"] = origTok
-		out.Row["compressor_tokens_out"] = compTok
-		out.Row[results.FieldTemplateShown] = showsTemplate(c.Files())
-		if fitted {
-			for k, v := range fitRow(p.FitParams, target, anchor, res) {
-				out.Row[k] = v
-			}
-		}
-		return out, nil
+		return countTokens(p.Tokenizer, c.Render())
 	})
 }
 
@@ -163,8 +177,4 @@ func compressFailure(step string, err error) error {
 		return fmt.Errorf("%s: %w", step, err)
 	}
 	return permanentf(ErrBadInput, "%s: %v", step, err)
-}
-
-func init() {
-	registerNode("compress", func(a *Activities) any { return a.Compress })
 }

@@ -6,48 +6,50 @@ import (
 
 	"ctxlab/activities/contexts"
 	"ctxlab/patch/diff"
+	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
 
-// NoSource is the lower bound: the issue text and no repository text.
-func (a *Activities) NoSource(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "no_source", func(ctx context.Context, j *job) (NodeOutput, error) {
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		return j.putContext(ctx, contexts.Context{Issue: inst.ProblemStatement})
-	})
+func init() {
+	registerStep(specs.NoSource, noSourceStep)
+	registerStep(specs.OracleFiles, oracleFilesStep)
 }
 
-// OracleFiles is the upper bound: every file the gold patch edits, whole and verbatim.
-func (a *Activities) OracleFiles(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "oracle_files", func(ctx context.Context, j *job) (NodeOutput, error) {
-		inst, err := j.instance(ctx)
+// noSourceStep is the lower bound: the issue text and no repository text.
+func noSourceStep(ctx context.Context, j *job, _ specs.NoSourceParams) (NodeOutput, error) {
+	inst, err := j.instance(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	return j.putContext(ctx, contexts.Context{Issue: inst.ProblemStatement})
+}
+
+// oracleFilesStep is the upper bound: every file the gold patch edits, whole and verbatim.
+func oracleFilesStep(ctx context.Context, j *job, _ specs.OracleFilesParams) (NodeOutput, error) {
+	inst, err := j.instance(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	gold, err := diff.ChangedFiles(inst.Patch)
+	if err != nil {
+		return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
+	}
+	m, err := j.snapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	c := contexts.Context{Issue: inst.ProblemStatement}
+	for _, p := range gold {
+		if _, ok := m.Lookup(p); !ok {
+			continue // created by the fix: nothing to show
+		}
+		text, err := m.Read(ctx, j.store, p)
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		gold, err := diff.ChangedFiles(inst.Patch)
-		if err != nil {
-			return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
-		}
-		m, err := j.snapshot(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		c := contexts.Context{Issue: inst.ProblemStatement}
-		for _, p := range gold {
-			if _, ok := m.Lookup(p); !ok {
-				continue // created by the fix: nothing to show
-			}
-			text, err := m.Read(ctx, j.store, p)
-			if err != nil {
-				return NodeOutput{}, err
-			}
-			c.Blocks = append(c.Blocks, contexts.Block{Path: p, Kind: contexts.KindFile, Start: 1, Text: string(text)})
-		}
-		return j.putContext(ctx, c)
-	})
+		c.Blocks = append(c.Blocks, contexts.Block{Path: p, Kind: contexts.KindFile, Start: 1, Text: string(text)})
+	}
+	return j.putContext(ctx, c)
 }
 
 func (j *job) putContext(ctx context.Context, c contexts.Context) (NodeOutput, error) {
@@ -55,7 +57,9 @@ func (j *job) putContext(ctx context.Context, c contexts.Context) (NodeOutput, e
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	return NodeOutput{Ref: ref, Row: map[string]any{"files_shown": len(c.Files())}}, nil
+	row := map[string]any{}
+	specs.FilesShown.Set(row, len(c.Files()))
+	return NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // loadContext reads the context a named input points at.

@@ -7,7 +7,6 @@ import (
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/corrupt"
 	"ctxlab/activities/repo"
-	"ctxlab/results"
 	"ctxlab/specs"
 )
 
@@ -21,101 +20,118 @@ const (
 	ModeSameTextOtherFiles = "same_text_other_files"
 )
 
+func init() { registerStep(specs.Corrupt, corruptStep) }
+
 // CorruptParams are declared in specs beside the catalog, which checks every step's params against them.
 type CorruptParams = specs.CorruptParams
 
-// Corrupt makes a controlled variant of the input context (see package corrupt): tokens or whole lines deleted at
-// a seeded rate, or one of the two pairings with the context named other.
-func (a *Activities) Corrupt(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "corrupt", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var p CorruptParams
-		if err := j.params(&p); err != nil {
+// corruptStep makes a controlled variant of the input context (see package corrupt): tokens or whole lines deleted
+// at a seeded rate, or one of the two pairings with the context named other.
+func corruptStep(ctx context.Context, j *job, p CorruptParams) (NodeOutput, error) {
+	c, err := j.loadContext(ctx, "context")
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	// The pairings read a second context, other, and the repository.
+	var other contexts.Context
+	var m repo.Manifest
+	if p.Mode == ModeSameFilesOtherText || p.Mode == ModeSameTextOtherFiles {
+		if other, err = j.loadContext(ctx, "other"); err != nil {
 			return NodeOutput{}, err
 		}
-		c, err := j.loadContext(ctx, "context")
+		if m, err = j.snapshot(ctx); err != nil {
+			return NodeOutput{}, err
+		}
+	}
+	row := map[string]any{}
+	var out contexts.Context
+	switch p.Mode {
+	case corrupt.ModeTokens, corrupt.ModeLines:
+		out, err = deleteFrom(j, c, p, row)
+	case ModeSameFilesOtherText:
+		out, err = sameFilesOtherText(ctx, j, m, c, other, p, row)
+	case ModeSameTextOtherFiles:
+		out, err = sameTextOtherFiles(ctx, j, m, c, other, p, row)
+	default:
+		err = permanentf(ErrBadInput, "%s: unknown mode %q (known: %s, %s, %s, %s)", j.in.Step, p.Mode,
+			corrupt.ModeTokens, corrupt.ModeLines, ModeSameFilesOtherText, ModeSameTextOtherFiles)
+	}
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	res, err := j.putContext(ctx, out)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	for k, v := range row {
+		res.Row[k] = v
+	}
+	specs.TemplateShown.Set(res.Row, showsTemplate(out.Files()))
+	return res, nil
+}
+
+// deleteFrom deletes tokens or lines of c at the seeded rate.
+func deleteFrom(j *job, c contexts.Context, p CorruptParams, row map[string]any) (contexts.Context, error) {
+	out, st, err := corrupt.Apply(c, corrupt.Options{Mode: p.Mode, Rate: p.Rate, Seed: p.Seed})
+	if err != nil {
+		return out, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
+	}
+	if p.Mode == corrupt.ModeTokens {
+		specs.CorruptTokensDeleted.Set(row, st.TokensDeleted)
+	} else {
+		specs.CorruptLinesDeleted.Set(row, st.LinesDeleted)
+	}
+	return out, nil
+}
+
+// sameFilesOtherText keeps c's files and lines and changes its lines to make its verbatim rate other's.
+func sameFilesOtherText(ctx context.Context, j *job, m repo.Manifest, c, other contexts.Context, p CorruptParams,
+	row map[string]any) (contexts.Context, error) {
+	eps, err := j.epsilonOf(ctx, m, other)
+	if err != nil {
+		return contexts.Context{}, err
+	}
+	out, st, err := corrupt.SameFilesOtherText(c, eps, p.Seed)
+	if err != nil {
+		return out, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
+	}
+	specs.CorruptTargetEpsilon.Set(row, eps)
+	specs.CorruptLinesChanged.Set(row, st.LinesDeleted)
+	return out, nil
+}
+
+// sameTextOtherFiles shows other's files, whole and verbatim in other's order, fitted to c's tokens.
+func sameTextOtherFiles(ctx context.Context, j *job, m repo.Manifest, c, other contexts.Context, p CorruptParams,
+	row map[string]any) (contexts.Context, error) {
+	var files []chunk.Chunk
+	lines := map[string]int{}
+	for _, path := range corrupt.FilesInOrder(other) {
+		if _, ok := m.Lookup(path); !ok {
+			continue
+		}
+		b, err := m.Read(ctx, j.store, path)
 		if err != nil {
-			return NodeOutput{}, err
+			return contexts.Context{}, err
 		}
-		// The pairings read a second context, other, and the repository.
-		var other contexts.Context
-		var m repo.Manifest
-		if p.Mode == ModeSameFilesOtherText || p.Mode == ModeSameTextOtherFiles {
-			if other, err = j.loadContext(ctx, "other"); err != nil {
-				return NodeOutput{}, err
-			}
-			if m, err = j.snapshot(ctx); err != nil {
-				return NodeOutput{}, err
-			}
+		cs := chunk.Split(path, b, chunk.File, 0)
+		if len(cs) == 1 {
+			files = append(files, cs[0])
+			lines[path] = cs[0].End
 		}
-		row := map[string]any{}
-		var out contexts.Context
-		switch p.Mode {
-		case corrupt.ModeTokens, corrupt.ModeLines:
-			var st corrupt.Stats
-			out, st, err = corrupt.Apply(c, corrupt.Options{Mode: p.Mode, Rate: p.Rate, Seed: p.Seed})
-			if err != nil {
-				return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", in.Step, err)
-			}
-			if p.Mode == corrupt.ModeTokens {
-				row["corrupt_tokens_deleted"] = st.TokensDeleted
-			} else {
-				row["corrupt_lines_deleted"] = st.LinesDeleted
-			}
-		case ModeSameFilesOtherText:
-			eps, err := j.epsilonOf(ctx, m, other)
-			if err != nil {
-				return NodeOutput{}, err
-			}
-			var st corrupt.Stats
-			if out, st, err = corrupt.SameFilesOtherText(c, eps, p.Seed); err != nil {
-				return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", in.Step, err)
-			}
-			row["corrupt_target_epsilon"] = eps
-			row["corrupt_lines_changed"] = st.LinesDeleted
-		case ModeSameTextOtherFiles:
-			var files []chunk.Chunk
-			lines := map[string]int{}
-			for _, path := range corrupt.FilesInOrder(other) {
-				if _, ok := m.Lookup(path); !ok {
-					continue
-				}
-				b, err := m.Read(ctx, j.store, path)
-				if err != nil {
-					return NodeOutput{}, err
-				}
-				cs := chunk.Split(path, b, chunk.File, 0)
-				if len(cs) == 1 {
-					files = append(files, cs[0])
-					lines[path] = cs[0].End
-				}
-			}
-			target, err := countTokens(p.Tokenizer, c.Render())
-			if err != nil {
-				return NodeOutput{}, err
-			}
-			r := newRanked(c.Issue, files, lines, true)
-			o, _, fit, err := r.fit(p.Tokenizer, target, p.FitParams)
-			if err != nil {
-				return NodeOutput{}, err
-			}
-			out = o
-			for k, v := range fitRow(p.FitParams, target, target, fit) {
-				row[k] = v
-			}
-		default:
-			return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown mode %q (known: %s, %s, %s, %s)", in.Step, p.Mode,
-				corrupt.ModeTokens, corrupt.ModeLines, ModeSameFilesOtherText, ModeSameTextOtherFiles)
-		}
-		res, err := j.putContext(ctx, out)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		for k, v := range row {
-			res.Row[k] = v
-		}
-		res.Row[results.FieldTemplateShown] = showsTemplate(out.Files())
-		return res, nil
-	})
+	}
+	target, err := countTokens(p.Tokenizer, c.Render())
+	if err != nil {
+		return contexts.Context{}, err
+	}
+	r := newRanked(c.Issue, files, lines, true)
+	out, _, fit, err := r.fit(p.Tokenizer, target, p.FitParams)
+	if err != nil {
+		return contexts.Context{}, err
+	}
+	for k, v := range fitRow(p.FitParams, target, target, fit) {
+		row[k] = v
+	}
+	return out, nil
 }
 
 // epsilonOf measures a context's verbatim rate against the snapshot (1 for a context that shows no lines).
@@ -139,8 +155,4 @@ func (j *job) epsilonOf(ctx context.Context, m repo.Manifest, c contexts.Context
 		return 1, nil
 	}
 	return *met.Epsilon, nil
-}
-
-func init() {
-	registerNode("corrupt", func(a *Activities) any { return a.Corrupt })
 }

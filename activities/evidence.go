@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	registerNode("evidence", func(a *Activities) any { return a.Evidence })
+	registerStep(specs.Evidence, evidenceStep)
 }
 
 // EvidenceParams are declared in specs beside the catalog, which checks every step's params against them.
@@ -36,87 +36,84 @@ type EvidenceResult struct {
 	Snippets  []EvidenceSnippet `json:"snippets"`
 }
 
-// Evidence is CQ2-CARE's evidence step: the model reads the issue and the selected files F (input files) and plans
+// evidenceStep is CQ2-CARE's evidence step: the model reads the issue and the selected files F (input files) and plans
 // typed searches; each search is a fixed-string grep over the repository at base_commit; from each search's hits at
 // most NewFiles files not yet shown are taken, and the enclosing definition (or a line window) around the hit becomes
 // a snippet. It stops once the snippets cover MaxFiles files. An unparseable plan counts as empty.
 //
 // Prompt fields: .Issue, .Files (the selected files, each under a [path] header), .Paths (their paths, one per
 // line), .MaxSearches, .MaxStrings.
-func (a *Activities) Evidence(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "evidence", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := specs.EvidenceDefaults
-		inst, m, err := j.setup(ctx, &p)
+func evidenceStep(ctx context.Context, j *job, p EvidenceParams) (NodeOutput, error) {
+	inst, m, err := j.instanceAndSnapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	var sel Selection
+	if err := j.loadJSON(ctx, "files", &sel); err != nil {
+		return NodeOutput{}, err
+	}
+	read := j.reader(ctx, m)
+	var shown strings.Builder
+	for _, f := range sel.Files {
+		text, ok := read(f)
+		if !ok {
+			continue
+		}
+		cut, _, err := tokens.Truncate(modelTokenizer(p.ModelParams), text, p.FileCap)
 		if err != nil {
-			return NodeOutput{}, err
+			return NodeOutput{}, permanent(ErrBadInput, err)
 		}
-		var sel Selection
-		if err := j.loadJSON(ctx, "files", &sel); err != nil {
-			return NodeOutput{}, err
-		}
-		read := j.reader(ctx, m)
-		var shown strings.Builder
-		for _, f := range sel.Files {
-			text, ok := read(f)
-			if !ok {
-				continue
-			}
-			cut, _, err := tokens.Truncate(modelTokenizer(p.ModelParams), text, p.FileCap)
-			if err != nil {
-				return NodeOutput{}, permanent(ErrBadInput, err)
-			}
-			shown.WriteString("[" + f + "]\n" + cut)
-			if !strings.HasSuffix(cut, "\n") {
-				shown.WriteString("\n")
-			}
+		shown.WriteString("[" + f + "]\n" + cut)
+		if !strings.HasSuffix(cut, "\n") {
 			shown.WriteString("\n")
 		}
-		msgs, err := renderPrompt(p.Prompt, in.Step, struct {
-			Issue, Files, Paths     string
-			MaxSearches, MaxStrings int
-		}{inst.ProblemStatement, shown.String(), strings.Join(sel.Files, "\n"), p.MaxSearches, p.MaxStrings})
-		if err != nil {
-			return NodeOutput{}, err
+		shown.WriteString("\n")
+	}
+	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct {
+		Issue, Files, Paths     string
+		MaxSearches, MaxStrings int
+	}{inst.ProblemStatement, shown.String(), strings.Join(sel.Files, "\n"), p.MaxSearches, p.MaxStrings})
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	req := llm.Request{Task: specs.Evidence.Task, Messages: msgs, Sample: p.Sample,
+		Offline: &offline.EvidenceInput{Issue: inst.ProblemStatement, Files: sel.Files, Read: read,
+			MaxSearches: p.MaxSearches, MaxStrings: p.MaxStrings}}
+	resp, row, err := j.callModel(ctx, p.ModelParams, req)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	res := EvidenceResult{Answer: resp.Text}
+	plan, perr := llm.ParseSearchPlan(resp.Text, p.MaxSearches, p.MaxStrings)
+	if perr != nil {
+		res.PlanError = perr.Error()
+	} else {
+		res.Plan = plan
+	}
+	var files []search.File
+	for _, e := range m.Files {
+		if e.Mode == "symlink" || e.Size > 1<<20 {
+			continue
 		}
-		req := llm.Request{Task: llm.TaskEvidence, Messages: msgs, Sample: p.Sample,
-			Offline: &offline.EvidenceInput{Issue: inst.ProblemStatement, Files: sel.Files, Read: read,
-				MaxSearches: p.MaxSearches, MaxStrings: p.MaxStrings}}
-		resp, row, err := j.callModel(ctx, p.ModelParams, req)
-		if err != nil {
-			return NodeOutput{}, err
+		if text, ok := read(e.Path); ok {
+			files = append(files, search.File{Path: e.Path, Text: text})
 		}
-		res := EvidenceResult{Answer: resp.Text}
-		plan, perr := llm.ParseSearchPlan(resp.Text, p.MaxSearches, p.MaxStrings)
-		if perr != nil {
-			res.PlanError = perr.Error()
-		} else {
-			res.Plan = plan
-		}
-		var files []search.File
-		for _, e := range m.Files {
-			if e.Mode == "symlink" || e.Size > 1<<20 {
-				continue
-			}
-			if text, ok := read(e.Path); ok {
-				files = append(files, search.File{Path: e.Path, Text: text})
-			}
-		}
-		res.Snippets = CollectEvidence(files, sel.Files, res.Plan, p.NewFiles, p.MaxFiles, p.Window)
-		ref, err := cas.PutJSON(ctx, j.store, res)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		covered := map[string]bool{}
-		for _, s := range res.Snippets {
-			covered[s.Path] = true
-		}
-		row["evidence_searches"] = len(res.Plan.Searches)
-		row["evidence_files"] = len(covered)
-		if res.PlanError != "" {
-			row["evidence_plan_error"] = res.PlanError
-		}
-		return NodeOutput{Ref: ref, Row: row}, nil
-	})
+	}
+	res.Snippets = CollectEvidence(files, sel.Files, res.Plan, p.NewFiles, p.MaxFiles, p.Window)
+	ref, err := cas.PutJSON(ctx, j.store, res)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	covered := map[string]bool{}
+	for _, s := range res.Snippets {
+		covered[s.Path] = true
+	}
+	specs.EvidenceSearches.Set(row, len(res.Plan.Searches))
+	specs.EvidenceFiles.Set(row, len(covered))
+	if res.PlanError != "" {
+		specs.EvidencePlanError.Set(row, res.PlanError)
+	}
+	return NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // CollectEvidence runs a plan's searches in order over files. Files in shown (the selected files) and files an

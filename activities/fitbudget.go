@@ -7,20 +7,11 @@ import (
 	"ctxlab/activities/budget"
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/contexts"
-	"ctxlab/results"
 	"ctxlab/specs"
 )
 
 // FitParams are declared in specs beside the catalog, which checks every step's params against them.
 type FitParams = specs.FitParams
-
-// Row fields of budget fitting, besides results.FieldBudget, FieldBudgetEvals and FieldBudgetError.
-const (
-	fieldBudgetAnchor     = results.FieldBudgetAnchor
-	fieldBudgetMultiplier = results.FieldBudgetMultiplier
-	fieldBudgetKnob       = results.FieldBudgetKnob
-	fieldBudgetReached    = results.FieldBudgetReached
-)
 
 // budgetTarget returns the token target of a fitted step: multiplier x the anchor context's tokens. ok is false
 // when the step has no budget input (it then uses its own fixed knob).
@@ -52,16 +43,15 @@ func fitRow(p FitParams, target, anchor int, r budget.Result) map[string]any {
 	if m == 0 {
 		m = 1
 	}
-	row := map[string]any{
-		results.FieldBudget:      target,
-		results.FieldBudgetEvals: r.Evals,
-		fieldBudgetAnchor:        anchor,
-		fieldBudgetMultiplier:    m,
-		fieldBudgetKnob:          r.Knob,
-		fieldBudgetReached:       r.Reached,
-	}
+	row := map[string]any{}
+	specs.BudgetTokens.Set(row, target)
+	specs.BudgetEvals.Set(row, r.Evals)
+	specs.BudgetAnchorTokens.Set(row, anchor)
+	specs.BudgetMultiplier.Set(row, m)
+	specs.BudgetKnob.Set(row, r.Knob)
+	specs.BudgetReached.Set(row, r.Reached)
 	if !r.Reached {
-		row[results.FieldBudgetError] = r.Why
+		specs.BudgetError.Set(row, r.Why)
 	}
 	return row
 }

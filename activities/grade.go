@@ -25,10 +25,12 @@ import (
 	"ctxlab/store/cas"
 )
 
+func init() { registerStep(specs.Grade, gradeStep) }
+
 // GradeParams are declared in specs beside the catalog, which checks every step's params against them.
 type GradeParams = specs.GradeParams
 
-// Grade statuses recorded on the row.
+// gradeStep statuses recorded on the row.
 const (
 	GradeResolved     = "resolved"
 	GradeUnresolved   = "unresolved"    // tests ran; some listed test did not pass
@@ -49,54 +51,48 @@ const DefaultGradeTimeout = 30 * time.Minute
 // Grade applies the test patch and the model patch to a fresh worktree at base_commit, runs FAIL_TO_PASS and
 // PASS_TO_PASS with the spec's executor, and decides resolved from the per-test results, never from the exit code.
 // Its output is the test log; its row fields say how the patch applied and how every run went.
-func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "grade", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var p GradeParams
-		if err := j.params(&p); err != nil {
-			return NodeOutput{}, err
-		}
-		exec, err := newExecutor(p.Grading.Executor)
-		if err != nil {
-			return NodeOutput{}, permanent(ErrUnsupported, err)
-		}
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		m, err := j.snapshot(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		pin, err := j.input("patch")
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		patch, err := j.store.Get(ctx, pin.Ref)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		a.cleanStaleOnce()
-		// A file:// proxy needs an absolute folder, whatever folder the spec named the dataset from.
-		datasetDir, err := filepath.Abs(filepath.Dir(in.Dataset.File))
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", datasetDir)
-		req := GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
-			Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
-				return repo.Materialize(ctx, j.store, m, dir)
-			}}
-		// Byte-identical patches of the instance under the same settings are graded once (gradememo.go).
-		out, err := j.gradeOnce(ctx, p, req, func() (NodeOutput, error) { return GradePatch(ctx, exec, j.store, req) })
-		if errors.Is(err, executor.ErrTestPatch) {
-			return out, permanent(ErrBadInput, err)
-		}
-		// Named once: some executor errors name the instance already, others do not.
-		if err != nil && !strings.HasPrefix(err.Error(), "instance "+inst.InstanceID+":") {
-			err = fmt.Errorf("instance %s: %w", inst.InstanceID, err)
-		}
-		return out, err
-	})
+func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
+	exec, err := newExecutor(p.Grading.Executor)
+	if err != nil {
+		return NodeOutput{}, permanent(ErrUnsupported, err)
+	}
+	inst, err := j.instance(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	m, err := j.snapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	pin, err := j.input("patch")
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	patch, err := j.store.Get(ctx, pin.Ref)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	j.a.cleanStaleOnce()
+	// A file:// proxy needs an absolute folder, whatever folder the spec named the dataset from.
+	datasetDir, err := filepath.Abs(filepath.Dir(j.in.Dataset.File))
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", datasetDir)
+	req := GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
+		Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
+			return repo.Materialize(ctx, j.store, m, dir)
+		}}
+	// Byte-identical patches of the instance under the same settings are graded once (gradememo.go).
+	out, err := j.gradeOnce(ctx, p, req, func() (NodeOutput, error) { return GradePatch(ctx, exec, j.store, req) })
+	if errors.Is(err, executor.ErrTestPatch) {
+		return out, permanent(ErrBadInput, err)
+	}
+	// Named once: some executor errors name the instance already, others do not.
+	if err != nil && !strings.HasPrefix(err.Error(), "instance "+inst.InstanceID+":") {
+		err = fmt.Errorf("instance %s: %w", inst.InstanceID, err)
+	}
+	return out, err
 }
 
 var staleOnce sync.Once
@@ -133,9 +129,11 @@ func ExecutorConfig(g specs.Grading) executor.Config {
 // executor once, and again up to Grading.Reruns times while the patch applied but did not resolve (the flake guard);
 // resolved then needs a majority of the runs. The output holds the stored log of every run and the row fields.
 func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r GradeRequest) (NodeOutput, error) {
-	row := map[string]any{"resolved": false, "grade_executor": r.Grading.Executor}
+	row := map[string]any{}
+	specs.Resolved.Set(row, false)
+	specs.GradeExecutor.Set(row, r.Grading.Executor)
 	if r.PatchRef != "" {
-		row["patch_ref"] = r.PatchRef
+		specs.PatchRef.Set(row, string(r.PatchRef))
 	}
 	timeout := r.Grading.Timeout.D()
 	if timeout <= 0 {
@@ -184,12 +182,12 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 			logs.WriteByte('\n')
 		}
 		if res.Note != "" {
-			row["grade_note"] = res.Note
+			specs.GradeNote.Set(row, res.Note)
 		}
 		if res.Isolation != "" {
-			row["grade_isolation"] = res.Isolation
+			specs.GradeIsolation.Set(row, res.Isolation)
 		}
-		row["grade_seconds"] = res.Duration.Seconds()
+		specs.GradeSeconds.Set(row, res.Duration.Seconds())
 		if status == GradeResolved && attempt == 0 {
 			break // only failing grades are re-run; once re-run, every rerun counts
 		}
@@ -198,45 +196,55 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	resolved := 2*resolvedRuns > len(statuses)
-	row["resolved"] = resolved
-	row["grade_status"] = statuses[0]
-	if resolved {
-		row["grade_status"] = GradeResolved
-	} else if statuses[0] == GradeResolved {
-		row["grade_status"] = GradeUnresolved
-	}
-	if len(statuses) > 1 {
-		row["grade_runs"] = statuses
-		row["grade_flaky"] = resolvedRuns > 0 && resolvedRuns < len(statuses)
-	}
-	if !resolved {
-		switch row["grade_status"] {
-		case GradeBuildFailed:
-			row["grade_build_error"] = headOf(lastReport.BuildOutput, maxBuildError)
-		case GradeNameMismatch:
-			row["grade_note"] = "the dataset's test names do not match what the test runner reports: none of the " +
-				"FAIL_TO_PASS/PASS_TO_PASS names has a result"
-		}
-		row["tests_failed"] = last.Failed
-		row["tests_missing"] = last.Missing
-		row["tests_skipped"] = last.Skipped
-		if len(last.Regressed) > 0 {
-			row["tests_regressed"] = last.Regressed
-		}
-	} else if len(last.Skipped) > 0 {
-		// Resolved with listed tests that counted neither way (the harness's rule): the row says which.
-		row["tests_skipped"] = last.Skipped
-	}
+	recordVerdict(row, statuses, resolvedRuns, last, lastReport)
 	return NodeOutput{Ref: logRef, Row: row}, nil
+}
+
+// recordVerdict puts the runs' verdict on the row: resolved by a majority of the runs, the status, and for an
+// unresolved patch the tests at fault in the last run.
+func recordVerdict(row map[string]any, statuses []string, resolvedRuns int, last testlog.Verdict,
+	lastReport testlog.Report) {
+	resolved := 2*resolvedRuns > len(statuses)
+	specs.Resolved.Set(row, resolved)
+	status := statuses[0]
+	if resolved {
+		status = GradeResolved
+	} else if statuses[0] == GradeResolved {
+		status = GradeUnresolved
+	}
+	specs.GradeStatus.Set(row, status)
+	if len(statuses) > 1 {
+		specs.GradeRuns.Set(row, statuses)
+		specs.GradeFlaky.Set(row, resolvedRuns > 0 && resolvedRuns < len(statuses))
+	}
+	if resolved {
+		if len(last.Skipped) > 0 {
+			// Resolved with listed tests that counted neither way (the harness's rule): the row says which.
+			specs.TestsSkipped.Set(row, last.Skipped)
+		}
+		return
+	}
+	switch status {
+	case GradeBuildFailed:
+		specs.GradeBuildError.Set(row, headOf(lastReport.BuildOutput, maxBuildError))
+	case GradeNameMismatch:
+		specs.GradeNote.Set(row, "the dataset's test names do not match what the test runner reports: none of the "+
+			"FAIL_TO_PASS/PASS_TO_PASS names has a result")
+	}
+	specs.TestsFailed.Set(row, last.Failed)
+	specs.TestsMissing.Set(row, last.Missing)
+	specs.TestsSkipped.Set(row, last.Skipped)
+	if len(last.Regressed) > 0 {
+		specs.TestsRegressed.Set(row, last.Regressed)
+	}
 }
 
 // recordApply puts how the model patch applied on the row.
 func recordApply(row map[string]any, res executor.Result) {
 	rep := res.Apply
-	row["patch_apply"] = string(rep.Outcome)
+	specs.PatchApply.Set(row, string(rep.Outcome))
 	if rep.Stage != "" {
-		row["patch_apply_stage"] = rep.Stage
+		specs.PatchApplyStage.Set(row, rep.Stage)
 	}
 	fuzzed := 0
 	for _, h := range rep.Shifted {
@@ -245,34 +253,34 @@ func recordApply(row map[string]any, res executor.Result) {
 		}
 	}
 	if len(rep.Shifted) > 0 {
-		row["patch_hunks_shifted"] = len(rep.Shifted)
-		row["patch_hunks_fuzzed"] = fuzzed
+		specs.PatchHunksShifted.Set(row, len(rep.Shifted))
+		specs.PatchHunksFuzzed.Set(row, fuzzed)
 	}
 	if len(rep.Rejected) > 0 {
 		reasons := make([]string, len(rep.Rejected))
 		for i, h := range rep.Rejected {
 			reasons[i] = h.Reason
 		}
-		row["patch_rejected"] = reasons
+		specs.PatchRejected.Set(row, reasons)
 	}
 	// The model's changes to test files that were reset before the tests ran, and those it kept (model_tests keep).
 	if len(res.TestFilesDropped) > 0 {
-		row["patch_test_files_dropped"] = res.TestFilesDropped
+		specs.PatchTestFilesDropped.Set(row, res.TestFilesDropped)
 	}
 	if len(res.ModelTestFiles) > 0 {
-		row["patch_test_files_kept"] = res.ModelTestFiles
+		specs.PatchTestFilesKept.Set(row, res.ModelTestFiles)
 	}
 	if res.Ran {
 		return
 	}
-	row["grade_error"] = res.ApplyErr
+	specs.GradeError.Set(row, res.ApplyErr)
 	switch rep.Outcome {
 	case diff.Empty:
-		row["grade_status"] = GradeEmptyPatch
+		specs.GradeStatus.Set(row, GradeEmptyPatch)
 	case diff.Malformed:
-		row["grade_status"] = GradeBadPatch
+		specs.GradeStatus.Set(row, GradeBadPatch)
 	default:
-		row["grade_status"] = GradePatchFailed
+		specs.GradeStatus.Set(row, GradePatchFailed)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
 	"ctxlab/runfolder"
+	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
 
@@ -103,7 +104,7 @@ func (j *job) gradeOnce(ctx context.Context, p GradeParams, r GradeRequest,
 			out.Row = map[string]any{}
 		}
 		if r.PatchRef != "" {
-			out.Row["patch_ref"] = r.PatchRef
+			specs.PatchRef.Set(out.Row, string(r.PatchRef))
 		}
 		return out
 	}

@@ -9,34 +9,31 @@ import (
 )
 
 func init() {
-	registerNode("inventory", func(a *Activities) any { return a.Inventory })
+	registerStep(specs.Inventory, inventoryStep)
 }
 
 // InventoryParams are declared in specs beside the catalog, which checks every step's params against them.
 type InventoryParams = specs.InventoryParams
 
-// Inventory is CQ2-CARE's step 1 (no model): the repository's paths ranked by the words they share with the issue,
-// the best kept within tau tokens, listed alphabetically. Its output is an inventory.Inventory.
-func (a *Activities) Inventory(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "inventory", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := specs.InventoryDefaults
-		inst, m, err := j.setup(ctx, &p)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		inv, err := inventory.Select(m.Paths(), inst.ProblemStatement, p.Tokenizer, p.Ratio, p.Cap)
-		if err != nil {
-			return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", in.Step, err)
-		}
-		ref, err := cas.PutJSON(ctx, j.store, inv)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		return NodeOutput{Ref: ref, Row: map[string]any{
-			"inventory_paths":  len(inv.Paths),
-			"inventory_tokens": inv.Tokens,
-		}}, nil
-	})
+// inventoryStep is CQ2-CARE's step 1 (no model): the repository's paths ranked by the words they share with the
+// issue, the best kept within tau tokens, listed alphabetically. Its output is an inventory.Inventory.
+func inventoryStep(ctx context.Context, j *job, p InventoryParams) (NodeOutput, error) {
+	inst, m, err := j.instanceAndSnapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	inv, err := inventory.Select(m.Paths(), inst.ProblemStatement, p.Tokenizer, p.Ratio, p.Cap)
+	if err != nil {
+		return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
+	}
+	ref, err := cas.PutJSON(ctx, j.store, inv)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	row := map[string]any{}
+	specs.InventoryPaths.Set(row, len(inv.Paths))
+	specs.InventoryTokens.Set(row, inv.Tokens)
+	return NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // loadInventory reads the inventory a named input points at.

@@ -17,9 +17,9 @@ import (
 )
 
 func init() {
-	registerNode("localize", func(a *Activities) any { return a.Localize })
-	registerNode("intersect", func(a *Activities) any { return a.Intersect })
-	registerNode("trim", func(a *Activities) any { return a.Trim })
+	registerStep(specs.Localize, localizeStep)
+	registerStep(specs.Intersect, intersectStep)
+	registerStep(specs.Trim, trimStep)
 }
 
 // LocalizeParams are declared in specs beside the catalog, which checks every step's params against them.
@@ -34,49 +34,46 @@ type Ranking struct {
 	Dropped []string `json:"dropped,omitempty"`
 }
 
-// Localize is one of CQ2-CARE's three independent localization samples (step 2): given the issue and the inventory,
+// localizeStep is one of CQ2-CARE's three independent localization samples (step 2): given the issue and the inventory,
 // the model ranks the files that must change. Each sample is its own node, so a crash never pays for a finished
 // sample again. Paths the repository does not hold are dropped; an answer with none counts as empty.
 //
 // Prompt fields: .Issue, .Inventory (one path per line), .MaxFiles.
-func (a *Activities) Localize(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "localize", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := specs.LocalizeDefaults
-		inst, m, err := j.setup(ctx, &p)
-		if err != nil {
-			return NodeOutput{}, err
+func localizeStep(ctx context.Context, j *job, p LocalizeParams) (NodeOutput, error) {
+	inst, m, err := j.instanceAndSnapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	inv, err := j.loadInventory(ctx, "inventory")
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct {
+		Issue, Inventory string
+		MaxFiles         int
+	}{inst.ProblemStatement, inv.Text(), p.MaxFiles})
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	req := llm.Request{Task: specs.Localize.Task, Messages: msgs, Sample: p.Sample,
+		Offline: &offline.LocalizeInput{Issue: inst.ProblemStatement, Paths: inv.Paths,
+			Read: j.reader(ctx, m), TopK: p.MaxFiles}}
+	resp, row, err := j.callModel(ctx, p.ModelParams, req)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	rk := Ranking{Sample: p.Sample, Answer: resp.Text}
+	rk.Paths = llm.ParseRankedPaths(resp.Text, func(path string) bool { _, ok := m.Lookup(path); return ok })
+	for _, path := range llm.ParseRankedPaths(resp.Text, nil) {
+		if _, ok := m.Lookup(path); !ok {
+			rk.Dropped = appendNew(rk.Dropped, path)
 		}
-		inv, err := j.loadInventory(ctx, "inventory")
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		msgs, err := renderPrompt(p.Prompt, in.Step, struct {
-			Issue, Inventory string
-			MaxFiles         int
-		}{inst.ProblemStatement, inv.Text(), p.MaxFiles})
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		req := llm.Request{Task: llm.TaskLocalize, Messages: msgs, Sample: p.Sample,
-			Offline: &offline.LocalizeInput{Issue: inst.ProblemStatement, Paths: inv.Paths,
-				Read: j.reader(ctx, m), TopK: p.MaxFiles}}
-		resp, row, err := j.callModel(ctx, p.ModelParams, req)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		rk := Ranking{Sample: p.Sample, Answer: resp.Text}
-		rk.Paths = llm.ParseRankedPaths(resp.Text, func(path string) bool { _, ok := m.Lookup(path); return ok })
-		for _, path := range llm.ParseRankedPaths(resp.Text, nil) {
-			if _, ok := m.Lookup(path); !ok {
-				rk.Dropped = appendNew(rk.Dropped, path)
-			}
-		}
-		ref, err := cas.PutJSON(ctx, j.store, rk)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		return NodeOutput{Ref: ref, Row: row}, nil
-	})
+	}
+	ref, err := cas.PutJSON(ctx, j.store, rk)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	return NodeOutput{Ref: ref, Row: row}, nil
 }
 
 func appendNew(list []string, s string) []string {
@@ -95,53 +92,45 @@ type Selection struct {
 	Fallback bool `json:"fallback,omitempty"`
 }
 
-// Intersect computes F from three localization samples (inputs l0, l1, l2): the paths named in both L1 and L2,
+// intersectStep computes F from three localization samples (inputs l0, l1, l2): the paths named in both L1 and L2,
 // tests and docs excluded, ordered by the sum of their reciprocal ranks in L1 and L2. When that is empty, F is L0
 // (without tests and docs, unless that leaves nothing) and the row's fallback field says so. The row also gets F's
 // size and its precision, recall and F1 against the files the gold patch edits.
-func (a *Activities) Intersect(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "intersect", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var l [3]Ranking
-		for i := range l {
-			if err := j.loadJSON(ctx, fmt.Sprintf("l%d", i), &l[i]); err != nil {
-				return NodeOutput{}, err
-			}
+func intersectStep(ctx context.Context, j *job, _ specs.IntersectParams) (NodeOutput, error) {
+	var l [3]Ranking
+	for i := range l {
+		if err := j.loadJSON(ctx, fmt.Sprintf("l%d", i), &l[i]); err != nil {
+			return NodeOutput{}, err
 		}
-		sel := Selection{Files: IntersectRanked(l[1].Paths, l[2].Paths)}
-		if len(sel.Files) == 0 {
-			sel.Files, sel.Fallback = codeOnly(l[0].Paths), true
-		}
-		return j.putSelection(ctx, sel, nil)
-	})
+	}
+	sel := Selection{Files: IntersectRanked(l[1].Paths, l[2].Paths)}
+	if len(sel.Files) == 0 {
+		sel.Files, sel.Fallback = codeOnly(l[0].Paths), true
+	}
+	return j.putSelection(ctx, sel, nil)
 }
 
 // TrimParams are declared in specs beside the catalog, which checks every step's params against them.
 type TrimParams = specs.TrimParams
 
-// Trim is the single-sample ablation: one localization sample (input sample), tests and docs excluded, cut to the
+// trimStep is the single-sample ablation: one localization sample (input sample), tests and docs excluded, cut to the
 // number of files of another selection (input like, typically the intersection), or to params.count.
-func (a *Activities) Trim(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "trim", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var p TrimParams
-		if err := j.params(&p); err != nil {
+func trimStep(ctx context.Context, j *job, p TrimParams) (NodeOutput, error) {
+	var rk Ranking
+	if err := j.loadJSON(ctx, "sample", &rk); err != nil {
+		return NodeOutput{}, err
+	}
+	n := p.Count
+	if n <= 0 {
+		var like Selection
+		if err := j.loadJSON(ctx, "like", &like); err != nil {
 			return NodeOutput{}, err
 		}
-		var rk Ranking
-		if err := j.loadJSON(ctx, "sample", &rk); err != nil {
-			return NodeOutput{}, err
-		}
-		n := p.Count
-		if n <= 0 {
-			var like Selection
-			if err := j.loadJSON(ctx, "like", &like); err != nil {
-				return NodeOutput{}, err
-			}
-			n = max(1, len(like.Files))
-		}
-		all := codeOnly(rk.Paths)
-		sel := Selection{Files: all[:min(n, len(all))]}
-		return j.putSelection(ctx, sel, all)
-	})
+		n = max(1, len(like.Files))
+	}
+	all := codeOnly(rk.Paths)
+	sel := Selection{Files: all[:min(n, len(all))]}
+	return j.putSelection(ctx, sel, all)
 }
 
 // IntersectRanked returns the paths in both lists, tests and docs excluded, by the sum of their reciprocal ranks
@@ -242,15 +231,14 @@ func (j *job) putSelection(ctx context.Context, sel Selection, untrimmed []strin
 		return NodeOutput{}, err
 	}
 	s := ScoreFiles(sel.Files, gold)
-	row := map[string]any{
-		"files_selected": len(sel.Files),
-		"fallback":       sel.Fallback,
-		"loc_precision":  s.Precision,
-		"loc_recall":     s.Recall,
-		"loc_f1":         s.F1,
-	}
+	row := map[string]any{}
+	specs.FilesSelected.Set(row, len(sel.Files))
+	specs.Fallback.Set(row, sel.Fallback)
+	specs.LocPrecision.Set(row, s.Precision)
+	specs.LocRecall.Set(row, s.Recall)
+	specs.LocF1.Set(row, s.F1)
 	if untrimmed != nil {
-		row["loc_f1_untrimmed"] = ScoreFiles(untrimmed, gold).F1
+		specs.LocF1Untrimmed.Set(row, ScoreFiles(untrimmed, gold).F1)
 	}
 	return NodeOutput{Ref: ref, Row: row}, nil
 }

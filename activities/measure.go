@@ -14,72 +14,70 @@ import (
 	"ctxlab/activities/repo"
 	"ctxlab/activities/tokens"
 	"ctxlab/patch/diff"
-	"ctxlab/results"
 	"ctxlab/specs"
 )
+
+func init() { registerStep(specs.Measure, measureStep) }
 
 // MeasureParams are declared in specs beside the catalog, which checks every step's params against them.
 type MeasureParams = specs.MeasureParams
 
-// Measure computes the offline metrics of a context (rho, epsilon, share of lines in gold files, tokens) and
+// measureStep computes the offline metrics of a context (rho, epsilon, share of lines in gold files, tokens) and
 // whether the patch, if any, applies strictly at base_commit.
-func (a *Activities) Measure(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "measure", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var p MeasureParams
-		inst, m, err := j.setup(ctx, &p)
+func measureStep(ctx context.Context, j *job, p MeasureParams) (NodeOutput, error) {
+	inst, m, err := j.instanceAndSnapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	c, err := j.loadContext(ctx, "context")
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	gold, err := diff.ChangedFiles(inst.Patch)
+	if err != nil {
+		return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
+	}
+	var readErr error
+	read := func(path string) (string, bool) {
+		if _, ok := m.Lookup(path); !ok {
+			return "", false
+		}
+		b, err := m.Read(ctx, j.store, path)
+		if err != nil {
+			readErr = err
+			return "", false
+		}
+		return string(b), true
+	}
+	met := contexts.Measure(c, gold, read)
+	if readErr != nil {
+		return NodeOutput{}, readErr
+	}
+	tokens, err := countTokens(p.Tokenizer, c.Render())
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	row := map[string]any{}
+	specs.Tokenizer.Set(row, p.Tokenizer)
+	specs.ContextTokens.Set(row, tokens)
+	specs.ContextLines.Set(row, met.Lines)
+	specs.Rho.Set(row, met.Rho)
+	specs.Epsilon.SetPtr(row, met.Epsilon)
+	specs.GoldLineShare.SetPtr(row, met.GoldLineShare)
+	specs.GoldFilesMissed.Set(row, met.GoldFilesMissed)
+	if pin, ok := j.in.Inputs["patch"]; ok {
+		text, err := j.store.Get(ctx, pin.Ref)
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		c, err := j.loadContext(ctx, "context")
-		if err != nil {
-			return NodeOutput{}, err
+		applied, empty, why := applies(ctx, j, m, string(text))
+		specs.PatchApplied.Set(row, applied)
+		specs.PatchEmpty.Set(row, empty)
+		if why != "" {
+			specs.PatchApplyError.Set(row, why)
 		}
-		gold, err := diff.ChangedFiles(inst.Patch)
-		if err != nil {
-			return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
-		}
-		var readErr error
-		read := func(path string) (string, bool) {
-			if _, ok := m.Lookup(path); !ok {
-				return "", false
-			}
-			b, err := m.Read(ctx, j.store, path)
-			if err != nil {
-				readErr = err
-				return "", false
-			}
-			return string(b), true
-		}
-		met := contexts.Measure(c, gold, read)
-		if readErr != nil {
-			return NodeOutput{}, readErr
-		}
-		tokens, err := countTokens(p.Tokenizer, c.Render())
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		row := map[string]any{
-			results.FieldTokenizer: p.Tokenizer,
-			"context_tokens":       tokens,
-			"context_lines":        met.Lines,
-			"rho":                  met.Rho,
-			"epsilon":              met.Epsilon,
-			"gold_line_share":      met.GoldLineShare,
-			"gold_files_missed":    met.GoldFilesMissed,
-		}
-		if pin, ok := j.in.Inputs["patch"]; ok {
-			text, err := j.store.Get(ctx, pin.Ref)
-			if err != nil {
-				return NodeOutput{}, err
-			}
-			applied, empty, why := applies(ctx, j, m, string(text))
-			row["patch_applied"], row["patch_empty"] = applied, empty
-			if why != "" {
-				row["patch_apply_error"] = why
-			}
-		}
-		return NodeOutput{Row: row}, nil
-	})
+	}
+	return NodeOutput{Row: row}, nil
 }
 
 // applies tries the patch strictly, in memory, on the snapshot.

@@ -15,7 +15,6 @@ import (
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/respcache"
-	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
@@ -87,17 +86,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	// The offline stand-in is free, and it answers from data outside the prompt, so it is neither cached nor
 	// counted as spend.
 	if m.Provider == "offline" {
-		p, err := provider()
-		if err != nil {
-			return llm.Response{}, nil, err
-		}
-		resp, err := p.Complete(ctx, req)
-		if err != nil {
-			return llm.Response{}, nil, modelError(j.in.Step, m, err)
-		}
-		resp = resp.Scrubbed()
-		j.usage.ModelCalls++
-		return resp, usageRow(resp, m), nil
+		return j.callOffline(ctx, m, provider, req)
 	}
 
 	cache := j.a.responseCache(j.in.Run)
@@ -147,38 +136,20 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	if err != nil {
 		return llm.Response{}, nil, err
 	}
-	limits, err := ReadLimits(j.a.RunDir(j.in.Run))
+	release, err := j.admitCall(ctx, m, mp, req)
 	if err != nil {
-		return llm.Response{}, nil, fmt.Errorf("%s: %w", j.in.Step, err)
+		return llm.Response{}, nil, err
 	}
-	// The call's worst case is set aside against the cap before it is sent and held until its real cost is in the
-	// ledger (settled below, on the answer or on the failure), so calls in flight at once on every worker cannot
-	// together pass the cap.
-	var reservation *limiter.Reservation
-	if limits.SpendUSD > 0 {
-		worst := worstCaseUSD(m, req, endpointOf(m), modelTokenizer(mp))
-		reservation, err = j.a.spendCap(j.in.Run).Reserve(ctx, limits.SpendUSD, worst)
-		var ce *limiter.CapError
-		if errors.As(err, &ce) {
-			return llm.Response{}, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-				"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f, and this call may cost up to $%.4f; "+
-					"raise it and run again to continue", j.in.Step, ce.Spent, limits.SpendUSD, ce.Need), ErrSpendLimit, nil)
-		}
-		if err != nil {
-			return llm.Response{}, nil, fmt.Errorf("%s: reserving the call's cost under the spend cap: %w", j.in.Step, err)
-		}
-		// Deferred before the cache lock's and the limiter's releases run: it runs after recordCall, which every
-		// path below reaches first.
-		defer reservation.Release()
-	}
-	if l := j.a.limiter(j.in.Run, m.Provider, limits); l != nil {
-		release, err := l.Acquire(ctx)
-		if err != nil {
-			return llm.Response{}, nil, err
-		}
-		defer release()
-	}
+	// Run before the cache lock's release, and after recordCall, which every path below reaches first.
+	defer release()
 
+	return j.completePaid(ctx, p, m, req, cache, key, creq, call)
+}
+
+// completePaid sends a paid call and records it: in the response cache first (a worker killed after that does not
+// pay for the answer again), then in the calls log and the attempt's usage, a failed call's billed usage too.
+func (j *job) completePaid(ctx context.Context, p llm.Provider, m specs.Model, req llm.Request, cache respcache.Cache,
+	key string, creq respcache.Request, call runlog.Call) (llm.Response, map[string]any, error) {
 	started := time.Now()
 	resp, err := p.Complete(ctx, req)
 	call.DurationMS = time.Since(started).Milliseconds()
@@ -218,23 +189,80 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	return resp, usageRow(resp, m), nil
 }
 
+// callOffline asks the offline stand-in.
+func (j *job) callOffline(ctx context.Context, m specs.Model, provider func() (llm.Provider, error),
+	req llm.Request) (llm.Response, map[string]any, error) {
+	p, err := provider()
+	if err != nil {
+		return llm.Response{}, nil, err
+	}
+	resp, err := p.Complete(ctx, req)
+	if err != nil {
+		return llm.Response{}, nil, modelError(j.in.Step, m, err)
+	}
+	resp = resp.Scrubbed()
+	j.usage.ModelCalls++
+	return resp, usageRow(resp, m), nil
+}
+
+// admitCall lets a paid call go: under the run's spend cap and its provider's rate limit. The call's worst case is
+// set aside against the cap before it is sent and held until release, after its real cost is in the ledger, so calls
+// in flight at once on every worker cannot together pass the cap.
+func (j *job) admitCall(ctx context.Context, m specs.Model, mp modelParams, req llm.Request) (release func(), err error) {
+	limits, err := ReadLimits(j.a.RunDir(j.in.Run))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", j.in.Step, err)
+	}
+	var releases []func()
+	release = func() {
+		for i := len(releases) - 1; i >= 0; i-- {
+			releases[i]()
+		}
+	}
+	if limits.SpendUSD > 0 {
+		worst := worstCaseUSD(m, req, endpointOf(m), modelTokenizer(mp))
+		reservation, err := j.a.spendCap(j.in.Run).Reserve(ctx, limits.SpendUSD, worst)
+		var ce *limiter.CapError
+		if errors.As(err, &ce) {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f, and this call may cost up to $%.4f; "+
+					"raise it and run again to continue", j.in.Step, ce.Spent, limits.SpendUSD, ce.Need), ErrSpendLimit, nil)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: reserving the call's cost under the spend cap: %w", j.in.Step, err)
+		}
+		releases = append(releases, reservation.Release)
+	}
+	if l := j.a.limiter(j.in.Run, m.Provider, limits); l != nil {
+		acquired, err := l.Acquire(ctx)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		releases = append(releases, acquired)
+	}
+	return release, nil
+}
+
 // usageRow is the row fields a call of model m adds: its usage, and model_served when the endpoint names another
 // model than m's id as the one that answered (a dated snapshot, a router's substitute), so the report can flag the
 // row. The offline stand-in serves no model.
 func usageRow(resp llm.Response, m specs.Model) map[string]any {
-	row := map[string]any{
-		"model_calls":       1,
-		"prompt_tokens":     resp.Usage.PromptTokens,
-		"completion_tokens": resp.Usage.CompletionTokens,
-		"cost_usd":          resp.CostUSD,
-	}
+	row := map[string]any{}
+	specs.ModelCalls.Set(row, 1)
+	specs.PromptTokens.Set(row, resp.Usage.PromptTokens)
+	specs.CompletionTokens.Set(row, resp.Usage.CompletionTokens)
+	specs.CostUSD.Set(row, resp.CostUSD)
 	if m.Provider != "offline" {
 		in, cached, out := llm.CostParts(resp.Usage, m.Price)
-		row[results.FieldCachedTokens], row[results.FieldCacheWriteTokens] = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
-		row[results.FieldCostInputUSD], row[results.FieldCostCachedUSD], row[results.FieldCostOutputUSD] = in, cached, out
+		specs.CachedTokens.Set(row, resp.Usage.CachedTokens)
+		specs.CacheWriteTokens.Set(row, resp.Usage.CacheWriteTokens)
+		specs.CostInputUSD.Set(row, in)
+		specs.CostCachedUSD.Set(row, cached)
+		specs.CostOutputUSD.Set(row, out)
 	}
 	if m.Provider != "offline" && resp.Model != "" && resp.Model != m.ID {
-		row[results.FieldModelServed] = resp.Model
+		specs.ModelServed.Set(row, resp.Model)
 	}
 	return row
 }
@@ -253,7 +281,7 @@ func (a *Activities) contextWindow(ctx context.Context, cache respcache.Cache, m
 				a.Log.Warn().Err(err).Msg("could not record the model's context window")
 			}
 			if !ok || old.Tokens != w.Tokens {
-				a.Log.Info().Str("model", m.ID).Int("context_tokens", w.Tokens).Str("source", w.Source).
+				a.Log.Info().Str("model", m.ID).Int("context_window", w.Tokens).Str("source", w.Source).
 					Msg("the endpoint reports the model's context window; answers are capped to fit it")
 			}
 		}

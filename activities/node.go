@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,22 +61,6 @@ func (j *job) readFailure() error {
 	return j.readErr
 }
 
-// params decodes the node's parameters into v (its specs params struct) strictly: a param the struct lacks or a
-// value of the wrong type is an error, never a silent default. The spec compiler checks the same at compile time;
-// this catches plans built another way.
-func (j *job) params(v any) error {
-	b, err := json.Marshal(j.in.Params)
-	if err != nil {
-		return permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
-	}
-	return nil
-}
-
 // checkParams refuses a node with a param its activity's params struct does not declare, or a value it cannot hold,
 // as specs.Validate does at compile time. It runs for every activity, those that read no params included, so a plan
 // built without the spec compiler cannot pass a param that silently means nothing.
@@ -109,12 +92,9 @@ func (j *job) instance(ctx context.Context) (swebench.Instance, error) {
 	return in, nil
 }
 
-// setup decodes the node's parameters into params and returns its instance and repository snapshot: the start of
-// most node activities.
-func (j *job) setup(ctx context.Context, params any) (swebench.Instance, repo.Manifest, error) {
-	if err := j.params(params); err != nil {
-		return swebench.Instance{}, repo.Manifest{}, err
-	}
+// instanceAndSnapshot returns the node's instance and its repository snapshot (input checkout): the start of most
+// steps.
+func (j *job) instanceAndSnapshot(ctx context.Context) (swebench.Instance, repo.Manifest, error) {
 	inst, err := j.instance(ctx)
 	if err != nil {
 		return inst, repo.Manifest{}, err

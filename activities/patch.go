@@ -9,59 +9,56 @@ import (
 	"ctxlab/specs"
 )
 
+func init() { registerStep(specs.Patch, patchStep) }
+
 // PatchParams are declared in specs beside the catalog, which checks every step's params against them.
 type PatchParams = specs.PatchParams
 
-// Patch asks the step's model for a patch from the context (single turn). Its output is the patch as a unified diff,
+// patchStep asks the step's model for a patch from the context (single turn). Its output is the patch as a unified diff,
 // possibly empty: an answer that holds no usable edit is an empty patch, and the row's patch_parse_error says why.
 //
 // Prompt fields: .Issue, .Context (the context's files and snippets under [path] headers), .Format (the prompt's
 // instructions for the edit format, from prompt.formats).
-func (a *Activities) Patch(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "patch", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := specs.PatchDefaults
-		if err := j.params(&p); err != nil {
-			return NodeOutput{}, err
+func patchStep(ctx context.Context, j *job, p PatchParams) (NodeOutput, error) {
+	if p.Format != offline.FormatDiff && p.Format != offline.FormatSearchReplace {
+		return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown edit format %q (diff, search_replace)",
+			j.in.Step, p.Format)
+	}
+	inst, err := j.instance(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	m, err := j.snapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	c, err := j.loadContext(ctx, "context")
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct{ Issue, Context, Format string }{
+		inst.ProblemStatement, c.Render(), p.Prompt.Formats[p.Format]})
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	req := llm.Request{Task: specs.Patch.Task, Messages: msgs, Sample: p.Sample,
+		Offline: &offline.PatchInput{Gold: inst.Patch, Context: c, Format: p.Format}}
+	resp, row, err := j.callModel(ctx, p.ModelParams, req)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	patch := recordPatch(row, resp.Text, p.Format, j.reader(ctx, m))
+	if p.Model.Provider == "offline" {
+		if res, err := offline.OraclePatch(inst.Patch, c); err == nil {
+			specs.OracleHunksEmitted.Set(row, res.Emitted)
+			specs.OracleHunksTotal.Set(row, res.Total)
 		}
-		if p.Format != offline.FormatDiff && p.Format != offline.FormatSearchReplace {
-			return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown edit format %q (diff, search_replace)",
-				in.Step, p.Format)
-		}
-		inst, err := j.instance(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		m, err := j.snapshot(ctx)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		c, err := j.loadContext(ctx, "context")
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		msgs, err := renderPrompt(p.Prompt, in.Step, struct{ Issue, Context, Format string }{
-			inst.ProblemStatement, c.Render(), p.Prompt.Formats[p.Format]})
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		req := llm.Request{Task: llm.TaskPatch, Messages: msgs, Sample: p.Sample,
-			Offline: &offline.PatchInput{Gold: inst.Patch, Context: c, Format: p.Format}}
-		resp, row, err := j.callModel(ctx, p.ModelParams, req)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		patch := recordPatch(row, resp.Text, p.Format, j.reader(ctx, m))
-		if p.Model.Provider == "offline" {
-			if res, err := offline.OraclePatch(inst.Patch, c); err == nil {
-				row["oracle_hunks_emitted"], row["oracle_hunks_total"] = res.Emitted, res.Total
-			}
-		}
-		ref, err := j.store.Put(ctx, []byte(patch))
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		return NodeOutput{Ref: ref, Row: row}, nil
-	})
+	}
+	ref, err := j.store.Put(ctx, []byte(patch))
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	return NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // recordPatch turns a model's answer into the step's patch and records on the row how it was read:
@@ -71,11 +68,11 @@ func (a *Activities) Patch(ctx context.Context, in NodeInput) (NodeOutput, error
 func recordPatch(row map[string]any, text, format string, read func(string) (string, bool)) string {
 	patch, recounted, err := patchFromAnswer(text, format, read)
 	if err != nil {
-		row["patch_parse_error"] = err.Error()
+		specs.PatchParseError.Set(row, err.Error())
 		return ""
 	}
 	if recounted > 0 {
-		row["patch_recounted"] = recounted
+		specs.PatchRecounted.Set(row, recounted)
 	}
 	return patch
 }

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -25,11 +24,11 @@ import (
 )
 
 // This file is docs/adding-an-activity.md's worked example, performed: a rerank step that asks the model to reorder
-// one localization sample. Each block is what the doc tells you to write in the file named above it; here they are
-// registered for one test only (TestRerankExample), under the throwaway name rerank_example, so the walkthrough is
-// checked on every run without adding an activity to ctxlab.
+// one localization sample. Each block is what the doc tells you to write in the file named above it; here the kind
+// is declared and its step registered for one test only (TestRerankExample), under the throwaway name
+// rerank_example, so the walkthrough is checked on every run without adding a kind to ctxlab.
 
-// --- specs/params.go: the params struct and its defaults ---
+// --- specs/kind_rerank.go (or the file of its family): the declaration ---
 
 // RerankParams are the rerank step's parameters; Model and Tokenizer are filled in by the plan.
 type RerankParams struct {
@@ -38,27 +37,21 @@ type RerankParams struct {
 	Keep int `json:"keep"`
 }
 
-// RerankDefaults are what a rerank step starts from before its params are decoded.
-var RerankDefaults = RerankParams{Keep: 3}
+// The rerank step's row fields: how many paths it kept, and whether its first path differs from the sample's.
+var (
+	RerankKept       = specs.IntField("rerank_kept")
+	RerankTopChanged = specs.BoolField("rerank_top_changed")
+)
 
-// --- specs/catalog_cq2care.go: the catalog entry, inside init ---
-
-func registerRerankInfo() {
-	specs.Catalog["rerank_example"] = specs.ActivityInfo{ // in specs: register(specs.ActivityInfo{...})
-		Name: "rerank_example", Queue: specs.QueueLLM, Inputs: []string{"checkout", "sample"},
-		UsesModel: true, UsesTokenizer: true,
-		Params: reflect.TypeFor[RerankParams](), Defaults: RerankDefaults,
-		Fields: specs.Fields(specs.UsageFields, []specs.RowField{
-			{Name: "rerank_kept", Kind: specs.KindInt},
-			{Name: "rerank_top_changed", Kind: specs.KindBool},
-		}),
-		Summary: "the model reorders one localization sample, best first, and keeps params.keep paths"}
-}
+// Rerank is the kind. In specs it is declared where it is written, `var Rerank = Declare(Kind[RerankParams]{...})`;
+// here TestRerankExample declares it, for the test's time only.
+var Rerank = specs.Kind[RerankParams]{Name: "rerank_example", Queue: specs.QueueLLM,
+	Inputs: []string{"checkout", "sample"}, UsesModel: true, UsesTokenizer: true,
+	Defaults: RerankParams{Keep: 3}, Task: "rerank_example",
+	Fields:  specs.Fields(specs.UsageFields, specs.Rows(RerankKept, RerankTopChanged)),
+	Summary: "the model reorders one localization sample, best first, and keeps params.keep paths"}
 
 // --- activities/llm/offline/rerank.go: the offline answers, through the offlinetask extension point ---
-
-// TaskRerank names the model task (in activities/llm: beside TaskLocalize).
-const TaskRerank = "rerank_example"
 
 // RerankInput is what the offline stand-in reads instead of the prompt.
 type RerankInput struct {
@@ -111,8 +104,8 @@ func rerankFromPrompt(prompt string) string {
 	return b.String()
 }
 
-func registerRerankAnswers() (unregister func()) { // in package offline: func init() { offlinetask.Register(...) }
-	return offlinetask.Register(TaskRerank, offlinetask.Answerer{
+func registerRerankAnswers(task string) (unregister func()) { // in package offline: func init() { offlinetask.Register(specs.Rerank.Task, ...) }
+	return offlinetask.Register(task, offlinetask.Answerer{
 		FromInput: offline.Answer(func(in *RerankInput, _ offlinetask.Call) (string, error) {
 			return rerankOffline(*in), nil
 		}),
@@ -120,56 +113,48 @@ func registerRerankAnswers() (unregister func()) { // in package offline: func i
 	})
 }
 
-// --- activities/rerank.go: the implementation and its registration ---
+// --- activities/rerank.go: the step, registered in its init: func init() { registerStep(specs.Rerank, rerankStep) } ---
 
-func registerRerankNode() { // in activities/rerank.go: func init() { registerNode("rerank", ...) }
-	registerNode("rerank_example", func(a *Activities) any { return a.Rerank })
-}
-
-// Rerank asks the model to reorder a localization sample (input sample) and keeps the best params.keep paths that
-// the repository holds. Its output is a Ranking, so trim and intersect read it as they read a localize sample.
+// rerankStep asks the model to reorder a localization sample (input sample) and keeps the best params.keep paths
+// that the repository holds. Its output is a Ranking, so trim and intersect read it as they read a localize sample.
 //
-// Prompt fields: .Issue, .Paths (the sample's paths), .Keep. Row fields: rerank_kept (how many paths it kept),
-// rerank_top_changed (whether the first path differs from the sample's), and the model call's usage.
-func (a *Activities) Rerank(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "rerank_example", func(ctx context.Context, j *job) (NodeOutput, error) {
-		p := RerankDefaults
-		inst, m, err := j.setup(ctx, &p)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		var sample Ranking
-		if err := j.loadJSON(ctx, "sample", &sample); err != nil {
-			return NodeOutput{}, err
-		}
-		msgs, err := renderPrompt(p.Prompt, in.Step, struct {
-			Issue string
-			Paths []string
-			Keep  int
-		}{inst.ProblemStatement, sample.Paths, p.Keep})
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		req := llm.Request{Task: TaskRerank, Messages: msgs, Sample: p.Sample,
-			Offline: &RerankInput{Issue: inst.ProblemStatement, Paths: sample.Paths, Keep: p.Keep}}
-		resp, row, err := j.callModel(ctx, p.ModelParams, req)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		rk := Ranking{Sample: p.Sample, Answer: resp.Text}
-		rk.Paths = llm.ParseRankedPaths(resp.Text, func(path string) bool { _, ok := m.Lookup(path); return ok })
-		rk.Paths = rk.Paths[:min(p.Keep, len(rk.Paths))]
-		ref, err := cas.PutJSON(ctx, j.store, rk)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		row["rerank_kept"] = len(rk.Paths)
-		row["rerank_top_changed"] = len(rk.Paths) > 0 && len(sample.Paths) > 0 && rk.Paths[0] != sample.Paths[0]
-		return NodeOutput{Ref: ref, Row: row}, nil
-	})
+// Prompt fields: .Issue, .Paths (the sample's paths), .Keep.
+func rerankStep(ctx context.Context, j *job, p RerankParams) (NodeOutput, error) {
+	inst, m, err := j.instanceAndSnapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	var sample Ranking
+	if err := j.loadJSON(ctx, "sample", &sample); err != nil {
+		return NodeOutput{}, err
+	}
+	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct {
+		Issue string
+		Paths []string
+		Keep  int
+	}{inst.ProblemStatement, sample.Paths, p.Keep})
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	req := llm.Request{Task: Rerank.Task, Messages: msgs, Sample: p.Sample,
+		Offline: &RerankInput{Issue: inst.ProblemStatement, Paths: sample.Paths, Keep: p.Keep}}
+	resp, row, err := j.callModel(ctx, p.ModelParams, req)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	rk := Ranking{Sample: p.Sample, Answer: resp.Text}
+	rk.Paths = llm.ParseRankedPaths(resp.Text, func(path string) bool { _, ok := m.Lookup(path); return ok })
+	rk.Paths = rk.Paths[:min(p.Keep, len(rk.Paths))]
+	ref, err := cas.PutJSON(ctx, j.store, rk)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	RerankKept.Set(row, len(rk.Paths))
+	RerankTopChanged.Set(row, len(rk.Paths) > 0 && len(sample.Paths) > 0 && rk.Paths[0] != sample.Paths[0])
+	return NodeOutput{Ref: ref, Row: row}, nil
 }
 
-// --- jsonnet/lib/cq2care.libsonnet: the helper (here a local of the test's spec) ---
+// --- optionally, a helper in jsonnet/lib/cq2care.libsonnet (here a local of the test's spec) ---
 
 const rerankSpec = `local ctxlab = import 'ctxlab.libsonnet';
 local c = ctxlab.cq2care;
@@ -202,12 +187,12 @@ ctxlab.experiment({
 // whose answer comes through the registered input answer, and the fake endpoint answers the same task through the
 // registered prompt answer.
 func TestRerankExample(t *testing.T) {
-	registerRerankInfo()
-	registerRerankNode()
-	t.Cleanup(registerRerankAnswers())
+	rerank := specs.Declare(Rerank)
+	registerStep(rerank, rerankStep)
+	t.Cleanup(registerRerankAnswers(rerank.Task))
 	t.Cleanup(func() {
-		delete(specs.Catalog, "rerank_example")
-		delete(nodeActivities, "rerank_example")
+		delete(specs.Catalog, rerank.Name)
+		delete(nodeActivities, rerank.Name)
 	})
 
 	dir := t.TempDir()
@@ -233,7 +218,7 @@ func TestRerankExample(t *testing.T) {
 
 	f := newFixture(t)
 	outs := map[string]NodeOutput{}
-	var rerank, sample *NodeOutput
+	var reranked, sample *NodeOutput
 	for _, n := range plan.Nodes {
 		inputs := map[string]NodeOutput{}
 		for name, k := range n.Inputs {
@@ -246,28 +231,28 @@ func TestRerankExample(t *testing.T) {
 		switch n.Activity {
 		case "localize":
 			sample = &out
-		case "rerank_example":
-			rerank = &out
+		case rerank.Name:
+			reranked = &out
 		}
 		if n.Activity == "trim" { // the rest is the shared tail (patch, measure, grade)
 			break
 		}
 	}
-	if rerank == nil || sample == nil {
+	if reranked == nil || sample == nil {
 		t.Fatalf("the plan ran no rerank_example or no localize node: %+v", plan.Nodes)
 	}
 	var before, after Ranking
 	mustLoad(t, f, sample.Ref, &before)
-	mustLoad(t, f, rerank.Ref, &after)
+	mustLoad(t, f, reranked.Ref, &after)
 	want := rerankOffline(RerankInput{Issue: f.rows[inst].ProblemStatement, Paths: before.Paths, Keep: 4})
 	if after.Answer != want {
 		t.Errorf("rerank answer %q, want the registered offline answer %q", after.Answer, want)
 	}
-	if len(after.Paths) != min(4, len(before.Paths)) || rerank.Row["rerank_kept"] != float64(len(after.Paths)) {
-		t.Errorf("kept %v (row %v) of %v", after.Paths, rerank.Row["rerank_kept"], before.Paths)
+	if kept, _ := RerankKept.Get(reranked.Row); len(after.Paths) != min(4, len(before.Paths)) || kept != len(after.Paths) {
+		t.Errorf("kept %v (row %v) of %v", after.Paths, reranked.Row, before.Paths)
 	}
-	if rerank.Row["model_calls"] != 1.0 {
-		t.Errorf("row %v: want the model call's usage fields", rerank.Row)
+	if calls, _ := specs.ModelCalls.Get(reranked.Row); calls != 1 {
+		t.Errorf("row %v: want the model call's usage fields", reranked.Row)
 	}
 
 	// The fake endpoint answers the task, sent by name as the openai provider sends it, with the prompt answer.
@@ -275,7 +260,7 @@ func TestRerankExample(t *testing.T) {
 	defer srv.Close()
 	body := `{"model":"m","messages":[{"role":"user","content":"Rerank these paths:\n- b/z.go\n- a/y.go\n"}]}`
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set(fakeopenai.TaskHeader, TaskRerank)
+	req.Header.Set(fakeopenai.TaskHeader, rerank.Task)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

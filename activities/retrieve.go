@@ -9,7 +9,6 @@ import (
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/dense"
 	"ctxlab/activities/repo"
-	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
@@ -30,92 +29,91 @@ const DefaultRetrieveTokens = 13800
 // maxRetrieveFileBytes skips generated or data files that no retriever should index whole.
 const maxRetrieveFileBytes = 1 << 20
 
+func init() { registerStep(specs.Retrieve, retrieveStep) }
+
 // RetrieveParams are declared in specs beside the catalog, which checks every step's params against them.
 type RetrieveParams = specs.RetrieveParams
 
-// Retrieve ranks the repository's chunks against the issue text (BM25 or dense embeddings) and shows them in rank
+// retrieveStep ranks the repository's chunks against the issue text (BM25 or dense embeddings) and shows them in rank
 // order up to the budget: multiplier x the anchor's context tokens when the step has a budget input, max_tokens
 // otherwise.
-func (a *Activities) Retrieve(ctx context.Context, in NodeInput) (NodeOutput, error) {
-	return a.node(ctx, in, "retrieve", func(ctx context.Context, j *job) (NodeOutput, error) {
-		var p RetrieveParams
-		inst, m, err := j.setup(ctx, &p)
+func retrieveStep(ctx context.Context, j *job, p RetrieveParams) (NodeOutput, error) {
+	inst, m, err := j.instanceAndSnapshot(ctx)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	chunks, fileLines, err := j.chunkRepo(ctx, m, p.Unit, p.Window)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	docs := make([]string, len(chunks))
+	for i, c := range chunks {
+		docs[i] = c.Text
+		if p.Unit == unitSWEBenchFile {
+			docs[i] = c.Path + "\n" + c.Text
+		}
+	}
+	row := map[string]any{}
+	var order []int
+	switch p.Scorer {
+	case "", scorerBM25:
+		bp := bm25.Defaults()
+		if p.K1 != 0 {
+			bp.K1 = p.K1
+		}
+		if p.B != nil {
+			bp.B = *p.B
+		}
+		if err := bp.Check(); err != nil {
+			return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
+		}
+		ix := bm25.New(bp)
+		for _, d := range docs {
+			ix.Add(d)
+		}
+		order = ix.Rank(inst.ProblemStatement)
+	case scorerDense:
+		order, err = j.denseRank(ctx, p.EmbeddingModel, inst.ProblemStatement, docs, row)
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		chunks, fileLines, err := j.chunkRepo(ctx, m, p.Unit, p.Window)
-		if err != nil {
-			return NodeOutput{}, err
+	default:
+		return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown scorer %q (known: bm25, dense)", j.in.Step, p.Scorer)
+	}
+	sorted := make([]chunk.Chunk, len(order))
+	for i, k := range order {
+		sorted[i] = chunks[k]
+	}
+	r := newRanked(inst.ProblemStatement, sorted, fileLines, p.Partial == nil || *p.Partial)
+	target, anchor, fitted, err := j.budgetTarget(ctx, p.Tokenizer, p.FitParams)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	if !fitted {
+		target = p.MaxTokens
+		if target <= 0 {
+			target = DefaultRetrieveTokens
 		}
-		docs := make([]string, len(chunks))
-		for i, c := range chunks {
-			docs[i] = c.Text
-			if p.Unit == unitSWEBenchFile {
-				docs[i] = c.Path + "\n" + c.Text
-			}
-		}
-		row := map[string]any{}
-		var order []int
-		switch p.Scorer {
-		case "", scorerBM25:
-			bp := bm25.Defaults()
-			if p.K1 != 0 {
-				bp.K1 = p.K1
-			}
-			if p.B != nil {
-				bp.B = *p.B
-			}
-			if err := bp.Check(); err != nil {
-				return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", in.Step, err)
-			}
-			ix := bm25.New(bp)
-			for _, d := range docs {
-				ix.Add(d)
-			}
-			order = ix.Rank(inst.ProblemStatement)
-		case scorerDense:
-			order, err = j.denseRank(ctx, p.EmbeddingModel, inst.ProblemStatement, docs, row)
-			if err != nil {
-				return NodeOutput{}, err
-			}
-		default:
-			return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown scorer %q (known: bm25, dense)", in.Step, p.Scorer)
-		}
-		sorted := make([]chunk.Chunk, len(order))
-		for i, k := range order {
-			sorted[i] = chunks[k]
-		}
-		r := newRanked(inst.ProblemStatement, sorted, fileLines, p.Partial == nil || *p.Partial)
-		target, anchor, fitted, err := j.budgetTarget(ctx, p.Tokenizer, p.FitParams)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		if !fitted {
-			target = p.MaxTokens
-			if target <= 0 {
-				target = DefaultRetrieveTokens
-			}
-		}
-		c, shown, res, err := r.fit(p.Tokenizer, target, p.FitParams)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		out, err := j.putContext(ctx, c)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-		for k, v := range row {
+	}
+	c, shown, res, err := r.fit(p.Tokenizer, target, p.FitParams)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	out, err := j.putContext(ctx, c)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	for k, v := range row {
+		out.Row[k] = v
+	}
+	specs.ChunksShown.Set(out.Row, shown)
+	specs.TemplateShown.Set(out.Row, showsTemplate(c.Files()))
+	if fitted {
+		for k, v := range fitRow(p.FitParams, target, anchor, res) {
 			out.Row[k] = v
 		}
-		out.Row[results.FieldChunksShown] = shown
-		out.Row[results.FieldTemplateShown] = showsTemplate(c.Files())
-		if fitted {
-			for k, v := range fitRow(p.FitParams, target, anchor, res) {
-				out.Row[k] = v
-			}
-		}
-		return out, nil
-	})
+	}
+	return out, nil
 }
 
 // chunkRepo reads every text file of the snapshot and cuts it into units; it also returns each file's line count.
@@ -163,8 +161,8 @@ func (j *job) denseRank(ctx context.Context, model, query string, docs []string,
 	if err != nil {
 		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)
 	}
-	row["embedding_tokens"] = st.PromptTokens
-	row["embeddings_cached"] = st.Cached
+	specs.EmbeddingTokens.Set(row, st.PromptTokens)
+	specs.EmbeddingsCached.Set(row, st.Cached)
 	return dense.Rank(vecs[0], vecs[1:]), nil
 }
 
@@ -175,8 +173,4 @@ func showsTemplate(files []string) bool {
 		}
 	}
 	return false
-}
-
-func init() {
-	registerNode("retrieve", func(a *Activities) any { return a.Retrieve })
 }

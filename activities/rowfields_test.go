@@ -17,10 +17,9 @@ import (
 	"ctxlab/specs"
 )
 
-// TestEveryActivityEmitsOnlyDeclaredFields runs the demo spec's whole plan (all its methods, so every activity of
-// the catalog) on a demo instance with the real activities: a node whose row sets a field its activity does not
-// declare, or a value of another kind, fails, and so does this test. An activity of the catalog that the demo does
-// not run is an error too, unless notInDemo names the test that runs it, so a new activity cannot escape the check.
+// TestEveryActivityEmitsOnlyDeclaredFields runs the demo spec's whole plan (all its methods) on a demo instance with
+// the real activities: a node whose row sets a field its activity does not declare, or a value of another kind,
+// fails, and so does this test.
 func TestEveryActivityEmitsOnlyDeclaredFields(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs and grades every demo method on one instance")
@@ -35,26 +34,12 @@ func TestEveryActivityEmitsOnlyDeclaredFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	outs := f.runPlan(plan, inst) // fails on the first node the check refuses
-	ran := map[string]bool{}
 	for _, n := range plan.Nodes {
-		ran[n.Activity] = true
 		// Checked again after Temporal's JSON round trip, as the workflow receives it.
 		if err := specs.CheckRow(n.Activity, n.Steps[0], outs[n.Key].Row); err != nil {
 			t.Error(err)
 		}
 	}
-	for _, name := range specs.ActivityNames() {
-		if _, elsewhere := notInDemo[name]; !ran[name] && !elsewhere {
-			t.Errorf("activity %s is not in the demo's plan: run it there, or name the test that runs it in notInDemo",
-				name)
-		}
-	}
-}
-
-// notInDemo names the activities the demo spec does not run, each with the test that runs it through the node
-// wrapper (which checks its row fields).
-var notInDemo = map[string]string{
-	"rerank_example": "TestRerankExample",
 }
 
 // TestNodeRefusesUndeclaredRowFields: a node whose row sets a field its activity does not declare, or a declared
@@ -94,23 +79,15 @@ func TestNodeRefusesUndeclaredRowFields(t *testing.T) {
 
 func asApp(err error, app **temporal.ApplicationError) bool { return errors.As(err, app) }
 
-// TestRowKeysInSourceAreDeclared inspects the activities' source: every string literal (or results.Field constant)
-// used as a key of a row map (row[...], out.Row[...], a map literal given as a Row) must be a field some activity
-// declares. It catches fields written only on paths the demo run does not take (errors, dense retrieval, reruns).
-func TestRowKeysInSourceAreDeclared(t *testing.T) {
+// TestRowsAreWrittenByHandle inspects the activities' source: no row map is keyed by a string literal (row["x"],
+// out.Row["x"], a map literal of a row): a step sets its row fields through their specs handles, so a field's name
+// is written once, in its declaration, and a misspelt one does not compile.
+func TestRowsAreWrittenByHandle(t *testing.T) {
 	fset := token.NewFileSet()
-	resultsConsts := constStrings(t, fset, filepath.Join("..", "results", "row.go"))
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared := map[string]bool{}
-	for _, info := range specs.Catalog {
-		for _, fd := range info.Fields {
-			declared[fd.Name] = true
-		}
-	}
-	seen := 0
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
 			continue
@@ -119,76 +96,27 @@ func TestRowKeysInSourceAreDeclared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		local := constAliases(af, resultsConsts)
-		keyOf := func(e ast.Expr) (string, bool) {
-			switch k := e.(type) {
-			case *ast.BasicLit:
-				if k.Kind == token.STRING {
-					s, err := strconv.Unquote(k.Value)
-					return s, err == nil
-				}
-			case *ast.SelectorExpr:
-				if x, ok := k.X.(*ast.Ident); ok && x.Name == "results" {
-					s, ok := resultsConsts[k.Sel.Name]
-					return s, ok
-				}
-			case *ast.Ident:
-				s, ok := local[k.Name]
-				return s, ok
-			}
-			return "", false
-		}
-		check := func(e ast.Expr) {
-			if name, ok := keyOf(e); ok {
-				seen++
-				if !declared[name] {
-					t.Errorf("%s: row field %q is set but no activity declares it", fset.Position(e.Pos()), name)
-				}
+		literal := func(e ast.Expr) {
+			if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				t.Errorf("%s: row field %s named by a literal: set it through its specs handle",
+					fset.Position(e.Pos()), lit.Value)
 			}
 		}
 		ast.Inspect(af, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.IndexExpr:
 				if isRowMap(n.X) {
-					check(n.Index)
+					literal(n.Index)
 				}
-			case *ast.KeyValueExpr:
-				// Row: map[string]any{...}, and the literal a row helper (usageRow, fitRow) returns.
-				if id, ok := n.Key.(*ast.Ident); ok && id.Name == "Row" {
-					if lit, ok := n.Value.(*ast.CompositeLit); ok {
-						for _, el := range lit.Elts {
-							check(el.(*ast.KeyValueExpr).Key)
-						}
-					}
-				}
-			case *ast.FuncDecl:
-				if strings.HasSuffix(n.Name.Name, "Row") && n.Body != nil {
-					ast.Inspect(n.Body, func(m ast.Node) bool {
-						if lit, ok := m.(*ast.CompositeLit); ok && isStringAnyMap(lit.Type) {
-							for _, el := range lit.Elts {
-								check(el.(*ast.KeyValueExpr).Key)
-							}
-						}
-						return true
-					})
-				}
-			case *ast.AssignStmt:
-				// row := map[string]any{...}
-				for i, lhs := range n.Lhs {
-					if id, ok := lhs.(*ast.Ident); ok && id.Name == "row" && i < len(n.Rhs) {
-						if lit, ok := n.Rhs[i].(*ast.CompositeLit); ok {
-							for _, el := range lit.Elts {
-								check(el.(*ast.KeyValueExpr).Key)
-							}
-						}
+			case *ast.CompositeLit:
+				if isStringAnyMap(n.Type) {
+					for _, el := range n.Elts {
+						literal(el.(*ast.KeyValueExpr).Key)
 					}
 				}
 			}
 			return true
 		})
-	}
-	if seen < 50 {
-		t.Errorf("found only %d row keys in the activities' source; the inspection has lost track of how rows are written", seen)
 	}
 }
 
@@ -211,56 +139,4 @@ func isStringAnyMap(e ast.Expr) bool {
 	k, kok := m.Key.(*ast.Ident)
 	v, vok := m.Value.(*ast.Ident)
 	return kok && vok && k.Name == "string" && v.Name == "any"
-}
-
-// constStrings returns the string constants a file declares, by name.
-func constStrings(t *testing.T, fset *token.FileSet, path string) map[string]string {
-	t.Helper()
-	af, err := parser.ParseFile(fset, path, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	eachConst(af, func(name string, value ast.Expr) {
-		if lit, ok := value.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-			out[name], _ = strconv.Unquote(lit.Value)
-		}
-	})
-	if len(out) == 0 {
-		t.Fatalf("no string constants in %s", path)
-	}
-	return out
-}
-
-// constAliases returns a file's constants defined as results.Field constants (const fieldX = results.FieldX).
-func constAliases(af *ast.File, resultsConsts map[string]string) map[string]string {
-	out := map[string]string{}
-	eachConst(af, func(name string, value ast.Expr) {
-		if sel, ok := value.(*ast.SelectorExpr); ok {
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "results" {
-				if v, ok := resultsConsts[sel.Sel.Name]; ok {
-					out[name] = v
-				}
-			}
-		}
-	})
-	return out
-}
-
-// eachConst calls f with each constant a file declares with a value of its own, and that value.
-func eachConst(af *ast.File, f func(name string, value ast.Expr)) {
-	for _, d := range af.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, s := range g.Specs {
-			vs := s.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				if i < len(vs.Values) {
-					f(name.Name, vs.Values[i])
-				}
-			}
-		}
-	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/runlog"
+	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -72,7 +73,7 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 			params := map[string]any{"model": model, "prompt": prompt, "sample": i}
 			ni := NodeInput{Run: "t", Instance: f.refs[inst], Node: fmt.Sprintf("localize-%d", i), Step: "m.localize",
 				Params: params, Inputs: in, Dataset: f.dataset}
-			_, err := w.Localize(context.Background(), ni)
+			_, err := w.runKind(context.Background(), specs.Localize.Name, ni)
 			mu.Lock()
 			defer mu.Unlock()
 			var app *temporal.ApplicationError

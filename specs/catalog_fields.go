@@ -44,9 +44,6 @@ var (
 	// UsageFields are what every model call adds; the Issue workflow sums them over a row's steps (results.Summed).
 	UsageFields = Rows(ModelCalls, PromptTokens, CompletionTokens, CostUSD, CachedTokens, CacheWriteTokens,
 		CostInputUSD, CostCachedUSD, CostOutputUSD)
-	// UsageSplitFields split a call's usage by price (unset for the offline stand-in).
-	UsageSplitFields = []Field[int]{CachedTokens, CacheWriteTokens}
-	CostSplitFields  = []Field[float64]{CostInputUSD, CostCachedUSD, CostOutputUSD}
 
 	// ModelServed is set when the endpoint names another model than the spec's id as the one that answered
 	// (activities' usageRow); the last step that sets it wins.

@@ -6,6 +6,7 @@ package wiring
 import (
 	"fmt"
 	"runtime"
+	"slices"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -17,16 +18,12 @@ import (
 	"ctxlab/workflows"
 )
 
-// Kinds a worker process can serve.
-const (
-	KindWorkflow = "workflow"
-	KindLLM      = specs.QueueLLM
-	KindCPU      = specs.QueueCPU
-	KindGrade    = specs.QueueGrade
-)
+// KindWorkflow is the worker kind that runs workflows; the other kinds a worker process can serve are the activity
+// queue kinds (specs.QueueKinds).
+const KindWorkflow = "workflow"
 
 // AllKinds is what an embedded starter serves.
-var AllKinds = []string{KindWorkflow, KindLLM, KindCPU, KindGrade}
+var AllKinds = append([]string{KindWorkflow}, specs.QueueKinds...)
 
 // Options configure Start.
 type Options struct {
@@ -57,18 +54,18 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 	}
 	for _, kind := range o.Kinds {
 		var w worker.Worker
-		switch kind {
-		case KindWorkflow:
+		switch {
+		case kind == KindWorkflow:
 			// The Issue workflow runs cheap nodes here as local activities (specs.RunsLocally), as many at once
 			// as the cpu queue's workers would.
 			w = worker.New(c, q.Workflow, worker.Options{LocalActivityWorkerOnly: true,
-				MaxConcurrentLocalActivityExecutionSize: activityWorkerOptions(KindCPU,
-					o.Limits.For(KindCPU)).MaxConcurrentActivityExecutionSize})
+				MaxConcurrentLocalActivityExecutionSize: activityWorkerOptions(specs.QueueCPU,
+					o.Limits.For(specs.QueueCPU)).MaxConcurrentActivityExecutionSize})
 			workflows.Register(w)
 			for name, fn := range a.Functions() {
 				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 			}
-		case KindLLM, KindCPU, KindGrade:
+		case slices.Contains(specs.QueueKinds, kind):
 			w = worker.New(c, q.For(kind), activityWorkerOptions(kind, o.Limits.For(kind)))
 			for name, fn := range a.Functions() {
 				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
@@ -103,9 +100,9 @@ func activityWorkerOptions(kind string, l specs.QueueLimit) worker.Options {
 // DefaultSlots is how many activities of a kind one worker runs at once unless a spec says otherwise.
 func DefaultSlots(kind string) int {
 	switch kind {
-	case KindLLM:
+	case specs.QueueLLM:
 		return 16
-	case KindGrade:
+	case specs.QueueGrade:
 		return max(1, runtime.NumCPU())
 	default:
 		return 2 * runtime.NumCPU()

@@ -15,11 +15,12 @@ import (
 	"ctxlab/specs"
 )
 
-// Tasks a request can be for. A language model reads the prompt; the offline stand-in answers by task.
-const (
-	TaskLocalize = "localize" // a ranked list of the files to edit
-	TaskEvidence = "evidence" // a plan of searches over the repository
-	TaskPatch    = "patch"    // an edit, as a unified diff or search/replace blocks
+// Tasks a request can be for, as their kinds declare them (specs.Kind.Task). A language model reads the prompt; the
+// offline stand-in answers by task.
+var (
+	TaskLocalize = specs.Localize.Task // a ranked list of the files to edit
+	TaskEvidence = specs.Evidence.Task // a plan of searches over the repository
+	TaskPatch    = specs.Patch.Task    // an edit, as a unified diff or search/replace blocks
 )
 
 // Message is one chat message.
