@@ -31,7 +31,6 @@ var longFunctionsLeft = map[string]bool{
 	"starter/cli/report.go: runReport":                  true,
 	"starter/cli/run.go: runSweepBody":                  true,
 	"testkit/fakeanthropic/server.go: Server.ServeHTTP": true,
-	"testkit/fakeopenai/server.go: Server.chat":         true,
 	"workflows/sweep.go: Sweep":                         true,
 }
 
