@@ -219,6 +219,26 @@ func Tokens(text string) int {
 
 // ServeHTTP answers POST /v1/messages and GET /v1/models/{id}.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := s.recordKey(r)
+	if key == "" {
+		apiError(w, http.StatusUnauthorized, "authentication_error", "x-api-key header is required")
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/models/"):
+		s.getModel(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
+		s.countTokens(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
+		s.messages(w, r, key)
+	default:
+		apiError(w, http.StatusNotFound, "not_found_error", "Not found")
+	}
+}
+
+// recordKey is the request's API key, sent as x-api-key or as a bearer token ("" when none came); it counts the
+// key by digest for KeySeen.
+func (s *Server) recordKey(r *http.Request) string {
 	key := r.Header.Get("X-Api-Key")
 	if a := r.Header.Get("Authorization"); key == "" && len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		key = a[7:] // how the v2 SDK sends an API key
@@ -231,51 +251,51 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.keys[sha256.Sum256([]byte(key))]++
 	}
 	s.mu.Unlock()
-	if key == "" {
-		apiError(w, http.StatusUnauthorized, "authentication_error", "x-api-key header is required")
+	return key
+}
+
+// getModel answers GET /v1/models/{id}: the model when Models (or the default) knows it, else 404.
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.Path, "/v1/models/")
+	models := s.Models
+	if models == nil {
+		models = []string{"claude-fake-1"}
+	}
+	if !slices.Contains(models, id) {
+		apiError(w, http.StatusNotFound, "not_found_error", "model: "+id)
 		return
 	}
-	switch {
-	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/models/"):
-		id := strings.TrimPrefix(r.URL.Path, "/v1/models/")
-		models := s.Models
-		if models == nil {
-			models = []string{"claude-fake-1"}
-		}
-		if !slices.Contains(models, id) {
-			apiError(w, http.StatusNotFound, "not_found_error", "model: "+id)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"type": "model", "id": id, "display_name": id,
-			"created_at": "2026-01-01T00:00:00Z"})
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "model", "id": id, "display_name": id,
+		"created_at": "2026-01-01T00:00:00Z"})
+}
+
+// countTokens answers POST /v1/messages/count_tokens: the Tokens of every block plus CountFraming.
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
+	var req Request
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "the body does not parse: "+err.Error())
 		return
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		var req Request
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			apiError(w, http.StatusBadRequest, "invalid_request_error", "the body does not parse: "+err.Error())
-			return
-		}
-		n := CountFraming
-		for _, b := range req.System {
+	}
+	n := CountFraming
+	for _, b := range req.System {
+		n += Tokens(b.text())
+	}
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
 			n += Tokens(b.text())
 		}
-		for _, m := range req.Messages {
-			for _, b := range m.Content {
-				n += Tokens(b.text())
-			}
-		}
-		s.mu.Lock()
-		s.counts++
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"input_tokens":%d}`, n)
-		return
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-	default:
-		apiError(w, http.StatusNotFound, "not_found_error", "Not found")
-		return
 	}
+	s.mu.Lock()
+	s.counts++
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"input_tokens":%d}`, n)
+}
+
+// messages answers POST /v1/messages: it records the request, holds it for Delay, then sends the next queued
+// failure or the reply.
+func (s *Server) messages(w http.ResponseWriter, r *http.Request, key string) {
 	var req Request
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "the body does not parse: "+err.Error())
@@ -296,6 +316,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.Delay > 0 {
 		time.Sleep(s.Delay)
 	}
+	if s.writeFailure(w, req, key, fail) {
+		return
+	}
+	s.writeReply(w, req, s.reply(req))
+}
+
+// writeFailure writes fail as the API sends it and reports whether it wrote anything (not for 0 or a value that
+// is no Failure: those calls are answered).
+func (s *Server) writeFailure(w http.ResponseWriter, req Request, key string, fail Failure) bool {
 	switch fail {
 	case RateLimit:
 		d := s.RetryAfter
@@ -309,33 +338,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", v)
 		apiError(w, http.StatusTooManyRequests, "rate_limit_error",
 			"This request would exceed the rate limit for your organization of 50,000 input tokens per minute.")
-		return
 	case Overloaded:
 		apiError(w, 529, "overloaded_error", "Overloaded")
-		return
 	case ServerError:
 		apiError(w, http.StatusInternalServerError, "api_error", "Internal server error")
-		return
 	case PromptTooLong:
 		_, all := req.prefixes()
 		apiError(w, http.StatusBadRequest, "invalid_request_error",
 			fmt.Sprintf("prompt is too long: %d tokens > 200000 maximum", max(Tokens(all), 200001)))
-		return
 	case Unauthorized:
 		apiError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key: "+key)
-		return
 	case Permission:
 		apiError(w, http.StatusForbidden, "permission_error", "Your API key does not have permission to use the specified resource.")
-		return
 	case NotFound:
 		apiError(w, http.StatusNotFound, "not_found_error", "model: "+req.Model)
-		return
 	case Billing:
 		apiError(w, http.StatusBadRequest, "invalid_request_error",
 			"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.")
-		return
+	default:
+		return false
 	}
+	return true
+}
 
+// reply is the answer to req: Answer's, else the prompt answer of its task, else "ok"; with tools offered, a call
+// in the plain-text protocol becomes a tool call.
+func (s *Server) reply(req Request) Reply {
 	reply := Reply{Text: "ok"}
 	if s.Answer != nil {
 		reply = s.Answer(req)
@@ -348,9 +376,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply.Text, _, _ = strings.Cut(reply.Text, "```tool")
 		reply.Text = strings.TrimSpace(reply.Text)
 	}
-	// The cache: the longest marked prefix seen before is read, the rest of the marked prefixes written.
+	return reply
+}
+
+// cacheUsage splits req's input tokens into those read from the prompt cache, those written to it and the rest:
+// the longest marked prefix seen before is read, the rest of the marked prefixes written.
+func (s *Server) cacheUsage(req Request) (read, write, input int) {
 	marked, all := req.prefixes()
-	read, write := 0, 0
 	s.mu.Lock()
 	if s.cached == nil {
 		s.cached = map[[32]byte]bool{}
@@ -367,8 +399,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.cached[sha256.Sum256([]byte(p))] = true
 	}
 	s.mu.Unlock()
-	input := max(Tokens(all)-read-write, 0)
+	return read, write, max(Tokens(all)-read-write, 0)
+}
 
+// writeReply writes reply as a message with its content blocks and usage.
+func (s *Server) writeReply(w http.ResponseWriter, req Request, reply Reply) {
+	read, write, input := s.cacheUsage(req)
 	content := []map[string]any{}
 	if reply.Text != "" {
 		content = append(content, map[string]any{"type": "text", "text": reply.Text})

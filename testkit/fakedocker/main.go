@@ -39,34 +39,14 @@ type Call struct {
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
-	self, err := os.Executable()
+	cfg, err := loadConfig()
 	if err != nil {
 		return fail("%v", err)
 	}
-	var cfg Config
-	b, err := os.ReadFile(self + ".json")
-	if err != nil {
-		return fail("fakedocker: config: %v", err)
-	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return fail("fakedocker: config: %v", err)
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		env = append(env, k)
-	}
-	sort.Strings(env)
-	if line, err := json.Marshal(Call{Args: args, Env: env}); err == nil {
-		if f, err := os.OpenFile(cfg.Log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			_, _ = f.Write(append(line, '\n'))
-			f.Close()
-		}
-	}
+	recordCall(cfg.Log, args)
 	if len(args) == 0 {
 		return fail("usage: docker COMMAND")
 	}
-	inside := func(p string) string { return filepath.Join(cfg.Root, filepath.FromSlash(p)) }
 	switch args[0] {
 	case "create":
 		if cfg.FailCreate {
@@ -84,55 +64,109 @@ func run(args []string) int {
 	case "start", "rm", "kill":
 		fmt.Println(args[len(args)-1])
 	case "cp":
-		if len(args) != 3 {
-			return fail("docker cp: want SRC DST")
-		}
-		src, dst := args[1], args[2]
-		if _, p, ok := strings.Cut(src, ":"); ok && !filepath.IsAbs(src) {
-			src = inside(p)
-		}
-		if _, p, ok := strings.Cut(dst, ":"); ok && !filepath.IsAbs(dst) {
-			dst = inside(p)
-		}
-		if err := copyFile(src, dst); err != nil {
-			return fail("Error: Could not find the file %s: %v", args[1], err)
-		}
+		return copyCmd(cfg, args)
 	case "exec":
-		if len(args) < 3 {
-			return fail("docker exec: want NAME COMMAND")
-		}
-		cmd := args[2:]
-		switch cmd[0] {
-		case "rm":
-			_ = os.Remove(inside(cmd[len(cmd)-1]))
-		case "test":
-			if _, err := os.Stat(inside(cmd[len(cmd)-1])); err != nil {
-				return 1
-			}
-		case "mkdir":
-			if err := os.MkdirAll(inside(cmd[len(cmd)-1]), 0o755); err != nil {
-				return fail("%v", err)
-			}
-		case "/bin/bash":
-			if _, err := os.Stat(inside(cmd[1])); err != nil {
-				return fail("bash: %s: No such file or directory", cmd[1])
-			}
-			if cfg.Hang {
-				fmt.Println("+ : '>>>>> Start Test Output'")
-				time.Sleep(time.Hour)
-			}
-			f, err := os.Open(cfg.Replay)
-			if err != nil {
-				return fail("%v", err)
-			}
-			defer f.Close()
-			_, _ = io.Copy(os.Stdout, f)
-		default:
-			return fail("fakedocker: exec %s is not faked", cmd[0])
-		}
+		return execCmd(cfg, args)
 	default:
 		return fail("fakedocker: %s is not faked", args[0])
 	}
+	return 0
+}
+
+// loadConfig reads PROGRAM.json next to the running program.
+func loadConfig() (Config, error) {
+	var cfg Config
+	self, err := os.Executable()
+	if err != nil {
+		return cfg, err
+	}
+	b, err := os.ReadFile(self + ".json")
+	if err != nil {
+		return cfg, fmt.Errorf("fakedocker: config: %v", err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("fakedocker: config: %v", err)
+	}
+	return cfg, nil
+}
+
+// recordCall appends the invocation's arguments and sorted environment variable names to the log, best effort.
+func recordCall(log string, args []string) {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		env = append(env, k)
+	}
+	sort.Strings(env)
+	if line, err := json.Marshal(Call{Args: args, Env: env}); err == nil {
+		if f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			_, _ = f.Write(append(line, '\n'))
+			f.Close()
+		}
+	}
+}
+
+// inside maps container path p to its place under the container's root folder.
+func (cfg Config) inside(p string) string { return filepath.Join(cfg.Root, filepath.FromSlash(p)) }
+
+// copyCmd fakes `docker cp SRC DST`, where either side may be CONTAINER:PATH.
+func copyCmd(cfg Config, args []string) int {
+	if len(args) != 3 {
+		return fail("docker cp: want SRC DST")
+	}
+	src, dst := args[1], args[2]
+	if _, p, ok := strings.Cut(src, ":"); ok && !filepath.IsAbs(src) {
+		src = cfg.inside(p)
+	}
+	if _, p, ok := strings.Cut(dst, ":"); ok && !filepath.IsAbs(dst) {
+		dst = cfg.inside(p)
+	}
+	if err := copyFile(src, dst); err != nil {
+		return fail("Error: Could not find the file %s: %v", args[1], err)
+	}
+	return 0
+}
+
+// execCmd fakes `docker exec NAME COMMAND...` for the few commands the executor runs.
+func execCmd(cfg Config, args []string) int {
+	if len(args) < 3 {
+		return fail("docker exec: want NAME COMMAND")
+	}
+	cmd := args[2:]
+	switch cmd[0] {
+	case "rm":
+		_ = os.Remove(cfg.inside(cmd[len(cmd)-1]))
+	case "test":
+		if _, err := os.Stat(cfg.inside(cmd[len(cmd)-1])); err != nil {
+			return 1
+		}
+	case "mkdir":
+		if err := os.MkdirAll(cfg.inside(cmd[len(cmd)-1]), 0o755); err != nil {
+			return fail("%v", err)
+		}
+	case "/bin/bash":
+		return runEvalScript(cfg, cmd[1])
+	default:
+		return fail("fakedocker: exec %s is not faked", cmd[0])
+	}
+	return 0
+}
+
+// runEvalScript answers `exec NAME /bin/bash SCRIPT` by replaying the recorded log (or hanging, if configured).
+func runEvalScript(cfg Config, script string) int {
+	if _, err := os.Stat(cfg.inside(script)); err != nil {
+		return fail("bash: %s: No such file or directory", script)
+	}
+	if cfg.Hang {
+		fmt.Println("+ : '>>>>> Start Test Output'")
+		time.Sleep(time.Hour)
+	}
+	f, err := os.Open(cfg.Replay)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer f.Close()
+	_, _ = io.Copy(os.Stdout, f)
 	return 0
 }
 

@@ -398,6 +398,8 @@ func unauthorized(w http.ResponseWriter, auth string) {
 		fmt.Sprintf("Incorrect API key provided in header %q.", auth))
 }
 
+// chat answers POST .../chat/completions: it counts the call, holds it as long as its delays say, then checks the
+// key and answers with the injected failure or a completion.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use POST")
@@ -413,43 +415,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.TaskName = r.Header.Get(TaskHeader)
-	task := req.Task()
-	s.mu.Lock()
-	s.calls++
-	s.perTask[task]++
-	s.inFlight[""]++
-	if task != "" { // "" already counts every call: a call of no known task is counted once
-		s.inFlight[task]++
-	}
-	s.requests = append(s.requests, req)
-	var fail Failure
-	if len(s.failures) > 0 {
-		fail, s.failures = s.failures[0], s.failures[1:]
-	}
-	delay, failWhen, delayWhen := s.delays[task], s.failWhen, s.delayWhen
-	s.mu.Unlock()
-	if fail == 0 && failWhen != nil {
-		fail = failWhen(req)
-	}
-	if delayWhen != nil {
-		delay += delayWhen(req)
-	}
-	defer func() {
-		s.mu.Lock()
-		s.inFlight[""]--
-		if task != "" {
-			s.inFlight[task]--
-		}
-		s.mu.Unlock()
-	}()
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-r.Context().Done():
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	task, fail, delay := s.admit(req)
+	defer s.leave(task)
+	holdFor(r, delay)
 
 	if !s.authorize(w, r) {
 		return
@@ -462,6 +430,62 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_required_parameter", "model and messages are required")
 		return
 	}
+	s.complete(w, r, req)
+}
+
+// admit counts a chat call as received and in flight and records it; it returns the call's task, the failure it
+// is to get (0: none) and how long to hold it before answering.
+func (s *Server) admit(req ChatRequest) (task string, fail Failure, delay time.Duration) {
+	task = req.Task()
+	s.mu.Lock()
+	s.calls++
+	s.perTask[task]++
+	s.inFlight[""]++
+	if task != "" { // "" already counts every call: a call of no known task is counted once
+		s.inFlight[task]++
+	}
+	s.requests = append(s.requests, req)
+	if len(s.failures) > 0 {
+		fail, s.failures = s.failures[0], s.failures[1:]
+	}
+	delay, failWhen, delayWhen := s.delays[task], s.failWhen, s.delayWhen
+	s.mu.Unlock()
+	// The test's functions run outside the lock, so they may call the server's accessors.
+	if fail == 0 && failWhen != nil {
+		fail = failWhen(req)
+	}
+	if delayWhen != nil {
+		delay += delayWhen(req)
+	}
+	return task, fail, delay
+}
+
+// leave counts a call admitted for task as no longer in flight.
+func (s *Server) leave(task string) {
+	s.mu.Lock()
+	s.inFlight[""]--
+	if task != "" {
+		s.inFlight[task]--
+	}
+	s.mu.Unlock()
+}
+
+// holdFor waits for delay, or until the client goes away.
+func holdFor(r *http.Request, delay time.Duration) {
+	if delay <= 0 {
+		return
+	}
+	t := time.NewTimer(delay)
+	select {
+	case <-r.Context().Done():
+	case <-t.C:
+	}
+	t.Stop()
+}
+
+// complete writes the chat completion for req: the answer (as a native tool call when the request offers tools
+// and the answer calls one) with its token usage.
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, req ChatRequest) {
 	answer, model := s.answer(req), cmp.Or(s.served, req.Model)
 	if token := bearerToken(r); s.echoKey && token != "" {
 		answer = "Served for " + token + ".\n\n" + answer + "\n(key " + token + ")\n"
