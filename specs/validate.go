@@ -149,166 +149,199 @@ func Validate(e *Experiment) []*ValidationError {
 	if e == nil {
 		return []*ValidationError{{Msg: "no experiment"}}
 	}
-	var errs []*ValidationError
-	add := func(path, value, format string, args ...any) *ValidationError {
-		v := &ValidationError{Path: path, Value: value, Msg: fmt.Sprintf(format, args...)}
-		errs = append(errs, v)
-		return v
-	}
-
-	switch {
-	case e.Name == "":
-		add("name", "", "experiment name is empty")
-	case !folderName(e.Name):
-		add("name", e.Name, "experiment name %q must be a folder name: letters, digits, '-', '_' and '.'", e.Name)
-	case len(e.Name) > MaxNameLen:
-		add("name", e.Name, "experiment name is %d characters long; at most %d (it names the run folder and is "+
-			"part of every workflow id of the sweep)", len(e.Name), MaxNameLen)
-	}
-
-	d := e.Dataset
-	if d.File == "" && d.Generate == "" {
-		add("dataset.file", "", "dataset file is empty (name a JSONL file, or set generate)")
-	}
-	if d.Generate != "" && !slices.Contains(Generators, d.Generate) {
-		add("dataset.generate", d.Generate, "unknown generated dataset %q (known: %s)", d.Generate, list(Generators))
-	}
-	if d.Repos == "" {
-		add("dataset.repos", "", "dataset repos template is empty")
-	}
-	if d.Limit < 0 {
-		add("dataset.limit", "", "dataset limit %d is negative", d.Limit)
-	}
-
-	if len(e.Models) == 0 {
-		add("models", "", "no models: an experiment needs at least one")
-	}
-	modelSeen := map[string]int{}
-	for i, m := range e.Models {
-		p := fmt.Sprintf("models[%d]", i)
-		if m.Name == "" {
-			add(p+".name", "", "model name is empty")
-		} else {
-			if n := modelSeen[m.Name]; n > 0 {
-				add(p+".name", m.Name, "duplicate model name %q", m.Name).Occurrence = n
-			}
-			modelSeen[m.Name]++
-		}
-		if !slices.Contains(Providers, m.Provider) {
-			add(p+".provider", m.Provider, "unknown provider %q (known: %s)", m.Provider, list(Providers))
-		}
-		if (m.Provider == "openai" || m.Provider == "anthropic") && m.ID == "" {
-			add(p+".id", m.Name, "%s model %q needs an id", m.Provider, m.Name)
-		}
-		if m.MaxTokens < 0 {
-			add(p+".max_tokens", "", "max_tokens %d is negative", m.MaxTokens)
-		}
-		if m.Tokenizer != "" && !slices.Contains(ModelTokenizers, m.Tokenizer) {
-			add(p+".tokenizer", m.Tokenizer, "model %q: unknown tokenizer %q (known: %s)", m.Name, m.Tokenizer,
-				list(ModelTokenizers))
-		}
-		if strings.HasPrefix(ResolveTokenizer(e, m), TokenizerEndpoint+":") && m.Provider != "openai" {
-			add(p+".tokenizer", m.Name, "model %q: tokenizer %q needs a server that tokenizes (provider openai "+
-				"against llama.cpp or vLLM, or provider anthropic); provider %q has none", m.Name, TokenizerEndpoint,
-				m.Provider)
-		}
-		// A negative price would be negative spend, and a negative reservation: calls past the cap.
-		for _, pr := range []struct {
-			name string
-			v    float64
-		}{{"input", m.Price.Input}, {"output", m.Price.Output}, {"cached_input", m.Price.CachedInput},
-			{"cache_write", m.Price.CacheWrite}} {
-			if pr.v < 0 || math.IsNaN(pr.v) || math.IsInf(pr.v, 0) {
-				add(p+".price."+pr.name, m.Name, "price.%s %v must be 0 or more dollars per million tokens", pr.name, pr.v)
-			}
-		}
-	}
-
-	if !slices.Contains(Tokenizers, e.Tokenizer) {
-		add("tokenizer", e.Tokenizer, "unknown tokenizer %q (known: %s)", e.Tokenizer, list(Tokenizers))
-	}
-
-	if len(e.Methods) == 0 {
-		add("methods", "", "no methods: an experiment needs at least one")
-	}
-	methodSeen := map[string]int{}
-	for i, m := range e.Methods {
-		p := fmt.Sprintf("methods[%d]", i)
-		switch {
-		case m.Name == "":
-			add(p+".name", "", "method name is empty")
-		case strings.ContainsAny(m.Name, "/."):
-			add(p+".name", m.Name, "method name %q must not contain '/' or '.'", m.Name)
-		}
-		if m.Name != "" {
-			if n := methodSeen[m.Name]; n > 0 {
-				add(p+".name", m.Name, "duplicate method name %q", m.Name).Occurrence = n
-			}
-			methodSeen[m.Name]++
-		}
-		errs = append(errs, validateSteps(p, m)...)
-	}
-
-	if !slices.Contains(Executors, e.Grading.Executor) {
-		add("grading.executor", e.Grading.Executor, "unknown grading executor %q (known: %s)", e.Grading.Executor,
-			list(Executors))
-	}
-	if e.Grading.Reruns < 0 || e.Grading.Reruns > 10 {
-		add("grading.reruns", "", "grading reruns %d must be between 0 and 10", e.Grading.Reruns)
-	}
-	if e.Grading.Timeout <= 0 {
-		add("grading.timeout", "", "grading timeout %s must be positive", e.Grading.Timeout.D())
-	}
-	if g := e.Grading; g.ModelTests != "" && !slices.Contains(ModelTests, g.ModelTests) {
-		add("grading.model_tests", g.ModelTests, "unknown grading.model_tests %q (known: %s)", g.ModelTests,
-			list(ModelTests))
-	}
-	if g := e.Grading; g.Isolation != "" && !slices.Contains(Isolations, g.Isolation) {
-		add("grading.isolation", g.Isolation, "unknown grading.isolation %q (known: %s)", g.Isolation, list(Isolations))
-	}
-	if g := e.Grading; g.Tests != "" && !slices.Contains(TestModes, g.Tests) {
-		add("grading.tests", g.Tests, "unknown grading.tests %q (known: %s)", g.Tests, list(TestModes))
-	}
-	for _, k := range slices.Sorted(maps.Keys(e.Grading.TestCmd.By)) {
-		owner, name, isRepo := strings.Cut(k, "/")
-		if !slices.Contains(TestCmdLanguages, k) && (!isRepo || owner == "" || name == "" || strings.Contains(name, "/")) {
-			add("grading.test_cmd."+k, k, "test_cmd key %q is neither a language (%s) nor a repository \"owner/name\"",
-				k, list(TestCmdLanguages)).Key = true
-		}
-		if strings.TrimSpace(e.Grading.TestCmd.By[k]) == "" {
-			add("grading.test_cmd."+k, "", "test_cmd for %q is empty", k)
-		}
-	}
-	if e.Limits.Concurrency < 1 {
-		add("limits.concurrency", "", "concurrency %d must be at least 1", e.Limits.Concurrency)
-	}
-	if e.Limits.Retries < 1 {
-		add("limits.retries", "", "retries %d must be at least 1", e.Limits.Retries)
-	}
-	errs = append(errs, validateQueues(e.Limits.Queues)...)
-	if e.Limits.SpendUSD < 0 || math.IsNaN(e.Limits.SpendUSD) {
-		add("limits.spend_usd", "", "spend cap %v must be positive, or 0 for none", e.Limits.SpendUSD)
-	}
-	for _, name := range slices.Sorted(maps.Keys(e.Limits.Providers)) {
-		l := e.Limits.Providers[name]
-		if l.RPS < 0 || math.IsNaN(l.RPS) {
-			add("limits.providers."+name+".rps", "", "rps %v must be positive, or 0 for unlimited", l.RPS)
-		}
-		if l.InFlight < 0 {
-			add("limits.providers."+name+".in_flight", "", "in_flight %d must be positive, or 0 for unlimited", l.InFlight)
-		}
-	}
+	v := &problems{}
+	v.name(e)
+	v.dataset(e.Dataset)
+	v.models(e)
+	methodSeen := v.methods(e.Methods)
+	v.grading(e.Grading)
+	v.limits(e.Limits)
 	if e.Anchor != "" && methodSeen[e.Anchor] == 0 {
 		names := make([]string, 0, len(e.Methods))
 		for _, m := range e.Methods {
 			names = append(names, m.Name)
 		}
-		add("anchor", e.Anchor, "anchor %q names no method (methods: %s)", e.Anchor, list(names))
+		v.add("anchor", e.Anchor, "anchor %q names no method (methods: %s)", e.Anchor, list(names))
 	}
 	if e.Debug.SlowActivities < 0 {
-		add("debug.slow_activities", "", "slow_activities %s is negative", e.Debug.SlowActivities.D())
+		v.add("debug.slow_activities", "", "slow_activities %s is negative", e.Debug.SlowActivities.D())
 	}
-	return errs
+	return v.errs
+}
+
+// problems collects what Validate finds, in order.
+type problems struct{ errs []*ValidationError }
+
+func (v *problems) add(path, value, format string, args ...any) *ValidationError {
+	p := &ValidationError{Path: path, Value: value, Msg: fmt.Sprintf(format, args...)}
+	v.errs = append(v.errs, p)
+	return p
+}
+
+// name checks the experiment's name, which names its run folder.
+func (v *problems) name(e *Experiment) {
+	switch {
+	case e.Name == "":
+		v.add("name", "", "experiment name is empty")
+	case !folderName(e.Name):
+		v.add("name", e.Name, "experiment name %q must be a folder name: letters, digits, '-', '_' and '.'", e.Name)
+	case len(e.Name) > MaxNameLen:
+		v.add("name", e.Name, "experiment name is %d characters long; at most %d (it names the run folder and is "+
+			"part of every workflow id of the sweep)", len(e.Name), MaxNameLen)
+	}
+}
+
+// dataset checks where the instances come from.
+func (v *problems) dataset(d Dataset) {
+	if d.File == "" && d.Generate == "" {
+		v.add("dataset.file", "", "dataset file is empty (name a JSONL file, or set generate)")
+	}
+	if d.Generate != "" && !slices.Contains(Generators, d.Generate) {
+		v.add("dataset.generate", d.Generate, "unknown generated dataset %q (known: %s)", d.Generate, list(Generators))
+	}
+	if d.Repos == "" {
+		v.add("dataset.repos", "", "dataset repos template is empty")
+	}
+	if d.Limit < 0 {
+		v.add("dataset.limit", "", "dataset limit %d is negative", d.Limit)
+	}
+}
+
+// models checks the models, their names once each, and the experiment's tokenizer.
+func (v *problems) models(e *Experiment) {
+	if len(e.Models) == 0 {
+		v.add("models", "", "no models: an experiment needs at least one")
+	}
+	modelSeen := map[string]int{}
+	for i, m := range e.Models {
+		p := fmt.Sprintf("models[%d]", i)
+		if m.Name == "" {
+			v.add(p+".name", "", "model name is empty")
+		} else {
+			if n := modelSeen[m.Name]; n > 0 {
+				v.add(p+".name", m.Name, "duplicate model name %q", m.Name).Occurrence = n
+			}
+			modelSeen[m.Name]++
+		}
+		v.model(p, e, m)
+	}
+	if !slices.Contains(Tokenizers, e.Tokenizer) {
+		v.add("tokenizer", e.Tokenizer, "unknown tokenizer %q (known: %s)", e.Tokenizer, list(Tokenizers))
+	}
+}
+
+// model checks one model's provider, id, limits, tokenizer and prices.
+func (v *problems) model(p string, e *Experiment, m Model) {
+	if !slices.Contains(Providers, m.Provider) {
+		v.add(p+".provider", m.Provider, "unknown provider %q (known: %s)", m.Provider, list(Providers))
+	}
+	if (m.Provider == "openai" || m.Provider == "anthropic") && m.ID == "" {
+		v.add(p+".id", m.Name, "%s model %q needs an id", m.Provider, m.Name)
+	}
+	if m.MaxTokens < 0 {
+		v.add(p+".max_tokens", "", "max_tokens %d is negative", m.MaxTokens)
+	}
+	if m.Tokenizer != "" && !slices.Contains(ModelTokenizers, m.Tokenizer) {
+		v.add(p+".tokenizer", m.Tokenizer, "model %q: unknown tokenizer %q (known: %s)", m.Name, m.Tokenizer,
+			list(ModelTokenizers))
+	}
+	if strings.HasPrefix(ResolveTokenizer(e, m), TokenizerEndpoint+":") && m.Provider != "openai" {
+		v.add(p+".tokenizer", m.Name, "model %q: tokenizer %q needs a server that tokenizes (provider openai "+
+			"against llama.cpp or vLLM, or provider anthropic); provider %q has none", m.Name, TokenizerEndpoint,
+			m.Provider)
+	}
+	// A negative price would be negative spend, and a negative reservation: calls past the cap.
+	for _, pr := range []struct {
+		name string
+		v    float64
+	}{{"input", m.Price.Input}, {"output", m.Price.Output}, {"cached_input", m.Price.CachedInput},
+		{"cache_write", m.Price.CacheWrite}} {
+		if pr.v < 0 || math.IsNaN(pr.v) || math.IsInf(pr.v, 0) {
+			v.add(p+".price."+pr.name, m.Name, "price.%s %v must be 0 or more dollars per million tokens", pr.name, pr.v)
+		}
+	}
+}
+
+// methods checks each method's name and steps; it returns how often each name occurs.
+func (v *problems) methods(methods []Method) map[string]int {
+	if len(methods) == 0 {
+		v.add("methods", "", "no methods: an experiment needs at least one")
+	}
+	methodSeen := map[string]int{}
+	for i, m := range methods {
+		p := fmt.Sprintf("methods[%d]", i)
+		switch {
+		case m.Name == "":
+			v.add(p+".name", "", "method name is empty")
+		case strings.ContainsAny(m.Name, "/."):
+			v.add(p+".name", m.Name, "method name %q must not contain '/' or '.'", m.Name)
+		}
+		if m.Name != "" {
+			if n := methodSeen[m.Name]; n > 0 {
+				v.add(p+".name", m.Name, "duplicate method name %q", m.Name).Occurrence = n
+			}
+			methodSeen[m.Name]++
+		}
+		v.errs = append(v.errs, validateSteps(p, m)...)
+	}
+	return methodSeen
+}
+
+// grading checks how patches are graded.
+func (v *problems) grading(g Grading) {
+	if !slices.Contains(Executors, g.Executor) {
+		v.add("grading.executor", g.Executor, "unknown grading executor %q (known: %s)", g.Executor,
+			list(Executors))
+	}
+	if g.Reruns < 0 || g.Reruns > 10 {
+		v.add("grading.reruns", "", "grading reruns %d must be between 0 and 10", g.Reruns)
+	}
+	if g.Timeout <= 0 {
+		v.add("grading.timeout", "", "grading timeout %s must be positive", g.Timeout.D())
+	}
+	if g.ModelTests != "" && !slices.Contains(ModelTests, g.ModelTests) {
+		v.add("grading.model_tests", g.ModelTests, "unknown grading.model_tests %q (known: %s)", g.ModelTests,
+			list(ModelTests))
+	}
+	if g.Isolation != "" && !slices.Contains(Isolations, g.Isolation) {
+		v.add("grading.isolation", g.Isolation, "unknown grading.isolation %q (known: %s)", g.Isolation, list(Isolations))
+	}
+	if g.Tests != "" && !slices.Contains(TestModes, g.Tests) {
+		v.add("grading.tests", g.Tests, "unknown grading.tests %q (known: %s)", g.Tests, list(TestModes))
+	}
+	for _, k := range slices.Sorted(maps.Keys(g.TestCmd.By)) {
+		owner, name, isRepo := strings.Cut(k, "/")
+		if !slices.Contains(TestCmdLanguages, k) && (!isRepo || owner == "" || name == "" || strings.Contains(name, "/")) {
+			v.add("grading.test_cmd."+k, k, "test_cmd key %q is neither a language (%s) nor a repository \"owner/name\"",
+				k, list(TestCmdLanguages)).Key = true
+		}
+		if strings.TrimSpace(g.TestCmd.By[k]) == "" {
+			v.add("grading.test_cmd."+k, "", "test_cmd for %q is empty", k)
+		}
+	}
+}
+
+// limits checks concurrency, retries, queues, the spend cap and the providers' limits.
+func (v *problems) limits(l Limits) {
+	if l.Concurrency < 1 {
+		v.add("limits.concurrency", "", "concurrency %d must be at least 1", l.Concurrency)
+	}
+	if l.Retries < 1 {
+		v.add("limits.retries", "", "retries %d must be at least 1", l.Retries)
+	}
+	v.errs = append(v.errs, validateQueues(l.Queues)...)
+	if l.SpendUSD < 0 || math.IsNaN(l.SpendUSD) {
+		v.add("limits.spend_usd", "", "spend cap %v must be positive, or 0 for none", l.SpendUSD)
+	}
+	for _, name := range slices.Sorted(maps.Keys(l.Providers)) {
+		pl := l.Providers[name]
+		if pl.RPS < 0 || math.IsNaN(pl.RPS) {
+			v.add("limits.providers."+name+".rps", "", "rps %v must be positive, or 0 for unlimited", pl.RPS)
+		}
+		if pl.InFlight < 0 {
+			v.add("limits.providers."+name+".in_flight", "", "in_flight %d must be positive, or 0 for unlimited", pl.InFlight)
+		}
+	}
 }
 
 // validateSteps checks one method's steps: ids, activities, inputs and params against the catalog, and cycles.
@@ -368,31 +401,47 @@ func validateSteps(p string, m Method) []*ValidationError {
 			}
 		}
 		if known {
-			// Every problem has a literal to point at: the param's name.
-			problems, _ := CheckParams(s.Activity, s.Params)
-			for _, pp := range problems {
-				add(sp+".params."+pp.Param, pp.Param, "method %q, step %q: %s", m.Name, s.ID, pp.Msg).Key = true
-			}
-			for _, name := range info.Inputs {
-				if _, ok := s.Inputs[name]; !ok {
-					add(sp+".inputs", s.ID, "step %q (activity %s) needs input %q", s.ID, s.Activity, name)
-				}
-			}
+			errs = append(errs, validateStepParams(sp, m.Name, s, info)...)
 		}
 	}
 	if wellFormed {
-		if _, err := TopoOrder(m); err != nil {
-			var cycle *CycleError
-			if errors.As(err, &cycle) && len(cycle.Steps) > 0 {
-				j := slices.IndexFunc(m.Steps, func(s Step) bool { return s.ID == cycle.Steps[0] })
-				add(fmt.Sprintf("%s.steps[%d]", p, j), cycle.Steps[0], "method %q: steps form a cycle: %s", m.Name,
-					strings.Join(cycle.Steps, " -> "))
-			} else {
-				add(p+".steps", m.Name, "%v", err)
-			}
-		}
+		errs = append(errs, validateAcyclic(p, m)...)
 	}
 	return errs
+}
+
+// validateStepParams checks a step of a known activity: its params against the kind's, and its required inputs.
+func validateStepParams(sp, method string, s Step, info ActivityInfo) []*ValidationError {
+	v := &problems{}
+	// Every problem has a literal to point at: the param's name.
+	problems, _ := CheckParams(s.Activity, s.Params)
+	for _, pp := range problems {
+		v.add(sp+".params."+pp.Param, pp.Param, "method %q, step %q: %s", method, s.ID, pp.Msg).Key = true
+	}
+	for _, name := range info.Inputs {
+		if _, ok := s.Inputs[name]; !ok {
+			v.add(sp+".inputs", s.ID, "step %q (activity %s) needs input %q", s.ID, s.Activity, name)
+		}
+	}
+	return v.errs
+}
+
+// validateAcyclic reports a cycle among a well-formed method's steps, at the step it starts from.
+func validateAcyclic(p string, m Method) []*ValidationError {
+	_, err := TopoOrder(m)
+	if err == nil {
+		return nil
+	}
+	v := &problems{}
+	var cycle *CycleError
+	if errors.As(err, &cycle) && len(cycle.Steps) > 0 {
+		j := slices.IndexFunc(m.Steps, func(s Step) bool { return s.ID == cycle.Steps[0] })
+		v.add(fmt.Sprintf("%s.steps[%d]", p, j), cycle.Steps[0], "method %q: steps form a cycle: %s", m.Name,
+			strings.Join(cycle.Steps, " -> "))
+	} else {
+		v.add(p+".steps", m.Name, "%v", err)
+	}
+	return v.errs
 }
 
 // MaxNameLen bounds an experiment's name: a file name may have 255 bytes, and an Issue's workflow id (issue/NAME/ID,

@@ -17,14 +17,7 @@ import (
 // it included) may be: past it, a function mixes steps that read better as functions of their own.
 const maxFunctionLines = 80
 
-// longFunctionsLeft are the functions still over maxFunctionLines, as "path: name": each is split and taken off.
-var longFunctionsLeft = map[string]bool{
-	"specs/validate.go: Validate":      true,
-	"specs/validate.go: validateSteps": true,
-}
-
-// TestNoLongFunctions fails for every non-test function of the module over maxFunctionLines that
-// longFunctionsLeft does not name, and for every name there that is short now (take it off).
+// TestNoLongFunctions fails for every non-test function of the module over maxFunctionLines.
 func TestNoLongFunctions(t *testing.T) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
@@ -36,14 +29,7 @@ func TestNoLongFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, lines := range long {
-		if !longFunctionsLeft[name] {
-			t.Errorf("%s is %d lines (at most %d): split it", name, lines, maxFunctionLines)
-		}
-	}
-	for name := range longFunctionsLeft {
-		if _, ok := long[name]; !ok {
-			t.Errorf("%s is no longer over %d lines: take it off longFunctionsLeft", name, maxFunctionLines)
-		}
+		t.Errorf("%s is %d lines (at most %d): split it", name, lines, maxFunctionLines)
 	}
 }
 
