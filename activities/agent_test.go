@@ -10,6 +10,7 @@ import (
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/jsonnet"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 )
@@ -163,7 +164,7 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 	if err := os.Remove(NodeMemoPath(runDir, id, agentNode.Key)); err != nil {
 		t.Fatal(err)
 	}
-	attempts := filepath.Join(runDir, runlog.AttemptsFile)
+	attempts := filepath.Join(runDir, runfolder.AttemptsFile)
 	before, _, _ := runlog.Read[runlog.Attempt](attempts)
 	inputs := map[string]NodeOutput{"checkout": outs[agentNode.Inputs["checkout"]]}
 	again := f.must(f.node2("agent", NodeInput{Run: "t", Instance: f.refs[id], Node: agentNode.Key,

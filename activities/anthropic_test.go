@@ -13,6 +13,7 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/testkit/fakeanthropic"
@@ -83,7 +84,7 @@ func TestAnthropicModelCall(t *testing.T) {
 	if c, _ := again.Row["cost_usd"].(float64); math.Abs(c-cost) > 1e-12 {
 		t.Fatalf("the cached answer's row says $%v, the original $%v", c, cost)
 	}
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(f.a.RunDir("t"), runlog.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(f.a.RunDir("t"), runfolder.CallsFile))
 	if err != nil || len(calls) != 3 {
 		t.Fatalf("calls.jsonl: %v, %d calls", err, len(calls))
 	}

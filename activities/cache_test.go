@@ -17,6 +17,7 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/dataset/swebench"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -55,7 +56,7 @@ func (p paidFixture) localize(sample int, label string) (NodeOutput, error) {
 
 func (p paidFixture) calls(t *testing.T) []runlog.Call {
 	t.Helper()
-	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runlog.CallsFile))
+	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runfolder.CallsFile))
 	if err != nil || bad != 0 {
 		t.Fatalf("calls.jsonl: %v (%d bad lines)", err, bad)
 	}
@@ -121,7 +122,7 @@ func TestResponseCache(t *testing.T) {
 		t.Errorf("keys: same request must share a key, another sample must not: %v", calls)
 	}
 
-	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(p.a.RunDir("t"), runlog.AttemptsFile))
+	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(p.a.RunDir("t"), runfolder.AttemptsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestSpendCap(t *testing.T) {
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("after raising the cap: %d calls, want 2", got)
 	}
-	attempts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(runDir, runlog.AttemptsFile))
+	attempts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(runDir, runfolder.AttemptsFile))
 	found := false
 	for _, a := range attempts {
 		found = found || (a.Event == runlog.EventFail && a.ErrorType == ErrSpendLimit)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"ctxlab/activities/llm"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
@@ -35,7 +36,7 @@ func TestCachedInputPricedApart(t *testing.T) {
 	near("cost_cached_usd", out.Row["cost_cached_usd"], 0.0003)
 	near("cost_output_usd", out.Row["cost_output_usd"], 0.001)
 	near("cached_tokens", out.Row["cached_tokens"], 600) // JSON numbers: float64
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runlog.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runfolder.CallsFile))
 	if err != nil || len(calls) != 1 {
 		t.Fatalf("calls.jsonl: %v, %d calls", err, len(calls))
 	}
@@ -61,7 +62,7 @@ func TestBilledFailureIsSpend(t *testing.T) {
 	if _, err := p.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": 0}, p.in); err == nil {
 		t.Fatal("a call answered with no choices twice succeeded")
 	}
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runlog.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runfolder.CallsFile))
 	if err != nil || len(calls) != 1 {
 		t.Fatalf("calls.jsonl: %v, %d calls", err, len(calls))
 	}

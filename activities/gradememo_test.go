@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ctxlab/activities/executor"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 )
 
@@ -78,7 +79,7 @@ func TestGradeDedupe(t *testing.T) {
 		t.Errorf("another patch must grade again: %d runs, row %v", runs.Load(), d)
 	}
 
-	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(f.a.RunDir("t"), runlog.AttemptsFile))
+	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(f.a.RunDir("t"), runfolder.AttemptsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,9 @@ import (
 	"ctxlab/specs"
 )
 
-// LimitsFile is where a starter writes the limits of the spec it runs, in the run folder. Workers read it before
+// runfolder.LimitsFile is where a starter writes the limits of the spec it runs, in the run folder. Workers read it before
 // every paid call, so raising the spend cap or a rate limit takes effect in a running sweep, on every worker that
 // shares the run folder, without restarting anything.
-const LimitsFile = runfolder.LimitsFile
 
 // RunLimits are the limits of a run that are not part of what it computes.
 type RunLimits struct {
@@ -45,7 +44,7 @@ func WriteLimits(runDir string, l RunLimits) error {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return err
 	}
-	tmp := filepath.Join(runDir, LimitsFile+".tmp")
+	tmp := filepath.Join(runDir, runfolder.LimitsFile+".tmp")
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/llm"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
@@ -91,7 +92,7 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 	if len(other) > 0 {
 		t.Fatalf("calls failed other than at the cap: %v", other)
 	}
-	ledger, _, err := runlog.Read[runlog.Call](filepath.Join(f.a.RunDir("t"), runlog.CallsFile))
+	ledger, _, err := runlog.Read[runlog.Call](filepath.Join(f.a.RunDir("t"), runfolder.CallsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,14 +12,7 @@ import (
 	"time"
 
 	"ctxlab/internal/jsonl"
-	"ctxlab/runfolder"
 	"ctxlab/store/cas"
-)
-
-// File names inside a run folder.
-const (
-	AttemptsFile = runfolder.AttemptsFile
-	CallsFile    = runfolder.CallsFile
 )
 
 // Attempt events.

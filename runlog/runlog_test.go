@@ -8,7 +8,7 @@ import (
 
 // TestReadSkipsTornLines: a process killed mid-append leaves a partial last line; readers count it and go on.
 func TestReadSkipsTornLines(t *testing.T) {
-	p := filepath.Join(t.TempDir(), CallsFile)
+	p := filepath.Join(t.TempDir(), "calls.jsonl")
 	for _, c := range []Call{{Key: "a", CostUSD: 1}, {Key: "b", Cached: true}} {
 		if err := Append(p, c); err != nil {
 			t.Fatal(err)

@@ -13,11 +13,9 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 )
-
-// ResultsFile is the rows file of a run folder.
-const ResultsFile = "results.jsonl"
 
 // DefaultIdleGap is the longest stretch without any attempt record that still counts as the sweep working: longer
 // stretches are a stopped sweep (killed, or not yet restarted) and are left out of the time an ETA is based on.
@@ -38,20 +36,20 @@ func Read(dir string) (Records, error) {
 	r := Records{Bad: map[string]int{}}
 	var bad int
 	var err error
-	if r.Attempts, bad, err = runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile)); err != nil {
+	if r.Attempts, bad, err = runlog.Read[runlog.Attempt](filepath.Join(dir, runfolder.AttemptsFile)); err != nil {
 		return r, err
 	}
-	r.Bad[runlog.AttemptsFile] = bad
-	if r.Calls, bad, err = runlog.Read[runlog.Call](filepath.Join(dir, runlog.CallsFile)); err != nil {
+	r.Bad[runfolder.AttemptsFile] = bad
+	if r.Calls, bad, err = runlog.Read[runlog.Call](filepath.Join(dir, runfolder.CallsFile)); err != nil {
 		return r, err
 	}
-	r.Bad[runlog.CallsFile] = bad
-	rows, badRows, err := results.ReadFile(filepath.Join(dir, ResultsFile))
+	r.Bad[runfolder.CallsFile] = bad
+	rows, badRows, err := results.ReadFile(filepath.Join(dir, runfolder.RowsFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return r, err
 	}
 	r.Rows = rows
-	r.Bad[ResultsFile] = len(badRows)
+	r.Bad[runfolder.RowsFile] = len(badRows)
 	for name, n := range r.Bad {
 		if n == 0 {
 			delete(r.Bad, name)

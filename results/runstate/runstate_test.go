@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/store/cas"
 )
@@ -52,7 +53,7 @@ func fixture(t *testing.T) string {
 	done.Params, done.Inputs = "sha256:params", map[string]cas.Ref{"repo": "sha256:in"}
 	fail := att(25, runlog.EventFail, "b", "n2", 1)
 	fail.DurationMS, fail.Error, fail.ErrorType = 5000, "boom", "rate_limit"
-	writeLines(t, filepath.Join(dir, runlog.AttemptsFile), `{"time":"2026-11-29T10:02`,
+	writeLines(t, filepath.Join(dir, runfolder.AttemptsFile), `{"time":"2026-11-29T10:02`,
 		att(0, runlog.EventStart, "a", "n1", 1), done,
 		att(11, runlog.EventStart, "a", "n2", 1), att(20, runlog.EventDone, "a", "n2", 1),
 		att(20, runlog.EventMemo, "b", "n1", 1),
@@ -66,10 +67,10 @@ func fixture(t *testing.T) string {
 		return runlog.Call{Time: at(5), Instance: inst, Node: node, Provider: "openai", Model: "m", Cached: cached,
 			PromptTokens: 100, CompletionTokens: 10, CostUSD: usd}
 	}
-	writeLines(t, filepath.Join(dir, runlog.CallsFile), `{"instance":"c","cost_usd":`,
+	writeLines(t, filepath.Join(dir, runfolder.CallsFile), `{"instance":"c","cost_usd":`,
 		call("a", "n1", false, 0.5), call("a", "n2", false, 0.25), call("b", "n1", true, 0.5),
 		call("b", "n2", false, 0.75), call("c", "n1", false, 2))
-	writeLines(t, filepath.Join(dir, ResultsFile), "",
+	writeLines(t, filepath.Join(dir, runfolder.RowsFile), "",
 		row("a", "one", nil), row("a", "two", nil), row("b", "one", nil), row("b", "two", "step n2: boom"),
 		row("zz", "one", nil))
 	return dir
@@ -80,7 +81,7 @@ func TestComputeKilledSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Bad[runlog.AttemptsFile] != 1 || r.Bad[runlog.CallsFile] != 1 || len(r.Attempts) != 12 {
+	if r.Bad[runfolder.AttemptsFile] != 1 || r.Bad[runfolder.CallsFile] != 1 || len(r.Attempts) != 12 {
 		t.Fatalf("torn lines: bad %v, %d attempts", r.Bad, len(r.Attempts))
 	}
 	now := at(3670)
@@ -139,10 +140,10 @@ func TestComputeEmpty(t *testing.T) {
 
 func TestFinishedSweep(t *testing.T) {
 	dir := t.TempDir()
-	writeLines(t, filepath.Join(dir, runlog.AttemptsFile), "",
+	writeLines(t, filepath.Join(dir, runfolder.AttemptsFile), "",
 		runlog.Attempt{Time: at(0), Event: runlog.EventStart, Instance: "a", Node: "n"},
 		runlog.Attempt{Time: at(4), Event: runlog.EventDone, Instance: "a", Node: "n"})
-	writeLines(t, filepath.Join(dir, ResultsFile), "", row("a", "one", nil))
+	writeLines(t, filepath.Join(dir, runfolder.RowsFile), "", row("a", "one", nil))
 	r, err := Read(dir)
 	if err != nil {
 		t.Fatal(err)

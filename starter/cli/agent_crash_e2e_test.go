@@ -13,6 +13,7 @@ import (
 
 	"ctxlab/internal/offlinetask"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
@@ -34,7 +35,7 @@ func agentSpec(t *testing.T, name string) string {
 
 // agentTurnsDone counts the model turns of agent trajectories that finished in a run so far.
 func agentTurnsDone(dir string) int {
-	atts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
+	atts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runfolder.AttemptsFile))
 	n := 0
 	for _, a := range atts {
 		if a.Activity == "agent_model_turn" && a.Event == runlog.EventDone {
@@ -100,7 +101,7 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 		"no agent turn finished", 5*time.Minute, 20*time.Millisecond, func() bool { return agentTurnsDone(dir) >= 2 })
 	killedAt := time.Now()
 	callsBeforeResume := srv.CallsFor(offlinetask.TaskAgent) - refCalls
-	atts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
+	atts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runfolder.AttemptsFile))
 	turnDone, trajDone := map[string]bool{}, map[string]bool{}
 	for _, a := range atts {
 		if a.Event == runlog.EventDone && strings.HasPrefix(a.Activity, "agent_") {
@@ -126,7 +127,7 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 			}
 		}
 	}
-	after, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
+	after, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runfolder.AttemptsFile))
 	memos := 0
 	for _, a := range after {
 		if !a.Time.After(killedAt) {

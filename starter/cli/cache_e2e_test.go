@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
@@ -19,7 +20,7 @@ import (
 // paidCalls reads a run's ledger: the paid calls' keys (counted) and the cached calls.
 func paidCalls(t *testing.T, dir string) (paid map[string]int, n, cached int) {
 	t.Helper()
-	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(dir, runlog.CallsFile))
+	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(dir, runfolder.CallsFile))
 	if err != nil || bad > 0 {
 		t.Fatalf("calls.jsonl: %v, %d bad lines", err, bad)
 	}

@@ -20,6 +20,7 @@ import (
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -258,7 +259,7 @@ func planOf(t *testing.T, spec string) *specs.Plan {
 // from the cache, by the attempt that finishes).
 func callUsage(t *testing.T, runDir string, rec *answerRecorder) map[[2]string]llm.Usage {
 	t.Helper()
-	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(runDir, runlog.CallsFile))
+	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(runDir, runfolder.CallsFile))
 	if err != nil || bad > 0 {
 		t.Fatalf("calls.jsonl: %v, %d torn lines", err, bad)
 	}
@@ -505,7 +506,7 @@ func TestLlamaKilledSweepResumes(t *testing.T) {
 				"stderr's end:\n%s", err, paid, e2e.Tail(errb.String(), 4000))
 		case <-time.After(200 * time.Millisecond):
 		}
-		calls, _, _ := runlog.Read[runlog.Call](filepath.Join(dir, runlog.CallsFile))
+		calls, _, _ := runlog.Read[runlog.Call](filepath.Join(dir, runfolder.CallsFile))
 		paid = 0
 		for _, c := range calls {
 			if c.Paid() && c.Error == "" {
@@ -530,7 +531,7 @@ func TestLlamaKilledSweepResumes(t *testing.T) {
 	checkRowErrors(t, rows)
 	checkRowsUsage(t, rows, planOf(t, spec), callUsage(t, dir, rec))
 
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(dir, runlog.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(dir, runfolder.CallsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"ctxlab/internal/cluster"
 	"ctxlab/results"
 	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/store/cas"
 	"ctxlab/testkit/fakeopenai"
@@ -334,7 +335,7 @@ func TestObservePaidSweep(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatalf("stdout: %v\n%s", err, stdout)
 	}
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runs, "paid", runlog.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runs, "paid", runfolder.CallsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/testkit/fakeopenai"
 )
@@ -92,7 +93,7 @@ func hourTimer(ctx context.Context, t *testing.T, dir string) time.Duration {
 	if json.Unmarshal(b, &sf) != nil {
 		return 0
 	}
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(dir, runlog.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(dir, runfolder.CallsFile))
 	if err != nil || len(calls) == 0 {
 		return 0
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/store/cas"
 )
@@ -39,7 +40,7 @@ func TestStatusAuditOfKilledPaidRun(t *testing.T) {
 		Inputs: map[string]cas.Ref{"context": in}})
 	add(runlog.Attempt{Time: t0.Add(2 * time.Second), Event: runlog.EventStart, Instance: "i1", Node: "patch-1",
 		Activity: "patch", Step: "m.patch", Attempt: 2})
-	if err := os.WriteFile(filepath.Join(dir, runlog.AttemptsFile), []byte(b.String()+`{"time":`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfolder.AttemptsFile), []byte(b.String()+`{"time":`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b.Reset()
@@ -48,7 +49,7 @@ func TestStatusAuditOfKilledPaidRun(t *testing.T) {
 	add(runlog.Call{Time: t0, Instance: "i1", Node: "patch-1", Provider: "openai", Model: "gpt", Cached: true})
 	add(runlog.Call{Time: t0, Instance: "i1", Node: "patch-1", Provider: "openai", Model: "gpt", PromptTokens: 1000,
 		CompletionTokens: 200, CostUSD: 0.02})
-	if err := os.WriteFile(filepath.Join(dir, runlog.CallsFile), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfolder.CallsFile), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b.Reset()
@@ -62,7 +63,7 @@ func TestStatusAuditOfKilledPaidRun(t *testing.T) {
 		"2 issues x 1 methods", "no spec recorded", "1 done, 0 failed, 1 running, 0 pending",
 		"$0.0300 (1 paid calls, 1 cache hits, 1 failed; 1900 prompt + 200 completion tokens paid)",
 		"projected: $0.0300 (spent + $0.0000 per finished issue x 1 unfinished)",
-		"1 unreadable line(s) in " + filepath.Join(dir, runlog.AttemptsFile),
+		"1 unreadable line(s) in " + filepath.Join(dir, runfolder.AttemptsFile),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
@@ -99,7 +100,7 @@ func TestStatusElapsedEndsAtLastAttemptOfFinishedSweep(t *testing.T) {
 		Step: "m.patch", Attempt: 1})
 	add(runlog.Attempt{Time: last, Event: runlog.EventDone, Instance: "i1", Node: "n-1", Activity: "patch",
 		Step: "m.patch", Attempt: 1})
-	if err := os.WriteFile(filepath.Join(dir, runlog.AttemptsFile), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfolder.AttemptsFile), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b.Reset()
@@ -139,7 +140,7 @@ func TestStatusTokenTotalsDoNotWrap(t *testing.T) {
 			Provider: "openai", Model: "gpt", PromptTokens: math.MaxInt64/2 + 1, CompletionTokens: 7, CostUSD: 0.01})
 		b.Write(append(line, '\n'))
 	}
-	if err := os.WriteFile(filepath.Join(dir, runlog.CallsFile), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfolder.CallsFile), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b.Reset()
@@ -148,7 +149,7 @@ func TestStatusTokenTotalsDoNotWrap(t *testing.T) {
 			Node: fmt.Sprintf("patch-%d", i), Activity: "patch", Step: "m.patch", Attempt: 1})
 		b.Write(append(line, '\n'))
 	}
-	if err := os.WriteFile(filepath.Join(dir, runlog.AttemptsFile), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfolder.AttemptsFile), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := mainOut(t, "status", "absurd", "--runs", runs)

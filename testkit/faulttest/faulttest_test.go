@@ -27,6 +27,7 @@ import (
 
 	"ctxlab/internal/cluster"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
@@ -386,7 +387,7 @@ func seed(t *testing.T) uint64 {
 // running lists the node activities that started at or after since and had not ended when the attempts file was
 // read: where a kill landed.
 func running(dir string, since time.Time) []string {
-	as, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runlog.AttemptsFile))
+	as, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runfolder.AttemptsFile))
 	open := map[string]string{}
 	for _, a := range as {
 		if a.Time.Before(since) {
@@ -645,7 +646,7 @@ func noKey(t *testing.T, runDir string, outputs []*run) {
 			t.Errorf("the API key is in %s", path)
 		}
 	})
-	for _, want := range []string{"temporal.db", "results.jsonl", runlog.AttemptsFile, "ctxlab.log", "temporal.log"} {
+	for _, want := range []string{"temporal.db", "results.jsonl", runfolder.AttemptsFile, "ctxlab.log", "temporal.log"} {
 		if !names[want] {
 			t.Errorf("the run folder has no %s, so it was not checked", want)
 		}
@@ -751,7 +752,7 @@ func visitValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, visit fun
 // ledgerPaid counts the paid calls the run's ledger records: calls whose answers a process stored.
 func ledgerPaid(t *testing.T, runDir string) int {
 	t.Helper()
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runlog.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runfolder.CallsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -768,7 +769,7 @@ func ledgerPaid(t *testing.T, runDir string) int {
 // every kill and restart (later askers were served from the response cache).
 func noAnswerPaidTwice(t *testing.T, runDir string) {
 	t.Helper()
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runlog.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runfolder.CallsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
