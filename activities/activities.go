@@ -2,26 +2,26 @@ package activities
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 
 	"github.com/rs/zerolog"
-	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/api"
+	"ctxlab/activities/executor"
+	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
-	"ctxlab/dataset/swebench"
+	"ctxlab/activities/steps"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 )
 
-// Activities holds the dependencies of every activity. Its exported methods are the activities.
+// Activities holds the dependencies of every activity. Its exported methods are the activities; the steps they run
+// (package steps) get what they use from it through a steps.Env.
 type Activities struct {
 	// Runs is the folder holding one folder per experiment.
 	Runs string
@@ -35,14 +35,18 @@ type Activities struct {
 	NoCache  bool
 	// FileCacheBytes bounds the snapshot files' text this process keeps in memory across activities (each read of
 	// a file through a step's reader goes through it): 0 means repo.DefaultTextCacheBytes, negative none. It is read
-	// when the first file is.
+	// when the first node runs.
 	FileCacheBytes int64
 
 	mu       sync.Mutex
 	stores   map[string]cas.Store
-	tallies  map[string]*tally
+	spending steps.Spending
 	textOnce sync.Once
 	text     *repo.TextCache
+	// newProvider and newExecutor replace the steps' providers and grading executors (tests count calls or fail
+	// them); nil for the real ones.
+	newProvider func(m specs.Model, tokenizer string) (llm.Provider, error)
+	newExecutor func(name string) (executor.Executor, error)
 }
 
 // CacheEnv is the environment variable New reads CacheDir from.
@@ -97,39 +101,19 @@ type (
 	NodeOutput = api.NodeOutput
 )
 
-// step is a kind's step: what its activity does once registerStep's adapter has decoded the node's params.
-type step[P any] func(ctx context.Context, j *job, p P) (NodeOutput, error)
-
-// nodeActivities maps each declared kind's name to its activity (registerStep).
-var nodeActivities = map[string]func(*Activities) func(context.Context, NodeInput) (NodeOutput, error){}
-
-// registerStep makes a step the activity of its kind (a specs declaration), registered under the kind's name: the
-// activity runs the step as a node (memo, attempt log, heartbeat, panic capture, the params and row-field checks,
-// error scrubbing and classes) with the node's params decoded by the kind, from its defaults, strictly. Each
-// step's file calls it in its init.
-func registerStep[P any](k specs.Kind[P], run step[P]) {
-	if _, declared := specs.Catalog[k.Name]; !declared {
-		panic("activities: " + k.Name + " is not a declared kind (specs.Declare)")
-	}
-	if _, dup := nodeActivities[k.Name]; dup {
-		panic("activities: " + k.Name + " registered twice")
-	}
-	nodeActivities[k.Name] = func(a *Activities) func(context.Context, NodeInput) (NodeOutput, error) {
-		return func(ctx context.Context, in NodeInput) (NodeOutput, error) {
-			return a.node(ctx, in, k.Name, func(ctx context.Context, j *job) (NodeOutput, error) {
-				p, err := k.Decode(in.Params)
-				if err != nil {
-					return NodeOutput{}, permanentf(ErrBadInput, "%s: parameters: %v", in.Step, err)
-				}
-				return run(ctx, j, p)
-			})
-		}
+// kindActivity is the activity of a declared kind: its step (package steps) run as a node (memo, attempt log,
+// heartbeat, panic capture, the params and row-field checks, error scrubbing and classes).
+func (a *Activities) kindActivity(kind string) func(context.Context, NodeInput) (NodeOutput, error) {
+	return func(ctx context.Context, in NodeInput) (NodeOutput, error) {
+		return a.node(ctx, in, kind, func(ctx context.Context, env steps.Env, att *steps.Attempt) (NodeOutput, error) {
+			return steps.Run(ctx, kind, env, att)
+		})
 	}
 }
 
 // runKind runs the activity of a declared kind, as a worker would.
 func (a *Activities) runKind(ctx context.Context, kind string, in NodeInput) (NodeOutput, error) {
-	return nodeActivities[kind](a)(ctx, in)
+	return a.kindActivity(kind)(ctx, in)
 }
 
 // Checkout, Grade and Agent are their kinds' activities, for callers outside a worker (the starter's grade command,
@@ -158,8 +142,8 @@ func (a *Activities) Functions() map[string]any {
 		RecordName:      a.Record,
 		SummarizeName:   a.Summarize,
 	}
-	for name, fn := range nodeActivities {
-		fns[name] = fn(a)
+	for _, kind := range steps.Kinds() {
+		fns[kind] = a.kindActivity(kind)
 	}
 	return fns
 }
@@ -182,37 +166,11 @@ func (a *Activities) Store(run string) (cas.Store, error) {
 	return s, nil
 }
 
-// Error types of failures that retrying cannot fix; the Issue workflow records them on the row. See package api.
-const (
-	ErrBadInput      = api.ErrBadInput
-	ErrRepo          = api.ErrRepo
-	ErrUnsupported   = api.ErrUnsupported
-	ErrPanic         = api.ErrPanic
-	ErrWorkerStopped = api.ErrWorkerStopped // retryable, and not counted against the node
-)
-
-// permanent makes err a non-retryable error of the kind. Its text is the message and no cause is attached: an
-// ApplicationError's text is its message followed by its cause's, so a cause would say the same text twice in every
-// row and log that shows the error.
-func permanent(kind string, err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), kind, nil)
-}
-
-func permanentf(kind, format string, args ...any) error {
-	return permanent(kind, fmt.Errorf(format, args...))
-}
-
-// isPermanent reports whether err is already a non-retryable application error.
-func isPermanent(err error) bool {
-	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.NonRetryable()
-}
-
-// loadInstance reads an instance row from the run's store.
-func loadInstance(ctx context.Context, s cas.Store, ref InstanceRef) (swebench.Instance, error) {
-	var in swebench.Instance
-	if err := cas.GetJSON(ctx, s, ref.Ref, &in); err != nil {
-		return in, fmt.Errorf("instance %s: %w", ref.ID, err)
-	}
-	return in, nil
+// env is what the step of a node's attempt may use: the run's store and folder, this process's caches, spend
+// tallies and log, and heartbeats to Temporal.
+func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store) steps.Env {
+	return steps.Env{Node: in, Store: store, RunDir: a.RunDir(in.Run), Log: a.Log, Text: a.textCache(),
+		Models: steps.Models{CacheDir: a.CacheDir, NoCache: a.NoCache, Provider: a.newProvider,
+			Spending: &a.spending},
+		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: a}
 }

@@ -11,15 +11,13 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
-	"ctxlab/activities/repo"
-	"ctxlab/dataset/swebench"
+	"ctxlab/activities/steps"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
@@ -30,44 +28,13 @@ import (
 // times this, so a dead worker's node is retried within seconds.
 const heartbeatEvery = 2 * time.Second
 
-// job is one attempt of a node activity, with lazily loaded shared inputs.
-type job struct {
-	a     *Activities
-	in    NodeInput
-	store cas.Store
-	inst  *swebench.Instance
-	// usage counts this attempt's model calls for attempts.jsonl.
-	usage runlog.Usage
-	// reused is the memo key of work another node already did that this attempt reused (a grade of an equal patch).
-	reused string
-	// readErr is the first read error a reader swallowed: it fails the attempt after the body returns.
-	readMu  sync.Mutex
-	readErr error
-}
-
-// failRead records a read error that a caller could only see as a missing file.
-func (j *job) failRead(err error) {
-	j.readMu.Lock()
-	defer j.readMu.Unlock()
-	if j.readErr == nil {
-		j.readErr = err
-	}
-}
-
-// readFailure returns the first read error failRead recorded.
-func (j *job) readFailure() error {
-	j.readMu.Lock()
-	defer j.readMu.Unlock()
-	return j.readErr
-}
-
 // checkParams refuses a node with a param its activity's params struct does not declare, or a value it cannot hold,
 // as specs.Validate does at compile time. It runs for every activity, those that read no params included, so a plan
 // built without the spec compiler cannot pass a param that silently means nothing.
-func (j *job) checkParams(activity string) error {
-	problems, err := specs.CheckParams(activity, j.in.Params)
+func checkParams(activity string, in NodeInput) error {
+	problems, err := specs.CheckParams(activity, in.Params)
 	if err != nil {
-		return permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
+		return steps.Permanent(api.ErrBadInput, fmt.Sprintf("%s: parameters: %v", in.Step, err))
 	}
 	if len(problems) == 0 {
 		return nil
@@ -76,45 +43,21 @@ func (j *job) checkParams(activity string) error {
 	for i, p := range problems {
 		msgs[i] = p.Msg
 	}
-	return permanentf(ErrBadInput, "%s: parameters: %s", j.in.Step, strings.Join(msgs, "; "))
+	return steps.Permanent(api.ErrBadInput, fmt.Sprintf("%s: parameters: %s", in.Step, strings.Join(msgs, "; ")))
 }
 
-// instance returns the dataset row this node works on.
-func (j *job) instance(ctx context.Context) (swebench.Instance, error) {
-	if j.inst != nil {
-		return *j.inst, nil
-	}
-	in, err := loadInstance(ctx, j.store, j.in.Instance)
-	if err != nil {
-		return in, err
-	}
-	j.inst = &in
-	return in, nil
+// nodeBody is what a node activity runs: one attempt of a step on env's node.
+type nodeBody func(ctx context.Context, env steps.Env, att *steps.Attempt) (NodeOutput, error)
+
+// node runs body as the activity name with memoization, attempt logging, heartbeats and panic capture, and gives its
+// failure the type, message and retryability Temporal records (activityError).
+func (a *Activities) node(ctx context.Context, in NodeInput, name string, body nodeBody) (NodeOutput, error) {
+	out, err := a.attempt(ctx, in, name, body)
+	return out, activityError(err)
 }
 
-// instanceAndSnapshot returns the node's instance and its repository snapshot (input checkout): the start of most
-// steps.
-func (j *job) instanceAndSnapshot(ctx context.Context) (swebench.Instance, repo.Manifest, error) {
-	inst, err := j.instance(ctx)
-	if err != nil {
-		return inst, repo.Manifest{}, err
-	}
-	m, err := j.snapshot(ctx)
-	return inst, m, err
-}
-
-// input returns a named input's output.
-func (j *job) input(name string) (NodeOutput, error) {
-	out, ok := j.in.Inputs[name]
-	if !ok {
-		return out, permanentf(ErrBadInput, "%s: missing input %q", j.in.Step, name)
-	}
-	return out, nil
-}
-
-// node runs body as the activity name with memoization, attempt logging, heartbeats and panic capture.
-func (a *Activities) node(ctx context.Context, in NodeInput, name string,
-	body func(context.Context, *job) (NodeOutput, error)) (out NodeOutput, err error) {
+// attempt is node's work, its failures as steps.Error values.
+func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, body nodeBody) (out NodeOutput, err error) {
 	store, err := a.Store(in.Run)
 	if err != nil {
 		return out, err
@@ -127,7 +70,7 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 	memo := a.memoPath(in)
 	key, err := memoKey(name, in)
 	if err != nil {
-		return out, permanentf(ErrBadInput, "%s: %v", in.Step, err)
+		return out, steps.Permanent(api.ErrBadInput, fmt.Sprintf("%s: %v", in.Step, err))
 	}
 	if cached, ok := readMemo(memo, key); ok {
 		rec.Event, rec.Output = runlog.EventMemo, cached.Ref
@@ -139,23 +82,23 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 	a.logAttempt(in.Run, rec)
 	started := time.Now()
 
-	j := &job{a: a, in: in, store: store}
+	var att steps.Attempt
 	stop := a.heartbeat(ctx)
 	defer stop()
 	defer func() {
 		if r := recover(); r != nil {
 			a.Log.Error().Str("step", in.Step).Str("instance", in.Instance.ID).Interface("panic", r).
 				Str("stack", string(debug.Stack())).Msg("activity panicked")
-			err = permanentf(ErrPanic, "%s: internal error: %v", in.Step, r)
+			err = steps.Permanent(api.ErrPanic, fmt.Sprintf("%s: internal error: %v", in.Step, r))
 		}
 		rec.DurationMS = time.Since(started).Milliseconds()
-		rec.Usage = j.usage
-		rec.Reused = j.reused
+		rec.Usage = att.Usage
+		rec.Reused = att.Reused
 		if err != nil {
 			rec.Event, rec.Error = runlog.EventFail, err.Error()
-			var app *temporal.ApplicationError
-			if errors.As(err, &app) {
-				rec.ErrorType = app.Type()
+			var se *steps.Error
+			if errors.As(err, &se) {
+				rec.ErrorType = se.Type
 			}
 		} else {
 			rec.Event, rec.Output = runlog.EventDone, out.Ref
@@ -170,18 +113,16 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 			return out, ctx.Err()
 		}
 	}
-	if err = j.checkParams(declaringActivity(name)); err == nil {
-		out, err = body(ctx, j)
-	}
-	if rerr := j.readFailure(); err == nil && rerr != nil {
-		err = rerr // retryable: the output would lack a file the store failed to read
+	if err = checkParams(declaringActivity(name), in); err == nil {
+		out, err = body(ctx, a.env(ctx, in, store), &att)
 	}
 	if err == nil {
 		err = checkRowFields(declaringActivity(name), in, out)
 	}
 	err = scrubError(err)
 	if err != nil && ctx.Err() != nil && workerStopping(ctx) {
-		return out, temporal.NewApplicationError(in.Step+": worker stopped while the step ran", ErrWorkerStopped)
+		return out, &steps.Error{Type: api.ErrWorkerStopped, Message: in.Step + ": worker stopped while the step ran",
+			Retryable: true}
 	}
 	if err != nil {
 		return out, stepError(in.Step, err)
@@ -194,8 +135,8 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 }
 
 // scrubError returns err, or, when its text holds a secret the process holds (llm.SecretValues), an error of the
-// same Temporal type and retryability whose text has it redacted: error text reaches attempts.jsonl, logs and
-// Temporal history.
+// same type and retryability whose text has it redacted: error text reaches attempts.jsonl, logs and Temporal
+// history.
 func scrubError(err error) error {
 	if err == nil {
 		return nil
@@ -205,10 +146,9 @@ func scrubError(err error) error {
 	if clean == msg {
 		return err
 	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return temporal.NewApplicationErrorWithOptions(clean, app.Type(), temporal.ApplicationErrorOptions{
-			NonRetryable: app.NonRetryable()})
+	var se *steps.Error
+	if errors.As(err, &se) {
+		return &steps.Error{Type: se.Type, Message: clean, Retryable: se.Retryable}
 	}
 	return errors.New(clean)
 }
@@ -271,10 +211,10 @@ func memoKey(activity string, in NodeInput) (string, error) {
 }
 
 // codeVersions are the versions of what some kinds compute, by activity: a grade's outcome depends on the grader's
-// code (the harness's test commands and log parsers), so bumping gradeMemoVersion grades again, also where a grade
+// code (the harness's test commands and log parsers), so bumping steps.GradeMemoVersion grades again, also where a grade
 // step's own memo would have answered. A measure's row names the tokenizer that counted it since measureMemoVersion
 // v2: a memo of v1 measures again (cheap), so that no row of a re-run lacks it.
-var codeVersions = map[string]string{"grade": gradeMemoVersion, "measure": measureMemoVersion}
+var codeVersions = map[string]string{"grade": steps.GradeMemoVersion, "measure": measureMemoVersion}
 
 // measureMemoVersion is the version of what a measure step computes (see codeVersions).
 const measureMemoVersion = "ctxlab-measure-v2"
@@ -382,6 +322,13 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// recordHeartbeat tells Temporal the activity of ctx is alive (nothing outside an activity).
+func recordHeartbeat(ctx context.Context) {
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx)
+	}
 }
 
 // workerStopping reports whether the activity's worker is shutting down.

@@ -1,6 +1,11 @@
 package activities
 
-import "ctxlab/specs"
+import (
+	"fmt"
+
+	"ctxlab/activities/steps"
+	"ctxlab/specs"
+)
 
 // ErrUndeclaredField is the error type of a node whose row fragment sets a field its activity does not declare
 // (specs.ActivityInfo.Fields) or sets one with a value of another kind: a bug in the activity, which retrying
@@ -12,7 +17,7 @@ const ErrUndeclaredField = "UndeclaredRowField"
 // silently missing from every row.
 func checkRowFields(activity string, in NodeInput, out NodeOutput) error {
 	if err := specs.CheckRow(activity, in.Step, out.Row); err != nil {
-		return permanentf(ErrUndeclaredField, "instance %s: %v", in.Instance.ID, err)
+		return steps.Permanent(ErrUndeclaredField, fmt.Sprintf("instance %s: %v", in.Instance.ID, err))
 	}
 	return nil
 }

@@ -40,11 +40,11 @@ func (a *Activities) LoadDataset(ctx context.Context, in LoadDatasetInput) ([]In
 	}
 	rows, err := swebench.ReadFile(in.Dataset.File)
 	if err != nil {
-		return nil, permanent(ErrBadInput, err)
+		return nil, permanentError(api.ErrBadInput, err)
 	}
 	rows, err = Select(rows, in.Dataset)
 	if err != nil {
-		return nil, permanent(ErrBadInput, err)
+		return nil, permanentError(api.ErrBadInput, err)
 	}
 	refs := make([]InstanceRef, 0, len(rows))
 	for _, r := range rows {
@@ -90,7 +90,7 @@ func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan
 		return p, err
 	}
 	if err := cas.GetJSON(ctx, store, in.Plan, &p); err != nil {
-		return p, permanent(ErrBadInput, err)
+		return p, permanentError(api.ErrBadInput, err)
 	}
 	return p, nil
 }
@@ -102,7 +102,7 @@ const ErrRunFolder = "RunFolder"
 // runFolderErr makes err permanent when it is a run-folder path that is not a file (results.ErrNotAFile).
 func runFolderErr(err error) error {
 	if errors.Is(err, results.ErrNotAFile) {
-		return permanent(ErrRunFolder, err)
+		return permanentError(ErrRunFolder, err)
 	}
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 
 	"ctxlab/activities/agent"
 	"ctxlab/activities/llm"
@@ -17,25 +16,6 @@ import (
 
 // AgentParams are declared in specs beside the catalog, which checks every step's params against them.
 type AgentParams = specs.AgentParams
-
-// Names of the agent's turn activities: the Agent child workflow (workflows/agent.go), which the Issue workflow
-// starts for each agent node, runs them one by one. The agent node activity (Agent) runs the same functions in a
-// loop: only Issue workflows started before that change (workflows' agentChange) still run it, on replay.
-const (
-	AgentModelTurnName = "agent_model_turn" // llm queue: one model call
-	AgentToolTurnName  = "agent_tool_turn"  // cpu queue: one tool call
-	AgentFinishName    = "agent_finish"     // cpu queue: the trajectory's row fields
-)
-
-// declaringActivity is the catalog activity whose params and row fields a node activity is checked against: an
-// agent turn runs on the agent node's input, so it is held to the agent's declaration.
-func declaringActivity(name string) string {
-	switch name {
-	case AgentModelTurnName, AgentToolTurnName, AgentFinishName:
-		return "agent"
-	}
-	return name
-}
 
 // AgentTurnInput is one turn of an agent trajectory: the agent node's own input, the turn's number and the
 // trajectory so far (a reference into the content store; empty before the first turn).
@@ -98,13 +78,12 @@ func init() {
 	registerStep(specs.AgentPatch, agentPatchStep)
 }
 
-// AgentTurnFunctions are the turn activities of the Agent child workflow, for registration with a worker.
-func (a *Activities) AgentTurnFunctions() map[string]any {
-	return map[string]any{
-		AgentModelTurnName: a.AgentModelTurn,
-		AgentToolTurnName:  a.AgentToolTurn,
-		AgentFinishName:    a.AgentFinish,
-	}
+// AgentTurns runs an agent's turns, each as an activity of its own with its memo and attempt log (package
+// activities' Activities). agentStep runs a trajectory through them.
+type AgentTurns interface {
+	AgentModelTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error)
+	AgentToolTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error)
+	AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOutput, error)
 }
 
 // agentStep is the agent node run as one activity: its turns in a loop, each memoized on its own (a retried or resumed
@@ -113,9 +92,14 @@ func (a *Activities) AgentTurnFunctions() map[string]any {
 // workflow instead, each turn its own activity; this stays registered for Issue workflows started before, which
 // replay through it.
 func agentStep(ctx context.Context, j *job, p AgentParams) (NodeOutput, error) {
+	turns := j.env.Turns
+	if turns == nil {
+		return NodeOutput{}, permanentf(ErrUnsupported, "%s: the agent node runs as one activity only in a worker "+
+			"(its turns are activities)", j.in.Step)
+	}
 	var state cas.Ref
 	for turn := 0; turn < p.MaxTurns; turn++ {
-		out, err := j.a.AgentModelTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state})
+		out, err := turns.AgentModelTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state})
 		if err != nil {
 			return NodeOutput{}, err
 		}
@@ -123,28 +107,12 @@ func agentStep(ctx context.Context, j *job, p AgentParams) (NodeOutput, error) {
 		if out.Done {
 			break
 		}
-		if out, err = j.a.AgentToolTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state}); err != nil {
+		if out, err = turns.AgentToolTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state}); err != nil {
 			return NodeOutput{}, err
 		}
 		state = out.State
 	}
-	return j.a.AgentFinish(ctx, AgentTurnInput{Node: j.in, State: state})
-}
-
-// turnInput is the node input of one turn: its own memo key and label, the agent node's params and inputs, and the
-// trajectory it continues as the input "trajectory" (so an audit lists the reference turn by turn).
-func turnInput(in AgentTurnInput, part string) NodeInput {
-	n := in.Node
-	n.Node = fmt.Sprintf("%s.t%02d.%s", in.Node.Node, in.Turn, part)
-	n.Step = fmt.Sprintf("%s turn %d (%s)", in.Node.Step, in.Turn, part)
-	if in.State != "" {
-		n.Inputs = maps.Clone(in.Node.Inputs)
-		if n.Inputs == nil {
-			n.Inputs = map[string]NodeOutput{}
-		}
-		n.Inputs["trajectory"] = NodeOutput{Ref: in.State}
-	}
-	return n
+	return turns.AgentFinish(ctx, AgentTurnInput{Node: j.in, State: state})
 }
 
 // agentParams decodes the agent's params and checks them.
@@ -211,27 +179,11 @@ func (j *job) startTrajectory(ctx context.Context, p AgentParams, issue string) 
 	return t, nil
 }
 
-// turnOutput reads whether the trajectory a turn stored has ended.
-func (a *Activities) turnOutput(ctx context.Context, in AgentTurnInput, out NodeOutput, err error) (AgentTurnOutput, error) {
-	if err != nil {
-		return AgentTurnOutput{}, err
-	}
-	store, err := a.Store(in.Node.Run)
-	if err != nil {
-		return AgentTurnOutput{}, err
-	}
-	var t AgentTrajectory
-	if err := cas.GetJSON(ctx, store, out.Ref, &t); err != nil {
-		return AgentTurnOutput{}, fmt.Errorf("instance %s: %s turn %d: agent trajectory: %w", in.Node.Instance.ID,
-			in.Node.Step, in.Turn, err)
-	}
-	return AgentTurnOutput{State: out.Ref, Done: t.Done}, nil
-}
-
-// AgentModelTurn asks the model for one turn: a tool call, or the final edit. Its output is the trajectory with
-// the answer (and the call's usage) added.
-func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
-	out, err := a.node(ctx, turnInput(in, "model"), AgentModelTurnName, func(ctx context.Context, j *job) (NodeOutput, error) {
+// AgentModelTurn asks the model for one turn of the trajectory in.State (a new one on turn 0) as one attempt on
+// env's node (the turn's): a tool call, or the final edit. Its output is the trajectory with the answer (and the
+// call's usage) added.
+func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput) (NodeOutput, error) {
+	return attempt(ctx, env, att, func(ctx context.Context, j *job) (NodeOutput, error) {
 		p, err := j.agentParams()
 		if err != nil {
 			return NodeOutput{}, err
@@ -308,7 +260,6 @@ func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (Age
 		}
 		return NodeOutput{Ref: ref}, nil
 	})
-	return a.turnOutput(ctx, in, out, err)
 }
 
 // agentSnapshot is the snapshot as the agent's tools read it: symlinks resolved inside it, regular files read
@@ -320,7 +271,7 @@ func (j *job) agentSnapshot(ctx context.Context, m repo.Manifest) (agent.Snapsho
 		if e.Mode != repo.ModeSymlink {
 			continue
 		}
-		target, err := j.a.textCache().Read(ctx, j.store, m, e.Path)
+		target, err := j.env.Text.Read(ctx, j.store, m, e.Path)
 		if err != nil {
 			return s, fmt.Errorf("instance %s: symlink %s: %w", j.in.Instance.ID, e.Path, err)
 		}
@@ -335,11 +286,11 @@ func (j *job) agentSnapshot(ctx context.Context, m repo.Manifest) (agent.Snapsho
 	return s, nil
 }
 
-// AgentToolTurn runs the tool call of the trajectory's last turn and shows its result to the agent, cut to the
-// budget's rest. A bad call (unknown tool, path outside the repository, bad regex) is shown as an error; it never
-// fails the step.
-func (a *Activities) AgentToolTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
-	out, err := a.node(ctx, turnInput(in, "tool"), AgentToolTurnName, func(ctx context.Context, j *job) (NodeOutput, error) {
+// AgentToolTurn runs the tool call of the trajectory's last turn (in.State) as one attempt on env's node (the
+// turn's), and shows its result to the agent, cut to the budget's rest. A bad call (unknown tool, path outside the
+// repository, bad regex) is shown as an error; it never fails the step.
+func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput) (NodeOutput, error) {
+	return attempt(ctx, env, att, func(ctx context.Context, j *job) (NodeOutput, error) {
 		p, err := j.agentParams()
 		if err != nil {
 			return NodeOutput{}, err
@@ -400,18 +351,13 @@ func (a *Activities) AgentToolTurn(ctx context.Context, in AgentTurnInput) (Agen
 		}
 		return NodeOutput{Ref: ref}, nil
 	})
-	return a.turnOutput(ctx, in, out, err)
 }
 
-// AgentFinish is the agent node's output: the trajectory and its row fields (turns, tool calls by kind, tokens of
-// tool output seen and of prompts paid, and the model calls' usage, which the Issue workflow sums over a row).
-func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOutput, error) {
-	j := &job{a: a, in: in.Node}
-	store, err := a.Store(in.Node.Run)
-	if err != nil {
-		return NodeOutput{}, err
-	}
-	j.store = store
+// AgentFinish is the agent node's output: the trajectory in.State and its row fields (turns, tool calls by kind,
+// tokens of tool output seen and of prompts paid, and the model calls' usage, which the Issue workflow sums over a
+// row). It reads the trajectory from store.
+func AgentFinish(ctx context.Context, store cas.Store, in AgentTurnInput) (NodeOutput, error) {
+	j := &job{in: in.Node, store: store}
 	t, err := j.loadTrajectory(ctx, in.State)
 	if err != nil {
 		return NodeOutput{}, err

@@ -21,7 +21,7 @@ func checkoutStep(ctx context.Context, j *job, _ specs.CheckoutParams) (NodeOutp
 		return NodeOutput{}, err
 	}
 	src := repo.SourceFor(j.in.Dataset.Repos, inst, filepath.Dir(j.in.Dataset.File))
-	r, err := repo.Open(ctx, src, runfolder.Repos(j.a.RunDir(j.in.Run)))
+	r, err := repo.Open(ctx, src, runfolder.Repos(j.env.RunDir))
 	if err != nil {
 		return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: repository %s: %v", inst.InstanceID, src, err)
 	}
@@ -54,7 +54,7 @@ func repoKind(err error) errkind.Kind {
 	if k, ok := errkind.KindOf(err); ok {
 		return k
 	}
-	if k, ok := errnoKind(err); ok {
+	if k, ok := ErrnoKind(err); ok {
 		return k
 	}
 	return errkind.RepoUnavailable

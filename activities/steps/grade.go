@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
+	"github.com/rs/zerolog"
 
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/executor"
@@ -52,7 +52,7 @@ const DefaultGradeTimeout = 30 * time.Minute
 // PASS_TO_PASS with the spec's executor, and decides resolved from the per-test results, never from the exit code.
 // Its output is the test log; its row fields say how the patch applied and how every run went.
 func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
-	exec, err := newExecutor(p.Grading.Executor)
+	exec, err := j.newExecutor(p.Grading.Executor)
 	if err != nil {
 		return NodeOutput{}, permanent(ErrUnsupported, err)
 	}
@@ -72,7 +72,7 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	j.a.cleanStaleOnce()
+	cleanStaleOnce(j.env.Log)
 	// A file:// proxy needs an absolute folder, whatever folder the spec named the dataset from.
 	datasetDir, err := filepath.Abs(filepath.Dir(j.in.Dataset.File))
 	if err != nil {
@@ -82,7 +82,7 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 	req := GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 		Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 			return repo.Materialize(ctx, j.store, m, dir)
-		}}
+		}, Heartbeat: j.env.Heartbeat}
 	// Byte-identical patches of the instance under the same settings are graded once (gradememo.go).
 	out, err := j.gradeOnce(ctx, p, req, func() (NodeOutput, error) { return GradePatch(ctx, exec, j.store, req) })
 	if errors.Is(err, executor.ErrTestPatch) {
@@ -98,12 +98,12 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 var staleOnce sync.Once
 
 // cleanStaleOnce removes, once per process, grading folders left by killed processes.
-func (a *Activities) cleanStaleOnce() {
+func cleanStaleOnce(log zerolog.Logger) {
 	staleOnce.Do(func() {
 		if n, err := executor.CleanStale(""); err != nil {
-			a.Log.Warn().Err(err).Msg("cleaning stale grading folders")
+			log.Warn().Err(err).Msg("cleaning stale grading folders")
 		} else if n > 0 {
-			a.Log.Info().Int("removed", n).Msg("removed grading folders of killed processes")
+			log.Info().Int("removed", n).Msg("removed grading folders of killed processes")
 		}
 	})
 }
@@ -116,6 +116,8 @@ type GradeRequest struct {
 	PatchRef    cas.Ref
 	Grading     specs.Grading
 	Materialize func(ctx context.Context, dir string) error
+	// Heartbeat, if set, is called while the tests run (Env.Heartbeat).
+	Heartbeat func()
 }
 
 // ExecutorConfig is the executors' part of a spec's grading section.
@@ -125,7 +127,7 @@ func ExecutorConfig(g specs.Grading) executor.Config {
 		GoProxy: g.GoProxy, Isolation: g.Isolation}
 }
 
-// GradePatch grades one patch: the grade activity's work, without Temporal, for `starter grade` too. It runs the
+// GradePatch grades one patch: the grade step's work, for `starter grade` too. It runs the
 // executor once, and again up to Grading.Reruns times while the patch applied but did not resolve (the flake guard);
 // resolved then needs a majority of the runs. The output holds the stored log of every run and the row fields.
 func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r GradeRequest) (NodeOutput, error) {
@@ -140,12 +142,7 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 		timeout = DefaultGradeTimeout
 	}
 	req := executor.Request{Instance: r.Instance, Patch: r.Patch, Materialize: r.Materialize, Timeout: timeout,
-		Config: ExecutorConfig(r.Grading),
-		Heartbeat: func() {
-			if activity.IsActivity(ctx) {
-				activity.RecordHeartbeat(ctx)
-			}
-		}}
+		Config: ExecutorConfig(r.Grading), Heartbeat: r.Heartbeat}
 
 	var logs strings.Builder
 	var statuses []string

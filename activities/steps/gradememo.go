@@ -18,13 +18,19 @@ import (
 	"ctxlab/store/cas"
 )
 
-// newExecutor returns the grading executor a spec names; tests replace it to count test runs.
-var newExecutor = executor.New
+// newExecutor returns the grading executor a spec names: Env.Executor's (tests count test runs), else
+// executor.New's.
+func (j *job) newExecutor(name string) (executor.Executor, error) {
+	if j.env.Executor != nil {
+		return j.env.Executor(name)
+	}
+	return executor.New(name)
+}
 
-// gradeMemoVersion starts every grade memo key, and is in every grade step's node memo key (codeVersions): change it
+// GradeMemoVersion starts every grade memo key, and is in every grade step's node memo key (codeVersions): change it
 // when what a grade computes from the same inputs changes (a default test command, a log parser, what the grader
 // resets), so grades made before are not reused.
-const gradeMemoVersion = "ctxlab-grade-v2"
+const GradeMemoVersion = "ctxlab-grade-v2"
 
 // gradeMemoKey is everything a grade's outcome depends on: the whole instance (its id, base commit, test patch and
 // listed tests), the repository snapshot the worktree is built from, the patch's bytes and the grade step's
@@ -61,8 +67,8 @@ type gradeMemo struct {
 	locks string
 }
 
-func (a *Activities) gradeMemo(run string) gradeMemo {
-	root := runfolder.Grades(a.RunDir(run))
+func gradeMemoOf(runDir string) gradeMemo {
+	root := runfolder.Grades(runDir)
 	return gradeMemo{dir: cas.KeyDir{Root: root}, locks: filepath.Join(root, "locks")}
 }
 
@@ -89,15 +95,15 @@ func (j *job) gradeOnce(ctx context.Context, p GradeParams, r GradeRequest,
 		return NodeOutput{}, err
 	}
 	sum := sha256.Sum256([]byte(r.Patch))
-	key, err := gradeMemoKey{Version: gradeMemoVersion, Instance: r.Instance, Checkout: co.Ref,
+	key, err := gradeMemoKey{Version: GradeMemoVersion, Instance: r.Instance, Checkout: co.Ref,
 		PatchSHA: hex.EncodeToString(sum[:]), Params: p}.digest()
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	memo := j.a.gradeMemo(j.in.Run)
+	memo := gradeMemoOf(j.env.RunDir)
 	reuse := func(out NodeOutput) NodeOutput {
-		j.reused = key
-		j.a.Log.Debug().Str("instance", r.Instance.InstanceID).Str("node", j.in.Node).Str("grade_key", key).
+		*j.reused = key
+		j.env.Log.Debug().Str("instance", r.Instance.InstanceID).Str("node", j.in.Node).Str("grade_key", key).
 			Msg("patch already graded; reusing its grade")
 		out.Row = maps.Clone(out.Row)
 		if out.Row == nil {
@@ -125,7 +131,7 @@ func (j *job) gradeOnce(ctx context.Context, p GradeParams, r GradeRequest,
 	}
 	// Stored through a JSON round trip, as node memos are, so a reused grade is the very value a fresh one becomes.
 	if perr := memo.dir.Put(key, gradeMemoEntry{Output: out, Created: time.Now().UTC()}); perr != nil {
-		j.a.Log.Warn().Err(perr).Str("instance", r.Instance.InstanceID).Msg("could not store a grade for reuse")
+		j.env.Log.Warn().Err(perr).Str("instance", r.Instance.InstanceID).Msg("could not store a grade for reuse")
 	}
 	return out, nil
 }

@@ -255,14 +255,14 @@ func (j *job) loadJSON(ctx context.Context, name string, v any) error {
 	return nil
 }
 
-// reader returns a function reading files of the snapshot, each once per activity attempt from the worker's text
-// cache (Activities.textCache), which reads the store on a miss. A file whose blob the store does not have reads as
+// reader returns a function reading files of the snapshot, each once per attempt from the process's text cache
+// (Env.Text), which reads the store on a miss. A file whose blob the store does not have reads as
 // missing (and is logged); any other read error (a transient store failure) reads as missing too, for the callers'
 // sake, but fails the attempt when its body returns (job.readFailure), so the attempt is retried instead of a
 // context without the file being memoized for good.
 func (j *job) reader(ctx context.Context, m repo.Manifest) func(path string) (string, bool) {
 	cache := map[string]string{}
-	text := j.a.textCache()
+	text := j.env.Text
 	return func(path string) (string, bool) {
 		if t, ok := cache[path]; ok {
 			return t, true
@@ -275,7 +275,7 @@ func (j *job) reader(ctx context.Context, m repo.Manifest) func(path string) (st
 			if !errors.Is(err, fs.ErrNotExist) {
 				j.failRead(fmt.Errorf("instance %s: %w", j.in.Instance.ID, err))
 			}
-			j.a.Log.Warn().Err(err).Str("path", path).Str("step", j.in.Step).Msg("reading a snapshot file")
+			j.env.Log.Warn().Err(err).Str("path", path).Str("step", j.in.Step).Msg("reading a snapshot file")
 			return "", false
 		}
 		cache[path] = t

@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"strings"
 
-	"go.temporal.io/sdk/temporal"
-
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
@@ -113,7 +111,7 @@ func countTokens(tokenizer, text string) (int, error) {
 	if err != nil {
 		var le *llm.Error
 		if errors.As(err, &le) && le.Kind.Retryable() {
-			return 0, temporal.NewApplicationError(llm.ScrubSecrets(err.Error()), string(le.Kind))
+			return 0, &Error{Type: string(le.Kind), Message: llm.ScrubSecrets(err.Error()), Retryable: true}
 		}
 		return 0, permanent(ErrBadInput, err)
 	}

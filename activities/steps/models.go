@@ -8,7 +8,7 @@ import (
 	"text/template"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
+	"github.com/rs/zerolog"
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
@@ -21,17 +21,25 @@ import (
 	"ctxlab/store/cas"
 )
 
-// newProvider returns the provider of a model: the offline stand-in, the openai provider against the endpoint the
-// environment names (OPENAI_BASE_URL, OPENAI_API_KEY), or the anthropic provider (ANTHROPIC_API_KEY,
-// ANTHROPIC_BASE_URL). Tests replace it.
-var newProvider = func(a *Activities, m specs.Model, tokenizer string) (llm.Provider, error) {
+// newProvider returns the provider of a model: the one Models.Provider gives, else defaultProvider's.
+func (j *job) newProvider(m specs.Model, tokenizer string) (llm.Provider, error) {
+	if p := j.env.Models.Provider; p != nil {
+		return p(m, tokenizer)
+	}
+	return defaultProvider(j.env.Log, m, tokenizer)
+}
+
+// defaultProvider returns the provider of a model: the offline stand-in, the openai provider against the endpoint
+// the environment names (OPENAI_BASE_URL, OPENAI_API_KEY), or the anthropic provider (ANTHROPIC_API_KEY,
+// ANTHROPIC_BASE_URL).
+func defaultProvider(log zerolog.Logger, m specs.Model, tokenizer string) (llm.Provider, error) {
 	switch m.Provider {
 	case "offline":
 		return offline.Provider{Tokenizer: tokenizer}, nil
 	case "openai":
-		return llm.NewOpenAI(m, llm.WithLogger(a.Log), llm.WithTokenizer(tokenizer))
+		return llm.NewOpenAI(m, llm.WithLogger(log), llm.WithTokenizer(tokenizer))
 	case "anthropic":
-		return llm.NewAnthropic(m, llm.WithLogger(a.Log), llm.WithTokenizer(tokenizer))
+		return llm.NewAnthropic(m, llm.WithLogger(log), llm.WithTokenizer(tokenizer))
 	}
 	return nil, permanentf(ErrUnsupported, "model %s: provider %q is not available in this build (anthropic, offline, openai)",
 		m.Name, m.Provider)
@@ -65,8 +73,8 @@ func renderPrompt(p Prompt, step string, data any) ([]llm.Message, error) {
 
 // callModel sends one request to the model and returns its answer and the row fields it adds (model_calls,
 // prompt_tokens, completion_tokens, cost_usd; the Issue workflow sums them over a row's steps). Failures a retry
-// can fix (429, 5xx, timeouts, broken answers) come back as retryable errors typed with their kind, so Temporal
-// retries the activity (an endpoint that asks to wait longer than a call waits gives ErrProviderWait instead);
+// can fix (429, 5xx, timeouts, broken answers) come back as retryable errors typed with their kind, so the
+// activity is retried (an endpoint that asks to wait longer than a call waits gives ErrProviderWait instead);
 // context-length, authentication, quota and other request errors are non-retryable with the failure's kind as
 // their type, which the row's error records.
 //
@@ -77,7 +85,7 @@ func renderPrompt(p Prompt, step string, data any) ([]llm.Message, error) {
 func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (llm.Response, map[string]any, error) {
 	m := sampleModel(mp.Model, req.Sample, mp.Temperature)
 	provider := func() (llm.Provider, error) {
-		p, err := newProvider(j.a, m, modelTokenizer(mp))
+		p, err := j.newProvider(m, modelTokenizer(mp))
 		if err != nil && !isPermanent(err) {
 			err = modelError(j.in.Step, m, err)
 		}
@@ -89,8 +97,8 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		return j.callOffline(ctx, m, provider, req)
 	}
 
-	cache := j.a.responseCache(j.in.Run)
-	req.Context, req.ContextSource = j.a.contextWindow(ctx, cache, m)
+	cache := j.responseCache()
+	req.Context, req.ContextSource = j.contextWindow(ctx, cache, m)
 	creq := respcache.For(m, endpointOf(m), req)
 	key := creq.Key()
 	call := runlog.Call{Instance: j.in.Instance.ID, Node: j.in.Node, Step: j.in.Step, Provider: m.Provider,
@@ -114,7 +122,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		j.usage.CacheHits++
 		return resp, usageRow(resp, m), true
 	}
-	if !j.a.NoCache {
+	if !j.env.Models.NoCache {
 		if resp, row, ok := cached(); ok {
 			return resp, row, nil
 		}
@@ -125,7 +133,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		return llm.Response{}, nil, err
 	}
 	defer unlock()
-	if !j.a.NoCache {
+	if !j.env.Models.NoCache {
 		if resp, row, ok := cached(); ok {
 			return resp, row, nil
 		}
@@ -177,7 +185,7 @@ func (j *job) completePaid(ctx context.Context, p llm.Provider, m specs.Model, r
 	}
 	// Stored before anything else can fail: a worker killed from here on does not pay for this answer again.
 	if err := cache.Put(key, creq, resp); err != nil {
-		j.a.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not cache a model answer")
+		j.env.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not cache a model answer")
 	}
 	call.PromptTokens, call.CompletionTokens, call.CostUSD = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.CostUSD
 	call.CachedTokens, call.CacheWriteTokens = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
@@ -209,7 +217,7 @@ func (j *job) callOffline(ctx context.Context, m specs.Model, provider func() (l
 // set aside against the cap before it is sent and held until release, after its real cost is in the ledger, so calls
 // in flight at once on every worker cannot together pass the cap.
 func (j *job) admitCall(ctx context.Context, m specs.Model, mp modelParams, req llm.Request) (release func(), err error) {
-	limits, err := ReadLimits(j.a.RunDir(j.in.Run))
+	limits, err := ReadLimits(j.env.RunDir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", j.in.Step, err)
 	}
@@ -221,19 +229,19 @@ func (j *job) admitCall(ctx context.Context, m specs.Model, mp modelParams, req 
 	}
 	if limits.SpendUSD > 0 {
 		worst := worstCaseUSD(m, req, endpointOf(m), modelTokenizer(mp))
-		reservation, err := j.a.spendCap(j.in.Run).Reserve(ctx, limits.SpendUSD, worst)
+		reservation, err := j.spendCap().Reserve(ctx, limits.SpendUSD, worst)
 		var ce *limiter.CapError
 		if errors.As(err, &ce) {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			return nil, permanentf(ErrSpendLimit,
 				"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f, and this call may cost up to $%.4f; "+
-					"raise it and run again to continue", j.in.Step, ce.Spent, limits.SpendUSD, ce.Need), ErrSpendLimit, nil)
+					"raise it and run again to continue", j.in.Step, ce.Spent, limits.SpendUSD, ce.Need)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: reserving the call's cost under the spend cap: %w", j.in.Step, err)
 		}
 		releases = append(releases, reservation.Release)
 	}
-	if l := j.a.limiter(j.in.Run, m.Provider, limits); l != nil {
+	if l := j.limiter(m.Provider, limits); l != nil {
 		acquired, err := l.Acquire(ctx)
 		if err != nil {
 			release()
@@ -270,7 +278,7 @@ func usageRow(resp llm.Response, m specs.Model) map[string]any {
 // contextWindow is the model's context window as its endpoint reports it (llm.DiscoverWindow), remembered in the
 // response cache's folder so that a re-run while the server is down computes the same cache keys; 0 when the
 // endpoint never said.
-func (a *Activities) contextWindow(ctx context.Context, cache respcache.Cache, m specs.Model) (int, string) {
+func (j *job) contextWindow(ctx context.Context, cache respcache.Cache, m specs.Model) (int, string) {
 	if m.Provider != "openai" {
 		return 0, "" // only OpenAI-compatible servers are asked (Anthropic's answers are capped by max_tokens alone)
 	}
@@ -278,10 +286,10 @@ func (a *Activities) contextWindow(ctx context.Context, cache respcache.Cache, m
 	if w := llm.DiscoverWindow(ctx, m.ID); w.Tokens > 0 {
 		if old, ok := cache.Window(endpoint, m.ID); !ok || old != w {
 			if err := cache.PutWindow(endpoint, m.ID, w); err != nil {
-				a.Log.Warn().Err(err).Msg("could not record the model's context window")
+				j.env.Log.Warn().Err(err).Msg("could not record the model's context window")
 			}
 			if !ok || old.Tokens != w.Tokens {
-				a.Log.Info().Str("model", m.ID).Int("context_window", w.Tokens).Str("source", w.Source).
+				j.env.Log.Info().Str("model", m.ID).Int("context_window", w.Tokens).Str("source", w.Source).
 					Msg("the endpoint reports the model's context window; answers are capped to fit it")
 			}
 		}
@@ -303,11 +311,11 @@ func endpointOf(m specs.Model) string {
 }
 
 // responseCache is the run's response cache: a shared folder when one is set, else the run's content store folder.
-func (a *Activities) responseCache(run string) respcache.Cache {
-	if a.CacheDir != "" {
-		return respcache.Open(a.CacheDir)
+func (j *job) responseCache() respcache.Cache {
+	if dir := j.env.Models.CacheDir; dir != "" {
+		return respcache.Open(dir)
 	}
-	return respcache.Open(runfolder.CAS(a.RunDir(run)))
+	return respcache.Open(runfolder.CAS(j.env.RunDir))
 }
 
 // putResponse stores an answer in the run's content store for audits; a failure only loses the reference.
@@ -322,8 +330,8 @@ func (j *job) putResponse(ctx context.Context, resp llm.Response) cas.Ref {
 // recordCall appends a call to the run's ledger.
 func (j *job) recordCall(c runlog.Call) {
 	c.Time = time.Now().UTC()
-	if err := runlog.Append(runfolder.Calls(j.a.RunDir(j.in.Run)), c); err != nil {
-		j.a.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not record a model call in calls.jsonl")
+	if err := runlog.Append(runfolder.Calls(j.env.RunDir), c); err != nil {
+		j.env.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not record a model call in calls.jsonl")
 	}
 }
 
@@ -342,14 +350,14 @@ func sampleModel(m specs.Model, sample int, temperature *float64) specs.Model {
 }
 
 // ErrProviderWait is the type of the error a model call fails with when the endpoint asked to wait longer than an
-// activity should sleep; its details are a ProviderWait (see package api).
+// activity should sleep; its Error's Wait is a ProviderWait (see package api).
 const ErrProviderWait = api.ErrProviderWait
 
 // ProviderWait is the detail of an ErrProviderWait error.
 type ProviderWait = api.ProviderWait
 
-// modelError maps a provider failure to an activity error whose type is the failure's kind: retryable kinds are
-// retried by Temporal, a long Retry-After becomes ErrProviderWait, the others are non-retryable.
+// modelError maps a provider failure to a step error whose type is the failure's kind: retryable kinds are retried,
+// a long Retry-After becomes ErrProviderWait, the others are non-retryable.
 func modelError(step string, m specs.Model, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -358,13 +366,9 @@ func modelError(step string, m specs.Model, err error) error {
 	msg := llm.ScrubSecrets(fmt.Sprintf("%s: model %s: %v", step, m.Name, err))
 	var le *llm.Error
 	if errors.As(err, &le) && le.RetryAfter > 0 && kind.Waited() {
-		return temporal.NewNonRetryableApplicationError(msg, ErrProviderWait, nil,
-			ProviderWait{Kind: string(kind), Wait: le.RetryAfter})
+		return &Error{Type: ErrProviderWait, Message: msg, Wait: &ProviderWait{Kind: string(kind), Wait: le.RetryAfter}}
 	}
-	if kind.Retryable() {
-		return temporal.NewApplicationError(msg, string(kind))
-	}
-	return temporal.NewNonRetryableApplicationError(msg, string(kind), nil)
+	return &Error{Type: string(kind), Message: msg, Retryable: kind.Retryable()}
 }
 
 // modelParams are declared in specs beside the catalog, which checks every step's params against them.

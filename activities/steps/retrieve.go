@@ -152,7 +152,7 @@ func (j *job) denseRank(ctx context.Context, model, query string, docs []string,
 	if model == "" {
 		return nil, permanentf(ErrBadInput, "%s: dense retrieval needs embedding_model", j.in.Step)
 	}
-	root := runfolder.Embeddings(j.a.RunDir(j.in.Run))
+	root := runfolder.Embeddings(j.env.RunDir)
 	cl, err := dense.NewFromEnv(model, dense.DirCache{Root: root})
 	if err != nil {
 		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)

@@ -71,26 +71,33 @@ func ReadLimits(runDir string) (RunLimits, error) {
 // workflow does not fail the node: it waits and tries again, so the sweep continues once the cap is raised.
 const ErrSpendLimit = api.ErrSpendLimit
 
-// tally follows a run's calls.jsonl and keeps the dollars paid so far, reading only what was appended since the
-// last look: every worker process sees every other's calls.
+// Spending keeps the dollars each run's calls have paid so far, by run folder: it follows the run's calls.jsonl,
+// reading only what was appended since the last look, so every worker process sees every other's calls. One is
+// shared by a process's steps; the zero value is ready.
+type Spending struct {
+	mu      sync.Mutex
+	tallies map[string]*tally
+}
+
+// tally is one run's: its ledger's tail and the total so far.
 type tally struct {
 	mu    sync.Mutex
 	calls runlog.Tail[runlog.Call]
 	total float64
 }
 
-// spent returns the dollars paid by the run's calls so far.
-func (a *Activities) spent(run string) (float64, error) {
-	a.mu.Lock()
-	if a.tallies == nil {
-		a.tallies = map[string]*tally{}
+// Spent returns the dollars paid by the calls of the run in runDir so far.
+func (s *Spending) Spent(runDir string) (float64, error) {
+	s.mu.Lock()
+	if s.tallies == nil {
+		s.tallies = map[string]*tally{}
 	}
-	t, ok := a.tallies[run]
+	t, ok := s.tallies[runDir]
 	if !ok {
-		t = &tally{calls: runlog.Tail[runlog.Call]{Path: runfolder.Calls(a.RunDir(run))}}
-		a.tallies[run] = t
+		t = &tally{calls: runlog.Tail[runlog.Call]{Path: runfolder.Calls(runDir)}}
+		s.tallies[runDir] = t
 	}
-	a.mu.Unlock()
+	s.mu.Unlock()
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -108,20 +115,25 @@ func (a *Activities) spent(run string) (float64, error) {
 	return t.total, nil
 }
 
-// limiter returns the limiter of a provider in a run, nil when the run sets no limits for it.
-func (a *Activities) limiter(run, provider string, l RunLimits) *limiter.Limiter {
+// limiter returns the limiter of a provider in the run, nil when the run sets no limits for it.
+func (j *job) limiter(provider string, l RunLimits) *limiter.Limiter {
 	pl, ok := l.Providers[provider]
 	if !ok || (pl.InFlight <= 0 && pl.RPS <= 0) {
 		return nil
 	}
-	return limiter.New(runfolder.ProviderLimits(a.RunDir(run), provider),
+	return limiter.New(runfolder.ProviderLimits(j.env.RunDir, provider),
 		limiter.Limits{InFlight: pl.InFlight, RPS: pl.RPS})
 }
 
 // spendCap is the run's spend cap, shared by every worker that shares the run folder.
-func (a *Activities) spendCap(run string) *limiter.SpendCap {
-	return &limiter.SpendCap{Dir: runfolder.SpendLimits(a.RunDir(run)),
-		Spent: func() (float64, error) { return a.spent(run) }}
+func (j *job) spendCap() *limiter.SpendCap {
+	spending := j.env.Models.Spending
+	if spending == nil {
+		spending = &Spending{}
+	}
+	runDir := j.env.RunDir
+	return &limiter.SpendCap{Dir: runfolder.SpendLimits(runDir),
+		Spent: func() (float64, error) { return spending.Spent(runDir) }}
 }
 
 // unknownAnswerTokens is the answer a reservation assumes when nothing caps it: no max_tokens in the spec, and a

@@ -19,12 +19,12 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/spf13/pflag"
 
-	"ctxlab/activities"
 	"ctxlab/activities/compress"
 	"ctxlab/activities/dense"
 	"ctxlab/activities/executor"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
+	"ctxlab/activities/steps"
 	"ctxlab/activities/tokens"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runfolder"
@@ -302,7 +302,7 @@ func (r *checkReport) checkInstances(ctx context.Context, ds specs.Dataset, grad
 	}
 	datasetDir, _ := filepath.Abs(filepath.Dir(ds.File))
 	for _, g := range gradings {
-		cfg := activities.ExecutorConfig(g)
+		cfg := steps.ExecutorConfig(g)
 		cfg.GoProxy = strings.ReplaceAll(cfg.GoProxy, "{dataset_dir}", datasetDir)
 		switch g.Executor {
 		case "docker":
@@ -689,12 +689,12 @@ func (r *checkReport) checkServices(ctx context.Context, needs planNeeds) {
 		methods := needs.compressors[k]
 		endpoint := k[1]
 		if endpoint == "" {
-			endpoint = os.Getenv(activities.CompressEndpointEnv)
+			endpoint = os.Getenv(steps.CompressEndpointEnv)
 		}
 		var err error
 		if endpoint == "" {
 			err = fmt.Errorf("compressor %s needs a compression server, and neither %s nor the step's endpoint names "+
-				"one", k[0], activities.CompressEndpointEnv)
+				"one", k[0], steps.CompressEndpointEnv)
 		} else {
 			cctx, cancel := context.WithTimeout(ctx, probeTimeout)
 			_, err = compress.NewClient(endpoint).Compress(cctx, compress.Request{Compressor: k[0],
@@ -704,7 +704,7 @@ func (r *checkReport) checkServices(ctx context.Context, needs planNeeds) {
 		if err != nil {
 			for _, m := range methods {
 				r.fail("method", m, err.Error(), "start scripts/compress_server.py and set "+
-					activities.CompressEndpointEnv+", or leave the compressor's methods out")
+					steps.CompressEndpointEnv+", or leave the compressor's methods out")
 			}
 			continue
 		}

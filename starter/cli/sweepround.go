@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/activities"
+	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/logs"
@@ -210,7 +211,7 @@ func (r *sweepRound) connect() error {
 	if err := refuseOtherSpec(r.ctx, conn.client, "sweep/"+r.e.Name, r.hash); err != nil {
 		return starterFailed(exitCodeOf(err), err)
 	}
-	if err := activities.WriteLimits(r.runDir, activities.LimitsOf(r.e)); err != nil {
+	if err := steps.WriteLimits(r.runDir, steps.LimitsOf(r.e)); err != nil {
 		return starterFailed(exitFail, err)
 	}
 	r.deferred(startRunUI(r.ctx, conn, r.o.cluster.Namespace, r.o.ui, r.stderr))
