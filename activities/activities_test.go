@@ -18,6 +18,7 @@ import (
 
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/repo"
+	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/patch/diff"
@@ -211,14 +212,14 @@ func TestGradeOutcomes(t *testing.T) {
 		return f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": p})).Row
 	}
 
-	if r := grade(patch(f.rows[inst].Patch), grading); r["resolved"] != true || r["grade_status"] != GradeResolved {
+	if r := grade(patch(f.rows[inst].Patch), grading); r["resolved"] != true || r["grade_status"] != steps.GradeResolved {
 		t.Errorf("gold patch: %v", r)
 	}
-	if r := grade(patch(""), grading); r["resolved"] != false || r["grade_status"] != GradeEmptyPatch {
+	if r := grade(patch(""), grading); r["resolved"] != false || r["grade_status"] != steps.GradeEmptyPatch {
 		t.Errorf("empty patch: %v", r)
 	}
 	escape := diff.Unified("../outside.txt", nil, []byte("pwned\n"))
-	if r := grade(patch(escape), grading); r["resolved"] != false || r["grade_status"] != GradePatchFailed {
+	if r := grade(patch(escape), grading); r["resolved"] != false || r["grade_status"] != steps.GradePatchFailed {
 		t.Errorf("escaping patch: %v", r)
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "outside.txt")); err == nil {
@@ -249,7 +250,7 @@ func TestGradeKillsHangingTests(t *testing.T) {
 	start := time.Now()
 	out := f.must(f.node("grade", inst, map[string]any{"grading": map[string]any{"timeout": "4s"}},
 		map[string]NodeOutput{"checkout": co, "patch": {Ref: gold}}))
-	if out.Row["grade_status"] != GradeTimeout || out.Row["resolved"] != false {
+	if out.Row["grade_status"] != steps.GradeTimeout || out.Row["resolved"] != false {
 		t.Errorf("hanging tests: %v", out.Row)
 	}
 	if d := time.Since(start); d > 2*time.Minute {
@@ -388,7 +389,7 @@ func TestNodeMemoCoversItsInputs(t *testing.T) {
 		t.Error("an unchanged grade ran again")
 	}
 	defer func(v string) { codeVersions["grade"] = v }(codeVersions["grade"])
-	codeVersions["grade"] = gradeMemoVersion + "-next"
+	codeVersions["grade"] = steps.GradeMemoVersion + "-next"
 	if _, ran := grade(); !ran {
 		t.Error("a grade step's memo was reused after the grader's version changed")
 	}
@@ -437,5 +438,26 @@ func TestRecordIntoAFolderStops(t *testing.T) {
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// node2 runs one node activity with a NodeInput the caller built.
+func (f *fixture) node2(activity string, in NodeInput) (NodeOutput, error) {
+	f.t.Helper()
+	v, err := f.env.ExecuteActivity(activity, in)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	var out NodeOutput
+	if err := v.Get(&out); err != nil {
+		f.t.Fatal(err)
+	}
+	return out, nil
+}
+
+func mustLoad(t *testing.T, f *fixture, ref cas.Ref, v any) {
+	t.Helper()
+	if err := cas.GetJSON(context.Background(), mustStore(t, f.a), ref, v); err != nil {
+		t.Fatal(err)
 	}
 }

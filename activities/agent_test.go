@@ -9,6 +9,7 @@ import (
 
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/llm/offline"
+	"ctxlab/activities/steps"
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -101,7 +102,7 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 		if row["agent_tool_calls"].(float64) != float64(turns-1) || row["model_calls"].(float64) != float64(turns) {
 			t.Errorf("%s: %v tool calls, %v model calls in %d turns", id, row["agent_tool_calls"], row["model_calls"], turns)
 		}
-		var traj AgentTrajectory
+		var traj steps.AgentTrajectory
 		mustLoad(t, f, ag.Ref, &traj)
 		if len(offline.Identifiers(inst.ProblemStatement)) > 0 && (len(traj.Turns) < 2 || traj.Turns[0].Call == nil ||
 			traj.Turns[0].Call.Tool != "search") {

@@ -11,11 +11,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"ctxlab/activities/llm"
-	"ctxlab/activities/tokens"
+	"ctxlab/activities/api"
+	"ctxlab/activities/steps"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
-	"ctxlab/specs"
 	"ctxlab/testkit/fakeanthropic"
 )
 
@@ -45,15 +44,15 @@ func TestAnthropicModelCall(t *testing.T) {
 	}
 
 	// The worst case: 2,000 answer tokens at $15 per million is $0.03 on its own, so a cap below it sends nothing.
-	if err := WriteLimits(f.a.RunDir("t"), RunLimits{SpendUSD: 0.029}); err != nil {
+	if err := steps.WriteLimits(f.a.RunDir("t"), steps.RunLimits{SpendUSD: 0.029}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := localize(0)
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrSpendLimit || len(fake.Requests()) != 0 {
+	if !errors.As(err, &app) || app.Type() != api.ErrSpendLimit || len(fake.Requests()) != 0 {
 		t.Fatalf("under a cap below max_tokens' worth: %v, %d requests", err, len(fake.Requests()))
 	}
-	if err := WriteLimits(f.a.RunDir("t"), RunLimits{SpendUSD: 10}); err != nil {
+	if err := steps.WriteLimits(f.a.RunDir("t"), steps.RunLimits{SpendUSD: 10}); err != nil {
 		t.Fatal(err)
 	}
 	first := f.must(localize(0))
@@ -173,24 +172,5 @@ ctxlab.experiment({
 	if len(uses) != 2 || len(results) != 2 || uses[0].Name != "search" || uses[1].Name != "list" ||
 		results[0].ToolUseID != uses[0].ID || results[1].ToolUseID != uses[1].ID || uses[0].ID == uses[1].ID {
 		t.Fatalf("the third request's tool blocks: uses %+v, results %+v", uses, results)
-	}
-}
-
-// TestAnthropicWorstCaseAsksNoCount: a reservation under tokenizer "anthropic:MODEL" estimates the prompt locally
-// (o200k_base and half again) rather than asking count_tokens for every call, and still covers max_tokens.
-func TestAnthropicWorstCaseAsksNoCount(t *testing.T) {
-	fake := &fakeanthropic.Server{}
-	hs := httptest.NewServer(fake)
-	t.Cleanup(hs.Close)
-	t.Setenv("ANTHROPIC_BASE_URL", hs.URL)
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-worst-case-0123456789")
-	m := specs.Model{Provider: "anthropic", ID: "claude-fake-1", MaxTokens: 1000, Price: specs.Price{Input: 3, Output: 15}}
-	text := strings.Repeat("word ", 1000)
-	req := llm.Request{Messages: []llm.Message{{Role: "user", Content: text}}}
-	got := worstCaseUSD(m, req, hs.URL, "anthropic:claude-fake-1")
-	n, _ := tokens.Count("o200k_base", text)
-	want := float64(n+n/2+16)*3/1e6 + 1000.0*15/1e6
-	if math.Abs(got-want) > 1e-12 || fake.Counts() != 0 {
-		t.Fatalf("worst case $%v, want $%v; %d count_tokens requests", got, want, fake.Counts())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctxlab/activities/steps"
 	"ctxlab/specs"
 	"ctxlab/workflows"
 )
@@ -155,9 +156,9 @@ func TestCompressFitsTheBudget(t *testing.T) {
 		map[string]NodeOutput{"context": src}); !nonRetryable(err) {
 		t.Errorf("rate 0: %v", err)
 	}
-	t.Setenv(CompressEndpointEnv, "")
+	t.Setenv(steps.CompressEndpointEnv, "")
 	if _, err := b.node("compress", inst, params("compressor", "llmlingua2", "rate", 0.5),
-		map[string]NodeOutput{"context": src}); !nonRetryable(err) || !strings.Contains(err.Error(), CompressEndpointEnv) {
+		map[string]NodeOutput{"context": src}); !nonRetryable(err) || !strings.Contains(err.Error(), steps.CompressEndpointEnv) {
 		t.Errorf("no server: %v", err)
 	}
 }

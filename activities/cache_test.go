@@ -3,19 +3,17 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
+	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -151,15 +149,15 @@ func TestSpendCap(t *testing.T) {
 	runDir := p.a.RunDir("t")
 	setCap := func(usd float64) {
 		t.Helper()
-		if err := WriteLimits(runDir, RunLimits{SpendUSD: usd}); err != nil {
+		if err := steps.WriteLimits(runDir, steps.RunLimits{SpendUSD: usd}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	wantCapped := func(err error) {
 		t.Helper()
 		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != ErrSpendLimit || !app.NonRetryable() {
-			t.Fatalf("want a non-retryable %s error, got %v", ErrSpendLimit, err)
+		if !errors.As(err, &app) || app.Type() != api.ErrSpendLimit || !app.NonRetryable() {
+			t.Fatalf("want a non-retryable %s error, got %v", api.ErrSpendLimit, err)
 		}
 	}
 	setCap(1e-9)
@@ -170,7 +168,7 @@ func TestSpendCap(t *testing.T) {
 	}
 	setCap(10)
 	p.must(p.localize(0, "a"))
-	spent, err := p.a.spent("t")
+	spent, err := p.a.spending.Spent(p.a.RunDir("t"))
 	if err != nil || spent <= 0 {
 		t.Fatalf("spent $%v (%v) after a paid call", spent, err)
 	}
@@ -189,56 +187,15 @@ func TestSpendCap(t *testing.T) {
 	attempts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(runDir, runfolder.AttemptsFile))
 	found := false
 	for _, a := range attempts {
-		found = found || (a.Event == runlog.EventFail && a.ErrorType == ErrSpendLimit)
+		found = found || (a.Event == runlog.EventFail && a.ErrorType == api.ErrSpendLimit)
 	}
 	if !found {
 		t.Errorf("attempts.jsonl does not record the SpendLimit failure")
 	}
 }
 
-// TestSameRequestAtOnceIsPaidOnce: two nodes asking the same question at the same moment (two methods' steps that
-// resolve to the same prompt, resumed together after a restart) pay for one call; the second waits for the answer.
-func TestSameRequestAtOnceIsPaidOnce(t *testing.T) {
-	const key = "sk-cache-test-0123456789"
-	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithDelay(llm.TaskPatch, 300*time.Millisecond))
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", key)
-	a := New(t.TempDir(), zerolog.Nop())
-	store, err := a.Store("t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mp := modelParams{Model: specs.Model{Name: "gpt", Provider: "openai", ID: "gpt-4o-mini"}}
-	req := llm.Request{Task: llm.TaskPatch, Messages: []llm.Message{{Role: "user", Content: "fix the bug"}}}
-	var wg sync.WaitGroup
-	jobs := make([]*job, 4)
-	for i := range jobs {
-		jobs[i] = &job{a: a, store: store, in: NodeInput{Run: "t", Node: fmt.Sprintf("patch-%d", i), Step: "m.patch"}}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, _, err := jobs[i].callModel(context.Background(), mp, req); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if got := srv.Calls(); got != 1 {
-		t.Errorf("4 simultaneous askers of one request made %d calls", got)
-	}
-	hits := 0
-	for _, j := range jobs {
-		hits += j.usage.CacheHits
-	}
-	if hits != 3 {
-		t.Errorf("%d askers were served from the cache, want 3", hits)
-	}
-}
-
 // TestLongRetryAfterIsAProviderWait: a 429 asking to wait an hour is not the model's failure and is not slept on
-// inside the activity: the call fails at once with ErrProviderWait carrying the hour and the kind (the Issue
+// inside the activity: the call fails at once with api.ErrProviderWait carrying the hour and the kind (the Issue
 // workflow waits on a durable timer), the ledger records a failed call that cost nothing, and the same question
 // asked after the wait is paid once.
 func TestLongRetryAfterIsAProviderWait(t *testing.T) {
@@ -251,10 +208,10 @@ func TestLongRetryAfterIsAProviderWait(t *testing.T) {
 	started := time.Now()
 	_, err := p.localize(0, "a")
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != ErrProviderWait || !app.NonRetryable() {
-		t.Fatalf("want a non-retryable %s error, got %v", ErrProviderWait, err)
+	if !errors.As(err, &app) || app.Type() != api.ErrProviderWait || !app.NonRetryable() {
+		t.Fatalf("want a non-retryable %s error, got %v", api.ErrProviderWait, err)
 	}
-	var w ProviderWait
+	var w api.ProviderWait
 	if err := app.Details(&w); err != nil || w.Wait != time.Hour || w.Kind != string(llm.KindRateLimit) {
 		t.Errorf("details %+v (%v), want an hour's rate_limit", w, err)
 	}

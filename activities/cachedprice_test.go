@@ -50,9 +50,7 @@ func TestCachedInputPricedApart(t *testing.T) {
 // Before, a failed call was recorded at $0 whatever it had been billed.
 func TestBilledFailureIsSpend(t *testing.T) {
 	p := newPaidFixture(t)
-	old := newProvider
-	defer func() { newProvider = old }()
-	newProvider = func(a *Activities, m specs.Model, _ string) (llm.Provider, error) {
+	p.a.newProvider = func(m specs.Model, _ string) (llm.Provider, error) {
 		return llm.NewOpenAI(m, llm.WithAttempts(2), llm.WithBaseDelay(time.Millisecond))
 	}
 	p.srv.Fail(2, fakeopenai.NoChoices)
@@ -70,7 +68,7 @@ func TestBilledFailureIsSpend(t *testing.T) {
 	if c := calls[0]; c.Error == "" || c.PromptTokens != 200 || c.CompletionTokens != 100 || math.Abs(c.CostUSD-want) > 1e-12 {
 		t.Errorf("ledger line %+v: want the failure with 200+100 tokens, $%v", c, want)
 	}
-	if spent, err := p.a.spent("t"); err != nil || math.Abs(spent-want) > 1e-12 {
+	if spent, err := p.a.spending.Spent(p.a.RunDir("t")); err != nil || math.Abs(spent-want) > 1e-12 {
 		t.Errorf("spent $%v (%v), want $%v", spent, err, want)
 	}
 }

@@ -14,8 +14,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/repo"
+	"ctxlab/activities/steps"
 	"ctxlab/patch/diff"
 	"ctxlab/store/cas"
 )
@@ -79,8 +81,8 @@ func TestStepErrorKinds(t *testing.T) {
 		"anything else":     {errors.New("cas: object sha256:00 not found"), errkind.StepFailed},
 		"mark beats errno":  {errkind.Mark(errkind.Sandbox, enospc), errkind.Sandbox},
 		"innermost mark":    {errkind.Mark(errkind.StepFailed, errkind.Mark(errkind.DockerDaemon, errors.New("x"))), errkind.DockerDaemon},
-		"spend cap (typed)": {temporal.NewNonRetryableApplicationError("cap", ErrSpendLimit, nil), ""},
-		"bad input (typed)": {permanentf(ErrBadInput, "bad"), ""},
+		"spend cap (typed)": {steps.Permanent(api.ErrSpendLimit, "cap"), ""},
+		"bad input (typed)": {steps.Permanent(api.ErrBadInput, "bad"), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := stepError("m.grade", c.err)
@@ -90,7 +92,7 @@ func TestStepErrorKinds(t *testing.T) {
 				}
 				return
 			}
-			wantStepKind(t, got, c.want, "m.grade: ", c.err.Error())
+			wantStepKind(t, activityError(got), c.want, "m.grade: ", c.err.Error())
 		})
 	}
 	if err := stepError("m.grade", context.Canceled); !errors.Is(err, context.Canceled) {
@@ -192,7 +194,7 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 		}
 		edit := diff.Unified("go.mod", goMod, append(append([]byte{}, goMod...), "// edited\n"...))
 		out, err := grade(dep, co, f.rows[dep].Patch+edit, map[string]any{"goproxy": proxy["goproxy"]})
-		if err != nil || out.Row["grade_status"] != GradeBuildFailed {
+		if err != nil || out.Row["grade_status"] != steps.GradeBuildFailed {
 			t.Errorf("a patch editing go.mod: %v, %v; want the row's grade_status build_failed", out.Row, err)
 		}
 	})

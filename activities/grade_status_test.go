@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"ctxlab/activities/executor"
-	"ctxlab/activities/testlog"
+	"ctxlab/activities/steps"
 	"ctxlab/patch/diff"
 	"ctxlab/store/cas"
 )
@@ -31,7 +31,7 @@ func TestGradeBuildFailedIsItsOwnOutcome(t *testing.T) {
 	grading := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
 	r := f.must(f.node("grade", inst, grading, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(broken)})).Row
 	msg, _ := r["grade_build_error"].(string)
-	if r["grade_status"] != GradeBuildFailed || r["resolved"] != false || !strings.Contains(msg, "zzbroken") {
+	if r["grade_status"] != steps.GradeBuildFailed || r["resolved"] != false || !strings.Contains(msg, "zzbroken") {
 		t.Errorf("row: %v", r)
 	}
 }
@@ -55,41 +55,7 @@ func TestGradeNameMismatch(t *testing.T) {
 	grading := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
 	r := f.must(f.node("grade", inst, grading, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(row.Patch)})).Row
 	note, _ := r["grade_note"].(string)
-	if r["grade_status"] != GradeNameMismatch || !strings.Contains(note, "names do not match") {
+	if r["grade_status"] != steps.GradeNameMismatch || !strings.Contains(note, "names do not match") {
 		t.Errorf("row: %v", r)
-	}
-}
-
-func TestRunStatus(t *testing.T) {
-	missing := testlog.Verdict{Missing: []string{"TestA", "TestB"}}
-	someRan := testlog.Verdict{Passed: []string{"TestA"}, Missing: []string{"TestB"}}
-	for _, c := range []struct {
-		name string
-		res  executor.Result
-		v    testlog.Verdict
-		want string
-	}{
-		{"build failed", executor.Result{Report: testlog.Report{BuildFailed: []string{"m/p"}}}, missing, GradeBuildFailed},
-		{"build failed, some ran", executor.Result{Report: testlog.Report{BuildFailed: []string{"m/p"}}}, someRan, GradeBuildFailed},
-		{"others ran", executor.Result{Report: testlog.Report{Tests: map[string][]testlog.TestResult{"TestC": nil}}}, missing, GradeNameMismatch},
-		{"none declared", executor.Result{Report: testlog.Report{NotDeclared: []string{"TestA", "TestB"}}}, missing, GradeNameMismatch},
-		{"declared, nothing reported", executor.Result{Report: testlog.Report{NotDeclared: []string{"TestB"}}}, missing, GradeTestsMissing},
-		{"some missing", executor.Result{Report: testlog.Report{Tests: map[string][]testlog.TestResult{"TestA": nil}}}, someRan, GradeTestsMissing},
-		{"timeout first", executor.Result{TimedOut: true, Report: testlog.Report{BuildFailed: []string{"m/p"}}}, missing, GradeTimeout},
-	} {
-		if got := runStatus(c.res, c.v); got != c.want {
-			t.Errorf("%s: %s, want %s", c.name, got, c.want)
-		}
-	}
-}
-
-func TestHeadOfKeepsWholeLines(t *testing.T) {
-	long := strings.Repeat("a line of compiler output\n", 200)
-	got := headOf(long, maxBuildError)
-	if len(got) > maxBuildError+10 || !strings.HasSuffix(got, "output\n[...]\n") || !strings.HasPrefix(long, strings.TrimSuffix(got, "[...]\n")) {
-		t.Errorf("headOf: %d bytes, ends %q", len(got), got[len(got)-20:])
-	}
-	if headOf("short\n", maxBuildError) != "short\n" {
-		t.Error("short text changed")
 	}
 }

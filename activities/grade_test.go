@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/activities/steps"
 	"ctxlab/jsonnet"
 	"ctxlab/patch/diff"
 	"ctxlab/specs"
@@ -54,12 +55,12 @@ func TestGradeGoldResolvesEveryDemoInstanceEmptyNone(t *testing.T) {
 		co := f.must(f.node("checkout", id, nil, nil))
 		gold := f.putPatch(f.rows[id].Patch)
 		r := f.must(f.node("grade", id, grading, map[string]NodeOutput{"checkout": co, "patch": gold})).Row
-		if r["resolved"] != true || r["grade_status"] != GradeResolved || r["patch_apply"] != string(diff.Applied) ||
+		if r["resolved"] != true || r["grade_status"] != steps.GradeResolved || r["patch_apply"] != string(diff.Applied) ||
 			r["patch_ref"] != string(gold.Ref) {
 			t.Errorf("%s gold: %v", id, r)
 		}
 		r = f.must(f.node("grade", id, grading, map[string]NodeOutput{"checkout": co, "patch": f.putPatch("")})).Row
-		if r["resolved"] != false || r["grade_status"] != GradeEmptyPatch || r["patch_apply"] != string(diff.Empty) {
+		if r["resolved"] != false || r["grade_status"] != steps.GradeEmptyPatch || r["patch_apply"] != string(diff.Empty) {
 			t.Errorf("%s empty: %v", id, r)
 		}
 	}
@@ -78,10 +79,10 @@ func TestGradeRecordsRefusalsAndFuzz(t *testing.T) {
 	for name, c := range map[string]struct {
 		patch, status, apply string
 	}{
-		"dotdot":   {diff.Unified("../outside.txt", nil, []byte("pwned\n")), GradePatchFailed, string(diff.Escapes)},
-		"absolute": {"--- /dev/null\n+++ " + filepath.Join(tmp, "abs.txt") + "\n@@ -0,0 +1 @@\n+pwned\n", GradePatchFailed, string(diff.Escapes)},
-		"garbage":  {"I fixed the bug by editing the file.\n", GradeBadPatch, string(diff.Malformed)},
-		"conflict": {diff.Unified("README.md", []byte("not the readme\n"), []byte("x\n")), GradePatchFailed, string(diff.Failed)},
+		"dotdot":   {diff.Unified("../outside.txt", nil, []byte("pwned\n")), steps.GradePatchFailed, string(diff.Escapes)},
+		"absolute": {"--- /dev/null\n+++ " + filepath.Join(tmp, "abs.txt") + "\n@@ -0,0 +1 @@\n+pwned\n", steps.GradePatchFailed, string(diff.Escapes)},
+		"garbage":  {"I fixed the bug by editing the file.\n", steps.GradeBadPatch, string(diff.Malformed)},
+		"conflict": {diff.Unified("README.md", []byte("not the readme\n"), []byte("x\n")), steps.GradePatchFailed, string(diff.Failed)},
 	} {
 		r := grade(c.patch)
 		if r["resolved"] != false || r["grade_status"] != c.status || r["patch_apply"] != c.apply || r["grade_error"] == "" {
@@ -167,7 +168,7 @@ func TestNoCredentials(t *testing.T) {
 		"isolation": "none"}},
 		map[string]NodeOutput{"checkout": co, "patch": gold})).Row
 	runs, _ := r["grade_runs"].([]any)
-	if len(runs) != 3 || runs[0] != GradeUnresolved || runs[1] != GradeResolved || runs[2] != GradeResolved {
+	if len(runs) != 3 || runs[0] != steps.GradeUnresolved || runs[1] != steps.GradeResolved || runs[2] != steps.GradeResolved {
 		t.Fatalf("runs = %v (row %v)", r["grade_runs"], r)
 	}
 	if r["grade_flaky"] != true || r["resolved"] != true {

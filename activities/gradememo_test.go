@@ -27,14 +27,11 @@ func (c countingExecutor) Run(ctx context.Context, r executor.Request) (executor
 	return c.inner.Run(ctx, r)
 }
 
-// countRuns makes every grade in the test go through a countingExecutor.
-func countRuns(t *testing.T, delay time.Duration) *atomic.Int32 {
-	t.Helper()
+// countRuns makes every grade a runs go through a countingExecutor.
+func countRuns(a *Activities, delay time.Duration) *atomic.Int32 {
 	var runs atomic.Int32
-	old := newExecutor
-	t.Cleanup(func() { newExecutor = old })
-	newExecutor = func(name string) (executor.Executor, error) {
-		inner, err := old(name)
+	a.newExecutor = func(name string) (executor.Executor, error) {
+		inner, err := executor.New(name)
 		return countingExecutor{inner: inner, runs: &runs, delay: delay}, err
 	}
 	return &runs
@@ -44,8 +41,8 @@ func countRuns(t *testing.T, delay time.Duration) *atomic.Int32 {
 // run the tests once and carry the same grade fields; other grading settings or another patch grade again. The
 // reuse is in attempts.jsonl, not on the row.
 func TestGradeDedupe(t *testing.T) {
-	runs := countRuns(t, 0)
 	f := newFixture(t)
+	runs := countRuns(f.a, 0)
 	co := f.must(f.node("checkout", inst, nil, nil))
 	gold := f.putPatch(f.rows[inst].Patch)
 	patchOf := func(method string, p NodeOutput) NodeOutput {
@@ -97,8 +94,8 @@ func TestGradeDedupe(t *testing.T) {
 // TestGradeDedupeConcurrent: two methods grading the same patch at the same moment run the tests once; the second
 // waits for the first and reuses its grade.
 func TestGradeDedupeConcurrent(t *testing.T) {
-	runs := countRuns(t, 500*time.Millisecond)
 	f := newFixture(t)
+	runs := countRuns(f.a, 500*time.Millisecond)
 	co := f.must(f.node("checkout", inst, nil, nil))
 	gold := f.putPatch(f.rows[inst].Patch)
 	settings := map[string]any{"grading": map[string]any{"timeout": "5m"}}

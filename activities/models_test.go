@@ -24,39 +24,13 @@ func (p fixedProvider) Complete(context.Context, llm.Request) (llm.Response, err
 	return llm.Response{Text: p.text, Usage: llm.Usage{PromptTokens: 1000, CompletionTokens: 200}}, nil
 }
 
-// TestModelFailuresMapToActivityErrors checks the mapping of provider failures: retryable kinds are retryable
-// errors with the kind as their type (Temporal retries them, the workflow tells the endpoint's kinds apart),
-// context-length and authentication failures are non-retryable with the kind as the error type, which the row's
-// error records.
-func TestModelFailuresMapToActivityErrors(t *testing.T) {
-	m := specs.Model{Name: "gpt", Provider: "openai", ID: "gpt"}
-	for kind, retryable := range map[llm.Kind]bool{llm.KindRateLimit: true, llm.KindServer: true,
-		llm.KindTimeout: true, llm.KindBadResponse: true, llm.KindContextLength: false, llm.KindAuth: false,
-		llm.KindQuota: false, llm.KindBadRequest: false} {
-		err := modelError("m.patch", m, &llm.Error{Kind: kind, Status: 400, Msg: "nope"})
-		var app *temporal.ApplicationError
-		isApp := errors.As(err, &app)
-		if retryable && (!isApp || app.NonRetryable() || app.Type() != string(kind)) {
-			t.Errorf("%s: want a retryable error of type %s, got %v", kind, kind, err)
-		}
-		if !retryable && (!isApp || !app.NonRetryable() || app.Type() != string(kind)) {
-			t.Errorf("%s: want a non-retryable error of type %s, got %v", kind, kind, err)
-		}
-		if !strings.Contains(err.Error(), "m.patch") || !strings.Contains(err.Error(), string(kind)) {
-			t.Errorf("%s: message %q names neither step nor kind", kind, err)
-		}
-	}
-}
-
 // TestLocalizeWithAModel runs the localize, intersect and patch nodes against stand-in providers answering like a
 // model: a prose answer with a fenced list (one path not in the repository), a context-length failure, and a priced
 // patch call.
 func TestLocalizeWithAModel(t *testing.T) {
 	f := newFixture(t)
-	old := newProvider
-	defer func() { newProvider = old }()
 	var provider llm.Provider
-	newProvider = func(*Activities, specs.Model, string) (llm.Provider, error) { return provider, nil }
+	f.a.newProvider = func(specs.Model, string) (llm.Provider, error) { return provider, nil }
 
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt", "price": map[string]any{"input": 2.0, "output": 10.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}

@@ -3,24 +3,32 @@ package activities
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/search"
+	"ctxlab/activities/steps"
 	"ctxlab/specs"
 )
 
-// TestEveryKindHasAStep: every kind a spec may name has a step a worker registers (registerStep refuses a step of
-// an undeclared kind).
+// TestEveryKindHasAStep: every kind a spec may name has a step (package steps' registerStep, which refuses a step
+// of an undeclared kind), and every step is a node activity a worker registers.
 func TestEveryKindHasAStep(t *testing.T) {
 	fns := New(t.TempDir(), zerolog.Nop()).Functions()
 	for _, name := range specs.ActivityNames() {
-		if fns[name] == nil {
+		if !slices.Contains(steps.Kinds(), name) {
 			t.Errorf("kind %s: no step registered (registerStep in its step's init)", name)
+		}
+	}
+	for _, name := range steps.Kinds() {
+		if _, ok := fns[name].(func(context.Context, NodeInput) (NodeOutput, error)); !ok {
+			t.Errorf("step %s: no node activity among the worker's functions (%T)", name, fns[name])
 		}
 	}
 }
@@ -55,9 +63,9 @@ func TestEveryActivityRefusesUnknownParams(t *testing.T) {
 			Params: map[string]any{"variant": 3}}
 		_, err := call(context.Background(), in)
 		var app *temporal.ApplicationError
-		if !errors.As(err, &app) || app.Type() != ErrBadInput || !app.NonRetryable() ||
+		if !errors.As(err, &app) || app.Type() != api.ErrBadInput || !app.NonRetryable() ||
 			!strings.Contains(err.Error(), step+": ") || !strings.Contains(err.Error(), `no param "variant"`) {
-			t.Errorf("%s: error %v, want a permanent %s naming step %s and param variant", name, err, ErrBadInput, step)
+			t.Errorf("%s: error %v, want a permanent %s naming step %s and param variant", name, err, api.ErrBadInput, step)
 		}
 	}
 }

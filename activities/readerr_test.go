@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ctxlab/activities/contexts"
+	"ctxlab/activities/steps"
 	"ctxlab/patch/diff"
 	"ctxlab/store/cas"
 )
@@ -50,7 +51,7 @@ func TestSnapshotReadErrorFailsAttempt(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s not in the snapshot", gold[0])
 	}
-	selRef, err := cas.PutJSON(ctx, store, Selection{Files: gold})
+	selRef, err := cas.PutJSON(ctx, store, steps.Selection{Files: gold})
 	if err != nil {
 		t.Fatal(err)
 	}

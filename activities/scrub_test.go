@@ -9,7 +9,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
+	"ctxlab/activities/steps"
 	"ctxlab/specs"
 	"ctxlab/testkit/e2e"
 )
@@ -36,10 +38,8 @@ func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 	const key = "sk-scrub-test-LEAK-5e6f7a8b9c"
 	t.Setenv(llm.EnvAPIKey, key)
 	f := newFixture(t)
-	old := newProvider
-	defer func() { newProvider = old }()
 	provider := leakyProvider{key: key}
-	newProvider = func(*Activities, specs.Model, string) (llm.Provider, error) { return provider, nil }
+	f.a.newProvider = func(specs.Model, string) (llm.Provider, error) { return provider, nil }
 
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt"}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
@@ -80,14 +80,15 @@ func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 func TestScrubErrorKeepsType(t *testing.T) {
 	const key = "sk-scrub-error-0011223344"
 	t.Setenv(llm.EnvAPIKey, key)
-	err := scrubError(permanentf(ErrBadInput, "step: refused %s", key))
+	err := activityError(scrubError(steps.Permanent(api.ErrBadInput, "step: refused "+key)))
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != ErrBadInput ||
+	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != api.ErrBadInput ||
 		strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), llm.Redacted) {
 		t.Errorf("permanent error: %v", err)
 	}
 	err = scrubError(errors.New("retry me: " + key))
-	if isPermanent(err) || strings.Contains(err.Error(), key) {
+	var typed *steps.Error
+	if errors.As(err, &typed) || strings.Contains(err.Error(), key) {
 		t.Errorf("ordinary error: %v", err)
 	}
 	plain := errors.New("nothing secret")

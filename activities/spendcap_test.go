@@ -13,7 +13,10 @@ import (
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/api"
+	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
+	"ctxlab/activities/steps"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
@@ -41,7 +44,7 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 		"price": map[string]any{"input": 10.0, "output": 30.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
 	const capUSD = 0.08
-	if err := WriteLimits(f.a.RunDir("t"), RunLimits{SpendUSD: capUSD}); err != nil {
+	if err := steps.WriteLimits(f.a.RunDir("t"), steps.RunLimits{SpendUSD: capUSD}); err != nil {
 		t.Fatal(err)
 	}
 	workers := make([]*Activities, 4)
@@ -79,7 +82,7 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 			defer mu.Unlock()
 			var app *temporal.ApplicationError
 			switch {
-			case errors.As(err, &app) && app.Type() == ErrSpendLimit:
+			case errors.As(err, &app) && app.Type() == api.ErrSpendLimit:
 				capped++
 			case err != nil:
 				other = append(other, err)
@@ -115,7 +118,10 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 	if capped+len(ledger) != calls {
 		t.Errorf("%d paid + %d capped != %d calls", len(ledger), capped, calls)
 	}
-	if left, err := f.a.spendCap("t").Reserve(context.Background(), 1e9, 0); err != nil {
+	runDir := f.a.RunDir("t")
+	spendCap := &limiter.SpendCap{Dir: runfolder.SpendLimits(runDir),
+		Spent: func() (float64, error) { return f.a.spending.Spent(runDir) }}
+	if left, err := spendCap.Reserve(context.Background(), 1e9, 0); err != nil {
 		t.Fatal(err)
 	} else {
 		left.Release()

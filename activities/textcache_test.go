@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"ctxlab/activities/repo"
+	"ctxlab/activities/steps"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/store/cas"
 )
@@ -50,7 +51,7 @@ func TestToolTurnsShareSnapshotText(t *testing.T) {
 	search := func(node string, turn int, pattern string) string {
 		t.Helper()
 		call := &offlinetask.AgentCall{Tool: offlinetask.ToolSearch, Args: map[string]any{"pattern": pattern}}
-		state, err := cas.PutJSON(ctx, store, AgentTrajectory{Turns: []AgentTurn{{N: turn, Call: call}}})
+		state, err := cas.PutJSON(ctx, store, steps.AgentTrajectory{Turns: []steps.AgentTurn{{N: turn, Call: call}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func TestToolTurnsShareSnapshotText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var after AgentTrajectory
+		var after steps.AgentTrajectory
 		mustLoad(t, f, out.State, &after)
 		return after.Turns[len(after.Turns)-1].Result
 	}

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
+	"ctxlab/activities/steps"
 	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
 )
@@ -22,12 +24,10 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 	defer hs.Close()
 	t.Setenv(llm.EnvBaseURL, hs.URL+"/v1")
 	t.Setenv(llm.EnvAPIKey, "")
-	old := newProvider
-	defer func() { newProvider = old }()
-	newProvider = func(a *Activities, m specs.Model, _ string) (llm.Provider, error) {
+	f.a.newProvider = func(m specs.Model, _ string) (llm.Provider, error) {
 		return llm.NewOpenAI(m, llm.WithAttempts(2), llm.WithBaseDelay(time.Millisecond))
 	}
-	if err := WriteLimits(f.a.RunDir("t"), RunLimits{SpendUSD: 1.1}); err != nil {
+	if err := steps.WriteLimits(f.a.RunDir("t"), steps.RunLimits{SpendUSD: 1.1}); err != nil {
 		t.Fatal(err)
 	}
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt", "price": map[string]any{"input": 1000.0}}
@@ -54,10 +54,10 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 		}
 	}
 	err := localize(4)
-	if typ, _ := typeOf(t, err); typ != ErrSpendLimit {
+	if typ, _ := typeOf(t, err); typ != api.ErrSpendLimit {
 		t.Errorf("the third paid call: %v; want the spend cap to stop it", err)
 	}
-	spent, err := f.a.spent("t")
+	spent, err := f.a.spending.Spent(f.a.RunDir("t"))
 	if err != nil || spent != 1.0 {
 		t.Errorf("spent $%v (%v), want $1.00", spent, err)
 	}

@@ -26,7 +26,9 @@ import (
 // This file is docs/adding-an-activity.md's worked example, performed: a rerank step that asks the model to reorder
 // one localization sample. Each block is what the doc tells you to write in the file named above it; here the kind
 // is declared and its step registered for one test only (TestRerankExample), under the throwaway name
-// rerank_example, so the walkthrough is checked on every run without adding a kind to ctxlab.
+// rerank_example, so the walkthrough is checked on every run without adding a kind to ctxlab. The plan's nodes run
+// through Run, as package activities' adapter runs them (its TestEveryKindHasAStep checks that every registered
+// step is an activity).
 
 // --- specs/kind_rerank.go (or the file of its family): the declaration ---
 
@@ -113,7 +115,7 @@ func registerRerankAnswers(task string) (unregister func()) { // in package offl
 	})
 }
 
-// --- activities/rerank.go: the step, registered in its init: func init() { registerStep(specs.Rerank, rerankStep) } ---
+// --- activities/steps/rerank.go: the step, registered in its init: func init() { registerStep(specs.Rerank, rerankStep) } ---
 
 // rerankStep asks the model to reorder a localization sample (input sample) and keeps the best params.keep paths
 // that the repository holds. Its output is a Ranking, so trim and intersect read it as they read a localize sample.
@@ -192,7 +194,7 @@ func TestRerankExample(t *testing.T) {
 	t.Cleanup(registerRerankAnswers(rerank.Task))
 	t.Cleanup(func() {
 		delete(specs.Catalog, rerank.Name)
-		delete(nodeActivities, rerank.Name)
+		delete(stepsByKind, rerank.Name)
 	})
 
 	dir := t.TempDir()
@@ -226,7 +228,7 @@ func TestRerankExample(t *testing.T) {
 		}
 		in := NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key, Step: n.Steps[0], Params: n.Params,
 			Inputs: inputs, Dataset: f.dataset}
-		out := f.must(f.node2(n.Activity, in))
+		out := f.must(f.run(n.Activity, in))
 		outs[n.Key] = out
 		switch n.Activity {
 		case "localize":
@@ -242,8 +244,8 @@ func TestRerankExample(t *testing.T) {
 		t.Fatalf("the plan ran no rerank_example or no localize node: %+v", plan.Nodes)
 	}
 	var before, after Ranking
-	mustLoad(t, f, sample.Ref, &before)
-	mustLoad(t, f, reranked.Ref, &after)
+	f.load(sample.Ref, &before)
+	f.load(reranked.Ref, &after)
 	want := rerankOffline(RerankInput{Issue: f.rows[inst].ProblemStatement, Paths: before.Paths, Keep: 4})
 	if after.Answer != want {
 		t.Errorf("rerank answer %q, want the registered offline answer %q", after.Answer, want)
@@ -277,26 +279,5 @@ func TestRerankExample(t *testing.T) {
 	}
 	if got := completion.Choices[0].Message.Content; got != "1. `b/z.go`\n2. `a/y.go`\n" {
 		t.Errorf("fake endpoint's rerank answer %q, want the registered prompt answer", got)
-	}
-}
-
-// node2 runs one node activity with a NodeInput the caller built.
-func (f *fixture) node2(activity string, in NodeInput) (NodeOutput, error) {
-	f.t.Helper()
-	v, err := f.env.ExecuteActivity(activity, in)
-	if err != nil {
-		return NodeOutput{}, err
-	}
-	var out NodeOutput
-	if err := v.Get(&out); err != nil {
-		f.t.Fatal(err)
-	}
-	return out, nil
-}
-
-func mustLoad(t *testing.T, f *fixture, ref cas.Ref, v any) {
-	t.Helper()
-	if err := cas.GetJSON(context.Background(), mustStore(t, f.a), ref, v); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -19,8 +19,8 @@ import (
 // fieldLiteralsAllowed are the string literals, as "path: literal", that spell a declared row field's name but
 // mean something else, with why.
 var fieldLiteralsAllowed = map[string]string{
-	"activities/grade.go: resolved":                   "a grade_status value (GradeResolved)",
-	"activities/grade.go: tests_missing":              "a grade_status value (GradeTestsMissing)",
+	"activities/steps/grade.go: resolved":             "a grade_status value (GradeResolved)",
+	"activities/steps/grade.go: tests_missing":        "a grade_status value (GradeTestsMissing)",
 	"activities/llm/errorshape.go: prompt_tokens":     "the OpenAI response's usage key, named in a parse error",
 	"activities/llm/errorshape.go: completion_tokens": "the OpenAI response's usage key, named in a parse error",
 	"testkit/fakeopenai/server.go: prompt_tokens":     "the OpenAI wire format the fake serves",

@@ -35,7 +35,9 @@ var Stack = []Layer{
 	{"infrastructure", []string{"store/...", "dataset/...", "patch/...", "jsonnet"}},
 	{"records and demo data", []string{"runlog", "demobench"}},
 	{"results", []string{"results/..."}},
-	{"activity parts", []string{"activities/..."}},                    // the pure sub-packages the activities are thin methods over
+	{"activity parts", []string{"activities/..."}}, // the pure sub-packages the steps are written over
+	// The steps: plain functions, one per kind, importing no Temporal (TestStepsLinkNoTemporal).
+	{"steps", []string{"activities/steps"}},
 	{"activities and workflows", []string{"activities", "workflows"}}, // peers: workflows need only activities/api
 	{"worker wiring", []string{"wiring"}},
 	{"commands", []string{"starter/...", "worker"}},

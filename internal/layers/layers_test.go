@@ -143,3 +143,28 @@ func TestWorkflowsLinkNoCloudSDK(t *testing.T) {
 		}
 	}
 }
+
+// TestStepsLinkNoTemporal: the steps are plain functions; package activities alone turns them into Temporal
+// activities, so the steps' build, everything they import included, holds no package of the Temporal SDK or API.
+func TestStepsLinkNoTemporal(t *testing.T) {
+	touchSources(t)
+	pkg := Module + "/activities/steps"
+	out, err := exec.Command("go", "list", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, Module+"/activities/llm") {
+		t.Errorf("%s does not depend on %s/activities/llm; is the list complete?", pkg, Module)
+	}
+	var temporal []string
+	for _, dep := range deps {
+		if strings.HasPrefix(dep, "go.temporal.io/") {
+			temporal = append(temporal, dep)
+		}
+	}
+	if len(temporal) > 0 {
+		t.Errorf("%s links %d Temporal packages (%s, ...): a step must not need Temporal (heartbeats and error "+
+			"types go through steps.Env and steps.Error)", pkg, len(temporal), temporal[0])
+	}
+}
