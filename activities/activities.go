@@ -172,5 +172,5 @@ func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store) ste
 	return steps.Env{Node: in, Store: store, RunDir: a.RunDir(in.Run), Log: a.Log, Text: a.textCache(),
 		Models: steps.Models{CacheDir: a.CacheDir, NoCache: a.NoCache, Provider: a.newProvider,
 			Spending: &a.spending},
-		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: a}
+		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: agentTurns{a}}
 }

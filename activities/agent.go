@@ -78,28 +78,54 @@ func (a *Activities) turnOutput(ctx context.Context, in AgentTurnInput, out Node
 
 // AgentModelTurn is the activity of one model turn (steps.AgentModelTurn), run as a node of its own.
 func (a *Activities) AgentModelTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
-	out, err := a.node(ctx, turnInput(in, "model"), AgentModelTurnName,
-		func(ctx context.Context, env steps.Env, att *steps.Attempt) (NodeOutput, error) {
-			return steps.AgentModelTurn(ctx, env, att, in)
-		})
-	return a.turnOutput(ctx, in, out, err)
+	out, err := a.turn(ctx, in, "model", AgentModelTurnName, steps.AgentModelTurn)
+	return out, activityError(err)
 }
 
 // AgentToolTurn is the activity of one tool turn (steps.AgentToolTurn), run as a node of its own.
 func (a *Activities) AgentToolTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
-	out, err := a.node(ctx, turnInput(in, "tool"), AgentToolTurnName,
-		func(ctx context.Context, env steps.Env, att *steps.Attempt) (NodeOutput, error) {
-			return steps.AgentToolTurn(ctx, env, att, in)
-		})
-	return a.turnOutput(ctx, in, out, err)
+	out, err := a.turn(ctx, in, "tool", AgentToolTurnName, steps.AgentToolTurn)
+	return out, activityError(err)
 }
 
 // AgentFinish is the activity that gives the agent node its output (steps.AgentFinish).
 func (a *Activities) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOutput, error) {
+	out, err := a.finish(ctx, in)
+	return out, activityError(err)
+}
+
+// turn runs one turn of an agent as the node named part of it (its own memo and attempt log), its failure a
+// steps.Error.
+func (a *Activities) turn(ctx context.Context, in AgentTurnInput, part, name string,
+	run func(context.Context, steps.Env, *steps.Attempt, AgentTurnInput) (NodeOutput, error)) (AgentTurnOutput, error) {
+	out, err := a.attempt(ctx, turnInput(in, part), name,
+		func(ctx context.Context, env steps.Env, att *steps.Attempt) (NodeOutput, error) {
+			return run(ctx, env, att, in)
+		})
+	return a.turnOutput(ctx, in, out, err)
+}
+
+func (a *Activities) finish(ctx context.Context, in AgentTurnInput) (NodeOutput, error) {
 	store, err := a.Store(in.Node.Run)
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	out, err := steps.AgentFinish(ctx, store, in)
-	return out, activityError(err)
+	return steps.AgentFinish(ctx, store, in)
+}
+
+// agentTurns runs an agent's turns for the agent node run as one activity (its step loops over them): each turn is
+// a node of its own, as the turn activities run it, and its failure stays a steps.Error, which the agent node's
+// adapter turns into Temporal's once.
+type agentTurns struct{ a *Activities }
+
+func (t agentTurns) AgentModelTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
+	return t.a.turn(ctx, in, "model", AgentModelTurnName, steps.AgentModelTurn)
+}
+
+func (t agentTurns) AgentToolTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error) {
+	return t.a.turn(ctx, in, "tool", AgentToolTurnName, steps.AgentToolTurn)
+}
+
+func (t agentTurns) AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOutput, error) {
+	return t.a.finish(ctx, in)
 }

@@ -1,9 +1,10 @@
-// Package activities holds ctxlab's Temporal activities: one file per kind (checkout, contexts, patch, measure,
-// grade) plus the sweep's own bookkeeping (loading the dataset and the plan, recording rows, summarizing). They are
-// thin methods on Activities, which holds their dependencies, over the pure sub-packages (repo, tokens, testrun,
-// testlog, contexts, llm) and the infrastructure below activities (store/cas, runlog, dataset/swebench, patch/diff).
+// Package activities holds ctxlab's Temporal activities: the activity of every declared kind, each the kind's step
+// (package steps, which imports no Temporal) run by one adapter, plus the agent's turn activities and the sweep's
+// own bookkeeping (loading the dataset and the plan, recording rows, summarizing). Activities holds their
+// dependencies (the runs folder, content stores, caches) and gives each step what it may use as a steps.Env.
 //
 // Every DAG node activity has the same shape, func(ctx, NodeInput) (NodeOutput, error), so the Issue workflow can
-// interpret any DAG a spec declares; the wrapper in node.go gives each one memoization by node key, an attempt log
-// for audits, and heartbeats.
+// interpret any DAG a spec declares; the adapter in node.go gives each one memoization by node key, an attempt log
+// for audits, heartbeats, panic capture and the params and row-field checks, and errclass.go turns a step's failure
+// into the application error Temporal records, in one place.
 package activities

@@ -45,7 +45,7 @@ type Attempt struct {
 	// Usage is the attempt's model calls (done and fail events).
 	Usage
 	// Reused is the memo key of work an equal node already did that the attempt reused instead of redoing: a grade
-	// of a byte-identical patch (activities/gradememo.go). Scheduling decides which node reuses, so rows do not say.
+	// of a byte-identical patch (activities/steps/gradememo.go). Scheduling decides which node reuses, so rows do not say.
 	Reused string `json:"reused,omitempty"`
 }
 

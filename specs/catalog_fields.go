@@ -29,7 +29,7 @@ type RowField struct {
 
 // Row fields that several activities own, and their sets.
 var (
-	// The usage of model calls (activities' callModel); the Issue workflow sums them over a row's steps.
+	// The usage of model calls (the steps' callModel); the Issue workflow sums them over a row's steps.
 	ModelCalls       = IntField("model_calls")
 	PromptTokens     = IntField("prompt_tokens")
 	CompletionTokens = IntField("completion_tokens")
@@ -46,7 +46,7 @@ var (
 		CostInputUSD, CostCachedUSD, CostOutputUSD)
 
 	// ModelServed is set when the endpoint names another model than the spec's id as the one that answered
-	// (activities' usageRow); the last step that sets it wins.
+	// (the steps' usageRow); the last step that sets it wins.
 	ModelServed  = StringField("model_served")
 	ServedFields = Rows(ModelServed)
 
@@ -64,7 +64,7 @@ var (
 	LocF1Untrimmed  = FloatField("loc_f1_untrimmed")
 	SelectionFields = Rows(FilesSelected, Fallback, LocPrecision, LocRecall, LocF1, LocF1Untrimmed)
 
-	// What a step fitted to a budget records (activities' fitRow).
+	// What a step fitted to a budget records (the steps' fitRow).
 	BudgetTokens       = IntField("budget_tokens").InContext()
 	BudgetEvals        = IntField("budget_evals").InContext()
 	BudgetError        = StringField("budget_error").InContext()

@@ -20,7 +20,7 @@ var QueueKinds = []string{QueueLLM, QueueCPU, QueueGrade}
 
 // Kind declares one activity kind a step may name, once: its name, queue, params struct P with its defaults, the row
 // fields it owns and the model task it asks. The catalog entry (ActivityInfo), the strict params decoder, the
-// activity's registration (activities.registerStep) and the Jsonnet library's defaults all read it.
+// step's registration (steps.registerStep in activities/steps) and the Jsonnet library's defaults all read it.
 type Kind[P any] struct {
 	Name string
 	// Queue is the task queue kind the activity runs on (QueueKinds).

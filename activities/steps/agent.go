@@ -78,8 +78,8 @@ func init() {
 	registerStep(specs.AgentPatch, agentPatchStep)
 }
 
-// AgentTurns runs an agent's turns, each as an activity of its own with its memo and attempt log (package
-// activities' Activities). agentStep runs a trajectory through them.
+// AgentTurns runs an agent's turns, each as a node of its own with its memo and attempt log, as package activities'
+// turn activities do: agentStep runs a trajectory through them.
 type AgentTurns interface {
 	AgentModelTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error)
 	AgentToolTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error)

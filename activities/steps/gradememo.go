@@ -27,9 +27,9 @@ func (j *job) newExecutor(name string) (executor.Executor, error) {
 	return executor.New(name)
 }
 
-// GradeMemoVersion starts every grade memo key, and is in every grade step's node memo key (codeVersions): change it
-// when what a grade computes from the same inputs changes (a default test command, a log parser, what the grader
-// resets), so grades made before are not reused.
+// GradeMemoVersion starts every grade memo key, and is in every grade step's node memo key (package activities'
+// codeVersions): change it when what a grade computes from the same inputs changes (a default test command, a log
+// parser, what the grader resets), so grades made before are not reused.
 const GradeMemoVersion = "ctxlab-grade-v2"
 
 // gradeMemoKey is everything a grade's outcome depends on: the whole instance (its id, base commit, test patch and
