@@ -12,7 +12,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 )
 
@@ -42,34 +41,33 @@ func (p Params) Check() error {
 	return nil
 }
 
-// Index holds tokenized documents as an inverted index. Adding a document makes one pass over its terms: each term
-// is interned to a number (lowercased in a reused buffer, so a term seen before allocates nothing) and counted in a
-// flat array, and the document's distinct terms are appended to one list. The first query after an Add lays that
-// list out by term (postings in the order documents were added), so scoring a query touches only the postings of
-// its terms. Queries may run concurrently; Add may not run beside anything else.
+// Index holds tokenized documents for BM25. Adding a document makes one pass over its identifiers: each distinct
+// identifier is tokenized once, when first seen, into the numbers of its terms, and every later occurrence looks
+// that list up by the identifier's bytes and counts its terms in a flat array; the document's distinct terms and
+// their frequencies are appended to blocks that never move. A query gathers, in one scan of those blocks, only the
+// postings of its own terms, so no inverted index of the whole vocabulary is built. Queries may run concurrently;
+// Add may not run beside anything else.
 type Index struct {
 	p Params
-	// ids numbers the terms; df[id] is the number of documents holding term id.
-	ids map[string]int32
-	df  []int32
-	// docTerms are every document's distinct terms with their frequency, documents in the order added;
-	// docEnd[d] is where document d's run ends.
-	docTerms []posting
-	docEnd   []int32
+	// terms numbers the terms; df[id] is the number of documents holding term id.
+	terms table
+	df    []int32
+	// words holds each identifier seen with its terms' numbers.
+	words table
+	// docTerms are every document's distinct terms (posting.doc holds the term) with their frequency, documents
+	// in the order added; docEnd[d] is where document d's run ends.
+	docTerms postingBlocks
+	docEnd   []int
 	lens     []int
 	total    int
-	// counts, touched and lowered are scratch space of Add.
+	// counts and touched are scratch space of Add: the frequencies of the document being added, and its terms
+	// (strs, termIDs and spans: of a new identifier). A query borrows counts (under mu) to mark its terms.
 	counts  []int32
 	touched []int32
-	lowered []byte
+	strs    []string
+	termIDs []int32
 	spans   []span
-
-	mu sync.Mutex
-	// postings[postStart[id]:postStart[id+1]] are the documents holding term id, laid out for the first builtDocs
-	// documents.
-	postings  []posting
-	postStart []int32
-	builtDocs int
+	mu      sync.Mutex
 }
 
 // posting is a term's frequency in a document: doc is the document in a postings list and the term in docTerms.
@@ -77,73 +75,83 @@ type posting struct {
 	doc, tf int32
 }
 
-// New returns an empty index.
-func New(p Params) *Index {
-	return &Index{p: p, ids: map[string]int32{}}
+// postingBlocks is an append-only list of postings in blocks of a fixed size, so growing it never copies.
+type postingBlocks struct {
+	blocks [][]posting
+	n      int
 }
 
-// Add tokenizes and adds a document; documents are numbered in the order added. It indexes the terms Tokenize
-// returns without making their strings.
+const postingBlockLen = 1 << 14
+
+func (l *postingBlocks) add(p posting) {
+	if k := len(l.blocks); k == 0 || len(l.blocks[k-1]) == postingBlockLen {
+		l.blocks = append(l.blocks, make([]posting, 0, postingBlockLen))
+	}
+	last := &l.blocks[len(l.blocks)-1]
+	*last = append(*last, p)
+	l.n++
+}
+
+// New returns an empty index.
+func New(p Params) *Index {
+	return &Index{p: p, terms: newTable(), words: newTable()}
+}
+
+// Add tokenizes and adds a document; documents are numbered in the order added. Its terms are those Tokenize
+// returns, counted without making their strings.
 func (ix *Index) Add(text string) {
 	n := 0
-	for sp := range eachIdent(text, ix.spans[:0]) {
-		for _, s := range sp {
-			ix.count(ix.lowerID(text[s.start:s.end]))
+	for start, end := nextWord(text, 0); start < end; start, end = nextWord(text, end) {
+		ids, ok := ix.words.find(text[start:end])
+		if !ok {
+			ids = ix.learnWord(text[start:end])
 		}
-		n += len(sp)
-		ix.spans = sp
+		for k := range len(ids) / 4 {
+			ix.count(number(ids, k))
+		}
+		n += len(ids) / 4
 	}
 	ix.endDoc(n)
+}
+
+// learnWord tokenizes an identifier seen for the first time and records its terms' numbers.
+func (ix *Index) learnWord(word string) []byte {
+	ix.spans = identSpans(ix.spans[:0], word)
+	ix.strs = appendTerms(ix.strs[:0], word, ix.spans)
+	ix.termIDs = ix.termIDs[:0]
+	for _, t := range ix.strs {
+		ix.termIDs = append(ix.termIDs, ix.termID(t))
+	}
+	return ix.words.add(word, ix.termIDs...)
 }
 
 // AddTerms adds an already tokenized document.
 func (ix *Index) AddTerms(terms []string) {
 	for _, t := range terms {
-		ix.count(ix.termID(t, true))
+		ix.count(ix.termID(t))
 	}
 	ix.endDoc(len(terms))
 }
 
-// termID numbers a term, giving a new term the next number (copying key when it may share a larger string).
-func (ix *Index) termID(key string, clone bool) int32 {
-	if id, ok := ix.ids[key]; ok {
+// termID numbers a term, giving a new term the next number.
+func (ix *Index) termID(term string) int32 {
+	if id, ok := ix.termNumber(term); ok {
 		return id
 	}
-	if clone {
-		key = strings.Clone(key)
-	}
 	id := int32(len(ix.df))
-	ix.ids[key] = id
+	ix.terms.add(term, id)
 	ix.df = append(ix.df, 0)
 	ix.counts = append(ix.counts, 0)
 	return id
 }
 
-// lowerID numbers strings.ToLower(raw) without allocating when the term is known and ASCII.
-func (ix *Index) lowerID(raw string) int32 {
-	hasUpper := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c >= 0x80 {
-			return ix.termID(strings.ToLower(raw), true)
-		}
-		hasUpper = hasUpper || c >= 'A' && c <= 'Z'
+// termNumber is the number of a term the index holds.
+func (ix *Index) termNumber(term string) (int32, bool) {
+	nums, ok := ix.terms.find(term)
+	if !ok {
+		return 0, false
 	}
-	if !hasUpper {
-		return ix.termID(raw, true)
-	}
-	ix.lowered = ix.lowered[:0]
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		ix.lowered = append(ix.lowered, c)
-	}
-	if id, ok := ix.ids[string(ix.lowered)]; ok { // the conversion in a map index does not allocate
-		return id
-	}
-	return ix.termID(string(ix.lowered), false)
+	return number(nums, 0), true
 }
 
 func (ix *Index) count(id int32) {
@@ -156,39 +164,54 @@ func (ix *Index) count(id int32) {
 // endDoc closes the document whose terms were counted.
 func (ix *Index) endDoc(terms int) {
 	for _, id := range ix.touched {
-		ix.docTerms = append(ix.docTerms, posting{id, ix.counts[id]})
+		ix.docTerms.add(posting{id, ix.counts[id]})
 		ix.df[id]++
 		ix.counts[id] = 0
 	}
 	ix.touched = ix.touched[:0]
-	ix.docEnd = append(ix.docEnd, int32(len(ix.docTerms)))
+	ix.docEnd = append(ix.docEnd, ix.docTerms.n)
 	ix.lens = append(ix.lens, terms)
 	ix.total += terms
 }
 
-// build lays the postings out by term if documents were added since the last time.
-func (ix *Index) build() {
+// postingsOf returns the postings of the terms ids (distinct), documents in the order added:
+// post[start[k]:start[k+1]] are term ids[k]'s. It scans every document's terms once.
+func (ix *Index) postingsOf(ids []int32) (post []posting, start []int) {
+	start = make([]int, len(ids)+1)
+	for k, id := range ids {
+		start[k+1] = start[k] + int(ix.df[id])
+	}
+	post = make([]posting, start[len(ids)])
+	if len(ids) == 0 {
+		return post, start
+	}
+	next := slices.Clone(start[:len(ids)])
+	want := make([]uint64, (len(ix.df)+63)/64)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.builtDocs == len(ix.lens) {
-		return
+	slot := ix.counts // zero outside Add; slot[id] = k+1 names term ids[k] while this query scans
+	for k, id := range ids {
+		want[id/64] |= 1 << (id % 64)
+		slot[id] = int32(k + 1)
 	}
-	ix.postStart = slices.Grow(ix.postStart[:0], len(ix.df)+1)[:len(ix.df)+1]
-	ix.postStart[0] = 0
-	for id, n := range ix.df {
-		ix.postStart[id+1] = ix.postStart[id] + n
-	}
-	next := slices.Clone(ix.postStart[:len(ix.df)])
-	ix.postings = slices.Grow(ix.postings[:0], len(ix.docTerms))[:len(ix.docTerms)]
-	from := int32(0)
-	for doc, end := range ix.docEnd {
-		for _, dt := range ix.docTerms[from:end] {
-			ix.postings[next[dt.doc]] = posting{int32(doc), dt.tf}
-			next[dt.doc]++
+	doc, i := 0, 0
+	for _, block := range ix.docTerms.blocks {
+		for _, p := range block {
+			for i == ix.docEnd[doc] {
+				doc++
+			}
+			i++
+			if want[p.doc/64]&(1<<(p.doc%64)) != 0 {
+				k := slot[p.doc] - 1
+				post[next[k]] = posting{int32(doc), p.tf}
+				next[k]++
+			}
 		}
-		from = end
 	}
-	ix.builtDocs = len(ix.lens)
+	for _, id := range ids {
+		slot[id] = 0
+	}
+	return post, start
 }
 
 // Len is the number of documents.
@@ -197,7 +220,7 @@ func (ix *Index) Len() int { return len(ix.lens) }
 // IDF is the inverse document frequency of a term.
 func (ix *Index) IDF(term string) float64 {
 	df := 0
-	if id, ok := ix.ids[term]; ok {
+	if id, ok := ix.termNumber(term); ok {
 		df = int(ix.df[id])
 	}
 	n := float64(len(ix.lens))
@@ -210,7 +233,6 @@ func (ix *Index) Scores(query string) []float64 {
 	if len(ix.lens) == 0 {
 		return scores
 	}
-	ix.build()
 	avg := float64(ix.total) / float64(len(ix.lens))
 	if avg == 0 {
 		avg = 1
@@ -223,14 +245,19 @@ func (ix *Index) Scores(query string) []float64 {
 		}
 		qtf[t]++
 	}
-	k1, b := ix.p.K1, ix.p.B
+	var known []string
+	var ids []int32
 	for _, t := range order {
-		id, ok := ix.ids[t]
-		if !ok {
-			continue
+		if id, ok := ix.termNumber(t); ok {
+			known = append(known, t)
+			ids = append(ids, id)
 		}
+	}
+	post, start := ix.postingsOf(ids)
+	k1, b := ix.p.K1, ix.p.B
+	for k, t := range known {
 		w := ix.IDF(t) * float64(qtf[t])
-		for _, p := range ix.postings[ix.postStart[id]:ix.postStart[id+1]] {
+		for _, p := range post[start[k]:start[k+1]] {
 			f := float64(p.tf)
 			scores[p.doc] += w * f * (k1 + 1) / (f + k1*(1-b+b*float64(ix.lens[p.doc])/avg))
 		}

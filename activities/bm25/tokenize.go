@@ -13,54 +13,68 @@ func Tokenize(text string) []string {
 
 // AppendTokens appends the terms of text to dst.
 func AppendTokens(dst []string, text string) []string {
-	var spans [64]span
-	for sp := range eachIdent(text, spans[:0]) {
-		for _, s := range sp {
-			dst = append(dst, strings.ToLower(text[s.start:s.end]))
-		}
+	var buf [64]span
+	for start, end := nextWord(text, 0); start < end; start, end = nextWord(text, end) {
+		dst = appendTerms(dst, text[start:end], identSpans(buf[:0], text[start:end]))
 	}
 	return dst
 }
 
-// span is the byte range of one term in the text; every term is the lowercase of such a range.
+// span is the byte range of one term in an identifier; every term is the lowercase of such a range.
 type span struct{ start, end int }
 
-// eachIdent yields, identifier by identifier, the spans of the terms of text in Tokenize's order. The slice it
-// yields is reused (it starts as buf) and holds only until the next iteration.
-func eachIdent(text string, buf []span) func(yield func([]span) bool) {
-	return func(yield func([]span) bool) {
-		i := 0
-		for i < len(text) {
-			if !isWord(text[i]) {
-				i++
-				continue
+// wordByte says which bytes make up identifiers: letters, digits, '_' and every byte of a multi-byte rune.
+var wordByte = func() (w [256]bool) {
+	for c := range w {
+		w[c] = c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+	}
+	return w
+}()
+
+// nextWord returns the bounds of the first identifier of text at or after from (start == end when there is none).
+func nextWord(text string, from int) (start, end int) {
+	for from < len(text) && !wordByte[text[from]] {
+		from++
+	}
+	end = from
+	for end < len(text) && wordByte[text[end]] {
+		end++
+	}
+	return from, end
+}
+
+// appendTerms appends the lowercase of the spans of word. The first span is the whole identifier and holds every
+// other, so an ASCII word is lowercased once and its parts are pieces of that; lowercasing other text may change
+// byte lengths, so each of its terms is lowercased on its own.
+func appendTerms(dst []string, word string, spans []span) []string {
+	if len(spans) == 0 {
+		return dst
+	}
+	whole := word[spans[0].start:spans[0].end]
+	for i := 0; i < len(whole); i++ {
+		if whole[i] >= 0x80 {
+			for _, s := range spans {
+				dst = append(dst, strings.ToLower(word[s.start:s.end]))
 			}
-			j := i
-			for j < len(text) && isWord(text[j]) {
-				j++
-			}
-			buf = identSpans(buf[:0], text, i, j)
-			if len(buf) > 0 && !yield(buf) {
-				return
-			}
-			i = j
+			return dst
 		}
 	}
+	lowered, base := strings.ToLower(whole), spans[0].start
+	for _, s := range spans {
+		dst = append(dst, lowered[s.start-base:s.end-base])
+	}
+	return dst
 }
 
-func isWord(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
-}
-
-// identSpans appends the terms of the identifier text[from:to]: the whole without its outer underscores, then its
-// parts unless the only part is the whole itself. A part is a substring of the whole cut at rune boundaries and
-// lowercasing keeps the number of runes, so a part equals the whole (lowercased) exactly when their spans are equal.
-func identSpans(dst []span, text string, from, to int) []span {
-	start, end := from, to
-	for start < end && text[start] == '_' {
+// identSpans appends the terms of one identifier: the whole without its outer underscores, then its parts unless
+// the only part is the whole itself. A part is a substring of the whole cut at rune boundaries and lowercasing
+// keeps the number of runes, so a part equals the whole (lowercased) exactly when their spans are equal.
+func identSpans(dst []span, word string) []span {
+	start, end := 0, len(word)
+	for start < end && word[start] == '_' {
 		start++
 	}
-	for end > start && text[end-1] == '_' {
+	for end > start && word[end-1] == '_' {
 		end--
 	}
 	if start == end {
@@ -68,12 +82,12 @@ func identSpans(dst []span, text string, from, to int) []span {
 	}
 	dst = append(dst, span{start, end})
 	n := len(dst)
-	for p := from; p <= to; {
+	for p := 0; p <= len(word); {
 		q := p
-		for q < to && text[q] != '_' {
+		for q < len(word) && word[q] != '_' {
 			q++
 		}
-		dst = camelSpans(dst, text, p, q)
+		dst = camelSpans(dst, word, p, q)
 		p = q + 1
 	}
 	if len(dst) == n+1 && dst[n] == dst[n-1] { // a single part equal to the whole: no split

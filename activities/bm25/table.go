@@ -1,0 +1,97 @@
+package bm25
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+)
+
+// table maps strings to lists of numbers: the index's identifiers (their bytes as in the text) to the numbers of
+// their terms, and its terms to their number. It is an open-addressing table: a slot holds a tag from the key's
+// hash and where its entry starts in one byte arena, and an entry is the count of numbers, the key's length, the
+// numbers and the key's bytes, side by side, so that finding a known key reads the slot and one place of the
+// arena, and keys cost no allocation of their own. A Go map keyed by string reads more places (its control word,
+// its slot, the key's bytes, then the list), allocates every key and list, and holds pointers the collector scans.
+type table struct {
+	seed  maphash.Seed
+	slots []uint64 // a power of two long, at most half full: a tag in the top 24 bits (0: empty), the offset below
+	arena []byte
+	n     int
+}
+
+const (
+	entryHeader = 8 // an entry's count of numbers and key length, 4 bytes each
+	offBits     = 40
+	offMask     = 1<<offBits - 1
+)
+
+func newTable() table {
+	return table{seed: maphash.MakeSeed(), slots: make([]uint64, 1024)}
+}
+
+func (t *table) hash(key string) (tag uint64, at int) {
+	h := maphash.String(t.seed, key)
+	return (h>>offBits | 1) << offBits, int(h) & (len(t.slots) - 1)
+}
+
+// find returns key's numbers, 4 little-endian bytes each (see number), or ok false for a key not added.
+func (t *table) find(key string) (nums []byte, ok bool) {
+	tag, i := t.hash(key)
+	for {
+		s := t.slots[i]
+		if s == 0 {
+			return nil, false
+		}
+		if s&^offMask == tag {
+			e := t.arena[s&offMask:]
+			n, size := binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint32(e[4:])
+			at := entryHeader + 4*int(n)
+			if int(size) == len(key) && string(e[at:at+len(key)]) == key {
+				return e[entryHeader:at], true
+			}
+		}
+		i = (i + 1) & (len(t.slots) - 1)
+	}
+}
+
+// number is the k-th number of a list find returned.
+func number(nums []byte, k int) int32 { return int32(binary.LittleEndian.Uint32(nums[4*k:])) }
+
+// add records a key that find did not find with its numbers and returns them as find does.
+func (t *table) add(key string, nums ...int32) []byte {
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	off := len(t.arena)
+	t.arena = binary.LittleEndian.AppendUint32(t.arena, uint32(len(nums)))
+	t.arena = binary.LittleEndian.AppendUint32(t.arena, uint32(len(key)))
+	for _, v := range nums {
+		t.arena = binary.LittleEndian.AppendUint32(t.arena, uint32(v))
+	}
+	t.arena = append(t.arena, key...)
+	t.put(key, off)
+	t.n++
+	return t.arena[off+entryHeader : off+entryHeader+4*len(nums)]
+}
+
+func (t *table) put(key string, off int) {
+	if off > offMask {
+		panic("bm25: a table of more than 1 TiB")
+	}
+	tag, i := t.hash(key)
+	for t.slots[i] != 0 {
+		i = (i + 1) & (len(t.slots) - 1)
+	}
+	t.slots[i] = tag | uint64(off)
+}
+
+// grow doubles the slots and puts every entry back.
+func (t *table) grow() {
+	t.slots = make([]uint64, 2*len(t.slots))
+	for off := 0; off < len(t.arena); {
+		e := t.arena[off:]
+		n, size := int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
+		at := entryHeader + 4*n
+		t.put(string(e[at:at+size]), off)
+		off += at + size
+	}
+}
