@@ -62,6 +62,10 @@ func (t *table) add(key string, nums ...int32) []byte {
 		t.grow()
 	}
 	off := len(t.arena)
+	if need := entryHeader + 4*len(nums) + len(key); cap(t.arena)-off < need {
+		// Double: append's growth by a quarter for large slices copies the arena about five times over.
+		t.arena = append(make([]byte, 0, max(2*cap(t.arena), off+need, 4096)), t.arena...)
+	}
 	t.arena = binary.LittleEndian.AppendUint32(t.arena, uint32(len(nums)))
 	t.arena = binary.LittleEndian.AppendUint32(t.arena, uint32(len(key)))
 	for _, v := range nums {
