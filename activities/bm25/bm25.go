@@ -67,7 +67,12 @@ type Index struct {
 	strs    []string
 	termIDs []int32
 	spans   []span
-	mu      sync.Mutex
+	// at and hashes are the identifiers of the document being added and their hashes; warmed keeps what
+	// words.warm read, so that the reads are not left out.
+	at     []span
+	hashes []uint64
+	warmed uint64
+	mu     sync.Mutex
 }
 
 // posting is a term's frequency in a document: doc is the document in a postings list and the term in docTerms.
@@ -100,11 +105,17 @@ func New(p Params) *Index {
 // Add tokenizes and adds a document; documents are numbered in the order added. Its terms are those Tokenize
 // returns, counted without making their strings.
 func (ix *Index) Add(text string) {
-	n := 0
+	ix.at, ix.hashes = ix.at[:0], ix.hashes[:0]
 	for start, end := nextWord(text, 0); start < end; start, end = nextWord(text, end) {
-		ids, ok := ix.words.find(text[start:end])
+		ix.at = append(ix.at, span{start, end})
+		ix.hashes = append(ix.hashes, ix.words.hashOf(text[start:end]))
+	}
+	ix.warmed += ix.words.warm(ix.hashes)
+	n := 0
+	for k, s := range ix.at {
+		ids, ok := ix.words.find(text[s.start:s.end], ix.hashes[k])
 		if !ok {
-			ids = ix.learnWord(text[start:end])
+			ids = ix.learnWord(text[s.start:s.end])
 		}
 		for k := range len(ids) / 4 {
 			ix.count(number(ids, k))
@@ -147,7 +158,7 @@ func (ix *Index) termID(term string) int32 {
 
 // termNumber is the number of a term the index holds.
 func (ix *Index) termNumber(term string) (int32, bool) {
-	nums, ok := ix.terms.find(term)
+	nums, ok := ix.terms.find(term, ix.terms.hashOf(term))
 	if !ok {
 		return 0, false
 	}
