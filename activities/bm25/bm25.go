@@ -106,7 +106,7 @@ func New(p Params) *Index {
 // returns, counted without making their strings.
 func (ix *Index) Add(text string) {
 	ix.at, ix.hashes = ix.at[:0], ix.hashes[:0]
-	for start, end := nextWord(text, 0); start < end; start, end = nextWord(text, end) {
+	for start, end, _ := nextWord(text, 0); start < end; start, end, _ = nextWord(text, end) {
 		ix.at = append(ix.at, span{start, end})
 		ix.hashes = append(ix.hashes, ix.words.hashOf(text[start:end]))
 	}

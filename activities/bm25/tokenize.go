@@ -14,7 +14,11 @@ func Tokenize(text string) []string {
 // AppendTokens appends the terms of text to dst.
 func AppendTokens(dst []string, text string) []string {
 	var buf [64]span
-	for start, end := nextWord(text, 0); start < end; start, end = nextWord(text, end) {
+	for start, end, kinds := nextWord(text, 0); start < end; start, end, kinds = nextWord(text, end) {
+		if kinds == lowerBit { // lowercase ASCII letters only: the identifier is its one term
+			dst = append(dst, text[start:end])
+			continue
+		}
 		dst = appendTerms(dst, text[start:end], identSpans(buf[:0], text[start:end]))
 	}
 	return dst
@@ -23,24 +27,45 @@ func AppendTokens(dst []string, text string) []string {
 // span is the byte range of one term in an identifier; every term is the lowercase of such a range.
 type span struct{ start, end int }
 
-// wordByte says which bytes make up identifiers: letters, digits, '_' and every byte of a multi-byte rune.
-var wordByte = func() (w [256]bool) {
+// Bits of wordBits: what kind of identifier byte a byte is (0: not one).
+const (
+	lowerBit      = 1 << iota // a-z
+	upperBit                  // A-Z
+	digitBit                  // 0-9
+	underscoreBit             // _
+	multiByteBit              // a byte of a multi-byte rune (or of invalid UTF-8)
+)
+
+var wordBits = func() (w [256]uint8) {
 	for c := range w {
-		w[c] = c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+		switch {
+		case c >= 'a' && c <= 'z':
+			w[c] = lowerBit
+		case c >= 'A' && c <= 'Z':
+			w[c] = upperBit
+		case c >= '0' && c <= '9':
+			w[c] = digitBit
+		case c == '_':
+			w[c] = underscoreBit
+		case c >= 0x80:
+			w[c] = multiByteBit
+		}
 	}
 	return w
 }()
 
-// nextWord returns the bounds of the first identifier of text at or after from (start == end when there is none).
-func nextWord(text string, from int) (start, end int) {
-	for from < len(text) && !wordByte[text[from]] {
+// nextWord returns the bounds of the first identifier of text at or after from (start == end when there is none)
+// and the union of its bytes' wordBits.
+func nextWord(text string, from int) (start, end int, kinds uint8) {
+	for from < len(text) && wordBits[text[from]] == 0 {
 		from++
 	}
 	end = from
-	for end < len(text) && wordByte[text[end]] {
+	for end < len(text) && wordBits[text[end]] != 0 {
+		kinds |= wordBits[text[end]]
 		end++
 	}
-	return from, end
+	return from, end, kinds
 }
 
 // appendTerms appends the lowercase of the spans of word. The first span is the whole identifier and holds every
@@ -100,11 +125,11 @@ func identSpans(dst []span, word string) []span {
 func camelSpans(dst []span, text string, from, to int) []span {
 	start := from
 	for i := from + 1; i < to; i++ {
-		prev, cur := class(text[i-1]), class(text[i])
+		prev, cur := wordBits[text[i-1]], wordBits[text[i]]
 		switch {
-		case prev == lower && cur == upper, // parseHTTP: e|H
-			prev == digit && cur != digit, prev != digit && cur == digit, // utf8Decode, v2
-			prev == upper && cur == upper && i+1 < to && class(text[i+1]) == lower: // HTTPServer: P|Se
+		case prev == lowerBit && cur == upperBit, // parseHTTP: e|H
+			prev == digitBit && cur != digitBit, prev != digitBit && cur == digitBit, // utf8Decode, v2
+			prev == upperBit && cur == upperBit && i+1 < to && wordBits[text[i+1]] == lowerBit: // HTTPServer: P|Se
 			if i-start > 1 {
 				dst = append(dst, span{start, i})
 			}
@@ -115,23 +140,4 @@ func camelSpans(dst []span, text string, from, to int) []span {
 		dst = append(dst, span{start, to})
 	}
 	return dst
-}
-
-const (
-	lower = iota
-	upper
-	digit
-	other
-)
-
-func class(c byte) int {
-	switch {
-	case c >= 'a' && c <= 'z':
-		return lower
-	case c >= 'A' && c <= 'Z':
-		return upper
-	case c >= '0' && c <= '9':
-		return digit
-	}
-	return other
 }
