@@ -115,7 +115,7 @@ func (ix *Index) Add(text string) {
 	for k, s := range ix.at {
 		ids, ok := ix.words.find(text[s.start:s.end], ix.hashes[k])
 		if !ok {
-			ids = ix.learnWord(text[s.start:s.end])
+			ids = ix.learnWord(text[s.start:s.end], ix.hashes[k])
 		}
 		for k := range len(ids) / 4 {
 			ix.count(number(ids, k))
@@ -126,14 +126,14 @@ func (ix *Index) Add(text string) {
 }
 
 // learnWord tokenizes an identifier seen for the first time and records its terms' numbers.
-func (ix *Index) learnWord(word string) []byte {
+func (ix *Index) learnWord(word string, h uint64) []byte {
 	ix.spans = identSpans(ix.spans[:0], word)
 	ix.strs = appendTerms(ix.strs[:0], word, ix.spans)
 	ix.termIDs = ix.termIDs[:0]
 	for _, t := range ix.strs {
 		ix.termIDs = append(ix.termIDs, ix.termID(t))
 	}
-	return ix.words.add(word, ix.termIDs...)
+	return ix.words.add(word, h, ix.termIDs...)
 }
 
 // AddTerms adds an already tokenized document.
@@ -146,11 +146,12 @@ func (ix *Index) AddTerms(terms []string) {
 
 // termID numbers a term, giving a new term the next number.
 func (ix *Index) termID(term string) int32 {
-	if id, ok := ix.termNumber(term); ok {
-		return id
+	h := ix.terms.hashOf(term)
+	if nums, ok := ix.terms.find(term, h); ok {
+		return number(nums, 0)
 	}
 	id := int32(len(ix.df))
-	ix.terms.add(term, id)
+	ix.terms.add(term, h, id)
 	ix.df = append(ix.df, 0)
 	ix.counts = append(ix.counts, 0)
 	return id

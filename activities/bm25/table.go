@@ -7,8 +7,8 @@ import (
 
 // table maps strings to lists of numbers: the index's identifiers (their bytes as in the text) to the numbers of
 // their terms, and its terms to their number. It is an open-addressing table: a slot holds a tag from the key's
-// hash and where its entry starts in one byte arena, and an entry is the count of numbers, the key's length, the
-// numbers and the key's bytes, side by side, so that finding a known key reads the slot and one place of the
+// hash and where its entry starts in one byte arena, and an entry is the count of numbers, the key's length and
+// hash, the numbers and the key's bytes, side by side, so that finding a known key reads the slot and one place of the
 // arena, and keys cost no allocation of their own. A Go map keyed by string reads more places (its control word,
 // its slot, the key's bytes, then the list), allocates every key and list, and holds pointers the collector scans.
 type table struct {
@@ -19,7 +19,7 @@ type table struct {
 }
 
 const (
-	entryHeader = 8 // an entry's count of numbers and key length, 4 bytes each
+	entryHeader = 16 // an entry's count of numbers and key length, 4 bytes each, and the key's hash
 	offBits     = 40
 	offMask     = 1<<offBits - 1
 )
@@ -75,46 +75,46 @@ func (t *table) warm(hs []uint64) (sum uint64) {
 // number is the k-th number of a list find returned.
 func number(nums []byte, k int) int32 { return int32(binary.LittleEndian.Uint32(nums[4*k:])) }
 
-// add records a key that find did not find with its numbers and returns them as find does.
-func (t *table) add(key string, nums ...int32) []byte {
+// add records a key that find did not find, h its hashOf, with its numbers and returns them as find does.
+func (t *table) add(key string, h uint64, nums ...int32) []byte {
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
 	off := len(t.arena)
+	if off > offMask {
+		panic("bm25: a table of more than 1 TiB")
+	}
 	if need := entryHeader + 4*len(nums) + len(key); cap(t.arena)-off < need {
 		// Double: append's growth by a quarter for large slices copies the arena about five times over.
 		t.arena = append(make([]byte, 0, max(2*cap(t.arena), off+need, 4096)), t.arena...)
 	}
 	t.arena = binary.LittleEndian.AppendUint32(t.arena, uint32(len(nums)))
 	t.arena = binary.LittleEndian.AppendUint32(t.arena, uint32(len(key)))
+	t.arena = binary.LittleEndian.AppendUint64(t.arena, h)
 	for _, v := range nums {
 		t.arena = binary.LittleEndian.AppendUint32(t.arena, uint32(v))
 	}
 	t.arena = append(t.arena, key...)
-	t.put(key, off)
+	t.put(h, off)
 	t.n++
 	return t.arena[off+entryHeader : off+entryHeader+4*len(nums)]
 }
 
-func (t *table) put(key string, off int) {
-	if off > offMask {
-		panic("bm25: a table of more than 1 TiB")
-	}
-	tag, i := t.place(t.hashOf(key))
+func (t *table) put(h uint64, off int) {
+	tag, i := t.place(h)
 	for t.slots[i] != 0 {
 		i = (i + 1) & (len(t.slots) - 1)
 	}
 	t.slots[i] = tag | uint64(off)
 }
 
-// grow doubles the slots and puts every entry back.
+// grow doubles the slots and puts every entry back, by the hash the entry keeps.
 func (t *table) grow() {
 	t.slots = make([]uint64, 2*len(t.slots))
 	for off := 0; off < len(t.arena); {
 		e := t.arena[off:]
 		n, size := int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
-		at := entryHeader + 4*n
-		t.put(string(e[at:at+size]), off)
-		off += at + size
+		t.put(binary.LittleEndian.Uint64(e[8:]), off)
+		off += entryHeader + 4*n + size
 	}
 }

@@ -317,7 +317,11 @@ func scanPy(l string, depth int, inStr byte) (int, byte) {
 			}
 			continue
 		}
-		switch c := l[i]; c {
+		c := l[i]
+		if !pySignificant[c] {
+			continue
+		}
+		switch c {
 		case '#':
 			return depth, inStr
 		case '(', '[', '{':
@@ -340,6 +344,10 @@ func scanPy(l string, depth int, inStr byte) (int, byte) {
 	}
 	return depth, inStr
 }
+
+// pySignificant are the bytes scanPy looks at outside strings.
+var pySignificant = [256]bool{'#': true, '(': true, '[': true, '{': true, ')': true, ']': true, '}': true, '"': true,
+	'\'': true}
 
 // tripleQuote says whether l holds three quote characters q at i.
 func tripleQuote(l string, i int, q byte) bool {
