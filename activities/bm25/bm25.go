@@ -41,31 +41,30 @@ func (p Params) Check() error {
 	return nil
 }
 
-// Index holds tokenized documents for BM25. Adding a document makes one pass over its identifiers: each distinct
-// identifier is tokenized once, when first seen, into the numbers of its terms, and every later occurrence looks
-// that list up by the identifier's bytes and counts its terms in a flat array; the document's distinct terms and
-// their frequencies are appended to blocks that never move. A query gathers, in one scan of those blocks, only the
-// postings of its own terms, so no inverted index of the whole vocabulary is built. Queries may run concurrently;
-// Add may not run beside anything else.
+// Index holds tokenized documents for BM25. Adding a document makes one pass over its identifiers and counts each
+// distinct one: an identifier is looked up by its bytes in a table that numbers it and knows how many terms it
+// makes (it is tokenized once, when first seen), and the document's distinct identifiers with their counts are
+// appended to blocks that never move. Terms are resolved only for a query: the index tokenizes each distinct
+// identifier once to find those holding the query's terms, then gathers the postings of those terms alone in one
+// scan of the blocks. Term and document frequencies are exact sums of counts, so scores equal those of an index of
+// every term. Queries may run concurrently; Add may not run beside anything else.
 type Index struct {
 	p Params
-	// terms numbers the terms; df[id] is the number of documents holding term id.
-	terms table
-	df    []int32
-	// words holds each identifier seen with its terms' numbers.
-	words table
-	// docTerms are every document's distinct terms (posting.doc holds the term) with their frequency, documents
-	// in the order added; docEnd[d] is where document d's run ends.
-	docTerms postingBlocks
+	// words numbers each identifier seen (its bytes as in the text): its numbers are the identifier's number and
+	// how many terms it makes. given numbers the terms AddTerms was given, one term each. Identifiers and given
+	// terms share one numbering, of nWords.
+	words, given table
+	nWords       int32
+	// docWords are every document's distinct identifiers (posting.doc holds the identifier) with their count,
+	// documents in the order added; docEnd[d] is where document d's run ends; lens[d] is its number of terms.
+	docWords postingBlocks
 	docEnd   []int
 	lens     []int
 	total    int
-	// counts and touched are scratch space of Add: the frequencies of the document being added, and its terms
-	// (strs, termIDs and spans: of a new identifier). A query borrows counts (under mu) to mark its terms.
+	// counts and touched are scratch space of Add: the counts of the identifiers of the document being added, and
+	// the identifiers counted. A query borrows counts (under mu) to mark the identifiers holding its terms.
 	counts  []int32
 	touched []int32
-	strs    []string
-	termIDs []int32
 	spans   []span
 	// at and hashes are the identifiers of the document being added and their hashes; warmed keeps what
 	// words.warm read, so that the reads are not left out.
@@ -75,7 +74,8 @@ type Index struct {
 	mu     sync.Mutex
 }
 
-// posting is a term's frequency in a document: doc is the document in a postings list and the term in docTerms.
+// posting is a term's frequency in a document: doc is the document in a postings list and the identifier in
+// docWords.
 type posting struct {
 	doc, tf int32
 }
@@ -99,7 +99,7 @@ func (l *postingBlocks) add(p posting) {
 
 // New returns an empty index.
 func New(p Params) *Index {
-	return &Index{p: p, terms: newTable(), words: newTable()}
+	return &Index{p: p, words: newTable(), given: newTable()}
 }
 
 // Add tokenizes and adds a document; documents are numbered in the order added. Its terms are those Tokenize
@@ -113,57 +113,35 @@ func (ix *Index) Add(text string) {
 	ix.warmed += ix.words.warm(ix.hashes)
 	n := 0
 	for k, s := range ix.at {
-		ids, ok := ix.words.find(text[s.start:s.end], ix.hashes[k])
+		nums, ok := ix.words.find(text[s.start:s.end], ix.hashes[k])
 		if !ok {
-			ids = ix.learnWord(text[s.start:s.end], ix.hashes[k])
+			ix.spans = identSpans(ix.spans[:0], text[s.start:s.end])
+			nums = ix.words.add(text[s.start:s.end], ix.hashes[k], ix.newWord(), int32(len(ix.spans)))
 		}
-		for k := range len(ids) / 4 {
-			ix.count(number(ids, k))
-		}
-		n += len(ids) / 4
+		ix.count(number(nums, 0))
+		n += int(number(nums, 1))
 	}
 	ix.endDoc(n)
-}
-
-// learnWord tokenizes an identifier seen for the first time and records its terms' numbers.
-func (ix *Index) learnWord(word string, h uint64) []byte {
-	ix.spans = identSpans(ix.spans[:0], word)
-	ix.strs = appendTerms(ix.strs[:0], word, ix.spans)
-	ix.termIDs = ix.termIDs[:0]
-	for _, t := range ix.strs {
-		ix.termIDs = append(ix.termIDs, ix.termID(t))
-	}
-	return ix.words.add(word, h, ix.termIDs...)
 }
 
 // AddTerms adds an already tokenized document.
 func (ix *Index) AddTerms(terms []string) {
 	for _, t := range terms {
-		ix.count(ix.termID(t))
+		h := ix.given.hashOf(t)
+		nums, ok := ix.given.find(t, h)
+		if !ok {
+			nums = ix.given.add(t, h, ix.newWord())
+		}
+		ix.count(number(nums, 0))
 	}
 	ix.endDoc(len(terms))
 }
 
-// termID numbers a term, giving a new term the next number.
-func (ix *Index) termID(term string) int32 {
-	h := ix.terms.hashOf(term)
-	if nums, ok := ix.terms.find(term, h); ok {
-		return number(nums, 0)
-	}
-	id := int32(len(ix.df))
-	ix.terms.add(term, h, id)
-	ix.df = append(ix.df, 0)
+// newWord numbers a new identifier or given term.
+func (ix *Index) newWord() int32 {
 	ix.counts = append(ix.counts, 0)
-	return id
-}
-
-// termNumber is the number of a term the index holds.
-func (ix *Index) termNumber(term string) (int32, bool) {
-	nums, ok := ix.terms.find(term, ix.terms.hashOf(term))
-	if !ok {
-		return 0, false
-	}
-	return number(nums, 0), true
+	ix.nWords++
+	return ix.nWords - 1
 }
 
 func (ix *Index) count(id int32) {
@@ -173,57 +151,115 @@ func (ix *Index) count(id int32) {
 	ix.counts[id]++
 }
 
-// endDoc closes the document whose terms were counted.
+// endDoc closes the document whose identifiers were counted; it has that many terms.
 func (ix *Index) endDoc(terms int) {
 	for _, id := range ix.touched {
-		ix.docTerms.add(posting{id, ix.counts[id]})
-		ix.df[id]++
+		ix.docWords.add(posting{id, ix.counts[id]})
 		ix.counts[id] = 0
 	}
 	ix.touched = ix.touched[:0]
-	ix.docEnd = append(ix.docEnd, ix.docTerms.n)
+	ix.docEnd = append(ix.docEnd, ix.docWords.n)
 	ix.lens = append(ix.lens, terms)
 	ix.total += terms
 }
 
-// postingsOf returns the postings of the terms ids (distinct), documents in the order added:
-// post[start[k]:start[k+1]] are term ids[k]'s. It scans every document's terms once.
-func (ix *Index) postingsOf(ids []int32) (post []posting, start []int) {
-	start = make([]int, len(ids)+1)
-	for k, id := range ids {
-		start[k+1] = start[k] + int(ix.df[id])
+// wordHit says that an identifier makes term k of a query mult times.
+type wordHit struct{ k, mult int32 }
+
+// postingsOf returns the postings of the terms (distinct), documents in the order added: post[k] are terms[k]'s,
+// and len(post[k]) is its document frequency.
+func (ix *Index) postingsOf(terms []string) [][]posting {
+	post := make([][]posting, len(terms))
+	if len(terms) == 0 || len(ix.lens) == 0 {
+		return post
 	}
-	post = make([]posting, start[len(ids)])
-	if len(ids) == 0 {
-		return post, start
-	}
-	next := slices.Clone(start[:len(ids)])
-	want := make([]uint64, (len(ix.df)+63)/64)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	slot := ix.counts // zero outside Add; slot[id] = k+1 names term ids[k] while this query scans
-	for k, id := range ids {
-		want[id/64] |= 1 << (id % 64)
-		slot[id] = int32(k + 1)
+	mark := ix.counts // zero outside Add; mark[id] = r+1 while this query scans: identifier id makes hits[r]
+	hits, marked := ix.hitsOf(terms, mark)
+	tf := make([]int32, len(terms))
+	var open []int32 // the terms of the current document
+	flush := func(doc int) {
+		for _, k := range open {
+			post[k] = append(post[k], posting{int32(doc), tf[k]})
+			tf[k] = 0
+		}
+		open = open[:0]
 	}
 	doc, i := 0, 0
-	for _, block := range ix.docTerms.blocks {
+	for _, block := range ix.docWords.blocks {
 		for _, p := range block {
 			for i == ix.docEnd[doc] {
+				flush(doc)
 				doc++
 			}
 			i++
-			if want[p.doc/64]&(1<<(p.doc%64)) != 0 {
-				k := slot[p.doc] - 1
-				post[next[k]] = posting{int32(doc), p.tf}
-				next[k]++
+			if r := mark[p.doc]; r != 0 {
+				for _, h := range hits[r-1] {
+					if tf[h.k] == 0 {
+						open = append(open, h.k)
+					}
+					tf[h.k] += p.tf * h.mult
+				}
 			}
 		}
 	}
-	for _, id := range ids {
-		slot[id] = 0
+	flush(doc)
+	for _, id := range marked {
+		mark[id] = 0
 	}
-	return post, start
+	return post
+}
+
+// hitsOf tokenizes every identifier and given term of the index and marks (in mark) those that make any of the
+// terms, with the terms they make; it returns the hits of each mark and the identifiers marked.
+func (ix *Index) hitsOf(terms []string, mark []int32) (hits [][]wordHit, marked []int32) {
+	want := make(map[string]int32, len(terms))
+	for k, t := range terms {
+		want[t] = int32(k)
+	}
+	var strs []string
+	var spans []span
+	var lowered []byte
+	note := func(id int32, k int32) {
+		if mark[id] == 0 {
+			hits = append(hits, nil)
+			marked = append(marked, id)
+			mark[id] = int32(len(hits))
+		}
+		r := mark[id] - 1
+		for j, h := range hits[r] {
+			if h.k == k {
+				hits[r][j].mult++
+				return
+			}
+		}
+		hits[r] = append(hits[r], wordHit{k, 1})
+	}
+	ix.words.each(func(key, nums []byte) {
+		id := number(nums, 0)
+		spans = identSpans(spans[:0], key)
+		var ascii bool
+		if lowered, ascii = lowerASCII(lowered[:0], key); !ascii {
+			for _, t := range appendTerms(strs[:0], string(key), spans) {
+				if k, ok := want[t]; ok {
+					note(id, k)
+				}
+			}
+			return
+		}
+		for _, s := range spans { // an ASCII term is its bytes of the lowercased identifier
+			if k, ok := want[string(lowered[s.start:s.end])]; ok {
+				note(id, k)
+			}
+		}
+	})
+	ix.given.each(func(key, nums []byte) {
+		if k, ok := want[string(key)]; ok {
+			note(number(nums, 0), k)
+		}
+	})
+	return hits, marked
 }
 
 // Len is the number of documents.
@@ -231,10 +267,10 @@ func (ix *Index) Len() int { return len(ix.lens) }
 
 // IDF is the inverse document frequency of a term.
 func (ix *Index) IDF(term string) float64 {
-	df := 0
-	if id, ok := ix.termNumber(term); ok {
-		df = int(ix.df[id])
-	}
+	return ix.idf(len(ix.postingsOf([]string{term})[0]))
+}
+
+func (ix *Index) idf(df int) float64 {
 	n := float64(len(ix.lens))
 	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 }
@@ -257,19 +293,14 @@ func (ix *Index) Scores(query string) []float64 {
 		}
 		qtf[t]++
 	}
-	var known []string
-	var ids []int32
-	for _, t := range order {
-		if id, ok := ix.termNumber(t); ok {
-			known = append(known, t)
-			ids = append(ids, id)
-		}
-	}
-	post, start := ix.postingsOf(ids)
+	post := ix.postingsOf(order)
 	k1, b := ix.p.K1, ix.p.B
-	for k, t := range known {
-		w := ix.IDF(t) * float64(qtf[t])
-		for _, p := range post[start[k]:start[k+1]] {
+	for k, t := range order {
+		if len(post[k]) == 0 {
+			continue
+		}
+		w := ix.idf(len(post[k])) * float64(qtf[t])
+		for _, p := range post[k] {
 			f := float64(p.tf)
 			scores[p.doc] += w * f * (k1 + 1) / (f + k1*(1-b+b*float64(ix.lens[p.doc])/avg))
 		}

@@ -5,12 +5,13 @@ import (
 	"hash/maphash"
 )
 
-// table maps strings to lists of numbers: the index's identifiers (their bytes as in the text) to the numbers of
-// their terms, and its terms to their number. It is an open-addressing table: a slot holds a tag from the key's
-// hash and where its entry starts in one byte arena, and an entry is the count of numbers, the key's length and
-// hash, the numbers and the key's bytes, side by side, so that finding a known key reads the slot and one place of the
-// arena, and keys cost no allocation of their own. A Go map keyed by string reads more places (its control word,
-// its slot, the key's bytes, then the list), allocates every key and list, and holds pointers the collector scans.
+// table maps strings to short lists of numbers: the index's identifiers (their bytes as in the text) to their
+// number and term count, and the terms AddTerms was given to their number. It is an open-addressing table: a slot
+// holds a tag from the key's hash and where its entry starts in one byte arena, and an entry is the count of
+// numbers, the key's length and hash, the numbers and the key's bytes, side by side, so that finding a known key
+// reads the slot and one place of the arena, and keys cost no allocation of their own. A Go map keyed by string
+// reads more places (its control word, its slot, the key's bytes, then the value), allocates every key, and holds
+// pointers the collector scans; Add looks up every identifier of every document.
 type table struct {
 	seed  maphash.Seed
 	slots []uint64 // a power of two long, at most half full: a tag in the top 24 bits (0: empty), the offset below
@@ -112,9 +113,25 @@ func (t *table) put(h uint64, off int) {
 func (t *table) grow() {
 	t.slots = make([]uint64, 2*len(t.slots))
 	for off := 0; off < len(t.arena); {
-		e := t.arena[off:]
-		n, size := int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
-		t.put(binary.LittleEndian.Uint64(e[8:]), off)
-		off += entryHeader + 4*n + size
+		_, _, h, next := t.entryAt(off)
+		t.put(h, off)
+		off = next
 	}
+}
+
+// each calls f with every entry's key and numbers, in the order added.
+func (t *table) each(f func(key, nums []byte)) {
+	for off := 0; off < len(t.arena); {
+		key, nums, _, next := t.entryAt(off)
+		f(key, nums)
+		off = next
+	}
+}
+
+// entryAt decodes the arena entry at off; next is where the following one starts.
+func (t *table) entryAt(off int) (key, nums []byte, h uint64, next int) {
+	e := t.arena[off:]
+	n, size := int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
+	at := entryHeader + 4*n
+	return e[at : at+size], e[entryHeader:at], binary.LittleEndian.Uint64(e[8:]), off + at + size
 }

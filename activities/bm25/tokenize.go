@@ -91,10 +91,24 @@ func appendTerms(dst []string, word string, spans []span) []string {
 	return dst
 }
 
+// lowerASCII appends word lowercased to dst, or says it is not ASCII.
+func lowerASCII(dst, word []byte) ([]byte, bool) {
+	for _, c := range word {
+		if c >= 0x80 {
+			return dst, false
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
+}
+
 // identSpans appends the terms of one identifier: the whole without its outer underscores, then its parts unless
 // the only part is the whole itself. A part is a substring of the whole cut at rune boundaries and lowercasing
 // keeps the number of runes, so a part equals the whole (lowercased) exactly when their spans are equal.
-func identSpans(dst []span, word string) []span {
+func identSpans[T string | []byte](dst []span, word T) []span {
 	start, end := 0, len(word)
 	for start < end && word[start] == '_' {
 		start++
@@ -122,7 +136,7 @@ func identSpans(dst []span, word string) []span {
 }
 
 // camelSpans splits one underscore-free word text[from:to] at case and letter-digit boundaries.
-func camelSpans(dst []span, text string, from, to int) []span {
+func camelSpans[T string | []byte](dst []span, text T, from, to int) []span {
 	start := from
 	for i := from + 1; i < to; i++ {
 		prev, cur := wordBits[text[i-1]], wordBits[text[i]]
