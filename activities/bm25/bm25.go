@@ -61,8 +61,9 @@ type Index struct {
 	docEnd   []int
 	lens     []int
 	total    int
-	// counts and touched are scratch space of Add: the counts of the identifiers of the document being added, and
-	// the identifiers counted. A query borrows counts (under mu) to mark the identifiers holding its terms.
+	// counts, touched and spans are scratch space of Add: the counts of the identifiers of the document being
+	// added, the identifiers counted, and the terms of a new identifier. A query borrows counts (under mu) to mark
+	// the identifiers holding its terms.
 	counts  []int32
 	touched []int32
 	spans   []span
