@@ -1,8 +1,10 @@
 package bm25
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -65,5 +67,35 @@ func TestParamsCheck(t *testing.T) {
 		if p.Check() == nil {
 			t.Errorf("%+v accepted", p)
 		}
+	}
+}
+
+// TestConcurrentQueries: queries share the index's scratch space under a lock, so rankings asked at once equal
+// those asked one after the other (go test -race checks the sharing).
+func TestConcurrentQueries(t *testing.T) {
+	ix := New(Defaults())
+	for i := range 500 {
+		ix.Add(fmt.Sprintf("func handler%d(req Request) { parseHeader(req, %d); cacheToken_%d() }", i, i%7, i%13))
+	}
+	queries := []string{"parse header", "cache token 3", "handler42 request", "nothing here", "req req Request"}
+	want := make([][]int, len(queries))
+	for i, q := range queries {
+		want[i] = ix.Rank(q)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(queries))
+	for range 8 {
+		for i, q := range queries {
+			wg.Go(func() {
+				if got := ix.Rank(q); !slices.Equal(got, want[i]) {
+					errs <- q
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for q := range errs {
+		t.Errorf("query %q ranked differently when asked concurrently", q)
 	}
 }

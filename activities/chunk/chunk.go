@@ -58,35 +58,69 @@ func ParseUnit(s string) (Unit, error) {
 }
 
 // Split cuts one file into chunks of the unit. window is the window size for Window and for the fallback of
-// other units (DefaultWindow when < 1). An empty file gives no chunks.
+// other units (DefaultWindow when < 1). An empty file gives no chunks. The chunks' texts are pieces of one copy of
+// src.
 func Split(p string, src []byte, unit Unit, window int) []Chunk {
 	if window < 1 {
 		window = DefaultWindow
 	}
-	lines := splitLines(string(src))
-	if len(lines) == 0 {
+	ls := newLines(string(src))
+	if ls.n() == 0 {
 		return nil
 	}
 	switch unit {
 	case File:
-		return []Chunk{{Path: p, Start: 1, End: len(lines), Kind: "file", Text: string(src)}}
+		return []Chunk{{Path: p, Start: 1, End: ls.n(), Kind: "file", Text: ls.s}}
 	case Window:
-		return windows(p, lines, 1, len(lines), window, "window")
+		return windows(p, ls, window)
 	}
 	var spans []span
 	switch strings.ToLower(path.Ext(p)) {
 	case ".go":
 		var ok bool
 		if spans, ok = goSpans(src, unit); !ok {
-			return windows(p, lines, 1, len(lines), window, "window")
+			return windows(p, ls, window)
 		}
 	case ".py", ".pyi":
-		spans = pySpans(lines, unit)
+		spans = pySpans(ls, unit)
 	default:
-		return windows(p, lines, 1, len(lines), window, "window")
+		return windows(p, ls, window)
 	}
-	return fill(p, lines, spans)
+	return fill(p, ls, spans)
 }
+
+// lines are a text's lines, each keeping its "\n": line k (from 1) is s[start[k-1]:start[k]].
+type lines struct {
+	s     string
+	start []int
+}
+
+func newLines(s string) lines {
+	n := strings.Count(s, "\n")
+	if s != "" && s[len(s)-1] != '\n' {
+		n++
+	}
+	start := make([]int, 1, n+1)
+	for at := 0; at < len(s); {
+		i := strings.IndexByte(s[at:], '\n')
+		if i < 0 {
+			at = len(s)
+		} else {
+			at += i + 1
+		}
+		start = append(start, at)
+	}
+	return lines{s, start}
+}
+
+// n is the number of lines.
+func (ls lines) n() int { return len(ls.start) - 1 }
+
+// line is line k (from 1).
+func (ls lines) line(k int) string { return ls.s[ls.start[k-1]:ls.start[k]] }
+
+// text is lines from..to (from 1, inclusive).
+func (ls lines) text(from, to int) string { return ls.s[ls.start[from-1]:ls.start[to]] }
 
 // span is a definition's line range.
 type span struct {
@@ -96,18 +130,18 @@ type span struct {
 
 // fill turns sorted, non-overlapping spans into chunks, adding a "gap" chunk for each run of lines outside every
 // span that holds anything but blank lines.
-func fill(p string, lines []string, spans []span) []Chunk {
+func fill(p string, ls lines, spans []span) []Chunk {
 	var out []Chunk
 	next := 1
 	gap := func(from, to int) {
-		for from <= to && strings.TrimSpace(lines[from-1]) == "" {
+		for from <= to && strings.TrimSpace(ls.line(from)) == "" {
 			from++
 		}
-		for to >= from && strings.TrimSpace(lines[to-1]) == "" {
+		for to >= from && strings.TrimSpace(ls.line(to)) == "" {
 			to--
 		}
 		if from <= to {
-			out = append(out, mk(p, lines, from, to, "gap"))
+			out = append(out, mk(p, ls, from, to, "gap"))
 		}
 	}
 	for _, s := range spans {
@@ -115,33 +149,22 @@ func fill(p string, lines []string, spans []span) []Chunk {
 			continue
 		}
 		gap(next, s.start-1)
-		out = append(out, mk(p, lines, s.start, s.end, s.kind))
+		out = append(out, mk(p, ls, s.start, s.end, s.kind))
 		next = s.end + 1
 	}
-	gap(next, len(lines))
+	gap(next, ls.n())
 	return out
 }
 
-func mk(p string, lines []string, start, end int, kind string) Chunk {
-	return Chunk{Path: p, Start: start, End: end, Kind: kind, Text: strings.Join(lines[start-1:end], "")}
+func mk(p string, ls lines, start, end int, kind string) Chunk {
+	return Chunk{Path: p, Start: start, End: end, Kind: kind, Text: ls.text(start, end)}
 }
 
-func windows(p string, lines []string, from, to, size int, kind string) []Chunk {
-	var out []Chunk
-	for s := from; s <= to; s += size {
-		out = append(out, mk(p, lines, s, min(s+size-1, to), kind))
-	}
-	return out
-}
-
-// splitLines splits text into lines that keep their "\n".
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	out := strings.SplitAfter(s, "\n")
-	if out[len(out)-1] == "" {
-		out = out[:len(out)-1]
+// windows cuts the whole text into windows of size lines.
+func windows(p string, ls lines, size int) []Chunk {
+	out := make([]Chunk, 0, (ls.n()+size-1)/size)
+	for s := 1; s <= ls.n(); s += size {
+		out = append(out, mk(p, ls, s, min(s+size-1, ls.n()), "window"))
 	}
 	return out
 }
@@ -182,47 +205,23 @@ func goSpans(src []byte, unit Unit) ([]span, bool) {
 // following line that is blank or indented deeper than the header. Lines inside brackets or triple-quoted strings
 // continue the statement they belong to whatever their indentation. For Definition only column-0 definitions count;
 // for Function, every def (outermost first, so nested functions stay in their parent) and no classes.
-func pySpans(lines []string, unit Unit) []span {
-	type logical struct {
-		first, last int // 1-based
-		indent      int
-		text        string
-	}
-	// Join physical lines into logical ones.
-	var stmts []logical
-	depth, inStr := 0, ""
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if depth == 0 && inStr == "" {
-			if strings.TrimSpace(l) == "" {
-				continue
-			}
-			stmts = append(stmts, logical{first: i + 1, indent: IndentWidth(l), text: strings.TrimSpace(l)})
-		}
-		stmts[len(stmts)-1].last = i + 1
-		depth, inStr = scanPy(l, depth, inStr)
-		if depth < 0 {
-			depth = 0
-		}
-	}
-	isDef := func(t string) (string, bool) {
-		switch {
-		case strings.HasPrefix(t, "def "), strings.HasPrefix(t, "async def "):
-			return "def", true
-		case strings.HasPrefix(t, "class "):
-			return "class", unit == Definition
-		}
-		return "", false
-	}
+func pySpans(ls lines, unit Unit) []span {
+	stmts := pyStatements(ls)
 	var spans []span
 	for i := 0; i < len(stmts); i++ {
 		s := stmts[i]
-		kind, ok := isDef(s.text)
-		if !ok || (unit == Definition && s.indent != 0) {
+		kind := ""
+		switch {
+		case s.head == pyDef:
+			kind = "def"
+		case s.head == pyClass && unit == Definition:
+			kind = "class"
+		}
+		if kind == "" || (unit == Definition && s.indent != 0) {
 			continue
 		}
 		start := s.first
-		for j := i - 1; j >= 0 && stmts[j].indent == s.indent && strings.HasPrefix(stmts[j].text, "@"); j-- {
+		for j := i - 1; j >= 0 && stmts[j].indent == s.indent && stmts[j].head == pyDecorator; j-- {
 			start = stmts[j].first
 		}
 		end := s.last
@@ -230,12 +229,63 @@ func pySpans(lines []string, unit Unit) []span {
 		for ; j < len(stmts) && stmts[j].indent > s.indent; j++ {
 			end = stmts[j].last
 		}
-		spans = append(spans, span{start: start, end: end, kind: kind})
+		spans = append(spans, span{start: int(start), end: int(end), kind: kind})
 		if unit == Function {
 			i = j - 1 // nested defs stay inside this one
 		}
 	}
 	return spans
+}
+
+// pyStatement is a logical line of Python: physical lines first..last (from 1), the first one's indentation and
+// what the statement starts with.
+type pyStatement struct {
+	first, last, indent int32
+	head                pyHead
+}
+
+// pyHead is what a statement starts with, as far as pySpans cares.
+type pyHead uint8
+
+const (
+	pyOther     pyHead = iota
+	pyDef              // "def " or "async def "
+	pyClass            // "class "
+	pyDecorator        // "@"
+)
+
+// pyStatements joins physical lines into logical ones, skipping blank lines between statements.
+func pyStatements(ls lines) []pyStatement {
+	var stmts []pyStatement
+	depth, inStr := 0, byte(0)
+	for k := 1; k <= ls.n(); k++ {
+		l := ls.line(k)
+		if depth == 0 && inStr == 0 {
+			t := strings.TrimSpace(l)
+			if t == "" {
+				continue
+			}
+			stmts = append(stmts, pyStatement{first: int32(k), indent: int32(IndentWidth(l)), head: headOf(t)})
+		}
+		stmts[len(stmts)-1].last = int32(k)
+		depth, inStr = scanPy(l, depth, inStr)
+		if depth < 0 {
+			depth = 0
+		}
+	}
+	return stmts
+}
+
+func headOf(t string) pyHead {
+	switch {
+	case strings.HasPrefix(t, "def "), strings.HasPrefix(t, "async def "):
+		return pyDef
+	case strings.HasPrefix(t, "class "):
+		return pyClass
+	case strings.HasPrefix(t, "@"):
+		return pyDecorator
+	}
+	return pyOther
 }
 
 // IndentWidth is the width of a line's leading whitespace, tabs to the next multiple of 8 (Python's rule).
@@ -254,19 +304,24 @@ func IndentWidth(l string) int {
 	return n
 }
 
-// scanPy updates the bracket depth and open triple-quote state over one line, skipping comments and strings.
-func scanPy(l string, depth int, inStr string) (int, string) {
+// scanPy updates the bracket depth and the open triple-quoted string (its quote character, 0 for none) over one
+// line, skipping comments and strings.
+func scanPy(l string, depth int, inStr byte) (int, byte) {
 	for i := 0; i < len(l); i++ {
-		if inStr != "" {
-			if strings.HasPrefix(l[i:], inStr) {
-				i += len(inStr) - 1
-				inStr = ""
+		if inStr != 0 {
+			if tripleQuote(l, i, inStr) {
+				i += 2
+				inStr = 0
 			} else if l[i] == '\\' {
 				i++
 			}
 			continue
 		}
-		switch c := l[i]; c {
+		c := l[i]
+		if !pySignificant[c] {
+			continue
+		}
+		switch c {
 		case '#':
 			return depth, inStr
 		case '(', '[', '{':
@@ -274,9 +329,8 @@ func scanPy(l string, depth int, inStr string) (int, string) {
 		case ')', ']', '}':
 			depth--
 		case '"', '\'':
-			q := string(c)
-			if strings.HasPrefix(l[i:], q+q+q) {
-				inStr = q + q + q
+			if tripleQuote(l, i, c) {
+				inStr = c
 				i += 2
 				continue
 			}
@@ -289,4 +343,13 @@ func scanPy(l string, depth int, inStr string) (int, string) {
 		}
 	}
 	return depth, inStr
+}
+
+// pySignificant are the bytes scanPy looks at outside strings.
+var pySignificant = [256]bool{'#': true, '(': true, '[': true, '{': true, ')': true, ']': true, '}': true, '"': true,
+	'\'': true}
+
+// tripleQuote says whether l holds three quote characters q at i.
+func tripleQuote(l string, i int, q byte) bool {
+	return i+2 < len(l) && l[i] == q && l[i+1] == q && l[i+2] == q
 }
