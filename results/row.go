@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"ctxlab/internal/jsonl"
 	"ctxlab/specs"
@@ -30,9 +31,10 @@ const (
 // taking the last step's value: specs.UsageFields, in their order.
 var Summed = names(specs.UsageFields)
 
-// Required lists the fields every row has (null when the step that sets them did not run).
-var Required = []string{FieldInstance, FieldMethod, FieldModel, specs.ContextTokens.Name, specs.Rho.Name,
-	specs.Epsilon.Name, specs.PatchApplied.Name, specs.Resolved.Name, FieldError}
+// Required lists the fields every row has (null when the step that sets them did not run): its key, the declared
+// fields marked Required (specs.RequiredFields) and its error.
+var Required = slices.Concat([]string{FieldInstance, FieldMethod, FieldModel}, specs.RequiredFields(),
+	[]string{FieldError})
 
 func names(fields []specs.RowField) []string {
 	out := make([]string, len(fields))
