@@ -1,6 +1,7 @@
 package results
 
 import (
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ func TestAppendConcurrentAndTornLine(t *testing.T) {
 	if len(bad) != 0 {
 		t.Errorf("torn line still in the file: %+v", bad)
 	}
-	if kept, err := os.ReadFile(s.Path + TornSuffix); err != nil || string(kept) != `{"instance_id":"i9","met`+"\n" {
+	if kept, err := os.ReadFile(s.Path + runfolder.TornSuffix); err != nil || string(kept) != `{"instance_id":"i9","met`+"\n" {
 		t.Errorf("torn bytes kept = %q, %v", kept, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"ctxlab/internal/jsonl"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -132,7 +133,7 @@ type BadLine struct {
 // ReadFile reads every row of a results file. Lines that are not rows (a torn last line after a crash) are
 // returned separately, never silently dropped.
 func ReadFile(path string) ([]Row, []BadLine, error) {
-	if err := RegularOrAbsent(path); err != nil {
+	if err := runfolder.RegularOrAbsent(path); err != nil {
 		return nil, nil, fmt.Errorf("results: %w", err)
 	}
 	f, err := os.Open(path)
