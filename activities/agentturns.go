@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	"ctxlab/activities/steps"
+	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
 
@@ -29,7 +30,7 @@ type (
 func declaringActivity(name string) string {
 	switch name {
 	case AgentModelTurnName, AgentToolTurnName, AgentFinishName:
-		return "agent"
+		return specs.Agent.Name
 	}
 	return name
 }

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -128,7 +126,7 @@ func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, bod
 		return out, stepError(in.Step, err)
 	}
 	// Written before Temporal records completion: a worker killed in between does not redo the work.
-	if werr := writeMemo(memo, key, out); werr != nil {
+	if werr := runfolder.WriteMemo(memo, key, out); werr != nil {
 		a.Log.Warn().Err(werr).Str("node", in.Node).Msg("could not memoize node output")
 	}
 	return out, nil
@@ -247,51 +245,22 @@ func MemoizedOutputs(runDir string, plan specs.Plan, inst InstanceRef, dataset s
 	return outputs
 }
 
-// nodeMemo is a node's memo file: its output and the key of the inputs it was computed from.
-type nodeMemo struct {
-	Key string `json:"key"`
-	NodeOutput
-}
-
 // ReadNodeMemo returns the output a node last memoized on an instance, whatever its inputs were (an audit or report
 // reads it beside the rows of the same sweep); false when the node has not succeeded there (or its memo does not
 // decode). A node itself reuses a memo only under its own key.
 func ReadNodeMemo(runDir, instance, node string) (NodeOutput, bool) {
-	m, ok := readMemoFile(NodeMemoPath(runDir, instance, node))
-	return m.NodeOutput, ok
+	var out NodeOutput
+	_, ok := runfolder.ReadMemo(NodeMemoPath(runDir, instance, node), &out)
+	return out, ok
 }
 
-// readMemo returns the memo at path when it was made from the inputs key names.
+// readMemo returns the memo at path (runfolder.ReadMemo) when it was made from the inputs key names.
 func readMemo(path, key string) (NodeOutput, bool) {
-	m, ok := readMemoFile(path)
-	if !ok || m.Key != key {
+	var out NodeOutput
+	if k, ok := runfolder.ReadMemo(path, &out); !ok || k != key {
 		return NodeOutput{}, false
 	}
-	return m.NodeOutput, true
-}
-
-func readMemoFile(path string) (nodeMemo, bool) {
-	var m nodeMemo
-	b, err := os.ReadFile(path)
-	if err != nil || json.Unmarshal(b, &m) != nil {
-		return m, false
-	}
-	return m, true
-}
-
-func writeMemo(path, key string, out NodeOutput) error {
-	b, err := json.Marshal(nodeMemo{Key: key, NodeOutput: out})
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return out, true
 }
 
 func (a *Activities) logAttempt(run string, rec runlog.Attempt) {

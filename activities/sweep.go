@@ -99,9 +99,9 @@ func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan
 // (a folder in place of results.jsonl): not retried, so the sweep stops naming the path instead of retrying forever.
 const ErrRunFolder = "RunFolder"
 
-// runFolderErr makes err permanent when it is a run-folder path that is not a file (results.ErrNotAFile).
+// runFolderErr makes err permanent when it is a run-folder path that is not a file (runfolder.ErrNotAFile).
 func runFolderErr(err error) error {
-	if errors.Is(err, results.ErrNotAFile) {
+	if errors.Is(err, runfolder.ErrNotAFile) {
 		return permanentError(ErrRunFolder, err)
 	}
 	return err
@@ -132,7 +132,7 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, 
 			bad[0].Line, bad[0].Err)
 	}
 	path := runfolder.Summary(dir)
-	if err := results.RegularOrAbsent(path); err != nil {
+	if err := runfolder.RegularOrAbsent(path); err != nil {
 		return "", runFolderErr(err)
 	}
 	if err := os.WriteFile(path+".tmp", []byte(md), 0o644); err != nil {

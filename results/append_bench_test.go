@@ -43,7 +43,7 @@ func (s Store) appendReread(rows []Row) (int, error) {
 		if f, err = s.lock(true); err != nil {
 			return 0, err
 		}
-		_, replaced, err := s.repair(f)
+		_, replaced, err := s.cutTorn(f)
 		if err != nil {
 			unlock(f)
 			return 0, err

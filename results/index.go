@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"ctxlab/internal/jsonl"
+	"ctxlab/runfolder"
 )
 
 // keyIndex is what this process knows of a results file: the keys of the rows in its first off bytes, which end on
@@ -91,7 +92,7 @@ func (x *keyIndex) readNew(f *os.File) (whole bool, err error) {
 			if err := json.Unmarshal(line, &row); err != nil {
 				// Lines that are whole JSON but no row, or no JSON at all, are left for readers to report, as
 				// Repair leaves them; only JSON cut short is torn.
-				torn = torn || isTorn(append(line, '\n'))
+				torn = torn || runfolder.IsTorn(append(line, '\n'))
 				return nil
 			}
 			if row.keyed() {
@@ -165,7 +166,7 @@ func (s Store) catchUp(f *os.File, x *keyIndex) (replaced bool, err error) {
 		if whole {
 			return false, nil
 		}
-		_, replaced, err := s.repair(f)
+		_, replaced, err := s.cutTorn(f)
 		x.reset() // repaired: read it again from the start
 		if err != nil || replaced {
 			return replaced, err

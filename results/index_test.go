@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"ctxlab/runfolder"
 )
 
 // appendRaw appends bytes to the file as another process's Append would, bypassing this process's key index.
@@ -103,7 +105,7 @@ func TestAppendRepairsATornLineLeftSinceItsLastAppend(t *testing.T) {
 	appendRaw(t, s.Path, whole+torn)
 	mustAppend(t, s, 1, row("i2", "a", true, 1, 1), row("i3", "a", true, 1, 1))
 	wantKeys(t, s.Path, "i1", "i2", "i3")
-	if kept, err := os.ReadFile(s.Path + TornSuffix); err != nil || string(kept) != torn+"\n" {
+	if kept, err := os.ReadFile(s.Path + runfolder.TornSuffix); err != nil || string(kept) != torn+"\n" {
 		t.Errorf("torn bytes kept = %q, %v", kept, err)
 	}
 	// A torn line with later rows after it (a file from before Append repaired): cut out by a rewrite.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 
 	"ctxlab/internal/jsonl"
+	"ctxlab/runfolder"
 )
 
 // Remove takes the rows that drop selects out of the results file, under the lock Append holds, and returns them:
@@ -41,8 +42,8 @@ func (s Store) Remove(drop func(Row) bool) ([]Row, error) {
 	if len(removed) == 0 {
 		return nil, nil
 	}
-	if err := replaceFile(s.Path, kept.Bytes()); err != nil {
-		return nil, err
+	if err := runfolder.ReplaceFile(s.Path, kept.Bytes()); err != nil {
+		return nil, fmt.Errorf("results: %w", err)
 	}
 	forget(s.Path)
 	return removed, nil

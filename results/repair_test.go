@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ctxlab/runfolder"
 )
 
 func rowLine(t *testing.T, r Row) string {
@@ -32,7 +34,7 @@ func TestRepairCutsTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.TornLines != 1 || rep.TornBytes != len(torn) || rep.SavedTo != s.Path+TornSuffix {
+	if rep.TornLines != 1 || rep.TornBytes != len(torn) || rep.SavedTo != s.Path+runfolder.TornSuffix {
 		t.Errorf("repaired = %+v", rep)
 	}
 	b, _ := os.ReadFile(s.Path)
@@ -73,8 +75,8 @@ func TestRepairKeepsWholeLines(t *testing.T) {
 	if string(b) != content+"\n" {
 		t.Errorf("file = %q", b)
 	}
-	if _, err := os.Stat(s.Path + TornSuffix); !os.IsNotExist(err) {
-		t.Errorf("nothing was cut, yet %s exists (%v)", s.Path+TornSuffix, err)
+	if _, err := os.Stat(s.Path + runfolder.TornSuffix); !os.IsNotExist(err) {
+		t.Errorf("nothing was cut, yet %s exists (%v)", s.Path+runfolder.TornSuffix, err)
 	}
 }
 

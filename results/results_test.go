@@ -1,6 +1,7 @@
 package results
 
 import (
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ func TestAppendConcurrentAndTornLine(t *testing.T) {
 	if len(bad) != 0 {
 		t.Errorf("torn line still in the file: %+v", bad)
 	}
-	if kept, err := os.ReadFile(s.Path + TornSuffix); err != nil || string(kept) != `{"instance_id":"i9","met`+"\n" {
+	if kept, err := os.ReadFile(s.Path + runfolder.TornSuffix); err != nil || string(kept) != `{"instance_id":"i9","met`+"\n" {
 		t.Errorf("torn bytes kept = %q, %v", kept, err)
 	}
 }
@@ -78,11 +79,13 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 		t.Fatalf("order = %+v", sums)
 	}
 	b := sums[1]
-	if b.N != 2 || b.Resolved != 50 || b.Applied != 50 || b.MeanRho != 0.75 || b.MeanTokens != 200 || !b.HasEpsilon {
+	if b.N != 2 || b.Stat(specs.Resolved) != (Value{50, true}) || b.Stat(specs.PatchApplied) != (Value{50, true}) ||
+		b.Stat(specs.Rho) != (Value{0.75, true}) || b.Stat(specs.ContextTokens) != (Value{200, true}) ||
+		!b.Stat(specs.Epsilon).OK {
 		t.Errorf("b = %+v", b)
 	}
 	a := sums[0]
-	if a.Resolved != 0 || a.HasEpsilon || a.Errors != 1 {
+	if a.Stat(specs.Resolved) != (Value{0, true}) || a.Stat(specs.Epsilon).OK || a.Errors != 1 {
 		t.Errorf("a = %+v", a)
 	}
 	md := Markdown("demo", sums)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"ctxlab/internal/jsonl"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -30,9 +32,10 @@ const (
 // taking the last step's value: specs.UsageFields, in their order.
 var Summed = names(specs.UsageFields)
 
-// Required lists the fields every row has (null when the step that sets them did not run).
-var Required = []string{FieldInstance, FieldMethod, FieldModel, specs.ContextTokens.Name, specs.Rho.Name,
-	specs.Epsilon.Name, specs.PatchApplied.Name, specs.Resolved.Name, FieldError}
+// Required lists the fields every row has (null when the step that sets them did not run): its key, the declared
+// fields marked Required (specs.RequiredFields) and its error.
+var Required = slices.Concat([]string{FieldInstance, FieldMethod, FieldModel}, specs.RequiredFields(),
+	[]string{FieldError})
 
 func names(fields []specs.RowField) []string {
 	out := make([]string, len(fields))
@@ -130,7 +133,7 @@ type BadLine struct {
 // ReadFile reads every row of a results file. Lines that are not rows (a torn last line after a crash) are
 // returned separately, never silently dropped.
 func ReadFile(path string) ([]Row, []BadLine, error) {
-	if err := RegularOrAbsent(path); err != nil {
+	if err := runfolder.RegularOrAbsent(path); err != nil {
 		return nil, nil, fmt.Errorf("results: %w", err)
 	}
 	f, err := os.Open(path)

@@ -1,6 +1,9 @@
 // Package runfolder declares the layout of a run folder (runs/NAME): the name of every file and folder the
 // starter, the activities, results and runlog read or write there, each once. Callers build paths with its
-// functions instead of joining literals, so a reader finds the whole layout here.
+// functions instead of joining literals, so a reader finds the whole layout here. It holds what the folder's files
+// are made of too: the node memos' format (memo.go), the limits file (limits.go), the atomic writes both use, and the
+// repair of a JSON-lines file a killed process left a torn line in (repair.go: results.Store locks the rows file and
+// calls it).
 //
 // It is a leaf: it imports the standard library and internal/safename (how an instance id or node key becomes a file
 // name) only.
@@ -26,7 +29,7 @@ const (
 	AttemptsFile = "attempts.jsonl"
 	// CallsFile records every model call, paid or served from the response cache (runlog.Call lines).
 	CallsFile = "calls.jsonl"
-	// LimitsFile holds the limits of the spec last run (activities.WriteLimits), which workers read.
+	// LimitsFile holds the limits of the spec last run (WriteLimits), which workers read.
 	LimitsFile = "limits.json"
 	// SpecFile records the compiled spec of the last run, for report and status.
 	SpecFile = "spec.json"

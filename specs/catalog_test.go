@@ -2,8 +2,10 @@ package specs
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -135,5 +137,45 @@ func TestContextResetFieldsKeepTheRows(t *testing.T) {
 	}
 	if !slices.Equal(replacing, []string{"compress", "corrupt", "retrieve"}) {
 		t.Errorf("activities that replace the context: %v", replacing)
+	}
+}
+
+// TestColumnsAreWellDeclared: the columns row fields declare order each table one way (no two share an Order),
+// show a row's own value only in the tables of rows, leave the median to the report (results links no statistics
+// library) and format every number.
+func TestColumnsAreWellDeclared(t *testing.T) {
+	perRow := map[Table]bool{PairsTable: true, RowTable: true}
+	for _, table := range []Table{SummaryTable, MethodsTable, PairsTable, RowTable} {
+		cols := Columns(table)
+		if len(cols) == 0 {
+			t.Errorf("table %s: no declared column", table)
+		}
+		orders := map[int]string{}
+		for _, c := range cols {
+			at := fmt.Sprintf("table %s, column %q of %s", table, c.Heading(), c.Field.Name)
+			if other, dup := orders[c.Order]; dup {
+				t.Errorf("%s: Order %d taken by %s", at, c.Order, other)
+			}
+			orders[c.Order] = c.Field.Name
+			if (c.Stat == Value) != perRow[table] {
+				t.Errorf("%s: stat %d in a table %s rows", at, c.Stat, map[bool]string{true: "of", false: "summarizing"}[perRow[table]])
+			}
+			if c.Stat == Median && table == SummaryTable {
+				t.Errorf("%s: summary.md cannot show a median", at)
+			}
+			if c.Format == "" && !(c.Stat == Value && c.Field.Kind == KindBool) {
+				t.Errorf("%s: no Format", at)
+			}
+		}
+	}
+	seen := map[int]bool{}
+	for _, f := range Features() {
+		if seen[f.Order] {
+			t.Errorf("feature %s: Order %d taken", f.Term(f.Field), f.Order)
+		}
+		seen[f.Order] = true
+	}
+	if got := strings.Join(RequiredFields(), ","); got != "context_tokens,epsilon,patch_applied,resolved,rho" {
+		t.Errorf("required fields %s", got)
 	}
 }

@@ -138,6 +138,18 @@ func (f Field[T]) InContext() Field[T] {
 	return f
 }
 
+// Required marks the field as one every row has (RowField.Required).
+func (f Field[T]) Required() Field[T] {
+	f.RowField.Required = true
+	return f
+}
+
+// Shown declares how the readers of rows present the field (RowField.Show).
+func (f Field[T]) Shown(p Presentation) Field[T] {
+	f.Show = &p
+	return f
+}
+
 // Set sets the field on a row.
 func (f Field[T]) Set(row map[string]any, v T) { row[f.Name] = v }
 

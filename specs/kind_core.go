@@ -97,14 +97,41 @@ type MeasureParams struct {
 // Measure's row fields.
 var (
 	// Tokenizer is what counted context_tokens (and the row's budget).
-	Tokenizer       = StringField("tokenizer")
-	ContextTokens   = IntField("context_tokens")
-	ContextLines    = IntField("context_lines")
-	Rho             = FloatField("rho")
-	Epsilon         = FloatField("epsilon")
-	GoldLineShare   = FloatField("gold_line_share")
+	Tokenizer     = StringField("tokenizer")
+	ContextTokens = IntField("context_tokens").Required().Shown(Presentation{
+		Feature: &Feature{Order: 4, Name: "log_tokens", Log1p: true},
+		Columns: []Column{
+			{Table: SummaryTable, Order: 6, Head: "mean tokens", Stat: Mean, Format: "%.0f",
+				Legend: "tokens: repository text in the context"},
+			{Table: MethodsTable, Order: 6, Head: "tokens mean", Stat: Mean, Format: "%.0f"},
+			{Table: MethodsTable, Order: 7, Head: "tokens median", Stat: Median, Format: "%.0f"},
+			{Table: PairsTable, Order: 3, Head: "tokens", Format: "%.0f"},
+			{Table: RowTable, Order: 4, Head: "tokens", Format: "%.0f"}}})
+	ContextLines = IntField("context_lines")
+	// Rho is the share of the gold files the context shows.
+	Rho = FloatField("rho").Required().Shown(Presentation{Feature: &Feature{Order: 1}, Columns: []Column{
+		{Table: SummaryTable, Order: 3, Head: "mean rho", Stat: Mean, Format: "%.3f",
+			Legend: "rho: share of gold files shown"},
+		{Table: MethodsTable, Order: 2, Head: "mean rho", Stat: Mean, Format: "%.3f"},
+		{Table: MethodsTable, Order: 5, Head: "no gold shown %", Stat: PctZero, Format: "%.1f"},
+		{Table: PairsTable, Order: 1, Format: "%.3f"},
+		{Table: RowTable, Order: 2, Format: "%.3f"}}})
+	// Epsilon is the share of the context's lines found verbatim in their file.
+	Epsilon = FloatField("epsilon").Required().Shown(Presentation{Feature: &Feature{Order: 2}, Columns: []Column{
+		{Table: SummaryTable, Order: 4, Head: "mean epsilon", Stat: Mean, Format: "%.3f",
+			Legend: "epsilon: share of shown lines found verbatim in their file"},
+		{Table: MethodsTable, Order: 3, Head: "mean epsilon", Stat: Mean, Format: "%.3f"},
+		{Table: PairsTable, Order: 2, Format: "%.3f"},
+		{Table: RowTable, Order: 3, Format: "%.3f"}}})
+	// GoldLineShare is the share of the context's lines in gold files.
+	GoldLineShare = FloatField("gold_line_share").Shown(Presentation{Feature: &Feature{Order: 3}, Columns: []Column{
+		{Table: MethodsTable, Order: 4, Head: "gold-line share", Stat: Mean, Format: "%.3f"}}})
 	GoldFilesMissed = BoolField("gold_files_missed")
-	PatchApplied    = BoolField("patch_applied")
+	// PatchApplied says whether the patch applies strictly (git apply).
+	PatchApplied = BoolField("patch_applied").Required().Shown(Presentation{Columns: []Column{
+		{Table: SummaryTable, Order: 2, Head: "applied %", Stat: PctOfRows, Format: "%.1f"},
+		{Table: MethodsTable, Order: 1, Head: "applied %", Stat: PctOfRowsIfAny, Format: "%.1f"},
+		{Table: RowTable, Order: 1, Head: "applied"}}})
 	PatchEmpty      = BoolField("patch_empty")
 	PatchApplyError = StringField("patch_apply_error")
 )
@@ -122,7 +149,8 @@ type GradeParams struct {
 
 // Grade's row fields.
 var (
-	Resolved        = BoolField("resolved")
+	Resolved = BoolField("resolved").Required().Shown(Presentation{Columns: []Column{
+		{Table: SummaryTable, Order: 1, Head: "resolved %", Stat: PctOfRows, Format: "%.1f"}}})
 	GradeStatus     = StringField("grade_status")
 	GradeExecutor   = StringField("grade_executor")
 	GradeIsolation  = StringField("grade_isolation")

@@ -59,8 +59,7 @@ func Label(model, method, step string, models int) string {
 
 // BuildPlan merges the arms of a validated experiment.
 func BuildPlan(e *Experiment) (*Plan, error) {
-	p := &Plan{Format: PlanFormatBorrowed}
-	index := map[string]int{}
+	b := newPlanBuilder()
 	grading, err := toParam(e.Grading)
 	if err != nil {
 		return nil, err
@@ -70,58 +69,112 @@ func BuildPlan(e *Experiment) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		tokenizer := ResolveTokenizer(e, m)
+		in := injected{model: modelParam, tokenizer: ResolveTokenizer(e, m), grading: grading}
 		for _, method := range e.Methods {
 			order, err := TopoOrder(method)
 			if err != nil {
 				return nil, err
 			}
-			keys := map[string]string{}
-			arm := Arm{Method: method.Name, Model: m.Name}
-			for _, s := range order {
-				info := Catalog[s.Activity]
-				params := map[string]any{}
-				for k, v := range s.Params {
-					params[k] = v
-				}
-				if info.UsesModel {
-					if _, set := params["model"]; !set {
-						params["model"] = modelParam
-					}
-				}
-				if info.UsesTokenizer {
-					if _, set := params["tokenizer"]; !set {
-						params["tokenizer"] = tokenizer
-					}
-				}
-				if info.UsesGrading {
-					if _, set := params["grading"]; !set {
-						params["grading"] = grading
-					}
-				}
-				inputs := map[string]string{}
-				for name, from := range s.Inputs {
-					inputs[name] = keys[from]
-				}
-				key, err := nodeKey(s.Activity, params, inputs)
-				if err != nil {
-					return nil, fmt.Errorf("method %s step %s: %w", method.Name, s.ID, err)
-				}
-				keys[s.ID] = key
-				label := Label(m.Name, method.Name, s.ID, len(e.Models))
-				if i, ok := index[key]; ok {
-					p.Nodes[i].Steps = append(p.Nodes[i].Steps, label)
-				} else {
-					index[key] = len(p.Nodes)
-					p.Nodes = append(p.Nodes, Node{Key: key, Activity: s.Activity, Params: params, Inputs: inputs,
-						Steps: []string{label}})
-				}
-				arm.Steps = append(arm.Steps, ArmStep{ID: s.ID, Key: key, Borrowed: s.Borrowed})
+			if err := b.addArm(method.Name, m.Name, len(e.Models), order, in, nil); err != nil {
+				return nil, err
 			}
-			p.Arms = append(p.Arms, arm)
 		}
 	}
-	return p, nil
+	return b.plan, nil
+}
+
+// GivenPatch is the step id the patch input of a grade plan's grade step names: the patch to grade, given rather
+// than computed by a step (GradePlan).
+const GivenPatch = "patch"
+
+// PatchKey is the key a given patch stands under in a grade plan: its bytes' digest, in node keys' encoding, so
+// that grade nodes of different patches differ and those of one patch are one.
+func PatchKey(patch []byte) string {
+	sum := sha256.Sum256(patch)
+	key, _ := nodeKey(GivenPatch, map[string]any{"sha256": hex.EncodeToString(sum[:])}, nil)
+	return key
+}
+
+// GradePlan is the plan of grading a given patch as a sweep grades one (starter grade), in one arm (method, model):
+// a checkout node and a grade node whose patch input is the patch under patchKey (PatchKey), the grading settings
+// injected as BuildPlan injects them. Its nodes are keyed as a sweep's are: its checkout node is a sweep's.
+func GradePlan(method, model string, grading Grading, patchKey string) (*Plan, error) {
+	g, err := toParam(grading)
+	if err != nil {
+		return nil, err
+	}
+	steps := []Step{{ID: Checkout.Name, Activity: Checkout.Name},
+		{ID: Grade.Name, Activity: Grade.Name, Inputs: map[string]string{"checkout": Checkout.Name, "patch": GivenPatch}}}
+	b := newPlanBuilder()
+	err = b.addArm(method, model, 1, steps, injected{grading: g}, map[string]string{GivenPatch: patchKey})
+	return b.plan, err
+}
+
+// planBuilder merges arms into a plan: steps with the same activity, parameters and input keys are one node.
+type planBuilder struct {
+	plan  *Plan
+	index map[string]int // node key -> its place in plan.Nodes
+}
+
+func newPlanBuilder() *planBuilder {
+	return &planBuilder{plan: &Plan{Format: PlanFormatBorrowed}, index: map[string]int{}}
+}
+
+// injected are the parameters a plan gives the steps whose kinds use them (UsesModel, UsesTokenizer, UsesGrading),
+// in their JSON form; a step that sets one itself keeps its own.
+type injected struct{ model, tokenizer, grading any }
+
+func (in injected) params(s Step) map[string]any {
+	info := Catalog[s.Activity]
+	params := map[string]any{}
+	for k, v := range s.Params {
+		params[k] = v
+	}
+	for _, p := range []struct {
+		uses  bool
+		name  string
+		value any
+	}{{info.UsesModel, "model", in.model}, {info.UsesTokenizer, "tokenizer", in.tokenizer},
+		{info.UsesGrading, "grading", in.grading}} {
+		if _, set := params[p.name]; p.uses && !set {
+			params[p.name] = p.value
+		}
+	}
+	return params
+}
+
+// addArm adds the arm of method under model (models: how many the labels tell apart), whose steps come in order
+// (each after its inputs), to the plan. given are the keys of inputs no step computes, by the id the steps name.
+func (b *planBuilder) addArm(method, model string, models int, order []Step, in injected,
+	given map[string]string) error {
+	keys := map[string]string{}
+	for id, key := range given {
+		keys[id] = key
+	}
+	arm := Arm{Method: method, Model: model}
+	for _, s := range order {
+		params := in.params(s)
+		inputs := map[string]string{}
+		for name, from := range s.Inputs {
+			inputs[name] = keys[from]
+		}
+		key, err := nodeKey(s.Activity, params, inputs)
+		if err != nil {
+			return fmt.Errorf("method %s step %s: %w", method, s.ID, err)
+		}
+		keys[s.ID] = key
+		label := Label(model, method, s.ID, models)
+		if i, ok := b.index[key]; ok {
+			b.plan.Nodes[i].Steps = append(b.plan.Nodes[i].Steps, label)
+		} else {
+			b.index[key] = len(b.plan.Nodes)
+			b.plan.Nodes = append(b.plan.Nodes, Node{Key: key, Activity: s.Activity, Params: params, Inputs: inputs,
+				Steps: []string{label}})
+		}
+		arm.Steps = append(arm.Steps, ArmStep{ID: s.ID, Key: key, Borrowed: s.Borrowed})
+	}
+	b.plan.Arms = append(b.plan.Arms, arm)
+	return nil
 }
 
 // TopoOrder returns the method's steps so that every step follows its inputs, keeping declaration order where it

@@ -399,7 +399,7 @@ func (s *issueState) buildRows() []results.Row {
 	m := newRowMerger(s.plan)
 	rows := make([]results.Row, 0, len(s.plan.Arms))
 	for _, arm := range s.plan.Arms {
-		row, _ := m.armRow(s.in.Instance.ID, arm, func(key string) (map[string]any, bool) {
+		row, _ := m.ArmRow(s.in.Instance.ID, arm, func(key string) (map[string]any, bool) {
 			return s.outputs[key].Row, true // a failed node has no fields; its error is recorded below
 		}, func(row results.Row, st specs.ArmStep) {
 			if s.rootFailure[st.Key] && row[results.FieldError] == nil {

@@ -8,6 +8,7 @@ import (
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/internal/offlinetask"
+	"ctxlab/specs"
 )
 
 // ToolsHelp describes the tools and the plain-text protocol to call them; a prompt shows it as .Tools.
@@ -64,7 +65,7 @@ type OfflineInput struct {
 // The offline stand-in agent (not a language model): the issue's identifiers are searched, the files with most
 // hits opened, then the oracle patcher answers from what the agent saw.
 func init() {
-	offlinetask.Register(offlinetask.TaskAgent, offlinetask.Answerer{
+	offlinetask.Register(specs.Agent.Task, offlinetask.Answerer{
 		FromInput: offline.Answer(func(in *OfflineInput, _ offlinetask.Call) (string, error) {
 			if c, ok := offlinetask.NextAgentCall(Terms(in.Issue), in.Steps, in.TurnsLeft); ok {
 				return "Looking into the repository.\n\n" + offlinetask.FormatAgentCall(c), nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"ctxlab/internal/offlinetask"
+	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -28,7 +29,7 @@ func TestNativeToolCalls(t *testing.T) {
 	p := newProvider(t)
 	tools := []Tool{{Name: offlinetask.ToolSearch, Parameters: map[string]any{"type": "object"}},
 		{Name: offlinetask.ToolOpen, Parameters: map[string]any{"type": "object"}}}
-	resp, err := p.Complete(context.Background(), Request{Task: offlinetask.TaskAgent, Messages: agentConversation(),
+	resp, err := p.Complete(context.Background(), Request{Task: specs.Agent.Task, Messages: agentConversation(),
 		Tools: tools})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestNativeToolCalls(t *testing.T) {
 		t.Errorf("assistant message as the server read it: %q", am)
 	}
 
-	if _, err := p.Complete(context.Background(), Request{Task: offlinetask.TaskAgent, Messages: agentConversation()}); err != nil {
+	if _, err := p.Complete(context.Background(), Request{Task: specs.Agent.Task, Messages: agentConversation()}); err != nil {
 		t.Fatal(err)
 	}
 	plain := fake.Requests()[1]

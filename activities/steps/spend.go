@@ -2,12 +2,7 @@ package steps
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -35,36 +30,15 @@ func LimitsOf(e *specs.Experiment) RunLimits {
 	return RunLimits{SpendUSD: e.Limits.SpendUSD, Providers: e.Limits.Providers}
 }
 
-// WriteLimits records the run limits in the run folder (atomically: workers read it at any time).
-func WriteLimits(runDir string, l RunLimits) error {
-	b, err := json.MarshalIndent(l, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return err
-	}
-	tmp := filepath.Join(runDir, runfolder.LimitsFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, runfolder.Limits(runDir))
-}
+// WriteLimits records the run limits in the run folder (runfolder.WriteLimits: atomically, workers read it at any
+// time).
+func WriteLimits(runDir string, l RunLimits) error { return runfolder.WriteLimits(runDir, l) }
 
 // ReadLimits reads a run folder's limits; a folder without the file has none.
 func ReadLimits(runDir string) (RunLimits, error) {
 	var l RunLimits
-	b, err := os.ReadFile(runfolder.Limits(runDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return l, nil
-	}
-	if err != nil {
-		return l, err
-	}
-	if err := json.Unmarshal(b, &l); err != nil {
-		return l, fmt.Errorf("%s: %w", runfolder.Limits(runDir), err)
-	}
-	return l, nil
+	err := runfolder.ReadLimits(runDir, &l)
+	return l, err
 }
 
 // ErrSpendLimit is the type of the error a model call fails with when the run has spent its cap. The Issue

@@ -9,10 +9,9 @@ import (
 	"strings"
 )
 
-// TaskAgent is the task of one turn of the agent method: the model either calls a read-only tool or answers with
-// its edit. Its wire format lives here, below both stand-ins, so the activity, the offline stand-in and the fake
-// endpoint read and write the same text.
-const TaskAgent = "agent"
+// The agent method's turns (its task is specs.Agent.Task) either call a read-only tool or answer with the edit. Their
+// wire format lives here, below both stand-ins, so the activity, the offline stand-in and the fake endpoint read and
+// write the same text; the stand-ins register the task under its declaration's name.
 
 // Agent tools, as a tool call names them.
 const (
@@ -167,9 +166,4 @@ func rankHits(steps []AgentStep) []string {
 		return first[a] < first[b]
 	})
 	return order
-}
-
-// Markers of the agent's prompts, so that the fake endpoint knows an agent turn that comes without its task header.
-func init() {
-	Register(TaskAgent, Answerer{Markers: []string{"```tool", "read-only tools"}})
 }

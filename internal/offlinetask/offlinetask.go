@@ -11,6 +11,7 @@ package offlinetask
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -42,9 +43,15 @@ type entry struct {
 	Answerer
 }
 
+// guess is one marker naming its task (Answerer.Markers).
+type guess struct{ task, marker string }
+
 var (
 	mu      sync.RWMutex
-	entries []*entry // in registration order: Guess tries markers in this order
+	entries []*entry // in registration order (Tasks)
+	// guesses are every registered marker in the order registered: Guess tries them in this order, whichever
+	// package registered a task's other answers first.
+	guesses []guess
 )
 
 // Register adds answers for task. A task's answers may come from several calls (the built-ins register FromInput
@@ -79,6 +86,9 @@ func Register(task string, a Answerer) (unregister func()) {
 		markers[i] = strings.ToLower(m)
 	}
 	e.Markers = append(e.Markers, markers...)
+	for _, m := range markers {
+		guesses = append(guesses, guess{task, m})
+	}
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -89,6 +99,11 @@ func Register(task string, a Answerer) (unregister func()) {
 			e.FromPrompt = nil
 		}
 		e.Markers = removeAll(e.Markers, markers)
+		for _, m := range markers {
+			if i := slices.Index(guesses, guess{task, m}); i >= 0 {
+				guesses = slices.Delete(guesses, i, i+1)
+			}
+		}
 		if e.FromInput == nil && e.FromPrompt == nil && len(e.Markers) == 0 {
 			for i, x := range entries {
 				if x == e {
@@ -113,18 +128,16 @@ func Lookup(task string) (Answerer, bool) {
 	return a, true
 }
 
-// Guess names the task a prompt is for by its wording: the first task, in registration order, one of whose markers
-// the prompt contains (case-insensitively), or "" when none does. Activities send their task by name; Guess serves
-// callers that do not.
+// Guess names the task a prompt is for by its wording: the task of the first marker, in the order markers were
+// registered, that the prompt contains (case-insensitively), or "" when none does. Activities send their task by
+// name; Guess serves callers that do not.
 func Guess(prompt string) string {
 	low := strings.ToLower(prompt)
 	mu.RLock()
 	defer mu.RUnlock()
-	for _, e := range entries {
-		for _, m := range e.Markers {
-			if strings.Contains(low, m) {
-				return e.task
-			}
+	for _, g := range guesses {
+		if strings.Contains(low, g.marker) {
+			return g.task
 		}
 	}
 	return ""

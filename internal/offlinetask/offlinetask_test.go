@@ -49,3 +49,18 @@ func TestRegisterMergesAndUnregisters(t *testing.T) {
 		t.Errorf("t_first still registered: %v", Tasks())
 	}
 }
+
+// TestGuessTriesMarkersInTheirOrder: markers are tried in the order they were registered, also when a task's other
+// answers were registered before another task's markers (the offline provider's input answers are registered by
+// a package that may be initialized before the fake endpoint registers the markers).
+func TestGuessTriesMarkersInTheirOrder(t *testing.T) {
+	defer Register("t_late", Answerer{FromInput: func(Call) (string, error) { return "", nil }})()
+	defer Register("t_early", Answerer{Markers: []string{"write a diff"}})()
+	defer Register("t_late", Answerer{Markers: []string{"diff"}})()
+	if got := Guess("please write a diff"); got != "t_early" {
+		t.Errorf("Guess = %q, want t_early, whose marker was registered first", got)
+	}
+	if got := Guess("a diff"); got != "t_late" {
+		t.Errorf("Guess = %q, want t_late", got)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"ctxlab/results/report"
+	"ctxlab/specs"
 )
 
 // Write draws every figure the report has data for into dir and returns the files written (PNG and SVG of each).
@@ -270,13 +271,14 @@ func meanGroups(r *report.Report, label func(string, string) string) []*meanGrou
 	var groups []*meanGroup
 	byMeans := map[string]*meanGroup{}
 	for _, m := range r.Methods {
-		if !m.MeanRho.OK || !m.MeanEpsilon.OK {
+		rho, eps := m.Stat(specs.Rho, specs.Mean), m.Stat(specs.Epsilon, specs.Mean)
+		if !rho.OK || !eps.OK {
 			continue
 		}
-		k := fmt.Sprintf("%.3f %.3f", m.MeanRho.V, m.MeanEpsilon.V)
+		k := fmt.Sprintf("%.3f %.3f", rho.V, eps.V)
 		g := byMeans[k]
 		if g == nil {
-			g = &meanGroup{rho: m.MeanRho.V, eps: m.MeanEpsilon.V}
+			g = &meanGroup{rho: rho.V, eps: eps.V}
 			byMeans[k] = g
 			groups = append(groups, g)
 		}

@@ -12,11 +12,13 @@ import (
 type Disagreement struct {
 	Instance string
 	// ResolvedBy is the method that resolved the issue (A or B of its Pair).
-	ResolvedBy         string
-	RhoA, RhoB         Value
-	TokensA, TokensB   Value
-	EpsilonA, EpsilonB Value
+	ResolvedBy string
+	// A and B are each side's values of PairColumns, in their order.
+	A, B []Value
 }
+
+// PairColumns are the fields each side of a disagreement shows (specs.PairsTable).
+var PairColumns = specs.Columns(specs.PairsTable)
 
 // Pair lists the issues behind the discordant counts of methods A and B under one model: OnlyA are the issues
 // only A resolves, OnlyB those only B resolves, each sorted by instance.
@@ -54,9 +56,10 @@ func Disagree(rows []results.Row, model, a, b string) Pair {
 		if rb == nil || resolved(ra) == resolved(rb) {
 			continue
 		}
-		d := Disagreement{Instance: inst, RhoA: field(ra, specs.Rho.Name), RhoB: field(rb, specs.Rho.Name),
-			TokensA: field(ra, specs.ContextTokens.Name), TokensB: field(rb, specs.ContextTokens.Name),
-			EpsilonA: field(ra, specs.Epsilon.Name), EpsilonB: field(rb, specs.Epsilon.Name)}
+		d := Disagreement{Instance: inst}
+		for _, c := range PairColumns {
+			d.A, d.B = append(d.A, ra.FieldValue(c.Field)), append(d.B, rb.FieldValue(c.Field))
+		}
 		if resolved(ra) {
 			d.ResolvedBy = a
 			p.OnlyA = append(p.OnlyA, d)
@@ -66,13 +69,6 @@ func Disagree(rows []results.Row, model, a, b string) Pair {
 		}
 	}
 	return p
-}
-
-func field(r results.Row, name string) Value {
-	if v, ok := r.Float(name); ok {
-		return some(v)
-	}
-	return Value{}
 }
 
 // disagreements fills r.Pairs: one per paired comparison (anchor against method), then the extra pairs asked

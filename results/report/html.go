@@ -51,6 +51,9 @@ const MaxLogChars = 20000
 // instance and method. Everything from rows and stored objects is escaped by html/template.
 func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 	view := htmlPage{Title: r.Title, Source: r.Source, Run: o.Run, Notes: r.Notes}
+	for _, c := range RowColumns {
+		view.RowHeads = append(view.RowHeads, c.Heading())
+	}
 	if view.Run == "" {
 		view.Run = "NAME"
 	}
@@ -77,10 +80,12 @@ func (r *Report) HTML(o HTMLOptions) ([]byte, error) {
 // htmlPage is what pageTemplate renders.
 type htmlPage struct {
 	Title, Source, Summary, Run string
-	Notes                       []string
-	Tables                      []htmlTable
-	Figures                     []htmlFigure
-	Instances                   []htmlInstance
+	// RowHeads head the RowColumns of each instance's table.
+	RowHeads  []string
+	Notes     []string
+	Tables    []htmlTable
+	Figures   []htmlFigure
+	Instances []htmlInstance
 }
 
 type htmlCell struct {
@@ -99,17 +104,21 @@ type htmlRef struct {
 	Ref, URL string
 }
 
-// htmlArm is one row of an instance: one method on one model.
+// htmlArm is one row of an instance: one method on one model. Values are its RowColumns' cells.
 type htmlArm struct {
-	Method, Model, Label, Resolved, Applied, Rho, Epsilon, Tokens, Status, Error, Served string
-	ResolvedOK                                                                           bool
-	Files                                                                                []string
-	Context, PatchRef, LogRef                                                            htmlRef
-	Patch, Log                                                                           string
-	LogCut                                                                               int
-	Problems                                                                             []string
-	HasDetail                                                                            bool
+	Method, Model, Label, Resolved, Status, Error, Served string
+	ResolvedOK                                            bool
+	Values                                                []string
+	Files                                                 []string
+	Context, PatchRef, LogRef                             htmlRef
+	Patch, Log                                            string
+	LogCut                                                int
+	Problems                                              []string
+	HasDetail                                             bool
 }
+
+// RowColumns are the fields report.html shows on each row's line (specs.RowTable), after its outcome.
+var RowColumns = specs.Columns(specs.RowTable)
 
 type htmlInstance struct {
 	ID, Anchor string
@@ -203,10 +212,11 @@ func (r *Report) htmlArm(row results.Row, o HTMLOptions) htmlArm {
 	}
 	id := row.Key()
 	a := htmlArm{Method: id.Method, Model: id.Model, Label: label(id.Method, id.Model, r.models()),
-		Resolved: yesNo(row, specs.Resolved.Name), Applied: yesNo(row, specs.PatchApplied.Name),
-		Rho: opt(field(row, specs.Rho.Name), "%.3f").show, Epsilon: opt(field(row, specs.Epsilon.Name), "%.3f").show,
-		Tokens: opt(field(row, specs.ContextTokens.Name), "%.0f").show, Status: row.String(specs.GradeStatus.Name),
+		Resolved: yesNo(graded(row)), Status: row.String(specs.GradeStatus.Name),
 		Error: row.String(results.FieldError), Served: row.String(specs.ModelServed.Name), ResolvedOK: resolved(row)}
+	for _, c := range RowColumns {
+		a.Values = append(a.Values, results.Show(c, row.FieldValue(c.Field)))
+	}
 	if a.Error == "" {
 		a.Error = row.String(specs.GradeError.Name)
 	}
@@ -228,8 +238,7 @@ func (r *Report) htmlArm(row results.Row, o HTMLOptions) htmlArm {
 // CountedRows are the rows the report counted: the first of each (instance, method, model), in file order.
 func (r *Report) CountedRows() []results.Row { return r.rows }
 
-func yesNo(row results.Row, f string) string {
-	v, ok := row.Bool(f)
+func yesNo(v, ok bool) string {
 	switch {
 	case !ok:
 		return missing
@@ -311,8 +320,8 @@ method for its context's files, its patch and its test log. A reference names a 
 <details class="inst" id="{{.Anchor}}">
 <summary>{{.ID}} — resolved by {{.Resolved}} of {{len .Arms}} methods</summary>
 <table>
-<thead><tr><th class="t">method</th><th>resolved</th><th>applied</th><th>rho</th><th>epsilon</th><th>tokens</th><th class="t">grade</th><th class="t">error</th><th class="t">served by</th></tr></thead>
-<tbody>{{range .Arms}}<tr><td class="t">{{.Label}}</td><td class="{{if .ResolvedOK}}yes{{else}}no{{end}}">{{.Resolved}}</td><td>{{.Applied}}</td><td>{{.Rho}}</td><td>{{.Epsilon}}</td><td>{{.Tokens}}</td><td class="t">{{.Status}}</td><td class="t">{{.Error}}</td><td class="t">{{.Served}}</td></tr>
+<thead><tr><th class="t">method</th><th>resolved</th>{{range $.RowHeads}}<th>{{.}}</th>{{end}}<th class="t">grade</th><th class="t">error</th><th class="t">served by</th></tr></thead>
+<tbody>{{range .Arms}}<tr><td class="t">{{.Label}}</td><td class="{{if .ResolvedOK}}yes{{else}}no{{end}}">{{.Resolved}}</td>{{range .Values}}<td>{{.}}</td>{{end}}<td class="t">{{.Status}}</td><td class="t">{{.Error}}</td><td class="t">{{.Served}}</td></tr>
 {{end}}</tbody>
 </table>
 {{range .Arms}}

@@ -16,7 +16,6 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/results/stats"
-	"ctxlab/specs"
 )
 
 // Prediction is a frozen forecast of a method's resolve rate from its context features, made before its patches
@@ -159,7 +158,7 @@ func predictTarget(g grouped, o *PredictOptions) ([]results.Row, error) {
 // predictIssues predicts each target row that carries every feature, and counts the rows already graded.
 func (p *Prediction) predictIssues(target []results.Row, fit stats.LogitFit) {
 	for _, r := range target {
-		if _, ok := r.Bool(specs.Resolved.Name); ok {
+		if _, ok := graded(r); ok {
 			p.OutcomesSeen++
 		}
 		x, ok := featureVector(r, p.Features)
@@ -358,7 +357,7 @@ func checkPredictions(g grouped, preds []Prediction) []PredictionCheck {
 			if !ok {
 				continue
 			}
-			if _, graded := r.Bool(specs.Resolved.Name); !graded && r.String(results.FieldError) == "" {
+			if _, ok := graded(r); !ok && r.String(results.FieldError) == "" {
 				continue
 			}
 			idx = append(idx, i)

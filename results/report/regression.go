@@ -8,7 +8,6 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/results/stats"
-	"ctxlab/specs"
 )
 
 // Regression is the logistic regression of resolve on context features under one model.
@@ -45,16 +44,21 @@ type Calibration struct {
 	PredictedPct float64
 }
 
-// featureValue reads one feature of a row.
+// featureValue reads one feature of a row: a declared term (specs.Features) as it says, any other name as a
+// numeric row field.
 func featureValue(r results.Row, name string) (float64, bool) {
-	if name == FeatureLogTokens {
-		v, ok := r.Float(specs.ContextTokens.Name)
-		if !ok || v < 0 {
-			return 0, false
-		}
-		return math.Log1p(v), true
+	f, ok := declaredFeatures[name]
+	if !ok {
+		return r.Float(name)
 	}
-	return r.Float(name)
+	v, ok := r.Float(f.Field.Name)
+	if !f.Log1p {
+		return v, ok
+	}
+	if !ok || v < 0 {
+		return 0, false
+	}
+	return math.Log1p(v), true
 }
 
 func featureVector(r results.Row, names []string) ([]float64, bool) {

@@ -51,20 +51,29 @@ type Options struct {
 	Predictions []Prediction
 }
 
-// DefaultFeatures are the context features of the regression: gold-file recall, verbatim rate, share of context
-// lines in gold files, and log(1 + context tokens).
-var DefaultFeatures = []string{specs.Rho.Name, specs.Epsilon.Name, specs.GoldLineShare.Name, FeatureLogTokens}
+// DefaultFeatures are the context features of the regression, as the row fields declare them (specs.Features):
+// gold-file recall, verbatim rate, share of context lines in gold files, and log(1 + context tokens).
+var DefaultFeatures []string
 
-// FeatureLogTokens is log(1 + context_tokens); every other feature name is a numeric row field.
-const FeatureLogTokens = "log_tokens"
+// declaredFeatures are the declared regression terms by name: a feature name that is none of them is a numeric row
+// field.
+var declaredFeatures = map[string]specs.FieldFeature{}
 
-// Value is a statistic that may be missing: OK is false when no row carried the field (shown as "–", never 0).
-type Value struct {
-	V  float64
-	OK bool
+func init() {
+	for _, f := range specs.Features() {
+		DefaultFeatures = append(DefaultFeatures, f.Term(f.Field))
+		declaredFeatures[f.Term(f.Field)] = f
+	}
 }
 
+// Value is a statistic that may be missing: OK is false when no row carried the field (shown as "–", never 0).
+type Value = results.Value
+
 func some(v float64) Value { return Value{V: v, OK: true} }
+
+// MethodColumns are the columns the declared row fields add to the per-method table (specs.MethodsTable), after
+// its own: MethodStats.Stats holds their values in this order.
+var MethodColumns = specs.Columns(specs.MethodsTable)
 
 // MethodStats is one (method, model) line of the main table.
 type MethodStats struct {
@@ -76,16 +85,9 @@ type MethodStats struct {
 	// ResolvedPct is 100·Resolved/N; CI its bootstrap interval in percent.
 	ResolvedPct float64
 	CI          stats.Interval
-	// AppliedPct is the share of the N rows whose patch applied.
-	AppliedPct Value
-	// Means over the rows that carry the field.
-	MeanRho, MeanEpsilon, GoldLineShare Value
-	// NoGoldPct is the share of rows with rho = 0 (no gold file shown), among rows that carry rho.
-	NoGoldPct                Value
-	TokensMean, TokensMedian Value
-	CostPerIssue             Value
-	FallbackPct              Value
-	LocF1                    Value
+	// Stats are the values of MethodColumns (the share of rows whose patch applied, the context metrics' means,
+	// the cost per issue ...), in their order.
+	Stats []Value
 	// Multiplier is the budget multiplier (OK when the rows or the name carry one); Base the method it scales.
 	Multiplier Value
 	Base       string
@@ -289,9 +291,36 @@ func group(rows []results.Row, order []results.Key) grouped {
 	return g
 }
 
+// resolved reports whether a row's patch resolved its issue: the outcome every comparison counts.
 func resolved(r results.Row) bool {
-	v, _ := r.Bool(specs.Resolved.Name)
+	v, _ := graded(r)
 	return v
+}
+
+// graded returns a row's outcome, and whether it has one (false while its patch is not graded, or its grade failed).
+func graded(r results.Row) (resolved, ok bool) { return r.Bool(specs.Resolved.Name) }
+
+// Stat returns the method's statistic of field f of the kind stat (its MethodColumns column); missing when the
+// table has no such column.
+func (m MethodStats) Stat(f specs.AnyField, stat specs.Stat) Value {
+	for i, c := range MethodColumns {
+		if c.Field.Name == f.Declaration().Name && c.Stat == stat && i < len(m.Stats) {
+			return m.Stats[i]
+		}
+	}
+	return Value{}
+}
+
+// columnStat is a column's statistic over rows: results.StatOf's, and the median, which results leaves to this
+// package (it does not link results/stats).
+func columnStat(c specs.FieldColumn, rows []results.Row) Value {
+	if c.Stat != specs.Median {
+		return results.StatOf(c, rows)
+	}
+	if xs := results.Carried(rows, c.Field); len(xs) > 0 {
+		return some(stats.Median(xs))
+	}
+	return Value{}
 }
 
 func mean(xs []float64) Value {
@@ -309,10 +338,6 @@ func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level 
 	m := MethodStats{Method: k.Method, Model: k.Model, N: len(rows), Errored: map[errkind.Class]int{},
 		Served: map[string]int{}}
 	outcome := make([]float64, len(rows))
-	var rho, eps, gls, tok, cost, f1 []float64
-	applied, hasApplied := 0, false
-	fallback, nFallback := 0, 0
-	noGold := 0
 	for i, r := range rows {
 		switch {
 		case r.String(results.FieldError) != "":
@@ -330,54 +355,13 @@ func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level 
 			m.Resolved++
 			outcome[i] = 1
 		}
-		if v, ok := r.Bool(specs.PatchApplied.Name); ok {
-			hasApplied = true
-			if v {
-				applied++
-			}
-		}
-		if v, ok := r.Bool(specs.Fallback.Name); ok {
-			nFallback++
-			if v {
-				fallback++
-			}
-		}
-		if v, ok := r.Float(specs.Rho.Name); ok {
-			rho = append(rho, v)
-			if v == 0 {
-				noGold++
-			}
-		}
-		for _, f := range []struct {
-			name string
-			dst  *[]float64
-		}{{specs.Epsilon.Name, &eps}, {specs.GoldLineShare.Name, &gls}, {specs.ContextTokens.Name, &tok},
-			{specs.CostUSD.Name, &cost}, {specs.LocF1.Name, &f1}} {
-			if v, ok := r.Float(f.name); ok {
-				*f.dst = append(*f.dst, v)
-			}
-		}
 	}
-	n := float64(m.N)
-	m.ResolvedPct = 100 * float64(m.Resolved) / n
+	m.ResolvedPct = 100 * float64(m.Resolved) / float64(m.N)
 	ci := boot.MeanCI(outcome, level)
 	m.CI = stats.Interval{Lo: 100 * ci.Lo, Hi: 100 * ci.Hi}
-	if hasApplied {
-		m.AppliedPct = some(100 * float64(applied) / n)
+	for _, c := range MethodColumns {
+		m.Stats = append(m.Stats, columnStat(c, rows))
 	}
-	m.MeanRho, m.MeanEpsilon, m.GoldLineShare = mean(rho), mean(eps), mean(gls)
-	if len(rho) > 0 {
-		m.NoGoldPct = some(100 * float64(noGold) / float64(len(rho)))
-	}
-	m.TokensMean = mean(tok)
-	if len(tok) > 0 {
-		m.TokensMedian = some(stats.Median(tok))
-	}
-	m.CostPerIssue = mean(cost)
-	if nFallback > 0 {
-		m.FallbackPct = some(100 * float64(fallback) / float64(nFallback))
-	}
-	m.LocF1 = mean(f1)
 	return m
 }
 

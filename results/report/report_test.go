@@ -285,7 +285,8 @@ func TestDisagreementsMatchMcNemarCounts(t *testing.T) {
 		onlyA = append(onlyA, d.Instance)
 	}
 	if strings.Join(onlyA, " ") != "i1 i3 i5" || len(ab.OnlyB) != 1 || ab.OnlyB[0].Instance != "i6" ||
-		ab.OnlyB[0].ResolvedBy != "B" || ab.OnlyA[0].RhoA != some(1) || ab.OnlyA[0].RhoB != some(0.5) {
+		ab.OnlyB[0].ResolvedBy != "B" || PairColumns[0].Field.Name != specs.Rho.Name || ab.OnlyA[0].A[0] != some(1) ||
+		ab.OnlyA[0].B[0] != some(0.5) {
 		t.Errorf("A vs B disagreements %+v", ab)
 	}
 	// B vs C on i1..i3 (C's duplicate i3 row ignored): B resolves i2 only; C resolves i1, i3 (i2 is C's error row).

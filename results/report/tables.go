@@ -94,17 +94,19 @@ func (r *Report) methodTable() Table {
 	// The multiplier column only matters when some method ran at several budgets.
 	hasMult := len(r.Budget) > 0
 	mt := Table{Name: "methods", Caption: fmt.Sprintf("Per method: resolve rate with %.0f%% issue-level bootstrap interval (%d resamples) and context metrics", 100*r.Level, r.Resamples),
-		Head: []string{"method", "model", "n", "errors", "resolved %", "95% CI", "applied %", "mean rho",
-			"mean epsilon", "gold-line share", "no gold shown %", "tokens mean", "tokens median", "cost/issue $",
-			"fallback %", "loc F1"}}
+		Head: []string{"method", "model", "n", "errors", "resolved %", "95% CI"}}
+	for _, c := range MethodColumns {
+		mt.Head = append(mt.Head, c.Heading())
+	}
 	if hasMult {
 		mt.Head = append(mt.Head, "budget x")
 	}
 	for _, m := range r.Methods {
 		row := []cell{txt(m.Method), txt(m.Model), integer(m.N), integer(m.Errors), num(m.ResolvedPct, "%.1f"),
-			interval(m.CI.Lo, m.CI.Hi), opt(m.AppliedPct, "%.1f"), opt(m.MeanRho, "%.3f"), opt(m.MeanEpsilon, "%.3f"),
-			opt(m.GoldLineShare, "%.3f"), opt(m.NoGoldPct, "%.1f"), opt(m.TokensMean, "%.0f"),
-			opt(m.TokensMedian, "%.0f"), opt(m.CostPerIssue, "%.3f"), opt(m.FallbackPct, "%.1f"), opt(m.LocF1, "%.3f")}
+			interval(m.CI.Lo, m.CI.Hi)}
+		for i, c := range MethodColumns {
+			row = append(row, opt(m.Stats[i], c.Format))
+		}
 		if hasMult {
 			row = append(row, opt(m.Multiplier, "%g"))
 		}
@@ -116,13 +118,17 @@ func (r *Report) methodTable() Table {
 // disagreementTable lists, per pair, the issues exactly one of its methods resolves.
 func (r *Report) disagreementTable() Table {
 	dt := Table{Name: "disagreements", Caption: "Disagreements: the issues exactly one method of a pair resolves (the discordant pairs of its McNemar test)",
-		Head: []string{"model", "method A", "method B", "instance", "resolved by", "rho A", "rho B",
-			"epsilon A", "epsilon B", "tokens A", "tokens B"}}
+		Head: []string{"model", "method A", "method B", "instance", "resolved by"}}
+	for _, c := range PairColumns {
+		dt.Head = append(dt.Head, c.Heading()+" A", c.Heading()+" B")
+	}
 	for _, p := range r.Pairs {
 		for _, d := range append(slices.Clip(p.OnlyA), p.OnlyB...) {
-			dt.rows = append(dt.rows, []cell{txt(p.Model), txt(p.A), txt(p.B), txt(d.Instance), txt(d.ResolvedBy),
-				opt(d.RhoA, "%.3f"), opt(d.RhoB, "%.3f"), opt(d.EpsilonA, "%.3f"), opt(d.EpsilonB, "%.3f"),
-				opt(d.TokensA, "%.0f"), opt(d.TokensB, "%.0f")})
+			row := []cell{txt(p.Model), txt(p.A), txt(p.B), txt(d.Instance), txt(d.ResolvedBy)}
+			for i, c := range PairColumns {
+				row = append(row, opt(d.A[i], c.Format), opt(d.B[i], c.Format))
+			}
+			dt.rows = append(dt.rows, row)
 		}
 	}
 	return dt

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/internal/offlinetask"
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
+	"ctxlab/specs"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 	"ctxlab/workflows"
@@ -50,7 +50,7 @@ func agentTurnsDone(dir string) int {
 // no turn finished before the kill ran again, and that no request paid before the kill was paid again.
 func TestAgentCrashMidTrajectory(t *testing.T) {
 	const key = "sk-ctxlab-agent-crash-DO-NOT-LEAK"
-	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithDelay(offlinetask.TaskAgent, 250*time.Millisecond))
+	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithDelay(specs.Agent.Task, 250*time.Millisecond))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
@@ -64,7 +64,7 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 		t.Fatalf("reference run: exit %d\n%s", code, stderr)
 	}
 	want := readRows(t, filepath.Join(refRuns, "agentkill", "results.jsonl"))
-	refCalls := srv.CallsFor(offlinetask.TaskAgent)
+	refCalls := srv.CallsFor(specs.Agent.Task)
 	if len(want) != 2 || refCalls < 4 {
 		t.Fatalf("reference run: %d rows, %d agent calls; want 2 rows of several turns", len(want), refCalls)
 	}
@@ -77,7 +77,7 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 	// The agent spoke OpenAI tool calling: every turn offered the tools, and results went back as tool messages.
 	toolResults := 0
 	for _, r := range srv.Requests() {
-		if r.Task() != offlinetask.TaskAgent {
+		if r.Task() != specs.Agent.Task {
 			continue
 		}
 		if len(r.Tools) == 0 {
@@ -100,7 +100,7 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 	e2e.KillWhen(t, starter(ctx, t, "run", spec, "--runs", runs, "--quiet", "--ext-str", "model=openai"),
 		"no agent turn finished", 5*time.Minute, 20*time.Millisecond, func() bool { return agentTurnsDone(dir) >= 2 })
 	killedAt := time.Now()
-	callsBeforeResume := srv.CallsFor(offlinetask.TaskAgent) - refCalls
+	callsBeforeResume := srv.CallsFor(specs.Agent.Task) - refCalls
 	atts, _, _ := runlog.Read[runlog.Attempt](filepath.Join(dir, runfolder.AttemptsFile))
 	turnDone, trajDone := map[string]bool{}, map[string]bool{}
 	for _, a := range atts {
@@ -165,7 +165,7 @@ func TestAgentCrashMidTrajectory(t *testing.T) {
 		}
 	}
 	// Calls in flight at the kill (at most one per running trajectory) are the only ones asked twice.
-	total := srv.CallsFor(offlinetask.TaskAgent) - refCalls
+	total := srv.CallsFor(specs.Agent.Task) - refCalls
 	if total > refCalls+len(want) {
 		t.Errorf("%d agent calls over the killed and resumed runs, want at most %d (the uninterrupted run's %d plus one in flight per trajectory)",
 			total, refCalls+len(want), refCalls)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -115,9 +114,9 @@ func parseGrade(args []string, stderr io.Writer) (gradeOptions, error) {
 func validExecutor(e string) bool { return slices.Contains(specs.Executors, e) }
 
 // gradePredictions grades a predictions file with the grade activity's own code (activities.Checkout and
-// activities.Grade called as plain functions), without Temporal: grading predictions is one node per instance with
-// no model calls, so it needs no DAG, and it runs where no server can. Node outputs are memoized in the run folder
-// as in a sweep, so a killed grade run picks up where it stopped when started again.
+// activities.Grade called as plain functions), without Temporal: each prediction is a grade plan of two nodes
+// (specs.GradePlan) with no model calls, so it needs no server, and it runs where no server can. Node outputs are
+// memoized in the run folder as in a sweep, so a killed grade run picks up where it stopped when started again.
 func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -460,45 +459,73 @@ type grader struct {
 	dataset specs.Dataset
 }
 
-// grade returns the prediction's row; failures land in its error field.
+// grade returns the prediction's row: its grade plan (specs.GradePlan: a checkout and a grade node, keyed as a
+// sweep's nodes are) run step by step, the row built as the Issue workflow builds its rows (results.RowMerger). A
+// failure lands in the row's error field, and the fields of the steps that did not finish stay null, as in a sweep.
 func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions.Prediction) results.Row {
 	model, method := predictions.SplitModelName(p.ModelNameOrPath)
-	row := results.Row{results.FieldInstance: inst.InstanceID, results.FieldMethod: method, results.FieldModel: model,
-		specs.ContextTokens.Name: nil, specs.Rho.Name: nil, specs.Epsilon.Name: nil,
-		specs.PatchApplied.Name: false, specs.Resolved.Name: false, results.FieldError: nil}
-	fail := func(err error) results.Row {
-		row[results.FieldError] = errorText(err)
-		return row
+	plan, err := specs.GradePlan(method, model, g.grading, specs.PatchKey([]byte(p.ModelPatch)))
+	if err != nil {
+		plan = &specs.Plan{Arms: []specs.Arm{{Method: method, Model: model}}}
 	}
+	arm := plan.Arms[0]
+	var outputs map[string]activities.NodeOutput
+	var failedKey string
+	if err == nil {
+		outputs, failedKey, err = g.runArm(ctx, inst, p.ModelPatch, *plan)
+	}
+	row, _ := results.NewRowMerger(*plan).ArmRow(inst.InstanceID, arm, func(key string) (map[string]any, bool) {
+		return outputs[key].Row, true // a node that failed or did not run has no fields
+	}, func(row results.Row, st specs.ArmStep) {
+		if st.Key == failedKey && row[results.FieldError] == nil {
+			row[results.FieldError] = errorText(err)
+		}
+	})
+	if err != nil && row[results.FieldError] == nil { // before any step: the instance or the patch was not stored
+		row[results.FieldError] = errorText(err)
+	}
+	if out, graded := outputs[arm.Steps[len(arm.Steps)-1].Key]; err == nil && graded {
+		// As the measure step defines it: the patch applies strictly (git apply).
+		specs.PatchApplied.Set(row, out.Row[specs.PatchApply.Name] == string(diff.Applied))
+	}
+	return row
+}
+
+// runArm runs the steps of a grade plan's arm in order on one instance, the patch as the plan's given patch input,
+// and returns their outputs by node key; on a failure it stops and returns the failed node's key ("" before any
+// node ran) with the error.
+func (g grader) runArm(ctx context.Context, inst swebench.Instance, patch string, plan specs.Plan) (
+	map[string]activities.NodeOutput, string, error) {
 	instRef, err := cas.PutJSON(ctx, g.store, inst)
 	if err != nil {
-		return fail(err)
+		return nil, "", err
 	}
-	ref := activities.InstanceRef{ID: inst.InstanceID, Ref: instRef}
-	co, err := g.acts.Checkout(ctx, activities.NodeInput{Run: g.run, Instance: ref, Node: nodeKey("checkout", nil, nil),
-		Step: "grade.checkout", Dataset: g.dataset})
+	patchRef, err := g.store.Put(ctx, []byte(patch))
 	if err != nil {
-		return fail(err)
+		return nil, "", err
 	}
-	patchRef, err := g.store.Put(ctx, []byte(p.ModelPatch))
-	if err != nil {
-		return fail(err)
+	outputs := map[string]activities.NodeOutput{specs.PatchKey([]byte(patch)): {Ref: patchRef}}
+	nodes := map[string]specs.Node{}
+	for _, n := range plan.Nodes {
+		nodes[n.Key] = n
 	}
-	params := map[string]any{}
-	b, _ := json.Marshal(map[string]any{"grading": g.grading})
-	_ = json.Unmarshal(b, &params)
-	inputs := map[string]activities.NodeOutput{"checkout": {Ref: co.Ref}, "patch": {Ref: patchRef}}
-	out, err := g.acts.Grade(ctx, activities.NodeInput{Run: g.run, Instance: ref, Node: nodeKey("grade", params, inputs),
-		Step: "grade.grade", Params: params, Inputs: inputs, Dataset: g.dataset})
-	if err != nil {
-		return fail(err)
+	run := map[string]func(context.Context, activities.NodeInput) (activities.NodeOutput, error){
+		specs.Checkout.Name: g.acts.Checkout, specs.Grade.Name: g.acts.Grade}
+	for _, st := range plan.Arms[0].Steps {
+		n := nodes[st.Key]
+		in := activities.NodeInput{Run: g.run, Instance: activities.InstanceRef{ID: inst.InstanceID, Ref: instRef},
+			Node: n.Key, Step: "grade." + st.ID, Params: n.Params, Inputs: map[string]activities.NodeOutput{},
+			Dataset: g.dataset}
+		for name, key := range n.Inputs {
+			in.Inputs[name] = outputs[key]
+		}
+		out, err := run[n.Activity](ctx, in)
+		if err != nil {
+			return outputs, n.Key, err
+		}
+		outputs[n.Key] = out
 	}
-	for k, v := range out.Row {
-		row[k] = v
-	}
-	// As the measure step defines it: the patch applies strictly (git apply).
-	row[specs.PatchApplied.Name] = out.Row[specs.PatchApply.Name] == string(diff.Applied)
-	return row
+	return outputs, "", nil
 }
 
 // errorText is an activity error's text for a row: an ApplicationError's message and its causes', without the
@@ -512,10 +539,4 @@ func errorText(err error) string {
 		return app.Message() + ": " + errorText(cause)
 	}
 	return app.Message()
-}
-
-// nodeKey names a node by what it computes, as the plan's keys do, so a second grade run reuses finished nodes.
-func nodeKey(activity string, params map[string]any, inputs map[string]activities.NodeOutput) string {
-	b, _ := json.Marshal([]any{activity, params, inputs})
-	return activity + "-" + string(cas.RefOf(b))[len("sha256:"):][:16]
 }

@@ -13,6 +13,7 @@ import (
 	"ctxlab/demobench"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
+	"ctxlab/runlog"
 	"ctxlab/specs"
 )
 
@@ -259,9 +260,20 @@ func TestGradeErrorRowAndLogLine(t *testing.T) {
 			if strings.Contains(msg, "retryable:") {
 				t.Errorf("the error carries Temporal's annotation: %s", msg)
 			}
+			// No verdict, as a sweep's row whose step failed (and the harness's error instances): null, not false.
+			for _, f := range []string{specs.Resolved.Name, specs.PatchApplied.Name} {
+				if v, ok := r[f]; !ok || v != nil {
+					t.Errorf("the failed row's %s is %v (present: %v), want null", f, v, ok)
+				}
+			}
 		case fine:
 			if msg != "" || r.String("grade_status") != "empty_patch" {
 				t.Errorf("the other instance: %v", r)
+			}
+			// The row a sweep's checkout and grade steps make: the checkout's fields too.
+			if n, ok := r.Float(specs.RepoFiles.Name); !ok || n < 1 || r[specs.PatchApplied.Name] != false ||
+				r[specs.Resolved.Name] != false {
+				t.Errorf("the graded row lacks a field of its steps: %v", r)
 			}
 		}
 	}
@@ -383,5 +395,81 @@ func TestGradeCorrectedDatasetInSameRunFolder(t *testing.T) {
 	}
 	if row["resolved"] != false || row["grade_status"] == "resolved" {
 		t.Errorf("results.jsonl keeps the first dataset's grade: %v", row)
+	}
+}
+
+// TestGradeRunReusesGradesOfAnEarlierBuild: a grade run folder an earlier build made keeps its node memos under
+// that build's node keys (starter grade keyed its nodes its own way before its runs were grade plans), which this
+// build does not look up. Grading it again must grade nothing for real: every grade node is answered by the grade
+// memo (runs/NAME/grades, keyed by the patch's content, the instance, the snapshot and the settings), and the rows
+// come out equal.
+func TestGradeRunReusesGradesOfAnEarlierBuild(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("TMPDIR", t.TempDir())
+	bench, err := demobench.Generate(filepath.Join(root, "dataset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var preds []predictions.Prediction
+	for _, in := range fewDemoInstances(t, bench) {
+		preds = append(preds, predictions.Prediction{InstanceID: in.InstanceID, ModelNameOrPath: "m", ModelPatch: in.Patch},
+			predictions.Prediction{InstanceID: in.InstanceID, ModelNameOrPath: "m__none", ModelPatch: noFixPatch})
+	}
+	file := filepath.Join(root, "p.jsonl")
+	if err := predictions.WriteFile(file, preds); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(root, "runs")
+	runDir := filepath.Join(runs, "grade-p")
+	grade := func() []results.Row {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
+			"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", demoTestCmd}, &out,
+			&errb); code != exitOK {
+			t.Fatalf("exit %d\n%s", code, errb.String())
+		}
+		rows, bad, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
+		if err != nil || len(bad) > 0 || len(rows) != len(preds) {
+			t.Fatalf("%d rows, %v, %v", len(rows), bad, err)
+		}
+		return rows
+	}
+	first := grade()
+	// The earlier build's node memos: under keys this build never asks for, as if these were gone.
+	if err := os.RemoveAll(filepath.Join(runDir, "nodes")); err != nil {
+		t.Fatal(err)
+	}
+	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(runDir, "attempts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := grade()
+	again, _, err := runlog.Read[runlog.Attempt](filepath.Join(runDir, "attempts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grades := 0
+	for _, a := range again[len(attempts):] {
+		if a.Activity == specs.Grade.Name && a.Event == runlog.EventDone {
+			grades++
+			if a.Reused == "" {
+				t.Errorf("%s: the grade node ran the tests again instead of reusing the stored grade", a.Instance)
+			}
+		}
+	}
+	if grades != len(preds) {
+		t.Errorf("%d grade nodes finished in the second run, want %d", grades, len(preds))
+	}
+	byKey := map[results.Key]results.Row{}
+	for _, r := range first {
+		byKey[r.Key()] = r
+	}
+	for _, r := range second {
+		a, _ := json.Marshal(byKey[r.Key()])
+		b, _ := json.Marshal(r)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%v: the second run's row differs:\n%s\n%s", r.Key(), a, b)
+		}
 	}
 }

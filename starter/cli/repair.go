@@ -26,7 +26,7 @@ import (
 
 // resultsRepair says what repairResults changed in a run folder.
 type resultsRepair struct {
-	results.Repaired
+	runfolder.Repaired
 	// Restored counts rows re-derived from the memoized node outputs.
 	Restored int
 	// FromHistory counts rows taken from the Record activity in an Issue workflow's history.

@@ -103,8 +103,8 @@ func TestTornResultsRepaired(t *testing.T) {
 		t.Fatalf("re-run: exit %d, want 0 and the finished sweep\n%s\n%s", code, stdout, stderr)
 	}
 	check("run", torn, stderr)
-	if kept, err := os.ReadFile(file + results.TornSuffix); err != nil || bytes.Count(kept, []byte("\n")) != 4 {
-		t.Errorf("%s should keep the 4 torn lines cut: %q, %v", file+results.TornSuffix, kept, err)
+	if kept, err := os.ReadFile(file + runfolder.TornSuffix); err != nil || bytes.Count(kept, []byte("\n")) != 4 {
+		t.Errorf("%s should keep the 4 torn lines cut: %q, %v", file+runfolder.TornSuffix, kept, err)
 	}
 }
 

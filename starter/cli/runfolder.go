@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/starter/embedded"
 )
@@ -22,7 +21,7 @@ import (
 // belongs): writing there fails every time, and retrying the step would never end.
 func checkRunFolder(runDir string) error {
 	for _, name := range runfolder.Files {
-		if err := results.RegularOrAbsent(filepath.Join(runDir, name)); err != nil {
+		if err := runfolder.RegularOrAbsent(filepath.Join(runDir, name)); err != nil {
 			return err
 		}
 	}

@@ -8,13 +8,16 @@ import (
 	"strings"
 
 	"ctxlab/internal/offlinetask"
+	"ctxlab/specs"
 )
 
 // The agent task's prompt answer: the stand-in policy of internal/offlinetask over what the conversation shows
 // (the issue's identifiers searched, the files with most hits opened), then an empty edit, as the fake cannot
-// write code.
+// write code; and the markers of the agent's prompts, so that an agent turn that comes without its task header is
+// known. Registered before the other tasks (this file's init runs first): an agent's prompt also speaks of diffs.
 func init() {
-	offlinetask.Register(offlinetask.TaskAgent, offlinetask.Answerer{FromPrompt: agentAnswer})
+	offlinetask.Register(specs.Agent.Task, offlinetask.Answerer{FromPrompt: agentAnswer,
+		Markers: []string{"```tool", "read-only tools"}})
 }
 
 var (

@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"ctxlab/internal/offlinetask"
+	"ctxlab/specs"
 )
 
 const agentIssue = "<issue>\nCalling `ParseRow` on a quoted field drops it; see `TableWriter`.\n</issue>\n\n" +
@@ -24,7 +25,7 @@ func TestAgentAnswerPlainText(t *testing.T) {
 	conv := agentIssue
 	var tools []string
 	for turn := 0; turn < 6; turn++ {
-		answer := DefaultAnswer(chatReq(offlinetask.TaskAgent, conv))
+		answer := DefaultAnswer(chatReq(specs.Agent.Task, conv))
 		c, ok, err := offlinetask.ParseAgentCall(answer)
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +58,7 @@ func TestAgentNativeToolCalls(t *testing.T) {
 	srv := httptest.NewServer(New())
 	defer srv.Close()
 	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("k"),
-		option.WithHeader(TaskHeader, offlinetask.TaskAgent))
+		option.WithHeader(TaskHeader, specs.Agent.Task))
 	var toolParams []openai.ChatCompletionToolUnionParam
 	for _, name := range offlinetask.AgentTools {
 		toolParams = append(toolParams, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{

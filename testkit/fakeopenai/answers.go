@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"ctxlab/internal/offlinetask"
+	"ctxlab/specs"
 )
 
 // DefaultAnswer answers from the prompt alone, deterministically, in the shapes a model uses, through the prompt
@@ -32,12 +33,12 @@ func DefaultAnswer(req ChatRequest) string {
 // The built-in tasks' prompt answers, and the wording that names each when a call has no task header. Registration
 // order is the order Guess tries them in: a prompt asking for a diff is a patch prompt even if it also says "rank".
 func init() {
-	offlinetask.Register("patch", offlinetask.Answerer{
+	offlinetask.Register(specs.Patch.Task, offlinetask.Answerer{
 		FromPrompt: func(string) string { return "I cannot write a reliable patch from this context.\n\n```diff\n```\n" },
 		Markers:    []string{"<<<<<<< search", "unified diff", "```diff", "git diff", "search/replace", "write a patch", "the patch"}})
-	offlinetask.Register("evidence", offlinetask.Answerer{FromPrompt: evidenceAnswer,
+	offlinetask.Register(specs.Evidence.Task, offlinetask.Answerer{FromPrompt: evidenceAnswer,
 		Markers: []string{"search plan", "searches", "\"strings\""}})
-	offlinetask.Register("localize", offlinetask.Answerer{FromPrompt: localizeAnswer,
+	offlinetask.Register(specs.Localize.Task, offlinetask.Answerer{FromPrompt: localizeAnswer,
 		Markers: []string{"rank", "which files", "files to edit", "files to change", "file paths", "list of files", "most relevant files"}})
 }
 

@@ -1,0 +1,62 @@
+package runfolder
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// A memo file (NodeMemo) holds what a node last computed on an instance, as the JSON object of its output with one
+// more member first: "key", the digest of the inputs it was computed from. A node reuses a memo only under its own
+// key; audits and reports read one whatever its key.
+
+// WriteMemo writes the memo of output (a value whose JSON form is an object without a "key" member) computed from
+// the inputs key names, at path: through a temporary file and a rename, so a reader sees a whole memo or none.
+func WriteMemo(path, key string, output any) error {
+	b, err := json.Marshal(output)
+	if err != nil {
+		return err
+	}
+	if len(b) < 2 || b[0] != '{' {
+		return fmt.Errorf("memo %s: the output is not a JSON object", path)
+	}
+	k, err := json.Marshal(key)
+	if err != nil {
+		return err
+	}
+	memo := append([]byte(`{"key":`), k...)
+	if len(b) > 2 {
+		memo = append(memo, ',')
+	}
+	return WriteAtomic(path, append(memo, b[1:]...))
+}
+
+// ReadMemo decodes the memo at path into output and returns the key it was written under; false when there is no
+// memo or it does not decode.
+func ReadMemo(path string, output any) (key string, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	var k struct {
+		Key string `json:"key"`
+	}
+	if json.Unmarshal(b, &k) != nil || json.Unmarshal(b, output) != nil {
+		return "", false
+	}
+	return k.Key, true
+}
+
+// WriteAtomic writes b to path through PATH.tmp and a rename (making path's folder), so a reader, in this process
+// or another, sees the old file or the new one, never a part.
+func WriteAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,103 @@
+package runfolder_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"ctxlab/activities/api"
+	"ctxlab/runfolder"
+)
+
+// TestMemoFilesOfEarlierBuildsStillHit: the node memos an earlier build wrote (testdata: a checkout's and a grade's,
+// written by activities' own memo type before runfolder held the format) read back with their keys, and writing
+// what was read gives the very same bytes: run folders keep hitting their memos across the move.
+func TestMemoFilesOfEarlierBuildsStillHit(t *testing.T) {
+	for _, name := range []string{"node-memo-checkout.json", "node-memo-grade.json"} {
+		old, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var was struct {
+			Key string `json:"key"`
+			api.NodeOutput
+		}
+		if err := json.Unmarshal(old, &was); err != nil || len(was.Key) != 64 || was.Ref == "" || len(was.Row) == 0 {
+			t.Fatalf("%s: %+v, %v", name, was, err)
+		}
+		var out api.NodeOutput
+		key, ok := runfolder.ReadMemo(filepath.Join("testdata", name), &out)
+		if !ok || key != was.Key || out.Ref != was.Ref || len(out.Row) != len(was.Row) {
+			t.Errorf("%s: ReadMemo = %q, %+v, %v; want key %s and %+v", name, key, out, ok, was.Key, was.NodeOutput)
+		}
+		path := filepath.Join(t.TempDir(), "nodes", "i", name)
+		if err := runfolder.WriteMemo(path, key, out); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, old) {
+			t.Errorf("%s: WriteMemo wrote\n%s\nthe earlier build wrote\n%s", name, got, old)
+		}
+		if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+			t.Errorf("%s: the temporary file is left: %v", name, err)
+		}
+	}
+}
+
+// TestMemoOfAnEmptyOutputAndMissingMemos: an output with no fields is a memo of its key alone; a missing or
+// undecodable memo is none.
+func TestMemoOfAnEmptyOutputAndMissingMemos(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.json")
+	if err := runfolder.WriteMemo(path, "k1", api.NodeOutput{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != `{"key":"k1"}` {
+		t.Errorf("empty output's memo %s", b)
+	}
+	var out api.NodeOutput
+	if key, ok := runfolder.ReadMemo(path, &out); !ok || key != "k1" {
+		t.Errorf("ReadMemo = %q, %v", key, ok)
+	}
+	if _, ok := runfolder.ReadMemo(filepath.Join(dir, "none.json"), &out); ok {
+		t.Error("a missing memo read")
+	}
+	if err := os.WriteFile(path, []byte(`{"key":"k1","ref":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := runfolder.ReadMemo(path, &out); ok {
+		t.Error("a torn memo read")
+	}
+	if err := runfolder.WriteMemo(path, "k", []string{"not an object"}); err == nil {
+		t.Error("a memo of a list written")
+	}
+}
+
+// TestLimitsRoundTrip: limits are written indented with a final newline, read back, and a folder without them has
+// none.
+func TestLimitsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	type limits struct {
+		SpendUSD float64 `json:"spend_usd,omitempty"`
+	}
+	got := limits{SpendUSD: 7}
+	if err := runfolder.ReadLimits(dir, &got); err != nil || got.SpendUSD != 7 {
+		t.Fatalf("no file: %+v, %v; want the value left as it was", got, err)
+	}
+	if err := runfolder.WriteLimits(dir, limits{SpendUSD: 2.5}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(runfolder.Limits(dir)); string(b) != "{\n  \"spend_usd\": 2.5\n}\n" {
+		t.Errorf("limits file %q", b)
+	}
+	if err := runfolder.ReadLimits(dir, &got); err != nil || got.SpendUSD != 2.5 {
+		t.Errorf("read back %+v, %v", got, err)
+	}
+	if err := os.WriteFile(runfolder.Limits(dir), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runfolder.ReadLimits(dir, &got); err == nil {
+		t.Error("a torn limits file read")
+	}
+}
