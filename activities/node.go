@@ -38,6 +38,8 @@ type job struct {
 	inst  *swebench.Instance
 	// usage counts this attempt's model calls for attempts.jsonl.
 	usage runlog.Usage
+	// calls is their usage as row fields, which a failed attempt's error carries (withCallUsage).
+	calls callUsage
 	// reused is the memo key of work another node already did that this attempt reused (a grade of an equal patch).
 	reused string
 	// readErr is the first read error a reader swallowed: it fails the attempt after the body returns.
@@ -140,7 +142,8 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 	started := time.Now()
 
 	j := &job{a: a, in: in, store: store}
-	stop := a.heartbeat(ctx)
+	j.calls.carryFromEarlierAttempts(ctx)
+	stop := a.heartbeatWith(ctx, j.calls.heartbeatDetails)
 	defer stop()
 	defer func() {
 		if r := recover(); r != nil {
@@ -148,19 +151,8 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 				Str("stack", string(debug.Stack())).Msg("activity panicked")
 			err = permanentf(ErrPanic, "%s: internal error: %v", in.Step, r)
 		}
-		rec.DurationMS = time.Since(started).Milliseconds()
-		rec.Usage = j.usage
-		rec.Reused = j.reused
-		if err != nil {
-			rec.Event, rec.Error = runlog.EventFail, err.Error()
-			var app *temporal.ApplicationError
-			if errors.As(err, &app) {
-				rec.ErrorType = app.Type()
-			}
-		} else {
-			rec.Event, rec.Output = runlog.EventDone, out.Ref
-		}
-		a.logAttempt(in.Run, rec)
+		a.logAttemptEnd(rec, j, started, out, err)
+		err = j.calls.withCallUsage(ctx, err)
 	}()
 
 	if d := in.Debug.SlowActivities.D(); d > 0 {
@@ -186,11 +178,29 @@ func (a *Activities) node(ctx context.Context, in NodeInput, name string,
 	if err != nil {
 		return out, stepError(in.Step, err)
 	}
+	out.Row = j.calls.addSpentTo(out.Row)
 	// Written before Temporal records completion: a worker killed in between does not redo the work.
 	if werr := writeMemo(memo, key, out); werr != nil {
 		a.Log.Warn().Err(werr).Str("node", in.Node).Msg("could not memoize node output")
 	}
 	return out, nil
+}
+
+// logAttemptEnd records how an attempt that started ended: done with its output, or failed with its error.
+func (a *Activities) logAttemptEnd(rec runlog.Attempt, j *job, started time.Time, out NodeOutput, err error) {
+	rec.DurationMS = time.Since(started).Milliseconds()
+	rec.Usage = j.usage
+	rec.Reused = j.reused
+	if err != nil {
+		rec.Event, rec.Error = runlog.EventFail, err.Error()
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			rec.ErrorType = app.Type()
+		}
+	} else {
+		rec.Event, rec.Output = runlog.EventDone, out.Ref
+	}
+	a.logAttempt(j.in.Run, rec)
 }
 
 // scrubError returns err, or, when its text holds a secret the process holds (llm.SecretValues), an error of the
@@ -363,6 +373,12 @@ func (a *Activities) logAttempt(run string, rec runlog.Attempt) {
 
 // heartbeat records heartbeats until stop is called, when ctx belongs to an activity.
 func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
+	return a.heartbeatWith(ctx, func() []any { return nil })
+}
+
+// heartbeatWith is heartbeat whose heartbeats record the details details returns, which the activity's next
+// attempt reads (activity.GetHeartbeatDetails).
+func (a *Activities) heartbeatWith(ctx context.Context, details func() []any) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
@@ -377,7 +393,7 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				activity.RecordHeartbeat(ctx, details()...)
 			}
 		}
 	}()
