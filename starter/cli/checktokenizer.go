@@ -34,7 +34,8 @@ func (r *checkReport) checkTokenizers(ctx context.Context, e *specs.Experiment) 
 		case err == nil:
 			r.checked = append(r.checked, fmt.Sprintf("tokenizer %s counts (%d tokens in a probe)", name, n))
 		case llm.KindOf(err) == llm.KindBadRequest:
-			r.fail("tokenizer", name, fmt.Sprintf("the server at %s does not tokenize (%s)", endpointHost(scheme),
+			// The subject is named as rows name a tokenizer.
+			r.fail(specs.Tokenizer.Name, name, fmt.Sprintf("the server at %s does not tokenize (%s)", endpointHost(scheme),
 				errorMessage(err)), "serve the model with llama.cpp or vLLM (they serve POST /tokenize), or count "+
 				"its budgets in an encoding: tokenizer: 'o200k_base' on the model (or the experiment)")
 		}
