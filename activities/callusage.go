@@ -159,6 +159,12 @@ func (c *callUsage) addSpentTo(row map[string]any) map[string]any {
 // ErrCallUsage cause, when its calls used anything; the error keeps its message, type, retryability and details
 // (api.ProviderWait), so the workflows read it as before. Its last heartbeat hands the spent to the next attempt.
 func (c *callUsage) withCallUsage(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if d := c.heartbeatDetails(); d != nil && activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx, d...) // flushed before the failure is reported, whatever the failure
+	}
 	app, ok := err.(*temporal.ApplicationError)
 	if !ok {
 		return err // a wrapped one keeps its wrapper's text; such errors carry no usage
@@ -166,9 +172,6 @@ func (c *callUsage) withCallUsage(ctx context.Context, err error) error {
 	u := c.failed()
 	if u.Spent == nil && u.Answered == nil {
 		return err
-	}
-	if d := c.heartbeatDetails(); d != nil && activity.IsActivity(ctx) {
-		activity.RecordHeartbeat(ctx, d...) // flushed before the failure is reported
 	}
 	var details []any
 	if app.Type() == api.ErrProviderWait {

@@ -109,7 +109,7 @@ const ErrCallUsage = "CallUsage"
 // Spent is what bought no answer a later attempt can get again: calls billed without an answer and, with the
 // response cache off, every paid answer, over every attempt of the activity. Answered is the answers its last
 // attempt got before it failed (from the response cache at their original price), as a successful attempt's row
-// counts them. The Issue workflow adds the Spent of every failed run of a node, and the Answered of the run that
+// counts them, and for an agent's turn what the trajectory's earlier turns used. The Issue workflow adds the Spent of every failed run of a node, and the Answered of the run that
 // failed the node, to the rows of its steps; a successful attempt's row already holds its earlier attempts' Spent.
 type CallUsage struct {
 	Spent    map[string]float64 `json:"spent,omitempty"`
