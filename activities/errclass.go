@@ -41,9 +41,10 @@ func kindOfError(err error) errkind.Kind {
 
 // activityError is the one place a failure of this package's activities becomes what Temporal records: a
 // steps.Error becomes an application error of its type, its text and its retryability, with the endpoint's wait as
-// its details when it has one. No cause is attached: an ApplicationError's text is its message followed by its
-// cause's, so a cause would say the same text twice in every row and log that shows the error. Any other error is
-// returned as it is.
+// its details when it has one. Its only cause, when its model calls used anything, is an ErrCallUsage error whose
+// detail is that usage (the Issue workflow adds it to the failed step's rows); no other cause is attached: an
+// ApplicationError's text is its message followed by its cause's, so a cause would say the same text twice in every
+// row and log that shows the error. Any other error is returned as it is.
 func activityError(err error) error {
 	var se *steps.Error
 	if !errors.As(err, &se) {
@@ -53,8 +54,13 @@ func activityError(err error) error {
 	if se.Wait != nil {
 		details = []any{*se.Wait}
 	}
+	var cause error
+	if se.Usage != nil {
+		cause = temporal.NewApplicationErrorWithOptions("the step's model calls' usage", ErrCallUsage,
+			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{*se.Usage}})
+	}
 	return temporal.NewApplicationErrorWithOptions(err.Error(), se.Type,
-		temporal.ApplicationErrorOptions{NonRetryable: !se.Retryable, Details: details})
+		temporal.ApplicationErrorOptions{NonRetryable: !se.Retryable, Details: details, Cause: cause})
 }
 
 // permanentError is a failure of an activity of this package's own that retrying cannot fix, as Temporal records it.

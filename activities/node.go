@@ -81,7 +81,8 @@ func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, bod
 	started := time.Now()
 
 	var att steps.Attempt
-	stop := a.heartbeat(ctx)
+	att.Calls.Carry(earlierAttemptsSpent(ctx))
+	stop := a.heartbeatWith(ctx, func() []any { return spentDetails(&att.Calls) })
 	defer stop()
 	defer func() {
 		if r := recover(); r != nil {
@@ -89,19 +90,11 @@ func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, bod
 				Str("stack", string(debug.Stack())).Msg("activity panicked")
 			err = steps.Permanent(api.ErrPanic, fmt.Sprintf("%s: internal error: %v", in.Step, r))
 		}
-		rec.DurationMS = time.Since(started).Milliseconds()
-		rec.Usage = att.Usage
-		rec.Reused = att.Reused
+		a.logAttemptEnd(in.Run, rec, &att, started, out, err)
 		if err != nil {
-			rec.Event, rec.Error = runlog.EventFail, err.Error()
-			var se *steps.Error
-			if errors.As(err, &se) {
-				rec.ErrorType = se.Type
-			}
-		} else {
-			rec.Event, rec.Output = runlog.EventDone, out.Ref
+			err = steps.WithUsage(err, att.Calls.Failed())
+			flushSpent(ctx, &att.Calls) // before the failure is reported, whatever the failure
 		}
-		a.logAttempt(in.Run, rec)
 	}()
 
 	if d := in.Debug.SlowActivities.D(); d > 0 {
@@ -125,11 +118,29 @@ func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, bod
 	if err != nil {
 		return out, stepError(in.Step, err)
 	}
+	out.Row = att.Calls.AddSpentTo(out.Row)
 	// Written before Temporal records completion: a worker killed in between does not redo the work.
 	if werr := runfolder.WriteMemo(memo, key, out); werr != nil {
 		a.Log.Warn().Err(werr).Str("node", in.Node).Msg("could not memoize node output")
 	}
 	return out, nil
+}
+
+// logAttemptEnd records how an attempt that started ended: done with its output, or failed with its error.
+func (a *Activities) logAttemptEnd(run string, rec runlog.Attempt, att *steps.Attempt, started time.Time, out NodeOutput, err error) {
+	rec.DurationMS = time.Since(started).Milliseconds()
+	rec.Usage = att.Usage
+	rec.Reused = att.Reused
+	if err != nil {
+		rec.Event, rec.Error = runlog.EventFail, err.Error()
+		var se *steps.Error
+		if errors.As(err, &se) {
+			rec.ErrorType = se.Type
+		}
+	} else {
+		rec.Event, rec.Output = runlog.EventDone, out.Ref
+	}
+	a.logAttempt(run, rec)
 }
 
 // scrubError returns err, or, when its text holds a secret the process holds (llm.SecretValues), an error of the
@@ -146,7 +157,9 @@ func scrubError(err error) error {
 	}
 	var se *steps.Error
 	if errors.As(err, &se) {
-		return &steps.Error{Type: se.Type, Message: clean, Retryable: se.Retryable}
+		scrubbed := *se
+		scrubbed.Message = clean
+		return &scrubbed
 	}
 	return errors.New(clean)
 }
@@ -272,6 +285,12 @@ func (a *Activities) logAttempt(run string, rec runlog.Attempt) {
 
 // heartbeat records heartbeats until stop is called, when ctx belongs to an activity.
 func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
+	return a.heartbeatWith(ctx, func() []any { return nil })
+}
+
+// heartbeatWith is heartbeat whose heartbeats record the details details returns, which the activity's next
+// attempt reads (activity.GetHeartbeatDetails).
+func (a *Activities) heartbeatWith(ctx context.Context, details func() []any) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
@@ -286,7 +305,7 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				activity.RecordHeartbeat(ctx, details()...)
 			}
 		}
 	}()

@@ -41,7 +41,7 @@ func TestCompileDemo(t *testing.T) {
 		"cq2care_single_sample", "cq2care_patch_resample"}) {
 		t.Errorf("methods %v", names)
 	}
-	if e.Tokenizer != "o200k_base" || e.Grading.Executor != "local" || e.Grading.Timeout.D() != 30*time.Minute ||
+	if e.Tokenizer != "model" || e.Grading.Executor != "local" || e.Grading.Timeout.D() != 30*time.Minute ||
 		!reflect.DeepEqual(e.Limits, specs.Limits{Concurrency: 4, Retries: 3}) {
 		t.Errorf("defaults: tokenizer %q grading %+v limits %+v", e.Tokenizer, e.Grading, e.Limits)
 	}

@@ -84,7 +84,7 @@ func (m RowMerger) merge(row Row, activity string, fragment map[string]any) {
 	for _, k := range slices.Sorted(maps.Keys(fragment)) {
 		v := fragment[k]
 		if slices.Contains(Summed, k) {
-			if sum, ok := addNumbers(row[k], v); ok {
+			if sum, ok := AddNumbers(row[k], v); ok {
 				row[k] = sum
 				continue
 			}
@@ -93,8 +93,8 @@ func (m RowMerger) merge(row Row, activity string, fragment map[string]any) {
 	}
 }
 
-// addNumbers returns a+b when both are numbers (or a is unset); JSON numbers arrive as float64.
-func addNumbers(a, b any) (float64, bool) {
+// AddNumbers returns a+b when both are numbers (or a is unset); JSON numbers arrive as float64.
+func AddNumbers(a, b any) (float64, bool) {
 	num := func(v any) (float64, bool) {
 		switch x := v.(type) {
 		case float64:

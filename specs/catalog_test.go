@@ -59,7 +59,7 @@ func TestDefaultParams(t *testing.T) {
 		t.Errorf("%d activities, want %d", len(d), len(Catalog))
 	}
 	assemble, _ := d["assemble"].(map[string]any)
-	if assemble["total_cap"] != float64(AssembleDefaults.TotalCap) || assemble["tokenizer"] != DefaultTokenizer {
+	if assemble["total_cap"] != float64(AssembleDefaults.TotalCap) || assemble["tokenizer"] != FallbackTokenizer {
 		t.Errorf("assemble defaults %v", d["assemble"])
 	}
 	if trim, _ := d["trim"].(map[string]any); len(trim) != 1 || trim["count"] != 0.0 {

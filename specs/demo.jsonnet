@@ -6,12 +6,12 @@
 //       --ext-str openai_model=gpt-4o-mini                          # an OpenAI-compatible endpoint (README)
 //   starter run specs/demo.jsonnet --ext-str model=anthropic \
 //       --ext-str anthropic_model=claude-haiku-4-5                  # Anthropic's API (ANTHROPIC_API_KEY)
-//   ... --ext-str tokenizer=model --ext-str openai_tokenizer=endpoint # budgets in the server's own tokens
+//   ... --ext-str openai_tokenizer=endpoint                         # budgets in the server's own tokens
 local ctxlab = import 'ctxlab.libsonnet';
 
 local model = ctxlab.ext('model', 'offline');
-// tokenizer: the experiment's ('model': each model's own; default o200k_base for every model); openai_tokenizer: the
-// openai model's own ('endpoint': its server's /tokenize). docs/models.md, Tokenizers.
+// tokenizer: the experiment's (default 'model': each model's own; 'o200k_base' pins one for every model);
+// openai_tokenizer: the openai model's own ('endpoint': its server's /tokenize). docs/models.md, Tokenizers.
 local tokenizer = ctxlab.ext('tokenizer', null);
 
 // Baselines (PAPER.md): every one that needs no external service, each fitted per issue to the anchor's context

@@ -14,9 +14,9 @@ type Experiment struct {
 	File    string  `json:"file,omitempty"`
 	Dataset Dataset `json:"dataset"`
 	Models  []Model `json:"models"`
-	// Tokenizer counts every budget, fit and context_tokens: TokenizerModel counts each model's rows in that
-	// model's own tokenizer (Model.Tokenizer); an encoding or TokenizerEndpoint pins one tokenizer for every model
-	// (the paper's single-tokenizer caveat: "equal budgets" are then equal in that tokenizer only). See
+	// Tokenizer counts every budget, fit and context_tokens: TokenizerModel (the default) counts each model's
+	// rows in that model's own tokenizer (Model.Tokenizer); an encoding or TokenizerEndpoint pins one tokenizer for
+	// every model (the paper's single-tokenizer caveat: "equal budgets" are then equal in that tokenizer only). See
 	// ResolveTokenizer and docs/models.md.
 	Tokenizer string   `json:"tokenizer"`
 	Methods   []Method `json:"methods"`

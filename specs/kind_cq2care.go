@@ -10,7 +10,7 @@ type InventoryParams struct {
 }
 
 // InventoryDefaults are Algorithm 1's: tau = 1/2 · min(|P| in tokens, 32K).
-var InventoryDefaults = InventoryParams{Tokenizer: DefaultTokenizer, Ratio: 0.5, Cap: 32000}
+var InventoryDefaults = InventoryParams{Tokenizer: FallbackTokenizer, Ratio: 0.5, Cap: 32000}
 
 // The inventory's paths kept and their tokens.
 var (
@@ -100,7 +100,7 @@ type AssembleParams struct {
 }
 
 // AssembleDefaults are the caps of step 4 in tokens: the paper's hand-set values.
-var AssembleDefaults = AssembleParams{Tokenizer: DefaultTokenizer, FileCap: 60000, SnippetCap: 12000, TotalCap: 80000}
+var AssembleDefaults = AssembleParams{Tokenizer: FallbackTokenizer, FileCap: 60000, SnippetCap: 12000, TotalCap: 80000}
 
 // The assembled context's tokens, and the blocks cut to a cap or skipped for the total.
 var (

@@ -65,7 +65,7 @@ func TestKindDecodeStartsFromDefaultsStrictly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.TotalCap != 100 || p.FileCap != AssembleDefaults.FileCap || p.Tokenizer != DefaultTokenizer {
+	if p.TotalCap != 100 || p.FileCap != AssembleDefaults.FileCap || p.Tokenizer != FallbackTokenizer {
 		t.Errorf("decoded %+v", p)
 	}
 	for _, bad := range []map[string]any{{"total_kap": 1}, {"total_cap": "many"}} {

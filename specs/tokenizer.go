@@ -14,6 +14,15 @@ const (
 	TokenizerAnthropic = "anthropic"
 )
 
+// FallbackTokenizer is the encoding a model counts in when ctxlab knows no tokenizer of its own (an estimate, see
+// DefaultModelTokenizer), and the default of a counting step's tokenizer param (the plan always writes the arm's).
+const FallbackTokenizer = "o200k_base"
+
+// FormerDefaultTokenizer was the experiment's default tokenizer before DefaultExperimentTokenizer: every model counted
+// in o200k_base. A sweep started then resumes under a spec that pins it; the starter's refusal of a changed spec says
+// so when pinning it reproduces the recorded spec hash. Never change it: it names what older sweeps did.
+const FormerDefaultTokenizer = "o200k_base"
+
 // Encodings are the tiktoken encodings compiled into ctxlab (activities/tokens).
 var Encodings = []string{"o200k_base", "cl100k_base"}
 
@@ -40,7 +49,7 @@ func DefaultModelTokenizer(m Model) string {
 			return "cl100k_base"
 		}
 	}
-	return DefaultTokenizer
+	return FallbackTokenizer
 }
 
 // ResolveTokenizer is the tokenizer the plan gives the steps of model m's arms: the experiment's, when it pins one,

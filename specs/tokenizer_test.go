@@ -113,7 +113,7 @@ func TestAnthropicTokenizer(t *testing.T) {
 	if got := ResolveTokenizer(&Experiment{Tokenizer: TokenizerEndpoint}, m); got != "anthropic:claude-sonnet-4-5" {
 		t.Errorf("pinned: %q", got)
 	}
-	if got := ResolveTokenizer(&Experiment{Tokenizer: TokenizerModel}, m); got != DefaultTokenizer {
+	if got := ResolveTokenizer(&Experiment{Tokenizer: TokenizerModel}, m); got != FallbackTokenizer {
 		t.Errorf("none named: %q", got)
 	}
 	e := goodExperiment()

@@ -15,12 +15,13 @@ import (
 
 // Defaults that SetDefaults fills in (ExperimentDefaults holds them as an experiment).
 const (
-	DefaultTokenizer   = "o200k_base"
-	DefaultExecutor    = "local"
-	DefaultTimeout     = 30 * time.Minute
-	DefaultConcurrency = 4
-	DefaultRetries     = 3
-	DefaultRepos       = "{dataset_dir}/repos/{repo}"
+	// DefaultExperimentTokenizer counts each model's budgets in that model's own tokenizer (ResolveTokenizer).
+	DefaultExperimentTokenizer = TokenizerModel
+	DefaultExecutor            = "local"
+	DefaultTimeout             = 30 * time.Minute
+	DefaultConcurrency         = 4
+	DefaultRetries             = 3
+	DefaultRepos               = "{dataset_dir}/repos/{repo}"
 )
 
 // Defaults of grading.model_tests, grading.tests and grading.isolation. SetDefaults writes them into the compiled
@@ -48,7 +49,7 @@ var (
 // the native function ctxlab_experiment_defaults, never from a copy. Zero fields have no default. Keep maps, slices
 // and pointers out: SetDefaults copies these values by assignment.
 var ExperimentDefaults = Experiment{
-	Tokenizer: DefaultTokenizer,
+	Tokenizer: DefaultExperimentTokenizer,
 	Dataset:   Dataset{Repos: DefaultRepos},
 	Grading: Grading{Executor: DefaultExecutor, Timeout: Duration(DefaultTimeout), ModelTests: DefaultModelTests,
 		Tests: DefaultTests, Isolation: DefaultIsolation},

@@ -37,7 +37,7 @@ func goodExperiment() *Experiment {
 func TestSetDefaults(t *testing.T) {
 	var e Experiment
 	e.SetDefaults()
-	if e.Tokenizer != "o200k_base" || e.Grading.Executor != "local" || e.Grading.Timeout.D() != 30*time.Minute ||
+	if e.Tokenizer != "model" || e.Grading.Executor != "local" || e.Grading.Timeout.D() != 30*time.Minute ||
 		e.Limits.Concurrency != 4 || e.Limits.Retries != 3 || e.Dataset.Repos != "{dataset_dir}/repos/{repo}" {
 		t.Errorf("defaults: %+v", e)
 	}

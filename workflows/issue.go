@@ -59,6 +59,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	s.infraVersion = workflow.GetVersion(ctx, infraChange, workflow.DefaultVersion, 1)
 	s.localVersion = workflow.GetVersion(ctx, localChange, workflow.DefaultVersion, 1)
 	s.agentVersion = workflow.GetVersion(ctx, agentChange, workflow.DefaultVersion, 1)
+	s.usageVersion = workflow.GetVersion(ctx, failedUsageChange, workflow.DefaultVersion, 1)
 	if err := s.loadPlan(); err != nil {
 		return s.res, err
 	}
@@ -81,8 +82,8 @@ type issueState struct {
 	res    IssueResult
 
 	// Versions of the changes made since the first saved histories (see resumeChange, infraChange, localChange,
-	// agentChange).
-	resumeVersion, infraVersion, localVersion, agentVersion workflow.Version
+	// agentChange, failedUsageChange).
+	resumeVersion, infraVersion, localVersion, agentVersion, usageVersion workflow.Version
 
 	outputs     map[string]api.NodeOutput
 	failures    map[string]string // why a node failed or was skipped
@@ -104,6 +105,10 @@ type issueState struct {
 	wakes   map[string]workflow.CancelFunc // cancels a waiting node's timer: it checks the cap at once
 	// waitsFor says what each waiting node waits for and until when (the WaitsQuery's answer).
 	waitsFor map[string]NodeWait
+
+	// What a node's failed runs spent on model calls without an answer (api.CallUsage.Spent, summed), and the
+	// answers the run that failed it had used (Answered), as row fields: its rows count them (failedUsageChange).
+	spent, answered map[string]map[string]float64
 
 	sel workflow.Selector
 }
@@ -168,6 +173,7 @@ func (s *issueState) prepare() {
 	s.waiting, s.waits = map[string]bool{}, map[string]int{}
 	s.wakes = map[string]workflow.CancelFunc{}
 	s.waitsFor = map[string]NodeWait{}
+	s.spent, s.answered = map[string]map[string]float64{}, map[string]map[string]float64{}
 	// A query handler issues no command: histories replay the same with it.
 	_ = workflow.SetQueryHandler(s.ctx, WaitsQuery, func() ([]NodeWait, error) {
 		out := make([]NodeWait, 0, len(s.waitsFor))
@@ -318,6 +324,9 @@ func (s *issueState) execute(r nodeRun) {
 func (s *issueState) onDone(r nodeRun, f workflow.Future) {
 	var out api.NodeOutput
 	err := f.Get(s.ctx, &out)
+	if err != nil && s.usageVersion >= 1 {
+		s.noteCallUsage(r.key, err)
+	}
 	if err != nil && spendLimited(err) {
 		s.waitForSpend(r)
 		return
@@ -394,13 +403,83 @@ func (s *issueState) onFailed(r nodeRun, err error) {
 	s.res.FailedSteps++
 }
 
+// noteCallUsage keeps what a failed run of a node used on model calls (the CallUsage its error carries): its spent
+// adds up over the node's runs, each run again after a wait paying anew; the answers it used count only if this
+// run is the one that fails the node, whose last error this is.
+func (s *issueState) noteCallUsage(key string, err error) {
+	u, ok := callUsageOf(err)
+	if !ok {
+		return
+	}
+	s.spent[key] = addUsage(s.spent[key], u.Spent)
+	s.answered[key] = u.Answered
+}
+
+// callUsageOf is the CallUsage a node activity's error carries: the detail of its ErrCallUsage cause, or for an
+// attempt whose worker was lost (a heartbeat timeout) the spent its last heartbeat recorded.
+func callUsageOf(err error) (api.CallUsage, bool) {
+	var u api.CallUsage
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if app, ok := e.(*temporal.ApplicationError); ok && app.Type() == api.ErrCallUsage {
+			return u, app.Details(&u) == nil
+		}
+	}
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) && to.HasLastHeartbeatDetails() && to.LastHeartbeatDetails(&u) == nil {
+		return api.CallUsage{Spent: u.Spent}, true
+	}
+	return u, false
+}
+
+// withCallUsage is a node's row fragment with what its failed runs spent, and, when it failed, the answers its last
+// run used (noteCallUsage), added to its usage fields. The fragment itself is left as it was: it may be another
+// arm's too.
+func (s *issueState) withCallUsage(key string, fragment map[string]any) map[string]any {
+	extra := s.spent[key]
+	if s.rootFailure[key] {
+		extra = addUsage(maps.Clone(extra), s.answered[key])
+	}
+	if len(extra) == 0 {
+		return fragment
+	}
+	out := maps.Clone(fragment)
+	if out == nil {
+		out = map[string]any{}
+	}
+	// Sorted keys: a deterministic order.
+	//workflowcheck:ignore
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		if sum, ok := results.AddNumbers(out[k], extra[k]); ok {
+			out[k] = sum
+		}
+	}
+	return out
+}
+
+// addUsage adds usage b to a, field by field, making a when it is nil.
+func addUsage(a, b map[string]float64) map[string]float64 {
+	if len(b) > 0 && a == nil {
+		a = map[string]float64{}
+	}
+	// Sums: the order is never observed.
+	//workflowcheck:ignore
+	for k, v := range b {
+		a[k] += v
+	}
+	return a
+}
+
 // buildRows makes one row per arm from its nodes' row fragments, with the error of its first failed step.
 func (s *issueState) buildRows() []results.Row {
 	m := newRowMerger(s.plan)
 	rows := make([]results.Row, 0, len(s.plan.Arms))
 	for _, arm := range s.plan.Arms {
 		row, _ := m.ArmRow(s.in.Instance.ID, arm, func(key string) (map[string]any, bool) {
-			return s.outputs[key].Row, true // a failed node has no fields; its error is recorded below
+			// A failed node has no fields but what its model calls used; its error is recorded below.
+			if s.usageVersion >= 1 {
+				return s.withCallUsage(key, s.outputs[key].Row), true
+			}
+			return s.outputs[key].Row, true
 		}, func(row results.Row, st specs.ArmStep) {
 			if s.rootFailure[st.Key] && row[results.FieldError] == nil {
 				row[results.FieldError] = fmt.Sprintf("step %s: %s", st.ID, s.failures[st.Key])
@@ -486,6 +565,9 @@ const (
 	// agentChange: a node of the agent activity runs as the Agent child workflow, each turn its own activity, instead
 	// of as one activity looping over its turns (which older histories replay through).
 	agentChange = "agent-child-workflow"
+	// failedUsageChange: what a node's model calls used counts in its rows also when the node failed (the usage its
+	// error carries, api.CallUsage), and what its failed runs spent before it ran again counts however it ended.
+	failedUsageChange = "failed-call-usage"
 )
 
 // ErrorKindField is the row field that names the kind of a failed row's error (an errkind.Kind such as rate_limit,

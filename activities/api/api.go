@@ -98,3 +98,20 @@ type ProviderWait struct {
 	Kind string        `json:"kind"`
 	Wait time.Duration `json:"wait"`
 }
+
+// ErrCallUsage is the type of the application error that a failed node activity's error has as its cause when the
+// node's model calls used or bought anything: its detail is a CallUsage. Its heartbeats carry the same CallUsage
+// (Spent only) from one attempt to the next, so a node whose worker was lost still says what it spent (a heartbeat
+// timeout's last details).
+const ErrCallUsage = "CallUsage"
+
+// CallUsage is what a node activity's model calls used, as row fields (specs.UsageFields, summed over calls).
+// Spent is what bought no answer a later attempt can get again: calls billed without an answer and, with the
+// response cache off, every paid answer, over every attempt of the activity. Answered is the answers its last
+// attempt got before it failed (from the response cache at their original price), as a successful attempt's row
+// counts them, and for an agent's turn what the trajectory's earlier turns used. The Issue workflow adds the Spent of every failed run of a node, and the Answered of the run that
+// failed the node, to the rows of its steps; a successful attempt's row already holds its earlier attempts' Spent.
+type CallUsage struct {
+	Spent    map[string]float64 `json:"spent,omitempty"`
+	Answered map[string]float64 `json:"answered,omitempty"`
+}

@@ -179,6 +179,19 @@ func (j *job) startTrajectory(ctx context.Context, p AgentParams, issue string) 
 	return t, nil
 }
 
+// turnTrajectory is the trajectory a model turn continues (a new one before the first turn). What its turns used
+// counts in the node's rows if this turn fails it.
+func (j *job) turnTrajectory(ctx context.Context, p AgentParams, issue string, state cas.Ref) (AgentTrajectory, error) {
+	if state == "" {
+		return j.startTrajectory(ctx, p, issue)
+	}
+	t, err := j.loadTrajectory(ctx, state)
+	if err == nil {
+		j.calls.answeredBefore(t.usageRow())
+	}
+	return t, err
+}
+
 // AgentModelTurn asks the model for one turn of the trajectory in.State (a new one on turn 0) as one attempt on
 // env's node (the turn's): a tool call, or the final edit. Its output is the trajectory with the answer (and the
 // call's usage) added.
@@ -192,12 +205,7 @@ func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInpu
 		if err != nil {
 			return NodeOutput{}, err
 		}
-		var t AgentTrajectory
-		if in.State == "" {
-			t, err = j.startTrajectory(ctx, p, inst.ProblemStatement)
-		} else {
-			t, err = j.loadTrajectory(ctx, in.State)
-		}
+		t, err := j.turnTrajectory(ctx, p, inst.ProblemStatement, in.State)
 		if err != nil {
 			return NodeOutput{}, err
 		}
@@ -303,6 +311,7 @@ func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput
 		if err != nil {
 			return NodeOutput{}, err
 		}
+		j.calls.answeredBefore(t.usageRow()) // the node's rows count its turns if this tool call fails it
 		if len(t.Turns) == 0 || t.Done {
 			return NodeOutput{}, permanentf(ErrBadInput, "%s: no tool call to run", j.in.Step)
 		}
@@ -362,7 +371,7 @@ func AgentFinish(ctx context.Context, store cas.Store, in AgentTurnInput) (NodeO
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	row := map[string]any{}
+	row := t.usageRow()
 	specs.AgentTurns.Set(row, len(t.Turns))
 	specs.AgentToolOutputTokens.Set(row, t.ToolTokens)
 	specs.AgentBudgetTokens.Set(row, t.Budget)
@@ -373,19 +382,7 @@ func AgentFinish(ctx context.Context, store cas.Store, in AgentTurnInput) (NodeO
 	specs.AgentStop.Set(row, stop)
 	calls, refused, badCalls := 0, 0, 0
 	byKind := map[string]int{}
-	var prompt, completion int
-	var cost float64
 	for _, tn := range t.Turns {
-		prompt, completion, cost = prompt+tn.PromptTokens, completion+tn.CompletionTokens, cost+tn.CostUSD
-		for k, v := range tn.Split {
-			if k == specs.CachedTokens.Name || k == specs.CacheWriteTokens.Name {
-				n, _ := row[k].(int)
-				row[k] = n + int(v)
-				continue
-			}
-			f, _ := row[k].(float64)
-			row[k] = f + v
-		}
 		if tn.ModelServed != "" {
 			specs.ModelServed.Set(row, tn.ModelServed)
 		}
@@ -406,14 +403,37 @@ func AgentFinish(ctx context.Context, store cas.Store, in AgentTurnInput) (NodeO
 	for _, k := range offlinetask.AgentTools {
 		specs.AgentCalls[k].Set(row, byKind[k])
 	}
+	// Seen vs paid: the tool output shown once, against every turn's prompt (the conversation is sent again each
+	// turn) and answer.
+	prompt, _ := specs.PromptTokens.Get(row)
+	completion, _ := specs.CompletionTokens.Get(row)
+	specs.AgentTokensPaid.Set(row, prompt+completion)
+	return NodeOutput{Ref: in.State, Row: row}, nil
+}
+
+// usageRow is the usage of the trajectory's model calls as the agent node's row counts it: calls, tokens and cost,
+// and the split by price when its turns have one.
+func (t AgentTrajectory) usageRow() map[string]any {
+	row := map[string]any{}
+	var prompt, completion int
+	var cost float64
+	for _, tn := range t.Turns {
+		prompt, completion, cost = prompt+tn.PromptTokens, completion+tn.CompletionTokens, cost+tn.CostUSD
+		for k, v := range tn.Split {
+			if k == specs.CachedTokens.Name || k == specs.CacheWriteTokens.Name {
+				n, _ := row[k].(int)
+				row[k] = n + int(v)
+				continue
+			}
+			f, _ := row[k].(float64)
+			row[k] = f + v
+		}
+	}
 	specs.ModelCalls.Set(row, len(t.Turns))
 	specs.PromptTokens.Set(row, prompt)
 	specs.CompletionTokens.Set(row, completion)
 	specs.CostUSD.Set(row, cost)
-	// Seen vs paid: the tool output shown once, against every turn's prompt (the conversation is sent again each
-	// turn) and answer.
-	specs.AgentTokensPaid.Set(row, prompt+completion)
-	return NodeOutput{Ref: in.State, Row: row}, nil
+	return row
 }
 
 // agentInput is the finished trajectory of the agent node this step reads.

@@ -21,6 +21,9 @@ type Error struct {
 	// Wait, on an api.ErrProviderWait, is how long the endpoint asked to wait: the Issue workflow waits that long on
 	// a durable timer and runs the node again.
 	Wait *api.ProviderWait
+	// Usage is what the attempt's model calls used and bought (CallUsage.Failed): the Issue workflow adds it to the
+	// failed step's rows, so they count what it paid.
+	Usage *api.CallUsage
 }
 
 func (e *Error) Error() string { return e.Message }

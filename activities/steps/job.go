@@ -80,6 +80,8 @@ type Attempt struct {
 	Usage runlog.Usage
 	// Reused is the memo key of work another node already did that this attempt reused (a grade of an equal patch).
 	Reused string
+	// Calls is the attempt's model calls' usage as row fields, which a failed attempt's error carries.
+	Calls CallUsage
 }
 
 // job is one attempt of a step, with lazily loaded shared inputs.
@@ -92,6 +94,7 @@ type job struct {
 	// usage and reused are the Attempt's.
 	usage  *runlog.Usage
 	reused *string
+	calls  *CallUsage
 	// readErr is the first read error a reader swallowed: it fails the attempt after the step returns.
 	readMu  sync.Mutex
 	readErr error
@@ -137,7 +140,8 @@ func Run(ctx context.Context, kind string, env Env, att *Attempt) (NodeOutput, e
 // (retryable: the output would lack a file the store failed to read).
 func attempt(ctx context.Context, env Env, att *Attempt,
 	body func(context.Context, *job) (NodeOutput, error)) (NodeOutput, error) {
-	j := &job{env: env, in: env.Node, store: env.Store, usage: &att.Usage, reused: &att.Reused}
+	j := &job{env: env, in: env.Node, store: env.Store, usage: &att.Usage, reused: &att.Reused,
+		calls: &att.Calls}
 	out, err := body(ctx, j)
 	if rerr := j.readFailure(); err == nil && rerr != nil {
 		err = rerr

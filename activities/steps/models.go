@@ -120,7 +120,9 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		j.recordCall(call)
 		j.usage.ModelCalls++
 		j.usage.CacheHits++
-		return resp, usageRow(resp, m), true
+		row := usageRow(resp, m)
+		j.calls.answer(row, false, false)
+		return resp, row, true
 	}
 	if !j.env.Models.NoCache {
 		if resp, row, ok := cached(); ok {
@@ -173,6 +175,7 @@ func (j *job) completePaid(ctx context.Context, p llm.Provider, m specs.Model, r
 			j.usage.PromptTokens += paid.PromptTokens
 			j.usage.CompletionTokens += paid.CompletionTokens
 			j.usage.CostUSD += call.CostUSD
+			j.calls.bill(usageRow(llm.Response{Usage: paid, CostUSD: call.CostUSD}, m))
 		}
 		j.recordCall(call)
 		return llm.Response{}, nil, modelError(j.in.Step, m, err)
@@ -194,7 +197,9 @@ func (j *job) completePaid(ctx context.Context, p llm.Provider, m specs.Model, r
 	j.usage.PromptTokens += resp.Usage.PromptTokens
 	j.usage.CompletionTokens += resp.Usage.CompletionTokens
 	j.usage.CostUSD += resp.CostUSD
-	return resp, usageRow(resp, m), nil
+	row := usageRow(resp, m)
+	j.calls.answer(row, true, j.env.Models.NoCache)
+	return resp, row, nil
 }
 
 // callOffline asks the offline stand-in.
@@ -210,7 +215,9 @@ func (j *job) callOffline(ctx context.Context, m specs.Model, provider func() (l
 	}
 	resp = resp.Scrubbed()
 	j.usage.ModelCalls++
-	return resp, usageRow(resp, m), nil
+	row := usageRow(resp, m)
+	j.calls.answer(row, false, false)
+	return resp, row, nil
 }
 
 // admitCall lets a paid call go: under the run's spend cap and its provider's rate limit. The call's worst case is

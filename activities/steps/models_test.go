@@ -77,8 +77,8 @@ func TestSameRequestAtOnceIsPaidOnce(t *testing.T) {
 		t.Errorf("4 simultaneous askers of one request made %d calls", got)
 	}
 	hits := 0
-	for _, att := range atts {
-		hits += att.Usage.CacheHits
+	for i := range atts {
+		hits += atts[i].Usage.CacheHits
 	}
 	if hits != 3 {
 		t.Errorf("%d askers were served from the cache, want 3", hits)

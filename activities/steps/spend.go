@@ -125,7 +125,7 @@ func worstCaseUSD(m specs.Model, req llm.Request, endpoint, tokenizer string) fl
 	if strings.HasPrefix(tokenizer, specs.TokenizerAnthropic+":") {
 		// Not a count_tokens request for every reservation (it has rate limits of its own): o200k_base, and half
 		// again, a margin for Claude's tokenizer, which counts more tokens than o200k_base for most text.
-		tokenizer, margin = specs.DefaultTokenizer, 2
+		tokenizer, margin = specs.FallbackTokenizer, 2
 	}
 	for _, msg := range req.Messages {
 		c, err := tokens.Count(tokenizer, msg.Content)

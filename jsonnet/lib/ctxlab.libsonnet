@@ -144,7 +144,7 @@ local catalog_defaults = std.native('ctxlab_defaults')();
     offline: { name: 'offline', provider: 'offline' },
     // openai(id, ...): a model behind an OpenAI-compatible endpoint; price is dollars per million tokens:
     // { input, output }, and optionally cached_input (cache reads) and cache_write (cache writes), each priced apart.
-    // tokenizer (used when the experiment's tokenizer is 'model'): 'o200k_base' or 'cl100k_base' (tiktoken), or
+    // tokenizer (used unless the experiment pins one): 'o200k_base' or 'cl100k_base' (tiktoken), or
     // 'endpoint', the server's own POST /tokenize (llama.cpp, vLLM); null: the tiktoken encoding of an OpenAI model
     // id, else o200k_base (an estimate for other models). docs/models.md.
     openai(id, price={ input: 0, output: 0 }, temperature=0, max_tokens=4096, seed=0, tokenizer=null):: {

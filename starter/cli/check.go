@@ -206,6 +206,7 @@ func (r *checkReport) checkSweep(ctx context.Context, e *specs.Experiment, plan 
 	r.checkInstances(ctx, e.Dataset, needs.gradings, instances, runfolder.Repos(runDir), parts)
 	if parts.endpoints {
 		r.checkModels(ctx, e, needs, instances)
+		r.checkTokenizers(ctx, e)
 		r.checkServices(ctx, needs)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -281,5 +282,36 @@ func TestCheckBeforeRunAndGrade(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(runs, "grade-gold", "results.jsonl")); !os.IsNotExist(err) {
 		t.Errorf("grade wrote rows after a failed check: %v", err)
+	}
+}
+
+// TestCheckTokenizer: a model whose budgets its server counts (tokenizer 'endpoint') against an endpoint that has no
+// /tokenize (OpenAI's API, or the fake) would fail every row of that model once the sweep has begun; the check
+// names the tokenizer and the fix before anything runs, and passes a server that tokenizes.
+func TestCheckTokenizer(t *testing.T) {
+	runs := t.TempDir()
+	spec := demoVariant(t, "{ name: 'chkt', dataset+: { limit: 1 }, "+referenceMethods+" }")
+	args := []string{"check", spec, "--runs", runs, "--ext-str", "model=openai", "--ext-str", "openai_tokenizer=endpoint"}
+	fake := fakeopenai.New(fakeopenai.WithModels(0, "gpt-4o-mini"))
+	hs := httptest.NewServer(fake)
+	defer hs.Close()
+	checkEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1")
+	code, stdout, stderr := runMain(args...)
+	if code != exitUsage || !strings.Contains(stderr, "tokenizer endpoint:gpt-4o-mini: the server at 127.0.0.1 "+
+		"does not tokenize") || !strings.Contains(stderr, "tokenizer: 'o200k_base'") {
+		t.Errorf("no /tokenize: exit %d, want %d naming the tokenizer and its fix\n%s%s", code, exitUsage, stdout, stderr)
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", fake)
+	mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"tokens": [1, 2, 3]}`))
+	})
+	tokenizing := httptest.NewServer(mux)
+	defer tokenizing.Close()
+	checkEnv(t, "OPENAI_BASE_URL="+tokenizing.URL+"/v1")
+	code, stdout, stderr = runMain(args...)
+	if code != exitOK || !strings.Contains(stdout, "tokenizer endpoint:gpt-4o-mini counts") {
+		t.Errorf("a server that tokenizes: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

@@ -38,12 +38,18 @@ func checkRunFolder(runDir string) error {
 // not attach to it (it would print the other spec's results as its own) nor replace it.
 type specConflictError struct {
 	id, running, this string
+	// hint says what in this spec reproduces the running sweep's hash, when the starter knows (formerDefaultHint).
+	hint string
 }
 
 func (e *specConflictError) Error() string {
-	return fmt.Sprintf("%s is running from another spec (spec hash %s; this spec's is %s): it finishes as it "+
+	msg := fmt.Sprintf("%s is running from another spec (spec hash %s; this spec's is %s): it finishes as it "+
 		"began; run this spec once it has finished (its rows are then put aside), or give this spec another name",
 		e.id, short(e.running), short(e.this))
+	if e.hint != "" {
+		msg += "; " + e.hint
+	}
+	return msg
 }
 
 // short is the first 12 digits of a spec hash, as previous/HASH names it.

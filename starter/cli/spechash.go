@@ -41,6 +41,44 @@ func specHash(in workflows.SweepInput, plan *specs.Plan) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// formerDefaultHash is the spec hash the experiment had when its default tokenizer was specs.FormerDefaultTokenizer
+// (pinned for every model): the hash a sweep of the same spec text started before the default became 'model' was
+// recorded under. It is "" when the experiment does not count in each model's own tokenizer (its hash did not
+// change with the default) or when that plan does not build.
+func formerDefaultHash(e *specs.Experiment, in workflows.SweepInput) string {
+	if e.Tokenizer != specs.TokenizerModel {
+		return ""
+	}
+	former := *e
+	former.Tokenizer = specs.FormerDefaultTokenizer
+	plan, err := specs.BuildPlan(&former)
+	if err != nil {
+		return ""
+	}
+	hash, err := specHash(in, plan)
+	if err != nil {
+		return ""
+	}
+	return hash
+}
+
+// recordedUnderFormerDefault reports whether a sweep's recorded spec hash is this spec's under the former default
+// tokenizer, exactly: then the spec differs from the sweep's only by the default, and pinning it is the same spec.
+func recordedUnderFormerDefault(e *specs.Experiment, in workflows.SweepInput, recorded string) bool {
+	return recorded != "" && formerDefaultHash(e, in) == recorded
+}
+
+// formerDefaultHint says how to resume a running sweep recorded under the spec hash recorded, "" unless
+// recordedUnderFormerDefault.
+func formerDefaultHint(e *specs.Experiment, in workflows.SweepInput, recorded string) string {
+	if !recordedUnderFormerDefault(e, in, recorded) {
+		return ""
+	}
+	return fmt.Sprintf("it was started when every model counted its budgets in %[1]s by default, and this spec "+
+		"counts each model's in its own tokenizer: add tokenizer: '%[1]s' to the experiment to resume this sweep as "+
+		"it was started (docs/models.md, Tokenizers)", specs.FormerDefaultTokenizer)
+}
+
 // unannotatedPlanRef is the content reference the plan had before plan formats: the same plan with format 0 and no
 // borrowed marks, encoded as the content store encodes it.
 func unannotatedPlanRef(plan *specs.Plan) (cas.Ref, error) {

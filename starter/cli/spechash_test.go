@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"ctxlab/specs"
@@ -152,5 +154,71 @@ func TestSpecHashIgnoresBorrowedMarks(t *testing.T) {
 	}
 	if !marked.Arms[1].Steps[0].Borrowed {
 		t.Error("hashing cleared the plan's own borrowed mark")
+	}
+}
+
+// offlineTokenizerSpec writes a one-model spec whose model is the offline stand-in naming tokenizer modelTok ("" for none),
+// with the experiment's tokenizer pinned to pin ("" for the default).
+func offlineTokenizerSpec(t *testing.T, modelTok, pin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := checkoutSpec(t, dir, rowsText)
+	model := "ctxlab.models.offline"
+	if modelTok != "" {
+		model += fmt.Sprintf(" + { tokenizer: %q }", modelTok)
+	}
+	extra := ""
+	if pin != "" {
+		extra = fmt.Sprintf("  tokenizer: %q,\n", pin)
+	}
+	text := strings.Replace(readText(t, path), "models: [ctxlab.models.offline],\n", "models: ["+model+"],\n"+extra, 1)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func readText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestFormerDefaultHash: a spec whose model names its own tokenizer changed its hash when the default became
+// 'model'; formerDefaultHash recomputes the hash it had (that of the spec pinning o200k_base), and only for a spec
+// that counts in each model's own. A model without one (the offline stand-in, as in the demo) kept its hash.
+func TestFormerDefaultHash(t *testing.T) {
+	hashOf := func(path string) (string, *specs.Experiment, workflows.SweepInput) {
+		h, e := hashOfSpec(t, path, nil)
+		plan, err := specs.BuildPlan(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, e, sweepInput(e, plan, "", 0)
+	}
+	upgraded, e, in := hashOf(offlineTokenizerSpec(t, "cl100k_base", ""))
+	pinned, pe, pin := hashOf(offlineTokenizerSpec(t, "cl100k_base", "o200k_base"))
+	if e.Tokenizer != specs.TokenizerModel || upgraded == pinned {
+		t.Fatalf("setup: the default %q left the hash %s unchanged", e.Tokenizer, upgraded)
+	}
+	if got := formerDefaultHash(e, in); got != pinned {
+		t.Errorf("the former default's hash %s, want the pinned spec's %s", got, pinned)
+	}
+	if !recordedUnderFormerDefault(e, in, pinned) || recordedUnderFormerDefault(e, in, upgraded) {
+		t.Error("recordedUnderFormerDefault does not tell the pinned spec's hash from this one's")
+	}
+	if got := formerDefaultHash(pe, pin); got != "" {
+		t.Errorf("a spec that pins its tokenizer has a former default's hash %s", got)
+	}
+	if hint := formerDefaultHint(e, in, pinned); !strings.Contains(hint, "add tokenizer: 'o200k_base'") {
+		t.Errorf("hint %q", hint)
+	}
+	plain, _, _ := hashOf(offlineTokenizerSpec(t, "", ""))
+	plainPinned, _, _ := hashOf(offlineTokenizerSpec(t, "", "o200k_base"))
+	if plain != plainPinned {
+		t.Errorf("the offline stand-in's spec changed its hash with the default: %s, pinned %s", plain, plainPinned)
 	}
 }

@@ -209,7 +209,7 @@ func (r *sweepRound) connect() error {
 	r.conn = conn
 	r.deferred(conn.close)
 	if err := refuseOtherSpec(r.ctx, conn.client, "sweep/"+r.e.Name, r.hash); err != nil {
-		return starterFailed(exitCodeOf(err), err)
+		return starterFailed(exitCodeOf(err), r.explainConflict(err))
 	}
 	if err := steps.WriteLimits(r.runDir, steps.LimitsOf(r.e)); err != nil {
 		return starterFailed(exitFail, err)
@@ -226,6 +226,16 @@ func (r *sweepRound) connect() error {
 	return nil
 }
 
+// explainConflict adds to a refusal of a sweep running from another spec what in this spec would reproduce the
+// running one's hash, when the starter knows (formerDefaultHint); other errors pass unchanged.
+func (r *sweepRound) explainConflict(err error) error {
+	var conflict *specConflictError
+	if errors.As(err, &conflict) {
+		conflict.hint = formerDefaultHint(r.e, r.in, conflict.running)
+	}
+	return err
+}
+
 // start starts the sweep or attaches to it (see startOrAttach), repairs the rows file and wakes the issues that
 // wait. resumed says the sweep was left running by a starter that stopped (a crash, a full disk): this is the re-run
 // after the fix, so the rows filed as failures a re-run retries are run again once the sweep finishes, once. Their
@@ -238,6 +248,12 @@ func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 		repaired = true
 	}
 	run, how, err := startOrAttach(r.ctx, r.conn.client, "sweep/"+r.e.Name, r.in, r.hash, func(old string) error {
+		if recordedUnderFormerDefault(r.e, r.in, old) {
+			r.log.Warn().Str("spec_hash", short(old)).Msgf("the finished sweep of this run folder counted every "+
+				"model's budgets in %[1]s, the former default; this spec counts each model's in its own tokenizer, "+
+				"so its rows are put aside and the sweep runs again (tokenizer: '%[1]s' in the experiment keeps the "+
+				"finished sweep)", specs.FormerDefaultTokenizer)
+		}
 		return archiveResults(r.runDir, old, r.log)
 	}, func() (map[string][]results.Key, rowErrorTally, error) {
 		// The finished sweep's histories are about to be replaced by the retry's: a row lost from results.jsonl
@@ -247,7 +263,7 @@ func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 	})
 	r.unlockPrep()
 	if err != nil {
-		return nil, false, starterFailed(exitCodeOf(err), err)
+		return nil, false, starterFailed(exitCodeOf(err), r.explainConflict(err))
 	}
 	r.log.Info().Str("workflow", run.GetID()).Msg(how)
 	resumed = how == attachedHow && !r.conn.attached && r.o.retryOnly == nil

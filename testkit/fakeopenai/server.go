@@ -38,6 +38,9 @@ const (
 	EchoKey                          // 400 whose message holds the bare bearer token, without the word "Bearer"
 	QuotaIn200                       // 200 whose body is an insufficient_quota error, as some gateways send it
 	NoChoices                        // 200 with no choices but its usage (100 prompt, 50 completion tokens): billed, no answer
+	// BilledContextLength is a 200 whose body is a context_length_exceeded error beside its usage (1,000 prompt
+	// tokens), as a gateway that bills the prompt it could not finish sends it: billed, and final (a model error).
+	BilledContextLength
 )
 
 // Message is one chat message. Content given as an array of text parts is joined.
@@ -535,6 +538,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Failure) {
 		writeJSON(w, http.StatusOK, map[string]any{"id": "chatcmpl-empty", "object": "chat.completion",
 			"created": 1700000000, "model": "fake", "choices": []any{},
 			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}})
+	case BilledContextLength:
+		writeJSON(w, http.StatusOK, map[string]any{"error": map[string]any{"type": "invalid_request_error",
+			"code": "context_length_exceeded", "param": "messages",
+			"message": "This model's maximum context length was exceeded: the answer did not fit."},
+			"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 0, "total_tokens": 1000}})
 	case QuotaIn200:
 		writeError(w, http.StatusOK, "insufficient_quota", "insufficient_quota",
 			"You exceeded your current quota, please check your plan and billing details.")
