@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"ctxlab/runfolder"
+	"ctxlab/specs"
 	"ctxlab/starter/embedded"
 )
 
@@ -52,6 +53,19 @@ func (e *specConflictError) Error() string {
 	return msg
 }
 
+// formerDefaultError refuses to replace a finished sweep whose spec differs from this one only by the experiment's
+// default tokenizer (recordedUnderFormerDefault): the spec text did not change, so the researcher did not ask for a
+// new sweep, and running one would compute (and pay for) every budget-dependent step again.
+type formerDefaultError struct{ finished string }
+
+func (e *formerDefaultError) Error() string {
+	return fmt.Sprintf("this run folder's sweep (spec hash %[1]s) finished when every model counted its budgets in "+
+		"%[2]s by default; this spec counts each model's in its own tokenizer, which would run (and pay for) the "+
+		"sweep again: add tokenizer: '%[2]s' to the experiment to keep the finished sweep, or give the experiment "+
+		"another name to run it in each model's tokenizer (docs/models.md, Tokenizers)", short(e.finished),
+		specs.FormerDefaultTokenizer)
+}
+
 // short is the first 12 digits of a spec hash, as previous/HASH names it.
 func short(hash string) string { return hash[:min(len(hash), 12)] }
 
@@ -88,7 +102,8 @@ func memoSpecHash(info *workflowpb.WorkflowExecutionInfo) string {
 // conflicts with the running one (nothing ran), else exitFail.
 func exitCodeOf(err error) int {
 	var conflict *specConflictError
-	if errors.As(err, &conflict) {
+	var former *formerDefaultError
+	if errors.As(err, &conflict) || errors.As(err, &former) {
 		return exitUsage
 	}
 	return exitFail

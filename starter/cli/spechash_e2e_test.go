@@ -66,4 +66,17 @@ func TestFormerDefaultTokenizerResumeHint(t *testing.T) {
 			t.Errorf("%v counted in %v, want o200k_base as the sweep was started", k, r[specs.Tokenizer.Name])
 		}
 	}
+	// The finished sweep is not replaced by the upgraded spec either: the spec text did not change, and running it
+	// would pay for the budget-dependent steps again.
+	_, stderr, code = runStarter(t, 5*time.Minute, "run", upgraded, "--runs", runs, "--quiet")
+	if code != exitUsage || !strings.Contains(stderr, "add tokenizer: 'o200k_base' to the experiment to keep the finished sweep") {
+		t.Errorf("the upgraded spec after the sweep finished: exit %d, want %d with the pin to keep it; stderr:\n%s",
+			code, exitUsage, stderr)
+	}
+	if again := readRows(t, filepath.Join(dir, "results.jsonl")); len(again) != 4 {
+		t.Errorf("the refused run left %d rows, want the finished sweep's 4", len(again))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "previous")); !os.IsNotExist(err) {
+		t.Errorf("the refused run put the finished sweep's rows aside (previous/: %v)", err)
+	}
 }

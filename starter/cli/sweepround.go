@@ -249,10 +249,7 @@ func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 	}
 	run, how, err := startOrAttach(r.ctx, r.conn.client, "sweep/"+r.e.Name, r.in, r.hash, func(old string) error {
 		if recordedUnderFormerDefault(r.e, r.in, old) {
-			r.log.Warn().Str("spec_hash", short(old)).Msgf("the finished sweep of this run folder counted every "+
-				"model's budgets in %[1]s, the former default; this spec counts each model's in its own tokenizer, "+
-				"so its rows are put aside and the sweep runs again (tokenizer: '%[1]s' in the experiment keeps the "+
-				"finished sweep)", specs.FormerDefaultTokenizer)
+			return &formerDefaultError{finished: old}
 		}
 		return archiveResults(r.runDir, old, r.log)
 	}, func() (map[string][]results.Key, rowErrorTally, error) {
