@@ -109,15 +109,7 @@ func (f *fixture) node(activity, instance string, params map[string]any, inputs 
 	f.t.Helper()
 	in := NodeInput{Run: "t", Instance: f.refs[instance], Node: activity + "-" + instance + "-" + keyOf(params, inputs),
 		Step: "m." + activity, Params: params, Inputs: inputs, Dataset: f.dataset}
-	v, err := f.env.ExecuteActivity(activity, in)
-	if err != nil {
-		return NodeOutput{}, err
-	}
-	var out NodeOutput
-	if err := v.Get(&out); err != nil {
-		f.t.Fatal(err)
-	}
-	return out, nil
+	return f.node2(activity, in)
 }
 
 func (f *fixture) must(out NodeOutput, err error) NodeOutput {
