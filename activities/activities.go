@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/api"
+	"ctxlab/activities/rankings"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runfolder"
@@ -43,6 +44,8 @@ type Activities struct {
 	tallies  map[string]*tally
 	textOnce sync.Once
 	text     *repo.TextCache
+	rankOnce sync.Once
+	rank     *rankings.Memo
 }
 
 // CacheEnv is the environment variable New reads CacheDir from.
@@ -84,6 +87,19 @@ func (a *Activities) textCache() *repo.TextCache {
 		}
 	})
 	return a.text
+}
+
+// rankings is the process's memo of chunked snapshots and BM25 rankings. Chunked snapshots are bounded as the text
+// cache is (FileCacheBytes), and kept only when it is.
+func (a *Activities) rankings() *rankings.Memo {
+	a.rankOnce.Do(func() {
+		var bound int64
+		if t := a.textCache(); t != nil {
+			bound = t.Max()
+		}
+		a.rank = rankings.NewMemo(bound, a.Log)
+	})
+	return a.rank
 }
 
 // The types the workflows exchange with the activities live in package api, below both; these aliases keep
