@@ -151,7 +151,9 @@ func corruptRankings(t *testing.T, dir string) {
 	t.Helper()
 	spoil := []func(b []byte) []byte{
 		func(b []byte) []byte { return b[:len(b)/2] },
-		func(b []byte) []byte { return edit(t, b, func(m map[string]any) { m["chunks"] = m["chunks"].(float64) + 1 }) },
+		func(b []byte) []byte {
+			return edit(t, b, func(m map[string]any) { m["chunks"] = m["chunks"].(float64) + 1 })
+		},
 		func(b []byte) []byte {
 			return edit(t, b, func(m map[string]any) { m["head"] = []any{0, 0} })
 		},
