@@ -36,7 +36,7 @@ type Activities struct {
 	NoCache  bool
 	// FileCacheBytes bounds the snapshot files' text this process keeps in memory across activities (each read of
 	// a file through a step's reader goes through it): 0 means repo.DefaultTextCacheBytes, negative none. It is read
-	// when the first file is.
+	// when the first file is. A quarter of it bounds, beside it, the chunks retrieve steps keep (their bounds only).
 	FileCacheBytes int64
 
 	mu       sync.Mutex
@@ -89,13 +89,14 @@ func (a *Activities) textCache() *repo.TextCache {
 	return a.text
 }
 
-// rankings is the process's memo of chunked snapshots and BM25 rankings. Chunked snapshots are bounded as the text
-// cache is (FileCacheBytes), and kept only when it is.
+// rankings is the process's memo of chunked snapshots and BM25 rankings. It keeps chunks without their text (the
+// text cache holds that), in a quarter of the text cache's bound (FileCacheBytes), and only when there is a text
+// cache.
 func (a *Activities) rankings() *rankings.Memo {
 	a.rankOnce.Do(func() {
 		var bound int64
 		if t := a.textCache(); t != nil {
-			bound = t.Max()
+			bound = t.Max() / 4
 		}
 		a.rank = rankings.NewMemo(bound, a.Log)
 	})

@@ -66,7 +66,7 @@ func retrievePlan(t *testing.T) (*specs.Plan, []specs.Node) {
 // is built once, whatever the budget or method, and the snapshot is cut once per chunk unit (SWE-bench's documents
 // are whole files too). Another worker process reads the stored rankings; stored rankings that are torn, of
 // another key or chunk count, or not an order of the chunks are computed again; steps at once wait for one
-// computation. Every way, each step's output is the one it has computed alone.
+// computation; without a text cache nothing is kept. Every way, each step's output is the one it has computed alone.
 func TestRetrieveStepsShareOneIndexPerUnit(t *testing.T) {
 	f := newFixture(t)
 	plan, retrieves := retrievePlan(t)
@@ -87,9 +87,12 @@ func TestRetrieveStepsShareOneIndexPerUnit(t *testing.T) {
 
 	// run runs the retrieve steps in a new worker process's activities (under new node keys, so that no node memo
 	// answers), all at once or one by one, and checks their outputs against the first run's.
-	run := func(name string, together bool, prepare func()) *Activities {
+	run := func(name string, together bool, prepare func(), fileCache ...int64) *Activities {
 		t.Helper()
 		a := New(f.a.Runs, zerolog.Nop())
+		if len(fileCache) > 0 {
+			a.FileCacheBytes = fileCache[0]
+		}
 		var wg sync.WaitGroup
 		for _, n := range retrieves {
 			in := NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key + "-" + name, Step: n.Steps[0],
@@ -133,6 +136,10 @@ func TestRetrieveStepsShareOneIndexPerUnit(t *testing.T) {
 	alone := run("alone", false, func() { os.RemoveAll(rankDir) }).rankings().Stats()
 	if alone.Builds != int64(len(retrieves)) {
 		t.Errorf("each step with no stored ranking: %+v; want a build each", alone)
+	}
+	// Without a text cache no chunks are kept either: each step cuts the snapshot, with the text it read.
+	if st := run("uncached", false, nil, -1).rankings().Stats(); st.Chunkings != int64(len(retrieves)) {
+		t.Errorf("no text cache: %+v; want the snapshot cut by each step", st)
 	}
 }
 

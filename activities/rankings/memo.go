@@ -61,7 +61,9 @@ func (m *Memo) Stats() Stats {
 }
 
 // Chunks returns the snapshot cut into the unit (window: the window unit's size and other units' fallback's),
-// cutting it only when the memo does not hold it.
+// cutting it only when the memo does not hold it. The memo holds chunks without their text, which Chunks reads
+// again through the snapshot's reader (the worker's text cache), so that a snapshot's text is held once however
+// many units it is cut into.
 func (m *Memo) Chunks(ctx context.Context, s Snapshot, unit chunk.Unit, window int) (*Chunked, error) {
 	if window < 1 {
 		window = chunk.DefaultWindow
@@ -69,7 +71,7 @@ func (m *Memo) Chunks(ctx context.Context, s Snapshot, unit chunk.Unit, window i
 	key := chunksKey{snapshot: s.Ref, unit: unit, window: window}
 	if m.chunks != nil {
 		if c, ok := m.chunks.Get(key); ok {
-			return c, nil
+			return withText(ctx, s, c)
 		}
 	}
 	v, err := m.once(ctx, "chunks\x00"+string(s.Ref)+"\x00"+string(unit)+"\x00"+strconv.Itoa(window), func() (any, error) {
@@ -78,7 +80,7 @@ func (m *Memo) Chunks(ctx context.Context, s Snapshot, unit chunk.Unit, window i
 				return c, nil
 			}
 		}
-		c, err := chunkSnapshot(ctx, s, unit, window)
+		c, err := chunkSnapshot(ctx, s, unit, window, m.chunks != nil)
 		if err != nil {
 			return nil, err
 		}
@@ -91,17 +93,20 @@ func (m *Memo) Chunks(ctx context.Context, s Snapshot, unit chunk.Unit, window i
 	if err != nil {
 		return nil, err
 	}
-	return v.(*Chunked), nil
+	if m.chunks == nil {
+		return v.(*Chunked), nil
+	}
+	return withText(ctx, s, v.(*Chunked))
 }
 
-// Per-entry overheads of a chunked snapshot beyond its text: a chunk's struct, a file's map entry.
+// Per-entry overheads of a chunked snapshot: a chunk's struct, a file's map entry.
 const (
 	chunkOverhead = int64(unsafe.Sizeof(chunk.Chunk{}))
 	fileOverhead  = 64
 )
 
-// cost is what a chunked snapshot holds in memory: its text (counted for each unit, though the units of a file
-// share one copy when its chunks are its lines) and its structures.
+// cost is what a chunked snapshot kept bare holds in memory: its chunks and the texts it keeps (none, when package
+// chunk cuts whole lines).
 func (c *Chunked) cost() int64 {
 	n := int64(len(c.Chunks))*chunkOverhead + int64(len(c.FileLines))*fileOverhead
 	for _, ch := range c.Chunks {

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"ctxlab/activities/bm25"
 	"ctxlab/activities/chunk"
@@ -115,7 +116,8 @@ func (k Key) Digest() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Chunked is a snapshot cut into one unit: its chunks in snapshot order and the line count of each file chunked.
+// Chunked is a snapshot cut into one unit: its chunks in snapshot order (each file's together) and the line count
+// of each file chunked.
 type Chunked struct {
 	Chunks    []chunk.Chunk
 	FileLines map[string]int
@@ -130,8 +132,11 @@ type Snapshot struct {
 }
 
 // chunkSnapshot reads every text file of the snapshot and cuts it into the unit. Symlinks, empty files, files over
-// MaxFileBytes and binary files (a NUL in the first 8,000 bytes) are left out.
-func chunkSnapshot(ctx context.Context, s Snapshot, unit chunk.Unit, window int) (*Chunked, error) {
+// MaxFileBytes and binary files (a NUL in the first 8,000 bytes) are left out. A chunk whose text is its file's
+// lines Start..End, as package chunk cuts every chunk, holds that part of the file's text, or, when bare, no text
+// at all (withText gives it back): a memo then keeps a chunked snapshot for the size of its chunks' bounds, the
+// text being the worker's text cache's.
+func chunkSnapshot(ctx context.Context, s Snapshot, unit chunk.Unit, window int, bare bool) (*Chunked, error) {
 	out := &Chunked{FileLines: map[string]int{}}
 	for _, e := range s.Manifest.Files {
 		if e.Mode == repo.ModeSymlink || e.Size > MaxFileBytes || e.Size == 0 {
@@ -146,34 +151,70 @@ func chunkSnapshot(ctx context.Context, s Snapshot, unit chunk.Unit, window int)
 			continue // binary
 		}
 		chunks := chunk.Split(e.Path, b, unit, window)
-		out.FileLines[e.Path] = shareText(text, chunks)
+		starts := lineStarts(text)
+		for i, c := range chunks {
+			if lines, ok := lineSpan(text, starts, c); ok && lines == c.Text && c.Text != "" {
+				chunks[i].Text = lines
+				if bare {
+					chunks[i].Text = ""
+				}
+			}
+		}
+		out.FileLines[e.Path] = len(starts) - 1
 		out.Chunks = append(out.Chunks, chunks...)
 	}
 	return out, nil
 }
 
-// shareText points each chunk's text into the file's text when it is exactly lines Start..End of it, as package
-// chunk cuts them, so that the chunks of every unit of a file hold one copy of its text (the worker's text cache's);
-// a chunk whose text is anything else keeps its own. It returns the file's line count.
-func shareText(text string, chunks []chunk.Chunk) int {
-	starts := []int{0} // starts[i] is where line i+1 begins; the last entry is the text's end
-	for i := 0; i < len(text); i++ {
-		if text[i] == '\n' && i+1 < len(text) {
+// withText returns c's chunks with their text: a bare chunk's (no text: package chunk never cuts an empty one) is
+// its lines of its file, read again. A file whose line count is not the one it was chunked with fails.
+func withText(ctx context.Context, s Snapshot, c *Chunked) (*Chunked, error) {
+	out := &Chunked{Chunks: slices.Clone(c.Chunks), FileLines: c.FileLines}
+	var path, text string
+	var starts []int
+	for i, ch := range out.Chunks {
+		if ch.Text != "" {
+			continue
+		}
+		if ch.Path != path || starts == nil {
+			t, err := s.Read(ctx, ch.Path)
+			if err != nil {
+				return nil, err
+			}
+			path, text, starts = ch.Path, t, lineStarts(t)
+			if len(starts)-1 != c.FileLines[ch.Path] {
+				return nil, fmt.Errorf("rankings: %s of snapshot %s has %d lines, chunked with %d", ch.Path, s.Ref,
+					len(starts)-1, c.FileLines[ch.Path])
+			}
+		}
+		lines, ok := lineSpan(text, starts, ch)
+		if !ok {
+			return nil, fmt.Errorf("rankings: %s of snapshot %s has no lines %d-%d", ch.Path, s.Ref, ch.Start, ch.End)
+		}
+		out.Chunks[i].Text = lines
+	}
+	return out, nil
+}
+
+// lineStarts returns where each line of text begins (a line ends after its "\n"), then the text's length: the text
+// has len(starts)-1 lines.
+func lineStarts(text string) []int {
+	if text == "" {
+		return []int{0}
+	}
+	starts := []int{0}
+	for i := 0; i < len(text)-1; i++ {
+		if text[i] == '\n' {
 			starts = append(starts, i+1)
 		}
 	}
-	starts = append(starts, len(text))
-	lines := len(starts) - 1
-	if text == "" {
-		lines = 0
+	return append(starts, len(text))
+}
+
+// lineSpan is lines c.Start..c.End of the text whose lines begin at starts.
+func lineSpan(text string, starts []int, c chunk.Chunk) (string, bool) {
+	if c.Start < 1 || c.End < c.Start || c.End >= len(starts) {
+		return "", false
 	}
-	for i, c := range chunks {
-		if c.Start < 1 || c.End < c.Start || c.End > lines {
-			continue
-		}
-		if s := text[starts[c.Start-1]:starts[c.End]]; s == c.Text {
-			chunks[i].Text = s
-		}
-	}
-	return lines
+	return text[starts[c.Start-1]:starts[c.End]], true
 }

@@ -52,34 +52,67 @@ func TestStoredOrderRoundTrips(t *testing.T) {
 	}
 }
 
-// TestChunkTextSharesTheFile: chunks of every unit hold the very text they held, pointing into the file's text,
-// and the line count is the file's, on the generated repository's files and on files without a final newline.
-func TestChunkTextSharesTheFile(t *testing.T) {
+// TestChunksKeptBareReadTheirTextAgain: a chunked snapshot kept bare holds no text, every unit's chunks (package
+// chunk cuts whole lines) being given their text back from the file's, equal to package chunk's and pointing into
+// the file's text; the line counts are the files', on the generated repository and on files without a final
+// newline. A file whose text changed under its chunks fails.
+func TestChunksKeptBareReadTheirTextAgain(t *testing.T) {
 	files := synthrepo.Generate(3)[:300]
 	files = append(files, synthrepo.File{Path: "a.py", Content: []byte("def f():\n    return 1\n\n\nx = 2")},
 		synthrepo.File{Path: "b.txt", Content: []byte("\n\n")}, synthrepo.File{Path: "c.go", Content: []byte("package c")})
-	for _, f := range files {
-		text := string(f.Content)
-		want := strings.Count(text, "\n")
-		if !strings.HasSuffix(text, "\n") {
-			want++
+	s, texts := snapshotOf(files)
+	for _, u := range chunk.Units {
+		bare, err := chunkSnapshot(context.Background(), s, u, 60, true)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, u := range chunk.Units {
-			chunks := chunk.Split(f.Path, f.Content, u, 60)
-			before := slices.Clone(chunks)
-			if n := shareText(text, chunks); n != want {
-				t.Fatalf("%s: %d lines, want %d", f.Path, n, want)
+		full, err := withText(context.Background(), s, bare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []chunk.Chunk
+		for _, f := range files {
+			want = append(want, chunk.Split(f.Path, f.Content, u, 60)...)
+			lines := strings.Count(texts[f.Path], "\n")
+			if !strings.HasSuffix(texts[f.Path], "\n") {
+				lines++
 			}
-			for i, c := range chunks {
-				if c != before[i] {
-					t.Fatalf("%s %s chunk %d changed", f.Path, u, i)
-				}
-				if c.Text != "" && !within(c.Text, text) {
-					t.Errorf("%s %s chunk %d: its text is a copy, not the file's", f.Path, u, i)
-				}
+			if full.FileLines[f.Path] != lines {
+				t.Fatalf("%s: %d lines, want %d", f.Path, full.FileLines[f.Path], lines)
 			}
+		}
+		slices.SortStableFunc(want, func(a, b chunk.Chunk) int { return strings.Compare(a.Path, b.Path) })
+		if !slices.Equal(full.Chunks, want) {
+			t.Fatalf("%s: chunks given their text back differ from package chunk's", u)
+		}
+		for i, c := range full.Chunks {
+			if bare.Chunks[i].Text != "" || !within(c.Text, texts[c.Path]) {
+				t.Fatalf("%s chunk %d of %s: kept with text %v, or its text is a copy", u, i, c.Path, bare.Chunks[i].Text != "")
+			}
+		}
+		if cost := bare.cost(); cost > int64(len(bare.Chunks))*(chunkOverhead+64) {
+			t.Errorf("%s: a bare chunked snapshot costs %d bytes for %d chunks", u, cost, len(bare.Chunks))
 		}
 	}
+	bare, _ := chunkSnapshot(context.Background(), s, chunk.Function, 60, true)
+	texts["c.go"] += "\nfunc F() {}\n"
+	if _, err := withText(context.Background(), s, bare); err == nil || !strings.Contains(err.Error(), "c.go") {
+		t.Errorf("a file changed under its chunks: %v", err)
+	}
+}
+
+// snapshotOf is a snapshot of the files (sorted by path, as manifests are) read from the map it returns.
+func snapshotOf(files []synthrepo.File) (Snapshot, map[string]string) {
+	texts := map[string]string{}
+	var m repo.Manifest
+	for _, f := range files {
+		texts[f.Path] = string(f.Content)
+		m.Files = append(m.Files, repo.Entry{Path: f.Path, Size: int64(len(f.Content))})
+	}
+	slices.SortFunc(m.Files, func(a, b repo.Entry) int { return strings.Compare(a.Path, b.Path) })
+	return Snapshot{Ref: "sha256:snap", Manifest: m, Read: func(_ context.Context, p string) (string, error) {
+		return texts[p], nil
+	}}, texts
 }
 
 // within reports whether s lies in the memory of text.
@@ -133,17 +166,26 @@ func TestChunksOnceAndBounded(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			if _, err := memo.Chunks(context.Background(), s, chunk.Function, 0); err != nil {
-				t.Error(err)
+			c, err := memo.Chunks(context.Background(), s, chunk.Function, 0)
+			if err != nil || len(c.Chunks) == 0 || c.Chunks[0].Text == "" {
+				t.Errorf("chunks %v, %v", c, err)
 			}
 		})
 	}
 	wg.Wait()
-	if st := memo.Stats(); st.Chunkings != 1 || reads.Load() != int64(len(m.Files)) {
-		t.Errorf("8 steps at once: %d chunkings, %d reads; want 1 and %d", st.Chunkings, reads.Load(), len(m.Files))
+	// Each step reads the files again (from the worker's text cache) for its chunks' text; one cut them.
+	if st, want := memo.Stats(), int64(len(m.Files)*(1+8)); st.Chunkings != 1 || reads.Load() != want {
+		t.Errorf("8 steps at once: %d chunkings, %d reads; want 1 and %d", st.Chunkings, reads.Load(), want)
 	}
-	fn, _ := memo.Chunks(context.Background(), s, chunk.Function, 60)
-	small := NewMemo(fn.cost()+fn.cost()/2, zerolog.Nop()) // holds one unit's chunks, not two
+	cost := func(u chunk.Unit) int64 {
+		c, err := chunkSnapshot(context.Background(), s, u, 60, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.cost()
+	}
+	fn, win := cost(chunk.Function), cost(chunk.Window)
+	small := NewMemo(max(fn, win)+min(fn, win)/2, zerolog.Nop()) // holds either unit's chunks, not both
 	for _, u := range []chunk.Unit{chunk.Function, chunk.Function, chunk.Window, chunk.Function} {
 		if _, err := small.Chunks(context.Background(), s, u, 60); err != nil {
 			t.Fatal(err)
