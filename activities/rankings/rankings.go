@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"ctxlab/activities/bm25"
 	"ctxlab/activities/chunk"
@@ -151,16 +152,16 @@ func chunkSnapshot(ctx context.Context, s Snapshot, unit chunk.Unit, window int,
 			continue // binary
 		}
 		chunks := chunk.Split(e.Path, b, unit, window)
-		starts := lineStarts(text)
+		walk := lineWalker{text: text}
 		for i, c := range chunks {
-			if lines, ok := lineSpan(text, starts, c); ok && lines == c.Text && c.Text != "" {
+			if lines, ok := walk.span(c.Start, c.End); ok && lines == c.Text && c.Text != "" {
 				chunks[i].Text = lines
 				if bare {
 					chunks[i].Text = ""
 				}
 			}
 		}
-		out.FileLines[e.Path] = len(starts) - 1
+		out.FileLines[e.Path] = lineCount(text)
 		out.Chunks = append(out.Chunks, chunks...)
 	}
 	return out, nil
@@ -170,24 +171,23 @@ func chunkSnapshot(ctx context.Context, s Snapshot, unit chunk.Unit, window int,
 // its lines of its file, read again. A file whose line count is not the one it was chunked with fails.
 func withText(ctx context.Context, s Snapshot, c *Chunked) (*Chunked, error) {
 	out := &Chunked{Chunks: slices.Clone(c.Chunks), FileLines: c.FileLines}
-	var path, text string
-	var starts []int
+	var walk lineWalker
 	for i, ch := range out.Chunks {
 		if ch.Text != "" {
 			continue
 		}
-		if ch.Path != path || starts == nil {
-			t, err := s.Read(ctx, ch.Path)
+		if ch.Path != walk.path {
+			text, err := s.Read(ctx, ch.Path)
 			if err != nil {
 				return nil, err
 			}
-			path, text, starts = ch.Path, t, lineStarts(t)
-			if len(starts)-1 != c.FileLines[ch.Path] {
-				return nil, fmt.Errorf("rankings: %s of snapshot %s has %d lines, chunked with %d", ch.Path, s.Ref,
-					len(starts)-1, c.FileLines[ch.Path])
+			if n := lineCount(text); n != c.FileLines[ch.Path] {
+				return nil, fmt.Errorf("rankings: %s of snapshot %s has %d lines, chunked with %d", ch.Path, s.Ref, n,
+					c.FileLines[ch.Path])
 			}
+			walk = lineWalker{path: ch.Path, text: text}
 		}
-		lines, ok := lineSpan(text, starts, ch)
+		lines, ok := walk.span(ch.Start, ch.End)
 		if !ok {
 			return nil, fmt.Errorf("rankings: %s of snapshot %s has no lines %d-%d", ch.Path, s.Ref, ch.Start, ch.End)
 		}
@@ -196,25 +196,52 @@ func withText(ctx context.Context, s Snapshot, c *Chunked) (*Chunked, error) {
 	return out, nil
 }
 
-// lineStarts returns where each line of text begins (a line ends after its "\n"), then the text's length: the text
-// has len(starts)-1 lines.
-func lineStarts(text string) []int {
-	if text == "" {
-		return []int{0}
+// lineCount is the number of lines of text (the last one may lack its "\n").
+func lineCount(text string) int {
+	n := strings.Count(text, "\n")
+	if text != "" && text[len(text)-1] != '\n' {
+		n++
 	}
-	starts := []int{0}
-	for i := 0; i < len(text)-1; i++ {
-		if text[i] == '\n' {
-			starts = append(starts, i+1)
-		}
-	}
-	return append(starts, len(text))
+	return n
 }
 
-// lineSpan is lines c.Start..c.End of the text whose lines begin at starts.
-func lineSpan(text string, starts []int, c chunk.Chunk) (string, bool) {
-	if c.Start < 1 || c.End < c.Start || c.End >= len(starts) {
+// lineWalker finds lines of a text (a line ends after its "\n"), front to back: a file's chunks come in order.
+type lineWalker struct {
+	path, text string
+	// passed lines end before pos.
+	passed, pos int
+}
+
+// span is lines start..end of the text.
+func (w *lineWalker) span(start, end int) (string, bool) {
+	if start < 1 || end < start {
 		return "", false
 	}
-	return text[starts[c.Start-1]:starts[c.End]], true
+	if start-1 < w.passed {
+		w.passed, w.pos = 0, 0
+	}
+	if !w.pass(start - 1) {
+		return "", false
+	}
+	from := w.pos
+	if !w.pass(end) {
+		return "", false
+	}
+	return w.text[from:w.pos], true
+}
+
+// pass moves past the first n lines, reporting whether the text has them.
+func (w *lineWalker) pass(n int) bool {
+	for w.passed < n {
+		if w.pos >= len(w.text) {
+			return false
+		}
+		if i := strings.IndexByte(w.text[w.pos:], '\n'); i >= 0 {
+			w.pos += i + 1
+		} else {
+			w.pos = len(w.text)
+		}
+		w.passed++
+	}
+	return true
 }
