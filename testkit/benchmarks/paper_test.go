@@ -34,8 +34,8 @@ import (
 )
 
 var (
-	paperIssues = flag.Int("paper.issues", 16, "issues, each over its own generated repository, in "+
-		"BenchmarkPaperSweepMemory's sweep")
+	paperIssues = flag.Int("paper.issues", 0, "issues, each over its own generated repository, in "+
+		"BenchmarkPaperSweepMemory's sweep (0: the benchmark is skipped; 16 fills the paper's concurrency)")
 	paperStarter = flag.String("paper.starter", "", "BenchmarkPaperSweepMemory runs this starter binary (one "+
 		"built at another commit, to compare) instead of building this checkout's")
 )
@@ -320,10 +320,14 @@ func countFiles(b *testing.B, dir, ext string) int {
 // on -paper.issues issues, each over its own generated 3,010-file repository, with the paper's offline methods
 // under two models at the paper's concurrency (16 issues in flight), and reports the starter process's peak
 // resident memory (getrusage's maxrss), its CPU time and the rows. The environment is passed on, so
-// CTXLAB_FILE_CACHE_MB sets the bound on cached snapshot text and chunks:
+// CTXLAB_FILE_CACHE_MB sets the bound on cached snapshot text and chunks. It takes minutes, so it runs only when
+// asked for:
 //
-//	go test -run '^$' -bench PaperSweepMemory -benchtime 1x -timeout 60m ./testkit/benchmarks/
+//	go test -run '^$' -bench PaperSweepMemory -benchtime 1x -timeout 60m ./testkit/benchmarks/ -paper.issues 16
 func BenchmarkPaperSweepMemory(b *testing.B) {
+	if *paperIssues < 1 {
+		b.Skip("-paper.issues N (16: the paper's concurrency) runs the sweep")
+	}
 	dir := b.TempDir()
 	bin := *paperStarter
 	if bin == "" {
