@@ -38,7 +38,8 @@ type chunksKey struct {
 	window   int
 }
 
-// NewMemo returns a memo keeping chunked snapshots of at most maxBytes (text and chunks); none when maxBytes < 1.
+// NewMemo returns a memo keeping chunked snapshots (their chunks' bounds, without the text) of at most maxBytes;
+// none when maxBytes < 1, and then each chunked snapshot holds its text.
 // Failures to store a ranking (the ranking is still returned) are logged to log.
 func NewMemo(maxBytes int64, log zerolog.Logger) *Memo {
 	m := &Memo{log: log}
