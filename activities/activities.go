@@ -12,6 +12,7 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/activities/executor"
 	"ctxlab/activities/llm"
+	"ctxlab/activities/rankings"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/steps"
 	"ctxlab/runfolder"
@@ -35,7 +36,7 @@ type Activities struct {
 	NoCache  bool
 	// FileCacheBytes bounds the snapshot files' text this process keeps in memory across activities (each read of
 	// a file through a step's reader goes through it): 0 means repo.DefaultTextCacheBytes, negative none. It is read
-	// when the first node runs.
+	// when the first node runs. A quarter of it bounds, beside it, the chunks retrieve steps keep (their bounds only).
 	FileCacheBytes int64
 
 	mu       sync.Mutex
@@ -43,6 +44,8 @@ type Activities struct {
 	spending steps.Spending
 	textOnce sync.Once
 	text     *repo.TextCache
+	rankOnce sync.Once
+	rank     *rankings.Memo
 	// newProvider and newExecutor replace the steps' providers and grading executors (tests count calls or fail
 	// them); nil for the real ones.
 	newProvider func(m specs.Model, tokenizer string) (llm.Provider, error)
@@ -88,6 +91,20 @@ func (a *Activities) textCache() *repo.TextCache {
 		}
 	})
 	return a.text
+}
+
+// rankings is the process's memo of chunked snapshots and BM25 rankings. It keeps chunks without their text (the
+// text cache holds that), in a quarter of the text cache's bound (FileCacheBytes), and only when there is a text
+// cache.
+func (a *Activities) rankings() *rankings.Memo {
+	a.rankOnce.Do(func() {
+		var bound int64
+		if t := a.textCache(); t != nil {
+			bound = t.Max() / 4
+		}
+		a.rank = rankings.NewMemo(bound, a.Log)
+	})
+	return a.rank
 }
 
 // The types the workflows exchange with the activities live in package api, below both; these aliases keep
@@ -170,6 +187,7 @@ func (a *Activities) Store(run string) (cas.Store, error) {
 // tallies and log, and heartbeats to Temporal.
 func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store) steps.Env {
 	return steps.Env{Node: in, Store: store, RunDir: a.RunDir(in.Run), Log: a.Log, Text: a.textCache(),
+		Rankings: a.rankings(),
 		Models: steps.Models{CacheDir: a.CacheDir, NoCache: a.NoCache, Provider: a.newProvider,
 			Spending: &a.spending},
 		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: agentTurns{a}}

@@ -55,6 +55,9 @@ const (
 	NodesDir = "nodes"
 	// GradesDir holds the grade memos, shared by the nodes that grade the same patch.
 	GradesDir = "grades"
+	// RankingsDir holds the BM25 rankings of snapshots' chunks against issues, shared by the retrieve steps that rank
+	// the same snapshot the same way.
+	RankingsDir = "rankings"
 	// CASDir is the default content store (and the response cache's folder).
 	CASDir = "cas"
 	// LimitsDir holds the rate and concurrency slots per provider and the spend reservations.
@@ -75,7 +78,7 @@ const (
 // they write into. A run folder where one of them is something else cannot be written.
 var (
 	Files = []string{RowsFile, SummaryFile, RetriedFile, AttemptsFile, CallsFile, LimitsFile, SpecFile, ServerFile}
-	Dirs  = []string{NodesDir, GradesDir, CASDir, LimitsDir, DatasetDir}
+	Dirs  = []string{NodesDir, GradesDir, RankingsDir, CASDir, LimitsDir, DatasetDir}
 )
 
 // Rows is the rows file of the run folder dir.
@@ -123,6 +126,9 @@ func Nodes(dir string) string { return filepath.Join(dir, NodesDir) }
 
 // Grades is the folder of grade memos.
 func Grades(dir string) string { return filepath.Join(dir, GradesDir) }
+
+// Rankings is the folder of stored rankings.
+func Rankings(dir string) string { return filepath.Join(dir, RankingsDir) }
 
 // CAS is the run's default content store folder.
 func CAS(dir string) string { return filepath.Join(dir, CASDir) }

@@ -21,6 +21,7 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/activities/executor"
 	"ctxlab/activities/llm"
+	"ctxlab/activities/rankings"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runlog"
@@ -48,6 +49,9 @@ type Env struct {
 	Log    zerolog.Logger
 	// Text is the process's cache of snapshot text, shared by its steps (nil: none).
 	Text *repo.TextCache
+	// Rankings is the process's memo of chunked snapshots and BM25 rankings, shared by its retrieve steps (nil: one
+	// of the attempt's own, which still reads and writes the run folder's stored rankings).
+	Rankings *rankings.Memo
 	// Models makes the step's model calls.
 	Models Models
 	// Heartbeat tells whoever runs the step that it is alive, during work that reports progress (a grade's test

@@ -1,21 +1,16 @@
 package steps
 
 import (
-	"bytes"
 	"context"
 	"strings"
 
-	"ctxlab/activities/bm25"
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/dense"
+	"ctxlab/activities/rankings"
 	"ctxlab/activities/repo"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
-
-// Retrieval units beyond package chunk's: SWE-bench's file-level baseline, whose documents are a file's path and
-// contents together.
-const unitSWEBenchFile = "swebench_file"
 
 // Scorers.
 const (
@@ -25,9 +20,6 @@ const (
 
 // DefaultRetrieveTokens is the fixed budget of an unfitted retriever: PAPER.md's mean CQ2-CARE context.
 const DefaultRetrieveTokens = 13800
-
-// maxRetrieveFileBytes skips generated or data files that no retriever should index whole.
-const maxRetrieveFileBytes = 1 << 20
 
 func init() { registerStep(specs.Retrieve, retrieveStep) }
 
@@ -42,49 +34,16 @@ func retrieveStep(ctx context.Context, j *job, p RetrieveParams) (NodeOutput, er
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	chunks, fileLines, err := j.chunkRepo(ctx, m, p.Unit, p.Window)
+	row := map[string]any{}
+	chunked, order, err := j.rankChunks(ctx, inst.ProblemStatement, m, p, row)
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	docs := make([]string, len(chunks))
-	for i, c := range chunks {
-		docs[i] = c.Text
-		if p.Unit == unitSWEBenchFile {
-			docs[i] = c.Path + "\n" + c.Text
-		}
-	}
-	row := map[string]any{}
-	var order []int
-	switch p.Scorer {
-	case "", scorerBM25:
-		bp := bm25.Defaults()
-		if p.K1 != 0 {
-			bp.K1 = p.K1
-		}
-		if p.B != nil {
-			bp.B = *p.B
-		}
-		if err := bp.Check(); err != nil {
-			return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
-		}
-		ix := bm25.New(bp)
-		for _, d := range docs {
-			ix.Add(d)
-		}
-		order = ix.Rank(inst.ProblemStatement)
-	case scorerDense:
-		order, err = j.denseRank(ctx, p.EmbeddingModel, inst.ProblemStatement, docs, row)
-		if err != nil {
-			return NodeOutput{}, err
-		}
-	default:
-		return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown scorer %q (known: bm25, dense)", j.in.Step, p.Scorer)
-	}
 	sorted := make([]chunk.Chunk, len(order))
 	for i, k := range order {
-		sorted[i] = chunks[k]
+		sorted[i] = chunked.Chunks[k]
 	}
-	r := newRanked(inst.ProblemStatement, sorted, fileLines, p.Partial == nil || *p.Partial)
+	r := newRanked(inst.ProblemStatement, sorted, chunked.FileLines, p.Partial == nil || *p.Partial)
 	target, anchor, fitted, err := j.budgetTarget(ctx, p.Tokenizer, p.FitParams)
 	if err != nil {
 		return NodeOutput{}, err
@@ -116,35 +75,54 @@ func retrieveStep(ctx context.Context, j *job, p RetrieveParams) (NodeOutput, er
 	return out, nil
 }
 
-// chunkRepo reads every text file of the snapshot and cuts it into units; it also returns each file's line count.
-func (j *job) chunkRepo(ctx context.Context, m repo.Manifest, unit string, window int) ([]chunk.Chunk, map[string]int, error) {
-	u := chunk.File
-	if unit != unitSWEBenchFile {
-		var err error
-		if u, err = chunk.ParseUnit(unit); err != nil {
-			return nil, nil, permanentf(ErrBadInput, "%s: %v (or %s)", j.in.Step, err, unitSWEBenchFile)
-		}
+// rankChunks cuts the snapshot into the step's unit and orders the chunks against the query: by BM25 through the
+// worker's ranking memo, so that every step of the run asking for the same ranking (whatever its method, model or
+// budget) shares one, or by dense embeddings (whose cache shares the vectors). row takes the dense scorer's fields.
+func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p RetrieveParams,
+	row map[string]any) (*rankings.Chunked, []int, error) {
+	unit, err := rankings.ChunkUnit(p.Unit)
+	if err != nil {
+		return nil, nil, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
 	}
-	var out []chunk.Chunk
-	lines := map[string]int{}
-	for _, e := range m.Files {
-		if e.Mode == repo.ModeSymlink || e.Size > maxRetrieveFileBytes || e.Size == 0 {
-			continue
+	co, err := j.input("checkout")
+	if err != nil {
+		return nil, nil, err
+	}
+	read := func(ctx context.Context, path string) (string, error) {
+		return j.env.Text.Read(ctx, j.store, m, path)
+	}
+	memo := j.env.Rankings
+	if memo == nil {
+		memo = rankings.NewMemo(0, j.env.Log)
+	}
+	chunked, err := memo.Chunks(ctx, rankings.Snapshot{Ref: co.Ref, Manifest: m, Read: read}, unit, p.Window)
+	if err != nil {
+		return nil, nil, err
+	}
+	var order []int
+	switch p.Scorer {
+	case "", scorerBM25:
+		r, err := rankings.RankerOf(p)
+		if err != nil {
+			return nil, nil, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
 		}
-		b, err := m.Read(ctx, j.store, e.Path)
+		order, err = memo.Rank(ctx, runfolder.Rankings(j.env.RunDir), rankings.KeyOf(co.Ref, r, query),
+			chunked, query)
 		if err != nil {
 			return nil, nil, err
 		}
-		if bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
-			continue // binary
+	case scorerDense:
+		docs := make([]string, len(chunked.Chunks))
+		for i, c := range chunked.Chunks {
+			docs[i] = rankings.Doc(p.Unit, c)
 		}
-		lines[e.Path] = bytes.Count(b, []byte("\n"))
-		if len(b) > 0 && b[len(b)-1] != '\n' {
-			lines[e.Path]++
+		if order, err = j.denseRank(ctx, p.EmbeddingModel, query, docs, row); err != nil {
+			return nil, nil, err
 		}
-		out = append(out, chunk.Split(e.Path, b, u, window)...)
+	default:
+		return nil, nil, permanentf(ErrBadInput, "%s: unknown scorer %q (known: bm25, dense)", j.in.Step, p.Scorer)
 	}
-	return out, lines, nil
+	return chunked, order, nil
 }
 
 // denseRank embeds the query and the documents and orders documents by cosine similarity.

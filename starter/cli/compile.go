@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"ctxlab/activities/rankings"
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
 )
@@ -24,7 +25,8 @@ var compileCommand = commandDef[compileOptions, *compileOptions]{
 	use:   "compile SPEC",
 	short: "print the compiled DAG of every method as JSON",
 	long: "Prints every method's compiled DAG, with the node each step resolved to; steps that share a node run " +
-		"once per issue.\n`starter compile --lib` prints the embedded " + jsonnet.LibraryName + " instead.",
+		"once per issue, and each BM25 ranking with the retrieve steps that read it, computed once per issue.\n" +
+		"`starter compile --lib` prints the embedded " + jsonnet.LibraryName + " instead.",
 	run: compile,
 }
 
@@ -75,6 +77,53 @@ type compiled struct {
 	Experiment *specs.Experiment `json:"experiment"`
 	Methods    []compiledMethod  `json:"methods"`
 	Nodes      []specs.Node      `json:"nodes"`
+	Rankings   []sharedRanking   `json:"rankings"`
+}
+
+// sharedRanking is one BM25 ranking of an issue's snapshot against its text, as the retrieve steps that read it
+// ask for it (activities/rankings): it is computed once per issue, by whichever of them comes first, and read by the
+// others, whatever their method, model or budget.
+type sharedRanking struct {
+	// Checkout is the node whose snapshot is ranked.
+	Checkout string `json:"checkout"`
+	rankings.Ranker
+	// Steps are the "model/method.step" of every retrieve step that reads it; Nodes are their nodes.
+	Steps []string `json:"steps"`
+	Nodes []string `json:"nodes"`
+}
+
+// sharedRankings groups the plan's BM25 retrieve nodes by the ranking they read, in plan order. Dense retrieval
+// is not among them: its embeddings are shared by their own cache.
+func sharedRankings(plan *specs.Plan) []sharedRanking {
+	var out []sharedRanking
+	type key struct {
+		checkout string
+		ranker   rankings.Ranker
+	}
+	index := map[key]int{}
+	for _, n := range plan.Nodes {
+		if n.Activity != specs.Retrieve.Name {
+			continue
+		}
+		p, err := specs.Retrieve.Decode(n.Params)
+		if err != nil || p.Scorer == "dense" {
+			continue
+		}
+		r, err := rankings.RankerOf(p)
+		if err != nil {
+			continue // Validate refuses such params before a plan is built
+		}
+		k := key{n.Inputs["checkout"], r}
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, sharedRanking{Checkout: k.checkout, Ranker: r})
+		}
+		out[i].Steps = append(out[i].Steps, n.Steps...)
+		out[i].Nodes = append(out[i].Nodes, n.Key)
+	}
+	return out
 }
 
 func compile(o compileOptions, stdout, stderr io.Writer) int {
@@ -92,7 +141,7 @@ func compile(o compileOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
 		return exitUsage
 	}
-	out := compiled{Experiment: e, Nodes: plan.Nodes}
+	out := compiled{Experiment: e, Nodes: plan.Nodes, Rankings: sharedRankings(plan)}
 	for _, arm := range plan.Arms {
 		cm := compiledMethod{Method: arm.Method, Model: arm.Model}
 		byID := map[string]specs.Step{}

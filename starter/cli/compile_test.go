@@ -149,3 +149,67 @@ func writeUnder(t *testing.T, dir, name, text string) string {
 	}
 	return p
 }
+
+// TestCompileShowsSharedRankings: compile lists each BM25 ranking once with every retrieve step that reads it; the
+// demo's ten retrieve nodes read five rankings (the function unit's by its four budgets, the file and SWE-bench
+// units' by two methods each), and the paper's two models read the same rankings.
+func TestCompileShowsSharedRankings(t *testing.T) {
+	rankingsOf := func(spec string, args ...string) compiled {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Main(append([]string{"compile", filepath.Join("..", "..", "specs", spec)}, args...), &out,
+			&errb); code != 0 {
+			t.Fatalf("compile %s: exit %d: %s", spec, code, errb.String())
+		}
+		var c compiled
+		if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	demo := rankingsOf("demo.jsonnet")
+	readers := map[string][]string{}
+	nodes := 0
+	for _, r := range demo.Rankings {
+		if _, dup := readers[r.Unit]; dup {
+			t.Errorf("unit %s listed twice", r.Unit)
+		}
+		readers[r.Unit] = r.Steps
+		nodes += len(r.Nodes)
+	}
+	retrieves := 0
+	for _, n := range demo.Nodes {
+		if n.Activity == "retrieve" {
+			retrieves++
+		}
+	}
+	if len(demo.Rankings) != 5 || nodes != retrieves {
+		t.Errorf("demo: %d rankings over %d of its %d retrieve nodes; want 5 over all", len(demo.Rankings), nodes,
+			retrieves)
+	}
+	for unit, want := range map[string][]string{
+		"function": {"bm25_function.context", "bm25_function_x0_25.context", "bm25_function_x0_5.context",
+			"bm25_function_x2.context"},
+		"swebench_file": {"bm25_swebench.context", "fake_compressor.source"},
+		"file":          {"bm25_file.context", "whole_files_bm25.context"},
+	} {
+		for _, step := range want {
+			if !slices.Contains(readers[unit], step) {
+				t.Errorf("demo: the %s ranking's readers %v lack %s", unit, readers[unit], step)
+			}
+		}
+	}
+
+	paper := rankingsOf("paper.jsonnet", "--ext-str", "gpt=g", "--ext-str", "claude=c")
+	for _, r := range paper.Rankings {
+		if r.Unit == "function" && (!slices.Contains(r.Steps, "g/bm25_function_x2.context") ||
+			!slices.Contains(r.Steps, "c/bm25_function.context") || slices.ContainsFunc(r.Steps, func(s string) bool {
+			return strings.Contains(s, "dense")
+		})) {
+			t.Errorf("paper: the function ranking's readers %v; want both models' BM25 steps, no dense one", r.Steps)
+		}
+	}
+	if len(paper.Rankings) != 5 {
+		t.Errorf("paper: %d rankings, want 5", len(paper.Rankings))
+	}
+}

@@ -4,4 +4,9 @@
 // to read the same bytes from disk once, measured in the same run, so numbers compare across machines:
 //
 //	go test -run '^$' -bench . -benchtime 3x ./testkit/benchmarks/
+//
+// paper_test.go runs, over the same repository, one issue of specs/paper.jsonnet's methods that need no external
+// service under two offline models, step by step (BenchmarkPaperIssue), and, asked for with -paper.issues N, a
+// whole `starter run` of such issues over N generated repositories to measure its peak memory
+// (BenchmarkPaperSweepMemory); docs/benchmarks.md ("Paper scale") has their numbers.
 package benchmarks

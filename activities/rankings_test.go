@@ -1,0 +1,197 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"ctxlab/jsonnet"
+	"ctxlab/runfolder"
+	"ctxlab/specs"
+)
+
+// retrievePlan is the demo spec's plan cut to its retrieve nodes and the nodes they need (the anchor's CQ2-CARE
+// steps), in plan order: no patch, measure or grade.
+func retrievePlan(t *testing.T) (*specs.Plan, []specs.Node) {
+	t.Helper()
+	e, err := jsonnet.Compile(filepath.Join("..", "specs", "demo.jsonnet"), jsonnet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]specs.Node{}
+	for _, n := range plan.Nodes {
+		byKey[n.Key] = n
+	}
+	need := map[string]bool{}
+	var mark func(key string)
+	mark = func(key string) {
+		if need[key] {
+			return
+		}
+		need[key] = true
+		for _, in := range byKey[key].Inputs {
+			mark(in)
+		}
+	}
+	var retrieves []specs.Node
+	for _, n := range plan.Nodes {
+		if n.Activity == specs.Retrieve.Name {
+			mark(n.Key)
+			retrieves = append(retrieves, n)
+		}
+	}
+	cut := &specs.Plan{Format: plan.Format}
+	for _, n := range plan.Nodes {
+		if need[n.Key] {
+			cut.Nodes = append(cut.Nodes, n)
+		}
+	}
+	return cut, retrieves
+}
+
+// TestRetrieveStepsShareOneIndexPerUnit runs the demo's ten retrieve steps of an instance (five chunk units: the
+// function unit under four budgets, the file unit twice, SWE-bench's path+contents twice): each unit's BM25 index
+// is built once, whatever the budget or method, and the snapshot is cut once per chunk unit (SWE-bench's documents
+// are whole files too). Another worker process reads the stored rankings; stored rankings that are torn, of
+// another key or chunk count, or not an order of the chunks are computed again; steps at once wait for one
+// computation; without a text cache nothing is kept. Every way, each step's output is the one it has computed alone.
+func TestRetrieveStepsShareOneIndexPerUnit(t *testing.T) {
+	f := newFixture(t)
+	plan, retrieves := retrievePlan(t)
+	units := map[string]bool{}
+	for _, n := range retrieves {
+		units[n.Params["unit"].(string)] = true
+	}
+	if len(retrieves) != 10 || len(units) != 5 {
+		t.Fatalf("the demo has %d retrieve nodes over units %v; this test expects 10 over 5", len(retrieves),
+			slices.Sorted(maps.Keys(units)))
+	}
+	outs := f.runPlanUngraded(plan, inst)
+	if st := f.a.rankings().Stats(); st.Builds != int64(len(units)) || st.Chunkings != int64(len(units)-1) {
+		t.Errorf("%d BM25 indexes built and %d snapshots chunked for %d retrieve steps over %d units; want one index "+
+			"per unit, one chunking per chunk unit", st.Builds, st.Chunkings, len(retrieves), len(units))
+	}
+	rankDir := runfolder.Rankings(f.a.RunDir("t"))
+
+	// run runs the retrieve steps in a new worker process's activities (under new node keys, so that no node memo
+	// answers), all at once or one by one, and checks their outputs against the first run's.
+	run := func(name string, together bool, prepare func(), fileCache ...int64) *Activities {
+		t.Helper()
+		a := New(f.a.Runs, zerolog.Nop())
+		if len(fileCache) > 0 {
+			a.FileCacheBytes = fileCache[0]
+		}
+		var wg sync.WaitGroup
+		for _, n := range retrieves {
+			in := NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key + "-" + name, Step: n.Steps[0],
+				Params: n.Params, Inputs: map[string]NodeOutput{}, Dataset: f.dataset}
+			for input, k := range n.Inputs {
+				in.Inputs[input] = outs[k]
+			}
+			step := func() {
+				out, err := a.runKind(context.Background(), n.Activity, in)
+				if err != nil {
+					t.Errorf("%s: %s: %v", name, n.Key, err)
+				} else if got, want := mustJSON(t, out), mustJSON(t, outs[n.Key]); got != want {
+					t.Errorf("%s: %s output\n%s\nwant the shared run's\n%s", name, n.Key, got, want)
+				}
+			}
+			if together {
+				wg.Go(step)
+				continue
+			}
+			if prepare != nil {
+				prepare()
+			}
+			step()
+		}
+		wg.Wait()
+		return a
+	}
+	if st := run("stored", true, nil).rankings().Stats(); st.Builds != 0 || st.Stored != int64(len(retrieves)) {
+		t.Errorf("a second process over the same run folder: %+v; want every step to read its ranking, none built", st)
+	}
+	corruptRankings(t, rankDir)
+	if st := run("hostile", false, nil).rankings().Stats(); st.Builds != int64(len(units)) || st.Stored != int64(len(retrieves)-len(units)) {
+		t.Errorf("over corrupted rankings: %+v; want every ranking built again, then read by the steps after", st)
+	}
+	if err := os.RemoveAll(rankDir); err != nil {
+		t.Fatal(err)
+	}
+	if st := run("together", true, nil).rankings().Stats(); st.Builds != int64(len(units)) {
+		t.Errorf("ten steps at once with no stored ranking: %+v; want one build per unit", st)
+	}
+	alone := run("alone", false, func() { os.RemoveAll(rankDir) }).rankings().Stats()
+	if alone.Builds != int64(len(retrieves)) {
+		t.Errorf("each step with no stored ranking: %+v; want a build each", alone)
+	}
+	// Without a text cache no chunks are kept either: each step cuts the snapshot, with the text it read.
+	if st := run("uncached", false, nil, -1).rankings().Stats(); st.Chunkings != int64(len(retrieves)) {
+		t.Errorf("no text cache: %+v; want the snapshot cut by each step", st)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// corruptRankings spoils every stored ranking under dir, each another way: torn, another chunk count, a chunk
+// twice, a chunk out of range, another key.
+func corruptRankings(t *testing.T, dir string) {
+	t.Helper()
+	spoil := []func(b []byte) []byte{
+		func(b []byte) []byte { return b[:len(b)/2] },
+		func(b []byte) []byte {
+			return edit(t, b, func(m map[string]any) { m["chunks"] = m["chunks"].(float64) + 1 })
+		},
+		func(b []byte) []byte {
+			return edit(t, b, func(m map[string]any) { m["head"] = []any{0, 0} })
+		},
+		func(b []byte) []byte { return edit(t, b, func(m map[string]any) { m["head"] = []any{m["chunks"]} }) },
+		func(b []byte) []byte {
+			return edit(t, b, func(m map[string]any) { m["key"].(map[string]any)["unit"] = "window" })
+		},
+	}
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".json" {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		n++
+		return os.WriteFile(path, spoil[n%len(spoil)](b), 0o644)
+	})
+	if err != nil || n != len(spoil) {
+		t.Fatalf("corrupted %d stored rankings (%v); want %d", n, err, len(spoil))
+	}
+}
+
+func edit(t *testing.T, b []byte, change func(map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	change(m)
+	return []byte(mustJSON(t, m))
+}
