@@ -193,11 +193,14 @@ func (f *fit) widen(b bracket) (float64, bool) {
 		}
 		next = shrink(b.hi, b.nhi, f.p.Target, k)
 	}
-	// Close to an end of the range, try the end itself: a continuous knob would otherwise creep towards it.
-	if edge := 0.02 * (k.Hi - k.Lo); next-k.Lo < edge {
-		next = k.Lo
-	} else if k.Hi-next < edge {
+	// Close to the end of the range the search goes towards, try that end itself: a continuous knob would otherwise
+	// creep towards it. Only that end: a growing step near the low end (any step of a large range's first few
+	// percent) must not fall back to it, which would throw away the bracket's low end and grow from nothing.
+	edge := 0.02 * (k.Hi - k.Lo)
+	if math.IsNaN(b.hi) && k.Hi-next < edge {
 		next = k.Hi
+	} else if !math.IsNaN(b.hi) && next-k.Lo < edge {
+		next = k.Lo
 	}
 	return f.snap(next), true
 }

@@ -93,3 +93,37 @@ func TestEvalErrorEndsFit(t *testing.T) {
 		t.Error("empty range accepted")
 	}
 }
+
+// TestGrowingNeverFallsBackToTheLowEnd: on a repository of SWE-bench's size (438K lines, so 2% of the range is
+// 8,760 lines) a guess of 250 lines that gives too few tokens must grow from there. The edge rule (try the range's
+// end when the next value is close to it) once snapped such a step to the low end, 0, throwing the bracket's low
+// end away; the next step from 0 was an eighth of the range: 54,750 lines of text counted for a budget of 400.
+func TestGrowingNeverFallsBackToTheLowEnd(t *testing.T) {
+	var tried []float64
+	res, err := Fit(Problem{Target: 20000, Knob: Knob{Lo: 0, Hi: 438000, Integer: true, Guess: 250}},
+		func(x float64) (int, error) {
+			tried = append(tried, x)
+			return int(50 * x), nil
+		})
+	if err != nil || !res.Reached {
+		t.Fatalf("fit: %+v, %v", res, err)
+	}
+	for _, x := range tried {
+		if x < 250 || x > 1000 {
+			t.Errorf("tried %v lines (all tried: %v): a fit of 400 lines from a guess of 250 needs neither fewer "+
+				"than the guess nor thousands", x, tried)
+		}
+	}
+	// Shrinking still tries the low end when the next value is close to it.
+	tried = nil
+	if _, err := Fit(Problem{Target: 100, Knob: Knob{Lo: 0, Hi: 438000, Integer: true, Guess: 250}},
+		func(x float64) (int, error) {
+			tried = append(tried, x)
+			return int(50*x) + 150, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tried) < 2 || tried[1] != 0 {
+		t.Errorf("shrinking from 250 lines toward a budget under one line tried %v, want the low end second", tried)
+	}
+}
