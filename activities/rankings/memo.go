@@ -103,13 +103,14 @@ func (m *Memo) Chunks(ctx context.Context, s Snapshot, unit chunk.Unit, window i
 // Per-entry overheads of a chunked snapshot: a chunk's struct, a file's map entry.
 const (
 	chunkOverhead = int64(unsafe.Sizeof(chunk.Chunk{}))
+	spanOverhead  = int64(unsafe.Sizeof(span{}))
 	fileOverhead  = 64
 )
 
 // cost is what a chunked snapshot kept bare holds in memory: its chunks and the texts it keeps (none, when package
 // chunk cuts whole lines).
 func (c *Chunked) cost() int64 {
-	n := int64(len(c.Chunks))*chunkOverhead + int64(len(c.FileLines))*fileOverhead
+	n := int64(len(c.Chunks))*(chunkOverhead+spanOverhead) + int64(len(c.FileLines))*2*fileOverhead
 	for _, ch := range c.Chunks {
 		n += int64(len(ch.Text))
 	}

@@ -122,7 +122,14 @@ func (k Key) Digest() string {
 type Chunked struct {
 	Chunks    []chunk.Chunk
 	FileLines map[string]int
+	// spans are where each bare chunk's text is in its file's text, and fileBytes each file's length, so that
+	// withText gives a bare chunk its text back by slicing, without walking the file's lines again.
+	spans     []span
+	fileBytes map[string]int
 }
+
+// span is a chunk's text as byte offsets into its file's text.
+type span struct{ from, to int32 }
 
 // Snapshot is a repository snapshot to chunk: its manifest, the manifest's content address (which keys the
 // chunk cache) and how a file's text is read.
@@ -138,7 +145,7 @@ type Snapshot struct {
 // at all (withText gives it back): a memo then keeps a chunked snapshot for the size of its chunks' bounds, the
 // text being the worker's text cache's.
 func chunkSnapshot(ctx context.Context, s Snapshot, unit chunk.Unit, window int, bare bool) (*Chunked, error) {
-	out := &Chunked{FileLines: map[string]int{}}
+	out := &Chunked{FileLines: map[string]int{}, fileBytes: map[string]int{}}
 	for _, e := range s.Manifest.Files {
 		if e.Mode == repo.ModeSymlink || e.Size > MaxFileBytes || e.Size == 0 {
 			continue
@@ -154,14 +161,18 @@ func chunkSnapshot(ctx context.Context, s Snapshot, unit chunk.Unit, window int,
 		chunks := chunk.Split(e.Path, b, unit, window)
 		walk := lineWalker{text: text}
 		for i, c := range chunks {
-			if lines, ok := walk.span(c.Start, c.End); ok && lines == c.Text && c.Text != "" {
+			var at span
+			if lines, from, ok := walk.span(c.Start, c.End); ok && lines == c.Text && c.Text != "" {
 				chunks[i].Text = lines
+				at = span{from: int32(from), to: int32(from + len(lines))}
 				if bare {
 					chunks[i].Text = ""
 				}
 			}
+			out.spans = append(out.spans, at)
 		}
 		out.FileLines[e.Path] = lineCount(text)
+		out.fileBytes[e.Path] = len(text)
 		out.Chunks = append(out.Chunks, chunks...)
 	}
 	return out, nil
@@ -171,27 +182,24 @@ func chunkSnapshot(ctx context.Context, s Snapshot, unit chunk.Unit, window int,
 // its lines of its file, read again. A file whose line count is not the one it was chunked with fails.
 func withText(ctx context.Context, s Snapshot, c *Chunked) (*Chunked, error) {
 	out := &Chunked{Chunks: slices.Clone(c.Chunks), FileLines: c.FileLines}
-	var walk lineWalker
+	var path, text string
 	for i, ch := range out.Chunks {
 		if ch.Text != "" {
 			continue
 		}
-		if ch.Path != walk.path {
-			text, err := s.Read(ctx, ch.Path)
-			if err != nil {
+		if ch.Path != path {
+			var err error
+			if text, err = s.Read(ctx, ch.Path); err != nil {
 				return nil, err
 			}
-			if n := lineCount(text); n != c.FileLines[ch.Path] {
-				return nil, fmt.Errorf("rankings: %s of snapshot %s has %d lines, chunked with %d", ch.Path, s.Ref, n,
-					c.FileLines[ch.Path])
+			if len(text) != c.fileBytes[ch.Path] {
+				return nil, fmt.Errorf("rankings: %s of snapshot %s has %d bytes, chunked with %d", ch.Path, s.Ref,
+					len(text), c.fileBytes[ch.Path])
 			}
-			walk = lineWalker{path: ch.Path, text: text}
+			path = ch.Path
 		}
-		lines, ok := walk.span(ch.Start, ch.End)
-		if !ok {
-			return nil, fmt.Errorf("rankings: %s of snapshot %s has no lines %d-%d", ch.Path, s.Ref, ch.Start, ch.End)
-		}
-		out.Chunks[i].Text = lines
+		at := c.spans[i]
+		out.Chunks[i].Text = text[at.from:at.to]
 	}
 	return out, nil
 }
@@ -212,22 +220,22 @@ type lineWalker struct {
 	passed, pos int
 }
 
-// span is lines start..end of the text.
-func (w *lineWalker) span(start, end int) (string, bool) {
+// span is lines start..end of the text, and the offset they start at.
+func (w *lineWalker) span(start, end int) (string, int, bool) {
 	if start < 1 || end < start {
-		return "", false
+		return "", 0, false
 	}
 	if start-1 < w.passed {
 		w.passed, w.pos = 0, 0
 	}
 	if !w.pass(start - 1) {
-		return "", false
+		return "", 0, false
 	}
 	from := w.pos
 	if !w.pass(end) {
-		return "", false
+		return "", 0, false
 	}
-	return w.text[from:w.pos], true
+	return w.text[from:w.pos], from, true
 }
 
 // pass moves past the first n lines, reporting whether the text has them.

@@ -90,7 +90,7 @@ func TestChunksKeptBareReadTheirTextAgain(t *testing.T) {
 				t.Fatalf("%s chunk %d of %s: kept with text %v, or its text is a copy", u, i, c.Path, bare.Chunks[i].Text != "")
 			}
 		}
-		if cost := bare.cost(); cost > int64(len(bare.Chunks))*(chunkOverhead+64) {
+		if cost := bare.cost(); cost > int64(len(bare.Chunks))*(chunkOverhead+spanOverhead+2*fileOverhead) {
 			t.Errorf("%s: a bare chunked snapshot costs %d bytes for %d chunks", u, cost, len(bare.Chunks))
 		}
 	}
