@@ -34,7 +34,8 @@ ctxlab.experiment({ name: 'x', dataset: ctxlab.datasets.swebench('d.jsonl'),
 }
 
 // TestPaperModels: specs/paper.jsonnet runs Claude through Anthropic's API by default, and through the
-// OpenAI-compatible endpoint with --ext-str claude_provider=openai; a four-part price sets cache prices.
+// OpenAI-compatible endpoint with --ext-str claude_provider=openai; a four-part price sets cache prices; natively,
+// Claude's budgets count in its own tokens (count_tokens) unless claude_tokenizer pins another.
 func TestPaperModels(t *testing.T) {
 	const paper = "../specs/paper.jsonnet"
 	e, err := Compile(paper, Options{ExtStr: map[string]string{"claude_price": "15/75/1.5/18.75"}})
@@ -43,8 +44,13 @@ func TestPaperModels(t *testing.T) {
 	}
 	if len(e.Models) != 2 || e.Models[0].Provider != "openai" || e.Models[1].Provider != "anthropic" ||
 		e.Models[1].ID != "claude-opus-5" || e.Models[1].MaxTokens != 16384 ||
-		e.Models[1].Price != (specs.Price{Input: 15, Output: 75, CachedInput: 1.5, CacheWrite: 18.75}) {
+		e.Models[1].Price != (specs.Price{Input: 15, Output: 75, CachedInput: 1.5, CacheWrite: 18.75}) ||
+		e.Models[1].Tokenizer != specs.TokenizerEndpoint || e.Models[0].Tokenizer != "" {
 		t.Fatalf("models %+v", e.Models)
+	}
+	e, err = Compile(paper, Options{ExtStr: map[string]string{"claude_tokenizer": "o200k_base"}})
+	if err != nil || e.Models[1].Tokenizer != "o200k_base" {
+		t.Fatalf("claude_tokenizer=o200k_base: %v %+v", err, e)
 	}
 	if _, ok := e.Limits.Providers["anthropic"]; !ok {
 		t.Errorf("no provider limits for anthropic: %+v", e.Limits.Providers)

@@ -8,6 +8,7 @@
 //   OPENAI_BASE_URL, OPENAI_API_KEY   the endpoint GPT is served from (environment only, never the spec)
 //   ANTHROPIC_API_KEY                 Claude's key, for Anthropic's Messages API (ANTHROPIC_BASE_URL for a gateway)
 //   --ext-str claude_provider=openai  Claude from the OpenAI-compatible endpoint instead (a router serving both)
+//   --ext-str claude_tokenizer=o200k_base  count Claude's budgets in o200k_base, not its own count_tokens
 //   --ext-str dataset=FILE            SWE-bench-format JSONL of the 300 issues (default data/swe-rebench-300.jsonl,
 //                                     relative to this folder)
 //   --ext-str repos=TEMPLATE          where each repository is: a folder template or a git URL template
@@ -33,7 +34,11 @@ local claude(id, p) =
   local provider = ctxlab.ext('claude_provider', 'anthropic');
   assert provider == 'anthropic' || provider == 'openai' :
          "claude_provider must be 'anthropic' or 'openai', got '%s'" % provider;
-  if provider == 'anthropic' then ctxlab.models.anthropic(id, price=p, temperature=0, max_tokens=16384)
+  // Natively, budgets count in Claude's own tokens (count_tokens); claude_tokenizer=o200k_base counts them as the
+  // paper did, in one tokenizer for both models. Through the OpenAI-compatible endpoint, o200k_base estimates them.
+  local tokenizer = ctxlab.ext('claude_tokenizer', 'endpoint');
+  local native = ctxlab.models.anthropic(id, price=p, temperature=0, max_tokens=16384, tokenizer=tokenizer);
+  if provider == 'anthropic' then native
   else gpt(id, p);
 
 ctxlab.experiment({
