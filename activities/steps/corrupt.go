@@ -136,8 +136,22 @@ func sameTextOtherFiles(ctx context.Context, j *job, m repo.Manifest, c, other c
 
 // epsilonOf measures a context's verbatim rate against the snapshot (1 for a context that shows no lines).
 func (j *job) epsilonOf(ctx context.Context, m repo.Manifest, c contexts.Context) (float64, error) {
+	met, err := j.measureContext(ctx, m, c, nil)
+	if err != nil {
+		return 0, err
+	}
+	if met.Epsilon == nil {
+		return 1, nil
+	}
+	return *met.Epsilon, nil
+}
+
+// measureContext measures c against the snapshot's files (and gold, the files the gold patch edits), each read from
+// the store and checked against its hash; a file the store cannot give fails the measurement.
+func (j *job) measureContext(ctx context.Context, m repo.Manifest, c contexts.Context,
+	gold []string) (contexts.Metrics, error) {
 	var readErr error
-	met := contexts.Measure(c, nil, func(path string) (string, bool) {
+	met := contexts.Measure(c, gold, func(path string) (string, bool) {
 		if _, ok := m.Lookup(path); !ok {
 			return "", false
 		}
@@ -148,11 +162,5 @@ func (j *job) epsilonOf(ctx context.Context, m repo.Manifest, c contexts.Context
 		}
 		return string(b), true
 	})
-	if readErr != nil {
-		return 0, readErr
-	}
-	if met.Epsilon == nil {
-		return 1, nil
-	}
-	return *met.Epsilon, nil
+	return met, readErr
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"strings"
 
-	"ctxlab/activities/contexts"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/tokens"
@@ -35,21 +34,9 @@ func measureStep(ctx context.Context, j *job, p MeasureParams) (NodeOutput, erro
 	if err != nil {
 		return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
 	}
-	var readErr error
-	read := func(path string) (string, bool) {
-		if _, ok := m.Lookup(path); !ok {
-			return "", false
-		}
-		b, err := m.Read(ctx, j.store, path)
-		if err != nil {
-			readErr = err
-			return "", false
-		}
-		return string(b), true
-	}
-	met := contexts.Measure(c, gold, read)
-	if readErr != nil {
-		return NodeOutput{}, readErr
+	met, err := j.measureContext(ctx, m, c, gold)
+	if err != nil {
+		return NodeOutput{}, err
 	}
 	tokens, err := countTokens(p.Tokenizer, c.Render())
 	if err != nil {
