@@ -28,8 +28,8 @@ const maxFieldReaders = 2
 var fieldReadersAllowed = map[string]string{
 	"grade_status": "the grade's verdict in words: report.html's grade column, the audit export's note of why no " +
 		"test ran, and starter grade's log and validation lines each print it",
-	"patch_ref": "the reference to the patch a row graded: the predictions export, report.html, starter report's " +
-		"drill-down and the audit export each open the patch by it",
+	"patch_ref": "the reference to the patch a row graded: the predictions export, report.html and starter's " +
+		"row objects (the report's drill-down and the audit export) each open the patch by it",
 }
 
 // TestRowFieldPlaces fails for a declared row field (specs.Catalog) named, by its handle or its name, in more than

@@ -95,13 +95,8 @@ func writeRowFolder(ctx context.Context, store cas.Store, runDir string, arms ma
 		files++
 		return os.WriteFile(filepath.Join(folder, name), b, 0o644)
 	}
-	k := row.Key()
-	refs := armRefs(runDir, arms, k)
-	patchRef := cas.Ref(row.String(specs.PatchRef.Name))
-	if patchRef == "" {
-		patchRef = refs.patch
-	}
-	if err := write(exportPatch, patchRef, nil); err != nil {
+	refs := armRefs(runDir, arms, row)
+	if err := write(exportPatch, refs.patch, nil); err != nil {
 		return files, err
 	}
 	if err := write(exportTestOutput, refs.testOutput, nil); err != nil {
@@ -145,25 +140,30 @@ type rowRefs struct {
 	context, patch, testOutput cas.Ref
 }
 
-// armRefs finds a row's objects through its arm's nodes (armNodesOf), each through the output memoized under
-// nodes/.
-func armRefs(runDir string, arms map[results.Key]armNodes, k results.Key) rowRefs {
-	var refs rowRefs
-	an, ok := arms[results.Key{Method: k.Method, Model: k.Model}]
-	if !ok {
-		return refs
-	}
+// armRefs finds a row's objects through its arm's nodes (armNodesOf); a row of no known arm has its patch_ref only.
+func armRefs(runDir string, arms map[results.Key]armNodes, row results.Row) rowRefs {
+	k := row.Key()
+	return arms[results.Key{Method: k.Method, Model: k.Model}].refs(runDir, row)
+}
+
+// refs finds a row's objects, each through the output its node memoized under nodes/; the patch is the one the row's
+// grade recorded (patch_ref), else the patch node's.
+func (an armNodes) refs(runDir string, row results.Row) rowRefs {
+	instance := row.Key().Instance
 	output := func(key string) cas.Ref {
 		if key == "" {
 			return ""
 		}
-		out, ok := activities.ReadNodeMemo(runDir, k.Instance, key)
+		out, ok := activities.ReadNodeMemo(runDir, instance, key)
 		if !ok {
 			return ""
 		}
 		return out.Ref
 	}
-	refs.testOutput, refs.patch, refs.context = output(an.grade), output(an.patch), output(an.context)
+	refs := rowRefs{context: output(an.context), testOutput: output(an.grade)}
+	if refs.patch = cas.Ref(row.String(specs.PatchRef.Name)); refs.patch == "" {
+		refs.patch = output(an.patch)
+	}
 	return refs
 }
 

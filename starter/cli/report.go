@@ -414,29 +414,25 @@ func (r *detailReader) get(d *report.Detail, what string, ref cas.Ref) []byte {
 
 // detail is a row's context (its files), patch and test log, from the memos of its arm's nodes.
 func (r *detailReader) detail(row results.Row, an armNodes) report.Detail {
-	id := row.Key()
 	var d report.Detail
-	if out, ok := activities.ReadNodeMemo(r.dir, id.Instance, an.context); ok && out.Ref != "" {
-		d.ContextRef = string(out.Ref)
+	refs := an.refs(r.dir, row)
+	if refs.context != "" {
+		d.ContextRef = string(refs.context)
 		var c contexts.Context
-		if b := r.get(&d, "context", out.Ref); b != nil {
+		if b := r.get(&d, "context", refs.context); b != nil {
 			if err := json.Unmarshal(b, &c); err != nil {
-				r.note(&d, "context %s: %v", out.Ref, err)
+				r.note(&d, "context %s: %v", refs.context, err)
 			}
 			d.ContextFiles = c.Files()
 		}
 	}
-	patchRef := cas.Ref(row.String(specs.PatchRef.Name))
-	if out, ok := activities.ReadNodeMemo(r.dir, id.Instance, an.patch); patchRef == "" && ok {
-		patchRef = out.Ref
+	if refs.patch != "" {
+		d.PatchRef = string(refs.patch)
+		d.Patch = string(r.get(&d, "patch", refs.patch))
 	}
-	if patchRef != "" {
-		d.PatchRef = string(patchRef)
-		d.Patch = string(r.get(&d, "patch", patchRef))
-	}
-	if out, ok := activities.ReadNodeMemo(r.dir, id.Instance, an.grade); ok && out.Ref != "" {
-		d.TestLogRef = string(out.Ref)
-		d.TestLog = string(r.get(&d, "test log", out.Ref))
+	if refs.testOutput != "" {
+		d.TestLogRef = string(refs.testOutput)
+		d.TestLog = string(r.get(&d, "test log", refs.testOutput))
 	}
 	return d
 }
