@@ -179,7 +179,7 @@ func chunkSnapshot(ctx context.Context, s Snapshot, unit chunk.Unit, window int,
 }
 
 // withText returns c's chunks with their text: a bare chunk's (no text: package chunk never cuts an empty one) is
-// its lines of its file, read again. A file whose line count is not the one it was chunked with fails.
+// its span of its file, read again. A file whose length is not the one it was chunked with fails.
 func withText(ctx context.Context, s Snapshot, c *Chunked) (*Chunked, error) {
 	out := &Chunked{Chunks: slices.Clone(c.Chunks), FileLines: c.FileLines}
 	var path, text string
@@ -215,7 +215,7 @@ func lineCount(text string) int {
 
 // lineWalker finds lines of a text (a line ends after its "\n"), front to back: a file's chunks come in order.
 type lineWalker struct {
-	path, text string
+	text string
 	// passed lines end before pos.
 	passed, pos int
 }

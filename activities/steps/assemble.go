@@ -23,11 +23,7 @@ func assembleStep(ctx context.Context, j *job, p AssembleParams) (NodeOutput, er
 		return NodeOutput{}, permanentf(ErrBadInput, "%s: caps must be positive (file %d, snippet %d, total %d)",
 			j.in.Step, p.FileCap, p.SnippetCap, p.TotalCap)
 	}
-	inst, err := j.instance(ctx)
-	if err != nil {
-		return NodeOutput{}, err
-	}
-	m, err := j.snapshot(ctx)
+	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
 		return NodeOutput{}, err
 	}

@@ -56,11 +56,7 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 	if err != nil {
 		return NodeOutput{}, permanent(ErrUnsupported, err)
 	}
-	inst, err := j.instance(ctx)
-	if err != nil {
-		return NodeOutput{}, err
-	}
-	m, err := j.snapshot(ctx)
+	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
 		return NodeOutput{}, err
 	}

@@ -24,11 +24,7 @@ func patchStep(ctx context.Context, j *job, p PatchParams) (NodeOutput, error) {
 		return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown edit format %q (diff, search_replace)",
 			j.in.Step, p.Format)
 	}
-	inst, err := j.instance(ctx)
-	if err != nil {
-		return NodeOutput{}, err
-	}
-	m, err := j.snapshot(ctx)
+	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
 		return NodeOutput{}, err
 	}
