@@ -29,8 +29,8 @@ import (
 type SpendCap struct {
 	// Dir holds the reservation files (one folder per run).
 	Dir string
-	// Spent returns the dollars the run's ledger (calls.jsonl) holds; it is read under the cap's lock, after a
-	// settling call appended its cost and before it released its reservation, so no cost is ever counted zero
+	// Spent returns the dollars the run's ledger (calls.jsonl) holds. A settling call appends its cost before it
+	// releases its reservation, and try reads the reservations before the spend, so no cost is ever counted zero
 	// times (at worst twice, for a moment: the cap errs on the side of stopping).
 	Spent func() (float64, error)
 }
@@ -94,11 +94,15 @@ func (c *SpendCap) try(capUSD, usd float64) (r *Reservation, wait bool, err erro
 		return nil, false, fmt.Errorf("spend cap: %w", err)
 	}
 	defer unlock()
-	spent, err := c.Spent()
+	// Settling takes no lock (its cost goes into the ledger, then its reservation goes), so the reservations are
+	// read first: a call that settles between the two reads is then seen in the spend, and one that settles before
+	// is in both (counted twice for a moment: the cap errs on the side of stopping). Read the other way round, it
+	// would be in neither.
+	reserved, err := c.reserved()
 	if err != nil {
 		return nil, false, err
 	}
-	reserved, err := c.reserved()
+	spent, err := c.Spent()
 	if err != nil {
 		return nil, false, err
 	}
@@ -108,7 +112,8 @@ func (c *SpendCap) try(capUSD, usd float64) (r *Reservation, wait bool, err erro
 	case spent+reserved+usd > capUSD:
 		return nil, true, nil
 	}
-	name := fmt.Sprintf("r-%d-%016x-%s.lock", os.Getpid(), rand.Uint64(), strconv.FormatFloat(usd, 'g', -1, 64))
+	// 'f', never 'g': an amount written with an exponent ("5e-05") would read back after its last '-' as 5 dollars.
+	name := fmt.Sprintf("r-%d-%016x-%s.lock", os.Getpid(), rand.Uint64(), strconv.FormatFloat(usd, 'f', -1, 64))
 	path := filepath.Join(c.Dir, name)
 	runlock, held, err := flock.TryLock(path)
 	if err != nil || held {

@@ -96,3 +96,54 @@ func TestKilledReserverFreesItsReservation(t *testing.T) {
 	}
 	r.Release()
 }
+
+// TestSettlingBetweenReadsIsCounted: a call settles (its cost into the ledger, then its reservation released) while
+// another reserver holds the cap's lock, between its two reads. Settling takes no lock, so whichever read comes
+// second must be the one that can still see the settled call: CI once saw two $0.04 calls pass a $0.06 cap when the
+// spend was read before the settlement and the reservations after it.
+func TestSettlingBetweenReadsIsCounted(t *testing.T) {
+	dir := t.TempDir()
+	var ledger float64
+	settle := func() {}
+	spent := func() (float64, error) {
+		v := ledger
+		settle() // the other call settles right after this read, whichever read it is
+		settle = func() {}
+		return v, nil
+	}
+	first, err := (&SpendCap{Dir: dir, Spent: spent}).Reserve(context.Background(), 0.06, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle = func() { ledger += 0.04; first.Release() }
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	second, err := (&SpendCap{Dir: dir, Spent: spent}).Reserve(ctx, 0.06, 0.05)
+	if err == nil {
+		second.Release()
+		t.Fatalf("a $0.05 call was let through with $%.2f already spent under a $0.06 cap", ledger)
+	}
+	if !errors.Is(err, ErrCapReached) {
+		t.Fatalf("got %v, want the cap reached", err)
+	}
+}
+
+// TestTinyReservationsAreReadAsTheirAmount: a reservation's amount is in its file name, and a cheap call's (a few
+// hundred-thousandths of a dollar) must read back as itself, not as a number that fills the cap and makes every
+// other call wait until the cheap one settles.
+func TestTinyReservationsAreReadAsTheirAmount(t *testing.T) {
+	dir := t.TempDir()
+	spent := func() (float64, error) { return 0, nil }
+	held, err := (&SpendCap{Dir: dir, Spent: spent}).Reserve(context.Background(), 1, 0.00005)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	r, err := (&SpendCap{Dir: dir, Spent: spent}).Reserve(ctx, 1, 0.5)
+	if err != nil {
+		t.Fatalf("$0.50 under a $1 cap beside a $0.00005 reservation: %v", err)
+	}
+	r.Release()
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -70,7 +71,9 @@ func TestSpendCapCacheAndNewAblation(t *testing.T) {
 	}
 	callsCapped := srv.Calls()
 	if callsCapped != 1 {
-		t.Fatalf("%d calls before the cap stopped the sweep (a full run makes 10)", callsCapped)
+		ledger, _ := os.ReadFile(filepath.Join(dir, runfolder.CallsFile))
+		t.Fatalf("%d calls before the cap stopped the sweep (a full run makes 10)\ncalls.jsonl:\n%s\nstderr:\n%s",
+			callsCapped, ledger, stderr)
 	}
 
 	// 2. Raised: it continues, and every request was paid once.
