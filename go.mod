@@ -7,6 +7,7 @@ require (
 	github.com/bluekeyes/go-gitdiff v0.9.0
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/google/go-jsonnet v0.22.0
+	github.com/google/renameio/v2 v2.0.2
 	github.com/labstack/echo/v4 v4.15.4
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/rs/zerolog v1.35.1

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"ctxlab/activities/api"
 	"ctxlab/dataset/swebench"
@@ -135,8 +134,5 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, 
 	if err := runfolder.RegularOrAbsent(path); err != nil {
 		return "", runFolderErr(err)
 	}
-	if err := os.WriteFile(path+".tmp", []byte(md), 0o644); err != nil {
-		return "", err
-	}
-	return md, os.Rename(path+".tmp", path)
+	return md, runfolder.WriteAtomic(path, []byte(md))
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/google/renameio/v2"
 )
 
 // A memo file (NodeMemo) holds what a node last computed on an instance, as the JSON object of its output with one
@@ -48,15 +50,12 @@ func ReadMemo(path string, output any) (key string, ok bool) {
 	return k.Key, true
 }
 
-// WriteAtomic writes b to path through PATH.tmp and a rename (making path's folder), so a reader, in this process
-// or another, sees the old file or the new one, never a part.
+// WriteAtomic writes b to path through a temporary file of its own and a rename (renameio; making path's folder),
+// so a reader, in this process or another, sees the old file or one writer's new one, never a part, even while
+// other writers write the same path.
 func WriteAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return renameio.WriteFile(path, b, 0o644)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"ctxlab/activities/api"
@@ -99,5 +100,41 @@ func TestLimitsRoundTrip(t *testing.T) {
 	}
 	if err := runfolder.ReadLimits(dir, &got); err == nil {
 		t.Error("a torn limits file read")
+	}
+}
+
+// TestWriteAtomicConcurrently: writers of one path at once (two workers finishing the same node, a starter and a
+// worker writing the limits) each succeed, and a reader only ever sees one writer's whole file, never a mix or a
+// part: a shared temporary name let one writer rename another's half-written file into place.
+func TestWriteAtomicConcurrently(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "memo.json")
+	const writers, size = 8, 1 << 16
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			var err error
+			for range 20 {
+				if err = runfolder.WriteAtomic(path, bytes.Repeat([]byte{byte('a' + w)}, size)); err != nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != size || strings.Count(string(b), string(b[:1])) != size {
+		t.Errorf("the file holds %d bytes, not one writer's %d", len(b), size)
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*"))
+	if len(left) != 1 {
+		t.Errorf("files beside the memo: %v", left)
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+
+	"github.com/google/renameio/v2"
 )
 
 // Prediction is one row of a predictions file.
@@ -246,11 +248,7 @@ func writeJSONL[T any](path string, rows []T) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return renameio.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 // ModelName is the model_name_or_path ctxlab writes for a method under a model: "<model>__<method>"; rows that

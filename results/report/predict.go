@@ -16,6 +16,8 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/results/stats"
+
+	"github.com/google/renameio/v2"
 )
 
 // Prediction is a frozen forecast of a method's resolve rate from its context features, made before its patches
@@ -246,11 +248,7 @@ func (p *Prediction) Freeze(dir string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil // the same bytes were frozen before
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o444); err != nil {
-		return "", fmt.Errorf("predict: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := renameio.WriteFile(path, b, 0o444); err != nil {
 		return "", fmt.Errorf("predict: %w", err)
 	}
 	return path, nil

@@ -159,11 +159,7 @@ func writeServerFile(path string, sf serverFile) error {
 	if err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return runfolder.WriteAtomic(path, b)
 }
 
 // dial connects to an embedded server (this process's or another starter's): plain, on this machine.

@@ -40,14 +40,7 @@ func writeSpecRecord(runDir string, e *specs.Experiment) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return err
-	}
-	tmp := runfolder.Spec(runDir) + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, runfolder.Spec(runDir))
+	return runfolder.WriteAtomic(runfolder.Spec(runDir), append(b, '\n'))
 }
 
 type reportOptions struct {

@@ -158,11 +158,7 @@ func markViewer(runDir string) error {
 	if b, err = json.Marshal(sf); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return runfolder.WriteAtomic(path, b)
 }
 
 func init() { commands = append(commands, uiCommand.command()) }

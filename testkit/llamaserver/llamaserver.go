@@ -34,6 +34,8 @@ import (
 	"ctxlab/internal/images"
 
 	"ctxlab/testkit/e2e"
+
+	"github.com/google/renameio/v2"
 )
 
 // Facts of the model file.
@@ -247,11 +249,8 @@ func placeModel(root, model string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", dst, os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return "", err
-	}
-	return "/" + rel, os.Rename(tmp, dst)
+	// A temporary file of its own (renameio): the tests of one process place the model at once.
+	return "/" + rel, renameio.WriteFile(dst, b, 0o644)
 }
 
 func freePort() (int, error) {

@@ -132,3 +132,29 @@ func TestFindModel(t *testing.T) {
 		t.Errorf("the file above the checkout was not the one found and checked: %v", err)
 	}
 }
+
+// TestPlaceModelConcurrently: the tests of one package start their servers at once, each placing the model into the
+// shared folder; every placement must succeed (CI once saw a rename fail when they shared a temporary name).
+func TestPlaceModelConcurrently(t *testing.T) {
+	root := t.TempDir()
+	model := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(model, bytes.Repeat([]byte("gguf"), 1<<18), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 16)
+	for range cap(errs) {
+		go func() {
+			_, err := placeModel(root, model)
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(root, "models", "*tmp*"))
+	if len(left) > 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
+}
