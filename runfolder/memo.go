@@ -50,12 +50,15 @@ func ReadMemo(path string, output any) (key string, ok bool) {
 	return k.Key, true
 }
 
-// WriteAtomic writes b to path through a temporary file of its own and a rename (renameio; making path's folder),
-// so a reader, in this process or another, sees the old file or one writer's new one, never a part, even while
-// other writers write the same path.
+// WriteAtomic writes b to path through a temporary file of its own beside it and a rename (renameio; making path's
+// folder), so a reader, in this process or another, sees the old file or one writer's new one, never a part, even
+// while other writers write the same path.
 func WriteAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return renameio.WriteFile(path, b, 0o644)
+	// Beside the file: without a folder, renameio probes at every write whether the system's temporary folder can
+	// be renamed from.
+	return renameio.WriteFile(path, b, 0o644, renameio.WithTempDir(dir))
 }

@@ -24,8 +24,6 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
-
-	"github.com/google/renameio/v2"
 )
 
 // Prediction is one row of a predictions file.
@@ -245,10 +243,7 @@ func writeJSONL[T any](path string, rows []T) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return renameio.WriteFile(path, buf.Bytes(), 0o644)
+	return runfolder.WriteAtomic(path, buf.Bytes())
 }
 
 // ModelName is the model_name_or_path ctxlab writes for a method under a model: "<model>__<method>"; rows that

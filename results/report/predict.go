@@ -248,7 +248,7 @@ func (p *Prediction) Freeze(dir string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil // the same bytes were frozen before
 	}
-	if err := renameio.WriteFile(path, b, 0o444); err != nil {
+	if err := renameio.WriteFile(path, b, 0o444, renameio.WithTempDir(dir)); err != nil {
 		return "", fmt.Errorf("predict: %w", err)
 	}
 	return path, nil

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/google/renameio/v2"
 )
 
 // Ref names a blob: "sha256:" and the hex digest of its bytes.
@@ -80,20 +82,8 @@ func (d *Dir) Put(_ context.Context, data []byte) (Ref, error) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return "", fmt.Errorf("content store: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".put-*")
-	if err != nil {
-		return "", fmt.Errorf("content store: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := renameio.WriteFile(p, data, 0o600, renameio.WithTempDir(filepath.Dir(p))); err != nil {
 		return "", fmt.Errorf("content store: writing %s: %w", r, err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		_ = os.Remove(tmp.Name())
-		return "", fmt.Errorf("content store: %w", err)
 	}
 	return r, nil
 }

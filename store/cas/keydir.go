@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+
+	"github.com/google/renameio/v2"
 )
 
 // KeyDir keeps JSON values under caller-chosen hex keys in a folder (key[:2]/key.json): the lookups a content
@@ -38,18 +40,5 @@ func (d KeyDir) Put(key string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
+	return renameio.WriteFile(p, b, 0o600, renameio.WithTempDir(filepath.Dir(p)))
 }

@@ -32,10 +32,9 @@ import (
 	"time"
 
 	"ctxlab/internal/images"
+	"ctxlab/runfolder"
 
 	"ctxlab/testkit/e2e"
-
-	"github.com/google/renameio/v2"
 )
 
 // Facts of the model file.
@@ -249,8 +248,8 @@ func placeModel(root, model string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
-	// A temporary file of its own (renameio): the tests of one process place the model at once.
-	return "/" + rel, renameio.WriteFile(dst, b, 0o644)
+	// A temporary file of its own: the tests of one process place the model at once.
+	return "/" + rel, runfolder.WriteAtomic(dst, b)
 }
 
 func freePort() (int, error) {
