@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"ctxlab/activities/api"
@@ -133,8 +134,23 @@ func TestWriteAtomicConcurrently(t *testing.T) {
 	if len(b) != size || strings.Count(string(b), string(b[:1])) != size {
 		t.Errorf("the file holds %d bytes, not one writer's %d", len(b), size)
 	}
+	// Readable as os.WriteFile would leave it (0644 under the usual umask), by a UI or report run as another user.
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 0o644 &^ umask(); fi.Mode().Perm() != want {
+		t.Errorf("mode %v, want %v", fi.Mode().Perm(), want)
+	}
 	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*"))
 	if len(left) != 1 {
 		t.Errorf("files beside the memo: %v", left)
 	}
+}
+
+// umask is the process's file mode creation mask.
+func umask() os.FileMode {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return os.FileMode(m)
 }
