@@ -145,22 +145,3 @@ func (j *job) epsilonOf(ctx context.Context, m repo.Manifest, c contexts.Context
 	}
 	return *met.Epsilon, nil
 }
-
-// measureContext measures c against the snapshot's files (and gold, the files the gold patch edits), each read from
-// the store and checked against its hash; a file the store cannot give fails the measurement.
-func (j *job) measureContext(ctx context.Context, m repo.Manifest, c contexts.Context,
-	gold []string) (contexts.Metrics, error) {
-	var readErr error
-	met := contexts.Measure(c, gold, func(path string) (string, bool) {
-		if _, ok := m.Lookup(path); !ok {
-			return "", false
-		}
-		b, err := m.Read(ctx, j.store, path)
-		if err != nil {
-			readErr = err
-			return "", false
-		}
-		return string(b), true
-	})
-	return met, readErr
-}

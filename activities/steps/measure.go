@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"ctxlab/activities/contexts"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/tokens"
@@ -103,4 +104,23 @@ func countTokens(tokenizer, text string) (int, error) {
 		return 0, permanent(ErrBadInput, err)
 	}
 	return n, nil
+}
+
+// measureContext measures c against the snapshot's files (and gold, the files the gold patch edits), each read from
+// the store and checked against its hash; a file the store cannot give fails the measurement.
+func (j *job) measureContext(ctx context.Context, m repo.Manifest, c contexts.Context,
+	gold []string) (contexts.Metrics, error) {
+	var readErr error
+	met := contexts.Measure(c, gold, func(path string) (string, bool) {
+		if _, ok := m.Lookup(path); !ok {
+			return "", false
+		}
+		b, err := m.Read(ctx, j.store, path)
+		if err != nil {
+			readErr = err
+			return "", false
+		}
+		return string(b), true
+	})
+	return met, readErr
 }
