@@ -27,7 +27,7 @@ type Memo struct {
 	chunks *lru.Cache[chunksKey, *Chunked] // nil: chunked snapshots are not kept
 	flight singleflight.Group
 	log    zerolog.Logger
-	stats  struct{ chunkings, builds, stored atomic.Int64 }
+	stats  struct{ chunkings, builds, stored, shared atomic.Int64 }
 }
 
 // chunksKey is what a chunked snapshot depends on: the snapshot and the unit. Package chunk's code is the same for
@@ -52,13 +52,15 @@ func NewMemo(maxBytes int64, log zerolog.Logger) *Memo {
 // Stats counts a memo's work since it was made.
 type Stats struct {
 	// Chunkings is how many times a snapshot was cut into a unit; Builds how many BM25 indexes were built (one per
-	// ranking computed); Stored how many rankings were read from a rankings folder instead.
-	Chunkings, Builds, Stored int64
+	// ranking computed); Stored how many rankings were read from a rankings folder instead; Shared how many Rank
+	// calls took the ranking another call of this process was building or reading at the time.
+	Chunkings, Builds, Stored, Shared int64
 }
 
 // Stats returns the memo's counts.
 func (m *Memo) Stats() Stats {
-	return Stats{Chunkings: m.stats.chunkings.Load(), Builds: m.stats.builds.Load(), Stored: m.stats.stored.Load()}
+	return Stats{Chunkings: m.stats.chunkings.Load(), Builds: m.stats.builds.Load(), Stored: m.stats.stored.Load(),
+		Shared: m.stats.shared.Load()}
 }
 
 // Chunks returns the snapshot cut into the unit (window: the window unit's size and other units' fallback's),
@@ -75,7 +77,7 @@ func (m *Memo) Chunks(ctx context.Context, s Snapshot, unit chunk.Unit, window i
 			return withText(ctx, s, c)
 		}
 	}
-	v, err := m.once(ctx, "chunks\x00"+string(s.Ref)+"\x00"+string(unit)+"\x00"+strconv.Itoa(window), func() (any, error) {
+	v, _, err := m.once(ctx, "chunks\x00"+string(s.Ref)+"\x00"+string(unit)+"\x00"+strconv.Itoa(window), func() (any, error) {
 		if m.chunks != nil {
 			if c, ok := m.chunks.Get(key); ok {
 				return c, nil
@@ -124,7 +126,7 @@ func (c *Chunked) cost() int64 {
 func (m *Memo) Rank(ctx context.Context, dir string, key Key, c *Chunked, query string) ([]int, error) {
 	digest := key.Digest()
 	store := memoDir{cas.KeyDir{Root: dir}}
-	v, err := m.once(ctx, "rank\x00"+dir+"\x00"+digest, func() (any, error) {
+	v, shared, err := m.once(ctx, "rank\x00"+dir+"\x00"+digest, func() (any, error) {
 		if order, ok := store.get(digest, key, len(c.Chunks)); ok {
 			m.stats.stored.Add(1)
 			return order, nil
@@ -148,12 +150,16 @@ func (m *Memo) Rank(ctx context.Context, dir string, key Key, c *Chunked, query 
 	if err != nil {
 		return nil, err
 	}
+	if shared {
+		m.stats.shared.Add(1)
+	}
 	return v.([]int), nil
 }
 
-// once runs fn for key unless a call for key is running, in which case it waits for that call's result. A waiter
-// whose own context is alive tries again when the call it waited for ended with its caller's context.
-func (m *Memo) once(ctx context.Context, key string, fn func() (any, error)) (any, error) {
+// once runs fn for key unless a call for key is running, in which case it waits for that call's result (shared
+// says so). A waiter whose own context is alive tries again when the call it waited for ended with its caller's
+// context.
+func (m *Memo) once(ctx context.Context, key string, fn func() (any, error)) (v any, shared bool, err error) {
 	for {
 		ran := false
 		select {
@@ -162,9 +168,9 @@ func (m *Memo) once(ctx context.Context, key string, fn func() (any, error)) (an
 				(errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, context.DeadlineExceeded)) {
 				continue
 			}
-			return r.Val, r.Err
+			return r.Val, !ran, r.Err
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }
