@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -147,47 +146,19 @@ func attackPorts(jobText string) int {
 	return 0
 }
 
-// listeningPorts are the TCP ports this process listens on, read from /proc: the sockets among its open files
-// that /proc/net/tcp{,6} lists in state LISTEN.
+// listeningPorts are the TCP ports this process listens on.
 func listeningPorts(t *testing.T) []int {
 	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
+	ls, err := listeners()
 	if err != nil {
 		t.Fatal(err)
 	}
-	inodes := map[string]bool{}
-	for _, fd := range fds {
-		link, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
-		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
-			inodes[strings.TrimSuffix(inode, "]")] = true
-		}
-	}
 	var ports []int
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-			if len(fields) < 10 || fields[3] != "0A" || !inodes[fields[9]] {
-				continue
-			}
-			_, portHex, _ := strings.Cut(fields[1], ":")
-			port, err := strconv.ParseUint(portHex, 16, 16)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Contains(ports, int(port)) {
-				ports = append(ports, int(port))
-			}
-		}
-		f.Close()
+	for _, l := range ls {
+		ports = append(ports, l.port)
 	}
 	slices.Sort(ports)
-	return ports
+	return slices.Compact(ports)
 }
 
 // runAttack runs attackPorts as uid (the test's own when cred is nil) and returns its results.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ func TestStartRetriesWhenAPortIsTaken(t *testing.T) {
 	for _, which := range []string{"frontend", "history", "matching"} {
 		t.Run(which, func(t *testing.T) {
 			dir := t.TempDir()
+			before := listeningPorts(t)
 			pick := func(p Ports) int {
 				return map[string]int{"frontend": p.Frontend, "history": p.History, "matching": p.Matching}[which]
 			}
@@ -52,6 +54,15 @@ func TestStartRetriesWhenAPortIsTaken(t *testing.T) {
 			if got := pick(srv.Ports()); got == taken[0] {
 				t.Errorf("the server reports the taken port %d as its %s port", got, which)
 			}
+			// The failed try's services that had bound their ports must not keep listening (accepting connections
+			// that nothing answers) for the life of the process.
+			p := srv.Ports()
+			mine := []int{p.Frontend, p.History, p.Matching, p.Worker, taken[0]}
+			for _, port := range listeningPorts(t) {
+				if !slices.Contains(mine, port) && !slices.Contains(before, port) {
+					t.Errorf("the process still listens on port %d, of the try that failed (server %+v)", port, p)
+				}
+			}
 		})
 	}
 }
@@ -61,9 +72,11 @@ func TestStartRetriesWhenAPortIsTaken(t *testing.T) {
 func TestStartSaysWhyWhenPortsStayTaken(t *testing.T) {
 	dir := t.TempDir()
 	tries := 0
+	before := listeningPorts(t)
 	portsChosen = func(p Ports) {
 		tries++
 		occupy(t, p.Frontend)
+		before = append(before, p.Frontend)
 	}
 	defer func() { portsChosen = nil }()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -79,5 +92,10 @@ func TestStartSaysWhyWhenPortsStayTaken(t *testing.T) {
 	}
 	if tries < 2 {
 		t.Errorf("Start tried %d time(s); it should retry on fresh ports", tries)
+	}
+	for _, port := range listeningPorts(t) {
+		if !slices.Contains(before, port) {
+			t.Errorf("the process still listens on port %d, of a try that failed", port)
+		}
 	}
 }

@@ -176,10 +176,12 @@ func (l launch) start(ctx context.Context, want Ports, fixedFrontend bool) (*Ser
 		if portsChosen != nil {
 			portsChosen(ports)
 		}
+		before, _ := listeners()
 		s, err := l.startOn(ctx, ports, logger)
 		if err == nil {
 			return s, nil
 		}
+		unlisten(before, ports)
 		if !errors.Is(err, syscall.EADDRINUSE) || try == portTries || ctx.Err() != nil {
 			return nil, err
 		}
