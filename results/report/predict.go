@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/renameio/v2"
+
 	"ctxlab/results"
 	"ctxlab/results/stats"
-
-	"github.com/google/renameio/v2"
 )
 
 // Prediction is a frozen forecast of a method's resolve rate from its context features, made before its patches

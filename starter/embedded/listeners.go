@@ -2,6 +2,8 @@ package embedded
 
 import (
 	"bufio"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,7 +42,7 @@ func listeners() ([]listener, error) {
 	var out []listener
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(table)
-		if os.IsNotExist(err) { // no IPv6 in this kernel
+		if errors.Is(err, fs.ErrNotExist) { // no IPv6 in this kernel
 			continue
 		}
 		if err != nil {

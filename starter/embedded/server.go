@@ -176,12 +176,14 @@ func (l launch) start(ctx context.Context, want Ports, fixedFrontend bool) (*Ser
 		if portsChosen != nil {
 			portsChosen(ports)
 		}
-		before, _ := listeners()
+		before, listed := listeners()
 		s, err := l.startOn(ctx, ports, logger)
 		if err == nil {
 			return s, nil
 		}
-		unlisten(before, ports)
+		if listed == nil { // without the sockets from before, a socket of the try cannot be told from another's
+			unlisten(before, ports)
+		}
 		if !errors.Is(err, syscall.EADDRINUSE) || try == portTries || ctx.Err() != nil {
 			return nil, err
 		}

@@ -33,7 +33,6 @@ import (
 
 	"ctxlab/internal/images"
 	"ctxlab/runfolder"
-
 	"ctxlab/testkit/e2e"
 )
 
@@ -245,10 +244,7 @@ func placeModel(root, model string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
-	}
-	// A temporary file of its own: the tests of one process place the model at once.
+	// A temporary file of its own (and the folder made): the tests of one process place the model at once.
 	return "/" + rel, runfolder.WriteAtomic(dst, b)
 }
 
