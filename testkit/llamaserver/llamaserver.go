@@ -14,8 +14,8 @@ package llamaserver
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
