@@ -268,3 +268,15 @@ func belowShown(mp string, mounts []sandbox.Mount) bool {
 	}
 	return false
 }
+
+// docs/grading.md's table of what the sandbox shows is LayoutTable's, written from Layout.
+func TestDocsShowLayout(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "grading.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), sandbox.LayoutTable()) {
+		t.Fatalf("docs/grading.md does not hold sandbox.LayoutTable(); put this in its sandbox section:\n%s",
+			sandbox.LayoutTable())
+	}
+}
