@@ -271,7 +271,7 @@ func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
 	if o.Isolate {
 		dirs := append(append(append([]string{}, o.ReadOnly...), readOnly...), goDirs()...)
 		if len(o.Command) > 0 {
-			dirs = append(dirs, homeFolderOf(o.Command[0])...)
+			dirs = append(dirs, commandFolders(o.Command[0], o.Dir)...)
 		}
 		for _, d := range dirs {
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() && sandbox.Reachable(d) {
@@ -286,27 +286,44 @@ func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
 	return box, nil
 }
 
-// homeFolderOf is the folder right under the worker's home holding prog (a pyenv or a virtualenv), which the
-// sandbox would otherwise hide with the home itself; none when prog lies elsewhere.
-func homeFolderOf(prog string) []string {
-	home, err := os.UserHomeDir()
-	if err != nil || home == "/" {
-		return nil
-	}
+// commandFolders are the folders the sandbox must show for prog to run, when no place of its Layout holds it: the
+// folder right under the worker's home holding it (a pyenv, whose shims run its libexec), or else the folder above
+// its bin folder (a virtualenv's or an interpreter's prefix, where pyvenv.cfg and the standard library lie); for
+// the program's path and for what it links to. A folder holding the worktree or the temp folder (where the other
+// grades' worktrees lie) is never one.
+func commandFolders(prog, worktree string) []string {
 	p, err := exec.LookPath(prog)
 	if err != nil {
 		return nil
 	}
+	home, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(home) || home == "/" {
+		home = ""
+	}
 	var dirs []string
 	for _, cand := range []string{p, evalSymlinks(p)} {
-		if abs, err := filepath.Abs(cand); err == nil {
-			if rel, ok := strings.CutPrefix(abs, home+string(filepath.Separator)); ok {
-				top, _, _ := strings.Cut(rel, string(filepath.Separator))
-				dirs = append(dirs, filepath.Join(home, top))
-			}
+		abs, err := filepath.Abs(cand)
+		if err != nil || sandbox.HostShows(abs) {
+			continue
+		}
+		dir := filepath.Dir(filepath.Dir(abs))
+		if rel, ok := strings.CutPrefix(abs, home+string(filepath.Separator)); ok && home != "" {
+			top, _, _ := strings.Cut(rel, string(filepath.Separator))
+			dir = filepath.Join(home, top)
+		} else if dir == "/" {
+			dir = filepath.Dir(abs)
+		}
+		if !holds(dir, worktree) && !holds(dir, os.TempDir()) {
+			dirs = append(dirs, dir)
 		}
 	}
 	return dirs
+}
+
+// holds says whether the folder dir is p or lies above it.
+func holds(dir, p string) bool {
+	rel, err := filepath.Rel(dir, evalSymlinks(p))
+	return err == nil && filepath.IsLocal(rel)
 }
 
 func evalSymlinks(p string) string {
