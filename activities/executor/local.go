@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -62,10 +63,11 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	if _, err := diff.ApplyDir(dir, r.Instance.TestPatch); err != nil {
 		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
 	}
-	o, err := localTestOptions(r, lang, dir, res.ModelTestFiles)
+	o, cleanup, err := localTestOptions(r, lang, dir, res.ModelTestFiles)
 	if err != nil {
 		return res, err
 	}
+	defer cleanup()
 	run, err := testrun.Run(ctx, o)
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
 		run.TimedOut, run.Duration, run.Args
@@ -115,30 +117,42 @@ func recordTestFiles(r Request, lang string, rep diff.Report, reset map[string]b
 }
 
 // localTestOptions are the test run's options in the worktree dir: go test -json for a Go module with no
-// configured command, else the Python command; modelTests are the model's own test files, which the run leaves out.
-func localTestOptions(r Request, lang, dir string, modelTests []string) (testrun.Options, error) {
-	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat,
+// configured command, else the Python command, started through ctxlab's Python runner (pythonRunner);
+// modelTests are the model's own test files, which the run leaves out. cleanup removes what the options need
+// outside the worktree, once the run is over.
+func localTestOptions(r Request, lang, dir string, modelTests []string) (o testrun.Options, cleanup func(), err error) {
+	o = testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat,
 		Isolate: r.Config.Isolation != "none",
 		GoProxy: r.Config.GoProxy, ExcludeTestFiles: modelTests}
 	testCmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
 	if lang == LangGo && testCmd == "" {
 		// Without the go command every package would "fail to build": the machine's failure, not the patch's.
 		if _, err := exec.LookPath("go"); err != nil {
-			return o, errkind.Mark(errkind.Toolchain, fmt.Errorf("instance %s: no Go toolchain to build the "+
-				"tests with (install Go, or put the go command on PATH): %w", r.Instance.InstanceID, err))
+			return o, nil, errkind.Mark(errkind.Toolchain, fmt.Errorf("instance %s: no Go toolchain to build "+
+				"the tests with (install Go, or put the go command on PATH): %w", r.Instance.InstanceID, err))
 		}
 		// A Multi-SWE-bench row's tests that must not newly fail run too (Decide checks them).
 		o.Tests = slices.Concat(r.Instance.FailToPass, r.Instance.PassToPass, r.Instance.NoNewFailures)
-		return o, nil
+		return o, func() {}, nil
 	}
 	py, err := pythonCommand(r, dir, testCmd)
 	if err != nil {
-		return o, err
+		return o, nil, err
 	}
-	o.Command, o.Parser, o.Results = py.cmd, py.parser, py.results
-	// Python writes no bytecode into the worktree, and finds ctxlab's helpers and the repository's own packages.
-	o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}, py.env...)
-	return o, nil
+	o.Command, o.Parser = py.cmd, py.parser
+	if py.parser == testlog.ParserGo {
+		return o, func() {}, nil // a go test command in a Python repository: Go's own runner, no helpers
+	}
+	pathEnv := os.Getenv("PATH")
+	runner, err := newPythonRunner(dir, py.python, pathEnv, py.listed)
+	if err != nil {
+		return o, nil, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+	}
+	o.Command, o.Results, o.OutputIfUnclaimed = runner.Command(py.cmd, pathEnv), runner.Results, !py.channel
+	o.ReadOnly = runner.pythonReadOnly()
+	// Python writes no bytecode into the worktree, and finds the repository's own packages.
+	o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}, runner.Env(pathEnv)...)
+	return o, runner.Close, nil
 }
 
 // savedFiles are the base_commit contents of the test patch's files; absent ones are in missing.
@@ -199,48 +213,37 @@ func (s savedFiles) restore() error {
 type pythonRun struct {
 	cmd    []string
 	parser string
-	env    []string
-	// results is the file ctxlab's results plugin or unittest runner writes (testrun.Options.Results); empty when
-	// the command runs neither pytest nor unittest itself (tox, a script), whose output is then parsed.
-	results string
+	// python is the environment's interpreter (the python shims start it); listed the ids of the listed mode.
+	python string
+	listed []string
+	// channel says the command visibly runs pytest or unittest, so its results come from ctxlab's results file
+	// only; otherwise (tox, a script) the output is parsed when no runner claimed the file.
+	channel bool
 }
 
 // pythonCommand is the local Python test command: testCmd (split on spaces) or `python -m pytest -rA`, followed by
 // the test patch's Python files, or in the listed mode by exactly the instance's test ids: for pytest through a
-// plugin that deselects every other collected test, for unittest as dotted ids. A command that runs pytest gets
-// ctxlab's results plugin (-p ctxlab_results), and `-m unittest` becomes `-m ctxlab_unittest`, so that results are
-// read from the results file, never from what the tests print.
+// plugin that deselects every other collected test (ctxlab_listed, which ctxlab_boot loads), for unittest as
+// dotted ids.
 func pythonCommand(r Request, dir, testCmd string) (pythonRun, error) {
 	var run pythonRun
+	py, pyErr := FindPython(r.Config.Python, "pytest")
 	if testCmd != "" {
 		run.cmd, run.parser = strings.Fields(testCmd), parserFor(r.Config, testCmd)
-	} else {
-		py, err := FindPython(r.Config.Python, "pytest")
-		if err != nil {
-			return run, err
+		if pyErr != nil {
+			py, pyErr = FindPython("", "")
 		}
+	} else {
 		run.cmd, run.parser = []string{py, "-m", "pytest", "-rA", "-p", "no:cacheprovider"}, parserFor(r.Config, "pytest")
 	}
 	if run.parser == testlog.ParserGo {
 		return run, nil // a go test command in a Python repository: Go's own runner, no helpers
 	}
-	listed := r.Config.Tests == TestsListed
-	var ids []string
-	if listed {
-		ids = listedIDs(r.Instance.FailToPass, r.Instance.PassToPass)
+	if pyErr != nil {
+		return run, pyErr
 	}
-	helperDir, results, listFile, err := writePythonHelpers(dir, ids)
-	if err != nil {
-		return run, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
-	}
-	run.env = []string{"PYTHONPATH=" + helperDir + string(os.PathListSeparator) + dir}
-	if i := unittestModuleArg(run.cmd); run.parser == testlog.ParserUnittest && i > 0 {
-		run.cmd[i], run.results = unittestRunnerModule, results
-	}
-	if run.parser == testlog.ParserPytest && runsPytest(run.cmd) {
-		run.cmd, run.results = append(run.cmd, "-p", resultsPluginModule), results
-	}
-	if !listed {
+	run.python, run.channel = py, runsTestRunner(strings.Join(run.cmd, " "))
+	if r.Config.Tests != TestsListed {
 		for _, f := range TestFiles(r.Instance.TestPatch) {
 			if strings.HasSuffix(f, ".py") {
 				run.cmd = append(run.cmd, f)
@@ -248,11 +251,11 @@ func pythonCommand(r Request, dir, testCmd string) (pythonRun, error) {
 		}
 		return run, nil
 	}
+	ids := listedIDs(r.Instance.FailToPass, r.Instance.PassToPass)
 	switch run.parser {
 	case testlog.ParserPytest:
-		run.cmd = append(run.cmd, "-p", listedPluginModule)
+		run.listed = ids
 		run.cmd = append(run.cmd, pytestFiles(dir, ids)...)
-		run.env = append(run.env, "CTXLAB_LISTED_TESTS="+listFile)
 	case testlog.ParserUnittest:
 		for _, id := range ids {
 			run.cmd = append(run.cmd, UnittestID(id))
@@ -264,29 +267,11 @@ func pythonCommand(r Request, dir, testCmd string) (pythonRun, error) {
 	return run, nil
 }
 
-// runsPytest says whether a command runs pytest itself (pytest, py.test, or python -m pytest), so that pytest reads
-// the options appended to it.
-func runsPytest(cmd []string) bool {
-	if len(cmd) > 0 && slices.Contains([]string{"pytest", "py.test"}, filepath.Base(cmd[0])) {
-		return true
-	}
-	for i := 1; i < len(cmd); i++ {
-		if cmd[i-1] == "-m" && cmd[i] == "pytest" {
-			return true
-		}
-	}
-	return false
-}
+// testRunnerWord finds pytest (run by name or as a module) or `-m unittest` in a command line.
+var testRunnerWord = regexp.MustCompile(`(^|[\s'"/])(pytest|py\.test)([\s'";&|)]|$)|-m\s+unittest([\s'";&|)]|$)`)
 
-// unittestModuleArg is the index of "unittest" in a `python -m unittest` command, or -1.
-func unittestModuleArg(cmd []string) int {
-	for i := 1; i < len(cmd); i++ {
-		if cmd[i-1] == "-m" && cmd[i] == "unittest" {
-			return i
-		}
-	}
-	return -1
-}
+// runsTestRunner says whether a command line visibly runs pytest or unittest, directly or wrapped (env, bash -c).
+func runsTestRunner(cmd string) bool { return testRunnerWord.MatchString(cmd) }
 
 // FindPython returns want if set, else the first of python3 on PATH and /usr/bin/python3 that imports module.
 // An interpreter found is remembered for the process (per module and PATH): importing pytest to check takes

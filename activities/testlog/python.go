@@ -195,8 +195,10 @@ func unittestRecorder(rep *Report) func(method, class, suffix string, st Status,
 // ParseResults reads the results file of ctxlab's Python helpers (the pytest plugin ctxlab_results and the unittest
 // runner ctxlab_unittest, in activities/executor/python): one line per result, "ctxlab1", a kind and its fields,
 // tab-separated, strings hex-encoded UTF-8. started says the helper ran (its "session" line): a run whose helper
-// never started has read nothing, whatever its output said.
+// never started has read nothing, whatever its output said. A "claim" line, written when a helper takes the file,
+// says only that.
 //
+//	ctxlab1	claim
 //	ctxlab1	session
 //	ctxlab1	pytest	OUTCOME	NODEID
 //	ctxlab1	unittest	OUTCOME	ID	METHOD	DOC	SUBTEST
@@ -224,6 +226,9 @@ func ParseResults(r io.Reader) (rep Report, started bool, err error) {
 		if f[1] == "session" {
 			started = true
 			continue
+		}
+		if f[1] == "claim" {
+			continue // the helper took the file before its runner started
 		}
 		st, ok := status[at(f, 2)]
 		dec := make([]string, 0, 4)

@@ -1,6 +1,7 @@
-"""ctxlab: python -m unittest, with every test's result written where the tests cannot write it.
+"""ctxlab: python -m unittest, with every test's result written where the tests cannot write it. PYTEST_DONT_REWRITE.
 
-Run as `python -m ctxlab_unittest ARGS` in place of `python -m unittest ARGS`: the same test program and -v output,
+ctxlab_boot runs main() in place of `python -m unittest ARGS` (or run it as `python -m ctxlab_unittest ARGS`): the
+same test program and -v output,
 with a result class that also writes each outcome to the results file (through ctxlab_results, which opens it and
 removes it from its folder before any test module is imported), and a loader under which a name that loads no test
 fails alone instead of stopping the run.
@@ -81,6 +82,10 @@ class _Loader(unittest.TestLoader):
         return self.suiteClass(suites)
 
 
-if __name__ == "__main__":
+def main():
     sys.argv[0] = "python -m unittest"
     unittest.main(module=None, testRunner=_Runner, testLoader=_Loader())
+
+
+if __name__ == "__main__":
+    main()
