@@ -256,8 +256,17 @@ func scriptInterpreter(script, pathEnv string) string {
 	return interp
 }
 
-// pythonReadOnly are the folders the sandbox must show the tests for the runner: its helpers, and the folder under
-// the worker's home that holds the interpreter (a pyenv or a virtualenv), which the sandbox hides with the home.
+// pythonReadOnly are the folders the sandbox must show the tests for the runner: its helpers, the folder under the
+// worker's home that holds the interpreter (a pyenv or a virtualenv), which the sandbox hides with the home, and
+// the environment of PythonEnvsDir the interpreter belongs to.
 func (r *pythonRunner) pythonReadOnly() []string {
-	return append([]string{r.Dir}, testrun.HomeFolderOf(r.Python)...)
+	dirs := append([]string{r.Dir}, testrun.HomeFolderOf(r.Python)...)
+	// A virtual environment made from wheels (PythonEnvsDir), wherever the cache folder lies.
+	if envs, err := PythonEnvsDir(); err == nil {
+		if rel, ok := strings.CutPrefix(r.Python, envs+string(filepath.Separator)); ok {
+			top, _, _ := strings.Cut(rel, string(filepath.Separator))
+			dirs = append(dirs, filepath.Join(envs, top))
+		}
+	}
+	return dirs
 }

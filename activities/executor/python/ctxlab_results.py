@@ -49,3 +49,20 @@ def pytest_runtest_logreport(report):
     else:
         return
     _write("pytest", outcome, _hex(report.nodeid))
+
+
+def _missing_module(text):
+    # "ModuleNotFoundError: No module named 'x.y'" in a collection error's report.
+    marker = "ModuleNotFoundError: No module named "
+    for line in str(text).splitlines():
+        i = line.find(marker)
+        if i >= 0:
+            return line[i + len(marker):].strip().strip("'\"")
+    return ""
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        name = _missing_module(report.longrepr)
+        if name:
+            _write("missing_module", _hex(name))

@@ -9,7 +9,7 @@ fails alone instead of stopping the run.
 import sys
 
 # Importing the pytest plugin opens the results file and takes it out of the tests' reach; its writer is shared.
-from ctxlab_results import _hex, _write
+from ctxlab_results import _hex, _missing_module, _write
 
 import unittest  # noqa: E402 (after the results file is out of the tests' reach)
 
@@ -44,6 +44,12 @@ class _Result(unittest.TextTestResult):
 
     def addError(self, test, err):
         _record("error", test)
+        # A module a listed name or a test module could not import, as the loader reports it (the error itself, or
+        # an ImportError whose text holds the module's traceback).
+        if type(test).__name__ == "_FailedTest":
+            name = err[1].name if isinstance(err[1], ModuleNotFoundError) else _missing_module(err[1])
+            if name:
+                _write("missing_module", _hex(name))
         super().addError(test, err)
 
     def addSkip(self, test, reason):
