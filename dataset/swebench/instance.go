@@ -95,13 +95,13 @@ type InstallConfig struct {
 	// LogParser names a harness parser ("parse_log_pytest") or a repository whose parser to use.
 	LogParser string `json:"log_parser,omitempty"`
 	// Install runs again before the tests, as in the harness's eval script; EvalCommands run first of all.
-	Install      string       `json:"install,omitempty"`
+	Install      string     `json:"install,omitempty"`
 	EvalCommands StringList `json:"eval_commands,omitempty"`
 	// Python is the interpreter's version ("3.9"); Packages is "requirements.txt" (the files of ReqsPath, or
 	// requirements.txt), "environment.yml" (conda's, from EnvYmlPath) or a space-separated list of packages;
 	// PipPackages are installed with pip after them; PreInstall commands (apt-get install ...) run before Install.
-	Python      string       `json:"python,omitempty"`
-	Packages    string       `json:"packages,omitempty"`
+	Python      string     `json:"python,omitempty"`
+	Packages    string     `json:"packages,omitempty"`
 	PipPackages StringList `json:"pip_packages,omitempty"`
 	PreInstall  StringList `json:"pre_install,omitempty"`
 	ReqsPath    StringList `json:"reqs_path,omitempty"`
