@@ -197,3 +197,19 @@ func TestLocalEnvironmentFromWheels(t *testing.T) {
 		t.Errorf("environments made: %v, want one, made once", made)
 	}
 }
+
+// The spec's grading.install_config is one statement of the environment for both executors: the docker executor's
+// eval script runs its test command, eval commands and install for a row that states none, and a row's own wins.
+func TestDockerEvalPlanReadsSpecEnvironment(t *testing.T) {
+	in, _ := srcLayout()
+	raw := json.RawMessage(`{"test_cmd":"python -m unittest -v","install":"pip install -e .","eval_commands":["export LANG=C.UTF-8"],"log_parser":"parse_log_django"}`)
+	p := evalPlan(Request{Instance: in, Config: Config{InstallConfig: raw}}, LangPython)
+	if p.Source != "install_config" || !strings.HasPrefix(p.Cmd, "python -m unittest -v tests/test_add.py") ||
+		p.Install != "pip install -e ." || len(p.EvalCommands) != 1 || p.Parser != "parse_log_django" {
+		t.Errorf("plan = %+v", p)
+	}
+	in.InstallConfig = &swebench.InstallConfig{TestCmd: swebench.TestCommands{"pytest -rA"}}
+	if p := evalPlan(Request{Instance: in, Config: Config{InstallConfig: raw}}, LangPython); !strings.HasPrefix(p.Cmd, "pytest -rA ") {
+		t.Errorf("the row's own install_config does not win: %+v", p)
+	}
+}

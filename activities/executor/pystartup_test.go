@@ -36,8 +36,9 @@ type startupVector struct {
 	files map[string]string
 	// pathDir is the worktree folder (relative) on a plain interpreter's path through which the files load.
 	pathDir string
-	// unittest: the vector targets unittest's runner, not pytest's.
-	unittest bool
+	// unittest: the vector targets unittest's runner, not pytest's; src: it lies in a src layout's src folder, which
+	// the row's environment (install_config: pip install -e .) puts on the path.
+	unittest, src bool
 }
 
 var startupVectors = []startupVector{
@@ -48,6 +49,8 @@ var startupVectors = []startupVector{
 	{name: "encodings stand-in", files: map[string]string{"encodings/__init__.py": encodingsStandIn}, pathDir: "."},
 	{name: "sitecustomize package patching unittest", files: map[string]string{"sitecustomize/__init__.py": unittestAllPass},
 		pathDir: ".", unittest: true},
+	{name: "sitecustomize package in src, on the environment's path", pathDir: "src", unittest: true, src: true,
+		files: map[string]string{"src/sitecustomize/__init__.py": unittestAllPass}},
 }
 
 // startupRuns reports whether the vector's files run at the start of a plain interpreter whose path holds the
@@ -86,6 +89,12 @@ func TestLocalStartupFilesCannotForge(t *testing.T) {
 			in, base, cfg := pin, calcBase, Config{Python: py}
 			if v.unittest {
 				in, base, cfg = uin, ufiles, Config{TestCmd: py + " -m unittest -v", Tests: TestsListed}
+			}
+			if v.src {
+				in, base = srcLayout()
+				in.InstallConfig = &swebench.InstallConfig{Install: "pip install -e .",
+					TestCmd: swebench.TestCommands{"python -m unittest -v"}}
+				cfg = Config{Python: py}
 			}
 			if !startupRuns(t, py, base, v) {
 				t.Fatalf("the vector does not run at start in a plain interpreter (the test shows nothing)")
