@@ -336,7 +336,7 @@ func evalPlan(r Request, lang string) testPlan {
 		return plan(cmd, "config")
 	}
 	if cmd == "" {
-		if spec, source, ok := InstanceSpec(r.Instance); ok {
+		if spec, source, ok := InstanceSpec(withEnvironment(r)); ok {
 			cmds := slices.Clone(spec.TestCmd)
 			last := len(cmds) - 1
 			cmds[last] = strings.Join(append([]string{cmds[last]}, TestDirectives(r.Instance.Repo, r.Instance.TestPatch)...), " ")

@@ -7,6 +7,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -43,6 +44,13 @@ type Config struct {
 	Docker string `json:"docker,omitempty"`
 	// GoProxy is the GOPROXY for downloading a Go module's requirements (local; empty: the worker's).
 	GoProxy string `json:"goproxy,omitempty"`
+	// InstallConfig states the Python environment of every instance whose row states none (a SWE-rebench
+	// install_config object: test_cmd, log_parser, eval_commands, install, pre_install, packages, pip_packages,
+	// python), honoured by both executors.
+	InstallConfig json.RawMessage `json:"install_config,omitempty"`
+	// PythonWheels is a folder of wheels, or a package index URL, from which the local executor installs what a
+	// stated environment needs and this machine lacks, offline (empty: only what the machine has).
+	PythonWheels string `json:"python_wheels,omitempty"`
 }
 
 // Request is one grading attempt.

@@ -75,6 +75,7 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 		return NodeOutput{}, err
 	}
 	p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", datasetDir)
+	p.Grading.PythonWheels = strings.ReplaceAll(p.Grading.PythonWheels, "{dataset_dir}", datasetDir)
 	req := GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 		Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 			return repo.Materialize(ctx, j.store, m, dir)
@@ -120,7 +121,7 @@ type GradeRequest struct {
 func ExecutorConfig(g specs.Grading) executor.Config {
 	return executor.Config{TestCmd: g.TestCmd.All, TestCmds: g.TestCmd.By, ModelTests: g.ModelTests, Tests: g.Tests,
 		LogParser: g.LogParser, Python: g.Python, Namespace: g.Namespace, Network: g.Network, Docker: g.Docker,
-		GoProxy: g.GoProxy, Isolation: g.Isolation}
+		GoProxy: g.GoProxy, Isolation: g.Isolation, InstallConfig: g.InstallConfig, PythonWheels: g.PythonWheels}
 }
 
 // GradePatch grades one patch: the grade step's work, for `starter grade` too. It runs the

@@ -30,7 +30,7 @@ func (j *job) newExecutor(name string) (executor.Executor, error) {
 // GradeMemoVersion starts every grade memo key, and is in every grade step's node memo key (package activities'
 // codeVersions): change it when what a grade computes from the same inputs changes (a default test command, a log
 // parser, what the grader resets), so grades made before are not reused.
-const GradeMemoVersion = "ctxlab-grade-v2"
+const GradeMemoVersion = "ctxlab-grade-v3"
 
 // gradeMemoKey is everything a grade's outcome depends on: the whole instance (its id, base commit, test patch and
 // listed tests), the repository snapshot the worktree is built from, the patch's bytes and the grade step's

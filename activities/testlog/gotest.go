@@ -56,6 +56,9 @@ type Report struct {
 	NotDeclared []string `json:"not_declared,omitempty"`
 	// Unparsed counts non-empty lines that were not go test JSON events (stderr noise, old-style build errors).
 	Unparsed int `json:"unparsed,omitempty"`
+	// MissingModules are the modules Python tests could not import while being collected or loaded
+	// (ModuleNotFoundError), as ctxlab's results file reports them (ParseResults).
+	MissingModules []string `json:"missing_modules,omitempty"`
 }
 
 // Results returns the results for a test name (nil if it never ran).

@@ -105,6 +105,10 @@ type Options struct {
 	// owns it), holds it open, passes its path in ResultsEnv and, after the command ends, reads the Report from its
 	// own descriptor, whatever became of the file's name; the output is then only kept, never parsed.
 	Results string
+	// OutputIfUnclaimed parses the output with Parser when no process claimed the results file (a command that
+	// starts no test runner ctxlab's helpers can see: a script, tox with an environment of its own). A claimed
+	// file is the only source of results, even if its runner ended before its session started.
+	OutputIfUnclaimed bool
 }
 
 // ResultsEnv names the variable that tells ctxlab's Python helpers where the results file is; they remove it from
@@ -186,7 +190,10 @@ func runCommand(ctx, runCtx context.Context, o Options, out *capBuffer) (Result,
 			return Result{}, err
 		}
 		defer results.Close()
-		parser, env = testlog.ParserNone, append(slices.Clone(env), ResultsEnv+"="+o.Results)
+		env = append(slices.Clone(env), ResultsEnv+"="+o.Results)
+		if !o.OutputIfUnclaimed {
+			parser = testlog.ParserNone
+		}
 	}
 	box, err := newBox(o)
 	if err != nil {
@@ -200,12 +207,7 @@ func runCommand(ctx, runCtx context.Context, o Options, out *capBuffer) (Result,
 	rep, exit, parseErr := p.report(parser, out)
 	var note string
 	if results != nil && parseErr == nil {
-		var started bool
-		rep, started, parseErr = testlog.ParseResults(results)
-		if !started {
-			note = "the test runner never started ctxlab's results plugin, so no result was read " +
-				"(results are never read from the output)"
-		}
+		rep, note, parseErr = resultsReport(results, rep, o.OutputIfUnclaimed)
 	}
 	res := Result{
 		Output:      out.Bytes(),
@@ -226,6 +228,25 @@ func runCommand(ctx, runCtx context.Context, o Options, out *capBuffer) (Result,
 		return res, fmt.Errorf("testrun: %w", parseErr)
 	}
 	return res, nil
+}
+
+// resultsReport is the run's report from the results file (read from its start): the file's, when a process
+// claimed it, else fromOutput (the output's, with OutputIfUnclaimed) or nothing, with a note saying why.
+func resultsReport(results *os.File, fromOutput testlog.Report, outputIfUnclaimed bool) (testlog.Report, string, error) {
+	fi, err := results.Stat()
+	if err != nil {
+		return testlog.Report{}, "", err
+	}
+	if fi.Size() == 0 && outputIfUnclaimed {
+		return fromOutput, "no test runner claimed ctxlab's results file (the command starts none ctxlab's " +
+			"shims see), so results were read from the output", nil
+	}
+	rep, started, err := testlog.ParseResults(results)
+	if !started {
+		return rep, "the test runner never started ctxlab's results plugin, so no result was read " +
+			"(results are never read from the output)", err
+	}
+	return rep, "", err
 }
 
 // report parses the process's output with parser as it comes, keeping it in out, until the process ends (wait).
@@ -271,7 +292,7 @@ func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
 	if o.Isolate {
 		dirs := append(append(append([]string{}, o.ReadOnly...), readOnly...), goDirs()...)
 		if len(o.Command) > 0 {
-			dirs = append(dirs, commandFolders(o.Command[0], o.Dir)...)
+			dirs = append(dirs, CommandFolders(o.Command[0], o.Dir)...)
 		}
 		for _, d := range dirs {
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() && sandbox.Reachable(d) {
@@ -286,12 +307,12 @@ func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
 	return box, nil
 }
 
-// commandFolders are the folders the sandbox must show for prog to run, when no place of its Layout holds it: the
+// CommandFolders are the folders the sandbox must show for prog to run, when no place of its Layout holds it: the
 // folder right under the worker's home holding it (a pyenv, whose shims run its libexec), or else the folder above
 // its bin folder (a virtualenv's or an interpreter's prefix, where pyvenv.cfg and the standard library lie); for
 // the program's path and for what it links to. A folder holding the worktree or the temp folder (where the other
 // grades' worktrees lie) is never one.
-func commandFolders(prog, worktree string) []string {
+func CommandFolders(prog, worktree string) []string {
 	p, err := exec.LookPath(prog)
 	if err != nil {
 		return nil

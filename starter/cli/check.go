@@ -305,6 +305,7 @@ func (r *checkReport) checkInstances(ctx context.Context, ds specs.Dataset, grad
 	for _, g := range gradings {
 		cfg := steps.ExecutorConfig(g)
 		cfg.GoProxy = strings.ReplaceAll(cfg.GoProxy, "{dataset_dir}", datasetDir)
+		cfg.PythonWheels = strings.ReplaceAll(cfg.PythonWheels, "{dataset_dir}", datasetDir)
 		switch g.Executor {
 		case "docker":
 			images, err := executor.ProbeDocker(ctx, cfg)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +73,8 @@ func (o *gradeOptions) define(fs *pflag.FlagSet) {
 	fs.Var(goFlagValue{&o.grading.TestCmd, "COMMAND"}, "test-cmd", "test `COMMAND` replacing the default (test files are appended), or a JSON object of commands by language and repository, as grading.test_cmd")
 	fs.StringVar(&o.grading.LogParser, "log-parser", "", "gotest, pytest or unittest (default: from the command)")
 	fs.StringVar(&o.grading.GoProxy, "goproxy", "", "GOPROXY for downloading Go modules before the tests run offline (`URL`; {dataset_dir} is the dataset's folder; default: the worker's)")
+	fs.Var(installConfigFlag{&o.grading.InstallConfig}, "install-config", "the Python environment of every instance whose row states none: a JSON `OBJECT` in SWE-rebench's install_config form, as grading.install_config")
+	fs.StringVar(&o.grading.PythonWheels, "python-wheels", "", "folder of wheels (or package index `URL`) the local executor installs a stated environment's missing packages from, offline ({dataset_dir} is the dataset's folder)")
 	fs.StringVar(&o.grading.Tests, "tests", "", "Python tests to run: files (the test patch's files, as the harness) or listed (exactly FAIL_TO_PASS and PASS_TO_PASS)")
 	fs.StringVar(&o.grading.Isolation, "isolation", "", "sandbox (default: the tests run as a dedicated uid in their own namespaces, when root on Linux) or none")
 	fs.StringVar(&o.grading.ModelTests, "model-tests", "", "the model patch's test files: drop (default; reset before the tests run) or keep")
@@ -540,3 +543,24 @@ func errorText(err error) string {
 	}
 	return app.Message()
 }
+
+// installConfigFlag is --install-config: a JSON object, kept as given (grading.install_config).
+type installConfigFlag struct{ raw *json.RawMessage }
+
+func (f installConfigFlag) String() string {
+	if f.raw == nil {
+		return ""
+	}
+	return string(*f.raw)
+}
+
+func (f installConfigFlag) Set(s string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &obj); err != nil {
+		return fmt.Errorf("want a JSON object (test_cmd, log_parser, eval_commands, install, ...): %w", err)
+	}
+	*f.raw = json.RawMessage(s)
+	return nil
+}
+
+func (installConfigFlag) Type() string { return "OBJECT" }
