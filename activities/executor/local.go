@@ -37,8 +37,15 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	if err := r.Materialize(ctx, dir); err != nil {
 		return res, err
 	}
-	// The language is read before the model patch applies, so the patch cannot change which rules it is held to.
+	// The language, and for Go how the modules are built, are read before the model patch applies, so the patch
+	// cannot change which rules it is held to.
 	lang := LanguageOf(dir)
+	var layout testrun.GoLayout
+	if lang == LangGo {
+		if layout, err = testrun.ReadGoLayout(dir); err != nil {
+			return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+		}
+	}
 	reset, err := filesToReset(r, lang)
 	if err != nil {
 		return res, err
@@ -65,6 +72,12 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	o, err := localTestOptions(r, lang, dir, res.ModelTestFiles)
 	if err != nil {
 		return res, err
+	}
+	if lang == LangGo && len(o.Command) == 0 {
+		if o.Layout, err = goLayoutWithTestPatch(layout, dir, r.Instance.TestPatch); err != nil {
+			return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+		}
+		o.TestPatchFiles = TestFiles(r.Instance.TestPatch)
 	}
 	run, err := testrun.Run(ctx, o)
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
@@ -139,6 +152,24 @@ func localTestOptions(r Request, lang, dir string, modelTests []string) (testrun
 	// Python writes no bytecode into the worktree, and finds ctxlab's helpers and the repository's own packages.
 	o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}, py.env...)
 	return o, nil
+}
+
+// goLayoutWithTestPatch is base (the layout at base_commit) with the modules the test patch added to the worktree
+// in dir.
+func goLayoutWithTestPatch(base testrun.GoLayout, dir, testPatch string) (*testrun.GoLayout, error) {
+	paths, err := diff.SafePaths(testPatch)
+	if err != nil {
+		return nil, err
+	}
+	l := base
+	if slices.ContainsFunc(paths, func(p string) bool { return filepath.Base(p) == "go.mod" }) {
+		after, err := testrun.ReadGoLayout(dir)
+		if err != nil {
+			return nil, err
+		}
+		l = base.WithModulesOf(after, paths)
+	}
+	return &l, nil
 }
 
 // savedFiles are the base_commit contents of the test patch's files; absent ones are in missing.

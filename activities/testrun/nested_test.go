@@ -1,0 +1,61 @@
+package testrun
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"ctxlab/activities/testlog"
+)
+
+// nestedRepo is a repository whose tests live in a module of a subfolder that replaces its parent with ../, as
+// upstream repositories test it with `cd sub && go test ./...`. TestShared is declared by both modules: the root's
+// fails, the nested module's passes.
+var nestedRepo = map[string]string{
+	"go.mod":       "module example.com/root\n\ngo 1.21\n",
+	"root.go":      "package root\n\nfunc Answer() int { return 42 }\n",
+	"root_test.go": "package root\n\nimport \"testing\"\n\nfunc TestShared(t *testing.T) { t.Fatal(\"the root module's TestShared\") }\n",
+	"sub/go.mod": "module example.com/root/sub\n\ngo 1.21\n\nrequire example.com/root v0.0.0\n\n" +
+		"replace example.com/root => ../\n",
+	"sub/pkg/pkg.go": "package pkg\n\nimport \"example.com/root\"\n\nfunc Twice() int { return 2 * root.Answer() }\n",
+	"sub/pkg/pkg_test.go": `package pkg
+
+import "testing"
+
+func TestNested(t *testing.T) {
+	if Twice() != 84 {
+		t.Fatal("wrong")
+	}
+}
+
+func TestShared(t *testing.T) {}
+`,
+}
+
+// Tests of a nested module (its own go.mod, a replace of its parent) are found, built and run in their module, as
+// `cd sub && go test ./...` runs them, under a bare name, their import path or their folder; a bare name that both
+// modules declare runs in the module the test patch touched.
+func TestNestedModuleTests(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, nestedRepo)
+	ref := goTestJSON(t, filepath.Join(dir, "sub"), "./...")
+	if ref["TestNested"] != "pass" || ref["TestShared"] != "pass" {
+		t.Fatalf("go test in the nested module: %v", ref)
+	}
+	names := []string{"TestNested", "example.com/root/sub/pkg::TestNested", "./sub/pkg::TestNested", "TestShared"}
+	res := run(t, Options{Dir: dir, Tests: names, TestPatchFiles: []string{"sub/pkg/pkg_test.go"}})
+	if v := testlog.Decide(names, nil, res.Report); !v.Resolved {
+		t.Fatalf("the nested module's tests: %+v (not declared %v)\n%s", v, res.Report.NotDeclared, res.Output)
+	}
+	for _, r := range res.Report.Tests["TestShared"] {
+		if r.Package != "example.com/root/sub/pkg" || r.Dir != "sub/pkg" {
+			t.Errorf("TestShared ran in %s (%s), not only in the module the test patch touched", r.Package, r.Dir)
+		}
+	}
+	// Without a test patch in either module, a bare name runs wherever it is declared, and must pass in each.
+	res = run(t, Options{Dir: dir, Tests: []string{"TestShared"}})
+	if got := status(res.Report, "TestShared"); !slices.Contains([]string{"fail,pass", "pass,fail"}, got) {
+		t.Errorf("TestShared in both modules: %q\n%s", got, res.Output)
+	}
+}
