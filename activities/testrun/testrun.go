@@ -14,7 +14,10 @@
 // names are checked against what go test would run, found statically (go/parser and go/doc; a `go test -list`
 // would need the package to compile at base, which FAIL_TO_PASS tests often do not) in the package's _test.go
 // files other than Options.ExcludeTestFiles: tests, fuzz targets (their seeds run as subtests) and examples with
-// an output comment. A result for an undeclared name is dropped (Report.Undeclared), so it counts as missing.
+// an output comment. A result for an undeclared name is dropped (Report.Undeclared), so it counts as missing, unless
+// a declared test was running when it was reported (an inner runner's: testing.RunTests called from a test). The
+// repository's modules (GoLayout: nested ones too) are read before the model patch, and each package is built and
+// run in its own module.
 //
 // Python commands (Options.Command with a pytest or unittest parser) are read from their output, or, with
 // Options.Results, only from the results file ctxlab's Python helpers write (testlog.ParseResults), which the tests
