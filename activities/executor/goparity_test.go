@@ -135,7 +135,7 @@ func TestGoParityStdlib(t *testing.T) {
 	}
 }
 
-// parityCount is what one comparison found; masked counts go test's names that print a heap address (maskAddresses).
+// parityCount is what one comparison found; masked counts names that print a run-dependent value (maskAddresses).
 type parityCount struct{ tests, agree, asRoot, failed, top, examples, fuzz, masked int }
 
 func (n parityCount) String() string {
@@ -145,7 +145,7 @@ func (n parityCount) String() string {
 		s += fmt.Sprintf(", %d differ as go test runs them as root", n.asRoot)
 	}
 	if n.masked > 0 {
-		s += fmt.Sprintf(", %d named with a heap address (compared with it masked)", n.masked)
+		s += fmt.Sprintf(", %d named with a heap address or the time (compared with it masked)", n.masked)
 	}
 	return s
 }
@@ -155,12 +155,12 @@ func (n parityCount) add(o parityCount) parityCount {
 		n.examples + o.examples, n.fuzz + o.fuzz, n.masked + o.masked}
 }
 
-// heapAddress is a pointer a subtest's name prints (testify's assert names its cases with %#v of pointers): the Go
-// runtime places the heap at a random base, so two runs of the same binary, go test's own included, name such a
-// test differently.
-var heapAddress = regexp.MustCompile(`0x[0-9a-f]{6,}`)
+// runDependent is what a subtest's name may print that differs from run to run (testify's assert names its cases
+// with %#v of their values): a heap pointer (the Go runtime places the heap at a random base) or a time.Time of the
+// clock. Two runs of the same binary, go test's own included, name such a test differently.
+var runDependent = regexp.MustCompile(`0x[0-9a-f]{6,}|time\.Date\([^()]*\)`)
 
-// maskAddresses returns the outcomes by package with heapAddress masked in every name (names that then coincide
+// maskAddresses returns the outcomes by package with runDependent masked in every name (names that then coincide
 // keep the worse outcome: fail, then pass, then skip) and how many names held one.
 func maskAddresses(byPkg map[string]map[string]string) (map[string]map[string]string, int) {
 	rank := map[string]int{"fail": 3, "pass": 2, "skip": 1}
@@ -169,7 +169,7 @@ func maskAddresses(byPkg map[string]map[string]string) (map[string]map[string]st
 	for pkg, names := range byPkg {
 		out[pkg] = map[string]string{}
 		for name, status := range names {
-			m := heapAddress.ReplaceAllString(name, "0x…")
+			m := runDependent.ReplaceAllString(name, "…")
 			if m != name {
 				n++
 			}

@@ -1,6 +1,9 @@
 package testrun
 
 import (
+	"maps"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -57,5 +60,25 @@ func TestNestedModuleTests(t *testing.T) {
 	res = run(t, Options{Dir: dir, Tests: []string{"TestShared"}})
 	if got := status(res.Report, "TestShared"); !slices.Contains([]string{"fail,pass", "pass,fail"}, got) {
 		t.Errorf("TestShared in both modules: %q\n%s", got, res.Output)
+	}
+}
+
+// A repository whose go.work at the root joins its modules builds them in workspace mode, as go test does there
+// (which refuses -mod=mod): the nested module finds its parent through the workspace, with no replace.
+func TestWorkspaceModules(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := maps.Clone(nestedRepo)
+	files["sub/go.mod"] = "module example.com/root/sub\n\ngo 1.21\n\nrequire example.com/root v0.0.0\n"
+	files["go.work"] = "go 1.21\n\nuse (\n\t.\n\t./sub\n)\n"
+	writeFiles(t, dir, files)
+	ref := exec.Command("go", "test", "-count=1", "-run", "^TestNested$", "./...")
+	ref.Dir, ref.Env = filepath.Join(dir, "sub"), append(os.Environ(), "GOFLAGS=", "GOPROXY=off", "GOTOOLCHAIN=local")
+	if out, err := ref.CombinedOutput(); err != nil {
+		t.Fatalf("go test in the workspace: %v\n%s", err, out)
+	}
+	res := run(t, Options{Dir: dir, Tests: []string{"TestNested"}})
+	if got := status(res.Report, "TestNested"); got != "pass" {
+		t.Fatalf("TestNested in a workspace: %q\n%s", got, res.Output)
 	}
 }
