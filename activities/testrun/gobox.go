@@ -596,7 +596,7 @@ func (g *goRun) download(ctx context.Context, pkgs []*goPackage, key [32]byte) {
 	for _, p := range pkgs {
 		m := p.mod
 		if g.layout.Workspace {
-			m = &g.layout.Modules[0]
+			m = g.layout.root() // the workspace's go.work is there
 		}
 		if !slices.Contains(mods, m) && (g.layout.Workspace || (!m.Vendored && needsDownload(g.o.Dir, *m))) {
 			mods = append(mods, m)

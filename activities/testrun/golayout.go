@@ -31,7 +31,7 @@ type GoModule struct {
 // change how the tests are built, by a go.mod that makes a test folder a module of its own, or a vendor/ or go.work
 // that was not there (its edits to the go.mod, go.sum and go.work files that were there still count).
 type GoLayout struct {
-	// Modules, sorted by folder (the root's first).
+	// Modules, sorted by folder.
 	Modules []GoModule
 	// Workspace: a go.work at the root; every go command then runs in workspace mode, else with GOWORK=off.
 	Workspace bool
@@ -113,6 +113,14 @@ func (l GoLayout) moduleOf(dir string) *GoModule {
 		}
 	}
 	return best
+}
+
+// root is the module at the repository's root, else the first one (a repository of nested modules only).
+func (l GoLayout) root() *GoModule {
+	if m := l.moduleOf("."); m != nil {
+		return m
+	}
+	return &l.Modules[0]
 }
 
 // rel is dir (slash-separated, relative to the repository root, inside m) relative to m's folder; "." for m's own.

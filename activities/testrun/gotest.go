@@ -115,7 +115,7 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		return Result{}, fmt.Errorf("testrun: listing the tests of %s: %w", o.Dir, err)
 	}
 	toRun, notDeclared := selectTests(pkgs, o.Tests, testedModules(*layout, o.TestPatchFiles))
-	modPath := layout.Modules[0].Path
+	modPath := layout.root().Path
 
 	// Every event goes through one parser; out keeps the stream for the log.
 	parse := parseGoEvents(out)
