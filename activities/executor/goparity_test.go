@@ -193,13 +193,16 @@ var rootOnlyFailures = map[string]string{
 func gradeParity(t *testing.T, repo, base, id string, listed map[string][]string, patch string) Result {
 	t.Helper()
 	return gradeParityWith(t, repo, base, id, listed, patch, "",
-		"file://"+filepath.ToSlash(filepath.Join(goEnv(t, "GOMODCACHE"), "cache", "download")))
+		"file://"+filepath.ToSlash(filepath.Join(goEnv(t, "GOMODCACHE"), "cache", "download")), parityTimeout)
 }
 
-// gradeParityWith is gradeParity with the instance's test patch (empty: one adding .parity/tests) and the
-// GOPROXY the grade downloads from (empty: the worker's).
+// parityTimeout is a corpus grade's time: far more than any needs.
+const parityTimeout = 20 * time.Minute
+
+// gradeParityWith is gradeParity with the instance's test patch (empty: one adding .parity/tests), the GOPROXY the
+// grade downloads from (empty: the worker's) and the grade's time.
 func gradeParityWith(t *testing.T, repo, base, id string, listed map[string][]string, patch, testPatch,
-	goProxy string) Result {
+	goProxy string, timeout time.Duration) Result {
 	t.Helper()
 	in := parityInstance(id, base, testPatch)
 	for _, ip := range slices.Sorted(maps.Keys(listed)) {
@@ -207,7 +210,7 @@ func gradeParityWith(t *testing.T, repo, base, id string, listed map[string][]st
 			in.FailToPass = append(in.FailToPass, ip+"::"+name)
 		}
 	}
-	res := gradeParityRun(t, repo, base, in, patch, goProxy)
+	res := gradeParityRun(t, repo, base, in, patch, goProxy, timeout)
 	if len(res.Report.NotDeclared) > 0 {
 		t.Errorf("%s: names go test -list gave that ctxlab does not declare: %v", id, res.Report.NotDeclared)
 	}
@@ -222,10 +225,11 @@ func parityInstance(id, base, testPatch string) swebench.Instance {
 	return swebench.Instance{InstanceID: "parity__" + id, Repo: "parity/" + id, BaseCommit: base, TestPatch: testPatch}
 }
 
-// gradeParityRun grades in (a clone of repo at base) with patch through the local executor.
-func gradeParityRun(t *testing.T, repo, base string, in swebench.Instance, patch, goProxy string) Result {
+// gradeParityRun grades in (a clone of repo at base) with patch through the local executor, in timeout.
+func gradeParityRun(t *testing.T, repo, base string, in swebench.Instance, patch, goProxy string,
+	timeout time.Duration) Result {
 	t.Helper()
-	req := Request{Instance: in, Patch: patch, Timeout: 20 * time.Minute, Config: Config{GoProxy: goProxy},
+	req := Request{Instance: in, Patch: patch, Timeout: timeout, Config: Config{GoProxy: goProxy},
 		Materialize: func(ctx context.Context, dir string) error {
 			cloneAt(t, repo, base, dir)
 			return nil

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"ctxlab/activities/testlog"
 )
@@ -120,13 +121,20 @@ func copyTree(t *testing.T, src, dst string) {
 // that go test resolves what a go.mod without go.sum needs, as ctxlab's download does before its offline build.
 func proxyEnv() []string { return append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local") }
 
-// parityCompare grades repo at base with patch (and testPatch, a file of the module in testDir when empty), FAIL_TO_PASS
-// the listed names, compares it with go test -json run in refDir on pkgs, and returns the counts.
+// parityCompare grades repo at base with patch (and testPatch; empty: one adding .parity/tests), FAIL_TO_PASS the
+// listed names, compares it with go test -json run in refDir on pkgs, and returns the counts.
 func parityCompare(t *testing.T, what, repo, base, id string, listed map[string][]string, patch, testPatch, refDir string,
 	pkgs ...string) parityCount {
 	t.Helper()
+	return parityCompareIn(t, parityTimeout, what, repo, base, id, listed, patch, testPatch, refDir, pkgs...)
+}
+
+// parityCompareIn is parityCompare with the grade's time (a test binary that hangs stops itself at a part of it).
+func parityCompareIn(t *testing.T, timeout time.Duration, what, repo, base, id string, listed map[string][]string,
+	patch, testPatch, refDir string, pkgs ...string) parityCount {
+	t.Helper()
 	ref := goTestJSONEnv(t, refDir, proxyEnv(), pkgs...)
-	res := gradeParityWith(t, repo, base, id, listed, patch, testPatch, "")
+	res := gradeParityWith(t, repo, base, id, listed, patch, testPatch, "", timeout)
 	n := compareParity(t, what, ref, res, listed)
 	t.Logf("%s: %s", what, n)
 	return n
@@ -239,7 +247,7 @@ func parityTestify(t *testing.T, pkgs []string) parityCount {
 		"TestSuiteRecoverPanicInBeforeTest/Test"}
 	in := parityInstance("testify-inner", base, "")
 	in.FailToPass = inner
-	res := gradeParityRun(t, repo, base, in, notePatch(t, repo), "")
+	res := gradeParityRun(t, repo, base, in, notePatch(t, repo), "", parityTimeout)
 	for _, name := range inner {
 		if ref[name] == "" {
 			t.Fatalf("go test no longer reports %s: %v", name, slices.Sorted(maps.Keys(ref)))
@@ -297,11 +305,27 @@ func parityZap(t *testing.T) parityCount {
 		t.Errorf("zap/exp: the panicking patch failed no test: %s", nb)
 	}
 
+	if parityFull() {
+		// A patch under which WithGroup blocks forever: the test binary hangs until its own -test.timeout (go
+		// test's, and ctxlab's part of the grade's time), and the tests after it have no result.
+		hang := moduleBug{file: bug.file, old: bug.old, new: bug.old + "\tselect {}\n"}
+		patch := gitPatch(t, repo, func(dir string) { applyBug(t, dir, hang) })
+		hung := t.TempDir()
+		cloneAt(t, repo, base, hung)
+		applyGit(t, hung, patch)
+		nh := parityCompareIn(t, 3*time.Minute, "zap/exp with a deadlock", repo, base, "zap-exp-hang", listed, patch,
+			testPatch, filepath.Join(hung, "exp"), "-timeout=60s", "./...")
+		if nh.failed == 0 {
+			t.Errorf("zap/exp: the hanging patch failed no test: %s", nh)
+		}
+		nb = nb.add(nh)
+	}
+
 	// TestFieldConstructors is declared by zap's root package and by exp/zapfield: listed bare, it runs in the
 	// module the test patch touches.
 	in := parityInstance("zap-bare", base, testPatch)
 	in.FailToPass = []string{"TestFieldConstructors"}
-	res := gradeParityRun(t, repo, base, in, notePatch(t, repo), "")
+	res := gradeParityRun(t, repo, base, in, notePatch(t, repo), "", parityTimeout)
 	rs := res.Report.Tests["TestFieldConstructors"]
 	if len(rs) != 1 || rs[0].Package != "go.uber.org/zap/exp/zapfield" || rs[0].Status != testlog.StatusPass {
 		t.Errorf("bare TestFieldConstructors ran as %+v, want once, in go.uber.org/zap/exp/zapfield, passing", rs)
