@@ -19,6 +19,7 @@ require (
 	go.temporal.io/api v1.63.5
 	go.temporal.io/sdk v1.50.0
 	go.temporal.io/server v1.32.1
+	golang.org/x/mod v0.41.0
 	golang.org/x/term v0.46.0
 )
 

@@ -38,13 +38,20 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	if err := r.Materialize(ctx, dir); err != nil {
 		return res, err
 	}
-	// The language is read before the model patch applies, so the patch cannot change which rules it is held to;
-	// so is a Python environment (its requirement files, the repository's layout, the modules it holds).
+	// The language, a Python environment (its requirement files, the repository's layout, the modules it holds) and
+	// for Go how the modules are built are read before the model patch applies, so the patch cannot change which
+	// rules it is held to.
 	lang := LanguageOf(dir)
 	var env *pythonEnv
-	if lang == LangPython {
+	var layout testrun.GoLayout
+	switch lang {
+	case LangPython:
 		if env, err = planPythonEnv(r, dir); err != nil {
 			return res, err
+		}
+	case LangGo:
+		if layout, err = testrun.ReadGoLayout(dir); err != nil {
+			return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
 		}
 	}
 	baseModules := moduleNames(dir)
@@ -76,6 +83,12 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 		return res, err
 	}
 	defer cleanup()
+	if lang == LangGo && len(o.Command) == 0 {
+		if o.Layout, err = goLayoutWithTestPatch(layout, dir, r.Instance.TestPatch); err != nil {
+			return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+		}
+		o.TestPatchFiles = TestFiles(r.Instance.TestPatch)
+	}
 	run, err := testrun.Run(ctx, o)
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
 		run.TimedOut, run.Duration, run.Args
@@ -195,6 +208,24 @@ func localTestOptions(ctx context.Context, r Request, lang, dir string, modelTes
 	o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1",
 		"PYTHONPATH=" + strings.Join(pythonPath, string(os.PathListSeparator))}, runner.Env(pathEnv)...)
 	return o, runner.Close, nil
+}
+
+// goLayoutWithTestPatch is base (the layout at base_commit) with the modules the test patch added to the worktree
+// in dir.
+func goLayoutWithTestPatch(base testrun.GoLayout, dir, testPatch string) (*testrun.GoLayout, error) {
+	paths, err := diff.SafePaths(testPatch)
+	if err != nil {
+		return nil, err
+	}
+	l := base
+	if slices.ContainsFunc(paths, func(p string) bool { return filepath.Base(p) == "go.mod" }) {
+		after, err := testrun.ReadGoLayout(dir)
+		if err != nil {
+			return nil, err
+		}
+		l = base.WithModulesOf(after, paths)
+	}
+	return &l, nil
 }
 
 // savedFiles are the base_commit contents of the test patch's files; absent ones are in missing.

@@ -327,9 +327,9 @@ func runStatus(res executor.Result, v testlog.Verdict) string {
 
 // moduleDownloadFailure is the machine's failure hidden behind a build failure: the module requirements could not be
 // downloaded (no proxy reachable, no network), so the packages that need them did not build. The builds run offline
-// (GOPROXY=off) once the download is done, so the go command's own word for it is a "go: downloading <module>
-// <version>" line in a failed build's output: it needed a module of the build list that the module cache lacked,
-// whatever the download printed, or whether it ran at all. It is the machine's only when the model patch changed
+// (GOPROXY=off) once the download is done, so the go command's own words for it in a failed build's output name
+// a module of the build list that the build needed and the module cache lacked (modulesDownloaded), whatever the
+// download printed, or whether it ran at all. It is the machine's only when the model patch changed
 // none of the files that say what to download (go.mod, go.sum, go.work, vendor/): otherwise the patch asked for
 // what could not be had, and the build failure is its result. (A patch importing a package of a module the build
 // list lacks gets "cannot find module providing package", never a download: its build failure stays the patch's.)
@@ -374,17 +374,32 @@ func eventText(log []byte) string {
 	return b.String()
 }
 
-// modulesDownloaded are the modules ("path version") that the go command's output says it set out to download
-// ("go: downloading <path> <version>", modfetch's line for a module the module cache lacks), in order, once each.
+// modulesDownloaded are the modules ("path version") that the go command's output says the build needed and the
+// module cache lacked, in order, once each: "go: downloading <path> <version>" (modfetch's line for a module the
+// cache lacks, go 1.17 and later), or, for a go.mod of go 1.16 or before, "<path>@<version>: module lookup disabled
+// by GOPROXY=off" (its go.mod not in the cache) or "<path>@<version>: verifying module: ..." (its checksum neither in
+// go.sum nor verifiable offline: an older module that came without go.sum). A package no module of the build list
+// provides ("cannot find module providing package") names none.
 func modulesDownloaded(out string) []string {
 	var mods []string
+	add := func(m string) {
+		if !slices.Contains(mods, m) {
+			mods = append(mods, m)
+		}
+	}
 	for _, line := range strings.Split(out, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "go: downloading ")
-		if !ok {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "go: ")
+		if rest, ok := strings.CutPrefix(line, "downloading "); ok {
+			if f := strings.Fields(rest); len(f) == 2 {
+				add(f[0] + " " + f[1])
+			}
 			continue
 		}
-		if f := strings.Fields(rest); len(f) == 2 && !slices.Contains(mods, f[0]+" "+f[1]) {
-			mods = append(mods, f[0]+" "+f[1])
+		mod, why, ok := strings.Cut(line, ": ")
+		p, v, isMod := strings.Cut(mod, "@")
+		if ok && isMod && p != "" && v != "" && !strings.ContainsAny(mod, " \t") &&
+			(strings.HasPrefix(why, "module lookup disabled") || strings.HasPrefix(why, "verifying module:")) {
+			add(p + " " + v)
 		}
 	}
 	return mods

@@ -14,7 +14,10 @@
 // names are checked against what go test would run, found statically (go/parser and go/doc; a `go test -list`
 // would need the package to compile at base, which FAIL_TO_PASS tests often do not) in the package's _test.go
 // files other than Options.ExcludeTestFiles: tests, fuzz targets (their seeds run as subtests) and examples with
-// an output comment. A result for an undeclared name is dropped (Report.Undeclared), so it counts as missing.
+// an output comment. A result for an undeclared name is dropped (Report.Undeclared), so it counts as missing, unless
+// a declared test was running when it was reported (an inner runner's: testing.RunTests called from a test). The
+// repository's modules (GoLayout: nested ones too) are read before the model patch, and each package is built and
+// run in its own module.
 //
 // Python commands (Options.Command with a pytest or unittest parser) are read from their output, or, with
 // Options.Results, only from the results file ctxlab's Python helpers write (testlog.ParseResults), which the tests
@@ -45,6 +48,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
 
 	"ctxlab/activities/sandbox"
 	"ctxlab/activities/testlog"
@@ -63,7 +67,8 @@ const drainWait = 3 * time.Second
 
 // Options configures one run.
 type Options struct {
-	// Dir is the module (or work tree) to test: its packages (not nested modules) are searched for the tests.
+	// Dir is the repository to test: the packages of its modules (the root's and nested ones) are searched for the
+	// tests.
 	Dir string
 	// Tests are the test names to run: bare ("TestA", "TestA/sub"), run in every package that declares TestA, or
 	// package-qualified ("import/path::TestA", "./pkg::TestA", "pkg/sub::TestA/sub"), run in that package only. A
@@ -91,6 +96,12 @@ type Options struct {
 	// declared: the model's own test files, when a study keeps them. A test reported from such a file only is
 	// dropped from the Report (see Report.Undeclared).
 	ExcludeTestFiles []string
+	// Layout is how the repository's Go code is built (its modules, vendoring, workspace), as read before the model
+	// patch (see GoLayout); nil reads it from Dir.
+	Layout *GoLayout
+	// TestPatchFiles are the files the instance's test patch touches (slash-separated, relative to Dir): a bare test
+	// name runs in the modules holding them when one of their packages declares it (see selectTests).
+	TestPatchFiles []string
 	// GoProxy is the GOPROXY for downloading the module's requirements before the offline build (a URL list, or
 	// file:///folder); empty: the worker's own GOPROXY.
 	GoProxy string
@@ -455,7 +466,9 @@ func killGroup(pgid int) error {
 }
 
 // RunPattern is the -run expression selecting tests: their top-level names, quoted, as ^(A|B)$, sorted and
-// deduplicated. It is empty when tests is.
+// deduplicated. It is empty when tests is. A name an inner runner gives a suite (testing.RunTests) may hold spaces,
+// which the testing package does not rewrite in such a name but does in the pattern: they are written \x20, as any
+// space or unprintable rune is, so that the pattern matches the name as it is.
 func RunPattern(tests []string) string {
 	seen := map[string]bool{}
 	var names []string
@@ -465,13 +478,27 @@ func RunPattern(tests []string) string {
 			continue
 		}
 		seen[top] = true
-		names = append(names, regexp.QuoteMeta(top))
+		names = append(names, quoteRunName(top))
 	}
 	if len(names) == 0 {
 		return ""
 	}
 	sort.Strings(names)
 	return "^(" + strings.Join(names, "|") + ")$"
+}
+
+// quoteRunName quotes a test name for a -run pattern: regexp.QuoteMeta, with every space and unprintable rune as
+// \x{...}, which the testing package's rewrite of the pattern leaves as it is.
+func quoteRunName(name string) string {
+	var b strings.Builder
+	for _, r := range regexp.QuoteMeta(name) {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			fmt.Fprintf(&b, `\x{%x}`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 var (

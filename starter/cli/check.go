@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/spf13/pflag"
+	"golang.org/x/mod/modfile"
 
 	"ctxlab/activities/compress"
 	"ctxlab/activities/dense"
@@ -456,7 +457,13 @@ func instanceNeeds(in swebench.Instance, ds specs.Dataset, reposDir string,
 		if err != nil {
 			return n, err
 		}
-		n.Requires = len(strings.TrimSpace(string(sum))) > 0
+		// An older module comes without go.sum: its go.mod's requirements are downloaded all the same.
+		goMod, _, err := repo.FileAt(r, in.BaseCommit, "go.mod")
+		if err != nil {
+			return n, err
+		}
+		mf, _ := modfile.ParseLax("go.mod", goMod, nil)
+		n.Requires = len(strings.TrimSpace(string(sum))) > 0 || (mf != nil && len(mf.Require) > 0)
 	}
 	return n, nil
 }
