@@ -70,6 +70,8 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
 		run.TimedOut, run.Duration, run.Args
 	res.Isolation, res.Note = run.Isolation, run.Note
+	// A Python command's exit code is its own; a Go run runs many binaries and has none.
+	res.ExitCode, res.ExitCodeKnown = run.ExitCode, len(o.Command) > 0
 	return res, markRun(err)
 }
 
