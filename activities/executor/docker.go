@@ -166,23 +166,30 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	err = readResults(&res, channel, plan.Parser, helped)
+	return res, err
+}
+
+// readResults fills in res's exit code and report: from the channel when the test command loaded the results
+// helper (helped), else from the log between the markers, read with parser.
+func readResults(res *Result, channel *resultsChannel, parser string, helped bool) error {
 	records, err := channel.read()
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.ExitCode, res.ExitCodeKnown = records.exitCode, records.exitKnown
 	if helped {
-		res.Report, res.Note, err = helperReport(plan.Parser, records.results)
-		return res, err
+		res.Report, res.Note, err = helperReport(parser, records.results)
+		return err
 	}
-	section, ok := Between(string(run.Output))
+	section, ok := Between(string(res.Output))
 	if !ok {
 		res.Note = "the test-output markers are missing from the log: no test counts as run"
 		res.Report = testlog.Report{Tests: map[string][]testlog.TestResult{}}
-		return res, nil
+		return nil
 	}
-	res.Report, err = testlog.Parse(plan.Parser, strings.NewReader(section))
-	return res, err
+	res.Report, err = testlog.Parse(parser, strings.NewReader(section))
+	return err
 }
 
 // container is one grade's container, driven through the docker CLI at bin.
@@ -217,8 +224,8 @@ func (c *container) checkImage(instanceID, image string) error {
 		return fmt.Errorf("instance %s: no Docker engine answers (start dockerd, or set DOCKER_HOST): %w", instanceID, err)
 	}
 	return errkind.Mark(errkind.DockerImage, fmt.Errorf("instance %s: image %s is not on this machine: run "+
-		"`docker pull %s` (or, for a dataset that publishes no images, `starter images build --dataset FILE` or, "+
-		"for a sweep, `--spec SPEC`): %w", instanceID, image, image, err))
+		"`starter images pull --spec SPEC` (or --dataset FILE; `docker pull %s` for this one), or, for a dataset "+
+		"that publishes no images, `starter images build` with the same flags: %w", instanceID, image, image, err))
 }
 
 // create creates the container of image, labelled with this process, on the spec's network (none by default).

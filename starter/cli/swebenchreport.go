@@ -270,8 +270,7 @@ func writeInstanceLogs(root *os.Root, dir string, in swebench.Instance, p predic
 	if !oc.completed {
 		return nil
 	}
-	resolved, _ := r.Bool(specs.Resolved.Name)
-	rep := instanceReport{PatchExists: true, PatchApplied: true, Resolved: resolved,
+	rep := instanceReport{PatchExists: true, PatchApplied: true, Resolved: oc.list == inResolved,
 		TestsStatus: testsStatus(in, r), FailureReason: oc.failure.Reason,
 		CtxlabStatus: r.String(specs.GradeStatus.Name)}
 	return writeJSON(root, path.Join(dir, harnessReport), map[string]instanceReport{p.InstanceID: rep})
@@ -303,14 +302,16 @@ func testsStatus(in swebench.Instance, r results.Row) map[string]map[string][]st
 func instanceLog(in swebench.Instance, r results.Row, oc harnessOutcome) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ctxlab grade of instance %s (executor %s)\n", in.InstanceID, r.String(specs.GradeExecutor.Name))
-	for _, f := range []string{specs.PatchApply.Name, specs.GradeStatus.Name, specs.GradeNote.Name,
-		specs.GradeError.Name, results.FieldError, results.FieldErrorKind} {
+	for _, f := range []string{specs.PatchApply.Name, specs.GradeStatus.Name, results.FieldErrorKind} {
 		if v := strings.TrimSpace(r.String(f)); v != "" {
 			fmt.Fprintf(&b, "%s: %s\n", f, v)
 		}
 	}
-	if resolved, ok := r.Bool(specs.Resolved.Name); ok {
-		fmt.Fprintf(&b, "Result for %s: resolved: %v\n", in.InstanceID, resolved)
+	if reason := reasonOf(r); reason != "" {
+		fmt.Fprintf(&b, "reason: %s\n", reason)
+	}
+	if oc.completed {
+		fmt.Fprintf(&b, "Result for %s: resolved: %v\n", in.InstanceID, oc.list == inResolved)
 	}
 	if oc.failure.Reason != "" {
 		fmt.Fprintf(&b, "failure reason (SWE-bench 5.0): %s (infra %v, ambiguous %v)\n", oc.failure.Reason,

@@ -7,11 +7,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"ctxlab/activities/executor"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
+	"ctxlab/internal/images"
+	"ctxlab/results"
 	"ctxlab/results/predictions"
+	"ctxlab/specs"
+	"ctxlab/testkit/dockertest"
 )
 
 // harnessReader is make_run_report's reading of the log tree (swebench/harness/reporting.py, SWE-bench/SWE-bench at
@@ -148,5 +154,89 @@ func TestGradeWritesHarnessOutput(t *testing.T) {
 	if !slices.Equal(read["resolved"], ids("resolved_ids")) || !slices.Equal(read["unresolved"], ids("unresolved_ids")) ||
 		!slices.Equal(read["error"], ids("infra_failure_ids")) || !slices.Equal(read["incomplete"], ids("incomplete_ids")) {
 		t.Errorf("the harness reads %v; ctxlab's report says %s", read, b)
+	}
+}
+
+// `starter grade --executor docker` pulls the image it lacks from a registry (Debian's docker-registry on
+// loopback, holding an image `starter images build` made and pushed), grades the gold patch in it through the
+// results channel (the demo's unittest command runs as ctxlab_unittest), and writes the harness's output; with
+// --pull never, or an image the registry lacks, nothing is graded and the image is named.
+func TestGradeDockerPullsFromRegistry(t *testing.T) {
+	bin := dockertest.Engine(t)
+	reg := dockertest.Registry(t)
+	dockertest.Base(t, bin, images.LangPython)
+	root := t.TempDir()
+	t.Setenv("TMPDIR", t.TempDir())
+	bench, err := demobench.Generate(filepath.Join(root, "dataset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "acme__tablefmt-1"
+	namespace := reg + "/" + testNamespace("ctxlabtestpull")
+	image := executor.InstanceImage(namespace, id)
+	t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", image).Run() })
+	var out, errb bytes.Buffer
+	if code := Main([]string{"images", "build", "--dataset", bench.File, "--namespace", namespace, "--instances", id},
+		&out, &errb); code != 0 {
+		t.Fatalf("images build: exit %d\n%s", code, errb.String())
+	}
+	if b, err := exec.Command(bin, "push", image).CombinedOutput(); err != nil {
+		t.Fatalf("docker push: %v\n%s", err, b)
+	}
+	if b, err := exec.Command(bin, "image", "rm", image).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var in swebench.Instance
+	for _, i := range bench.Instances {
+		if i.InstanceID == id {
+			in = i
+		}
+	}
+	file := filepath.Join(root, "gold.jsonl")
+	if err := predictions.WriteFile(file, []predictions.Prediction{{InstanceID: id, ModelNameOrPath: "gold",
+		ModelPatch: in.Patch}}); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(root, "runs")
+	grade := func(extra ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		args := append([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
+			"--executor", "docker", "--namespace", namespace, "--tests", "listed", "--test-cmd", demoTestCmd,
+			"--ignore-unknown"}, extra...)
+		code := Main(args, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, _, stderr := grade("--pull", "never"); code == 0 || !strings.Contains(stderr, image) {
+		t.Errorf("--pull never, image missing: exit %d, want a failure naming %s:\n%s", code, image, stderr)
+	}
+	code, stdout, stderr := grade()
+	if code != 0 {
+		t.Fatalf("grade: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "] pulled "+image) {
+		t.Errorf("no pull progress for %s:\n%s", image, stderr)
+	}
+	rows, _, err := results.ReadFile(filepath.Join(runs, "grade-gold", "results.jsonl"))
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	if r := rows[0]; r.String(specs.GradeStatus.Name) != "resolved" || r.String(specs.GradeIsolation.Name) != "container" ||
+		r[specs.GradeExitCode.Name] != 0.0 {
+		t.Errorf("row: %v", r)
+	}
+	report := filepath.Join(runs, "grade-gold", "logs", "run_evaluation", "grade-gold", "gold", id, "report.json")
+	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), `"resolved": true`) {
+		t.Errorf("report.json: %v\n%s", err, b)
+	}
+
+	// A namespace the registry has nothing under: refused, named, nothing graded.
+	if b, err := exec.Command(bin, "image", "rm", "-f", image).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	namespace += "absent"
+	code, _, stderr = grade()
+	if code == 0 || !strings.Contains(stderr, executor.InstanceImage(namespace, id)) ||
+		!strings.Contains(stderr, "the registry has no such image or tag") || !strings.Contains(stderr, "instance "+id) {
+		t.Errorf("absent image: exit %d\n%s", code, stderr)
 	}
 }
