@@ -37,10 +37,11 @@ const (
 	condaEnv = "testbed"
 )
 
-// HelperDir is the container folder the eval script writes ctxlab's Python results helpers into, just before the
-// tests run (first on their PYTHONPATH); resultsFDEnv tells the helper which descriptor is the results channel.
+// helperDirVar names the eval script's variable holding the folder it writes ctxlab's Python results helpers into,
+// just before the tests run (a fresh folder of mktemp's, so any user the image runs as can write it; first on the
+// tests' PYTHONPATH); resultsFDEnv tells the helper which descriptor is the results channel.
 const (
-	HelperDir    = "/opt/ctxlab-py"
+	helperDirVar = "CTXLAB_HELPERS"
 	resultsFDEnv = "CTXLAB_RESULTS_FD"
 	// helperHeredoc ends the helpers' text in the eval script.
 	helperHeredoc = "CTXLAB_HELPER_EOF"
@@ -445,7 +446,7 @@ type Eval struct {
 	Install      string
 	EvalCommands []string
 	// ResultsHelper says TestCmd loads ctxlab's Python results helper (withResultsHelper): the script writes the
-	// helpers into HelperDir just before the tests and gives the test command the results channel.
+	// helpers into a fresh folder just before the tests and gives the test command the results channel.
 	ResultsHelper bool
 }
 
@@ -494,7 +495,7 @@ func (e Eval) Script() string {
 	}
 	lines = append(lines, "} 3>&-", ": '"+StartTestOutput+"'")
 	if e.ResultsHelper {
-		lines = append(lines, "export "+resultsFDEnv+"=3 PYTHONPATH=\""+HelperDir+"${PYTHONPATH:+:$PYTHONPATH}\"")
+		lines = append(lines, "export "+resultsFDEnv+"=3 PYTHONPATH=\"$"+helperDirVar+"${PYTHONPATH:+:$PYTHONPATH}\"")
 	}
 	lines = append(lines, "{", e.TestCmd, testGroup,
 		TestExitCodeVar+"=$?",
@@ -516,15 +517,15 @@ func (e Eval) Script() string {
 }
 
 // writeHelpersLines are the eval script lines that write ctxlab's results helpers (the pytest plugin and the
-// unittest runner) into HelperDir, replacing whatever was there.
+// unittest runner) into a fresh folder, kept in $CTXLAB_HELPERS.
 func writeHelpersLines() []string {
-	lines := []string{"rm -rf " + HelperDir, "mkdir -p " + HelperDir}
+	lines := []string{helperDirVar + "=$(mktemp -d)"}
 	for _, name := range []string{resultsPluginModule + ".py", unittestRunnerModule + ".py"} {
 		b, err := pythonHelpers.ReadFile("python/" + name)
 		if err != nil {
 			panic(err) // embedded at build time
 		}
-		lines = append(lines, "cat > "+path.Join(HelperDir, name)+" <<'"+helperHeredoc+"'\n"+
+		lines = append(lines, "cat > \"$"+helperDirVar+"/"+name+"\" <<'"+helperHeredoc+"'\n"+
 			strings.TrimRight(string(b), "\n")+"\n"+helperHeredoc)
 	}
 	return lines

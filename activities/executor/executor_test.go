@@ -310,9 +310,9 @@ func TestDockerWithFakeDocker(t *testing.T) {
 	for _, want := range []string{"set -uxo pipefail", "conda activate testbed", "cd /testbed",
 		"git checkout " + in.BaseCommit + " tests/test_calc.py", "git apply -v - <<'EOF_114329324912'",
 		"exec 3>&1 1>&2\n{\n",
-		": '>>>>> Start Test Output'\nexport CTXLAB_RESULTS_FD=3 PYTHONPATH=\"/opt/ctxlab-py${PYTHONPATH:+:$PYTHONPATH}\"\n" +
+		": '>>>>> Start Test Output'\nexport CTXLAB_RESULTS_FD=3 PYTHONPATH=\"$CTXLAB_HELPERS${PYTHONPATH:+:$PYTHONPATH}\"\n" +
 			"{\npytest -p ctxlab_results -rA tests/test_calc.py\n}\nSWEBENCH_TEST_EXIT_CODE=$?\n",
-		"cat > /opt/ctxlab-py/ctxlab_results.py <<'CTXLAB_HELPER_EOF'\n"} {
+		"CTXLAB_HELPERS=$(mktemp -d)\ncat > \"$CTXLAB_HELPERS/ctxlab_results.py\" <<'CTXLAB_HELPER_EOF'\n"} {
 		if !strings.Contains(string(script), want) {
 			t.Errorf("eval.sh lacks %q:\n%s", want, script)
 		}
