@@ -79,6 +79,11 @@ type Result struct {
 	Note string
 	// Isolation is how the tests were confined: "namespaces" (package sandbox), "container" (docker) or "none".
 	Isolation string
+	// ExitCode is the test command's exit status, as the runner's own code saw it (never read from the output),
+	// when ExitCodeKnown: the docker eval script's record of it, or the local test command's. SWE-bench 5.0's
+	// exit-code rule (CheckHarnessRules) reads it.
+	ExitCode      int
+	ExitCodeKnown bool
 	// TestFilesDropped are the test files (IsTestFile, or the test patch's) the model patch changed and that were
 	// reset to base_commit before the tests ran; ModelTestFiles are those it wrote that stayed (ModelTestsKeep), so
 	// a runner can tell model-written tests from the repository's.

@@ -93,6 +93,8 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
 		run.TimedOut, run.Duration, run.Args
 	res.Isolation, res.Note = run.Isolation, joinNotes(run.Note, env)
+	// A Python command's exit code is its own; a Go run runs many binaries and has none.
+	res.ExitCode, res.ExitCodeKnown = run.ExitCode, len(o.Command) > 0
 	if err == nil && lang == LangPython && !Decide(r.Instance, run.Report).Resolved {
 		// A module the tests could not import that is the environment's to provide fails the grade as the
 		// environment's, not the model's.

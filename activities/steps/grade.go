@@ -43,6 +43,9 @@ const (
 	// GradeNameMismatch: no listed test has a result, nothing failed to build, and the run did report tests (or the
 	// runner found none of the names declared): the dataset's names do not match what the runner reports.
 	GradeNameMismatch = "tests_name_mismatch"
+	// GradeNoTests and GradeExitCodeMismatch are SWE-bench 5.0's rejections (executor.HarnessRule).
+	GradeNoTests          = executor.NoTestsCollected
+	GradeExitCodeMismatch = executor.ExitCodeMismatch
 )
 
 // DefaultGradeTimeout is the per-run timeout when a spec sets none.
@@ -182,6 +185,9 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 			specs.GradeIsolation.Set(row, res.Isolation)
 		}
 		specs.GradeSeconds.Set(row, res.Duration.Seconds())
+		if res.ExitCodeKnown {
+			specs.GradeExitCode.Set(row, res.ExitCode)
+		}
 		if status == GradeResolved && attempt == 0 {
 			break // only failing grades are re-run; once re-run, every rerun counts
 		}
@@ -305,7 +311,8 @@ func headOf(s string, n int) string {
 
 // runStatus is one run's status. A build failure explains missing tests before anything else does; when no listed
 // test has a result although the run reported others (or the runner found none of the names declared), the names
-// are at fault, not the patch.
+// are at fault, not the patch; a run that reported no test at all is rejected (SWE-bench 5.0), and so is a
+// resolved one whose exit code contradicts its results.
 func runStatus(res executor.Result, v testlog.Verdict) string {
 	rep := res.Report
 	noneRan := len(v.Missing) > 0 && len(v.Passed)+len(v.Failed)+len(v.Skipped) == 0
@@ -313,11 +320,16 @@ func runStatus(res executor.Result, v testlog.Verdict) string {
 	case res.TimedOut:
 		return GradeTimeout
 	case v.Resolved:
+		if rule := executor.HarnessRule(res); rule != "" {
+			return rule
+		}
 		return GradeResolved
 	case len(v.Missing) > 0 && len(rep.BuildFailed) > 0:
 		return GradeBuildFailed
 	case noneRan && (len(rep.Tests) > 0 || allIn(v.Missing, rep.NotDeclared)):
 		return GradeNameMismatch
+	case executor.HarnessRule(res) == GradeNoTests:
+		return GradeNoTests
 	case len(v.Missing) > 0 && len(v.Failed) == 0 && len(v.Skipped) == 0 && len(v.Regressed) == 0:
 		return GradeTestsMissing
 	default:

@@ -408,9 +408,9 @@ func (r *checkReport) checkImages(cfg executor.Config, instances []swebench.Inst
 	case len(missing) == 1:
 		r.fail("instance", missing[0].InstanceID, "not gradable", first.Error())
 	case len(missing) > 1:
-		fix := fmt.Sprintf("docker pull each instance's image (%s's is %s), or for a dataset that publishes no "+
-			"images starter images build --spec SPEC (or --dataset FILE)", missing[0].InstanceID,
-			executor.ImageOf(cfg.Namespace, missing[0]))
+		fix := fmt.Sprintf("starter images pull --spec SPEC (or --dataset FILE) pulls each instance's image (%s's "+
+			"is %s), or for a dataset that publishes no images starter images build --spec SPEC (or --dataset FILE)",
+			missing[0].InstanceID, executor.ImageOf(cfg.Namespace, missing[0]))
 		for _, in := range missing {
 			r.fail("instance", in.InstanceID, "not gradable: its image is not on this machine", fix)
 		}

@@ -12,10 +12,17 @@ import os
 
 _fd = -1
 _path = os.environ.pop("CTXLAB_RESULTS", "")
+# The docker executor's channel is a descriptor the eval script passes (its stdout, which nothing else writes): a
+# non-inheritable copy is kept and the number the tests could guess is closed.
+_channel = os.environ.pop("CTXLAB_RESULTS_FD", "")
 if _path:
     _fd = os.open(_path, os.O_WRONLY | os.O_APPEND)
     os.unlink(_path)
-    # The file is claimed: from now on it is the run's only source of results (testrun.Options.OutputIfUnclaimed).
+elif _channel.isdigit():
+    _fd = os.dup(int(_channel))
+    os.close(int(_channel))
+if _fd >= 0:
+    # The channel is claimed: from now on it is the run's only source of results (testrun.Options.OutputIfUnclaimed).
     os.write(_fd, b"ctxlab1\tclaim\n")
 
 
@@ -30,6 +37,12 @@ def _write(*fields):
 
 def pytest_sessionstart(session):
     _write("session")
+
+
+def pytest_collectreport(report):
+    # A file that fails to collect is an error under its own id, as pytest's -rA summary lists it.
+    if report.failed:
+        _write("pytest", "error", _hex(report.nodeid))
 
 
 def pytest_runtest_logreport(report):
