@@ -421,7 +421,10 @@ func (r *checkReport) checkImages(cfg executor.Config, instances []swebench.Inst
 func instanceNeeds(in swebench.Instance, ds specs.Dataset, reposDir string,
 	opened map[string]*git.Repository) (executor.Needs, error) {
 	n := executor.Needs{Repo: in.Repo}
-	src := repo.SourceFor(ds.Repos, in, filepath.Dir(ds.File))
+	src, err := repo.SourceFor(ds.Repos, in, filepath.Dir(ds.File))
+	if err != nil {
+		return n, err
+	}
 	dir := src
 	if !isDir(dir) {
 		if !strings.Contains(src, "://") && !strings.HasPrefix(src, "git@") {
