@@ -615,9 +615,11 @@ func issueCounter(ctx context.Context, client openai.Client, ep llm.Endpoint, to
 		var out struct {
 			Tokens []json.RawMessage `json:"tokens"`
 		}
-		err := client.Post(ctx, "tokenize", map[string]any{"content": text}, &out,
-			option.WithBaseURL(serverRoot(ep.Base)))
-		return len(out.Tokens), err
+		if err := client.Post(ctx, "tokenize", map[string]any{"content": text}, &out,
+			option.WithBaseURL(serverRoot(ep.Base))); err != nil {
+			return 0, err
+		}
+		return len(out.Tokens), llm.CheckTextTokens("POST /tokenize", len(out.Tokens), text)
 	}
 }
 
