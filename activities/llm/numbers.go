@@ -39,8 +39,8 @@ const (
 const maxEmbeddingDims = 1 << 16
 
 // tokenCount reads one token count an endpoint sent as JSON: absent or null is 0; anything but a whole number from 0
-// to maxUsageTokens is refused.
-func tokenCount(name string, raw json.RawMessage) (int, error) {
+// to most is refused.
+func tokenCount(name string, raw json.RawMessage, most int) (int, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, nil
 	}
@@ -48,9 +48,9 @@ func tokenCount(name string, raw json.RawMessage) (int, error) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return 0, fmt.Errorf("%s is %s, not a number", name, clip(string(raw), 40))
 	}
-	if math.IsNaN(f) || f < 0 || f != math.Trunc(f) || f > maxUsageTokens {
+	if math.IsNaN(f) || f < 0 || f != math.Trunc(f) || f > float64(most) {
 		return 0, fmt.Errorf("%s is %s: a token count is a whole number from 0 to %d", name,
-			clip(string(raw), 40), maxUsageTokens)
+			clip(string(raw), 40), most)
 	}
 	return int(f), nil
 }
@@ -73,17 +73,18 @@ func usageOf(body []byte) (Usage, error) {
 	if top.Usage == nil {
 		return Usage{}, nil
 	}
-	p, err := tokenCount("usage.prompt_tokens", top.Usage.Prompt)
+	p, err := tokenCount("usage.prompt_tokens", top.Usage.Prompt, maxUsageTokens)
 	if err != nil {
 		return Usage{}, err
 	}
-	c, err := tokenCount("usage.completion_tokens", top.Usage.Completion)
+	c, err := tokenCount("usage.completion_tokens", top.Usage.Completion, maxUsageTokens)
 	if err != nil {
 		return Usage{}, err
 	}
 	u := Usage{PromptTokens: p, CompletionTokens: c}
 	if d := top.Usage.Details; d != nil {
-		if u.CachedTokens, err = tokenCount("usage.prompt_tokens_details.cached_tokens", d.Cached); err != nil {
+		u.CachedTokens, err = tokenCount("usage.prompt_tokens_details.cached_tokens", d.Cached, maxUsageTokens)
+		if err != nil {
 			return Usage{}, err
 		}
 		if u.CachedTokens > p {
@@ -118,7 +119,7 @@ func anthropicUsage(body []byte) (Usage, error) {
 	}{{"input_tokens", top.Usage.Input}, {"output_tokens", top.Usage.Output},
 		{"cache_read_input_tokens", top.Usage.CacheRead}, {"cache_creation_input_tokens", top.Usage.CacheWrite}} {
 		var err error
-		if n[i], err = tokenCount("usage."+f.name, f.raw); err != nil {
+		if n[i], err = tokenCount("usage."+f.name, f.raw, maxUsageTokens); err != nil {
 			return Usage{}, err
 		}
 	}
@@ -137,7 +138,7 @@ func tokenBounds(size int) (lo, hi int) {
 // error (the endpoint's route).
 func textTokens(what string, n, size int) *Error {
 	lo, hi := tokenBounds(size)
-	if n < lo || n > hi || n > maxUsageTokens {
+	if n < lo || n > hi {
 		return &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("%s: %d tokens in a text of %d bytes; a real tokenizer "+
 			"counts from %d to %d", what, n, size, lo, hi)}
 	}

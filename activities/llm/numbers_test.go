@@ -58,6 +58,14 @@ func TestEndpointTokenCountsAreChecked(t *testing.T) {
 	if n, err := tokens.Count("endpoint:sane", longText); err != nil || n != 25000 {
 		t.Errorf("a sane count: %d, %v", n, err)
 	}
+	nullCount := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"count":null,"tokens":[7,8,9]}`)
+	}))
+	defer nullCount.Close()
+	t.Setenv(EnvBaseURL, nullCount.URL+"/v1")
+	if n, err := tokens.Count("endpoint:null-count", "one two three"); err != nil || n != 3 {
+		t.Errorf("a null count beside a list of tokens: %d, %v; want the list's 3", n, err)
+	}
 }
 
 // TestAnthropicCountIsChecked: count_tokens' answer, less the message's framing, is a count of the text like any

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -82,14 +83,15 @@ func tokenizeAnswer(b []byte, size int) (int, error) {
 		Tokens []json.RawMessage `json:"tokens"`
 		Count  json.RawMessage   `json:"count"`
 	}
-	if err := json.Unmarshal(b, &out); err != nil || (out.Tokens == nil && out.Count == nil) {
+	err := json.Unmarshal(b, &out)
+	counted := out.Count != nil && string(out.Count) != "null"
+	if err != nil || (out.Tokens == nil && !counted) {
 		return 0, &Error{Kind: KindBadResponse, Msg: "POST /tokenize: an answer with neither tokens nor count: " +
 			ScrubSecrets(snippet(b))}
 	}
 	n := len(out.Tokens)
-	if out.Count != nil {
-		var err error
-		if n, err = tokenCount("count", out.Count); err != nil {
+	if counted { // any whole number here: textTokens holds it to the text's bounds
+		if n, err = tokenCount("count", out.Count, math.MaxInt); err != nil {
 			return 0, &Error{Kind: KindBadResponse, Msg: "POST /tokenize: " + err.Error()}
 		}
 	}
