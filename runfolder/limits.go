@@ -20,7 +20,7 @@ func WriteLimits(dir string, limits any) error {
 // ReadLimits decodes the run folder's limits into limits; a folder without the file has none (limits is left as it
 // is).
 func ReadLimits(dir string, limits any) error {
-	b, err := os.ReadFile(Limits(dir))
+	b, err := ReadFile(Limits(dir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -37,7 +37,7 @@ func WriteMemo(path, key string, output any) error {
 // ReadMemo decodes the memo at path into output and returns the key it was written under; false when there is no
 // memo or it does not decode.
 func ReadMemo(path string, output any) (key string, ok bool) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return "", false
 	}

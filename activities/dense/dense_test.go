@@ -120,3 +120,45 @@ func TestErrorsNeverCarryTheKey(t *testing.T) {
 		t.Errorf("no endpoint: %v", err)
 	}
 }
+
+// TestEmbeddingNumbersAreChecked: an endpoint's embeddings are checked before they rank anything: vectors of one
+// model share one dimension (across a call's batches and its cached vectors), every input gets exactly one vector,
+// every value is a finite float32, and the usage is a count consistent with the inputs' length. Each broken answer
+// is the endpoint's (bad_response), and nothing of it is cached.
+func TestEmbeddingNumbersAreChecked(t *testing.T) {
+	for name, answer := range map[string]string{
+		"dimensions differ":    `{"data":[{"index":0,"embedding":[1,0,0]},{"index":1,"embedding":[1,0]}],"usage":{"prompt_tokens":4}}`,
+		"one input twice":      `{"data":[{"index":0,"embedding":[1,0]},{"index":0,"embedding":[0,1]}],"usage":{"prompt_tokens":4}}`,
+		"past float32":         `{"data":[{"index":0,"embedding":[1e300,0]},{"index":1,"embedding":[0,1]}],"usage":{"prompt_tokens":4}}`,
+		"negative usage":       `{"data":[{"index":0,"embedding":[1,0]},{"index":1,"embedding":[0,1]}],"usage":{"prompt_tokens":-1000000}}`,
+		"usage past the input": `{"data":[{"index":0,"embedding":[1,0]},{"index":1,"embedding":[0,1]}],"usage":{"prompt_tokens":9000000}}`,
+		"other than cached":    `{"data":[{"index":0,"embedding":[1,0,0,0]},{"index":1,"embedding":[0,1,0,0]}],"usage":{"prompt_tokens":4}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(answer))
+			}))
+			defer srv.Close()
+			t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+			t.Setenv("OPENAI_API_KEY", "test-key")
+			cache := DirCache{Root: t.TempDir()}
+			// A vector of two dimensions from before: the model's dimension.
+			if err := cache.Put(Key("embed-small", "cached"), []float32{1, 1}); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := NewFromEnv("embed-small", cache)
+			texts := []string{"cached", "ab", "cd"}
+			vecs, st, err := c.Embed(context.Background(), texts)
+			var e *llm.Error
+			if !errors.As(err, &e) || e.Kind != llm.KindBadResponse {
+				t.Fatalf("answer %s: vectors %v, %+v, error %v; want the endpoint's bad_response", answer, vecs, st, err)
+			}
+			for _, text := range texts[1:] {
+				if _, ok := cache.Get(Key("embed-small", text)); ok {
+					t.Errorf("%q cached from a broken answer", text)
+				}
+			}
+		})
+	}
+}

@@ -20,7 +20,10 @@ func checkoutStep(ctx context.Context, j *job, _ specs.CheckoutParams) (NodeOutp
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	src := repo.SourceFor(j.in.Dataset.Repos, inst, filepath.Dir(j.in.Dataset.File))
+	src, err := repo.SourceFor(j.in.Dataset.Repos, inst, filepath.Dir(j.in.Dataset.File))
+	if err != nil {
+		return NodeOutput{}, kindErrorf(errkind.BadInput, "%v", err)
+	}
 	r, err := repo.Open(ctx, src, runfolder.Repos(j.env.RunDir))
 	if err != nil {
 		return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: repository %s: %v", inst.InstanceID, src, err)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -186,6 +187,28 @@ func (e *RowError) Error() string {
 }
 
 func (e *RowError) Unwrap() error { return e.Err }
+
+// repoPart is one part of a repository's owner/name: GitHub's characters, at most 100 of them, not "." or ".." (the
+// check below) and not starting with '-' (a name is filled into paths, URLs and git's command line).
+var repoPart = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,99}$`)
+
+// CheckRepo checks that repo is a repository's owner/name: a dataset's repo fills a repos template, which must
+// never name a folder outside the template's own (a "../" would snapshot any repository on the machine and send it
+// to the model).
+func CheckRepo(repo string) error {
+	owner, name, ok := strings.Cut(repo, "/")
+	for _, part := range []string{owner, name} {
+		if !ok || !repoPart.MatchString(part) || part == "." || part == ".." {
+			shown := repo
+			if len(shown) > 80 {
+				shown = shown[:80] + "..."
+			}
+			return fmt.Errorf("%q is not a repository's owner/name (two parts of letters, digits, '.', '_' and '-', "+
+				"neither '.' nor '..' nor starting with '-')", shown)
+		}
+	}
+	return nil
+}
 
 // Validate checks the fields every ctxlab run needs.
 func (in *Instance) Validate() error {

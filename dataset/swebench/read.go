@@ -310,6 +310,11 @@ func decodeSWEBench(r rawRow) (Instance, error) {
 			return in, r.fail(in.InstanceID, f.name, err)
 		}
 	}
+	if in.Repo != "" {
+		if err := CheckRepo(in.Repo); err != nil {
+			return in, r.fail(in.InstanceID, "repo", err)
+		}
+	}
 	for _, f := range []struct {
 		name string
 		dst  *TestList

@@ -423,7 +423,10 @@ func (r *checkReport) checkImages(cfg executor.Config, instances []swebench.Inst
 func instanceNeeds(in swebench.Instance, ds specs.Dataset, reposDir string,
 	opened map[string]*git.Repository) (executor.Needs, error) {
 	n := executor.Needs{Repo: in.Repo}
-	src := repo.SourceFor(ds.Repos, in, filepath.Dir(ds.File))
+	src, err := repo.SourceFor(ds.Repos, in, filepath.Dir(ds.File))
+	if err != nil {
+		return n, err
+	}
 	dir := src
 	if !isDir(dir) {
 		if !strings.Contains(src, "://") && !strings.HasPrefix(src, "git@") {
@@ -620,9 +623,11 @@ func issueCounter(ctx context.Context, client openai.Client, ep llm.Endpoint, to
 		var out struct {
 			Tokens []json.RawMessage `json:"tokens"`
 		}
-		err := client.Post(ctx, "tokenize", map[string]any{"content": text}, &out,
-			option.WithBaseURL(serverRoot(ep.Base)))
-		return len(out.Tokens), err
+		if err := client.Post(ctx, "tokenize", map[string]any{"content": text}, &out,
+			option.WithBaseURL(serverRoot(ep.Base))); err != nil {
+			return 0, err
+		}
+		return len(out.Tokens), llm.CheckTextTokens("POST /tokenize", len(out.Tokens), text)
 	}
 }
 

@@ -203,9 +203,12 @@ func buildInstanceImage(ctx context.Context, o imagesBuildOptions, b images.Buil
 		return err
 	}
 	defer removeAllWritable(tmp)
-	src := repo.SourceFor(o.repos, in, datasetDir)
+	src, err := repo.SourceFor(o.repos, in, datasetDir)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Join(tmp, "testbed")
-	if out, err := exec.CommandContext(ctx, "git", "clone", "-q", "--no-checkout", src, dir).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "git", "clone", "-q", "--no-checkout", "--", src, dir).CombinedOutput(); err != nil {
 		return fmt.Errorf("git clone %s: %w: %s", src, err, out)
 	}
 	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "checkout", "-q", "--detach", in.BaseCommit).CombinedOutput(); err != nil {

@@ -131,7 +131,7 @@ func locateResults(name, runs string) (file, dir string, err error) {
 
 // readSpecRecord returns the run's recorded spec, or nil when the run folder has none.
 func readSpecRecord(dir string) (*specs.Experiment, error) {
-	b, err := os.ReadFile(runfolder.Spec(dir))
+	b, err := runfolder.ReadFile(runfolder.Spec(dir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -304,7 +304,7 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 		if !strings.HasSuffix(f, ".svg") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(out, f))
+		b, err := runfolder.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
@@ -339,7 +339,7 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 	page, err := rep.HTML(hopts)
 	if err == nil {
 		path := runfolder.ReportHTMLPath(out)
-		if err = os.WriteFile(path, page, 0o644); err == nil {
+		if err = runfolder.WriteAtomic(path, page); err == nil {
 			return path, problems
 		}
 	}

@@ -188,7 +188,7 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only m
 			retry[k.Instance] = append(retry[k.Instance], arm)
 		}
 	}
-	f, err := os.OpenFile(runfolder.Retried(runDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := runfolder.OpenFile(runfolder.Retried(runDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err == nil {
 		_, err = f.Write(b)
 		if cerr := f.Close(); err == nil {

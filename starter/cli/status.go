@@ -188,7 +188,7 @@ func endElapsedWhenFinished(st runstate.Status) runstate.Status {
 // published is false when no starter ran an embedded server for the run (a sweep on a cluster: status cannot tell
 // whether it runs).
 func liveStarter(dir string) (pid *int, published bool) {
-	b, err := os.ReadFile(runfolder.Server(dir))
+	b, err := runfolder.ReadFile(runfolder.Server(dir))
 	if err != nil {
 		return nil, false
 	}
