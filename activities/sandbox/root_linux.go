@@ -88,10 +88,20 @@ func makeMount(m Mount) error {
 		}
 		return unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode="+m.Mode+",size="+m.Size)
 	case Written:
-		if err := makeTarget(target, false, false); err != nil {
+		if err := makeTarget(target, false, true); err != nil {
 			return err
 		}
-		return os.WriteFile(target, []byte(m.Text), 0o644)
+		// A new file, never through a link: a path that led to a file already there (the host's, through a folder
+		// shown writable) is refused instead of written over.
+		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := f.WriteString(m.Text); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
 	case Devices:
 		return makeDevices(target)
 	case Proc:

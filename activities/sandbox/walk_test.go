@@ -111,6 +111,25 @@ func TestBoxShowsOnlyLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The files the sandbox writes for a box are the box's: the host's accounts stay as they were (an early build
+	// of the allowlist wrote its /etc/passwd and /etc/group over the host's).
+	hostAccounts := func() string {
+		var b strings.Builder
+		for _, f := range []string{"/etc/passwd", "/etc/group"} {
+			text, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(text)
+		}
+		return b.String()
+	}
+	accounts := hostAccounts()
+	t.Cleanup(func() {
+		if hostAccounts() != accounts {
+			t.Errorf("the host's /etc/passwd or /etc/group changed while boxes ran")
+		}
+	})
 	for _, scratch := range []bool{false, true} {
 		t.Run(map[bool]string{false: "tmp", true: "scratch-link"}[scratch], func(t *testing.T) {
 			if scratch {
