@@ -94,7 +94,8 @@ type Failure struct {
 // as 5.0's pre-flight check of the test patch's files makes them (SWE-bench#594).
 func KindFailure(k errkind.Kind) Failure {
 	switch {
-	case k == errkind.MissingRunner:
+	case k == errkind.MissingRunner, k == errkind.PythonEnvironment:
+		// The runner, or a package or module the stated environment needs, is not on the machine.
 		return Failure{Infra: true, Reason: ReasonMissingModule}
 	case k == errkind.BadInput, k == errkind.LostWorker:
 		return Failure{Infra: true, Reason: string(k)}

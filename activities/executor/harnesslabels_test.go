@@ -30,20 +30,22 @@ func TestFailureLabels(t *testing.T) {
 		// The dataset's row (a test patch that does not apply): a broken environment, as 5.0's pre-flight says.
 		errkind.BadInput: infra("bad_input"),
 		// The grading machine's.
-		errkind.MissingRunner:   infra(executor.ReasonMissingModule),
-		errkind.Toolchain:       infra("toolchain"),
-		errkind.ModuleDownload:  infra("module_download"),
-		errkind.DockerImage:     infra("docker_image"),
-		errkind.DockerDaemon:    infra("docker_daemon"),
-		errkind.DiskFull:        infra("disk_full"),
-		errkind.Permission:      infra("permission"),
-		errkind.MissingCommit:   infra("missing_commit"),
-		errkind.SymlinkRefused:  infra("symlink_refused"),
-		errkind.RepoUnavailable: infra("repo_unavailable"),
-		errkind.Sandbox:         infra("sandbox"),
-		errkind.StepTimeout:     infra("step_timeout"),
-		errkind.Internal:        infra("internal"),
-		errkind.StepFailed:      infra("step_failed"),
+		errkind.MissingRunner: infra(executor.ReasonMissingModule),
+		// What a row's or spec's install_config needs and the machine lacks (a Debian or Python package, a module).
+		errkind.PythonEnvironment: infra(executor.ReasonMissingModule),
+		errkind.Toolchain:         infra("toolchain"),
+		errkind.ModuleDownload:    infra("module_download"),
+		errkind.DockerImage:       infra("docker_image"),
+		errkind.DockerDaemon:      infra("docker_daemon"),
+		errkind.DiskFull:          infra("disk_full"),
+		errkind.Permission:        infra("permission"),
+		errkind.MissingCommit:     infra("missing_commit"),
+		errkind.SymlinkRefused:    infra("symlink_refused"),
+		errkind.RepoUnavailable:   infra("repo_unavailable"),
+		errkind.Sandbox:           infra("sandbox"),
+		errkind.StepTimeout:       infra("step_timeout"),
+		errkind.Internal:          infra("internal"),
+		errkind.StepFailed:        infra("step_failed"),
 	}
 	for _, k := range errkind.Kinds() {
 		want, ok := kinds[k]
