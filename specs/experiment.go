@@ -47,8 +47,11 @@ type Dataset struct {
 type Model struct {
 	// Name labels rows ("offline", "gpt-5.6").
 	Name string `json:"name"`
-	// Provider is anthropic, offline, openai or replay.
+	// Provider names a declared provider (Providers: provider_NAME.go).
 	Provider string `json:"provider"`
+	// Replays, for a replay model, is the provider whose recorded answers it serves (the model's id, sampling and
+	// endpoint being that provider's, as the recorded run called it).
+	Replays string `json:"replays,omitempty"`
 	// ID is the provider's model identifier (empty for offline).
 	ID          string   `json:"id,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`

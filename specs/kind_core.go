@@ -63,8 +63,11 @@ type ModelParams struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 }
 
-// offline reports whether a model step's model is the offline stand-in: it calls no endpoint.
-func (p ModelParams) offline() bool { return p.Model.Provider == "offline" }
+// offline reports whether a model step's provider answers without an endpoint (the offline stand-in, replay).
+func (p ModelParams) offline() bool {
+	pr, ok := ProviderOf(p.Model)
+	return ok && !pr.Paid
+}
 
 // PatchParams are the patch step's parameters; Model and Tokenizer are filled in by the plan.
 type PatchParams struct {

@@ -53,8 +53,9 @@ func DefaultModelTokenizer(m Model) string {
 }
 
 // ResolveTokenizer is the tokenizer the plan gives the steps of model m's arms: the experiment's, when it pins one,
-// else the model's own (TokenizerModel); TokenizerEndpoint becomes "endpoint:" + m's id ("anthropic:" + the id for
-// an anthropic model, whose API counts), so that a node's key (and its memo's) names the model whose server counted.
+// else the model's own (TokenizerModel); TokenizerEndpoint becomes its provider's counting scheme and m's id
+// ("endpoint:" + the id for openai, "anthropic:" + the id for anthropic, whose API counts), so that a node's key (and
+// its memo's) names the model whose server counted.
 func ResolveTokenizer(e *Experiment, m Model) string {
 	t := e.Tokenizer
 	if t == "" || t == TokenizerModel {
@@ -63,11 +64,11 @@ func ResolveTokenizer(e *Experiment, m Model) string {
 			t = DefaultModelTokenizer(m)
 		}
 	}
-	if t == TokenizerEndpoint && m.Provider == "anthropic" {
-		return TokenizerAnthropic + ":" + m.ID
+	if t != TokenizerEndpoint {
+		return t
 	}
-	if t == TokenizerEndpoint {
-		return TokenizerEndpoint + ":" + m.ID
+	if p, ok := ProviderOf(m); ok && p.Counting.Scheme != "" {
+		return p.Counting.Scheme + ":" + m.ID
 	}
-	return t
+	return TokenizerEndpoint + ":" + m.ID // a provider that cannot count: Validate says so
 }

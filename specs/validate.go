@@ -35,7 +35,6 @@ const (
 
 // Allowed values of the enumerated fields, in the order error messages list them.
 var (
-	Providers  = []string{"anthropic", "offline", "openai", "replay"}
 	Tokenizers = append(append([]string{TokenizerModel}, Encodings...), TokenizerEndpoint)
 	Executors  = []string{"local", "docker"}
 	Generators = []string{"demo"}
@@ -233,11 +232,20 @@ func (v *problems) models(e *Experiment) {
 
 // model checks one model's provider, id, limits, tokenizer and prices.
 func (v *problems) model(p string, e *Experiment, m Model) {
-	if !slices.Contains(Providers, m.Provider) {
-		v.add(p+".provider", m.Provider, "unknown provider %q (known: %s)", m.Provider, list(Providers))
+	pr, known := ProviderOf(m)
+	if !known {
+		v.add(p+".provider", m.Provider, "unknown provider %q (known: %s)", m.Provider, list(ProviderNames()))
 	}
-	if (m.Provider == "openai" || m.Provider == "anthropic") && m.ID == "" {
+	if pr.NeedsID && m.ID == "" {
 		v.add(p+".id", m.Name, "%s model %q needs an id", m.Provider, m.Name)
+	}
+	if pr.Validate != nil {
+		if field, problem := pr.Validate(m); problem != "" {
+			v.add(p+"."+field, m.Name, "%s", problem)
+		}
+	} else if m.Replays != "" {
+		v.add(p+".replays", m.Name, "model %q: replays is for a %s model, not a %s one", m.Name, Replay.Name,
+			m.Provider)
 	}
 	if m.MaxTokens < 0 {
 		v.add(p+".max_tokens", "", "max_tokens %d is negative", m.MaxTokens)
@@ -246,10 +254,9 @@ func (v *problems) model(p string, e *Experiment, m Model) {
 		v.add(p+".tokenizer", m.Tokenizer, "model %q: unknown tokenizer %q (known: %s)", m.Name, m.Tokenizer,
 			list(ModelTokenizers))
 	}
-	if strings.HasPrefix(ResolveTokenizer(e, m), TokenizerEndpoint+":") && m.Provider != "openai" {
-		v.add(p+".tokenizer", m.Name, "model %q: tokenizer %q needs a server that tokenizes (provider openai "+
-			"against llama.cpp or vLLM, or provider anthropic); provider %q has none", m.Name, TokenizerEndpoint,
-			m.Provider)
+	if known && pr.Counting.Scheme == "" && strings.HasPrefix(ResolveTokenizer(e, m), TokenizerEndpoint+":") {
+		v.add(p+".tokenizer", m.Name, "model %q: tokenizer %q needs a server that tokenizes (%s); provider %q "+
+			"has none", m.Name, TokenizerEndpoint, countingProviders(), m.Provider)
 	}
 	// A negative price would be negative spend, and a negative reservation: calls past the cap.
 	for _, pr := range []struct {

@@ -165,6 +165,10 @@ local catalog_defaults = std.native('ctxlab_defaults')();
       { name: id, provider: 'anthropic', id: id, price: price, max_tokens: max_tokens }
       + (if temperature == null then {} else { temperature: temperature })
       + (if tokenizer == null then {} else { tokenizer: tokenizer }),
+    // replay(model): the answers a finished run received from model (an openai or anthropic model as above), read
+    // from that run's response cache (CTXLAB_REPLAY_DIR: its run folder, or the --cache folder it used); it calls no
+    // model, and a request the run never asked fails its step, naming the request. docs/models.md.
+    replay(model):: model + { provider: 'replay', replays: model.provider },
   },
 
   // Datasets. file is relative to the spec's folder; repos is a template with {repo}, {owner}, {name} and
