@@ -51,7 +51,7 @@ func TestCachedInputPricedApart(t *testing.T) {
 func TestBilledFailureIsSpend(t *testing.T) {
 	p := newPaidFixture(t)
 	p.a.newProvider = func(m specs.Model, _ string) (llm.Provider, error) {
-		return llm.NewOpenAI(m, llm.WithAttempts(2), llm.WithBaseDelay(time.Millisecond))
+		return llm.New(m, llm.WithAttempts(2), llm.WithBaseDelay(time.Millisecond))
 	}
 	p.srv.Fail(2, fakeopenai.NoChoices)
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt-4o-mini",

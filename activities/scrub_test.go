@@ -36,7 +36,7 @@ func (p leakyProvider) Complete(context.Context, llm.Request) (llm.Response, err
 // The whole run folder is then searched for the key.
 func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 	const key = "sk-scrub-test-LEAK-5e6f7a8b9c"
-	t.Setenv(llm.EnvAPIKey, key)
+	t.Setenv(specs.OpenAI.Env.Key, key)
 	f := newFixture(t)
 	provider := leakyProvider{key: key}
 	f.a.newProvider = func(specs.Model, string) (llm.Provider, error) { return provider, nil }
@@ -79,7 +79,7 @@ func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 // retryability, so the workflow still tells permanent failures from retryable ones.
 func TestScrubErrorKeepsType(t *testing.T) {
 	const key = "sk-scrub-error-0011223344"
-	t.Setenv(llm.EnvAPIKey, key)
+	t.Setenv(specs.OpenAI.Env.Key, key)
 	err := activityError(scrubError(steps.Permanent(api.ErrBadInput, "step: refused "+key)))
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || !app.NonRetryable() || app.Type() != api.ErrBadInput ||

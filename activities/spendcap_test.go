@@ -15,7 +15,6 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
-	"ctxlab/activities/llm"
 	"ctxlab/activities/steps"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -32,8 +31,8 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 	srv.SetDelayWhen(func(fakeopenai.ChatRequest) time.Duration { return 300 * time.Millisecond })
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	t.Setenv(llm.EnvBaseURL, hs.URL+"/v1")
-	t.Setenv(llm.EnvAPIKey, "")
+	t.Setenv(specs.OpenAI.Env.BaseURL, hs.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.Key, "")
 	f := newFixture(t)
 	co := f.must(f.node("checkout", inst, nil, nil))
 	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]NodeOutput{"checkout": co}))

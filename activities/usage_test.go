@@ -22,10 +22,10 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 	fake := fakeopenai.New(fakeopenai.WithUsage(-3000, 0))
 	hs := httptest.NewServer(fake)
 	defer hs.Close()
-	t.Setenv(llm.EnvBaseURL, hs.URL+"/v1")
-	t.Setenv(llm.EnvAPIKey, "")
+	t.Setenv(specs.OpenAI.Env.BaseURL, hs.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.Key, "")
 	f.a.newProvider = func(m specs.Model, _ string) (llm.Provider, error) {
-		return llm.NewOpenAI(m, llm.WithAttempts(2), llm.WithBaseDelay(time.Millisecond))
+		return llm.New(m, llm.WithAttempts(2), llm.WithBaseDelay(time.Millisecond))
 	}
 	if err := steps.WriteLimits(f.a.RunDir("t"), steps.RunLimits{SpendUSD: 1.1}); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"ctxlab/specs"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,8 +40,8 @@ func TestAnswerSizeIsCapped(t *testing.T) {
 				_, _ = io.WriteString(w, tail)
 			}))
 			defer ts.Close()
-			t.Setenv(EnvBaseURL, ts.URL+"/v1")
-			t.Setenv(EnvAPIKey, testKey)
+			t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+			t.Setenv(specs.OpenAI.Env.Key, testKey)
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
@@ -67,8 +68,8 @@ func TestAnswerSizeIsCapped(t *testing.T) {
 				`"completion_tokens":262144,"total_tokens":262154}}`, text)
 		}))
 		defer ts.Close()
-		t.Setenv(EnvBaseURL, ts.URL+"/v1")
-		t.Setenv(EnvAPIKey, testKey)
+		t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+		t.Setenv(specs.OpenAI.Env.Key, testKey)
 		resp, err := newProvider(t, WithAttempts(1)).Complete(context.Background(), localizeRequest())
 		if err != nil || resp.Text != text {
 			t.Fatalf("a 1 MiB answer: %v (%d bytes)", err, len(resp.Text))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -18,15 +17,19 @@ import (
 	"ctxlab/specs"
 )
 
-// The only places the anthropic provider reads its endpoint and key from. A spec never holds either, so neither
-// reaches Temporal history or results. ANTHROPIC_BASE_URL is for a gateway or a test server (testkit/fakeanthropic).
-const (
-	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
-	EnvAnthropicAPIKey  = "ANTHROPIC_API_KEY"
-)
-
-// defaultAnthropicBaseURL is used when ANTHROPIC_BASE_URL is unset.
-const defaultAnthropicBaseURL = "https://api.anthropic.com/"
+// The anthropic provider (specs.Anthropic): Anthropic's Messages API at ANTHROPIC_BASE_URL (default Anthropic's)
+// with the key in ANTHROPIC_API_KEY, through the official Go SDK with its environment defaults, config profiles and
+// retries off. The model ID, temperature and max_tokens (AnthropicMaxTokens) come from the spec's model; the price
+// table turns usage into cost, cache reads at cached_input and cache writes at cache_write. The retry loop tries 429
+// (honouring retry-after), 529 overloaded, other 5xx, timeouts and broken answers again, and never a prompt too long,
+// an authentication, permission or billing error, or another request error. Its errors read as OpenAI-compatible
+// servers' do (errorshape.go). The config's tokenizer estimates whether a prefix is long enough to mark for the
+// prompt cache.
+func init() {
+	Register(specs.Anthropic, Implementation{New: newAnthropic, Usage: anthropicUsage, Errors: openAICompatibleErrors,
+		MaxTokens: func(specMax int, _ string, _ int) int { return AnthropicMaxTokens(specMax) },
+		Counter:   AnthropicCounter, Check: checkAnthropic})
+}
 
 // MinCacheTokens is the shortest prefix the anthropic provider marks for Anthropic's prompt cache: the API caches
 // nothing shorter than 1,024 tokens on most models (2,048 or 4,096 on some Haiku and Opus versions, which then
@@ -42,51 +45,21 @@ func AnthropicMaxTokens(specMax int) int {
 	return DefaultMaxTokens
 }
 
-// AnthropicBaseURLFromEnv is the base URL ANTHROPIC_BASE_URL names, or Anthropic's API; it checks nothing and needs
-// no key, so a response cache can look up answers with it on a machine that holds no key.
-func AnthropicBaseURLFromEnv() string {
-	if b := strings.TrimSpace(os.Getenv(EnvAnthropicBaseURL)); b != "" {
-		return b
-	}
-	return defaultAnthropicBaseURL
-}
-
-// AnthropicEndpointFromEnv reads ANTHROPIC_BASE_URL (default Anthropic's API) and ANTHROPIC_API_KEY. A missing key
-// is a KindAuth error: Anthropic's API always wants one.
-func AnthropicEndpointFromEnv() (Endpoint, error) {
-	return endpointEnv{baseVar: EnvAnthropicBaseURL, keyVar: EnvAnthropicAPIKey, defaultBase: defaultAnthropicBaseURL,
-		defaultHost: "api.anthropic.com", example: "https://api.anthropic.com"}.read()
-}
-
-// anthropicProvider calls Anthropic's Messages API.
-type anthropicProvider struct {
+// anthropicMessages calls Anthropic's Messages API.
+type anthropicMessages struct {
 	model    specs.Model
-	cfg      openAIConfig
+	cfg      Config
 	messages anthropic.MessageService
 	ep       Endpoint
 }
 
-// NewAnthropic returns the anthropic provider for model m: Anthropic's Messages API at ANTHROPIC_BASE_URL (default
-// Anthropic's) with the key in ANTHROPIC_API_KEY, through the official Go SDK with its environment defaults, config
-// profiles and retries off. The model ID, temperature and max_tokens (AnthropicMaxTokens) come from m; the price
-// table turns usage into cost, cache reads at cached_input and cache writes at cache_write.
-//
-// The options are the openai provider's (attempts, delays, call timeout, HTTP client, logger, tokenizer: the
-// tokenizer estimates whether a prefix is long enough to mark for the prompt cache). Complete retries 429 (honouring
-// retry-after), 529 overloaded, other 5xx, timeouts and broken answers, and never a prompt too long, an
-// authentication, permission or billing error, or another request error. Every failure is an *Error whose text
-// never holds the key.
-func NewAnthropic(m specs.Model, opts ...OpenAIOption) (Provider, error) {
-	cfg, err := newProviderConfig(m, opts)
+func newAnthropic(m specs.Model, cfg Config) (Client, error) {
+	ep, err := readEndpoint(specs.Anthropic)
 	if err != nil {
 		return nil, err
 	}
-	ep, err := AnthropicEndpointFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	client := anthropicClient(ep, cfg.httpClient)
-	return &anthropicProvider{model: m, cfg: cfg, messages: client.Messages, ep: ep}, nil
+	client := anthropicClient(ep, cfg.HTTPClient)
+	return &anthropicMessages{model: m, cfg: cfg, messages: client.Messages, ep: ep}, nil
 }
 
 // anthropicClient is the SDK's client for ep: only what ctxlab sets, none of the SDK's environment defaults (its own
@@ -97,22 +70,20 @@ func anthropicClient(ep Endpoint, h *http.Client) anthropic.Client {
 		aoption.WithAPIKey(ep.key), aoption.WithHTTPClient(h), aoption.WithMaxRetries(0), aoption.WithoutOpenTelemetry())
 }
 
-// Complete sends req and retries what is worth retrying, as the openai provider does (retryLoop); Anthropic's API
-// has no slots to gate.
-func (p *anthropicProvider) Complete(ctx context.Context, req Request) (Response, error) {
+// Prepare builds the request every attempt sends; Anthropic's API has no slots to gate.
+func (p *anthropicMessages) Prepare(_ context.Context, req Request) (Attempt, *Error) {
 	params, perr := p.params(req)
 	if perr != nil {
-		return Response{}, perr
+		return Attempt{}, perr
 	}
-	loop := retryLoop{cfg: p.cfg, model: p.model, req: req}
-	return loop.run(ctx, func(ctx context.Context) (Response, *Error, time.Duration) {
-		return p.once(ctx, req.Task, params)
-	})
+	return Attempt{Send: func(ctx context.Context) (Response, *Error, time.Duration) {
+		return p.ep.exchange(ctx, p.cfg.CallTimeout, p.model.Price, p.send(req.Task, params))
+	}}, nil
 }
 
 // params builds the Messages API request: system messages joined into the system prompt, the rest as alternating
 // turns (in the native tool protocol when req offers tools), and cache breakpoints on the shared prefix.
-func (p *anthropicProvider) params(req Request) (anthropic.MessageNewParams, *Error) {
+func (p *anthropicMessages) params(req Request) (anthropic.MessageNewParams, *Error) {
 	params := anthropic.MessageNewParams{Model: anthropic.Model(p.model.ID),
 		MaxTokens: int64(AnthropicMaxTokens(p.model.MaxTokens))}
 	if len(req.Messages) == 0 {
@@ -151,7 +122,7 @@ func (p *anthropicProvider) params(req Request) (anthropic.MessageNewParams, *Er
 
 // turns appends req's messages to params as turns, a tool call's result as a tool_result block, and returns the
 // system messages, which Anthropic takes apart, and each turn's estimated tokens, for the cache breakpoints.
-func (p *anthropicProvider) turns(req Request, params *anthropic.MessageNewParams) (system []string, sizes []int, err *Error) {
+func (p *anthropicMessages) turns(req Request, params *anthropic.MessageNewParams) (system []string, sizes []int, err *Error) {
 	pending := "" // the id of the tool call whose result the next user message holds
 	for i, m := range req.Messages {
 		switch {
@@ -244,8 +215,8 @@ func markCache(m *anthropic.MessageParam) {
 
 // estimate is a text's tokens as the provider's tokenizer counts them (o200k_base for a remote one, a byte in four
 // when it cannot): close enough to tell a prefix worth caching.
-func (p *anthropicProvider) estimate(text string) int {
-	tok := p.cfg.tokenizer
+func (p *anthropicMessages) estimate(text string) int {
+	tok := p.cfg.Tokenizer
 	if strings.Contains(tok, ":") {
 		tok = "o200k_base" // a remote tokenizer's exact count is not worth a request here
 	}
@@ -255,50 +226,32 @@ func (p *anthropicProvider) estimate(text string) int {
 	return len(text) / 4
 }
 
-// once makes one HTTP attempt. wait is the wait the endpoint asked for, 0 when it named none.
-func (p *anthropicProvider) once(ctx context.Context, task string, params anthropic.MessageNewParams) (Response, *Error, time.Duration) {
-	actx, cancel := context.WithTimeout(ctx, p.cfg.callTimeout)
-	defer cancel()
-	var hres *http.Response
-	ropts := []aoption.RequestOption{aoption.WithResponseInto(&hres), aoption.WithMiddleware(
-		func(r *http.Request, next aoption.MiddlewareNext) (*http.Response, error) {
-			return capAnswer(r, option.MiddlewareNext(next))
-		})}
-	if task != "" {
-		ropts = append(ropts, aoption.WithHeader(TaskHeader, task))
-	}
-	if p.model.Temperature != nil {
-		// The SDK's v2 params no longer carry the (deprecated) sampling parameters; the API still reads them.
-		ropts = append(ropts, aoption.WithJSONSet("temperature", *p.model.Temperature))
-	}
-	res, err := p.messages.New(actx, params, ropts...)
-	if e := answerTooLarge(err, hres); e != nil {
-		return Response{}, e, 0
-	}
-	if err != nil {
-		return Response{}, p.ep.Classify(ctx, actx, hres, err, p.cfg.callTimeout), retryAfter(hres)
-	}
-	if res == nil {
-		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: "the endpoint sent no message"}, 0
-	}
-	u, uerr := anthropicUsage([]byte(res.RawJSON()))
-	if uerr != nil {
-		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: p.ep.Scrub(
-			"the endpoint reported impossible usage: " + uerr.Error())}, 0
-	}
-	if len(res.Content) == 0 && res.StopReason == "" {
-		// An error inside a 200 body, or a message with nothing in it: billed for what it reports, and retried.
-		if st, kind, em, ok := bodyError(statusOf(hres), []byte(res.RawJSON())); ok {
-			return Response{}, &Error{Kind: kind, Status: st, Msg: p.ep.Scrub("the message is an error: " + em), Paid: u}, 0
+// send is one Messages API call through the SDK.
+func (p *anthropicMessages) send(task string, params anthropic.MessageNewParams) func(context.Context, **http.Response) (reply, error) {
+	return func(actx context.Context, hres **http.Response) (reply, error) {
+		ropts := []aoption.RequestOption{aoption.WithResponseInto(hres), aoption.WithMiddleware(
+			func(r *http.Request, next aoption.MiddlewareNext) (*http.Response, error) {
+				return capAnswer(r, option.MiddlewareNext(next))
+			})}
+		if task != "" {
+			ropts = append(ropts, aoption.WithHeader(TaskHeader, task))
 		}
-		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: "the message has no content", Paid: u}, 0
+		if p.model.Temperature != nil {
+			// The SDK's v2 params no longer carry the (deprecated) sampling parameters; the API still reads them.
+			ropts = append(ropts, aoption.WithJSONSet("temperature", *p.model.Temperature))
+		}
+		res, err := p.messages.New(actx, params, ropts...)
+		switch {
+		case err != nil:
+			return reply{}, err
+		case res == nil:
+			return reply{missing: "the endpoint sent no message"}, nil
+		case len(res.Content) == 0 && res.StopReason == "":
+			// An error inside a 200 body, or a message with nothing in it: billed for what it reports, and retried.
+			return reply{body: []byte(res.RawJSON()), missing: "the message has no content"}, nil
+		}
+		return reply{body: []byte(res.RawJSON()), text: anthropicAnswer(res.Content), model: string(res.Model)}, nil
 	}
-	return Response{
-		Text:    p.ep.ScrubText(anthropicAnswer(res.Content)),
-		Usage:   u,
-		CostUSD: Cost(u, p.model.Price),
-		Model:   p.ep.ScrubText(string(res.Model)),
-	}, nil, 0
 }
 
 // anthropicAnswer is a message's text blocks joined, with its first tool_use block, if any, written in the
@@ -329,41 +282,40 @@ func anthropicAnswer(blocks []anthropic.ContentBlockUnion) string {
 	return out
 }
 
-// CheckAnthropicModel asks the endpoint ANTHROPIC_BASE_URL names whether it serves model id (GET /v1/models/{id},
-// which resolves aliases such as claude-opus-4-1), with the key in ANTHROPIC_API_KEY: the error of a missing or
-// refused key (KindAuth), of an id it does not serve (KindModelNotFound) or of an endpoint that does not answer.
-// The error never holds the key.
-func CheckAnthropicModel(ctx context.Context, id string, timeout time.Duration) (Endpoint, *Error) {
-	ep, err := AnthropicEndpointFromEnv()
+// checkAnthropic asks the endpoint ANTHROPIC_BASE_URL names whether it serves m's id (GET /v1/models/{id}, which
+// resolves aliases such as claude-opus-4-1) with the key in ANTHROPIC_API_KEY: a missing or refused key, an id it
+// does not serve and an endpoint that does not answer are problems. Nothing it says holds the key.
+func checkAnthropic(ctx context.Context, m specs.Model, timeout time.Duration) ModelCheck {
+	ep, err := readEndpoint(specs.Anthropic)
 	if err != nil {
-		e, _ := err.(*Error)
-		return ep, e
+		return ModelCheck{Problem: errorText(err)}
 	}
 	client := anthropicClient(ep, &http.Client{Timeout: timeout})
 	var hres *http.Response
-	if _, err := client.Models.Get(ctx, id, anthropic.ModelGetParams{}, aoption.WithResponseInto(&hres)); err != nil {
-		e := ep.Classify(ctx, ctx, hres, err, timeout)
-		if e.Status == http.StatusNotFound {
-			e.Kind = KindModelNotFound
-		}
-		return ep, e
+	_, err = client.Models.Get(ctx, m.ID, anthropic.ModelGetParams{}, aoption.WithResponseInto(&hres))
+	if err == nil {
+		return ModelCheck{Served: true, Host: ep.Host}
 	}
-	return ep, nil
+	le := ep.Classify(ctx, ctx, hres, err, timeout)
+	switch {
+	case le.Kind == KindAuth:
+		return ModelCheck{Host: ep.Host, Problem: fmt.Sprintf("the endpoint at %s refuses the key (HTTP %d)", ep.Host,
+			le.Status), Fix: "export the right key in " + specs.Anthropic.Env.Key}
+	case le.Kind == KindModelNotFound || le.Status == http.StatusNotFound:
+		return ModelCheck{Host: ep.Host, Problem: fmt.Sprintf("the endpoint at %s does not serve model id %q", ep.Host,
+			m.ID), Fix: "set the model's id to one it serves"}
+	}
+	return ModelCheck{Host: ep.Host, Problem: fmt.Sprintf("the endpoint at %s does not answer GET /v1/models/%s: %s",
+		ep.Host, m.ID, errorText(le)), Fix: "check the network, or point " + specs.Anthropic.Env.BaseURL + " at the gateway"}
 }
 
-// The "anthropic" tokenizer scheme: "anthropic:MODEL" counts a text with Anthropic's count_tokens (POST
-// /v1/messages/count_tokens, free) for MODEL, the text sent as one user message. The count is the text's: the
-// message's own framing, measured once per model as the count of a one-character message less one, is taken off.
-// Answers are cached by (endpoint, model, text digest), as the endpoint scheme's are.
-func init() {
-	tokens.Register(specs.TokenizerAnthropic, func(id string) (tokens.Counter, error) {
-		return AnthropicCounter(context.Background(), id)
-	})
-}
-
-// AnthropicCounter returns the counter of the "anthropic" scheme for model id.
+// AnthropicCounter is the anthropic provider's counter (its scheme: tokenizer "anthropic:MODEL"): it counts a text
+// with Anthropic's count_tokens (POST /v1/messages/count_tokens, free) for model id, the text sent as one user
+// message. The count is the text's: the message's own framing, measured once per model as the count of a
+// one-character message less one, is taken off. Answers are cached by (endpoint, model, text digest), as the
+// openai scheme's are.
 func AnthropicCounter(ctx context.Context, id string) (tokens.Counter, error) {
-	ep, err := AnthropicEndpointFromEnv()
+	ep, err := readEndpoint(specs.Anthropic)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +337,7 @@ func AnthropicCounter(ctx context.Context, id string) (tokens.Counter, error) {
 	}
 	// The framing's count is cached like any count (a resolver is asked for a counter at every count), apart from
 	// the texts' own.
-	name := specs.TokenizerAnthropic + ":" + id
+	name := specs.Anthropic.Counting.Scheme + ":" + id
 	message := tokens.Remote(name+" (message)", "anthropic-message\x00"+ep.Base+"\x00"+id, func(text string) (int, error) {
 		n, err := raw(text)
 		if err != nil {

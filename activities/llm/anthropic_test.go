@@ -24,16 +24,16 @@ func anthropicModel() specs.Model {
 }
 
 // serveAnthropic starts fake behind httptest, points the environment at it and returns a provider for it.
-func serveAnthropic(t *testing.T, fake *fakeanthropic.Server, opts ...OpenAIOption) Provider {
+func serveAnthropic(t *testing.T, fake *fakeanthropic.Server, opts ...Option) Provider {
 	t.Helper()
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
-	t.Setenv(EnvAnthropicBaseURL, ts.URL)
-	t.Setenv(EnvAnthropicAPIKey, anthropicTestKey)
-	p, err := NewAnthropic(anthropicModel(), append([]OpenAIOption{WithBaseDelay(time.Millisecond),
+	t.Setenv(specs.Anthropic.Env.BaseURL, ts.URL)
+	t.Setenv(specs.Anthropic.Env.Key, anthropicTestKey)
+	p, err := New(anthropicModel(), append([]Option{WithBaseDelay(time.Millisecond),
 		WithMaxDelay(time.Second)}, opts...)...)
 	if err != nil {
-		t.Fatalf("NewAnthropic: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return p
 }
@@ -139,8 +139,8 @@ func TestAnthropicFailureKinds(t *testing.T) {
 			if strings.Contains(err.Error(), anthropicTestKey) {
 				t.Fatalf("the key is in the error: %v", err)
 			}
-			if tc.kind == KindAuth && !strings.Contains(err.Error(), EnvAnthropicAPIKey) {
-				t.Fatalf("an auth error does not name %s: %v", EnvAnthropicAPIKey, err)
+			if tc.kind == KindAuth && !strings.Contains(err.Error(), specs.Anthropic.Env.Key) {
+				t.Fatalf("an auth error does not name %s: %v", specs.Anthropic.Env.Key, err)
 			}
 		})
 	}
@@ -175,16 +175,16 @@ func TestAnthropicRetryAfterLongerThanTheCallWaits(t *testing.T) {
 }
 
 func TestAnthropicMissingKey(t *testing.T) {
-	t.Setenv(EnvAnthropicAPIKey, "")
-	t.Setenv(EnvAnthropicBaseURL, "")
-	_, err := NewAnthropic(anthropicModel())
-	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), EnvAnthropicAPIKey) {
+	t.Setenv(specs.Anthropic.Env.Key, "")
+	t.Setenv(specs.Anthropic.Env.BaseURL, "")
+	_, err := New(anthropicModel())
+	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), specs.Anthropic.Env.Key) {
 		t.Fatalf("err %v", err)
 	}
-	t.Setenv(EnvAnthropicAPIKey, anthropicTestKey)
+	t.Setenv(specs.Anthropic.Env.Key, anthropicTestKey)
 	m := anthropicModel()
 	m.ID = ""
-	if _, err := NewAnthropic(m); KindOf(err) != KindBadRequest {
+	if _, err := New(m); KindOf(err) != KindBadRequest {
 		t.Fatalf("a model without an id: %v", err)
 	}
 }
@@ -247,15 +247,19 @@ func TestAnthropicUsageRefusesImpossibleCounts(t *testing.T) {
 func TestCheckAnthropicModel(t *testing.T) {
 	fake := &fakeanthropic.Server{Models: []string{"claude-fake-1"}}
 	serveAnthropic(t, fake)
-	if _, err := CheckAnthropicModel(context.Background(), "claude-fake-1", time.Second); err != nil {
-		t.Fatalf("a served model: %v", err)
+	m := anthropicModel()
+	if c := checkAnthropic(context.Background(), m, time.Second); !c.Served || c.Problem != "" {
+		t.Fatalf("a served model: %+v", c)
 	}
-	if _, err := CheckAnthropicModel(context.Background(), "claude-nope", time.Second); err == nil || err.Kind != KindModelNotFound {
-		t.Fatalf("an id the endpoint does not serve: %v", err)
+	m.ID = "claude-nope"
+	if c := checkAnthropic(context.Background(), m, time.Second); c.Served ||
+		!strings.Contains(c.Problem, `does not serve model id "claude-nope"`) {
+		t.Fatalf("an id the endpoint does not serve: %+v", c)
 	}
-	t.Setenv(EnvAnthropicAPIKey, "")
-	if _, err := CheckAnthropicModel(context.Background(), "claude-fake-1", time.Second); err == nil || err.Kind != KindAuth {
-		t.Fatalf("no key: %v", err)
+	t.Setenv(specs.Anthropic.Env.Key, "")
+	if c := checkAnthropic(context.Background(), anthropicModel(), time.Second); c.Served ||
+		!strings.Contains(c.Problem, specs.Anthropic.Env.Key+" is not set") {
+		t.Fatalf("no key: %+v", c)
 	}
 }
 
@@ -295,8 +299,8 @@ func TestAnthropicCounter(t *testing.T) {
 	if m, err := tokens.Count("anthropic:claude-fake-1", text); err != nil || m != n || fake.Counts() != asked {
 		t.Fatalf("again: %d, %v, %d requests", m, err, fake.Counts())
 	}
-	t.Setenv(EnvAnthropicAPIKey, "")
-	if _, err := tokens.Count("anthropic:claude-fake-1", "another text"); err == nil || !strings.Contains(err.Error(), EnvAnthropicAPIKey) {
+	t.Setenv(specs.Anthropic.Env.Key, "")
+	if _, err := tokens.Count("anthropic:claude-fake-1", "another text"); err == nil || !strings.Contains(err.Error(), specs.Anthropic.Env.Key) {
 		t.Fatalf("no key: %v", err)
 	}
 }

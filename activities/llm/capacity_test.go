@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ctxlab/activities/api/errkind"
+	"ctxlab/specs"
 )
 
 // sharedLlama answers as llama-server with slots that share one cache (llamaLike's shapes): each request may use a
@@ -82,13 +83,13 @@ func TestSharedContextFullIsAskedAgain(t *testing.T) {
 	srv := &sharedLlama{llamaLike: llamaLike{nCtx: 1000}, cache: 2000, inFlight: map[*bool]int{}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	t.Setenv(EnvBaseURL, ts.URL+"/v1")
-	t.Setenv(EnvAPIKey, "")
+	t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.Key, "")
 	w := DiscoverWindow(context.Background(), "stories260K")
 	m := testModel()
 	m.MaxTokens = 300
 	// A backoff of an hour: a call retried as an outage would wait it, and the test's deadline would end it.
-	p, err := NewOpenAI(m, WithBaseDelay(time.Hour), WithMaxDelay(time.Hour))
+	p, err := New(m, WithBaseDelay(time.Hour), WithMaxDelay(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +127,10 @@ func TestSharedContextAloneIsTheServers(t *testing.T) {
 	srv := &sharedLlama{llamaLike: llamaLike{nCtx: 1000}, cache: 500, inFlight: map[*bool]int{}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	t.Setenv(EnvBaseURL, ts.URL+"/v1")
-	t.Setenv(EnvAPIKey, "")
+	t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.Key, "")
 	w := DiscoverWindow(context.Background(), "stories260K")
-	p, err := NewOpenAI(testModel(), WithBaseDelay(time.Millisecond))
+	p, err := New(testModel(), WithBaseDelay(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,42 @@ import (
 
 // How OpenAI-compatible servers say what went wrong, as they send it (status and body; errorshape_test.go holds the
 // real bodies): the kind of a failure is read from the status, the error's code and type, and its message.
+// Anthropic's API sends its errors in the same shapes ({"type": "error", "error": {"type", "message"}}).
+
+// openAICompatibleErrors are the error shapes of OpenAI-compatible servers and of Anthropic's API.
+var openAICompatibleErrors = ErrorShape{Fields: errorFields, Kind: kindOf}
+
+// errorFields reads the code, type and message of an error body in the shapes OpenAI-compatible servers use:
+// {"error": {"message", "type", "code"}}, {"error": "text"}, {"message": ...}, {"detail": ...}, or plain text.
+func errorFields(body []byte) (code, typ, msg string) {
+	var top struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+		Code    json.RawMessage `json:"code"`
+		Type    string          `json:"type"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		return "", "", clip(strings.Join(strings.Fields(string(body)), " "), 300)
+	}
+	code, typ, msg = rawString(top.Code), top.Type, top.Message
+	if len(top.Error) > 0 {
+		var inner struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		if json.Unmarshal(top.Error, &inner) == nil {
+			code, typ, msg = firstNonEmpty(rawString(inner.Code), code), firstNonEmpty(inner.Type, typ), firstNonEmpty(inner.Message, msg)
+		} else if s := rawString(top.Error); s != "" {
+			msg = s
+		}
+	}
+	if msg == "" {
+		msg = rawString(top.Detail)
+	}
+	return code, typ, clip(msg, 500)
+}
 
 // kindOf classifies a failed call from its HTTP status (that of the response, or for an error inside a 200 body the
 // status the body names) and its error's code, type and message.
@@ -167,19 +203,20 @@ func deterministic(status int, typ, msg string, fromBody bool) bool {
 // bodyError reads an error object inside a body that should have been a completion ({"error": {...}} with a 200):
 // its status (the body's numeric code when it is an HTTP error status, else status), kind and message; ok is false
 // when the body holds none.
-func bodyError(status int, body []byte) (st int, kind Kind, msg string, ok bool) {
+func (e Endpoint) bodyError(status int, body []byte) (st int, kind Kind, msg string, ok bool) {
 	var top struct {
 		Error json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(body, &top) != nil || len(top.Error) == 0 || string(top.Error) == "null" {
 		return status, "", "", false
 	}
-	code, typ, msg := errorFields(body)
+	shape := e.errorShape()
+	code, typ, msg := shape.Fields(body)
 	st = status
 	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n <= 599 {
 		st = n
 	}
-	kind = kindOf(st, code, typ, msg)
+	kind = shape.Kind(st, code, typ, msg)
 	if kind == KindBadRequest && st < 400 {
 		kind = KindBadResponse // an error of no known kind inside a 200: retried, as a broken answer is
 	}

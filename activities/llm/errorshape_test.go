@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ctxlab/activities/api/errkind"
+	"ctxlab/specs"
 )
 
 // serverShape is one failure as a real server sends it: its status and body, byte for byte as the server's code or
@@ -124,8 +125,8 @@ func replay(t *testing.T, status int, body string) *atomic.Int32 {
 		fmt.Fprint(w, body)
 	}))
 	t.Cleanup(ts.Close)
-	t.Setenv(EnvBaseURL, ts.URL+"/v1")
-	t.Setenv(EnvAPIKey, testKey)
+	t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.Key, testKey)
 	return &calls
 }
 
@@ -221,8 +222,8 @@ func TestImpossibleUsageIsNoMoney(t *testing.T) {
 				fmt.Fprintf(w, `{"id":"x","object":"chat.completion","created":1,"model":"fake-model-1","choices":[{"index":0,"message":{"role":"assistant","content":"1. a.go"},"finish_reason":"stop"}],"usage":%s}`, u)
 			}))
 			t.Cleanup(ts.Close)
-			t.Setenv(EnvBaseURL, ts.URL+"/v1")
-			t.Setenv(EnvAPIKey, testKey)
+			t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+			t.Setenv(specs.OpenAI.Env.Key, testKey)
 			_, err := newProvider(t, WithAttempts(2)).Complete(context.Background(), localizeRequest())
 			e := wantKind(t, err, KindBadResponse, 200)
 			if !strings.Contains(e.Msg, "usage.") {

@@ -26,8 +26,8 @@ func TestLlamaSharedContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(EnvBaseURL, srv.URL+"/v1")
-	t.Setenv(EnvAPIKey, "")
+	t.Setenv(specs.OpenAI.Env.BaseURL, srv.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.Key, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	w := DiscoverWindow(ctx, llamaserver.ModelID)
@@ -37,7 +37,7 @@ func TestLlamaSharedContext(t *testing.T) {
 	m := specs.Model{Name: llamaserver.ModelID, Provider: "openai", ID: llamaserver.ModelID, MaxTokens: 200}
 	zero, seed := 0.0, int64(0)
 	m.Temperature, m.Seed = &zero, &seed
-	p, err := NewOpenAI(m, WithBaseDelay(10*time.Millisecond))
+	p, err := New(m, WithBaseDelay(10*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"ctxlab/activities/tokens"
+	"ctxlab/specs"
 )
 
 // A text of about 100 KB: a count of its tokens below a few hundred, or above its bytes, is no real tokenizer's.
@@ -39,8 +40,8 @@ func TestEndpointTokenCountsAreChecked(t *testing.T) {
 				fmt.Fprint(w, c.body)
 			}))
 			defer srv.Close()
-			t.Setenv(EnvBaseURL, srv.URL+"/v1")
-			t.Setenv(EnvAPIKey, "")
+			t.Setenv(specs.OpenAI.Env.BaseURL, srv.URL+"/v1")
+			t.Setenv(specs.OpenAI.Env.Key, "")
 			n, err := tokens.Count("endpoint:"+name, c.text) // a model id per case: counts are cached by server and model
 			if err == nil {
 				t.Fatalf("the answer %s counted %d tokens in a text of %d bytes, want it refused", c.body, n, len(c.text))
@@ -54,7 +55,7 @@ func TestEndpointTokenCountsAreChecked(t *testing.T) {
 		fmt.Fprint(w, `{"count":25000}`)
 	}))
 	defer srv.Close()
-	t.Setenv(EnvBaseURL, srv.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.BaseURL, srv.URL+"/v1")
 	if n, err := tokens.Count("endpoint:sane", longText); err != nil || n != 25000 {
 		t.Errorf("a sane count: %d, %v", n, err)
 	}
@@ -62,7 +63,7 @@ func TestEndpointTokenCountsAreChecked(t *testing.T) {
 		fmt.Fprint(w, `{"count":null,"tokens":[7,8,9]}`)
 	}))
 	defer nullCount.Close()
-	t.Setenv(EnvBaseURL, nullCount.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.BaseURL, nullCount.URL+"/v1")
 	if n, err := tokens.Count("endpoint:null-count", "one two three"); err != nil || n != 3 {
 		t.Errorf("a null count beside a list of tokens: %d, %v; want the list's 3", n, err)
 	}
@@ -93,8 +94,8 @@ func TestAnthropicCountIsChecked(t *testing.T) {
 				fmt.Fprintf(w, `{"input_tokens":%d}`, n)
 			}))
 			defer ts.Close()
-			t.Setenv(EnvAnthropicBaseURL, ts.URL)
-			t.Setenv(EnvAnthropicAPIKey, anthropicTestKey)
+			t.Setenv(specs.Anthropic.Env.BaseURL, ts.URL)
+			t.Setenv(specs.Anthropic.Env.Key, anthropicTestKey)
 			n, err := tokens.Count("anthropic:"+strings.ReplaceAll(name, " ", "-"), longText)
 			if err == nil || KindOf(err) != KindBadResponse || !strings.Contains(err.Error(), "count_tokens") {
 				t.Errorf("count %d, error %v (kind %s): want a bad_response naming count_tokens", n, err, KindOf(err))
@@ -119,8 +120,8 @@ func TestUsageIsConsistentWithTheText(t *testing.T) {
 				fmt.Fprintf(w, `{"id":"x","object":"chat.completion","created":1,"model":"fake-model-1","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":%s}`, answer, usage)
 			}))
 			t.Cleanup(ts.Close)
-			t.Setenv(EnvBaseURL, ts.URL+"/v1")
-			t.Setenv(EnvAPIKey, testKey)
+			t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+			t.Setenv(specs.OpenAI.Env.Key, testKey)
 			req := Request{Task: TaskPatch, Messages: []Message{{Role: "user", Content: longText}}}
 			resp, err := newProvider(t, WithAttempts(2)).Complete(context.Background(), req)
 			if err == nil {
@@ -153,7 +154,7 @@ func TestImpossibleWindowsAreNotWindows(t *testing.T) {
 				w.WriteHeader(http.StatusNotFound)
 			}))
 			defer ts.Close()
-			t.Setenv(EnvBaseURL, ts.URL+"/v1")
+			t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
 			if got := DiscoverWindow(context.Background(), "fake-model-1"); got != (Window{}) {
 				t.Errorf("window %+v from %s, want none", got, c.body)
 			}
@@ -181,8 +182,8 @@ func TestServerPromptCountIsChecked(t *testing.T) {
 		}
 	}))
 	defer ts.Close()
-	t.Setenv(EnvBaseURL, ts.URL+"/v1")
-	t.Setenv(EnvAPIKey, testKey)
+	t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.Key, testKey)
 	req := Request{Task: TaskPatch, Messages: []Message{{Role: "user", Content: "fix the bug"}},
 		Context: 4096, ContextSource: "llama.cpp /props"}
 	if _, err := newProvider(t, WithAttempts(1)).Complete(context.Background(), req); err != nil ||

@@ -31,15 +31,15 @@ func serve(t *testing.T, fake *fakeopenai.Server) {
 	t.Helper()
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
-	t.Setenv(EnvBaseURL, ts.URL+"/v1")
-	t.Setenv(EnvAPIKey, testKey)
+	t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.Key, testKey)
 }
 
-func newProvider(t *testing.T, opts ...OpenAIOption) Provider {
+func newProvider(t *testing.T, opts ...Option) Provider {
 	t.Helper()
-	p, err := NewOpenAI(testModel(), append([]OpenAIOption{WithBaseDelay(time.Millisecond), WithMaxDelay(time.Second)}, opts...)...)
+	p, err := New(testModel(), append([]Option{WithBaseDelay(time.Millisecond), WithMaxDelay(time.Second)}, opts...)...)
 	if err != nil {
-		t.Fatalf("NewOpenAI: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return p
 }
@@ -102,13 +102,13 @@ func TestOpenAISuccess(t *testing.T) {
 }
 
 func TestOpenAIUsesMaxCompletionTokensForOpenAI(t *testing.T) {
-	t.Setenv(EnvBaseURL, "https://api.openai.com/v1")
-	t.Setenv(EnvAPIKey, testKey)
-	p, err := NewOpenAI(testModel())
+	t.Setenv(specs.OpenAI.Env.BaseURL, "https://api.openai.com/v1")
+	t.Setenv(specs.OpenAI.Env.Key, testKey)
+	p, err := New(testModel())
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, _, perr := p.(*openAIProvider).params(context.Background(), localizeRequest())
+	params, _, perr := p.(retrying).client.(*openAIClient).params(context.Background(), localizeRequest())
 	if perr != nil {
 		t.Fatal(perr)
 	}
@@ -216,8 +216,8 @@ func TestOpenAIAuthErrors(t *testing.T) {
 	if fake.Calls() != 1 || e.Kind.Retryable() {
 		t.Errorf("auth: %d requests, retryable %v", fake.Calls(), e.Kind.Retryable())
 	}
-	if !strings.Contains(e.Msg, EnvAPIKey) || !strings.Contains(e.Msg, "Incorrect API key") {
-		t.Errorf("message %q should keep the server's reason and name %s", e.Msg, EnvAPIKey)
+	if !strings.Contains(e.Msg, specs.OpenAI.Env.Key) || !strings.Contains(e.Msg, "Incorrect API key") {
+		t.Errorf("message %q should keep the server's reason and name %s", e.Msg, specs.OpenAI.Env.Key)
 	}
 
 	fake2 := fakeopenai.New(fakeopenai.WithFailures(1, fakeopenai.Quota))
@@ -257,7 +257,7 @@ func TestOpenAIKeyNeverLeaks(t *testing.T) {
 	// And a connection that fails.
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
-	t.Setenv(EnvBaseURL, closed.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.BaseURL, closed.URL+"/v1")
 	_, err = newProvider(t, WithAttempts(2), WithLogger(log)).Complete(context.Background(), localizeRequest())
 	wantKind(t, err, KindTimeout, 0)
 	texts = append(texts, err.Error())
@@ -277,24 +277,24 @@ func TestOpenAIKeyNeverLeaks(t *testing.T) {
 }
 
 func TestOpenAIMissingKey(t *testing.T) {
-	t.Setenv(EnvAPIKey, "")
-	t.Setenv(EnvBaseURL, "")
-	_, err := NewOpenAI(testModel())
+	t.Setenv(specs.OpenAI.Env.Key, "")
+	t.Setenv(specs.OpenAI.Env.BaseURL, "")
+	_, err := New(testModel())
 	e := wantKind(t, err, KindAuth, 0)
-	if !strings.Contains(e.Msg, EnvAPIKey) {
-		t.Errorf("message %q does not name %s", e.Msg, EnvAPIKey)
+	if !strings.Contains(e.Msg, specs.OpenAI.Env.Key) {
+		t.Errorf("message %q does not name %s", e.Msg, specs.OpenAI.Env.Key)
 	}
 
-	t.Setenv(EnvBaseURL, "https://llm.example.com/v1")
-	_, err = NewOpenAI(testModel())
+	t.Setenv(specs.OpenAI.Env.BaseURL, "https://llm.example.com/v1")
+	_, err = New(testModel())
 	wantKind(t, err, KindAuth, 0)
 
 	// A server on localhost runs without a key, and gets no Authorization header.
 	fake := fakeopenai.New()
 	ts := httptest.NewServer(fake)
 	defer ts.Close()
-	t.Setenv(EnvBaseURL, ts.URL+"/v1")
-	p, err := NewOpenAI(testModel())
+	t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+	p, err := New(testModel())
 	if err != nil {
 		t.Fatalf("keyless localhost: %v", err)
 	}
@@ -307,17 +307,17 @@ func TestOpenAIMissingKey(t *testing.T) {
 }
 
 func TestOpenAIBadConfig(t *testing.T) {
-	t.Setenv(EnvAPIKey, testKey)
-	t.Setenv(EnvBaseURL, "ftp://user:pw-secret@host/v1")
-	_, err := NewOpenAI(testModel())
+	t.Setenv(specs.OpenAI.Env.Key, testKey)
+	t.Setenv(specs.OpenAI.Env.BaseURL, "ftp://user:pw-secret@host/v1")
+	_, err := New(testModel())
 	e := wantKind(t, err, KindBadRequest, 0)
-	if strings.Contains(e.Msg, "pw-secret") || !strings.Contains(e.Msg, EnvBaseURL) {
+	if strings.Contains(e.Msg, "pw-secret") || !strings.Contains(e.Msg, specs.OpenAI.Env.BaseURL) {
 		t.Errorf("message %q", e.Msg)
 	}
-	t.Setenv(EnvBaseURL, "")
+	t.Setenv(specs.OpenAI.Env.BaseURL, "")
 	m := testModel()
 	m.ID = ""
-	_, err = NewOpenAI(m)
+	_, err = New(m)
 	wantKind(t, err, KindBadRequest, 0)
 
 	fake := fakeopenai.New()
@@ -395,12 +395,12 @@ func TestRetryAfterHeader(t *testing.T) {
 }
 
 func TestBackoffGrowsWithJitter(t *testing.T) {
-	p := &openAIProvider{cfg: openAIConfig{baseDelay: 100 * time.Millisecond, maxDelay: time.Second}}
+	cfg := Config{BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}
 	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond,
 		3: 400 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 9: time.Second} {
 		seen := map[time.Duration]bool{}
 		for range 50 {
-			d, ok := p.delay(attempt, 0)
+			d, ok := cfg.delay(attempt, 0)
 			if !ok || d < want/2 || d > want {
 				t.Fatalf("attempt %d: delay %s outside [%s, %s]", attempt, d, want/2, want)
 			}

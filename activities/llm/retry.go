@@ -13,12 +13,12 @@ import (
 // attemptFunc makes one HTTP attempt: the answer, or the failure and the wait the endpoint asked for (0: none).
 type attemptFunc func(ctx context.Context) (Response, *Error, time.Duration)
 
-// retryLoop is one Complete's attempts, the same for every provider: 429, 5xx, timeouts and broken answers are tried
-// again (up to cfg.attempts in all, with backoff or the endpoint's Retry-After), every other failure ends the call,
+// retryLoop is one Complete's attempts, the one loop every provider's calls go through (New puts each client behind
+// it): 429, 5xx, timeouts and broken answers are tried again (up to cfg.Attempts in all, with backoff or the endpoint's Retry-After), every other failure ends the call,
 // what failed attempts were billed is added to the call's cost, and a server error that repeats unchanged is not
 // waited out as an outage.
 type retryLoop struct {
-	cfg   openAIConfig
+	cfg   Config
 	model specs.Model
 	req   Request // what every attempt sends: its answer's usage is held against it (checkUsage)
 	// slots is the context an OpenAI-compatible server's slots share; nil for an API that has no slots.
@@ -68,13 +68,13 @@ func (r retryLoop) run(ctx context.Context, once attemptFunc) (Response, error) 
 			// Not an attempt: nothing was wrong with the call or the endpoint.
 			crowded++
 			attempt--
-			r.cfg.log.Info().Str("model", r.model.ID).Str("task", r.req.Task).Int("reserved_tokens", r.slots.reserve).
+			r.cfg.Log.Info().Str("model", r.model.ID).Str("task", r.req.Task).Int("reserved_tokens", r.slots.reserve).
 				Int("shared_context_limit", r.slots.shared.learned()).
 				Msg("the server's shared context was full; asking again with fewer calls beside this one")
 			continue
 		}
 		if cerr == nil {
-			r.cfg.log.Debug().Str("model", r.model.ID).Str("task", r.req.Task).Int("attempt", attempt).
+			r.cfg.Log.Debug().Str("model", r.model.ID).Str("task", r.req.Task).Int("attempt", attempt).
 				Int(specs.PromptTokens.Name, resp.Usage.PromptTokens).Int(specs.CachedTokens.Name, resp.Usage.CachedTokens).
 				Int(specs.CacheWriteTokens.Name, resp.Usage.CacheWriteTokens).
 				Int(specs.CompletionTokens.Name, resp.Usage.CompletionTokens).Msg("model call")
@@ -95,13 +95,13 @@ func (r retryLoop) run(ctx context.Context, once attemptFunc) (Response, error) 
 
 // next is the wait before the attempt after a failed one, or final when the failure ends the call (cerr then says
 // why, and is what the call returns): it cannot be retried, the attempts are used up, or the endpoint asked to wait
-// longer than cfg.maxDelay.
+// longer than cfg.MaxDelay.
 func (r retryLoop) next(ctx context.Context, cerr *Error, attempt, repeats int, retryAfter time.Duration) (
 	delay time.Duration, final bool) {
 	if !cerr.Kind.Retryable() || ctx.Err() != nil {
 		return 0, true
 	}
-	if attempt >= r.cfg.attempts {
+	if attempt >= r.cfg.Attempts {
 		switch {
 		case r.slots != nil && cerr.Kind == KindContextCapacity:
 			cerr.Msg += fmt.Sprintf(" (gave up after %d attempts: the server's slots share one context, and it "+
@@ -120,11 +120,11 @@ func (r retryLoop) next(ctx context.Context, cerr *Error, attempt, repeats int, 
 	}
 	delay, ok := r.cfg.delay(attempt, retryAfter)
 	if !ok {
-		cerr.Msg += fmt.Sprintf(" (the endpoint asked to wait %s, longer than the %s this call waits)", retryAfter, r.cfg.maxDelay)
+		cerr.Msg += fmt.Sprintf(" (the endpoint asked to wait %s, longer than the %s this call waits)", retryAfter, r.cfg.MaxDelay)
 		cerr.RetryAfter = retryAfter
 		return 0, true
 	}
-	r.cfg.log.Warn().Str("model", r.model.ID).Str("task", r.req.Task).Str("kind", string(cerr.Kind)).
+	r.cfg.Log.Warn().Str("model", r.model.ID).Str("task", r.req.Task).Str("kind", string(cerr.Kind)).
 		Int("status", cerr.Status).Int("attempt", attempt).Dur("delay", delay).Str("error", cerr.Msg).
 		Msg("model call failed; retrying")
 	return delay, false
@@ -145,16 +145,16 @@ func (r retryLoop) sleep(ctx context.Context, cerr *Error, delay time.Duration) 
 }
 
 // delay returns the wait before the next attempt: the endpoint's Retry-After when it sent one, otherwise
-// baseDelay·2^(attempt-1) with equal jitter, capped at maxDelay. ok is false when Retry-After exceeds maxDelay.
-func (c openAIConfig) delay(attempt int, retryAfter time.Duration) (time.Duration, bool) {
+// BaseDelay·2^(attempt-1) with equal jitter, capped at MaxDelay. ok is false when Retry-After exceeds MaxDelay.
+func (c Config) delay(attempt int, retryAfter time.Duration) (time.Duration, bool) {
 	if retryAfter > 0 {
-		return retryAfter, retryAfter <= c.maxDelay
+		return retryAfter, retryAfter <= c.MaxDelay
 	}
-	d := c.baseDelay
-	for i := 1; i < attempt && d < c.maxDelay; i++ {
+	d := c.BaseDelay
+	for i := 1; i < attempt && d < c.MaxDelay; i++ {
 		d *= 2
 	}
-	d = min(d, c.maxDelay)
+	d = min(d, c.MaxDelay)
 	if d <= 0 {
 		return 0, true
 	}

@@ -12,12 +12,8 @@ import (
 	"time"
 
 	"ctxlab/activities/tokens"
+	"ctxlab/specs"
 )
-
-// TokenizerEndpoint is the tokenizer name of a model whose tokens are counted by its own server (POST /tokenize at
-// the server's root, as llama.cpp's llama-server and vLLM serve it). The plan writes it as "endpoint:" + the model's
-// id into the params of every step counting for that model (specs.ResolveTokenizer).
-const TokenizerEndpoint = "endpoint"
 
 // Root is the server's root URL for an OpenAI-compatible base URL: the base without its "/v1", with a final "/".
 func Root(base string) string {
@@ -27,8 +23,9 @@ func Root(base string) string {
 // tokenizeTimeout bounds one /tokenize request.
 const tokenizeTimeout = 2 * time.Minute
 
-// EndpointCounter returns a counter that asks the endpoint OPENAI_BASE_URL names to tokenize (POST {root}/tokenize)
-// for model id; answers are cached by (server, model, text digest). The body carries both servers' fields:
+// EndpointCounter is the openai provider's counter (its scheme: tokenizer "endpoint:MODEL"): it asks the endpoint
+// OPENAI_BASE_URL names to tokenize (POST {root}/tokenize) for model id; answers are cached by (server, model, text
+// digest). The body carries both servers' fields:
 // llama.cpp reads content and answers {"tokens": [...]}, vLLM reads model and prompt and answers {"count": n, ...}.
 // Special tokens (a BOS a server would add) are not counted: a budget counts the text.
 func EndpointCounter(ctx context.Context, id string) (tokens.Counter, error) {
@@ -72,7 +69,7 @@ func EndpointCounter(ctx context.Context, id string) (tokens.Counter, error) {
 		}
 		return tokenizeAnswer(b, len(text))
 	}
-	name := TokenizerEndpoint + ":" + id
+	name := specs.OpenAI.Counting.Scheme + ":" + id
 	return tokens.Remote(name, root+"\x00"+id, count), nil
 }
 
@@ -107,13 +104,4 @@ func snippet(b []byte) string {
 		s = s[:300] + "..."
 	}
 	return s
-}
-
-// The "endpoint" scheme: tokenizer "endpoint:MODEL" counts with the server OPENAI_BASE_URL names. Its requests are
-// bounded by tokenizeTimeout, not by an activity's context: a count is short, and callers count deep inside code
-// that holds no context.
-func init() {
-	tokens.Register(TokenizerEndpoint, func(id string) (tokens.Counter, error) {
-		return EndpointCounter(context.Background(), id)
-	})
 }

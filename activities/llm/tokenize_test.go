@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"ctxlab/activities/tokens"
+	"ctxlab/specs"
 )
 
 // TestEndpointTokenizer holds the endpoint tokenizer to both servers' /tokenize shapes: llama.cpp's (content in,
@@ -48,8 +49,8 @@ func TestEndpointTokenizer(t *testing.T) {
 		{srv.URL + "/llama/v1", "m1", 3},
 		{srv.URL + "/vllm/v1/", "m1", 6},
 	} {
-		t.Setenv(EnvBaseURL, c.base)
-		t.Setenv(EnvAPIKey, "")
+		t.Setenv(specs.OpenAI.Env.BaseURL, c.base)
+		t.Setenv(specs.OpenAI.Env.Key, "")
 		for range 2 {
 			n, err := tokens.Count("endpoint:"+c.model, "one two three")
 			if err != nil || n != c.want {
@@ -61,12 +62,12 @@ func TestEndpointTokenizer(t *testing.T) {
 		t.Errorf("llama.cpp's /tokenize asked %d times for one text, want once (cached)", asked.Load())
 	}
 
-	t.Setenv(EnvBaseURL, srv.URL+"/none/v1")
+	t.Setenv(specs.OpenAI.Env.BaseURL, srv.URL+"/none/v1")
 	_, err := tokens.Count("endpoint:m1", "x y")
 	if KindOf(err) != KindBadRequest || !strings.Contains(err.Error(), "does not tokenize for model m1") {
 		t.Errorf("a server without /tokenize: %v (kind %s)", err, KindOf(err))
 	}
-	t.Setenv(EnvBaseURL, srv.URL+"/down/v1")
+	t.Setenv(specs.OpenAI.Env.BaseURL, srv.URL+"/down/v1")
 	_, err = tokens.Count("endpoint:m1", "x y")
 	if !KindOf(err).Retryable() {
 		t.Errorf("a 503 from /tokenize: %v (kind %s), want a kind to retry", err, KindOf(err))

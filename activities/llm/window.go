@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ctxlab/activities/tokens"
+	"ctxlab/specs"
 )
 
 // DefaultMaxTokens caps an answer when the spec's model sets no max_tokens and the endpoint is a local server or
@@ -105,12 +106,12 @@ var probeClient = &http.Client{Timeout: 5 * time.Second}
 // The key, when set, is sent as it is with calls; nothing it returns is stored but the numbers. A server that says nothing, or does not answer, gives
 // Window{} (remembered for a minute like an answer).
 func DiscoverWindow(ctx context.Context, modelID string) Window {
-	base := BaseURLFromEnv()
+	base := baseURLOf(specs.OpenAI)
 	k := base + "\x00" + modelID
 	if e, ok := windows.Load(k); ok && time.Since(e.(windowEntry).at) < windowTTL {
 		return e.(windowEntry).w
 	}
-	ep := Endpoint{Base: base, key: strings.TrimSpace(os.Getenv(EnvAPIKey))}
+	ep := Endpoint{Base: base, key: strings.TrimSpace(os.Getenv(specs.OpenAI.Env.Key))}
 	w := ep.discover(ctx, modelID)
 	windows.Store(k, windowEntry{w: w, at: time.Now()})
 	return w
@@ -208,7 +209,7 @@ func (e Endpoint) doJSON(ctx context.Context, method, url string, body, v any) b
 // (/apply-template) and tokenizes that (/tokenize); vLLM tokenizes the messages (/tokenize); exact says the server
 // counted. Otherwise it is an estimate: the spec's tokenizer's count, a quarter more, and 16 tokens a message for
 // the template.
-func (p *openAIProvider) promptTokens(ctx context.Context, req Request, source string) (n int, exact bool) {
+func (p *openAIClient) promptTokens(ctx context.Context, req Request, source string) (n int, exact bool) {
 	root := rootOf(p.ep.Base)
 	type msg struct {
 		Role    string `json:"role"`
@@ -246,7 +247,7 @@ func (p *openAIProvider) promptTokens(ctx context.Context, req Request, source s
 		}
 	}
 	for _, m := range req.Messages {
-		c, err := tokens.Count(p.cfg.tokenizer, m.Content)
+		c, err := tokens.Count(p.cfg.Tokenizer, m.Content)
 		if err != nil {
 			c = len(m.Content) // a byte a token: never fewer tokens than that for the tokenizers in use
 		}
@@ -265,7 +266,7 @@ func (p *openAIProvider) promptTokens(ctx context.Context, req Request, source s
 // the whole context fails here, as the server would, without a call. reserve is what the call may use of the
 // server's context, its prompt and its answer (0 when the context is unknown): what it holds of a context the
 // server's slots share (sharedContext).
-func (p *openAIProvider) fitMaxTokens(ctx context.Context, req Request) (maxTokens, reserve int, err *Error) {
+func (p *openAIClient) fitMaxTokens(ctx context.Context, req Request) (maxTokens, reserve int, err *Error) {
 	limit := MaxTokensCap(p.model.MaxTokens, p.ep.Base, req.Context)
 	if req.Context <= 0 {
 		return limit, 0, nil

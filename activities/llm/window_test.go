@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"ctxlab/specs"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -68,8 +69,8 @@ func TestMaxTokensFitTheContext(t *testing.T) {
 	srv := &llamaLike{nCtx: 1024}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	t.Setenv(EnvBaseURL, ts.URL+"/v1")
-	t.Setenv(EnvAPIKey, "")
+	t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
+	t.Setenv(specs.OpenAI.Env.Key, "")
 	w := DiscoverWindow(context.Background(), "stories260K")
 	if w.Tokens != 1024 || w.Source != "llama.cpp /props" || w.Slots != 4 {
 		t.Fatalf("window %+v, want 1024 from /props", w)
@@ -85,7 +86,7 @@ func TestMaxTokensFitTheContext(t *testing.T) {
 	} {
 		m := testModel()
 		m.MaxTokens = c.specMax
-		p, err := NewOpenAI(m)
+		p, err := New(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestMaxTokensFitTheContext(t *testing.T) {
 		}
 	}
 	before := len(srv.sent)
-	p, _ := NewOpenAI(testModel())
+	p, _ := New(testModel())
 	_, err := p.Complete(context.Background(), Request{Task: TaskPatch,
 		Messages: []Message{{Role: "user", Content: words(1021)}}, Context: w.Tokens, ContextSource: w.Source})
 	e := wantKind(t, err, KindContextLength, 0)
@@ -131,7 +132,7 @@ func TestDiscoverWindowShapes(t *testing.T) {
 				w.WriteHeader(http.StatusNotFound)
 			}))
 			defer ts.Close()
-			t.Setenv(EnvBaseURL, ts.URL+"/v1")
+			t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
 			if got := DiscoverWindow(context.Background(), "fake-model-1"); got != c.want {
 				t.Errorf("window %+v, want %+v", got, c.want)
 			}

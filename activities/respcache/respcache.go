@@ -26,7 +26,7 @@ type Request struct {
 	// Endpoint is the base URL the request goes to: the same model id behind two servers is two models.
 	Endpoint    string   `json:"endpoint"`
 	Temperature *float64 `json:"temperature,omitempty"`
-	// MaxTokens is the cap the call asks for (llm.MaxTokensCap: the spec's, or ctxlab's default where it applies),
+	// MaxTokens is the cap the call asks for (llm.MaxTokens: the spec's, or its provider's default where it applies),
 	// and ContextWindow the model's context as the endpoint reported it: the provider lowers the cap to what the
 	// context leaves beside the prompt, so the two (with the messages) decide the max_tokens sent. An answer made
 	// under another cap or window is another answer. ContextWindow is omitted when unknown, so the keys of calls to
@@ -45,15 +45,8 @@ type Request struct {
 // For is the cache request of one call of model m (the sampled model: its seed and temperature already set for the
 // sample) against endpoint.
 func For(m specs.Model, endpoint string, req llm.Request) Request {
-	maxTokens := m.MaxTokens
-	switch m.Provider {
-	case "openai":
-		maxTokens = llm.MaxTokensCap(m.MaxTokens, endpoint, req.Context)
-	case "anthropic":
-		maxTokens = llm.AnthropicMaxTokens(m.MaxTokens)
-	}
 	return Request{Provider: m.Provider, ModelID: m.ID, Endpoint: endpoint, Temperature: m.Temperature,
-		MaxTokens: maxTokens, ContextWindow: req.Context, Seed: m.Seed, Task: req.Task, Messages: req.Messages,
+		MaxTokens: llm.MaxTokens(m, endpoint, req.Context), ContextWindow: req.Context, Seed: m.Seed, Task: req.Task, Messages: req.Messages,
 		Sample: req.Sample, Tools: req.Tools}
 }
 

@@ -212,7 +212,7 @@ func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInpu
 		turnsLeft := p.MaxTurns - in.Turn
 		off := &agent.OfflineInput{Issue: inst.ProblemStatement, Gold: inst.Patch, Format: p.EditFormat,
 			TurnsLeft: turnsLeft}
-		if p.Model.Provider == "offline" {
+		if standIn(p.Model) {
 			for _, tn := range t.Turns {
 				if tn.Call != nil {
 					off.Steps = append(off.Steps, offlinetask.AgentStep{Call: *tn.Call, Result: tn.Result})

@@ -8,12 +8,9 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
-	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/respcache"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -21,31 +18,23 @@ import (
 	"ctxlab/store/cas"
 )
 
-// newProvider returns the provider of a model: the one Models.Provider gives, else defaultProvider's.
+// newProvider returns the provider of a model: the one Models.Provider gives, else its declared implementation's
+// (llm.New): the offline stand-in, the openai provider against the endpoint the environment names (OPENAI_BASE_URL,
+// OPENAI_API_KEY), the anthropic provider (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), or replay.
 func (j *job) newProvider(m specs.Model, tokenizer string) (llm.Provider, error) {
 	if p := j.env.Models.Provider; p != nil {
 		return p(m, tokenizer)
 	}
-	return defaultProvider(j.env.Log, m, tokenizer)
+	return llm.New(m, llm.WithLogger(j.env.Log), llm.WithTokenizer(tokenizer))
 }
 
-// defaultProvider returns the provider of a model: the offline stand-in, the openai provider against the endpoint
-// the environment names (OPENAI_BASE_URL, OPENAI_API_KEY), or the anthropic provider (ANTHROPIC_API_KEY,
-// ANTHROPIC_BASE_URL).
-func defaultProvider(log zerolog.Logger, m specs.Model, tokenizer string) (llm.Provider, error) {
-	switch m.Provider {
-	case "offline":
-		return offline.Provider{Tokenizer: tokenizer}, nil
-	case "openai":
-		return llm.NewOpenAI(m, llm.WithLogger(log), llm.WithTokenizer(tokenizer))
-	case "anthropic":
-		return llm.NewAnthropic(m, llm.WithLogger(log), llm.WithTokenizer(tokenizer))
-	}
-	return nil, permanentf(ErrUnsupported, "model %s: provider %q is not available in this build (anthropic, offline, openai)",
-		m.Name, m.Provider)
+// standIn reports whether m's provider is a stand-in, not a language model (specs.Provider.StandIn).
+func standIn(m specs.Model) bool {
+	p, _ := specs.ProviderOf(m)
+	return p.StandIn
 }
 
-// Prompt is declared in specs with the params that hold it (specs/params.go).
+// Prompt is declared in specs with the params that hold it (specs/kind_core.go).
 type Prompt = specs.Prompt
 
 // renderPrompt fills the prompt's templates with data.
@@ -91,15 +80,15 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		}
 		return p, err
 	}
-	// The offline stand-in is free, and it answers from data outside the prompt, so it is neither cached nor
-	// counted as spend.
-	if m.Provider == "offline" {
-		return j.callOffline(ctx, m, provider, req)
+	// A provider that is not paid (the offline stand-in, replay) calls no endpoint: its answers are neither cached
+	// nor counted as spend.
+	if p, _ := specs.ProviderOf(m); !p.Paid {
+		return j.callFree(ctx, m, provider, req)
 	}
 
 	cache := j.responseCache()
 	req.Context, req.ContextSource = j.contextWindow(ctx, cache, m)
-	creq := respcache.For(m, endpointOf(m), req)
+	creq := respcache.For(m, llm.BaseURL(m), req)
 	key := creq.Key()
 	call := runlog.Call{Instance: j.in.Instance.ID, Node: j.in.Node, Step: j.in.Step, Provider: m.Provider,
 		Model: m.Name, Key: key}
@@ -202,8 +191,8 @@ func (j *job) completePaid(ctx context.Context, p llm.Provider, m specs.Model, r
 	return resp, row, nil
 }
 
-// callOffline asks the offline stand-in.
-func (j *job) callOffline(ctx context.Context, m specs.Model, provider func() (llm.Provider, error),
+// callFree asks a provider that is not paid.
+func (j *job) callFree(ctx context.Context, m specs.Model, provider func() (llm.Provider, error),
 	req llm.Request) (llm.Response, map[string]any, error) {
 	p, err := provider()
 	if err != nil {
@@ -235,7 +224,7 @@ func (j *job) admitCall(ctx context.Context, m specs.Model, mp modelParams, req 
 		}
 	}
 	if limits.SpendUSD > 0 {
-		worst := worstCaseUSD(m, req, endpointOf(m), modelTokenizer(mp))
+		worst := worstCaseUSD(m, req, llm.BaseURL(m), modelTokenizer(mp))
 		reservation, err := j.spendCap().Reserve(ctx, limits.SpendUSD, worst)
 		var ce *limiter.CapError
 		if errors.As(err, &ce) {
@@ -261,14 +250,14 @@ func (j *job) admitCall(ctx context.Context, m specs.Model, mp modelParams, req 
 
 // usageRow is the row fields a call of model m adds: its usage, and model_served when the endpoint names another
 // model than m's id as the one that answered (a dated snapshot, a router's substitute), so the report can flag the
-// row. The offline stand-in serves no model.
+// row. A stand-in serves no model.
 func usageRow(resp llm.Response, m specs.Model) map[string]any {
 	row := map[string]any{}
 	specs.ModelCalls.Set(row, 1)
 	specs.PromptTokens.Set(row, resp.Usage.PromptTokens)
 	specs.CompletionTokens.Set(row, resp.Usage.CompletionTokens)
 	specs.CostUSD.Set(row, resp.CostUSD)
-	if m.Provider != "offline" {
+	if !standIn(m) {
 		in, cached, out := llm.CostParts(resp.Usage, m.Price)
 		specs.CachedTokens.Set(row, resp.Usage.CachedTokens)
 		specs.CacheWriteTokens.Set(row, resp.Usage.CacheWriteTokens)
@@ -276,21 +265,21 @@ func usageRow(resp llm.Response, m specs.Model) map[string]any {
 		specs.CostCachedUSD.Set(row, cached)
 		specs.CostOutputUSD.Set(row, out)
 	}
-	if m.Provider != "offline" && resp.Model != "" && resp.Model != m.ID {
+	if !standIn(m) && resp.Model != "" && resp.Model != m.ID {
 		specs.ModelServed.Set(row, resp.Model)
 	}
 	return row
 }
 
-// contextWindow is the model's context window as its endpoint reports it (llm.DiscoverWindow), remembered in the
+// contextWindow is the model's context window as its endpoint reports it (llm.ContextWindow), remembered in the
 // response cache's folder so that a re-run while the server is down computes the same cache keys; 0 when the
 // endpoint never said.
 func (j *job) contextWindow(ctx context.Context, cache respcache.Cache, m specs.Model) (int, string) {
-	if m.Provider != "openai" {
-		return 0, "" // only OpenAI-compatible servers are asked (Anthropic's answers are capped by max_tokens alone)
+	if !llm.DiscoversWindow(m) {
+		return 0, "" // its answers are capped by max_tokens alone (Anthropic's)
 	}
-	endpoint := endpointOf(m)
-	if w := llm.DiscoverWindow(ctx, m.ID); w.Tokens > 0 {
+	endpoint := llm.BaseURL(m)
+	if w := llm.ContextWindow(ctx, m); w.Tokens > 0 {
 		if old, ok := cache.Window(endpoint, m.ID); !ok || old != w {
 			if err := cache.PutWindow(endpoint, m.ID, w); err != nil {
 				j.env.Log.Warn().Err(err).Msg("could not record the model's context window")
@@ -304,17 +293,6 @@ func (j *job) contextWindow(ctx context.Context, cache respcache.Cache, m specs.
 	}
 	w, _ := cache.Window(endpoint, m.ID)
 	return w.Tokens, w.Source
-}
-
-// endpointOf is the base URL a model's calls go to, part of the cache key.
-func endpointOf(m specs.Model) string {
-	switch m.Provider {
-	case "openai":
-		return llm.BaseURLFromEnv()
-	case "anthropic":
-		return llm.AnthropicBaseURLFromEnv()
-	}
-	return ""
 }
 
 // responseCache is the run's response cache: a shared folder when one is set, else the run's content store folder.

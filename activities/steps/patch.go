@@ -44,7 +44,7 @@ func patchStep(ctx context.Context, j *job, p PatchParams) (NodeOutput, error) {
 		return NodeOutput{}, err
 	}
 	patch := recordPatch(row, resp.Text, p.Format, j.reader(ctx, m))
-	if p.Model.Provider == "offline" {
+	if standIn(p.Model) {
 		if res, err := offline.OraclePatch(inst.Patch, c); err == nil {
 			specs.OracleHunksEmitted.Set(row, res.Emitted)
 			specs.OracleHunksTotal.Set(row, res.Total)

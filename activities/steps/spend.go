@@ -3,7 +3,6 @@ package steps
 import (
 	"encoding/json"
 	"math"
-	"strings"
 	"sync"
 
 	"ctxlab/activities/api"
@@ -122,7 +121,7 @@ const unknownAnswerTokens = 32768
 func worstCaseUSD(m specs.Model, req llm.Request, endpoint, tokenizer string) float64 {
 	prompt := 0
 	margin := 4 // a quarter more
-	if strings.HasPrefix(tokenizer, specs.TokenizerAnthropic+":") {
+	if specs.MeteredTokenizer(tokenizer) {
 		// Not a count_tokens request for every reservation (it has rate limits of its own): o200k_base, and half
 		// again, a margin for Claude's tokenizer, which counts more tokens than o200k_base for most text.
 		tokenizer, margin = specs.FallbackTokenizer, 2
@@ -138,10 +137,7 @@ func worstCaseUSD(m specs.Model, req llm.Request, endpoint, tokenizer string) fl
 		b, _ := json.Marshal(t)
 		prompt += len(b) / 3
 	}
-	answer := llm.MaxTokensCap(m.MaxTokens, endpoint, req.Context)
-	if m.Provider == "anthropic" {
-		answer = llm.AnthropicMaxTokens(m.MaxTokens) // always sent: the answer can be no longer
-	}
+	answer := llm.MaxTokens(m, endpoint, req.Context) // what the call asks for: the answer can be no longer
 	if answer <= 0 {
 		answer = unknownAnswerTokens
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,8 +14,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/spf13/pflag"
 	"golang.org/x/mod/modfile"
 
@@ -479,78 +476,31 @@ func isDir(p string) bool {
 // probeTimeout bounds one request of a check.
 const probeTimeout = 15 * time.Second
 
-// checkModels checks every model a plan calls through an endpoint: GET /v1/models lists its id, and where the
-// server says its context window (llama.cpp's /props, vLLM's max_model_len), that the window holds the model's
-// max_tokens and each instance's smallest prompt (its issue text, which every prompt shows).
+// checkModels checks every model a plan calls, as its provider's check does (llm.Implementation.Check): for an
+// endpoint, that it serves the model's id (GET /v1/models), and where the server says its context window (llama.cpp's
+// /props, vLLM's max_model_len), that the window holds the model's max_tokens and each instance's smallest prompt
+// (its issue text, which every prompt shows).
 func (r *checkReport) checkModels(ctx context.Context, e *specs.Experiment, needs planNeeds,
 	instances []swebench.Instance) {
 	for _, m := range e.Models {
-		if m.Provider == "anthropic" && len(needs.methodsOf[m.Name]) > 0 {
-			r.checkAnthropic(ctx, m)
+		impl, ok := llm.Implemented(m.Provider)
+		if !ok || impl.Check == nil || len(needs.methodsOf[m.Name]) == 0 {
 			continue
 		}
-		if m.Provider != "openai" || len(needs.methodsOf[m.Name]) == 0 {
+		c := impl.Check(ctx, m, probeTimeout)
+		if c.Note != "" {
+			r.note("model %s: %s", m.Name, c.Note)
+		}
+		if c.Problem != "" {
+			r.fail("model", m.Name, c.Problem, c.Fix)
+		}
+		if !c.Served {
 			continue
 		}
-		id := m.ID
-		if id == "" {
-			id = m.Name
+		r.checked = append(r.checked, fmt.Sprintf("model %s served by %s", m.Name, c.Host))
+		if c.Window.Tokens > 0 {
+			r.checkWindow(m, c.Window, c.Count, specs.ResolveTokenizer(e, m), needs, instances)
 		}
-		ep, err := llm.EndpointFromEnv()
-		if err != nil {
-			r.fail("model", m.Name, errorMessage(err), "")
-			continue
-		}
-		client := openai.NewClient(append(ep.Options(&http.Client{Timeout: probeTimeout}),
-			option.WithMaxRetries(0))...)
-		var list modelList
-		var hres *http.Response
-		if err := client.Get(ctx, "models", nil, &list, option.WithResponseInto(&hres)); err != nil {
-			le := ep.Classify(ctx, ctx, hres, err, 0)
-			switch {
-			case le.Status == http.StatusNotFound:
-				r.note("model %s: the endpoint at %s has no /v1/models: the model id is not checked", m.Name, ep.Host)
-				continue
-			case le.Kind == llm.KindAuth:
-				r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s refuses the key (HTTP %d)", ep.Host, le.Status),
-					"export the right key in "+llm.EnvAPIKey)
-			default:
-				r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s does not answer GET /v1/models: %s", ep.Host,
-					errorMessage(le)), "start the server, or point "+llm.EnvBaseURL+" at one")
-			}
-			continue
-		}
-		if _, ok := list.find(id); !ok {
-			r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s does not serve model id %q (it serves %s)", ep.Host,
-				id, listSome(list.ids(), 10)), "set the model's id to one it serves")
-			continue
-		}
-		r.checked = append(r.checked, fmt.Sprintf("model %s served by %s", m.Name, ep.Host))
-		w := llm.DiscoverWindow(ctx, id)
-		if w.Tokens > 0 {
-			r.checkWindow(ctx, client, ep, m, w, specs.ResolveTokenizer(e, m), needs, instances)
-		}
-	}
-}
-
-// checkAnthropic checks that Anthropic's API (or the gateway ANTHROPIC_BASE_URL names) takes the key and serves the
-// model's id (GET /v1/models/{id}).
-func (r *checkReport) checkAnthropic(ctx context.Context, m specs.Model) {
-	ep, err := llm.CheckAnthropicModel(ctx, m.ID, probeTimeout)
-	switch {
-	case err == nil:
-		r.checked = append(r.checked, fmt.Sprintf("model %s served by %s", m.Name, ep.Host))
-	case err.Status == 0 && err.Kind == llm.KindAuth:
-		r.fail("model", m.Name, errorMessage(err), "")
-	case err.Kind == llm.KindAuth:
-		r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s refuses the key (HTTP %d)", ep.Host, err.Status),
-			"export the right key in "+llm.EnvAnthropicAPIKey)
-	case err.Kind == llm.KindModelNotFound:
-		r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s does not serve model id %q", ep.Host, m.ID),
-			"set the model's id to one it serves")
-	default:
-		r.fail("model", m.Name, fmt.Sprintf("the endpoint at %s does not answer GET /v1/models/%s: %s", ep.Host, m.ID,
-			errorMessage(err)), "check the network, or point "+llm.EnvAnthropicBaseURL+" at the gateway")
 	}
 }
 
@@ -561,8 +511,8 @@ func (r *checkReport) checkAnthropic(ctx context.Context, m specs.Model) {
 // max_tokens beyond the window is a note. The plan's
 // largest context beyond the window is a note too: only some prompts reach it, and their rows are context_length
 // rows.
-func (r *checkReport) checkWindow(ctx context.Context, client openai.Client, ep llm.Endpoint, m specs.Model,
-	w llm.Window, tokenizer string, needs planNeeds, instances []swebench.Instance) {
+func (r *checkReport) checkWindow(m specs.Model, w llm.Window, serverCount func(string) (int, error), tokenizer string,
+	needs planNeeds, instances []swebench.Instance) {
 	window, source, llama := w.Tokens, w.Where(), w.LlamaCpp()
 	if llama {
 		if w.Slots > 1 {
@@ -584,7 +534,10 @@ func (r *checkReport) checkWindow(ctx context.Context, client openai.Client, ep 
 			"(%s)", m.MaxTokens, window, source), "lower the model's max_tokens, or serve a larger context")
 		return
 	}
-	unit, count := issueCounter(ctx, client, ep, tokenizer, llama)
+	unit, count := tokenizer+" tokens", func(text string) (int, error) { return tokens.Count(tokenizer, text) }
+	if serverCount != nil {
+		unit, count = "tokens of the server's tokenizer", serverCount
+	}
 	var tooLong []string
 	for _, in := range instances {
 		n, err := count(in.ProblemStatement)
@@ -610,57 +563,6 @@ func (r *checkReport) checkWindow(ctx context.Context, client openai.Client, ep 
 			"may not fit, and the rows of prompts that do not are context_length rows", m.Name, window, source,
 			needs.largest, tokenizer, needs.largestMethod)
 	}
-}
-
-// issueCounter counts the tokens of an issue's text as the model reads it: with the spec's tokenizer, or a
-// llama.cpp server's own (POST /tokenize); unit names what it counts.
-func issueCounter(ctx context.Context, client openai.Client, ep llm.Endpoint, tokenizer string, llama bool) (
-	unit string, count func(text string) (int, error)) {
-	if !llama {
-		return tokenizer + " tokens", func(text string) (int, error) { return tokens.Count(tokenizer, text) }
-	}
-	return "tokens of the server's tokenizer", func(text string) (int, error) {
-		var out struct {
-			Tokens []json.RawMessage `json:"tokens"`
-		}
-		if err := client.Post(ctx, "tokenize", map[string]any{"content": text}, &out,
-			option.WithBaseURL(serverRoot(ep.Base))); err != nil {
-			return 0, err
-		}
-		return len(out.Tokens), llm.CheckTextTokens("POST /tokenize", len(out.Tokens), text)
-	}
-}
-
-// modelList is GET /v1/models as OpenAI, vLLM and llama.cpp answer it.
-type modelList struct {
-	Data []modelEntry `json:"data"`
-}
-
-type modelEntry struct {
-	ID      string   `json:"id"`
-	Aliases []string `json:"aliases"` // llama.cpp
-}
-
-func (l modelList) find(id string) (modelEntry, bool) {
-	for _, e := range l.Data {
-		if e.ID == id || slices.Contains(e.Aliases, id) {
-			return e, true
-		}
-	}
-	return modelEntry{}, false
-}
-
-func (l modelList) ids() []string {
-	var out []string
-	for _, e := range l.Data {
-		out = append(out, e.ID)
-	}
-	return out
-}
-
-// serverRoot is an OpenAI-compatible base URL without its /v1, where llama.cpp serves /props and /tokenize.
-func serverRoot(base string) string {
-	return strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1") + "/"
 }
 
 // errorMessage is an error's text without the "model call failed" frame of *llm.Error.
@@ -689,7 +591,7 @@ func (r *checkReport) checkServices(ctx context.Context, needs planNeeds) {
 		if err != nil {
 			for _, m := range methods {
 				r.fail("method", m, fmt.Sprintf("no embeddings of model %q from the endpoint (%s): %s", model,
-					llm.EnvBaseURL, errorMessage(err)), "serve embeddings there (llama-server --embeddings, "+
+					specs.OpenAI.Env.BaseURL, errorMessage(err)), "serve embeddings there (llama-server --embeddings, "+
 					"vLLM --task embed), or leave the dense methods out")
 			}
 			continue

@@ -47,16 +47,11 @@ func (r *checkReport) checkTokenizers(ctx context.Context, e *specs.Experiment) 
 	}
 }
 
-// probeTokenizer counts tokenizerProbe with the tokenizer name (scheme:id), asking within ctx.
+// probeTokenizer counts tokenizerProbe with the tokenizer name (scheme:id), asking within ctx: the counter of the
+// provider that counts with scheme.
 func probeTokenizer(ctx context.Context, scheme, id, name string) (int, error) {
-	var c tokens.Counter
-	var err error
-	switch scheme {
-	case specs.TokenizerEndpoint:
-		c, err = llm.EndpointCounter(ctx, id)
-	case specs.TokenizerAnthropic:
-		c, err = llm.AnthropicCounter(ctx, id)
-	default:
+	c, ok, err := llm.CounterFor(ctx, scheme, id)
+	if !ok {
 		c, err = tokens.For(name)
 	}
 	if err != nil {
@@ -65,18 +60,12 @@ func probeTokenizer(ctx context.Context, scheme, id, name string) (int, error) {
 	return c.Count(tokenizerProbe)
 }
 
-// endpointHost names the host a tokenizer scheme asks.
+// endpointHost names the host a tokenizer scheme asks: its provider's endpoint.
 func endpointHost(scheme string) string {
-	if scheme == specs.TokenizerAnthropic {
-		ep, err := llm.AnthropicEndpointFromEnv()
-		if err != nil {
-			return "Anthropic's API"
+	for _, n := range specs.ProviderNames() {
+		if p := specs.Providers[n]; p.Counting.Scheme == scheme {
+			return llm.Host(p)
 		}
-		return ep.Host
 	}
-	ep, err := llm.EndpointFromEnv()
-	if err != nil {
-		return llm.EnvBaseURL
-	}
-	return ep.Host
+	return scheme
 }

@@ -2,12 +2,15 @@ package offline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
 	"ctxlab/internal/offlinetask"
+	"ctxlab/specs"
 )
 
 // Name is the model name the stand-in reports in responses.
@@ -24,7 +27,17 @@ type Provider struct {
 	Tokenizer string
 }
 
-var _ llm.Provider = Provider{}
+var (
+	_ llm.Provider = Provider{}
+	_ llm.Client   = Provider{}
+)
+
+// The offline provider's implementation (specs.Offline): the stand-in, counting usage with the step's tokenizer.
+func init() {
+	llm.Register(specs.Offline, llm.Implementation{New: func(_ specs.Model, c llm.Config) (llm.Client, error) {
+		return Provider{Tokenizer: c.Tokenizer}, nil
+	}})
+}
 
 // The built-in tasks' input answers. Their prompt answers (for the fake endpoint) are registered by fakeopenai.
 func init() {
@@ -57,6 +70,18 @@ func Answer[In any](answer func(in *In, c offlinetask.Call) (string, error)) fun
 		}
 		return answer(in, c)
 	}
+}
+
+// Prepare is the stand-in's one attempt at req, which never fails in a way worth another.
+func (p Provider) Prepare(_ context.Context, req llm.Request) (llm.Attempt, *llm.Error) {
+	return llm.Attempt{Send: func(ctx context.Context) (llm.Response, *llm.Error, time.Duration) {
+		resp, err := p.Complete(ctx, req)
+		var le *llm.Error
+		if err != nil && !errors.As(err, &le) {
+			le = &llm.Error{Kind: llm.KindTimeout, Msg: "the call was cancelled", Err: err}
+		}
+		return resp, le, 0
+	}}, nil
 }
 
 // Complete answers one request.
