@@ -11,6 +11,7 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
+	_ "ctxlab/activities/llm/replay" // the replay provider's implementation
 	"ctxlab/activities/respcache"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
