@@ -100,6 +100,17 @@ func ProviderOf(m Model) (Provider, bool) {
 	return p, ok
 }
 
+// paidProviders names the paid providers, in order.
+func paidProviders() []string {
+	var paid []string
+	for _, n := range ProviderNames() {
+		if Providers[n].Paid {
+			paid = append(paid, n)
+		}
+	}
+	return paid
+}
+
 // countingProviders names the providers whose models count with tokenizer 'endpoint', and with what.
 func countingProviders() string {
 	var out []string

@@ -7,5 +7,5 @@ var Anthropic = DeclareProvider(Provider{Name: "anthropic",
 	Env: ProviderEnv{BaseURL: "ANTHROPIC_BASE_URL", DefaultBaseURL: "https://api.anthropic.com/",
 		Example: "https://api.anthropic.com", Key: "ANTHROPIC_API_KEY"},
 	NeedsID: true, Paid: true,
-	Counting: Counting{Scheme: TokenizerAnthropic, With: "Anthropic's `count_tokens`", Metered: true},
+	Counting: Counting{Scheme: "anthropic", With: "Anthropic's `count_tokens`", Metered: true},
 	Check:    "`GET /v1/models/{id}` with the key"})

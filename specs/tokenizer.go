@@ -6,12 +6,10 @@ import "strings"
 const (
 	// TokenizerModel, as the experiment's tokenizer, counts each model's rows in that model's own tokenizer.
 	TokenizerModel = "model"
-	// TokenizerEndpoint is a model's server's own tokenizer (POST /tokenize at the server's root, as llama.cpp's
-	// llama-server and vLLM serve it). Steps receive it as "endpoint:" + the model's id.
+	// TokenizerEndpoint is a model's server's own tokenizer: its provider's counting scheme (Provider.Counting; for
+	// openai, POST /tokenize at the server's root, as llama.cpp's llama-server and vLLM serve it, also named
+	// "endpoint"). Steps receive it as the scheme, ":" and the model's id.
 	TokenizerEndpoint = "endpoint"
-	// TokenizerAnthropic is the scheme TokenizerEndpoint becomes for an anthropic model: "anthropic:" + its id,
-	// counted by Anthropic's count_tokens.
-	TokenizerAnthropic = "anthropic"
 )
 
 // FallbackTokenizer is the encoding a model counts in when ctxlab knows no tokenizer of its own (an estimate, see

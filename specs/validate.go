@@ -244,8 +244,8 @@ func (v *problems) model(p string, e *Experiment, m Model) {
 			v.add(p+"."+field, m.Name, "%s", problem)
 		}
 	} else if m.Replays != "" {
-		v.add(p+".replays", m.Name, "model %q: replays is for a %s model, not a %s one", m.Name, Replay.Name,
-			m.Provider)
+		v.add(p+".replays", m.Name, "model %q: replays is only for a %s model (its provider is %s)", m.Name,
+			Replay.Name, m.Provider)
 	}
 	if m.MaxTokens < 0 {
 		v.add(p+".max_tokens", "", "max_tokens %d is negative", m.MaxTokens)
@@ -350,6 +350,10 @@ func (v *problems) limits(l Limits) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(l.Providers)) {
 		pl := l.Providers[name]
+		if p, ok := Providers[name]; !ok || !p.Paid {
+			v.add("limits.providers."+name, "", "no paid provider is named %q: limits bound the calls of %s",
+				name, list(paidProviders()))
+		}
 		if pl.RPS < 0 || math.IsNaN(pl.RPS) {
 			v.add("limits.providers."+name+".rps", "", "rps %v must be positive, or 0 for unlimited", pl.RPS)
 		}

@@ -98,6 +98,26 @@ func TestValidate(t *testing.T) {
 			"models[0].id", "gpt", false, 0, `openai model "gpt" needs an id`},
 		{"anthropic without id", func(e *Experiment) { e.Models[0] = Model{Name: "claude", Provider: "anthropic"} },
 			"models[0].id", "claude", false, 0, `anthropic model "claude" needs an id`},
+		{"replay of nothing", func(e *Experiment) { e.Models[0] = Model{Name: "gpt", Provider: "replay", ID: "gpt"} },
+			"models[0].replays", "gpt", false, 0, `a replay model names the provider whose recorded answers it serves ` +
+				`(replays: anthropic, openai), not ""`},
+		{"replay of the stand-in", func(e *Experiment) {
+			e.Models[0] = Model{Name: "gpt", Provider: "replay", Replays: "offline", ID: "gpt"}
+		}, "models[0].replays", "gpt", false, 0, `(replays: anthropic, openai), not "offline"`},
+		{"replay without id", func(e *Experiment) {
+			e.Models[0] = Model{Name: "gpt", Provider: "replay", Replays: "openai"}
+		}, "models[0].id", "gpt", false, 0, `replay model "gpt" needs an id`},
+		{"replays on a model that replays nothing", func(e *Experiment) { e.Models[0].Replays = "openai" },
+			"models[0].replays", "offline", false, 0, `model "offline": replays is only for a replay model (its provider is offline)`},
+		{"replay counting with its server", func(e *Experiment) {
+			e.Models[0] = Model{Name: "gpt", Provider: "replay", Replays: "openai", ID: "gpt", Tokenizer: "endpoint"}
+		}, "models[0].tokenizer", "gpt", false, 0, `tokenizer "endpoint" needs a server that tokenizes (provider ` +
+			"anthropic (Anthropic's `count_tokens`), provider openai (the server's `POST /tokenize`: llama.cpp, vLLM)); " +
+			`provider "replay" has none`},
+		{"limits of a provider that is not paid", func(e *Experiment) {
+			e.Limits.Providers = map[string]ProviderLimit{"offline": {RPS: 1}}
+		}, "limits.providers.offline", "", false, 0, `no paid provider is named "offline": limits bound the calls of ` +
+			"anthropic, openai"},
 		{"negative cached price", func(e *Experiment) { e.Models[0].Price.CachedInput = -0.5 },
 			"models[0].price.cached_input", "offline", false, 0, "price.cached_input -0.5 must be 0 or more"},
 		{"bad tokenizer", func(e *Experiment) { e.Tokenizer = "gpt2" }, "tokenizer", "gpt2", false, 0,

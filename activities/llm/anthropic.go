@@ -26,7 +26,7 @@ import (
 // servers' do (errorshape.go). The config's tokenizer estimates whether a prefix is long enough to mark for the
 // prompt cache.
 func init() {
-	Register(specs.Anthropic, Implementation{New: newAnthropic, Usage: anthropicUsage, Errors: openAICompatibleErrors,
+	Register(specs.Anthropic, Implementation{New: newAnthropic, Usage: anthropicUsage, Errors: OpenAICompatibleErrors,
 		MaxTokens: func(specMax int, _ string, _ int) int { return AnthropicMaxTokens(specMax) },
 		Counter:   AnthropicCounter, Check: checkAnthropic})
 }
@@ -54,7 +54,7 @@ type anthropicMessages struct {
 }
 
 func newAnthropic(m specs.Model, cfg Config) (Client, error) {
-	ep, err := readEndpoint(specs.Anthropic)
+	ep, err := ReadEndpoint(specs.Anthropic)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (p *anthropicMessages) Prepare(_ context.Context, req Request) (Attempt, *E
 		return Attempt{}, perr
 	}
 	return Attempt{Send: func(ctx context.Context) (Response, *Error, time.Duration) {
-		return p.ep.exchange(ctx, p.cfg.CallTimeout, p.model.Price, p.send(req.Task, params))
+		return p.ep.Exchange(ctx, p.cfg.CallTimeout, p.model.Price, p.send(req.Task, params))
 	}}, nil
 }
 
@@ -227,8 +227,8 @@ func (p *anthropicMessages) estimate(text string) int {
 }
 
 // send is one Messages API call through the SDK.
-func (p *anthropicMessages) send(task string, params anthropic.MessageNewParams) func(context.Context, **http.Response) (reply, error) {
-	return func(actx context.Context, hres **http.Response) (reply, error) {
+func (p *anthropicMessages) send(task string, params anthropic.MessageNewParams) func(context.Context, **http.Response) (Reply, error) {
+	return func(actx context.Context, hres **http.Response) (Reply, error) {
 		ropts := []aoption.RequestOption{aoption.WithResponseInto(hres), aoption.WithMiddleware(
 			func(r *http.Request, next aoption.MiddlewareNext) (*http.Response, error) {
 				return capAnswer(r, option.MiddlewareNext(next))
@@ -243,14 +243,14 @@ func (p *anthropicMessages) send(task string, params anthropic.MessageNewParams)
 		res, err := p.messages.New(actx, params, ropts...)
 		switch {
 		case err != nil:
-			return reply{}, err
+			return Reply{}, err
 		case res == nil:
-			return reply{missing: "the endpoint sent no message"}, nil
+			return Reply{Missing: "the endpoint sent no message"}, nil
 		case len(res.Content) == 0 && res.StopReason == "":
 			// An error inside a 200 body, or a message with nothing in it: billed for what it reports, and retried.
-			return reply{body: []byte(res.RawJSON()), missing: "the message has no content"}, nil
+			return Reply{Body: []byte(res.RawJSON()), Missing: "the message has no content"}, nil
 		}
-		return reply{body: []byte(res.RawJSON()), text: anthropicAnswer(res.Content), model: string(res.Model)}, nil
+		return Reply{Body: []byte(res.RawJSON()), Text: anthropicAnswer(res.Content), Model: string(res.Model)}, nil
 	}
 }
 
@@ -286,7 +286,7 @@ func anthropicAnswer(blocks []anthropic.ContentBlockUnion) string {
 // resolves aliases such as claude-opus-4-1) with the key in ANTHROPIC_API_KEY: a missing or refused key, an id it
 // does not serve and an endpoint that does not answer are problems. Nothing it says holds the key.
 func checkAnthropic(ctx context.Context, m specs.Model, timeout time.Duration) ModelCheck {
-	ep, err := readEndpoint(specs.Anthropic)
+	ep, err := ReadEndpoint(specs.Anthropic)
 	if err != nil {
 		return ModelCheck{Problem: errorText(err)}
 	}
@@ -315,7 +315,7 @@ func checkAnthropic(ctx context.Context, m specs.Model, timeout time.Duration) M
 // one-character message less one, is taken off. Answers are cached by (endpoint, model, text digest), as the
 // openai scheme's are.
 func AnthropicCounter(ctx context.Context, id string) (tokens.Counter, error) {
-	ep, err := readEndpoint(specs.Anthropic)
+	ep, err := ReadEndpoint(specs.Anthropic)
 	if err != nil {
 		return nil, err
 	}

@@ -34,11 +34,21 @@ type Endpoint struct {
 
 // EndpointFromEnv is the OpenAI-compatible endpoint the environment names (the openai provider's), which chat
 // completions and embeddings share.
-func EndpointFromEnv() (Endpoint, error) { return readEndpoint(specs.OpenAI) }
+func EndpointFromEnv() (Endpoint, error) { return ReadEndpoint(specs.OpenAI) }
 
-// readEndpoint reads the base URL (default the declaration's) and the key of provider p from the variables its
+// EndpointOf is the endpoint of model m's provider (ReadEndpoint).
+func EndpointOf(m specs.Model) (Endpoint, error) {
+	p, ok := specs.ProviderOf(m)
+	if !ok || p.Env.BaseURL == "" {
+		return Endpoint{}, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("model %s: provider %q calls no endpoint",
+			m.Name, m.Provider)}
+	}
+	return ReadEndpoint(p)
+}
+
+// ReadEndpoint reads the base URL (default the declaration's) and the key of provider p from the variables its
 // declaration names. A missing key is a KindAuth error unless p lets a server on a loopback host run without one.
-func readEndpoint(p specs.Provider) (Endpoint, error) {
+func ReadEndpoint(p specs.Provider) (Endpoint, error) {
 	v := p.Env
 	base := strings.TrimSpace(os.Getenv(v.BaseURL))
 	key := strings.TrimSpace(os.Getenv(v.Key))
@@ -72,21 +82,21 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// reply is what one attempt's SDK call gave, in the terms every provider's answer is read in.
-type reply struct {
-	body        []byte // the answer's JSON: its usage, or an error sent with a 200
-	text, model string
-	// missing, when set, says what the answer lacks to be one (no choices, no content): the attempt failed, billed
+// Reply is what one attempt's SDK call gave, in the terms every provider's answer is read in.
+type Reply struct {
+	Body        []byte // the answer's JSON: its usage, or an error sent with a 200
+	Text, Model string
+	// Missing, when set, says what the answer lacks to be one (no choices, no content): the attempt failed, billed
 	// for the usage its body reports.
-	missing string
+	Missing string
 }
 
-// exchange makes one attempt through a provider's SDK (send, which records the HTTP response in hres and sends the
+// Exchange makes one attempt through a provider's SDK (send, which records the HTTP response in hres and sends the
 // call's task in TaskHeader) and reads what came back as the provider's declaration says: its error shapes, its
 // usage reader. It returns the answer priced with price, or the failure and the wait the endpoint asked for (0:
 // none). An answer is scrubbed too: an endpoint may echo the key in it, and answers are cached and stored.
-func (e Endpoint) exchange(ctx context.Context, timeout time.Duration, price specs.Price,
-	send func(actx context.Context, hres **http.Response) (reply, error)) (Response, *Error, time.Duration) {
+func (e Endpoint) Exchange(ctx context.Context, timeout time.Duration, price specs.Price,
+	send func(actx context.Context, hres **http.Response) (Reply, error)) (Response, *Error, time.Duration) {
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var hres *http.Response
@@ -97,30 +107,30 @@ func (e Endpoint) exchange(ctx context.Context, timeout time.Duration, price spe
 	if err != nil {
 		return Response{}, e.Classify(ctx, actx, hres, err, timeout), retryAfter(hres)
 	}
-	if rep.missing != "" {
-		paid, _ := e.wire.Usage(rep.body) // impossible usage is no money
+	if rep.Missing != "" {
+		paid, _ := e.wire.Usage(rep.Body) // impossible usage is no money
 		// An error sent with 200 (OpenAI's insufficient_quota among them) is classified as if sent with its
 		// status: a quota error is not retried as a broken answer.
-		if st, kind, em, ok := e.bodyError(statusOf(hres), rep.body); ok {
-			return Response{}, &Error{Kind: kind, Status: st, Msg: e.Scrub(rep.missing + ": " + em), Paid: paid}, 0
+		if st, kind, em, ok := e.bodyError(statusOf(hres), rep.Body); ok {
+			return Response{}, &Error{Kind: kind, Status: st, Msg: e.Scrub(rep.Missing + ": " + em), Paid: paid}, 0
 		}
-		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: e.Scrub(rep.missing), Paid: paid}, 0
+		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: e.Scrub(rep.Missing), Paid: paid}, 0
 	}
 	// Usage is money: counts that cannot be real make the answer a broken one (retried), never a negative or
 	// absurd cost.
-	u, uerr := e.wire.Usage(rep.body)
+	u, uerr := e.wire.Usage(rep.Body)
 	if uerr != nil {
 		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: e.Scrub(
 			"the endpoint reported impossible usage: " + uerr.Error())}, 0
 	}
-	return Response{Text: e.ScrubText(rep.text), Usage: u, CostUSD: Cost(u, price), Model: e.ScrubText(rep.model)}, nil, 0
+	return Response{Text: e.ScrubText(rep.Text), Usage: u, CostUSD: Cost(u, price), Model: e.ScrubText(rep.Model)}, nil, 0
 }
 
 // errorShape is the endpoint's error shapes: its provider's, or the OpenAI-compatible ones for an endpoint read
 // without a provider.
 func (e Endpoint) errorShape() ErrorShape {
 	if e.wire.Errors.Fields == nil || e.wire.Errors.Kind == nil {
-		return openAICompatibleErrors
+		return OpenAICompatibleErrors
 	}
 	return e.wire.Errors
 }

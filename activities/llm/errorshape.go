@@ -12,8 +12,8 @@ import (
 // real bodies): the kind of a failure is read from the status, the error's code and type, and its message.
 // Anthropic's API sends its errors in the same shapes ({"type": "error", "error": {"type", "message"}}).
 
-// openAICompatibleErrors are the error shapes of OpenAI-compatible servers and of Anthropic's API.
-var openAICompatibleErrors = ErrorShape{Fields: errorFields, Kind: kindOf}
+// OpenAICompatibleErrors are the error shapes of OpenAI-compatible servers and of Anthropic's API.
+var OpenAICompatibleErrors = ErrorShape{Fields: errorFields, Kind: kindOf}
 
 // errorFields reads the code, type and message of an error body in the shapes OpenAI-compatible servers use:
 // {"error": {"message", "type", "code"}}, {"error": "text"}, {"message": ...}, {"detail": ...}, or plain text.

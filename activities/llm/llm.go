@@ -1,8 +1,10 @@
-// Package llm is the one interface every model provider implements. A provider answers a chat request with text
-// and its token usage; the activities build prompts and parse answers, so every provider goes through the same
-// prompt and parsing code. Providers: openai (this package, any OpenAI-compatible endpoint), anthropic (this
-// package, Anthropic's Messages API) and offline (activities/llm/offline, a deterministic stand-in that is not a
-// language model).
+// Package llm is the one interface every model provider implements, and their registry. A provider answers a chat
+// request with text and its token usage; the activities build prompts and parse answers, so every provider goes
+// through the same prompt and parsing code. Each provider is declared in specs (specs/provider_NAME.go) and its
+// implementation registered here against the declaration (Register): openai (openai.go, any OpenAI-compatible
+// endpoint), anthropic (anthropic.go, Anthropic's Messages API), offline (activities/llm/offline, a deterministic
+// stand-in that is not a language model) and replay (activities/llm/replay, a finished run's recorded answers). New
+// puts every client behind the one retry loop (retry.go).
 package llm
 
 import (

@@ -55,6 +55,12 @@ func tokenCount(name string, raw json.RawMessage, most int) (int, error) {
 	return int(f), nil
 }
 
+// UsageCount reads one token count of a call's usage as an endpoint sent it (name says where): absent or null is 0;
+// anything but a whole number from 0 to maxUsageTokens is refused. A provider's usage reader reads its counts with it.
+func UsageCount(name string, raw json.RawMessage) (int, error) {
+	return tokenCount(name, raw, maxUsageTokens)
+}
+
 // usageOf reads a completion's usage from its body, refusing counts that cannot be real: negative, not a whole
 // number, not a number at all, or above maxUsageTokens. A body without usage reports none (0, 0).
 func usageOf(body []byte) (Usage, error) {

@@ -25,7 +25,7 @@ import (
 // timeouts, broken connections and malformed bodies again. Its context window (window.go), the shared context of a
 // llama.cpp server's slots (capacity.go), its tokenizer (tokenize.go) and native tools (tools.go) live beside it.
 func init() {
-	Register(specs.OpenAI, Implementation{New: newOpenAI, Usage: usageOf, Errors: openAICompatibleErrors,
+	Register(specs.OpenAI, Implementation{New: newOpenAI, Usage: usageOf, Errors: OpenAICompatibleErrors,
 		MaxTokens: MaxTokensCap, Window: DiscoverWindow, Counter: EndpointCounter, Check: checkOpenAI})
 }
 
@@ -41,7 +41,7 @@ type openAIClient struct {
 }
 
 func newOpenAI(m specs.Model, cfg Config) (Client, error) {
-	ep, err := readEndpoint(specs.OpenAI)
+	ep, err := ReadEndpoint(specs.OpenAI)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (p *openAIClient) Prepare(ctx context.Context, req Request) (Attempt, *Erro
 		slots.shared = sharedContextOf(p.ep.Base)
 	}
 	return Attempt{slots: slots, Send: func(ctx context.Context) (Response, *Error, time.Duration) {
-		return p.ep.exchange(ctx, p.cfg.CallTimeout, p.model.Price, p.send(req.Task, params))
+		return p.ep.Exchange(ctx, p.cfg.CallTimeout, p.model.Price, p.send(req.Task, params))
 	}}, nil
 }
 
@@ -131,8 +131,8 @@ func (p *openAIClient) params(ctx context.Context, req Request) (params openai.C
 }
 
 // send is one chat completion through the SDK.
-func (p *openAIClient) send(task string, params openai.ChatCompletionNewParams) func(context.Context, **http.Response) (reply, error) {
-	return func(actx context.Context, hres **http.Response) (reply, error) {
+func (p *openAIClient) send(task string, params openai.ChatCompletionNewParams) func(context.Context, **http.Response) (Reply, error) {
+	return func(actx context.Context, hres **http.Response) (Reply, error) {
 		ropts := []option.RequestOption{option.WithResponseInto(hres), option.WithMiddleware(capAnswer)}
 		if task != "" {
 			ropts = append(ropts, option.WithHeader(TaskHeader, task))
@@ -140,20 +140,20 @@ func (p *openAIClient) send(task string, params openai.ChatCompletionNewParams) 
 		res, err := p.chat.New(actx, params, ropts...)
 		switch {
 		case err != nil:
-			return reply{}, err
+			return Reply{}, err
 		case res == nil:
-			return reply{missing: "the completion has no choices"}, nil
+			return Reply{Missing: "the completion has no choices"}, nil
 		case len(res.Choices) == 0:
-			return reply{body: []byte(res.RawJSON()), missing: "the completion has no choices"}, nil
+			return Reply{Body: []byte(res.RawJSON()), Missing: "the completion has no choices"}, nil
 		}
-		return reply{body: []byte(res.RawJSON()), text: answerWithToolCalls(res.Choices[0].Message), model: res.Model}, nil
+		return Reply{Body: []byte(res.RawJSON()), Text: answerWithToolCalls(res.Choices[0].Message), Model: res.Model}, nil
 	}
 }
 
 // checkOpenAI asks the endpoint whether it serves m's id (GET /v1/models) and how large its context is, with a
 // count of a text in the server's own tokens where the server is llama.cpp (POST /tokenize).
 func checkOpenAI(ctx context.Context, m specs.Model, timeout time.Duration) ModelCheck {
-	ep, err := readEndpoint(specs.OpenAI)
+	ep, err := ReadEndpoint(specs.OpenAI)
 	if err != nil {
 		return ModelCheck{Problem: errorText(err)}
 	}

@@ -14,9 +14,9 @@ import (
 type attemptFunc func(ctx context.Context) (Response, *Error, time.Duration)
 
 // retryLoop is one Complete's attempts, the one loop every provider's calls go through (New puts each client behind
-// it): 429, 5xx, timeouts and broken answers are tried again (up to cfg.Attempts in all, with backoff or the endpoint's Retry-After), every other failure ends the call,
-// what failed attempts were billed is added to the call's cost, and a server error that repeats unchanged is not
-// waited out as an outage.
+// it): 429, 5xx, timeouts and broken answers are tried again (up to cfg.Attempts in all, with backoff or the
+// endpoint's Retry-After), every other failure ends the call, what failed attempts were billed is added to the call's
+// cost, and a server error that repeats unchanged is not waited out as an outage.
 type retryLoop struct {
 	cfg   Config
 	model specs.Model
