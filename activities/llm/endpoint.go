@@ -108,7 +108,7 @@ func (e Endpoint) Exchange(ctx context.Context, timeout time.Duration, price spe
 		return Response{}, e.Classify(ctx, actx, hres, err, timeout), retryAfter(hres)
 	}
 	if rep.Missing != "" {
-		paid, _ := e.wire.Usage(rep.Body) // impossible usage is no money
+		paid, _ := e.usage(rep.Body) // impossible usage is no money
 		// An error sent with 200 (OpenAI's insufficient_quota among them) is classified as if sent with its
 		// status: a quota error is not retried as a broken answer.
 		if st, kind, em, ok := e.bodyError(statusOf(hres), rep.Body); ok {
@@ -118,12 +118,21 @@ func (e Endpoint) Exchange(ctx context.Context, timeout time.Duration, price spe
 	}
 	// Usage is money: counts that cannot be real make the answer a broken one (retried), never a negative or
 	// absurd cost.
-	u, uerr := e.wire.Usage(rep.Body)
+	u, uerr := e.usage(rep.Body)
 	if uerr != nil {
 		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: e.Scrub(
 			"the endpoint reported impossible usage: " + uerr.Error())}, 0
 	}
 	return Response{Text: e.ScrubText(rep.Text), Usage: u, CostUSD: Cost(u, price), Model: e.ScrubText(rep.Model)}, nil, 0
+}
+
+// usage reads an answer's usage with its provider's reader, or as OpenAI-compatible servers report it for an
+// endpoint read without a provider.
+func (e Endpoint) usage(body []byte) (Usage, error) {
+	if e.wire.Usage == nil {
+		return usageOf(body)
+	}
+	return e.wire.Usage(body)
 }
 
 // errorShape is the endpoint's error shapes: its provider's, or the OpenAI-compatible ones for an endpoint read

@@ -88,15 +88,23 @@ var (
 )
 
 // Register makes impl the implementation of the declared provider p, and its Counter the tokenizer scheme p's
-// Counting names. It panics when p is not declared, is registered twice, or declares a counting scheme impl does
-// not count with. The returned function undoes it, for a provider a test declares.
+// Counting names. It panics when p is not declared, is registered twice, or declares what impl does not do (a
+// counting scheme, a window discovery, a check) or the other way round. The returned function undoes it, for a
+// provider a test declares.
 func Register(p specs.Provider, impl Implementation) (unregister func()) {
 	if d, ok := specs.Providers[p.Name]; !ok || d.Name != p.Name {
 		panic("llm: provider " + p.Name + " is not declared (specs.DeclareProvider)")
 	}
-	if impl.New == nil || (p.Counting.Scheme != "") != (impl.Counter != nil) {
-		panic("llm: provider " + p.Name + ": an implementation needs New, and a Counter exactly when its " +
-			"declaration counts (Counting.Scheme)")
+	switch {
+	case impl.New == nil:
+		panic("llm: provider " + p.Name + ": an implementation needs New")
+	case p.Paid && impl.Usage == nil:
+		panic("llm: provider " + p.Name + ": a paid provider's answers are priced by their usage: it needs Usage")
+	case (p.Counting.Scheme != "") != (impl.Counter != nil), (p.Window != "") != (impl.Window != nil),
+		(p.Check != "") != (impl.Check != nil):
+		// The declaration says what the docs' table shows: the implementation does exactly that.
+		panic("llm: provider " + p.Name + ": a Counter, Window and Check exactly when the declaration says " +
+			"(Counting.Scheme, Window, Check)")
 	}
 	implementationsMu.Lock()
 	defer implementationsMu.Unlock()
