@@ -181,10 +181,32 @@ func framingTokens(n int) *Error {
 	return nil
 }
 
+// CheckUsage holds every count of a usage, whoever read it (a provider's reader, a recorded answer), to what a
+// call can report: 0 to maxUsageTokens each, the prompt's cache reads and writes part of the prompt.
+func CheckUsage(u Usage) error {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"prompt_tokens", u.PromptTokens}, {"completion_tokens", u.CompletionTokens},
+		{"cached_tokens", u.CachedTokens}, {"cache_write_tokens", u.CacheWriteTokens}} {
+		if c.n < 0 || c.n > maxUsageTokens {
+			return fmt.Errorf("%s is %d: a token count is a whole number from 0 to %d", c.name, c.n, maxUsageTokens)
+		}
+	}
+	if u.CachedTokens+u.CacheWriteTokens > u.PromptTokens {
+		return fmt.Errorf("%d cached and %d cache-write tokens, more than the %d prompt tokens they are part of",
+			u.CachedTokens, u.CacheWriteTokens, u.PromptTokens)
+	}
+	return nil
+}
+
 // checkUsage holds a call's usage against what was sent and what came back: the prompt's tokens against the
 // request's text (its messages and tools), the answer's against the answer. Only a floor is held for the answer:
 // reasoning tokens count beside it, unseen. An answer that fails is no money (usage that cannot be real).
 func checkUsage(u Usage, req Request, answer string) *Error {
+	if err := CheckUsage(u); err != nil {
+		return &Error{Kind: KindBadResponse, Msg: "the endpoint reported impossible usage: " + err.Error()}
+	}
 	sent := 0
 	for _, m := range req.Messages {
 		sent += len(m.Content)

@@ -192,3 +192,16 @@ func TestServerPromptCountIsChecked(t *testing.T) {
 			err, completions.Load())
 	}
 }
+
+// TestCheckUsage: a usage from any reader is held to what a call can report.
+func TestCheckUsage(t *testing.T) {
+	for _, u := range []Usage{{PromptTokens: -1}, {CompletionTokens: -1}, {PromptTokens: 10, CachedTokens: -1},
+		{PromptTokens: 10, CachedTokens: 8, CacheWriteTokens: 3}, {PromptTokens: maxUsageTokens + 1}} {
+		if CheckUsage(u) == nil {
+			t.Errorf("%+v passes", u)
+		}
+	}
+	if err := CheckUsage(Usage{PromptTokens: 10, CompletionTokens: 5, CachedTokens: 6, CacheWriteTokens: 4}); err != nil {
+		t.Errorf("a real usage: %v", err)
+	}
+}

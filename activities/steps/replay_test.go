@@ -89,6 +89,21 @@ func TestReplayServesTheRecordedAnswers(t *testing.T) {
 		t.Fatalf("the replay asked the model %d times", srv.Calls()-calls)
 	}
 
+	// A recorded answer whose usage cannot be real (a shared folder's) is refused, not priced.
+	sampled := sampleModel(mp.Model, 0, nil)
+	windowed := asked[2]
+	windowed.Context = 8192
+	creq := respcache.For(sampled, hs.URL+"/v1", windowed)
+	forged := want[2].resp
+	forged.Usage.CachedTokens = -1000
+	if err := respcache.Open(runfolder.CAS(recorded)).Put(creq.Key(), creq, forged); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := replayJob(t, t.TempDir()).callModel(context.Background(), rp, asked[2]); !errors.As(err, &se) ||
+		se.Type != "bad_input" || !strings.Contains(se.Message, "usage that cannot be real") {
+		t.Fatalf("a recorded answer of impossible usage: %v", err)
+	}
+
 	t.Setenv(specs.Replay.Env.Folder, "")
 	if _, _, err := replaying.callModel(context.Background(), rp, asked[0]); err == nil ||
 		!strings.Contains(err.Error(), specs.Replay.Env.Folder+" is not set") {

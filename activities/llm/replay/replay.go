@@ -89,6 +89,11 @@ func (c client) answer(req llm.Request) (llm.Response, *llm.Error) {
 			req.Sample, len(req.Messages), messageBytes(req), c.recorded.Provider, c.recorded.ID, c.endpoint, key)}
 	}
 	resp := e.Response.Scrubbed()
+	if err := llm.CheckUsage(resp.Usage); err != nil {
+		// A recorded file, not an endpoint: asking again reads the same.
+		return llm.Response{}, &llm.Error{Kind: errkind.BadInput, Msg: fmt.Sprintf("the recorded run in %s "+
+			"answered this request (response cache key %s) with usage that cannot be real: %v", c.dir, key, err)}
+	}
 	resp.CostUSD = llm.Cost(resp.Usage, c.recorded.Price)
 	return resp, nil
 }
