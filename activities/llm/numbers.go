@@ -187,10 +187,11 @@ func CheckUsage(u Usage) error {
 	for _, c := range []struct {
 		name string
 		n    int
-	}{{"prompt_tokens", u.PromptTokens}, {"completion_tokens", u.CompletionTokens},
-		{"cached_tokens", u.CachedTokens}, {"cache_write_tokens", u.CacheWriteTokens}} {
+	}{{"prompt", u.PromptTokens}, {"answer", u.CompletionTokens}, {"cache reads", u.CachedTokens},
+		{"cache writes", u.CacheWriteTokens}} {
 		if c.n < 0 || c.n > maxUsageTokens {
-			return fmt.Errorf("%s is %d: a token count is a whole number from 0 to %d", c.name, c.n, maxUsageTokens)
+			return fmt.Errorf("%d tokens of %s: a token count is a whole number from 0 to %d", c.n, c.name,
+				maxUsageTokens)
 		}
 	}
 	if u.CachedTokens+u.CacheWriteTokens > u.PromptTokens {
