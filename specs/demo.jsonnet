@@ -7,6 +7,8 @@
 //   starter run specs/demo.jsonnet --ext-str model=anthropic \
 //       --ext-str anthropic_model=claude-haiku-4-5                  # Anthropic's API (ANTHROPIC_API_KEY)
 //   ... --ext-str openai_tokenizer=endpoint                         # budgets in the server's own tokens
+//   ... --ext-str replay=true --runs OTHER                          # a finished run's answers, asking no model
+//                                                                    # (CTXLAB_REPLAY_DIR: its run folder)
 local ctxlab = import 'ctxlab.libsonnet';
 
 local model = ctxlab.ext('model', 'offline');
@@ -18,10 +20,13 @@ local tokenizer = ctxlab.ext('tokenizer', null);
 // tokens: CQ2-CARE's, as in the paper.
 local baselines = (import 'paper_baselines.libsonnet')(ctxlab, ctxlab.methods.cq2care, offline_only=true);
 
+// replay=true: the model's answers in the finished run CTXLAB_REPLAY_DIR names (docs/models.md, Replay).
+local replayed(m) = if ctxlab.ext('replay', 'false') == 'true' then ctxlab.models.replay(m) else m;
+
 ctxlab.experiment({
   name: 'demo',
   dataset: ctxlab.datasets.demo,
-  models: [
+  models: [replayed(
     if model == 'offline' then ctxlab.models.offline
     else if model == 'openai' then ctxlab.models.openai(ctxlab.ext('openai_model', 'gpt-4o-mini'),
                                                         tokenizer=ctxlab.ext('openai_tokenizer', null))
@@ -32,8 +37,8 @@ ctxlab.experiment({
                                                                 cached_input: 0.1,
                                                                 cache_write: 1.25,
                                                               })
-    else error "ext var model must be 'offline', 'openai' or 'anthropic', got '%s'" % model,
-  ],
+    else error "ext var model must be 'offline', 'openai' or 'anthropic', got '%s'" % model
+  )],
   methods: [ctxlab.methods.no_source, ctxlab.methods.oracle_files, ctxlab.methods.cq2care] + ctxlab.cq2care.ablations
            // The agent gathers its own context with read-only tools, its tool output capped at CQ2-CARE's tokens.
            + [ctxlab.baselines.fitted(ctxlab.methods.agent(), ctxlab.methods.cq2care)]

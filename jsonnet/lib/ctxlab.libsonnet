@@ -168,7 +168,7 @@ local catalog_defaults = std.native('ctxlab_defaults')();
     // replay(model): the answers a finished run received from model (an openai or anthropic model as above), read
     // from that run's response cache (CTXLAB_REPLAY_DIR: its run folder, or the --cache folder it used); it calls no
     // model, and a request the run never asked fails its step, naming the request. docs/models.md.
-    replay(model):: model + { provider: 'replay', replays: model.provider },
+    replay(model):: model { provider: 'replay', replays: model.provider },
   },
 
   // Datasets. file is relative to the spec's folder; repos is a template with {repo}, {owner}, {name} and
