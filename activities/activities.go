@@ -158,6 +158,7 @@ func (a *Activities) Functions() map[string]any {
 		LoadPlanName:    a.LoadPlan,
 		RecordName:      a.Record,
 		SummarizeName:   a.Summarize,
+		StoreRowsName:   a.StoreRows,
 	}
 	for _, kind := range steps.Kinds() {
 		fns[kind] = a.kindActivity(kind)

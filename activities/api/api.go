@@ -18,6 +18,9 @@ const (
 	LoadPlanName    = "ctxlab.load_plan"
 	RecordName      = "ctxlab.record"
 	SummarizeName   = "ctxlab.summarize"
+	// StoreRowsName stores an issue's rows in the run's content store, for the starter that watches the sweep to
+	// write (RecordName and SummarizeName wrote them into the run folder of whichever cpu worker ran them).
+	StoreRowsName = "ctxlab.store_rows"
 )
 
 // InstanceRef points at one dataset row stored in the run's content store.
@@ -63,6 +66,13 @@ type LoadPlanInput struct {
 type RecordInput struct {
 	Run  string        `json:"run"`
 	Rows []results.Row `json:"rows"`
+}
+
+// IssueRows points at the rows an Issue workflow stored (StoreRowsName): a JSON array of results.Row in the run's
+// content store.
+type IssueRows struct {
+	Instance string  `json:"instance"`
+	Rows     cas.Ref `json:"rows"`
 }
 
 // SummarizeInput names a run and the order of its methods.

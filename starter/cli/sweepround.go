@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -51,6 +52,7 @@ type sweepRound struct {
 	hash       string
 	acts       *activities.Activities
 	conn       *connection
+	collector  *rowCollector
 }
 
 // roundExit ends a round before its sweep ends: the round prints lines on stderr and exits with code.
@@ -263,6 +265,11 @@ func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 		return nil, false, starterFailed(exitCodeOf(err), r.explainConflict(err))
 	}
 	r.log.Info().Str("workflow", run.GetID()).Msg(how)
+	store, err := r.acts.Store(r.e.Name)
+	if err != nil {
+		return nil, false, starterFailed(exitFail, err)
+	}
+	r.collector = newRowCollector(r.conn.client, run.GetID(), store, r.runDir)
 	resumed = how == attachedHow && !r.conn.attached && r.o.retryOnly == nil
 	if !repaired {
 		repair() // a torn results.jsonl
@@ -286,6 +293,8 @@ type sweepEnd struct {
 	ownerGone bool
 	diskFull  *error
 	paused    *progressEvent
+	// rowsErr is the failure to write the finished sweep's stored rows into results.jsonl.
+	rowsErr error
 }
 
 // wait shows the sweep's progress until it ends, the owner's server goes away, the disk fills up or every running
@@ -301,12 +310,15 @@ func (r *sweepRound) wait(run client.WorkflowRun) sweepEnd {
 	go watchDisk(getCtx, r.runDir, func(err error) { diskFull.Store(&err); stopGet() })
 	guard := &pauseGuard{stop: stopGet}
 	done := make(chan struct{})
-	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), r.runDir, len(r.plan.Arms)),
+	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), r.runDir, len(r.plan.Arms), r.collector),
 		progressDisplay(r.o, r.stderr, r.console), guard, done)
 	var end sweepEnd
 	end.err = run.Get(getCtx, &end.res)
 	close(done)
 	<-watched
+	if end.err == nil {
+		end.rowsErr = r.collector.finish(r.ctx, end.res.Rows)
+	}
 	end.ownerGone, end.diskFull, end.paused = ownerGone.Load(), diskFull.Load(), guard.hit
 	return end
 }
@@ -361,10 +373,24 @@ func (r *sweepRound) stopped(end sweepEnd) (code int, stopped bool) {
 	return 0, false
 }
 
-// finished says how the sweep ended (or that it was interrupted or failed) and returns the exit code.
+// finished says how the sweep ended (or that it was interrupted or failed) and returns the exit code. The summary
+// is written here, from the rows the starter wrote; a finished sweep whose rows are not all in results.jsonl fails.
 func (r *sweepRound) finished(end sweepEnd) int {
+	var lost error
+	if end.err == nil {
+		lost = r.checkRows(end)
+		summary, err := activities.WriteSummary(r.runDir, r.in.Title, r.in.Order)
+		if err != nil && lost == nil {
+			lost = fmt.Errorf("writing %s: %w", runfolder.Summary(r.runDir), err)
+		}
+		end.res.Summary = summary
+	}
 	if r.o.json {
-		writeJSONSummary(r.stdout, r.runDir, end.res, end.err)
+		jsonErr := end.err
+		if jsonErr == nil {
+			jsonErr = lost
+		}
+		writeJSONSummary(r.stdout, r.runDir, end.res, jsonErr)
 	}
 	if end.err != nil {
 		if r.ctx.Err() != nil {
@@ -386,5 +412,34 @@ func (r *sweepRound) finished(end sweepEnd) int {
 			runfolder.Log(r.runDir))
 		return exitFail
 	}
+	if lost != nil {
+		fmt.Fprintln(r.stderr, "starter:", lost)
+		return exitFail
+	}
 	return rowErrorsExit(r.o, r.runDir, r.stderr)
+}
+
+// checkRows says what is wrong when a finished sweep's rows are not all in results.jsonl: every (instance, method,
+// model) of the spec must be there once the sweep ends, or the run did not do its work, whatever its issues said.
+func (r *sweepRound) checkRows(end sweepEnd) error {
+	ids := make([]string, 0, len(r.instances))
+	for _, in := range r.instances {
+		if !slices.Contains(end.res.Failed, in.InstanceID) { // reported as failed issues already
+			ids = append(ids, in.InstanceID)
+		}
+	}
+	missing, err := missingRows(r.runDir, r.plan, ids)
+	if err != nil {
+		return fmt.Errorf("reading %s to check every row is there: %w", runfolder.Rows(r.runDir), err)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	why := "their issues finished without storing them where this starter reads"
+	if end.rowsErr != nil {
+		why = end.rowsErr.Error()
+	}
+	k := missing[0]
+	return fmt.Errorf("%d of %d rows are missing from %s (the first: instance %s, method %s, model %s): %s",
+		len(missing), len(ids)*len(r.plan.Arms), runfolder.Rows(r.runDir), k.Instance, k.Method, k.Model, why)
 }
