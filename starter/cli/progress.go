@@ -85,8 +85,8 @@ type sampler struct {
 func newSampler(c client.Client, id, runDir string, arms int, collector *rowCollector) *sampler {
 	return &sampler{client: c, id: id, arms: arms, start: time.Now(), rowErr: map[results.Key]bool{},
 		collector: collector,
-		rows:  runlog.Tail[results.Row]{Path: runfolder.Rows(runDir)},
-		calls: runlog.Tail[runlog.Call]{Path: runfolder.Calls(runDir)}}
+		rows:      runlog.Tail[results.Row]{Path: runfolder.Rows(runDir)},
+		calls:     runlog.Tail[runlog.Call]{Path: runfolder.Calls(runDir)}}
 }
 
 // sample returns the current progress; ok is false while the sweep has not loaded its dataset or does not answer.
