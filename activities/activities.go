@@ -19,6 +19,7 @@ import (
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 )
 
 // Activities holds the dependencies of every activity. Its exported methods are the activities; the steps they run
@@ -30,8 +31,9 @@ type Activities struct {
 	// StoreURL chooses the content store: empty for each run folder's cas/, a file:// or s3:// URL for an object
 	// store shared by workers on several machines (one folder per run inside it), or a plain folder path.
 	StoreURL string
-	// CacheDir, when set, holds the response cache instead of each run's content store folder, so several
-	// experiments share answers. NoCache stops reading the cache (answers are still stored).
+	// CacheDir (a folder, or a file:// or s3:// URL), when set, holds the response cache instead of each run's
+	// content store folder, so several experiments share answers. NoCache stops reading the cache (answers are still
+	// stored).
 	CacheDir string
 	NoCache  bool
 	// FileCacheBytes bounds the snapshot files' text this process keeps in memory across activities (each read of
@@ -39,13 +41,16 @@ type Activities struct {
 	// when the first node runs. A quarter of it bounds, beside it, the chunks retrieve steps keep (their bounds only).
 	FileCacheBytes int64
 
-	mu       sync.Mutex
-	stores   map[string]cas.Store
-	spending steps.Spending
-	textOnce sync.Once
-	text     *repo.TextCache
-	rankOnce sync.Once
-	rank     *rankings.Memo
+	mu        sync.Mutex
+	stores    map[string]cas.Store
+	objects   map[string]objects.Store
+	spending  steps.Spending
+	cacheOnce sync.Once
+	cache     objects.Store
+	textOnce  sync.Once
+	text      *repo.TextCache
+	rankOnce  sync.Once
+	rank      *rankings.Memo
 	// newProvider and newExecutor replace the steps' providers and grading executors (tests count calls or fail
 	// them); nil for the real ones.
 	newProvider func(m specs.Model, tokenizer string) (llm.Provider, error)
@@ -64,8 +69,7 @@ const FileCacheEnv = "CTXLAB_FILE_CACHE_MB"
 // New returns activities writing under the runs folder, with the content store $CTXLAB_STORE names, the
 // response cache folder $CTXLAB_CACHE names and the bound on snapshot text in memory $CTXLAB_FILE_CACHE_MB sets.
 func New(runs string, log zerolog.Logger) *Activities {
-	a := &Activities{Runs: runs, Log: log, StoreURL: os.Getenv(StoreEnv), CacheDir: os.Getenv(CacheEnv),
-		stores: map[string]cas.Store{}}
+	a := &Activities{Runs: runs, Log: log, StoreURL: os.Getenv(StoreEnv), CacheDir: os.Getenv(CacheEnv)}
 	if v := os.Getenv(FileCacheEnv); v != "" {
 		mb, err := strconv.ParseInt(v, 10, 64)
 		switch {
@@ -180,16 +184,55 @@ func (a *Activities) Store(run string) (cas.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.stores == nil {
+		a.stores = map[string]cas.Store{}
+	}
 	a.stores[run] = s
 	return s, nil
 }
 
-// env is what the step of a node's attempt may use: the run's store and folder, this process's caches, spend
+// Objects returns the store of a run's keyed objects (memos, rankings, caches): its run folder, or with a shared
+// store (StoreURL) the run's place in it, so that every worker reads what any wrote.
+func (a *Activities) Objects(run string) (objects.Store, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.objects[run]; ok {
+		return s, nil
+	}
+	s, err := bucket.OpenObjects(context.Background(), a.StoreURL, run, a.RunDir(run))
+	if err != nil {
+		return nil, err
+	}
+	if a.objects == nil {
+		a.objects = map[string]objects.Store{}
+	}
+	a.objects[run] = s
+	return s, nil
+}
+
+// cacheObjects is the store of the response cache shared by several experiments (CacheDir: a folder, or a file:// or
+// s3:// URL), nil when there is none or it cannot be opened (each run then keeps its own: logged once).
+func (a *Activities) cacheObjects() objects.Store {
+	a.cacheOnce.Do(func() {
+		if a.CacheDir == "" {
+			return
+		}
+		s, err := bucket.OpenObjects(context.Background(), a.CacheDir, "", a.CacheDir)
+		if err != nil {
+			a.Log.Error().Err(err).Msg("the shared response cache cannot be opened; each run keeps its own")
+			return
+		}
+		a.cache = s
+	})
+	return a.cache
+}
+
+// env is what the step of a node's attempt may use: the run's stores and folder, this process's caches, spend
 // tallies and log, and heartbeats to Temporal.
-func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store) steps.Env {
-	return steps.Env{Node: in, Store: store, RunDir: a.RunDir(in.Run), Log: a.Log, Text: a.textCache(),
+func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store, objs objects.Store) steps.Env {
+	return steps.Env{Node: in, Store: store, Objects: objs, RunDir: a.RunDir(in.Run), Log: a.Log, Text: a.textCache(),
 		Rankings: a.rankings(),
-		Models: steps.Models{CacheDir: a.CacheDir, NoCache: a.NoCache, Provider: a.newProvider,
+		Models: steps.Models{Cache: a.cacheObjects(), NoCache: a.NoCache, Provider: a.newProvider,
 			Spending: &a.spending},
 		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: agentTurns{a}}
 }

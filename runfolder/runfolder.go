@@ -12,6 +12,7 @@ package runfolder
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 
 	"ctxlab/internal/safename"
@@ -118,8 +119,29 @@ func PrepareLockPath(dir string) string { return filepath.Join(dir, PrepareLock)
 
 // NodeMemo is where the run folder keeps the output of a node that last succeeded on an instance.
 func NodeMemo(dir, instance, node string) string {
-	return filepath.Join(dir, NodesDir, safename.File(instance), safename.File(node)+".json")
+	return filepath.Join(dir, filepath.FromSlash(NodeMemoKey(instance, node)))
 }
+
+// The keys of a run's objects (store/objects): relative slash paths, the same in the run folder of one machine and
+// under the run's prefix of a shared store, so the run folder keeps the layout it had before there was a store.
+
+// NodeMemoKey is the key of a node's memo on an instance (NodeMemo in a run folder).
+func NodeMemoKey(instance, node string) string {
+	return path.Join(NodesDir, safename.File(instance), safename.File(node)+".json")
+}
+
+// Keys of the folders of keyed objects (store/objects.Keyed): grade memos, rankings, the response cache's answers
+// and context windows, embeddings; and of their locks.
+const (
+	GradesKey        = GradesDir
+	GradeLocksKey    = GradesDir + "/locks"
+	RankingsKey      = RankingsDir
+	RankingLocksKey  = RankingsDir + "/locks"
+	ResponsesKey     = CASDir + "/responses"
+	WindowsKey       = CASDir + "/windows"
+	ResponseLocksKey = CASDir + "/locks"
+	EmbeddingsKey    = CASDir + "/embeddings"
+)
 
 // Nodes is the folder of node memos.
 func Nodes(dir string) string { return filepath.Join(dir, NodesDir) }
@@ -134,7 +156,7 @@ func Rankings(dir string) string { return filepath.Join(dir, RankingsDir) }
 func CAS(dir string) string { return filepath.Join(dir, CASDir) }
 
 // Embeddings is the content store's folder of embedding indexes.
-func Embeddings(dir string) string { return filepath.Join(dir, CASDir, "embeddings") }
+func Embeddings(dir string) string { return filepath.Join(dir, filepath.FromSlash(EmbeddingsKey)) }
 
 // ProviderLimits is the folder of a provider's rate and concurrency slots.
 func ProviderLimits(dir, provider string) string {
