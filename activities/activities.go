@@ -234,5 +234,8 @@ func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store, obj
 		Rankings: a.rankings(),
 		Models: steps.Models{Cache: a.cacheObjects(), NoCache: a.NoCache, Provider: a.newProvider,
 			Spending: &a.spending},
-		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: agentTurns{a}}
+		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: agentTurns{a},
+		Shipped: func(ctx context.Context, path string) (string, error) {
+			return a.shippedPath(ctx, in, store, path)
+		}}
 }

@@ -73,6 +73,9 @@ const (
 	PreviousDir = "previous"
 	// FiguresDir holds starter report's figures.
 	FiguresDir = "figures"
+	// ShippedDir holds, on a worker's machine, the starter's folders the run reads (api.ShippedFolders), unpacked
+	// from the store, each under its archive's digest.
+	ShippedDir = "shipped"
 )
 
 // Files are the files of a run folder that starter run and its activities append to or replace; Dirs the folders
@@ -171,6 +174,9 @@ func Dataset(dir string) string { return filepath.Join(dir, DatasetDir) }
 
 // Repos is the folder of repository clones.
 func Repos(dir string) string { return filepath.Join(dir, ReposDir) }
+
+// Shipped is the folder of the starter's folders unpacked on this machine.
+func Shipped(dir string) string { return filepath.Join(dir, ShippedDir) }
 
 // Predictions is the folder of frozen and exported predictions.
 func Predictions(dir string) string { return filepath.Join(dir, PredictionsDir) }

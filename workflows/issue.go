@@ -36,6 +36,8 @@ type IssueInput struct {
 	// RemoteOnly sends every node to its kind's task queue, none runs in the workflow worker (see localChange): for
 	// a cluster whose workflow workers cannot reach the run folder, and to measure against the way before.
 	RemoteOnly bool `json:"remote_only,omitempty"`
+	// Shipped names the starter's folders the run reads, in the store (api.ShippedFolders).
+	Shipped cas.Ref `json:"shipped,omitempty"`
 }
 
 // IssueResult says how one instance went.
@@ -271,7 +273,7 @@ func (s *issueState) readiness(n specs.Node) (ready bool, blockedBy string) {
 func (s *issueState) newRun(n specs.Node) nodeRun {
 	nin := api.NodeInput{
 		Run: s.in.Run, Instance: s.in.Instance, Node: n.Key, Step: n.Steps[0], Params: n.Params,
-		Inputs: map[string]api.NodeOutput{}, Dataset: s.in.Dataset, Debug: s.in.Debug,
+		Inputs: map[string]api.NodeOutput{}, Dataset: s.in.Dataset, Debug: s.in.Debug, Shipped: s.in.Shipped,
 	}
 	// Copied into a map: the order is never observed.
 	//workflowcheck:ignore

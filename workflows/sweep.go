@@ -46,6 +46,8 @@ type SweepInput struct {
 	Retry map[string][]results.Key `json:"retry,omitempty"`
 	// RemoteOnly runs every node on its kind's task queue, none in the workflow worker (IssueInput.RemoteOnly).
 	RemoteOnly bool `json:"remote_only,omitempty"`
+	// Shipped names the starter's folders the run reads, in the store (api.ShippedFolders); empty on one machine.
+	Shipped cas.Ref `json:"shipped,omitempty"`
 
 	Instances []api.InstanceRef `json:"instances,omitempty"`
 	Next      int               `json:"next,omitempty"`
@@ -245,7 +247,7 @@ func (s *sweepState) startIssue(inst api.InstanceRef) {
 	fut := workflow.ExecuteChildWorkflow(cctx, Issue, IssueInput{
 		Run: in.Run, Instance: inst, Plan: in.Plan, Dataset: in.Dataset, Grading: in.Grading,
 		Retries: in.Retries, Debug: in.Debug, Queues: in.Queues, InfraWaits: in.InfraWaits, Arms: in.Retry[inst.ID],
-		RemoteOnly: in.RemoteOnly,
+		RemoteOnly: in.RemoteOnly, Shipped: in.Shipped,
 	})
 	id := inst.ID
 	s.sel.AddFuture(fut, func(f workflow.Future) {

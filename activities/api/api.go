@@ -41,7 +41,15 @@ type NodeInput struct {
 	Inputs  map[string]NodeOutput `json:"inputs,omitempty"`
 	Dataset specs.Dataset         `json:"dataset"`
 	Debug   specs.Debug           `json:"debug,omitempty"`
+	// Shipped, when set, names the run's ShippedFolders: the starter's folders the run reads are to be taken from
+	// the store, not from a path on the worker's machine.
+	Shipped cas.Ref `json:"shipped,omitempty"`
 }
+
+// ShippedFolders are the folders of the starter's machine that a run reads (local repositories, a Go module proxy
+// folder), each archived in the run's content store (store/archive), by the path the spec's templates give them
+// there: workers that share no disk with the starter unpack them instead of reading a path of theirs.
+type ShippedFolders map[string]cas.Ref
 
 // NodeOutput is what every DAG node activity returns: a reference to its large output, and the small fields it
 // contributes to the results rows of the methods that use it.

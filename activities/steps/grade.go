@@ -69,12 +69,9 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 		return NodeOutput{}, err
 	}
 	cleanStaleOnce(j.env.Log)
-	// A file:// proxy needs an absolute folder, whatever folder the spec named the dataset from.
-	datasetDir, err := filepath.Abs(filepath.Dir(j.in.Dataset.File))
-	if err != nil {
+	if p.Grading.GoProxy, err = j.goProxy(ctx, p.Grading.GoProxy); err != nil {
 		return NodeOutput{}, err
 	}
-	p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", datasetDir)
 	req := GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 		Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 			return repo.Materialize(ctx, j.store, m, dir)
@@ -89,6 +86,36 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 		err = fmt.Errorf("instance %s: %w", inst.InstanceID, err)
 	}
 	return out, err
+}
+
+// goProxy is the GOPROXY setting with {dataset_dir} replaced and each file:// folder made the absolute folder it is
+// on this machine (a proxy folder the starter shipped is unpacked from the store), whatever folder the spec named
+// the dataset from.
+func (j *job) goProxy(ctx context.Context, setting string) (string, error) {
+	setting = strings.ReplaceAll(setting, "{dataset_dir}", filepath.Dir(j.in.Dataset.File))
+	var b strings.Builder
+	for setting != "" {
+		end := strings.IndexAny(setting, ",|")
+		if end < 0 {
+			end = len(setting)
+		}
+		entry := setting[:end]
+		if folder, ok := strings.CutPrefix(entry, "file://"); ok {
+			local, err := j.env.localPath(ctx, folder)
+			if err != nil {
+				return "", fmt.Errorf("grading.goproxy: %w", err)
+			}
+			abs, err := filepath.Abs(local)
+			if err != nil {
+				return "", err
+			}
+			entry = "file://" + filepath.ToSlash(abs)
+		}
+		b.WriteString(entry)
+		b.WriteString(setting[end:min(end+1, len(setting))]) // the separator, as given
+		setting = setting[min(end+1, len(setting)):]
+	}
+	return b.String(), nil
 }
 
 var staleOnce sync.Once

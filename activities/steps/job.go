@@ -62,6 +62,9 @@ type Env struct {
 	Heartbeat func()
 	// Executor returns the grading executor a spec names (nil: executor.New).
 	Executor func(name string) (executor.Executor, error)
+	// Shipped returns where a path of the starter's machine that the run reads (a local repository, a module proxy
+	// folder) is on this one (nil: at the same path).
+	Shipped func(ctx context.Context, path string) (string, error)
 	// Turns runs an agent's turns, each as an activity of its own, for the agent node run as one activity
 	// (agentStep); nil where no such activities exist.
 	Turns AgentTurns
@@ -79,6 +82,14 @@ type Models struct {
 	// Spending keeps what each run's calls cost so far, for the spend cap; shared by the process's steps (nil: one
 	// of the attempt's own).
 	Spending *Spending
+}
+
+// localPath is where the path of the starter's machine is on this one (Env.Shipped).
+func (e Env) localPath(ctx context.Context, path string) (string, error) {
+	if e.Shipped == nil {
+		return path, nil
+	}
+	return e.Shipped(ctx, path)
 }
 
 // objects is the run's keyed objects: Env.Objects, or the run folder when none was given.

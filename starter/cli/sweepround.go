@@ -25,6 +25,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 	"ctxlab/wiring"
 	"ctxlab/workflows"
@@ -189,6 +190,14 @@ func (r *sweepRound) storePlan() error {
 	}
 	r.in = sweepInput(r.e, r.plan, r.planRef, r.o.maxHistory)
 	r.in.InfraWaits = r.o.infraWaits
+	if r.in.Instances, err = instanceRefs(r.ctx, store, r.instances); err != nil {
+		return starterFailed(exitFail, err)
+	}
+	if bucket.Shared(r.o.store) {
+		if r.in.Shipped, err = shipFolders(r.ctx, store, r.e, r.instances, r.log); err != nil {
+			return starterFailed(exitFail, err)
+		}
+	}
 	if r.hash, err = specHash(r.in, r.plan); err != nil {
 		return starterFailed(exitFail, err)
 	}
