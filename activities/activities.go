@@ -2,20 +2,27 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"ctxlab/activities/api"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/executor"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/rankings"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/steps"
 	"ctxlab/runfolder"
+	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
@@ -45,6 +52,7 @@ type Activities struct {
 	stores    map[string]cas.Store
 	objects   map[string]objects.Store
 	spending  steps.Spending
+	shippers  map[string]*runlog.Shipper // by run and file, with a shared store
 	cacheOnce sync.Once
 	cache     objects.Store
 	textOnce  sync.Once
@@ -203,11 +211,82 @@ func (a *Activities) Objects(run string) (objects.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := seesRunMarker(s, run, a.StoreURL); err != nil {
+		return nil, err
+	}
 	if a.objects == nil {
 		a.objects = map[string]objects.Store{}
 	}
 	a.objects[run] = s
 	return s, nil
+}
+
+// record appends a record to the run's file (runfolder.AttemptsFile, CallsFile): in the run folder on one machine;
+// with a shared store, in segments of the run's objects (runlog.Shipper), which the starter gathers into its run
+// folder, the worker's own run folder being scratch no other machine reads.
+func (a *Activities) record(run, file string, v any) error {
+	if !bucket.Shared(a.StoreURL) {
+		return runlog.Append(filepath.Join(a.RunDir(run), file), v)
+	}
+	objs, err := a.Objects(run)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	sh, ok := a.shippers[run+"\x00"+file]
+	if !ok {
+		if a.shippers == nil {
+			a.shippers = map[string]*runlog.Shipper{}
+		}
+		sh = runlog.NewShipper(objs, file)
+		a.shippers[run+"\x00"+file] = sh
+	}
+	a.mu.Unlock()
+	return sh.Append(v)
+}
+
+// Flush stores the records not shipped yet, and goes on shipping.
+func (a *Activities) Flush(ctx context.Context) error {
+	a.mu.Lock()
+	shippers := slices.Collect(maps.Values(a.shippers))
+	a.mu.Unlock()
+	var errs []error
+	for _, sh := range shippers {
+		errs = append(errs, sh.Flush(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Close stores the records not shipped yet; a worker calls it once its workers have stopped.
+func (a *Activities) Close() error {
+	a.mu.Lock()
+	shippers := a.shippers
+	a.shippers = nil
+	a.mu.Unlock()
+	var errs []error
+	for _, sh := range shippers {
+		errs = append(errs, sh.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// seesRunMarker checks, with a shared store, that the starter of the run wrote its marker there: a worker that
+// joined after the starter's handshake and whose store is not the starter's fails every node it takes, loudly
+// (errkind.StoreMismatch, a configuration failure a re-run retries), instead of computing into a store no one reads.
+func seesRunMarker(s objects.Store, run, setting string) error {
+	if !bucket.Shared(setting) {
+		return nil // the run folder: this machine's, or a disk every worker mounts
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := s.Get(ctx, runfolder.RunMarkerKey)
+	if errors.Is(err, objects.ErrNotFound) {
+		host, _ := os.Hostname()
+		return errkind.Mark(errkind.StoreMismatch, fmt.Errorf("the store %s of this worker (host %s) holds no run "+
+			"%q: its starter wrote the run to another store; start this worker with the starter's --store and the "+
+			"credentials to reach it", s, host, run))
+	}
+	return err
 }
 
 // cacheObjects is the store of the response cache shared by several experiments (CacheDir: a folder, or a file:// or
@@ -235,6 +314,7 @@ func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store, obj
 		Models: steps.Models{Cache: a.cacheObjects(), NoCache: a.NoCache, Provider: a.newProvider,
 			Spending: &a.spending},
 		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: agentTurns{a},
+		Record: func(file string, v any) error { return a.record(in.Run, file, v) },
 		Shipped: func(ctx context.Context, path string) (string, error) {
 			return a.shippedPath(ctx, in, store, path)
 		}}

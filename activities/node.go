@@ -63,7 +63,7 @@ func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, bod
 	}
 	objs, err := a.Objects(in.Run)
 	if err != nil {
-		return out, err
+		return out, stepError(in.Step, err) // its kind (a store that is not the starter's) on the rows
 	}
 	rec := runlog.Attempt{Instance: in.Instance.ID, Node: in.Node, Step: in.Step, Activity: name}
 	if activity.IsActivity(ctx) {
@@ -308,7 +308,7 @@ func readMemo(ctx context.Context, objs objects.Store, memo, key string) (NodeOu
 
 func (a *Activities) logAttempt(run string, rec runlog.Attempt) {
 	rec.Time = time.Now().UTC()
-	if err := runlog.Append(runfolder.Attempts(a.RunDir(run)), rec); err != nil {
+	if err := a.record(run, runfolder.AttemptsFile, rec); err != nil {
 		a.Log.Warn().Err(err).Msg("attempt log")
 	}
 }

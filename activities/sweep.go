@@ -159,3 +159,21 @@ func WriteSummary(dir, title string, order []results.Key) (string, error) {
 	}
 	return md, runfolder.WriteAtomic(path, []byte(md))
 }
+
+// SeesRun reads back the object a starter left under key in the run's objects: a worker whose store is not the
+// starter's (another bucket, another server behind the same URL, a folder of its own disk) does not find it. It
+// returns the store's name, and why it does not see the run.
+func (a *Activities) SeesRun(ctx context.Context, in api.HandshakeInput) (store string, err error) {
+	objs, err := a.Objects(in.Run)
+	if err != nil {
+		return "", err
+	}
+	b, err := objs.Get(ctx, in.Key)
+	if err != nil {
+		return objs.String(), err
+	}
+	if string(b) != in.Nonce {
+		return objs.String(), fmt.Errorf("%s holds another starter's handshake", in.Key)
+	}
+	return objs.String(), nil
+}

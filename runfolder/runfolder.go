@@ -133,6 +133,10 @@ func NodeMemoKey(instance, node string) string {
 	return path.Join(NodesDir, safename.File(instance), safename.File(node)+".json")
 }
 
+// RunMarkerKey is the object a starter writes in a shared store for its run (its name and the store's), which its
+// workers must find there: one that does not has another store than the starter's.
+const RunMarkerKey = "run.json"
+
 // Keys of the folders of keyed objects (store/objects.Keyed): grade memos, rankings, the response cache's answers
 // and context windows, embeddings; and of their locks.
 const (

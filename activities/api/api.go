@@ -21,7 +21,39 @@ const (
 	// StoreRowsName stores an issue's rows in the run's content store, for the starter that watches the sweep to
 	// write (RecordName and SummarizeName wrote them into the run folder of whichever cpu worker ran them).
 	StoreRowsName = "ctxlab.store_rows"
+	// HandshakeName answers a starter's handshake (Hello) on a worker process's own task queue.
+	HandshakeName = "ctxlab.handshake"
 )
+
+// HandshakeKey is the folder of a run's objects where a starter leaves the object its workers must read back.
+const HandshakeKey = "handshake"
+
+// HandshakeInput asks a worker process to read the object the starter wrote under Key in the run's objects.
+type HandshakeInput struct {
+	Run   string `json:"run"`
+	Key   string `json:"key"`
+	Nonce string `json:"nonce"`
+}
+
+// Hello is a worker process's answer to a handshake: who it is and what it serves, so that a starter refuses to run
+// a sweep on workers that would not compute what it would.
+type Hello struct {
+	// Worker is the process's Temporal identity (host:pid:tag), Host its host name.
+	Worker string `json:"worker"`
+	Host   string `json:"host"`
+	// Version names the ctxlab build (internal/buildid.Version).
+	Version string `json:"version"`
+	// Kinds are the queue kinds it serves (workflow, llm, cpu, grade).
+	Kinds []string `json:"kinds"`
+	// Store names its store of the run (no credentials); SeesRun says it read the starter's object back from it,
+	// StoreError why not.
+	Store      string `json:"store"`
+	SeesRun    bool   `json:"sees_run"`
+	StoreError string `json:"store_error,omitempty"`
+	// Limits are the queue limits it applies, from the spec it was given (Spec: that experiment's name).
+	Limits specs.QueueLimits `json:"limits"`
+	Spec   string            `json:"spec,omitempty"`
+}
 
 // InstanceRef points at one dataset row stored in the run's content store.
 type InstanceRef struct {

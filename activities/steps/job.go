@@ -62,6 +62,9 @@ type Env struct {
 	Heartbeat func()
 	// Executor returns the grading executor a spec names (nil: executor.New).
 	Executor func(name string) (executor.Executor, error)
+	// Record appends a record to one of the run's records files (runfolder.CallsFile) wherever the run keeps them
+	// (nil: the run folder's file).
+	Record func(file string, v any) error
 	// Shipped returns where a path of the starter's machine that the run reads (a local repository, a module proxy
 	// folder) is on this one (nil: at the same path).
 	Shipped func(ctx context.Context, path string) (string, error)

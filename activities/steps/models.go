@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"text/template"
 	"time"
 
@@ -338,7 +339,11 @@ func (j *job) putResponse(ctx context.Context, resp llm.Response) cas.Ref {
 // recordCall appends a call to the run's ledger.
 func (j *job) recordCall(c runlog.Call) {
 	c.Time = time.Now().UTC()
-	if err := runlog.Append(runfolder.Calls(j.env.RunDir), c); err != nil {
+	record := j.env.Record
+	if record == nil {
+		record = func(file string, v any) error { return runlog.Append(filepath.Join(j.env.RunDir, file), v) }
+	}
+	if err := record(runfolder.CallsFile, c); err != nil {
 		j.env.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not record a model call in calls.jsonl")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -13,8 +14,11 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/results"
 	"ctxlab/runfolder"
+	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 	"ctxlab/workflows"
 )
 
@@ -27,6 +31,9 @@ type rowCollector struct {
 	id     string // the sweep's workflow id
 	store  cas.Store
 	rows   results.Store
+	// records, with a shared store, holds the workers' attempt and call records, gathered into the run folder's
+	// attempts.jsonl and calls.jsonl with the rows (nil: the workers write those files themselves).
+	records objects.Store
 
 	mu   sync.Mutex
 	next int   // index of the first stored entry not written yet
@@ -41,6 +48,7 @@ func newRowCollector(c client.Client, id string, store cas.Store, runDir string)
 func (c *rowCollector) poll(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gatherRecords(ctx)
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	v, err := c.client.QueryWorkflow(qctx, c.id, "", workflows.RowsQuery, c.next)
 	cancel()
@@ -60,8 +68,41 @@ func (c *rowCollector) poll(ctx context.Context) {
 func (c *rowCollector) finish(ctx context.Context, stored []api.IssueRows) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gatherRecords(ctx)
 	_, err := c.write(ctx, stored)
 	return err
+}
+
+// gatherRecords appends the workers' records shipped since the last gathering to the run folder's files; a store
+// that does not answer is asked again next time.
+func (c *rowCollector) gatherRecords(ctx context.Context) {
+	if c.records == nil {
+		return
+	}
+	dir := filepath.Dir(c.rows.Path)
+	for _, file := range []string{runfolder.AttemptsFile, runfolder.CallsFile} {
+		_, _ = runlog.Gather(ctx, c.records, filepath.Join(dir, file))
+	}
+}
+
+// gatherRunRecords gathers into the run folder dir the attempt and call records that the workers of run name shipped
+// to the shared store setting names (nothing when it is no shared store): starter status and audit read them there.
+func gatherRunRecords(setting, name, dir string) error {
+	if !bucket.Shared(setting) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs, err := bucket.OpenObjects(ctx, setting, name, dir)
+	if err != nil {
+		return err
+	}
+	for _, file := range []string{runfolder.AttemptsFile, runfolder.CallsFile} {
+		if _, err := runlog.Gather(ctx, objs, filepath.Join(dir, file)); err != nil {
+			return fmt.Errorf("gathering %s from %s: %w", file, objs, err)
+		}
+	}
+	return nil
 }
 
 // write appends the stored rows in order, and returns how many entries it wrote before the first failure.

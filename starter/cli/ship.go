@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,10 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/archive"
+	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 )
 
@@ -31,6 +34,22 @@ func instanceRefs(ctx context.Context, store cas.Store, rows []swebench.Instance
 		refs = append(refs, activities.InstanceRef{ID: r.InstanceID, Ref: ref})
 	}
 	return refs, nil
+}
+
+// writeRunMarker writes the run's marker (runfolder.RunMarkerKey) to the shared store, where its workers check it.
+func writeRunMarker(ctx context.Context, setting, run, runDir string) error {
+	objs, err := bucket.OpenObjects(ctx, setting, run, runDir)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(map[string]string{"run": run, "store": objs.String()})
+	if err != nil {
+		return err
+	}
+	if err := objs.Put(ctx, runfolder.RunMarkerKey, b); err != nil {
+		return fmt.Errorf("the shared store: %w", err)
+	}
+	return nil
 }
 
 // shippedFolders are the folders of this machine the sweep reads: each instance's repository when the spec's

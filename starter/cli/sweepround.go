@@ -179,8 +179,16 @@ func (r *sweepRound) prepare() error {
 
 // storePlan puts the plan in the run's content store and makes the sweep's input and spec hash.
 func (r *sweepRound) storePlan() error {
+	if err := bucket.Probe(r.ctx, r.o.store); err != nil {
+		return starterFailed(exitFail, err)
+	}
 	r.acts = activities.New(r.o.runs, r.log)
 	r.acts.StoreURL, r.acts.CacheDir, r.acts.NoCache = r.o.store, r.o.cache, r.o.noCache
+	r.deferred(func() { // after the workers stopped (cleanups run last first)
+		if err := r.acts.Close(); err != nil {
+			r.log.Warn().Err(err).Msg("records of this process's workers not in the shared store")
+		}
+	})
 	store, err := r.acts.Store(r.e.Name)
 	if err != nil {
 		return starterFailed(exitFail, err)
@@ -194,6 +202,9 @@ func (r *sweepRound) storePlan() error {
 		return starterFailed(exitFail, err)
 	}
 	if bucket.Shared(r.o.store) {
+		if err := writeRunMarker(r.ctx, r.o.store, r.e.Name, r.runDir); err != nil {
+			return starterFailed(exitFail, err)
+		}
 		if r.in.Shipped, err = shipFolders(r.ctx, store, r.e, r.instances, r.log); err != nil {
 			return starterFailed(exitFail, err)
 		}
@@ -228,11 +239,43 @@ func (r *sweepRound) connect() error {
 	r.deferred(startRunUI(r.ctx, conn, r.o.cluster.Namespace, r.o.ui, r.stderr))
 	if !r.o.noWorker && (!conn.attached || conn.ownerIdle) {
 		stopWorkers, err := wiring.Start(conn.client, r.acts, wiring.Options{Kinds: wiring.AllKinds,
-			Limits: r.e.Limits.Queues})
+			Limits: r.e.Limits.Queues, Spec: r.e.Name})
 		if err != nil {
 			return starterFailed(exitFail, err)
 		}
 		r.deferred(stopWorkers)
+	}
+	return r.checkWorkers()
+}
+
+// checkWorkers refuses to run the sweep when a worker polling its queues differs from this starter (handshake):
+// its store, its build or its queue limits. Workers that started after it are held to the run's store by their
+// activities (activities.Objects).
+func (r *sweepRound) checkWorkers() error {
+	objs, err := r.acts.Objects(r.e.Name)
+	if err != nil {
+		return starterFailed(exitFail, err)
+	}
+	res, err := handshake(r.ctx, r.conn.client, objs, r.e.Name, r.in.Queues, r.e.Limits.Queues)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("could not ask the workers what they serve")
+		return nil
+	}
+	for _, w := range res.silent {
+		r.log.Warn().Str("worker", w).Msg("a worker Temporal saw polling the sweep's queues did not answer the " +
+			"handshake (gone since, or an older ctxlab)")
+	}
+	if len(res.problems) > 0 {
+		lines := []string{fmt.Sprintf("starter: refusing to run the sweep: %d of the %d worker processes polling its "+
+			"queues differ from this starter:", res.differ, res.workers)}
+		for _, p := range res.problems {
+			lines = append(lines, "starter:   "+p)
+		}
+		return exitWith(exitUsage, lines...)
+	}
+	if res.workers > 0 {
+		r.log.Info().Int("workers", res.workers-len(res.silent)).Msg("the workers share this starter's store, " +
+			"build and queue limits")
 	}
 	return nil
 }
@@ -279,6 +322,11 @@ func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 		return nil, false, starterFailed(exitFail, err)
 	}
 	r.collector = newRowCollector(r.conn.client, run.GetID(), store, r.runDir)
+	if bucket.Shared(r.o.store) {
+		if r.collector.records, err = r.acts.Objects(r.e.Name); err != nil {
+			return nil, false, starterFailed(exitFail, err)
+		}
+	}
 	resumed = how == attachedHow && !r.conn.attached && r.o.retryOnly == nil
 	if !repaired {
 		repair() // a torn results.jsonl
@@ -326,6 +374,7 @@ func (r *sweepRound) wait(run client.WorkflowRun) sweepEnd {
 	close(done)
 	<-watched
 	if end.err == nil {
+		_ = r.acts.Flush(r.ctx) // this process's workers' last records, for the collector to gather
 		end.rowsErr = r.collector.finish(r.ctx, end.res.Rows)
 	}
 	end.ownerGone, end.diskFull, end.paused = ownerGone.Load(), diskFull.Load(), guard.hit

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -244,4 +245,40 @@ func fileRoot(setting string) (string, error) {
 		return "", fmt.Errorf("content store URL %q names no local folder (want file:///absolute/folder)", setting)
 	}
 	return filepath.FromSlash(u.Path), nil
+}
+
+// ProbeTimeout bounds Probe: a store that cannot be written, read and cleaned in this long is not one to run on.
+const ProbeTimeout = 20 * time.Second
+
+// Probe writes, reads back and deletes an object in the shared store a setting names, within ProbeTimeout, so
+// that a worker or starter given a URL that does not work (no endpoint=, so the AWS SDK asks AWS's own servers and
+// retries for minutes; another region; no credentials) says so at once, naming the store, instead of failing its
+// first node minutes later. A setting that is no shared store is not probed.
+func Probe(ctx context.Context, setting string) error {
+	if !Shared(setting) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	s, err := OpenObjects(ctx, setting, "", "")
+	if err != nil {
+		return err
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	key, data := "ctxlab-probe/"+hex.EncodeToString(id[:]), []byte("probe")
+	err = s.Put(ctx, key, data)
+	if err == nil {
+		var back []byte
+		if back, err = s.Get(ctx, key); err == nil && string(back) != string(data) {
+			err = fmt.Errorf("read back %q, wrote %q", back, data)
+		}
+		err = errors.Join(err, s.Delete(ctx, key))
+	}
+	if err != nil {
+		return fmt.Errorf("the store %s cannot be used (tried for at most %s): %w; check the URL (for an "+
+			"S3-compatible server its endpoint=, region= and use_path_style=true) and the credentials in the "+
+			"environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or AWS_PROFILE)", s, ProbeTimeout, err)
+	}
+	return nil
 }
