@@ -53,7 +53,11 @@ func handshake(ctx context.Context, c client.Client, objs objects.Store, run str
 	defer objs.Delete(context.Background(), key)
 
 	queue := "ctxlab-handshake/" + nonce
-	w := worker.New(c, queue, worker.Options{})
+	wc := c // the SDK's workers need the client Dial made, not a wrapper of it (cluster.Patient)
+	if u, ok := c.(interface{ Unwrap() client.Client }); ok {
+		wc = u.Unwrap()
+	}
+	w := worker.New(wc, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.Handshake, workflow.RegisterOptions{Name: workflows.HandshakeName})
 	if err := w.Start(); err != nil {
 		return res, err
