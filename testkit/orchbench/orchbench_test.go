@@ -25,6 +25,7 @@ import (
 	"ctxlab/internal/logs"
 	"ctxlab/jsonnet"
 	"ctxlab/results"
+	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
@@ -209,6 +210,7 @@ func runPlain(t testing.TB, s sweep, runs string) outcome {
 	t.Helper()
 	ctx := context.Background()
 	a := activities.New(runs, zerolog.Nop())
+	markRun(t, a, s.e.Name)
 	stopPeak := peak()
 	start := time.Now()
 	var count atomic.Int64
@@ -302,6 +304,7 @@ func runTemporal(t testing.TB, s sweep, dir string, w way) outcome {
 	defer c.Close()
 	runs := filepath.Join(dir, "runs")
 	a := activities.New(runs, zerolog.Nop())
+	markRun(t, a, s.e.Name)
 	stopWorkers, err := wiring.Start(c, a, wiring.Options{Kinds: wiring.AllKinds, Limits: s.e.Limits.Queues})
 	if err != nil {
 		t.Fatal(err)
@@ -341,6 +344,21 @@ func runTemporal(t testing.TB, s sweep, dir string, w way) outcome {
 	nodes := countEvents(t, filepath.Join(runs, s.e.Name, "attempts.jsonl"), "start")
 	n := nodes + 1 + 2*res.Issues
 	return outcome{wall: wall, activities: n, rows: countRows(t, runs, s), peakMiB: stopPeak()}
+}
+
+// markRun writes the run's marker in a shared store ($CTXLAB_STORE), as the starter does, for the workers to find.
+func markRun(t testing.TB, a *activities.Activities, run string) {
+	t.Helper()
+	if !bucket.Shared(a.StoreURL) {
+		return
+	}
+	objs, err := bucket.OpenObjects(context.Background(), a.StoreURL, run, a.RunDir(run))
+	if err == nil {
+		err = objs.Put(context.Background(), runfolder.RunMarkerKey, []byte(`{"run":"`+run+`"}`))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // writeRows does what the starter does when a sweep ends: it appends the rows every issue stored to results.jsonl
