@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ctxlab/internal/flock"
+	"ctxlab/internal/regularfile"
 )
 
 // Dir is a Store in a local folder: the object of key "a/b.json" is the file Root/a/b.json, written through a
@@ -38,7 +39,7 @@ func (d Dir) Get(_ context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p)
+	b, err := regularfile.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %s: %w", d.Root, key, ErrNotFound)
 	}
@@ -53,7 +54,7 @@ func (d Dir) Create(ctx context.Context, key string, data []byte, durable bool) 
 	if err != nil {
 		return nil, err
 	}
-	if b, err := os.ReadFile(p); err == nil {
+	if b, err := regularfile.ReadFile(p); err == nil {
 		return b, nil
 	}
 	tmp, err := writeTemp(p, data, durable)
@@ -64,13 +65,13 @@ func (d Dir) Create(ctx context.Context, key string, data []byte, durable bool) 
 	err = os.Link(tmp, p)
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EOPNOTSUPP) {
 		// A file system without hard links: a rename of a name checked absent, which another writer may race.
-		if b, rerr := os.ReadFile(p); rerr == nil {
+		if b, rerr := regularfile.ReadFile(p); rerr == nil {
 			return b, nil
 		}
 		err = os.Rename(tmp, p)
 	}
 	if errors.Is(err, fs.ErrExist) {
-		return os.ReadFile(p)
+		return regularfile.ReadFile(p)
 	}
 	return nil, err
 }
