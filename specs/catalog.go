@@ -58,6 +58,16 @@ func register(a ActivityInfo) {
 	if _, dup := Catalog[a.Name]; dup {
 		panic("specs: activity " + a.Name + " registered twice")
 	}
+	if err := checkValueTags(a.Params); err != nil {
+		panic("specs: activity " + a.Name + ": " + err.Error())
+	}
+	defaults := reflect.Zero(a.Params)
+	if a.Defaults != nil {
+		defaults = reflect.ValueOf(a.Defaults)
+	}
+	if problems := checkValues(a.Name, defaults, false); len(problems) > 0 {
+		panic("specs: the defaults of " + a.Name + " break their declarations: " + problems[0].Msg)
+	}
 	if err := checkQueue(a); err != nil {
 		panic("specs: " + err.Error())
 	}

@@ -1,11 +1,12 @@
 package specs
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 )
 
 // Task queues by kind of work, so a cluster can scale model callers, CPU work and test runs separately.
@@ -87,16 +88,19 @@ func (k Kind[P]) Info() ActivityInfo {
 
 // Decode decodes a step's params into the kind's params struct, starting from its Defaults, strictly: a param the
 // struct lacks or a value of the wrong type is an error, never a silent default.
+// A value outside its field's declaration (an Enum's values, a range, a check) is an error too, naming every one.
 func (k Kind[P]) Decode(params map[string]any) (P, error) {
-	p := k.Defaults
-	b, err := json.Marshal(params)
+	v, err := decodeParams(reflect.TypeFor[P](), k.Defaults, params)
+	p := v.Interface().(P)
 	if err != nil {
 		return p, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return p, err
+	if problems := checkValues(k.Name, v, true); len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, pp := range problems {
+			msgs[i] = pp.Msg
+		}
+		return p, errors.New(strings.Join(msgs, "; "))
 	}
 	return p, nil
 }
