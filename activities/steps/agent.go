@@ -38,10 +38,10 @@ type AgentTrajectory struct {
 	// Seen are the repository lines shown, as runs per path.
 	Seen map[string][][2]int `json:"seen,omitempty"`
 	// Budget is the bound on tool output tokens (0: none), ToolTokens what was shown of it.
-	Budget     int    `json:"budget"`
-	ToolTokens int    `json:"tool_tokens"`
+	Budget     int              `json:"budget"`
+	ToolTokens int              `json:"tool_tokens"`
 	EditFormat specs.EditFormat `json:"edit_format"`
-	Done       bool   `json:"done"`
+	Done       bool             `json:"done"`
 	// Stop says why the trajectory ended: answered, or max_turns (a tool call on the last turn).
 	Stop  string `json:"stop,omitempty"`
 	Final string `json:"final,omitempty"`
