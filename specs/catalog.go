@@ -43,6 +43,8 @@ type ActivityInfo struct {
 	ReplacesContext bool
 	// Task is the model task the activity asks, if any.
 	Task string
+	// CodeVersion is the version of what the activity computes, in its node memo keys (Kind.CodeVersion).
+	CodeVersion string
 }
 
 // Catalog lists every activity a spec may use, by name: what the kinds' declarations (Declare) registered.

@@ -54,6 +54,10 @@ type Kind[P any] struct {
 	Fields []RowField
 	// Task is the model task the activity asks (llm.Request.Task), when it calls a model.
 	Task string
+	// CodeVersion, when set, is the version of what the step computes from the same inputs, in every node memo key
+	// of the kind: change it when that changes (a grader's test commands or log parsers, a new row field), so that
+	// nodes memoized by the old code run again. Setting it on a kind that had none runs its finished nodes again.
+	CodeVersion string
 }
 
 // Declare registers a kind in the Catalog and returns it; it panics on a malformed declaration or a name taken.
@@ -68,7 +72,7 @@ func (k Kind[P]) Info() ActivityInfo {
 	info := ActivityInfo{Name: k.Name, Queue: k.Queue, Cheap: k.Cheap, Inputs: k.Inputs, Optional: k.Optional,
 		UsesModel: k.UsesModel, UsesTokenizer: k.UsesTokenizer, UsesGrading: k.UsesGrading, Summary: k.Summary,
 		Params: reflect.TypeFor[P](), Defaults: k.Defaults, Fields: k.Fields, ReplacesContext: k.ReplacesContext,
-		Task: k.Task}
+		Task: k.Task, CodeVersion: k.CodeVersion}
 	if noEndpoint := k.NoEndpoint; noEndpoint != nil {
 		// Leniently (json.Unmarshal decodes what it can past a mistyped value): this runs in the Issue workflow on
 		// every node, also on replay of nodes an older build planned, and must answer as the map reading it

@@ -149,6 +149,8 @@ var (
 
 var Measure = Declare(Kind[MeasureParams]{Name: "measure", Queue: QueueCPU, Cheap: true,
 	Inputs: []string{"checkout", "context"}, Optional: []string{"patch"}, UsesTokenizer: true,
+	// v2: a measure's row names the tokenizer that counted it, so a memo of v1 measures again (cheap).
+	CodeVersion: "ctxlab-measure-v2",
 	Fields: Rows(Tokenizer, ContextTokens, ContextLines, Rho, Epsilon, GoldLineShare, GoldFilesMissed,
 		PatchApplied, PatchEmpty, PatchApplyError),
 	Summary: "rho, epsilon, context tokens and whether the patch applies"})
@@ -192,6 +194,10 @@ var (
 
 var Grade = Declare(Kind[GradeParams]{Name: "grade", Queue: QueueGrade, Inputs: []string{"checkout", "patch"},
 	UsesGrading: true,
+	// A grade's outcome depends on the grader's code (the harness's test commands and log parsers): this version
+	// starts every grade memo key too (activities/steps' gradeMemoKey), so bumping it grades again, also where a
+	// grade step's own memo would have answered.
+	CodeVersion: "ctxlab-grade-v3",
 	Fields: Rows(Resolved, GradeStatus, GradeExecutor, GradeIsolation, GradeNote, GradeError, GradeBuildError,
 		GradeSeconds, GradeExitCode, GradeRuns, GradeFlaky, TestsFailed, TestsMissing, TestsSkipped, TestsRegressed, PatchRef,
 		PatchApply, PatchApplyStage, PatchHunksShifted, PatchHunksFuzzed, PatchRejected, PatchTestFilesDropped,
