@@ -1,8 +1,12 @@
 package activities
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -66,5 +70,30 @@ func TestMemoKeysUnchanged(t *testing.T) {
 		} else if got[name] != want {
 			t.Errorf("%s: memo key %s, was %s", name, got[name], want)
 		}
+	}
+}
+
+// TestLoadPlanRefusesUndeclaredKinds: a plan node of a kind this build does not declare fails the plan's loading,
+// naming the node, instead of the Issue workflow sending it to a queue nothing of its kind polls.
+func TestLoadPlanRefusesUndeclaredKinds(t *testing.T) {
+	a := New(t.TempDir(), zerolog.Nop())
+	store, err := a.Store("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(p specs.Plan) error {
+		ref, err := cas.PutJSON(context.Background(), store, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = a.LoadPlan(context.Background(), LoadPlanInput{Run: "r", Plan: ref})
+		return err
+	}
+	if err := load(specs.Plan{Nodes: []specs.Node{{Key: "checkout", Activity: "checkout"}}}); err != nil {
+		t.Fatal(err)
+	}
+	err = load(specs.Plan{Nodes: []specs.Node{{Key: "checkout", Activity: "checkout"}, {Key: "r0", Activity: "rerank"}}})
+	if err == nil || !strings.Contains(err.Error(), `node r0 is of activity "rerank", which this build does not declare`) {
+		t.Errorf("plan with an undeclared kind: %v", err)
 	}
 }

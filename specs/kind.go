@@ -5,19 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 )
-
-// Task queues by kind of work, so a cluster can scale model callers, CPU work and test runs separately.
-const (
-	QueueLLM   = "llm"
-	QueueCPU   = "cpu"
-	QueueGrade = "grade"
-)
-
-// QueueKinds are the task queue kinds, in the order workers list them: every kind's Queue is one of them.
-var QueueKinds = []string{QueueLLM, QueueCPU, QueueGrade}
 
 // Kind declares one activity kind a step may name, once: its name, queue, params struct P with its defaults, the row
 // fields it owns and the model task it asks. The catalog entry (ActivityInfo), the strict params decoder, the
@@ -221,8 +210,8 @@ func Rows(fields ...AnyField) []RowField {
 
 // checkQueue refuses a kind on a queue no worker serves.
 func checkQueue(a ActivityInfo) error {
-	if !slices.Contains(QueueKinds, a.Queue) {
-		return fmt.Errorf("activity %s: queue %q is none of %v", a.Name, a.Queue, QueueKinds)
+	if _, err := QueueOf(a.Queue); err != nil {
+		return fmt.Errorf("activity %s: %v", a.Name, err)
 	}
 	return nil
 }
