@@ -16,7 +16,7 @@ type FitParams struct {
 
 // RetrieveParams are the retrieve step's parameters.
 type RetrieveParams struct {
-	Tokenizer string `json:"tokenizer" check:"tokenizer"`
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
 	// Scorer ranks the chunks; empty is bm25.
 	Scorer Scorer       `json:"scorer,omitempty"`
 	Unit   RetrieveUnit `json:"unit"`
@@ -75,7 +75,7 @@ var Retrieve = Declare(Kind[RetrieveParams]{Name: "retrieve", Queue: QueueCPU, I
 
 // CompressParams are the compress step's parameters.
 type CompressParams struct {
-	Tokenizer  string     `json:"tokenizer" check:"tokenizer"`
+	Tokenizer  string     `json:"tokenizer" check:"tokenizer_name"`
 	Compressor Compressor `json:"compressor"`
 	Endpoint   string     `json:"endpoint,omitempty"`
 	// Rate is the share of tokens kept when the step has no budget input.
@@ -124,7 +124,7 @@ var Compress = Declare(Kind[CompressParams]{Name: "compress", Queue: QueueLLM, I
 
 // CorruptParams are the corrupt step's parameters.
 type CorruptParams struct {
-	Tokenizer string      `json:"tokenizer" check:"tokenizer"`
+	Tokenizer string      `json:"tokenizer" check:"tokenizer_name"`
 	Mode      CorruptMode `json:"mode"`
 	Rate      float64     `json:"rate,omitempty" range:"[0,1]"`
 	Seed      int64       `json:"seed,omitempty"`

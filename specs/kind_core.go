@@ -20,7 +20,7 @@ var Checkout = Declare(Kind[CheckoutParams]{Name: "checkout", Queue: QueueCPU,
 
 // NoSourceParams are the no_source step's parameters; Tokenizer is filled in by the plan.
 type NoSourceParams struct {
-	Tokenizer string `json:"tokenizer" check:"tokenizer"`
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
 	// Replica tells otherwise equal steps apart, so that each runs as its own node (the orchestration benchmark
 	// gives every method its own nodes this way); the output does not depend on it.
 	Replica int `json:"replica,omitempty" range:"[0,)"`
@@ -33,7 +33,7 @@ var NoSource = Declare(Kind[NoSourceParams]{Name: "no_source", Queue: QueueCPU, 
 
 // OracleFilesParams are the oracle_files step's parameters; Tokenizer is filled in by the plan.
 type OracleFilesParams struct {
-	Tokenizer string `json:"tokenizer" check:"tokenizer"`
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
 	// Replica tells otherwise equal steps apart, so that each runs as its own node (the orchestration benchmark
 	// gives every method its own nodes this way); the output does not depend on it.
 	Replica int `json:"replica,omitempty" range:"[0,)"`
@@ -55,7 +55,7 @@ type Prompt struct {
 // ModelParams are the parameters every model-calling step has; Model and Tokenizer are filled in by the plan.
 type ModelParams struct {
 	Model     Model  `json:"model"`
-	Tokenizer string `json:"tokenizer" check:"tokenizer"`
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
 	Prompt    Prompt `json:"prompt"`
 	// Sample numbers independent samples of the same prompt.
 	Sample int `json:"sample" range:"[0,)"`
@@ -102,7 +102,7 @@ var Patch = Declare(Kind[PatchParams]{Name: "patch", Queue: QueueLLM, Inputs: []
 
 // MeasureParams are the measure step's parameters; Tokenizer is filled in by the plan.
 type MeasureParams struct {
-	Tokenizer string `json:"tokenizer" check:"tokenizer"`
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
 }
 
 // Measure's row fields.

@@ -4,7 +4,7 @@ package specs
 
 // InventoryParams are the inventory step's parameters: tau = ratio · min(tokens of all paths, cap).
 type InventoryParams struct {
-	Tokenizer string  `json:"tokenizer" check:"tokenizer"`
+	Tokenizer string  `json:"tokenizer" check:"tokenizer_name"`
 	Ratio     float64 `json:"ratio" range:"(0,1]"`
 	Cap       int     `json:"cap" range:"[1,)"`
 }
@@ -93,7 +93,7 @@ var Evidence = Declare(Kind[EvidenceParams]{Name: "evidence", Queue: QueueLLM,
 
 // AssembleParams are the caps of Algorithm 1, step 4, in tokens.
 type AssembleParams struct {
-	Tokenizer  string `json:"tokenizer" check:"tokenizer"`
+	Tokenizer  string `json:"tokenizer" check:"tokenizer_name"`
 	FileCap    int    `json:"file_cap" range:"[0,)"`
 	SnippetCap int    `json:"snippet_cap" range:"[0,)"`
 	TotalCap   int    `json:"total_cap" range:"[0,)"`

@@ -20,7 +20,7 @@ import (
 //     default); a field without omitempty must be set, by the step or by its kind's Defaults.
 //   - a number field's range tag bounds it: `range:"[0,1]"`, `range:"(0,1]"`, `range:"[1,)"` (an empty end is
 //     unbounded). Zero, where it means "the default", must be inside the range.
-//   - a string field's check tag names a check of ValueChecks: `check:"tokenizer"`.
+//   - a string field's check tag names a check of ValueChecks: `check:"tokenizer_name"`.
 
 // Enum is a params field type with a closed set of values: Values lists them in the order messages name them.
 type Enum interface{ Values() []string }
@@ -37,7 +37,7 @@ func names[T ~string](values ...T) []string {
 // ValueChecks are the checks a params field may name in its check tag, by name: each returns the values it would
 // have accepted (for the message) and whether v is one of them.
 var ValueChecks = map[string]func(v string) (allowed []string, ok bool){
-	"tokenizer": checkStepTokenizer,
+	"tokenizer_name": checkStepTokenizer,
 }
 
 // checkStepTokenizer accepts what the plan gives a counting step (ResolveTokenizer): an encoding compiled into ctxlab,
