@@ -111,6 +111,20 @@ func paidProviders() []string {
 	return paid
 }
 
+// countingSchemes are the providers' counting schemes: TokenizerEndpoint's own first, the others in order.
+func countingSchemes() []string {
+	var schemes []string
+	for _, n := range ProviderNames() {
+		if c := Providers[n].Counting.Scheme; c != "" && !slices.Contains(schemes, c) {
+			schemes = append(schemes, c)
+		}
+	}
+	if i := slices.Index(schemes, TokenizerEndpoint); i > 0 {
+		schemes = slices.Insert(slices.Delete(schemes, i, i+1), 0, TokenizerEndpoint)
+	}
+	return schemes
+}
+
 // countingProviders names the providers whose models count with tokenizer 'endpoint', and with what.
 func countingProviders() string {
 	var out []string

@@ -18,7 +18,6 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
-	"ctxlab/store/cas"
 )
 
 // MaxInputTokens is where inputs are cut (whole lines, cl100k_base): OpenAI's embedding models take at most 8192.
@@ -32,21 +31,6 @@ type Cache interface {
 	Get(key string) ([]float32, bool)
 	Put(key string, v []float32) error
 }
-
-// DirCache keeps vectors as JSON files under a folder (in ctxlab, the run's content store folder).
-type DirCache struct{ Root string }
-
-// Get returns a cached vector.
-func (d DirCache) Get(key string) ([]float32, bool) {
-	var v []float32
-	if !(cas.KeyDir{Root: d.Root}).Get(key, &v) || len(v) == 0 {
-		return nil, false
-	}
-	return v, true
-}
-
-// Put stores a vector atomically.
-func (d DirCache) Put(key string, v []float32) error { return cas.KeyDir{Root: d.Root}.Put(key, v) }
 
 // Key is the cache key of a text under a model.
 func Key(model, text string) string {

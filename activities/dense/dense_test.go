@@ -67,7 +67,7 @@ func TestEmbedRankAndCache(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", "test-key")
-	cache := DirCache{Root: t.TempDir()}
+	cache := memCache{}
 	c, err := NewFromEnv("embed-small", cache)
 	if err != nil {
 		t.Fatal(err)
@@ -101,14 +101,14 @@ func TestErrorsNeverCarryTheKey(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", "test-key")
-	c, _ := NewFromEnv("embed-small", DirCache{Root: t.TempDir()})
+	c, _ := NewFromEnv("embed-small", memCache{})
 	_, _, err := c.Embed(context.Background(), []string{"x"})
 	var e *llm.Error
 	if !errors.As(err, &e) || e.Status != 503 || !e.Kind.Retryable() || strings.Contains(err.Error(), "test-key") {
 		t.Errorf("503: %v", err)
 	}
 	t.Setenv("OPENAI_API_KEY", "wrong")
-	c, _ = NewFromEnv("embed-small", DirCache{Root: t.TempDir()})
+	c, _ = NewFromEnv("embed-small", memCache{})
 	_, _, err = c.Embed(context.Background(), []string{"x"})
 	if !errors.As(err, &e) || e.Status != 401 || e.Kind.Retryable() || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("401: %v", err)
@@ -116,7 +116,7 @@ func TestErrorsNeverCarryTheKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
 	// No key for OpenAI's own endpoint: an authentication error naming the variable, before any call.
-	if _, err := NewFromEnv("m", DirCache{}); llm.KindOf(err) != llm.KindAuth || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+	if _, err := NewFromEnv("m", memCache{}); llm.KindOf(err) != llm.KindAuth || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Errorf("no endpoint: %v", err)
 	}
 }
@@ -142,7 +142,7 @@ func TestEmbeddingNumbersAreChecked(t *testing.T) {
 			defer srv.Close()
 			t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 			t.Setenv("OPENAI_API_KEY", "test-key")
-			cache := DirCache{Root: t.TempDir()}
+			cache := memCache{}
 			// A vector of two dimensions from before: the model's dimension.
 			if err := cache.Put(Key("embed-small", "cached"), []float32{1, 1}); err != nil {
 				t.Fatal(err)
@@ -162,3 +162,10 @@ func TestEmbeddingNumbersAreChecked(t *testing.T) {
 		})
 	}
 }
+
+// memCache is a Cache in memory.
+type memCache map[string][]float32
+
+func (c memCache) Get(key string) ([]float32, bool) { v, ok := c[key]; return v, ok }
+
+func (c memCache) Put(key string, v []float32) error { c[key] = v; return nil }

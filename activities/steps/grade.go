@@ -72,13 +72,12 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 		return NodeOutput{}, err
 	}
 	cleanStaleOnce(j.env.Log)
-	// A file:// proxy needs an absolute folder, whatever folder the spec named the dataset from.
-	datasetDir, err := filepath.Abs(filepath.Dir(j.in.Dataset.File))
-	if err != nil {
+	if p.Grading.GoProxy, err = j.goProxy(ctx, p.Grading.GoProxy); err != nil {
 		return NodeOutput{}, err
 	}
-	p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", datasetDir)
-	p.Grading.PythonWheels = strings.ReplaceAll(p.Grading.PythonWheels, "{dataset_dir}", datasetDir)
+	if p.Grading.PythonWheels, err = j.pythonWheels(ctx, p.Grading.PythonWheels); err != nil {
+		return NodeOutput{}, err
+	}
 	req := GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 		Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 			return repo.Materialize(ctx, j.store, m, dir)
@@ -93,6 +92,49 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 		err = fmt.Errorf("instance %s: %w", inst.InstanceID, err)
 	}
 	return out, err
+}
+
+// goProxy is the GOPROXY setting with {dataset_dir} replaced and each file:// folder made the absolute folder it is
+// on this machine (a proxy folder the starter shipped is unpacked from the store), whatever folder the spec named
+// the dataset from.
+func (j *job) goProxy(ctx context.Context, setting string) (string, error) {
+	setting = strings.ReplaceAll(setting, "{dataset_dir}", filepath.Dir(j.in.Dataset.File))
+	var b strings.Builder
+	for setting != "" {
+		end := strings.IndexAny(setting, ",|")
+		if end < 0 {
+			end = len(setting)
+		}
+		entry := setting[:end]
+		if folder, ok := strings.CutPrefix(entry, "file://"); ok {
+			local, err := j.env.localPath(ctx, folder)
+			if err != nil {
+				return "", fmt.Errorf("grading.goproxy: %w", err)
+			}
+			abs, err := filepath.Abs(local)
+			if err != nil {
+				return "", err
+			}
+			entry = "file://" + filepath.ToSlash(abs)
+		}
+		b.WriteString(entry)
+		b.WriteString(setting[end:min(end+1, len(setting))]) // the separator, as given
+		setting = setting[min(end+1, len(setting)):]
+	}
+	return b.String(), nil
+}
+
+// pythonWheels is the grading.python_wheels setting on this machine: a package index URL as given, a folder of wheels
+// ({dataset_dir} filled in) where the starter shipped it (Env.Shipped), made absolute.
+func (j *job) pythonWheels(ctx context.Context, setting string) (string, error) {
+	if setting == "" || strings.Contains(setting, "://") {
+		return setting, nil
+	}
+	local, err := j.env.localPath(ctx, strings.ReplaceAll(setting, "{dataset_dir}", filepath.Dir(j.in.Dataset.File)))
+	if err != nil {
+		return "", fmt.Errorf("grading.python_wheels: %w", err)
+	}
+	return filepath.Abs(local)
 }
 
 var staleOnce sync.Once

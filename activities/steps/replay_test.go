@@ -16,6 +16,7 @@ import (
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -28,6 +29,11 @@ func replayJob(t *testing.T, runDir string) *job {
 	}
 	return &job{env: Env{RunDir: runDir, Log: zerolog.Nop()}, store: store, usage: &runlog.Usage{},
 		in: NodeInput{Run: "t", Node: "patch", Step: "m.patch"}}
+}
+
+// recordedCache is the response cache of the run in runDir.
+func recordedCache(runDir string) respcache.Cache {
+	return respcache.Open(objects.Dir{Root: runDir}, runfolder.CASDir)
 }
 
 // TestReplayServesTheRecordedAnswers: a replay model answers each request with what the recorded run's openai model
@@ -60,7 +66,7 @@ func TestReplayServesTheRecordedAnswers(t *testing.T) {
 		}
 		want = append(want, answer{resp, row})
 	}
-	if w, ok := respcache.Open(runfolder.CAS(recorded)).Window(hs.URL+"/v1", "gpt-4o-mini"); !ok || w.Tokens != 8192 {
+	if w, ok := recordedCache(recorded).Window(context.Background(), hs.URL+"/v1", "gpt-4o-mini"); !ok || w.Tokens != 8192 {
 		t.Fatalf("the recorded run recorded no window (%+v): the keys would not hold one", w)
 	}
 	calls := srv.Calls()
@@ -96,7 +102,7 @@ func TestReplayServesTheRecordedAnswers(t *testing.T) {
 	creq := respcache.For(sampled, hs.URL+"/v1", windowed)
 	forged := want[2].resp
 	forged.Usage.CachedTokens = -1000
-	if err := respcache.Open(runfolder.CAS(recorded)).Put(creq.Key(), creq, forged); err != nil {
+	if err := recordedCache(recorded).Put(context.Background(), creq.Key(), creq, forged, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := replayJob(t, t.TempDir()).callModel(context.Background(), rp, asked[2]); !errors.As(err, &se) ||

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 	"golang.org/x/mod/modfile"
 
+	"ctxlab/activities"
 	"ctxlab/activities/compress"
 	"ctxlab/activities/dense"
 	"ctxlab/activities/executor"
@@ -25,8 +27,11 @@ import (
 	"ctxlab/activities/steps"
 	"ctxlab/activities/tokens"
 	"ctxlab/dataset/swebench"
+	"ctxlab/internal/cluster"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/store/bucket"
+	"ctxlab/workflows"
 )
 
 var checkCommand = commandDef[checkOptions, *checkOptions]{
@@ -46,8 +51,11 @@ var checkCommand = commandDef[checkOptions, *checkOptions]{
 func init() { commands = append(commands, checkCommand.command()) }
 
 type checkOptions struct {
-	spec string
-	runs string
+	spec     string
+	runs     string
+	cluster  cluster.Options
+	store    string
+	noWorker bool
 	specFlags
 }
 
@@ -55,6 +63,14 @@ func (o *checkOptions) define(fs *pflag.FlagSet) {
 	o.specFlags.Register(fs)
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment (the demo's "+
 		"dataset is generated into it, and repositories cloned by an earlier run are read from it)")
+	defineCluster(fs, &o.cluster, "", "default")
+	fs.Lookup("address").Usage = "also ask the workers polling this Temporal server at `HOST:PORT` whether they " +
+		"share this starter's store, build and queue limits (the handshake starter run makes)"
+	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "the store the sweep runs with: file:// or "+
+		"s3:// `URL`, or a folder ($"+activities.StoreEnv+"); a shared one is probed, and the workers are asked "+
+		"whether it is theirs")
+	fs.BoolVar(&o.noWorker, "no-worker", false, "check only what starter run --no-worker needs of this machine: "+
+		"the rest is the workers' (ask them with --address)")
 }
 
 func (o *checkOptions) complete(pos []string, _ *pflag.FlagSet) error {
@@ -86,11 +102,60 @@ func checkSpec(o checkOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
 		return exitUsage
 	}
-	rep.checkSweep(ctx, e, plan, instances, runDir, checkAll)
+	parts := checkAll
+	if o.noWorker {
+		parts = checkParts{}
+	}
+	rep.checkSweep(ctx, e, plan, instances, runDir, parts)
+	rep.checkWorkers(ctx, o, e, runDir)
 	if !rep.print(stdout, stderr, o.spec, true) {
 		return exitUsage
 	}
 	return exitOK
+}
+
+// checkWorkers probes the shared store and, with --address, makes starter run's handshake with the workers polling
+// the sweep's queues: each that differs (its store, its build, its queue limits) is a problem naming it.
+func (r *checkReport) checkWorkers(ctx context.Context, o checkOptions, e *specs.Experiment, runDir string) {
+	if err := bucket.Probe(ctx, o.store); err != nil {
+		r.fail("store", o.store, err.Error(), "give --store (or $CTXLAB_STORE) a store this machine can write")
+		return
+	}
+	if o.cluster.Address == "" {
+		return
+	}
+	c, err := cluster.Dial(ctx, o.cluster, zerolog.Nop())
+	if err != nil {
+		r.fail("workers", o.cluster.Address, err.Error(), "start the Temporal server, or name it with --address")
+		return
+	}
+	defer c.Close()
+	objs, err := bucket.OpenObjects(ctx, o.store, e.Name, runDir)
+	if err == nil && bucket.Shared(o.store) {
+		err = writeRunMarker(ctx, o.store, e.Name, runDir)
+	}
+	var res handshakeResult
+	if err == nil {
+		res, err = handshake(ctx, c, objs, e.Name, workflows.DefaultQueues, e.Limits.Queues)
+	}
+	if err != nil {
+		r.fail("workers", o.cluster.Address, err.Error(), "check the Temporal server and the store")
+		return
+	}
+	r.checked = append(r.checked, fmt.Sprintf("%d worker process(es) at %s", res.workers, o.cluster.Address))
+	switch {
+	case res.workers == 0:
+		r.note("no worker polls the sweep's queues at %s yet: start them before the sweep, or they are checked "+
+			"by each of their nodes", o.cluster.Address)
+	case len(res.problems) > 0:
+		for _, p := range res.problems {
+			r.fail("workers", o.cluster.Address, p, "start the workers as the starter runs: the same --store, "+
+				"build and --spec")
+		}
+	}
+	for _, w := range res.silent {
+		r.note("a worker Temporal saw polling at %s did not answer the handshake: %s", o.cluster.Address, w)
+	}
 }
 
 // checkBeforeRun runs a sweep's checks at the start of starter run, writing the notes and problems to w; it reports
@@ -259,13 +324,13 @@ func planNeedsOf(e *specs.Experiment, plan *specs.Plan) planNeeds {
 			switch nd.Activity {
 			case "retrieve":
 				var p specs.RetrieveParams
-				if decodeParams(nd.Params, &p) == nil && p.Scorer == "dense" {
+				if decodeParams(nd.Params, &p) == nil && p.Scorer == specs.ScorerDense {
 					n.embeddings[p.EmbeddingModel] = add(n.embeddings[p.EmbeddingModel], arm.Method)
 				}
 			case "compress":
 				var p specs.CompressParams
-				if decodeParams(nd.Params, &p) == nil && p.Compressor != compress.Fake && p.Endpoint != "builtin" {
-					k := [2]string{p.Compressor, p.Endpoint}
+				if decodeParams(nd.Params, &p) == nil && p.Compressor != specs.CompressorFake && p.Endpoint != "builtin" {
+					k := [2]string{string(p.Compressor), p.Endpoint}
 					n.compressors[k] = add(n.compressors[k], arm.Method)
 				}
 			case "assemble":

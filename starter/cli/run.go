@@ -281,6 +281,10 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 					return c.GetWorkflow(ctx, id, ""), "the sweep had already finished; showing its results", nil
 				}
 				in.Retry = again
+				// Only the issues with rows to retry run again (the sweep filters what it loads itself).
+				in.Instances = slices.DeleteFunc(slices.Clone(in.Instances), func(i activities.InstanceRef) bool {
+					return len(again[i.ID]) == 0
+				})
 				how = fmt.Sprintf("the sweep had finished with %d row(s) to retry: %s (kept in %s); running them "+
 					"again", tally.Errors, tally.classes(), runfolder.RetriedFile)
 			}

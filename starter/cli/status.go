@@ -24,9 +24,10 @@ import (
 func init() { commands = append(commands, statusCommand.command()) }
 
 type statusOptions struct {
-	name string
-	runs string
-	json bool
+	name  string
+	runs  string
+	json  bool
+	store string
 }
 
 var statusCommand = commandDef[statusOptions, *statusOptions]{
@@ -40,6 +41,8 @@ var statusCommand = commandDef[statusOptions, *statusOptions]{
 func (o *statusOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "shared store the run's workers used (file:// "+
+		"or s3:// `URL`; $"+activities.StoreEnv+"): their attempt and call records are gathered from it first")
 }
 
 func (o *statusOptions) complete(pos []string, _ *pflag.FlagSet) error {
@@ -147,6 +150,9 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	repairRunFolder("status", dir, runfolder.Rows(dir), stderr)
+	if err := gatherRunRecords(o.store, o.name, dir); err != nil {
+		fmt.Fprintln(stderr, "starter status:", err)
+	}
 	rec, err := runstate.Read(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter status:", err)

@@ -85,13 +85,16 @@ const (
 	BadInput Kind = "bad_input"
 	// Unsupported: a provider, executor or option this build does not offer.
 	Unsupported Kind = "unsupported"
+	// StoreMismatch: the worker's store is not the starter's (another bucket or server, a folder of its own disk):
+	// what it read or wrote would not be the run's.
+	StoreMismatch Kind = "store_mismatch"
 )
 
 // kinds is every kind, in the order of their classes; Kinds lists them.
 var kinds = []Kind{
 	ContextLength,
 	RateLimit, Server, Timeout, BadResponse, RepeatedError, ContextCapacity, LostWorker,
-	Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported,
+	Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported, StoreMismatch,
 	MissingRunner, Toolchain, PythonEnvironment, ModuleDownload, DockerImage, DockerDaemon, DiskFull, Permission, MissingCommit,
 	SymlinkRefused, RepoUnavailable, Sandbox, StepTimeout, Internal, StepFailed,
 }
@@ -178,7 +181,7 @@ func ClassOf(kind string) Class {
 		return Model
 	case RateLimit, Server, Timeout, BadResponse, RepeatedError, ContextCapacity, LostWorker:
 		return Endpoint
-	case Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported:
+	case Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported, StoreMismatch:
 		return Configuration
 	}
 	return Environment

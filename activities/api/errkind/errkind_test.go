@@ -15,7 +15,7 @@ var wantClass = map[Kind]Class{
 	ContextCapacity: Endpoint, LostWorker: Endpoint,
 
 	Auth: Configuration, Quota: Configuration, ModelNotFound: Configuration, ContextWindow: Configuration,
-	BadRequest: Configuration, BadInput: Configuration, Unsupported: Configuration,
+	BadRequest: Configuration, BadInput: Configuration, Unsupported: Configuration, StoreMismatch: Configuration,
 
 	MissingRunner: Environment, Toolchain: Environment, PythonEnvironment: Environment, ModuleDownload: Environment,
 	DockerImage:  Environment,

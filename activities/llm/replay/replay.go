@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"ctxlab/activities/respcache"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/store/objects"
 )
 
 func init() {
@@ -35,31 +37,31 @@ type client struct {
 }
 
 func newClient(m specs.Model, _ llm.Config) (llm.Client, error) {
-	dir, err := recordedFolder()
+	dir, base, err := recordedFolder()
 	if err != nil {
 		return nil, err
 	}
 	recorded := m
 	recorded.Provider, recorded.Replays = m.Replays, ""
-	return client{recorded: recorded, endpoint: llm.BaseURL(recorded), dir: dir, cache: respcache.Open(dir)}, nil
+	return client{recorded: recorded, endpoint: llm.BaseURL(recorded), dir: filepath.Join(dir, base),
+		cache: respcache.Open(objects.Dir{Root: dir}, base)}, nil
 }
 
 // recordedFolder is the response cache CTXLAB_REPLAY_DIR names: a run folder's (runs/NAME, whose content store
-// folder holds it) or a shared one (the folder a run's --cache named).
-func recordedFolder() (string, *llm.Error) {
+// folder holds it: base is that folder's name) or a shared one (the folder a run's --cache named: base is "").
+func recordedFolder() (dir, base string, err *llm.Error) {
 	v := specs.Replay.Env.Folder
-	dir := strings.TrimSpace(os.Getenv(v))
-	if dir == "" {
-		return "", &llm.Error{Kind: errkind.BadInput, Msg: v + " is not set: name the folder of the finished run " +
-			"whose answers a replay model serves (runs/NAME, or the --cache folder it used)"}
+	dir = strings.TrimSpace(os.Getenv(v))
+	switch {
+	case dir == "":
+		return "", "", &llm.Error{Kind: errkind.BadInput, Msg: v + " is not set: name the folder of the finished " +
+			"run whose answers a replay model serves (runs/NAME, or the --cache folder it used)"}
+	case isDir(runfolder.CAS(dir)):
+		return dir, runfolder.CASDir, nil
+	case !isDir(dir):
+		return "", "", &llm.Error{Kind: errkind.BadInput, Msg: fmt.Sprintf("%s names %s, which is not a folder", v, dir)}
 	}
-	if isDir(runfolder.CAS(dir)) {
-		return runfolder.CAS(dir), nil
-	}
-	if !isDir(dir) {
-		return "", &llm.Error{Kind: errkind.BadInput, Msg: fmt.Sprintf("%s names %s, which is not a folder", v, dir)}
-	}
-	return dir, nil
+	return dir, "", nil
 }
 
 func isDir(p string) bool {
@@ -69,19 +71,19 @@ func isDir(p string) bool {
 
 // Prepare looks req up; its one attempt serves the recorded answer, or fails for good.
 func (c client) Prepare(_ context.Context, req llm.Request) (llm.Attempt, *llm.Error) {
-	return llm.Attempt{Send: func(context.Context) (llm.Response, *llm.Error, time.Duration) {
-		resp, err := c.answer(req)
+	return llm.Attempt{Send: func(ctx context.Context) (llm.Response, *llm.Error, time.Duration) {
+		resp, err := c.answer(ctx, req)
 		return resp, err, 0
 	}}, nil
 }
 
 // answer is the recorded answer to req: under the window the recorded run last recorded for the model (what its
 // keys were computed with), scrubbed of the secrets this process holds, priced with the spec's table.
-func (c client) answer(req llm.Request) (llm.Response, *llm.Error) {
-	w, _ := c.cache.Window(c.endpoint, c.recorded.ID)
+func (c client) answer(ctx context.Context, req llm.Request) (llm.Response, *llm.Error) {
+	w, _ := c.cache.Window(ctx, c.endpoint, c.recorded.ID)
 	req.Context, req.ContextSource = w.Tokens, w.Source
 	key := respcache.For(c.recorded, c.endpoint, req).Key()
-	e, ok := c.cache.Get(key)
+	e, ok := c.cache.Get(ctx, key)
 	if !ok {
 		return llm.Response{}, &llm.Error{Kind: errkind.BadInput, Msg: fmt.Sprintf("the recorded run in %s holds no "+
 			"answer to this request (task %s, sample %d, %d messages of %d bytes, to %s model %s at %s; response "+
@@ -108,9 +110,9 @@ func messageBytes(req llm.Request) int {
 
 // check finds the recorded folder before a sweep.
 func check(_ context.Context, _ specs.Model, _ time.Duration) llm.ModelCheck {
-	dir, err := recordedFolder()
+	dir, base, err := recordedFolder()
 	if err != nil {
 		return llm.ModelCheck{Problem: err.Msg, Fix: "set " + specs.Replay.Env.Folder + " to the finished run's folder"}
 	}
-	return llm.ModelCheck{Served: true, Host: "the answers recorded in " + dir}
+	return llm.ModelCheck{Served: true, Host: "the answers recorded in " + filepath.Join(dir, base)}
 }
