@@ -13,12 +13,14 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
+	"ctxlab/activities/respcache"
 	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -297,5 +299,31 @@ func TestEditedRowRerunsNodeButPaysOnce(t *testing.T) {
 	p.must(p.localize(0, "a"))
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("an edited issue text must be a new question: %d calls", got)
+	}
+}
+
+// TestCachedAnswerOfImpossibleUsageIsAskedAgain: a stored answer is held to what a call can report before it is
+// priced, as a fresh one is (a shared cache is anyone's to write): one whose usage is impossible (a negative count,
+// which would price the row below zero) is not served; the question is asked again and paid at its real usage.
+func TestCachedAnswerOfImpossibleUsageIsAskedAgain(t *testing.T) {
+	p := newPaidFixture(t)
+	first := p.must(p.localize(0, "a"))
+	key := p.calls(t)[0].Key
+	cache := respcache.Open(objects.Dir{Root: p.a.RunDir("t")}, runfolder.CASDir)
+	ctx := context.Background()
+	e, ok := cache.Get(ctx, key)
+	if !ok {
+		t.Fatal("the first answer was not cached")
+	}
+	e.Response.Usage.PromptTokens = -1_000_000_000
+	if err := cache.Put(ctx, key, respcache.Request{Provider: e.Provider, ModelID: e.ModelID}, e.Response, true); err != nil {
+		t.Fatal(err)
+	}
+	again := p.must(p.localize(0, "b"))
+	if got := p.srv.Calls(); got != 2 {
+		t.Errorf("the tampered answer was served: the server saw %d calls, want 2", got)
+	}
+	if got, want := again.Row["cost_usd"], first.Row["cost_usd"]; got != want {
+		t.Errorf("cost_usd %v after the tampered cache, want %v", got, want)
 	}
 }

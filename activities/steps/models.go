@@ -102,6 +102,12 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		if !ok {
 			return llm.Response{}, nil, false
 		}
+		// A stored answer is held to what a call can report before it is priced (a shared cache is anyone's):
+		// one of impossible usage is asked again.
+		if err := llm.CheckUsage(e.Response.Usage); err != nil {
+			j.env.Log.Warn().Err(err).Str("key", key).Msg("a cached answer of impossible usage is asked again")
+			return llm.Response{}, nil, false
+		}
 		// Scrubbed again: an entry may come from a shared cache written before answers were scrubbed.
 		resp := e.Response.Scrubbed()
 		resp.CostUSD = llm.Cost(resp.Usage, m.Price)
