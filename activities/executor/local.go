@@ -46,8 +46,11 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	var layout testrun.GoLayout
 	switch lang {
 	case LangPython:
-		if env, err = planPythonEnv(r, dir); err != nil {
+		if env, err = planPythonEnv(r, worktreeFile(dir)); err != nil {
 			return res, err
+		}
+		if env != nil && env.installsRepo {
+			env.importRoots = srcRoots(dir)
 		}
 	case LangGo:
 		if layout, err = testrun.ReadGoLayout(dir); err != nil {
@@ -95,10 +98,12 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	res.Isolation, res.Note = run.Isolation, joinNotes(run.Note, env)
 	// A Python command's exit code is its own; a Go run runs many binaries and has none.
 	res.ExitCode, res.ExitCodeKnown = run.ExitCode, len(o.Command) > 0
-	if err == nil && lang == LangPython && !Decide(r.Instance, run.Report).Resolved {
+	if err == nil && lang == LangPython {
 		// A module the tests could not import that is the environment's to provide fails the grade as the
 		// environment's, not the model's.
-		err = missingModuleFailure(r.Instance.InstanceID, run.Report, baseModules, r.Patch)
+		err = environmentFailure(ctx, r, run.Report, setupStatus{}, func(context.Context) (baseRun, error) {
+			return baseRun{modules: baseModules}, nil
+		})
 	}
 	return res, markRun(err)
 }
