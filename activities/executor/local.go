@@ -46,11 +46,8 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	var layout testrun.GoLayout
 	switch lang {
 	case LangPython:
-		if env, err = planPythonEnv(r, worktreeFile(dir)); err != nil {
+		if env, err = localEnvironment(r, dir); err != nil {
 			return res, err
-		}
-		if env != nil && env.installsRepo {
-			env.importRoots = srcRoots(dir)
 		}
 	case LangGo:
 		if layout, err = testrun.ReadGoLayout(dir); err != nil {
@@ -106,6 +103,16 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 		})
 	}
 	return res, markRun(err)
+}
+
+// localEnvironment plans r's stated environment in the worktree dir at base_commit, with the folders that the
+// install of the repository would make importable.
+func localEnvironment(r Request, dir string) (*pythonEnv, error) {
+	env, err := planPythonEnv(r, worktreeFile(dir))
+	if env != nil && env.installsRepo {
+		env.importRoots = srcRoots(dir)
+	}
+	return env, err
 }
 
 // joinNotes is the run's note and what the local executor says of the stated environment (commands it does not
