@@ -97,100 +97,183 @@ func dockerEnv() []string {
 	return testrun.Env(extra)
 }
 
-// Run implements Executor.
-func (Docker) Run(ctx context.Context, r Request) (Result, error) {
-	var res Result
-	// Paths are checked before any docker call, so an escaping patch never reaches the container.
-	paths, err := diff.SafePaths(r.Patch)
-	if err != nil {
-		res.Apply = diff.Report{Outcome: diff.OutcomeOf(err)}
-		res.ApplyErr = err.Error()
-		return res, nil
+// Run implements Executor. A Python grade that does not resolve and shows signs of a broken environment is
+// weighed by environmentFailure against a grade of the instance without the model patch (gradeWithoutPatch).
+func (d Docker) Run(ctx context.Context, r Request) (Result, error) {
+	g, err := d.grade(ctx, r, true, false)
+	res := g.res
+	if err != nil || !res.Ran || g.lang != LangPython {
+		return res, err
+	}
+	if g.setup.failed() {
+		addNote(&res, fmt.Sprintf("the environment's setup (eval_commands and install) exited %d", g.setup.code))
+	}
+	return res, environmentFailure(ctx, r, res.Report, g.setup, func(ctx context.Context) (baseRun, error) {
+		return d.gradeWithoutPatch(ctx, r)
+	})
+}
+
+// containerGrade is one run of the eval script in a fresh container of an instance's image: its result, the
+// image's language, how the setup went, and (when asked) the module names /testbed held after it.
+type containerGrade struct {
+	res     Result
+	lang    string
+	setup   setupStatus
+	modules map[string]bool
+}
+
+// grade runs the eval script for r in a fresh container, the model patch applied first (withPatch), or not; the
+// container is removed whatever happens. listModules lists /testbed's module names after the run.
+func (Docker) grade(ctx context.Context, r Request, withPatch, listModules bool) (containerGrade, error) {
+	var g containerGrade
+	var paths []string
+	if withPatch {
+		// Paths are checked before any docker call, so an escaping patch never reaches the container.
+		var err error
+		if paths, err = diff.SafePaths(r.Patch); err != nil {
+			g.res.Apply = diff.Report{Outcome: diff.OutcomeOf(err)}
+			g.res.ApplyErr = err.Error()
+			return g, nil
+		}
 	}
 	tmp, err := TempDir()
 	if err != nil {
-		return res, err
+		return g, err
 	}
 	defer os.RemoveAll(tmp)
-	tree := filepath.Join(tmp, "files") // the patched files, copied out of the container and back
 	c := container{ctx: ctx, bin: r.Config.Docker}
 	if c.bin == "" {
 		c.bin = "docker"
 	}
-	// Containers of graders that died (SIGKILL, a lost machine) are removed before this one starts.
-	if _, err := RemoveStaleContainers(ctx, c.bin); err != nil {
-		return res, err
-	}
-	image := ImageOf(r.Config.Namespace, r.Instance)
-	if err := c.checkImage(r.Instance.InstanceID, image); err != nil {
-		return res, err
-	}
-	if err := c.create(r, image); err != nil {
-		return res, err
-	}
 	defer c.remove()
-	if _, err := c.docker("start", c.name); err != nil {
-		return res, err
+	if err := c.start(r); err != nil {
+		return g, err
 	}
-	lang := c.language()
-	if err := c.copyOut(paths, tree); err != nil {
-		return res, err
+	g.lang = c.language()
+	if withPatch {
+		if err := c.applyPatch(r, g.lang, paths, tmp, &g.res); err != nil || g.res.ApplyErr != "" {
+			return g, err
+		}
 	}
-	rep, err := diff.Apply(tree, r.Patch, diff.Options{})
-	res.Apply = rep
-	if err != nil {
-		res.ApplyErr = err.Error()
-		return res, nil
-	}
-	if err := c.copyIn(tree, rep, dropTestFiles(r, lang, rep, &res)); err != nil {
-		return res, err
-	}
-	plan := evalPlan(r, lang)
+	plan := evalPlan(r, g.lang)
 	helped := false
-	if lang == LangPython {
+	if g.lang == LangPython {
 		plan.Cmd, helped = withResultsHelper(plan.Cmd)
 	}
 	if err := c.copyEvalScript(r, plan, helped, tmp); err != nil {
-		return res, err
+		return g, err
 	}
 	channel, err := newChannel(tmp)
 	if err != nil {
-		return res, err
+		return g, err
 	}
 	defer channel.Close()
 	run, err := testrun.Run(ctx, testrun.Options{Dir: tmp, Timeout: r.Timeout, OutputCap: r.OutputCap,
 		Heartbeat: r.Heartbeat, Command: channel.command(c.bin, c.name), Parser: testlog.ParserNone,
 		ExtraEnv: dockerEnv()})
+	res := &g.res
 	res.Ran, res.Output, res.TimedOut, res.Duration, res.Command = true, run.Output, run.TimedOut, run.Duration,
 		[]string{c.bin, "exec", c.name, "/bin/bash", "/eval.sh"}
 	res.Isolation = "container"
 	if err != nil {
-		return res, err
+		return g, err
 	}
-	err = readResults(&res, channel, plan.Parser, helped)
-	return res, err
+	if g.setup, err = readResults(res, channel, plan.Parser, helped); err != nil {
+		return g, err
+	}
+	if listModules {
+		g.modules = c.moduleNames()
+	}
+	return g, nil
+}
+
+// gradeWithoutPatch grades r again, in a fresh container, without the model patch: what its tests could not
+// import, how its setup went, whether any of the instance's tests ran, and the module names /testbed holds.
+func (d Docker) gradeWithoutPatch(ctx context.Context, r Request) (baseRun, error) {
+	g, err := d.grade(ctx, r, false, true)
+	if err != nil {
+		return baseRun{}, fmt.Errorf("instance %s: grading without the model patch, to tell the environment's "+
+			"failure from the patch's: %w", r.Instance.InstanceID, err)
+	}
+	return baseRun{modules: g.modules, rerun: true, missing: g.res.Report.MissingModules, setup: g.setup,
+		testsRan: listedTestsRan(r.Instance, g.res.Report)}, nil
+}
+
+// start removes the containers of graders that died (SIGKILL, a lost machine), then creates and starts this one.
+func (c *container) start(r Request) error {
+	if _, err := RemoveStaleContainers(c.ctx, c.bin); err != nil {
+		return err
+	}
+	image := ImageOf(r.Config.Namespace, r.Instance)
+	if err := c.checkImage(r.Instance.InstanceID, image); err != nil {
+		return err
+	}
+	if err := c.create(r, image); err != nil {
+		return err
+	}
+	_, err := c.docker("start", c.name)
+	return err
+}
+
+// applyPatch applies the model patch (its files paths copied out of /testbed into tmp) and copies the result back,
+// recording in res how it applied. What the stated environment needs and the image lacks is checked before the
+// patch reaches the container, and fails the grade once the patch has applied (checkEnvironment).
+func (c *container) applyPatch(r Request, lang string, paths []string, tmp string, res *Result) error {
+	var envErr error
+	if lang == LangPython {
+		var notes []string
+		notes, envErr = c.checkEnvironment(r)
+		addNote(res, strings.Join(notes, "; "))
+	}
+	tree := filepath.Join(tmp, "files") // the patched files, copied out of the container and back
+	if err := c.copyOut(paths, tree); err != nil {
+		return err
+	}
+	rep, err := diff.Apply(tree, r.Patch, diff.Options{})
+	res.Apply = rep
+	if err != nil {
+		res.ApplyErr = err.Error()
+		return nil
+	}
+	if envErr != nil {
+		return envErr
+	}
+	return c.copyIn(tree, rep, dropTestFiles(r, lang, rep, res))
 }
 
 // readResults fills in res's exit code and report: from the channel when the test command loaded the results
-// helper (helped), else from the log between the markers, read with parser.
-func readResults(res *Result, channel *resultsChannel, parser string, helped bool) error {
+// helper (helped), else from the log between the markers, read with parser. It returns the setup's status.
+func readResults(res *Result, channel *resultsChannel, parser string, helped bool) (setupStatus, error) {
 	records, err := channel.read()
 	if err != nil {
-		return err
+		return setupStatus{}, err
 	}
 	res.ExitCode, res.ExitCodeKnown = records.exitCode, records.exitKnown
 	if helped {
-		res.Report, res.Note, err = helperReport(parser, records.results)
-		return err
+		var note string
+		res.Report, note, err = helperReport(parser, records.results)
+		addNote(res, note)
+		return records.setup, err
 	}
 	section, ok := Between(string(res.Output))
 	if !ok {
-		res.Note = "the test-output markers are missing from the log: no test counts as run"
+		addNote(res, "the test-output markers are missing from the log: no test counts as run")
 		res.Report = testlog.Report{Tests: map[string][]testlog.TestResult{}}
-		return nil
+		return records.setup, nil
 	}
 	res.Report, err = testlog.Parse(parser, strings.NewReader(section))
-	return err
+	return records.setup, err
+}
+
+// addNote adds a note to the row's (none for an empty one).
+func addNote(res *Result, note string) {
+	switch {
+	case note == "":
+	case res.Note == "":
+		res.Note = note
+	default:
+		res.Note += "; " + note
+	}
 }
 
 // container is one grade's container, driven through the docker CLI at bin.
@@ -245,6 +328,9 @@ func (c *container) create(r Request, image string) error {
 // running in it. The anonymous volumes an image declares (VOLUME) go with it (-v): the tests wrote into them, and
 // they would otherwise stay on the machine, full of what the patch's code put there.
 func (c *container) remove() {
+	if c.name == "" {
+		return // none was created
+	}
 	rm := exec.Command(c.bin, "rm", "-f", "-v", c.name)
 	rm.Env = dockerEnv()
 	_, _ = rm.CombinedOutput()
@@ -437,7 +523,8 @@ const condaActivateScript = "/opt/miniconda3/bin/activate"
 // Eval is one eval script, in the harness's shape (make_eval_script_list_py in swebench/harness/test_spec/python.py):
 // activate the environment, run the spec's eval commands, record the state, run the spec's install command, reset
 // the test patch's files, apply the test patch, run the tests between the markers, record the test command's exit
-// code (SWE-bench 5.0), reset the test files again.
+// code (SWE-bench 5.0), reset the test files again. ctxlab's script also records how the setup (the eval and
+// install commands) went, on the results channel, before the tests run.
 type Eval struct {
 	BaseCommit, TestPatch string
 	// TestCmd is the whole test command, directives included.
@@ -473,8 +560,13 @@ func (e Eval) Script() string {
 	if len(created) > 0 {
 		reset = append(reset, "rm -f "+quoteAll(created))
 	}
-	lines := []string{"#!/bin/bash", "exec 3>&1 1>&2", "{", "set -uxo pipefail", condaActivate, "cd " + Testbed}
-	lines = append(lines, e.EvalCommands...)
+	setup := len(e.EvalCommands) > 0 || strings.TrimSpace(e.Install) != ""
+	lines := []string{"#!/bin/bash", "exec 3>&1 1>&2", "{", "set -uxo pipefail"}
+	if setup {
+		lines = append(lines, setupStatusVar+"=0", setupStepFunc)
+	}
+	lines = append(lines, condaActivate, "cd "+Testbed)
+	lines = append(lines, trackSetup(e.EvalCommands)...)
 	lines = append(lines,
 		"git config --global --add safe.directory "+Testbed,
 		"cd "+Testbed,
@@ -484,7 +576,7 @@ func (e Eval) Script() string {
 		condaActivate,
 	)
 	if strings.TrimSpace(e.Install) != "" {
-		lines = append(lines, e.Install)
+		lines = append(lines, trackSetup([]string{e.Install})...)
 	}
 	lines = append(lines, reset...)
 	lines = append(lines, "git apply -v - <<'"+heredoc+"'\n"+strings.TrimRight(e.TestPatch, "\n")+"\n"+heredoc)
@@ -493,7 +585,11 @@ func (e Eval) Script() string {
 		lines = append(lines, writeHelpersLines()...)
 		testGroup = "}"
 	}
-	lines = append(lines, "} 3>&-", ": '"+StartTestOutput+"'")
+	lines = append(lines, "} 3>&-")
+	if setup {
+		lines = append(lines, `printf 'ctxlab1\tinstall\t%s\n' "$`+setupStatusVar+`" >&3`)
+	}
+	lines = append(lines, ": '"+StartTestOutput+"'")
 	if e.ResultsHelper {
 		lines = append(lines, "export "+resultsFDEnv+"=3 PYTHONPATH=\"$"+helperDirVar+"${PYTHONPATH:+:$PYTHONPATH}\"")
 	}
@@ -514,6 +610,27 @@ func (e Eval) Script() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// The eval script keeps the setup's status in setupStatusVar: the first non-zero exit status among the eval and
+// install commands, each checked after it ran (a list such as `a && b` fails as a whole), and every simple command
+// in them checked by an ERR trap (`a; b` runs b after a failed).
+const (
+	setupStatusVar = "CTXLAB_SETUP_STATUS"
+	setupStepFunc  = `ctxlab_setup_step() { if [ "$1" != 0 ] && [ "$` + setupStatusVar + `" = 0 ]; then ` +
+		setupStatusVar + `=$1; fi; }`
+)
+
+// trackSetup are the eval script lines that run setup commands and keep their status (setupStatusVar).
+func trackSetup(cmds []string) []string {
+	if len(cmds) == 0 {
+		return nil
+	}
+	lines := []string{"trap 'ctxlab_setup_step $?' ERR"}
+	for _, c := range cmds {
+		lines = append(lines, c, "ctxlab_setup_step $?")
+	}
+	return append(lines, "trap - ERR")
 }
 
 // writeHelpersLines are the eval script lines that write ctxlab's results helpers (the pytest plugin and the
@@ -622,12 +739,14 @@ func (ch *resultsChannel) command(bin, name string) []string {
 		` >>"$2"`, bin, name, ch.path}
 }
 
-// channelRecords are what a channel held: the helper's result lines, and the test command's exit code when the
-// script recorded one (the last record counts).
+// channelRecords are what a channel held: the helper's result lines, the test command's exit code when the
+// script recorded one (the last record counts: the script writes it after the tests), and the setup's status (the
+// first record counts: the script writes it before the tests).
 type channelRecords struct {
 	results   string
 	exitCode  int
 	exitKnown bool
+	setup     setupStatus
 }
 
 func (ch *resultsChannel) read() (channelRecords, error) {
@@ -641,6 +760,12 @@ func (ch *resultsChannel) read() (channelRecords, error) {
 		if code, ok := strings.CutPrefix(line, "ctxlab1\texit\t"); ok {
 			if n, err := strconv.Atoi(code); err == nil {
 				rec.exitCode, rec.exitKnown = n, true
+			}
+			continue
+		}
+		if code, ok := strings.CutPrefix(line, "ctxlab1\tinstall\t"); ok {
+			if n, err := strconv.Atoi(code); err == nil && !rec.setup.known {
+				rec.setup = setupStatus{code: n, known: true}
 			}
 			continue
 		}

@@ -39,14 +39,16 @@ func init() {
 	}
 }
 
+// enginePythonTests is the test file the Python instance's test patch writes.
+const enginePythonTests = "import os\n\nfrom calc.ops import add, mul\n\n\ndef test_mul_zero():\n    assert mul(0, 3) == 0\n\n\n" +
+	"def test_add():\n    assert add(2, 3) == 5\n\n\n" +
+	"def test_no_network():\n    assert sorted(os.listdir('/sys/class/net')) == ['lo']\n\n\n" +
+	"def test_no_grader_variables():\n    assert '" + graderSecretEnv + "' not in os.environ\n"
+
 func enginePythonInstance() swebench.Instance {
 	in := calcInstance()
 	in.InstanceID = "acme__calc-engine-1"
-	in.TestPatch = diff.Unified("tests/test_calc.py", []byte(calcBase["tests/test_calc.py"]),
-		[]byte("import os\n\nfrom calc.ops import add, mul\n\n\ndef test_mul_zero():\n    assert mul(0, 3) == 0\n\n\n"+
-			"def test_add():\n    assert add(2, 3) == 5\n\n\n"+
-			"def test_no_network():\n    assert sorted(os.listdir('/sys/class/net')) == ['lo']\n\n\n"+
-			"def test_no_grader_variables():\n    assert '"+graderSecretEnv+"' not in os.environ\n"))
+	in.TestPatch = diff.Unified("tests/test_calc.py", []byte(calcBase["tests/test_calc.py"]), []byte(enginePythonTests))
 	in.PassToPass = []string{"tests/test_calc.py::test_mul_zero", "tests/test_calc.py::test_no_network",
 		"tests/test_calc.py::test_no_grader_variables"}
 	return in
@@ -232,6 +234,11 @@ func TestDockerEngine(t *testing.T) {
 		if left := containersOf(t, bin, pid, py.InstanceID); len(left) != 0 {
 			t.Errorf("the dead grader's container survived the next grade: %v", left)
 		}
+	})
+	// Rows whose environment fails, in the Python instance's image, side by side.
+	t.Run("PythonEnvironment", func(t *testing.T) {
+		t.Parallel()
+		dockerEnvironmentSubtests(t, cfg, py)
 	})
 	goErr := goImage()
 	t.Run("Go", func(t *testing.T) {

@@ -26,7 +26,7 @@ func TestFailureLabels(t *testing.T) {
 		errkind.BadResponse: none, errkind.RepeatedError: none, errkind.ContextCapacity: none,
 		errkind.LostWorker: infra("lost_worker"),
 		errkind.Auth:       none, errkind.Quota: none, errkind.ModelNotFound: none, errkind.ContextWindow: none,
-		errkind.BadRequest: none, errkind.Unsupported: none,
+		errkind.BadRequest: none, errkind.Unsupported: none, errkind.StoreMismatch: none,
 		// The dataset's row (a test patch that does not apply): a broken environment, as 5.0's pre-flight says.
 		errkind.BadInput: infra("bad_input"),
 		// The grading machine's.

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,12 +186,16 @@ func TestEvalScriptShape(t *testing.T) {
 		Install: "python -m pip install -e .", EvalCommands: []string{"export LANG=en_US.UTF-8"}}
 	script := e.Script()
 	for _, want := range []string{
-		"if [ -f /opt/miniconda3/bin/activate ]; then source /opt/miniconda3/bin/activate && conda activate testbed; fi\ncd /testbed\nexport LANG=en_US.UTF-8\n",
-		"git -c core.fileMode=false diff abc\nif [ -f /opt/miniconda3/bin/activate ]; then source /opt/miniconda3/bin/activate && conda activate testbed; fi\npython -m pip install -e .\ngit checkout abc tests/test_a.py\nrm -f 'tests/test new.py'\ngit apply -v - <<'EOF_114329324912'\n",
+		"if [ -f /opt/miniconda3/bin/activate ]; then source /opt/miniconda3/bin/activate && conda activate testbed; fi\ncd /testbed\n" +
+			"trap 'ctxlab_setup_step $?' ERR\nexport LANG=en_US.UTF-8\nctxlab_setup_step $?\ntrap - ERR\n",
+		"git -c core.fileMode=false diff abc\nif [ -f /opt/miniconda3/bin/activate ]; then source /opt/miniconda3/bin/activate && conda activate testbed; fi\n" +
+			"trap 'ctxlab_setup_step $?' ERR\npython -m pip install -e .\nctxlab_setup_step $?\ntrap - ERR\n" +
+			"git checkout abc tests/test_a.py\nrm -f 'tests/test new.py'\ngit apply -v - <<'EOF_114329324912'\n",
 		// The results channel: the script's stdout becomes descriptor 3, closed for every command but the tests
-		// (which, loading no helper here, do not get it either); the exit code is recorded before the reset.
-		"#!/bin/bash\nexec 3>&1 1>&2\n{\nset -uxo pipefail\n",
-		"\n} 3>&-\n: '>>>>> Start Test Output'\n{\npytest -rA\n} 3>&-\nSWEBENCH_TEST_EXIT_CODE=$?\n" +
+		// (which, loading no helper here, do not get it either); the setup's status is recorded before the tests,
+		// the exit code after them, before the reset.
+		"#!/bin/bash\nexec 3>&1 1>&2\n{\nset -uxo pipefail\nCTXLAB_SETUP_STATUS=0\n",
+		"\n} 3>&-\nprintf 'ctxlab1\\tinstall\\t%s\\n' \"$CTXLAB_SETUP_STATUS\" >&3\n: '>>>>> Start Test Output'\n{\npytest -rA\n} 3>&-\nSWEBENCH_TEST_EXIT_CODE=$?\n" +
 			"printf 'ctxlab1\\texit\\t%s\\n' \"$SWEBENCH_TEST_EXIT_CODE\" >&3\n: '>>>>> End Test Output'\n" +
 			": '>>>>> Test Exit Code' \"$SWEBENCH_TEST_EXIT_CODE\"\nexec 3>&-\ngit checkout abc tests/test_a.py\nrm -f 'tests/test new.py'\n",
 	} {
@@ -214,6 +219,33 @@ func TestEvalScriptShape(t *testing.T) {
 	out, err := runBash(t, f)
 	if err != nil || out != "ready\n" {
 		t.Errorf("guarded activation printed %q (%v)", out, err)
+	}
+}
+
+// The eval script's record of the setup, run by bash: the first non-zero status among the eval and install
+// commands, whether a command fails alone, first in an && list, or before another in a ; sequence; 0 when each
+// succeeds. Variables the commands export stay set for the tests.
+func TestEvalScriptSetupStatus(t *testing.T) {
+	dir := t.TempDir()
+	for i, c := range []struct {
+		cmds []string
+		want string
+	}{
+		{[]string{"true", "export CTXLAB_X=1"}, "0 1"},
+		{[]string{"false && true", "export CTXLAB_X=1"}, "1 1"},
+		{[]string{"true; (exit 3); true", "(exit 4)", "export CTXLAB_X=1"}, "3 1"},
+		{[]string{"export CTXLAB_X=1", "ctxlab-no-such-command install x"}, "127 1"},
+	} {
+		lines := append([]string{"set -uo pipefail", setupStatusVar + "=0", setupStepFunc}, trackSetup(c.cmds)...)
+		lines = append(lines, `echo "$`+setupStatusVar+` $CTXLAB_X"`)
+		f := filepath.Join(dir, fmt.Sprint(i, ".sh"))
+		if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runBash(t, f)
+		if got := strings.TrimSpace(out[strings.LastIndexByte(strings.TrimSpace(out), '\n')+1:]); err != nil || got != c.want {
+			t.Errorf("%q: got %q (%v), want %q\n%s", c.cmds, got, err, c.want, out)
+		}
 	}
 }
 

@@ -46,7 +46,7 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	var layout testrun.GoLayout
 	switch lang {
 	case LangPython:
-		if env, err = planPythonEnv(r, dir); err != nil {
+		if env, err = localEnvironment(r, dir); err != nil {
 			return res, err
 		}
 	case LangGo:
@@ -95,12 +95,24 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	res.Isolation, res.Note = run.Isolation, joinNotes(run.Note, env)
 	// A Python command's exit code is its own; a Go run runs many binaries and has none.
 	res.ExitCode, res.ExitCodeKnown = run.ExitCode, len(o.Command) > 0
-	if err == nil && lang == LangPython && !Decide(r.Instance, run.Report).Resolved {
+	if err == nil && lang == LangPython {
 		// A module the tests could not import that is the environment's to provide fails the grade as the
 		// environment's, not the model's.
-		err = missingModuleFailure(r.Instance.InstanceID, run.Report, baseModules, r.Patch)
+		err = environmentFailure(ctx, r, run.Report, setupStatus{}, func(context.Context) (baseRun, error) {
+			return baseRun{modules: baseModules}, nil
+		})
 	}
 	return res, markRun(err)
+}
+
+// localEnvironment plans r's stated environment in the worktree dir at base_commit, with the folders that the
+// install of the repository would make importable.
+func localEnvironment(r Request, dir string) (*pythonEnv, error) {
+	env, err := planPythonEnv(r, worktreeFile(dir))
+	if env != nil && env.installsRepo {
+		env.importRoots = srcRoots(dir)
+	}
+	return env, err
 }
 
 // joinNotes is the run's note and what the local executor says of the stated environment (commands it does not

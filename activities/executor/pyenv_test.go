@@ -7,11 +7,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"ctxlab/activities/api/errkind"
+	"ctxlab/activities/testlog"
 	"ctxlab/dataset/swebench"
 	"ctxlab/patch/diff"
 )
@@ -211,5 +213,27 @@ func TestDockerEvalPlanReadsSpecEnvironment(t *testing.T) {
 	in.InstallConfig = &swebench.InstallConfig{TestCmd: swebench.TestCommands{"pytest -rA"}}
 	if p := evalPlan(Request{Instance: in, Config: Config{InstallConfig: raw}}, LangPython); !strings.HasPrefix(p.Cmd, "pytest -rA ") {
 		t.Errorf("the row's own install_config does not win: %+v", p)
+	}
+}
+
+// A test file that fails to collect is an error under its own id, as pytest's -rA summary lists it (ERROR
+// tests/test_calc.py), and the module it could not import is named: ctxlab_results records both from its one
+// collection hook.
+func TestPytestCollectionErrorRecorded(t *testing.T) {
+	python(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	in := calcInstance()
+	in.TestPatch = diff.Unified("tests/test_calc.py", []byte(calcBase["tests/test_calc.py"]),
+		[]byte("import ctxlab_no_such_module\n"+calcBase["tests/test_calc.py"]))
+	res, err := Local{}.Run(context.Background(), Request{Instance: in, Patch: in.Patch,
+		Materialize: materializer(calcBase), Timeout: 2 * time.Minute})
+	if k, _ := errkind.KindOf(err); k != errkind.PythonEnvironment {
+		t.Errorf("err = %v, want the environment's failure", err)
+	}
+	if rs := res.Report.Tests["tests/test_calc.py"]; len(rs) != 1 || rs[0].Status != testlog.StatusFail {
+		t.Errorf("the file that failed to collect: %+v, want one failure", rs)
+	}
+	if !slices.Equal(res.Report.MissingModules, []string{"ctxlab_no_such_module"}) {
+		t.Errorf("missing modules %v", res.Report.MissingModules)
 	}
 }

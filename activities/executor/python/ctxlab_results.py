@@ -39,12 +39,6 @@ def pytest_sessionstart(session):
     _write("session")
 
 
-def pytest_collectreport(report):
-    # A file that fails to collect is an error under its own id, as pytest's -rA summary lists it.
-    if report.failed:
-        _write("pytest", "error", _hex(report.nodeid))
-
-
 def pytest_runtest_logreport(report):
     # The outcomes of pytest's -rA summary: a failed setup or teardown is an error, an xfail that passed an xpass.
     xfail = hasattr(report, "wasxfail")
@@ -75,7 +69,10 @@ def _missing_module(text):
 
 
 def pytest_collectreport(report):
+    # A file that fails to collect is an error under its own id, as pytest's -rA summary lists it, and a module it
+    # could not import is named. One hook: a second definition of the name would replace the first.
     if report.failed:
+        _write("pytest", "error", _hex(report.nodeid))
         name = _missing_module(report.longrepr)
         if name:
             _write("missing_module", _hex(name))
