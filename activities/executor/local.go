@@ -24,8 +24,14 @@ import (
 // unless Config.ModelTests keeps them.
 type Local struct{}
 
-// Run implements Executor.
-func (Local) Run(ctx context.Context, r Request) (Result, error) {
+// Run implements Executor. A Python grade that did not resolve and shows a sign of a lacking environment is
+// weighed against a grade without the model patch (environmentFailure), as the docker executor's is.
+func (l Local) Run(ctx context.Context, r Request) (Result, error) {
+	return l.run(ctx, r, true)
+}
+
+// run grades r, with its model patch applied or without it (the grade environmentFailure weighs a sign against).
+func (l Local) run(ctx context.Context, r Request, withPatch bool) (Result, error) {
 	var res Result
 	if r.Materialize == nil {
 		return res, fmt.Errorf("local executor: nothing to materialize the repository with")
@@ -63,14 +69,16 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("instance %s: saving the test files: %w", r.Instance.InstanceID, err)
 	}
-	rep, err := diff.Apply(dir, r.Patch, diff.Options{})
-	res.Apply = rep
-	if err != nil {
-		res.ApplyErr = err.Error()
-		return res, nil
-	}
-	if err := recordTestFiles(r, lang, rep, reset, &res); err != nil {
-		return res, err
+	if withPatch {
+		rep, err := diff.Apply(dir, r.Patch, diff.Options{})
+		res.Apply = rep
+		if err != nil {
+			res.ApplyErr = err.Error()
+			return res, nil
+		}
+		if err := recordTestFiles(r, lang, rep, reset, &res); err != nil {
+			return res, err
+		}
 	}
 	if err := saved.restore(); err != nil {
 		return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
@@ -95,14 +103,27 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	res.Isolation, res.Note = run.Isolation, joinNotes(run.Note, env)
 	// A Python command's exit code is its own; a Go run runs many binaries and has none.
 	res.ExitCode, res.ExitCodeKnown = run.ExitCode, len(o.Command) > 0
-	if err == nil && lang == LangPython {
+	if err == nil && lang == LangPython && withPatch {
 		// A module the tests could not import that is the environment's to provide fails the grade as the
-		// environment's, not the model's.
-		err = environmentFailure(ctx, r, run.Report, setupStatus{}, func(context.Context) (baseRun, error) {
-			return baseRun{modules: baseModules}, nil
+		// environment's, not the model's: only when the grade without the model patch lacks it too (the patch's
+		// code can raise ModuleNotFoundError for any name).
+		err = environmentFailure(ctx, r, run.Report, setupStatus{}, func(ctx context.Context) (baseRun, error) {
+			return l.gradeWithoutPatch(ctx, r, baseModules)
 		})
 	}
 	return res, markRun(err)
+}
+
+// gradeWithoutPatch grades r again in a fresh worktree without the model patch: what its tests could not import and
+// whether any of the instance's tests ran.
+func (l Local) gradeWithoutPatch(ctx context.Context, r Request, modules map[string]bool) (baseRun, error) {
+	res, err := l.run(ctx, r, false)
+	if err != nil {
+		return baseRun{}, fmt.Errorf("instance %s: grading without the model patch, to tell the environment's "+
+			"failure from the patch's: %w", r.Instance.InstanceID, err)
+	}
+	return baseRun{modules: modules, rerun: true, missing: res.Report.MissingModules,
+		testsRan: listedTestsRan(r.Instance, res.Report)}, nil
 }
 
 // localEnvironment plans r's stated environment in the worktree dir at base_commit, with the folders that the

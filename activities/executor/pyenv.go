@@ -548,7 +548,7 @@ type baseRun struct {
 // base is asked only when a sign shows. When its run is a rerun without the model patch, a sign counts only if the
 // rerun shows it too (the same module missing; the setup failing with no test run): in a container the install runs
 // code of the patch as root (its setup.py, or a module standing in for pip), which can delete what the tests import
-// or make the install fail. The local executor runs no install and grades with no rerun.
+// or make the install fail; and in either executor the patch's code can raise ModuleNotFoundError for any name.
 func environmentFailure(ctx context.Context, r Request, rep testlog.Report, setup setupStatus,
 	base func(context.Context) (baseRun, error)) error {
 	if Decide(r.Instance, rep).Resolved {

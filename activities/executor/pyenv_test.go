@@ -126,6 +126,26 @@ func TestLocalEnvironmentFailures(t *testing.T) {
 	}
 }
 
+// TestLocalPatchCannotBlameTheEnvironment: a model patch that raises ModuleNotFoundError for a name it never
+// imports (a made-up module) shows the sign of a lacking environment; the grade without the model patch shows no
+// such thing, so the failure stays the model's (graded, unresolved), not python_environment, which a re-run would
+// retry and a report would not count against the model.
+func TestLocalPatchCannotBlameTheEnvironment(t *testing.T) {
+	python(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	in, files := srcLayout()
+	row := in
+	row.InstallConfig = &swebench.InstallConfig{TestCmd: swebench.TestCommands{"python -m unittest -v"},
+		Install: "pip install -e ."}
+	patch := diff.Unified("src/calc/ops.py", []byte(files["src/calc/ops.py"]),
+		[]byte("raise ModuleNotFoundError(\"No module named 'ctxlab_made_up'\", name='ctxlab_made_up')\n"))
+	res, err := Local{}.Run(context.Background(), Request{Instance: row, Patch: patch,
+		Materialize: materializer(files), Timeout: 2 * time.Minute})
+	if err != nil || !res.Ran || decide(row, res).Resolved {
+		t.Errorf("a patch raising a missing module: err %v, ran %v, %+v", err, res.Ran, decide(row, res))
+	}
+}
+
 // writeWheel writes a wheel of a one-module distribution into dir, as pip builds them (PEP 427).
 func writeWheel(t *testing.T, dir, name, module string) {
 	t.Helper()
