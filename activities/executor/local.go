@@ -70,13 +70,7 @@ func (l Local) run(ctx context.Context, r Request, withPatch bool) (Result, erro
 		return res, fmt.Errorf("instance %s: saving the test files: %w", r.Instance.InstanceID, err)
 	}
 	if withPatch {
-		rep, err := diff.Apply(dir, r.Patch, diff.Options{})
-		res.Apply = rep
-		if err != nil {
-			res.ApplyErr = err.Error()
-			return res, nil
-		}
-		if err := recordTestFiles(r, lang, rep, reset, &res); err != nil {
+		if applied, err := applyModelPatch(r, lang, dir, reset, &res); !applied || err != nil {
 			return res, err
 		}
 	}
@@ -112,6 +106,18 @@ func (l Local) run(ctx context.Context, r Request, withPatch bool) (Result, erro
 		})
 	}
 	return res, markRun(err)
+}
+
+// applyModelPatch applies r's model patch to the worktree dir, recording in res how it applied and which test files
+// it touched; not applied (and no error) when it does not apply.
+func applyModelPatch(r Request, lang, dir string, reset map[string]bool, res *Result) (bool, error) {
+	rep, err := diff.Apply(dir, r.Patch, diff.Options{})
+	res.Apply = rep
+	if err != nil {
+		res.ApplyErr = err.Error()
+		return false, nil
+	}
+	return true, recordTestFiles(r, lang, rep, reset, res)
 }
 
 // gradeWithoutPatch grades r again in a fresh worktree without the model patch: what its tests could not import and
