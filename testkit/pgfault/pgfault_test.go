@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/runfolder"
+	"ctxlab/runlog"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 	"ctxlab/testkit/machines"
@@ -456,6 +458,21 @@ func TestServerKilledMidSweep(t *testing.T) {
 	if want := n + len(held); calls != want || tr.fake.Calls() != want {
 		t.Errorf("%d calls paid (the endpoint counted %d), want the uninterrupted run's %d plus the %d worker A "+
 			"held when it died", calls, tr.fake.Calls(), n, len(held))
+	}
+	// The ledger the starter gathered from the store holds every answered call once: those of worker A before it
+	// died too (it was killed a moment after its previous call was answered), but not the call it held.
+	ledger, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runfolder.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paid := 0
+	for _, c := range ledger {
+		if c.Paid() && c.Error == "" {
+			paid++
+		}
+	}
+	if paid != n {
+		t.Errorf("the ledger records %d paid calls, want the %d answered", paid, n)
 	}
 	afterKill := 0
 	for _, who := range asked {
