@@ -43,7 +43,8 @@ func newDeployment(t *testing.T, ctx context.Context, spec, store string, shared
 	machines.Require(t)
 	d := &deployment{t: t, ctx: ctx, spec: spec, runs: filepath.Join(t.TempDir(), "runs"), starterRuns: t.TempDir(),
 		store: store, env: env, starterB: os.Args[0], workerB: buildWorker(t)}
-	d.shared = append([]string{d.starterB, d.workerB, filepath.Dir(spec)}, shared...)
+	// The checkout the spec imports is given to every machine too: in CI it lies under /tmp, which each has its own of.
+	d.shared = append([]string{d.starterB, d.workerB, filepath.Dir(spec), e2e.RepoRoot(t)}, shared...)
 	return d
 }
 

@@ -307,7 +307,9 @@ func TestServerKilledMidSweep(t *testing.T) {
 		}
 	}
 	runDir := filepath.Join(starterRuns, "pgfault")
-	given := []string{starterBin, workerBin, specDir}
+	// What every machine is given: the binaries, the spec and the checkout it imports (under /tmp in CI, which each
+	// machine has its own of).
+	given := []string{starterBin, workerBin, specDir, root}
 	machine := func(name string, shared ...string) machines.Machine {
 		return machines.Machine{Name: name, Private: []string{runs}, Shared: append(slices.Clone(given), shared...)}
 	}
