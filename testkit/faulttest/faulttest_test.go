@@ -355,7 +355,7 @@ func (d *deployment) restart() {
 // serving is the address of the embedded server that the process pid published in the run folder dir, "" until it
 // has.
 func serving(dir string, pid int) string {
-	b, err := os.ReadFile(filepath.Join(dir, "server.json"))
+	b, err := os.ReadFile(runfolder.Server(dir))
 	var sf struct {
 		PID     int    `json:"pid"`
 		Address string `json:"address"`
