@@ -223,7 +223,9 @@ func (a *Activities) Objects(run string) (objects.Store, error) {
 
 // record appends a record to the run's file (runfolder.AttemptsFile, CallsFile): in the run folder on one machine;
 // with a shared store, in segments of the run's objects (runlog.Shipper), which the starter gathers into its run
-// folder, the worker's own run folder being scratch no other machine reads.
+// folder, the worker's own run folder being scratch no other machine reads. A model call's record is the ledger of
+// what was paid: it is stored before record returns, so a worker killed with SIGKILL after a call loses none of it
+// (one write per call, against a call's seconds); attempt records wait up to runlog.FlushEvery.
 func (a *Activities) record(run, file string, v any) error {
 	if !bucket.Shared(a.StoreURL) {
 		return runlog.Append(filepath.Join(a.RunDir(run), file), v)
@@ -242,7 +244,12 @@ func (a *Activities) record(run, file string, v any) error {
 		a.shippers[run+"\x00"+file] = sh
 	}
 	a.mu.Unlock()
-	return sh.Append(v)
+	if err := sh.Append(v); err != nil || file != runfolder.CallsFile {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return sh.Flush(ctx)
 }
 
 // Flush stores the records not shipped yet, and goes on shipping.

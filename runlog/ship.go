@@ -30,7 +30,8 @@ import (
 func SegmentsKey(file string) string { return path.Join("runlog", file) }
 
 // FlushEvery is how long a record waits in a Shipper before it is in the store: what a worker killed with SIGKILL
-// can lose of its records (its rows and memos are never lost this way).
+// can lose of the records it does not Flush at once (its rows and memos are never lost this way; the workers flush
+// each model call's record at once).
 const FlushEvery = 500 * time.Millisecond
 
 // Shipper batches one process's records of one file into segments. It is safe for concurrent use.

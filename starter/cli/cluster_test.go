@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -48,6 +49,7 @@ func TestRunAgainstExistingServer(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(runs, "demo", "temporal.db")); err == nil {
 		t.Error("an embedded server was started although --address was given")
 	}
+	statusFromServer(t, runs, srv.HostPort())
 
 	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "ctxlab-test"})
 	if err != nil {
@@ -65,6 +67,43 @@ func TestRunAgainstExistingServer(t *testing.T) {
 		if err := replayer.ReplayWorkflowHistory(nil, h); err != nil {
 			t.Errorf("replaying %s: %v", id, err)
 		}
+	}
+}
+
+// statusFromServer: starter status --address reads the rows from the sweep on the server, not from results.jsonl
+// alone: with the file gone, it writes them back and counts every issue done; in another runs folder, whose store
+// lacks the rows, it says to give --store.
+func statusFromServer(t *testing.T, runs, address string) {
+	t.Helper()
+	file := filepath.Join(runs, "demo", "results.jsonl")
+	want := readRows(t, file)
+	if err := os.Rename(file, file+".lost"); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runStarter(t, 2*time.Minute, "status", "demo", "--runs", runs, "--address", address,
+		"--namespace", "ctxlab-test", "--json")
+	var st struct {
+		Instances int `json:"instances"`
+		Issues    struct {
+			Done int `json:"done"`
+		} `json:"issues"`
+		Sweep struct {
+			State string `json:"state"`
+		} `json:"sweep"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil {
+		t.Fatalf("status --address: exit %d, %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	if st.Instances != 11 || st.Issues.Done != 11 || st.Sweep.State != "completed" {
+		t.Errorf("status --address: %d instances, %d done, sweep %q; want 11, 11, completed\n%s", st.Instances,
+			st.Issues.Done, st.Sweep.State, stdout)
+	}
+	e2e.SameRows(t, readRows(t, file), want)
+
+	_, stderr, code = runStarter(t, 2*time.Minute, "status", "demo", "--runs", t.TempDir(), "--address", address,
+		"--namespace", "ctxlab-test")
+	if code == 0 || !strings.Contains(stderr, "--store") {
+		t.Errorf("status --address where the rows' store is not: exit %d\n%s", code, stderr)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/machines"
 	"ctxlab/testkit/s3server"
+	"ctxlab/testkit/temporalserver"
 )
 
 // deployment is a sweep spread over machines that share no disk (testkit/machines): a starter that holds the
@@ -42,7 +43,8 @@ func newDeployment(t *testing.T, ctx context.Context, spec, store string, shared
 	machines.Require(t)
 	d := &deployment{t: t, ctx: ctx, spec: spec, runs: filepath.Join(t.TempDir(), "runs"), starterRuns: t.TempDir(),
 		store: store, env: env, starterB: os.Args[0], workerB: buildWorker(t)}
-	d.shared = append([]string{d.starterB, d.workerB, filepath.Dir(spec)}, shared...)
+	// The checkout the spec imports is given to every machine too: in CI it lies under /tmp, which each has its own of.
+	d.shared = append([]string{d.starterB, d.workerB, filepath.Dir(spec), e2e.RepoRoot(t)}, shared...)
 	return d
 }
 
@@ -81,6 +83,14 @@ func (d *deployment) startStarter(name string) {
 	d.address = sf.Address
 }
 
+// startStarterAt starts the submit-only starter on the Temporal server at address (namespace default), which the
+// deployment runs apart from the starter.
+func (d *deployment) startStarterAt(address string) {
+	d.address = address
+	d.starter = d.machine("starter", d.starterB, "run", d.spec, "--runs", d.starterRuns, "--no-worker", "--quiet",
+		"--store", d.store, "--address", address, "--namespace", "default")
+}
+
 // starterPath is a file of the starter's run folder.
 func (d *deployment) starterPath(name, file string) string {
 	return filepath.Join(d.starterRuns, name, file)
@@ -96,18 +106,27 @@ func (d *deployment) worker(name, queues string, extra ...string) *proc {
 // TestSweepOnMachinesSharingOnlyTemporalAndTheStore is the deployment most clusters have: no disk shared between
 // the starter and its workers, each in a mount namespace of its own. The sweep (the demo's reference methods, with
 // a Go instance whose tests need the dataset's module proxy folder) must write every row once, equal to a single
-// process's, and exit 0, with a file:// store (a folder all mount) and with a real S3 server (Versity's gateway);
-// the grade worker is killed with SIGKILL mid-sweep and another takes its place on a fresh machine. Before the rows
-// came back through the workflows, such a starter printed 0 rows and exited 0.
+// process's, and exit 0: with a file:// store (a folder all mount) and the starter's embedded Temporal server, and
+// with a real S3 server (Versity's gateway) and the upstream Temporal server (its own main, testkit/temporalserver),
+// not ctxlab's build of it; the grade worker is killed with SIGKILL mid-sweep and another takes its place on a fresh
+// machine. Before the rows came back through the workflows, such a starter printed 0 rows and exited 0. On the
+// upstream server, which outlives the starter, `starter status` and `starter report` with --address on yet another
+// machine see the starter's rows.
 func TestSweepOnMachinesSharingOnlyTemporalAndTheStore(t *testing.T) {
 	t.Parallel()
 	spec := demoVariant(t, "{ name: 'multi', "+referenceMethods+", debug: { slow_activities: '300ms' }, "+
 		"limits+: { concurrency: 3, queues: { grade: { concurrency: 2 }, llm: { rate: 50 } } } }")
+	temporalserver.Build(t) // a first build takes minutes: beside the reference run and the first deployment
 	refRuns := t.TempDir()
 	reference := startStarter(t, 10*time.Minute, "run", spec, "--runs", refRuns, "--quiet")
 	var wantRows map[results.Key]results.Row
 	for _, store := range []string{"file", "s3"} {
 		t.Run(store, func(t *testing.T) {
+			var upstream *temporalserver.Server
+			if store == "s3" {
+				upstream = temporalserver.Start(t, "default")
+				t.Logf("the upstream Temporal server %s at %s", upstream.Version, upstream.Address)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			var d *deployment
@@ -117,11 +136,12 @@ func TestSweepOnMachinesSharingOnlyTemporalAndTheStore(t *testing.T) {
 					t.Fatal(err)
 				}
 				d = newDeployment(t, ctx, spec, "file://"+dir, []string{dir}, nil)
+				d.startStarter("multi")
 			} else {
 				s := s3server.Start(t)
 				d = newDeployment(t, ctx, spec, s.URL(), nil, s.Env())
+				d.startStarterAt(upstream.Address)
 			}
-			d.startStarter("multi")
 			d.worker("worker-cpu", "workflow,llm,cpu")
 			grader := d.worker("worker-grade", "grade")
 			attempts := d.starterPath("multi", "attempts.jsonl")
@@ -158,10 +178,44 @@ func TestSweepOnMachinesSharingOnlyTemporalAndTheStore(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(d.runs, "multi")); err == nil {
 				t.Errorf("a machine's run folder is on the host: %s", filepath.Join(d.runs, "multi"))
 			}
+			if store == "s3" {
+				d.researcher(got)
+			}
 		})
 		if t.Failed() {
 			return
 		}
+	}
+}
+
+// researcher runs starter status and starter report with --address on a machine of its own that has neither the
+// starter's run folder nor its disk, after the starter exited: they must see the starter's rows.
+func (d *deployment) researcher(want map[results.Key]results.Row) {
+	t := d.t
+	runs := t.TempDir()
+	m := machines.Machine{Name: "researcher", Private: []string{d.runs}, Shared: append(slices.Clone(d.shared), runs)}
+	run := func(args ...string) (string, int) {
+		cmd := machines.Command(d.ctx, m, d.starterB, append(args, "--runs", runs, "--address", d.address,
+			"--namespace", "default", "--store", d.store)...)
+		cmd.Env = append(append(os.Environ(), d.env...), asStarter+"=1", "CTXLAB_STORE=")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if asExit(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	out, code := run("status", "multi")
+	if code != 0 || !strings.Contains(out, "state:     finished") || !strings.Contains(out, "11 done, 0 failed") {
+		t.Errorf("starter status --address on another machine: exit %d\n%s", code, out)
+	}
+	e2e.SameRows(t, readRows(t, filepath.Join(runs, "multi", "results.jsonl")), want)
+	out, code = run("report", "multi", "--no-figures", "--resamples", "200")
+	if _, err := os.Stat(filepath.Join(runs, "multi", "report.md")); code != 0 || err != nil {
+		t.Errorf("starter report --address on another machine: exit %d, %v\n%s", code, err, out)
 	}
 }
 

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"ctxlab/activities"
 	"ctxlab/activities/contexts"
+	"ctxlab/internal/cluster"
 	"ctxlab/results"
 	"ctxlab/results/figures"
 	"ctxlab/results/report"
@@ -48,6 +50,7 @@ type reportOptions struct {
 	name        string
 	runs        string
 	store       string
+	cluster     cluster.Options
 	pairs       listFlag
 	out         string
 	anchor      string
@@ -88,6 +91,9 @@ func (o *reportOptions) define(fs *pflag.FlagSet) {
 	fs.Var(&o.pairs, "pair", "also list the disagreements of methods `A,B` (repeatable; every comparison's are listed)")
 	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store the run used, for report.html's "+
 		"drill-down: file:// or s3:// `URL`, or a folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
+	defineCluster(fs, &o.cluster, "", "default")
+	fs.Lookup("address").Usage = "read the sweep's rows from the Temporal server at `HOST:PORT` (and --store) into " +
+		"runs/NAME first: a report on a machine other than the starter's"
 }
 
 func (o *reportOptions) complete(pos []string, _ *pflag.FlagSet) error {
@@ -159,6 +165,17 @@ func reportFailed(code int, err error) *roundExit {
 // reportRun reads the rows, builds the report with the recorded spec's order and anchor and the frozen predictions,
 // writes its files and says where they are.
 func reportRun(o reportOptions, stdout, stderr io.Writer) (int, error) {
+	if o.cluster.Address != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		view, err := readSweep(ctx, o.cluster, o.store, o.name, filepath.Join(o.runs, o.name))
+		cancel()
+		if err != nil {
+			return 0, reportFailed(exitFail, err)
+		}
+		if view.State != "completed" {
+			fmt.Fprintf(stderr, "starter report: the sweep is %s: reporting the rows it has stored so far\n", view.State)
+		}
+	}
 	file, dir, err := locateResults(o.name, o.runs)
 	if err != nil {
 		return 0, reportFailed(exitUsage, err)

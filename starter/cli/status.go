@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"ctxlab/activities"
 	"ctxlab/activities/api/errkind"
 	"ctxlab/dataset/swebench"
+	"ctxlab/internal/cluster"
 	"ctxlab/results/runstate"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
@@ -24,17 +27,19 @@ import (
 func init() { commands = append(commands, statusCommand.command()) }
 
 type statusOptions struct {
-	name  string
-	runs  string
-	json  bool
-	store string
+	name    string
+	runs    string
+	json    bool
+	store   string
+	cluster cluster.Options
 }
 
 var statusCommand = commandDef[statusOptions, *statusOptions]{
 	use:   "status NAME",
 	short: "where a run's sweep stands",
 	long: "Reads runs/NAME's records only, so it works while a sweep runs (from another shell) and after one " +
-		"stopped.",
+		"stopped. With --address it first writes there the rows the sweep on that Temporal server stored (read " +
+		"from --store), so that it tells the truth on any machine, not only the starter's.",
 	run: runStatus,
 }
 
@@ -43,6 +48,9 @@ func (o *statusOptions) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
 	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "shared store the run's workers used (file:// "+
 		"or s3:// `URL`; $"+activities.StoreEnv+"): their attempt and call records are gathered from it first")
+	defineCluster(fs, &o.cluster, "", "default")
+	fs.Lookup("address").Usage = "read the sweep's rows from the Temporal server at `HOST:PORT` (and the store) " +
+		"into runs/NAME first: status on a machine other than the starter's"
 }
 
 func (o *statusOptions) complete(pos []string, _ *pflag.FlagSet) error {
@@ -135,8 +143,10 @@ type statusReport struct {
 	// Starter is the process that runs the run's embedded server, when one is alive.
 	Starter *int `json:"starter_pid,omitempty"`
 	// Stopped: the starter that ran the sweep's embedded server is gone.
-	Stopped bool   `json:"stopped,omitempty"`
-	Note    string `json:"note,omitempty"`
+	Stopped bool `json:"stopped,omitempty"`
+	// Sweep is what the Temporal server said of the sweep (with --address).
+	Sweep *sweepView `json:"sweep,omitempty"`
+	Note  string     `json:"note,omitempty"`
 	// ErrorClasses counts the rows with an error by whose failure it is (model, endpoint, configuration,
 	// environment) and kind: a re-run retries all but the model's.
 	ErrorClasses map[errkind.Class]map[string]int `json:"error_classes,omitempty"`
@@ -144,6 +154,17 @@ type statusReport struct {
 }
 
 func runStatus(o statusOptions, stdout, stderr io.Writer) int {
+	var view *sweepView
+	if o.cluster.Address != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		v, err := readSweep(ctx, o.cluster, o.store, o.name, filepath.Join(o.runs, o.name))
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "starter status:", err)
+			return exitFail
+		}
+		view = v
+	}
 	dir, err := runFolder(o.runs, o.name)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter status:", err)
@@ -158,13 +179,16 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "starter status:", err)
 		return exitFail
 	}
-	sh := readShape(dir)
+	instances, arms, note := view.shape(readShape(dir))
 	pid, published := liveStarter(dir)
-	st := runstate.Compute(rec, runstate.Options{Instances: sh.instances, Arms: sh.arms(), Now: time.Now(),
+	st := runstate.Compute(rec, runstate.Options{Instances: instances, Arms: arms, Now: time.Now(),
 		Stopped: published && pid == nil})
 	st = endElapsedWhenFinished(st)
 	rep := statusReport{Run: o.name, Dir: dir, Status: st, Starter: pid, Stopped: published && pid == nil,
-		Note: sh.note, errors: tallyRowErrors(rec.Rows)}
+		Note: note, Sweep: view, errors: tallyRowErrors(rec.Rows)}
+	if view != nil && view.Note != "" {
+		rep.Note = strings.TrimPrefix(rep.Note+"; "+view.Note, "; ")
+	}
 	if rep.errors.Errors > 0 {
 		rep.ErrorClasses = rep.errors.ClassKinds
 	}
@@ -218,6 +242,9 @@ func printStatus(w io.Writer, r statusReport) {
 	switch {
 	case st.Finished():
 		state = "finished"
+	case r.Sweep != nil:
+		state = fmt.Sprintf("%s on the Temporal server at %s (workflow %s)", r.Sweep.State, r.Sweep.Address,
+			r.Sweep.ID)
 	case r.Starter != nil:
 		state = fmt.Sprintf("running (starter pid %d)", *r.Starter)
 	case r.Stopped:

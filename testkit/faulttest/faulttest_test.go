@@ -31,8 +31,10 @@ import (
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
+	"ctxlab/store/bucket"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
+	"ctxlab/testkit/machines"
 )
 
 // key is the API key the starter gets; it must appear nowhere but in the requests to the fake endpoint.
@@ -54,10 +56,10 @@ const specOverrides = "{ name: 'fault', dataset+: { limit: 3 }, methods: super.m
 var varyingFields = []string{"grade_seconds"}
 
 var (
-	buildOnce  sync.Once
-	starterBin string
-	buildErr   error
-	tmpRoot    string // removed after the tests: the starter binary and the shared baseline's runs folder
+	buildOnce             sync.Once
+	starterBin, workerBin string
+	buildErr              error
+	tmpRoot               string // removed after the tests: the binaries and the shared baseline's runs folder
 )
 
 func TestMain(m *testing.M) {
@@ -72,22 +74,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// starterBinary builds the starter once per test binary: a real process to kill, with its embedded Temporal server
-// inside it.
-func starterBinary(t *testing.T) string {
+// binaries builds the starter and the worker once per test binary (one go build, their links side by side): real
+// processes to kill, the starter with its embedded Temporal server inside it.
+func binaries(t *testing.T) (starter, worker string) {
 	t.Helper()
 	buildOnce.Do(func() {
-		starterBin = filepath.Join(tmpRoot, "starter")
-		cmd := exec.Command("go", "build", "-o", starterBin, "./starter")
+		cmd := exec.Command("go", "build", "-o", tmpRoot+string(filepath.Separator), "./starter", "./worker")
 		cmd.Dir = e2e.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building the starter: %v\n%s", err, out)
+			buildErr = fmt.Errorf("building the starter and the worker: %v\n%s", err, out)
 		}
+		starterBin, workerBin = filepath.Join(tmpRoot, "starter"), filepath.Join(tmpRoot, "worker")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return starterBin
+	return starterBin, workerBin
 }
 
 // writeSpec writes the demo spec with specOverrides and extra overrides (a Jsonnet object) into dir.
@@ -261,14 +263,124 @@ func keyCheck(repo, gold string) (string, error) {
 // run is one starter process.
 type run struct{ *e2e.Proc }
 
-// start starts the starter on spec with the run folder under runs, pointed at the fake endpoint with the key in its
-// environment only. It runs in its own process group, so a kill takes the test commands grading runs with it, as a
-// crash of the machine would.
+// start starts the starter on spec with the run folder under runs, its embedded server and workers in one process,
+// pointed at the fake endpoint with the key in its environment only: the uninterrupted run. It runs in its own
+// process group, so a kill takes the test commands grading runs with it, as a crash of the machine would.
 func start(t *testing.T, spec, runs string, f *fake) *run {
 	t.Helper()
-	cmd := exec.Command(starterBinary(t), "run", spec, "--runs", runs, "--ext-str", "model=openai", "--quiet")
+	starter, _ := binaries(t)
+	cmd := exec.Command(starter, "run", spec, "--runs", runs, "--ext-str", "model=openai", "--quiet")
 	cmd.Env = append(e2e.EnvWithout("OPENAI_", "CTXLAB_"), "OPENAI_BASE_URL="+f.url, "OPENAI_API_KEY="+key)
 	return &run{e2e.StartGroup(t, "starter", cmd)}
+}
+
+// deployment is a faulted sweep's machines (testkit/machines), sharing only the Temporal server and a file://
+// store: the starter's, whose process holds the embedded server and writes the rows but runs no worker, and a worker
+// machine for every queue, the only one with the API key, whose run folder is its own disk. Either is killed with
+// SIGKILL (a kill takes the test commands grading runs with it, as a crash of the machine would) and started again;
+// a worker starts on a fresh machine, its disk empty.
+type deployment struct {
+	t                   *testing.T
+	f                   *fake
+	spec, runs, workers string // the starter's run folders (kept visible to the test) and the workers'
+	store, storeDir     string
+	address             string // the embedded server's frontend, which a restarted starter serves again
+	starter, worker     *run
+	procs               []*run // every process started, for the key check of their output
+}
+
+func newDeployment(t *testing.T, dir, extra string, f func(runDir string) *fake) *deployment {
+	t.Helper()
+	machines.Require(t)
+	d := &deployment{t: t, runs: filepath.Join(dir, "runs"), workers: filepath.Join(dir, "workers"),
+		storeDir: filepath.Join(dir, "store")}
+	for _, p := range []string{filepath.Join(dir, "spec"), d.runs, d.storeDir} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.spec = writeSpec(t, filepath.Join(dir, "spec"), extra)
+	d.store = "file://" + d.storeDir
+	d.f = f(d.runDir())
+	return d
+}
+
+// runDir is the starter's run folder.
+func (d *deployment) runDir() string { return filepath.Join(d.runs, "fault") }
+
+// machine runs bin on a machine of its own named name, given the binaries, the spec and the checkout it imports
+// (under /tmp in CI, which each machine has its own of), and sharing the store's folder.
+func (d *deployment) machine(name string, env []string, bin string, args ...string) *run {
+	starter, worker := binaries(d.t)
+	m := machines.Machine{Name: name, Private: []string{d.workers},
+		Shared: []string{starter, worker, filepath.Dir(d.spec), e2e.RepoRoot(d.t), d.storeDir}}
+	if bin == starter {
+		m.Shared = append(m.Shared, d.runs)
+	}
+	cmd := machines.Command(context.Background(), m, bin, args...)
+	cmd.Env = append(e2e.EnvWithout("OPENAI_", "CTXLAB_", "TEMPORAL_"), env...)
+	r := &run{e2e.StartGroup(d.t, name, cmd)}
+	d.procs = append(d.procs, r)
+	return r
+}
+
+// restart starts the starter and the worker, whichever is not running, and returns once the starter serves the
+// embedded server (the ports of its last start: the worker's --address holds) or has exited.
+func (d *deployment) restart() {
+	t := d.t
+	t.Helper()
+	starter, worker := binaries(t)
+	if d.starter == nil || d.starter.Exited() {
+		d.starter = d.machine("starter", nil, starter, "run", d.spec, "--runs", d.runs, "--ext-str", "model=openai",
+			"--quiet", "--no-worker", "--store", d.store)
+		address := ""
+		e2e.WaitFor(t, "the starter's embedded server", restartPatience, nil, func() bool {
+			address = serving(d.runDir(), d.starter.Cmd.Process.Pid)
+			return address != "" || d.starter.Exited()
+		})
+		if d.address != "" && address != "" && address != d.address {
+			t.Fatalf("the restarted starter serves %s, not %s where the worker looks", address, d.address)
+		}
+		if address != "" {
+			d.address = address
+		}
+	}
+	if d.worker == nil || d.worker.Exited() {
+		d.worker = d.machine("worker", []string{"OPENAI_BASE_URL=" + d.f.url, "OPENAI_API_KEY=" + key}, worker,
+			"--address", d.address, "--runs", d.workers, "--spec", d.spec, "--store", d.store,
+			"--queues", "workflow,cpu,grade,llm")
+	}
+}
+
+// serving is the address of the embedded server that the process pid published in the run folder dir, "" until it
+// has.
+func serving(dir string, pid int) string {
+	b, err := os.ReadFile(runfolder.Server(dir))
+	var sf struct {
+		PID     int    `json:"pid"`
+		Address string `json:"address"`
+	}
+	if err != nil || json.Unmarshal(b, &sf) != nil || sf.PID != pid {
+		return ""
+	}
+	return sf.Address
+}
+
+// ledger gathers the run's call records from the store, where the worker stored them, into a file of the test's.
+func (d *deployment) ledger() string {
+	t := d.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs, err := bucket.OpenObjects(ctx, d.store, "fault", d.runDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), runfolder.CallsFile)
+	if _, err := runlog.Gather(ctx, objs, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // wait waits for the starter to finish, failing the test on a timeout or an exit other than 0.
@@ -412,6 +524,7 @@ func running(dir string, since time.Time) []string {
 // killPoint is where one kill landed.
 type killPoint struct {
 	trigger  string
+	victim   string        // whose machine was killed
 	after    time.Duration // since the restart
 	calls    int           // the fake's calls at the kill
 	inFlight int           // calls in flight at the kill (see TestKilledSweepResumes)
@@ -440,21 +553,22 @@ func dbWithoutKey(t *testing.T, runDir string) {
 	}
 }
 
-// TestKilledSweepResumes kills the starter with SIGKILL at 10 random points of an openai demo sweep and restarts it
-// each time; after the 10th kill the sweep runs to completion. The final rows equal an uninterrupted run's, the paid
-// calls exceed that run's by at most the calls in flight at the kills (sent, and their answers not yet stored by the
-// starter), no answer once stored was paid for again, and the key is nowhere in the run folder or the workflow
-// histories.
+// TestKilledSweepResumes kills the machines of an openai demo sweep with SIGKILL at 10 random points, each time
+// the starter's (its embedded Temporal server with it), the worker's (every model call, step and grade in flight with
+// it), or both, and starts again what was killed, the worker on a fresh machine; after the 10th kill the sweep runs
+// to completion. The final rows equal an uninterrupted single-process run's, row by row, the paid calls exceed that
+// run's by at most the calls in flight at the kills (sent, and their answers not yet stored), no answer once stored
+// was paid for again, and the key is nowhere in the starter's run folder, the store or the workflow histories.
 //
 // Kill points: ten call counts drawn from [0, N-3] (N: the uninterrupted run's different calls), sorted; each
 // restart waits for the fake to have received that many different calls (repeats are no progress) and kills
 // 0-400 ms later, landing in a model call, in the parsing and storing after it, or in the CPU and grading steps
 // running beside it. A count already reached at the restart (calls come in bursts) either moves on to 1-3 calls
-// past the count reached, or kills 0.5-2 s after the restart: in the embedded server's start, the workers' start, or
+// past the count reached, or kills 0.5-2 s after the restart: in the embedded server's start, the worker's start, or
 // the resumption of the killed activities (a quarter of that when all but the last two calls were made, since what
 // is left can then finish that fast). Counts below N-2 leave the sweep unfinished at every kill.
 func TestKilledSweepResumes(t *testing.T) {
-	t.Parallel() // beside TestKilledDuringPatchCall: own run folder, fake endpoint and starter processes
+	t.Parallel() // beside TestKilledDuringPatchCall: own machines, store, fake endpoint and processes
 	base := baseline(t)
 	rng := rand.New(rand.NewPCG(seed(t), 0x5eed))
 	// Every random number is drawn here, before any timing can change how many are drawn, so a seed replays them.
@@ -464,39 +578,37 @@ func TestKilledSweepResumes(t *testing.T) {
 		step       int           // how far past the count reached at the restart a moved-on kill waits
 		startDelay time.Duration // after the restart, for a kill in it
 		callDelay  time.Duration // after the count is reached
+		victim     int           // 0: the starter's machine, 1: the worker's, 2: both
 	}
 	thresholds, draws := make([]int, 10), make([]draw, 10)
 	for i := range thresholds {
 		thresholds[i] = rng.IntN(limit)
 		draws[i] = draw{startup: rng.IntN(2) == 0, step: 1 + rng.IntN(3),
 			startDelay: 500*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond))),
-			callDelay:  time.Duration(rng.Int64N(int64(400 * time.Millisecond)))}
+			callDelay:  time.Duration(rng.Int64N(int64(400 * time.Millisecond))), victim: rng.IntN(3)}
 	}
 	sort.Ints(thresholds)
 
-	dir := t.TempDir()
-	spec := writeSpec(t, dir, "")
-	runs := filepath.Join(dir, "runs")
-	runDir := filepath.Join(runs, "fault")
 	// Answers take 100 ms, as a real endpoint's take longer still, so some kills land while a call is answered.
-	f := newFake(t, runDir, fakeopenai.WithDelay("localize", callDelay), fakeopenai.WithDelay("evidence", callDelay),
-		fakeopenai.WithDelay("patch", callDelay))
-	var outputs []*run
+	d := newDeployment(t, t.TempDir(), "", func(runDir string) *fake {
+		return newFake(t, runDir, fakeopenai.WithDelay("localize", callDelay),
+			fakeopenai.WithDelay("evidence", callDelay), fakeopenai.WithDelay("patch", callDelay))
+	})
+	f, runDir := d.f, d.runDir()
 	var points []killPoint
 	lost := 0 // calls paid for whose answers no process stored, so far
 	began := time.Now()
 	for i, threshold := range thresholds {
 		restarted := time.Now()
-		r := start(t, spec, runs, f)
-		outputs = append(outputs, r)
-		kp, d := killPoint{}, draws[i]
+		d.restart()
+		kp, dr := killPoint{}, draws[i]
 		var delay time.Duration
 		reached := f.distinct()
-		if threshold <= reached && !d.startup && reached+d.step < limit {
-			threshold = reached + d.step
+		if threshold <= reached && !dr.startup && reached+dr.step < limit {
+			threshold = reached + dr.step
 		}
 		if f.distinct() >= threshold {
-			delay = d.startDelay
+			delay = dr.startDelay
 			if reached >= limit {
 				// Every call but the last two made: what is left (the last calls, answered from the ledger, and
 				// the grades) can finish within a second or two of a restart, so the kill lands in the start.
@@ -505,50 +617,60 @@ func TestKilledSweepResumes(t *testing.T) {
 			kp.trigger = fmt.Sprintf("%s after the restart", delay.Round(time.Millisecond))
 		} else {
 			deadline := restarted.Add(restartPatience)
-			for f.distinct() < threshold && !r.Exited() {
+			for f.distinct() < threshold && !d.starter.Exited() && !d.worker.Exited() {
 				if time.Now().After(deadline) {
-					t.Fatalf("restart %d reached no distinct call %d in %s (running %v)\noutput:\n%s", i, threshold,
-						restartPatience, running(runDir, restarted), r.Out.String())
+					t.Fatalf("restart %d reached no distinct call %d in %s (running %v)\nstarter output:\n%s", i,
+						threshold, restartPatience, running(runDir, restarted), d.starter.Out.String())
 				}
 				time.Sleep(2 * time.Millisecond)
 			}
-			delay = d.callDelay
+			delay = dr.callDelay
 			kp.trigger = fmt.Sprintf("distinct call %d + %s", threshold, delay.Round(time.Millisecond))
 		}
 		select {
-		case <-r.Done:
+		case <-d.starter.Done:
+		case <-d.worker.Done:
 		case <-time.After(delay):
 		}
-		if r.Exited() {
-			if r.Err != nil {
-				t.Fatalf("restart %d failed before its kill: %v\noutput:\n%s", i, r.Err, r.Out.String())
+		for _, r := range []*run{d.starter, d.worker} {
+			if r.Exited() && r.Err != nil {
+				t.Fatalf("the %s failed before kill %d: %v\noutput:\n%s", r.Name, i+1, r.Err, r.Out.String())
 			}
+		}
+		if d.starter.Exited() {
 			t.Fatalf("the sweep finished before kill %d (%s); the kill points assume it cannot\noutput:\n%s",
-				i+1, kp.trigger, r.Out.String())
+				i+1, kp.trigger, d.starter.Out.String())
 		}
 		// Calls in flight at the kill, seen from the server: those being answered just before it, and those that
 		// arrived between that sample and the kill (counted once the process is gone and no call can arrive).
 		before, inFlight := f.Calls(), f.InFlight()
 		kp.running = running(runDir, restarted)
-		r.Kill()
+		kp.victim = []string{"starter", "worker", "starter and worker"}[dr.victim]
+		if dr.victim != 1 {
+			d.starter.Kill()
+		}
+		if dr.victim != 0 {
+			d.worker.Kill()
+		}
 		kp.calls = f.Calls()
 		kp.serverInFlight = inFlight + kp.calls - before
-		// Seen from the run: calls the server received whose answers the killed process had not stored yet. On a
-		// loaded machine an answer can leave the server some milliseconds before the starter stores it; such a
-		// call was in flight for the starter although the server had finished it.
-		unstored := kp.calls - ledgerPaid(t, runDir)
+		// Seen from the run: calls the server received whose answers no process had stored yet in the ledger. On a
+		// loaded machine an answer can leave the server some milliseconds before the worker stores it; such a
+		// call was in flight for the run although the server had finished it. A worker that lives on may still
+		// store it: the bound only grows.
+		unstored := kp.calls - ledgerPaid(t, d.ledger())
 		kp.inFlight = max(unstored-lost, kp.serverInFlight)
 		lost = max(unstored, lost)
 		kp.after = time.Since(restarted)
 		points = append(points, kp)
 		dbWithoutKey(t, runDir) // as the crash left it, write-ahead log included
-		t.Logf("kill %2d at %6s after the restart (%s): %3d calls, %d in flight (%d being answered), running %v",
-			i+1, kp.after.Round(time.Millisecond), kp.trigger, kp.calls, kp.inFlight, kp.serverInFlight, kp.running)
+		t.Logf("kill %2d of the %s at %6s after the restart (%s): %3d calls, %d in flight (%d being answered), "+
+			"running %v", i+1, kp.victim, kp.after.Round(time.Millisecond), kp.trigger, kp.calls, kp.inFlight,
+			kp.serverInFlight, kp.running)
 	}
-	final := start(t, spec, runs, f)
-	outputs = append(outputs, final)
-	final.wait(t, "the run after the last kill", 5*time.Minute)
-	t.Logf("faulted run: 10 kills and 11 starts in %s (the uninterrupted run: %s)",
+	d.restart()
+	(&run{d.starter.Proc}).wait(t, "the run after the last kill", 5*time.Minute)
+	t.Logf("faulted run: 10 kills and %d processes in %s (the uninterrupted run: %s)", len(d.procs),
 		time.Since(began).Round(time.Millisecond), base.duration.Round(time.Millisecond))
 
 	rows, err := e2e.LoadRows(filepath.Join(runDir, "results.jsonl"))
@@ -569,16 +691,16 @@ func TestKilledSweepResumes(t *testing.T) {
 			calls, base.calls, inFlight)
 	}
 	sameRequests(t, f, base)
-	noAnswerPaidTwice(t, runDir)
+	noAnswerPaidTwice(t, filepath.Join(runDir, runfolder.CallsFile))
 	if !f.LastAuthorizedWith(key) {
 		t.Error("the fake never received the key, so its absence below proves nothing")
 	}
-	noKey(t, runDir, outputs)
+	noKey(t, d)
 }
 
-// TestKilledDuringPatchCall kills the starter while the fake holds a patch call's answer, with one model call at a
-// time (the llm queue's concurrency is 1), so exactly that call is in flight; after a restart the sweep completes
-// with the uninterrupted run's rows and at most one paid call more than it.
+// TestKilledDuringPatchCall kills the worker's machine while the fake holds a patch call's answer, with one model
+// call at a time (the llm queue's concurrency is 1), so exactly that call is in flight; with a worker on a fresh
+// machine the sweep completes with the uninterrupted run's rows and at most one paid call more than it.
 func TestKilledDuringPatchCall(t *testing.T) {
 	t.Parallel()
 	base := baseline(t)
@@ -586,16 +708,17 @@ func TestKilledDuringPatchCall(t *testing.T) {
 	nth := 1 + rng.IntN(max(base.perTask["patch"], 1))
 	t.Logf("killing during patch call %d of %d", nth, base.perTask["patch"])
 
-	dir := t.TempDir()
-	spec := writeSpec(t, dir, "{ limits+: { queues+: { llm+: { concurrency: 1 } } } }")
-	runs := filepath.Join(dir, "runs")
-	runDir := filepath.Join(runs, "fault")
-	f := newFake(t, runDir, fakeopenai.WithDelay("patch", 400*time.Millisecond))
-	r := start(t, spec, runs, f)
+	d := newDeployment(t, t.TempDir(), "{ limits+: { queues+: { llm+: { concurrency: 1 } } } }",
+		func(runDir string) *fake {
+			return newFake(t, runDir, fakeopenai.WithDelay("patch", 400*time.Millisecond))
+		})
+	f, runDir := d.f, d.runDir()
+	d.restart()
 	deadline := time.Now().Add(3 * time.Minute)
 	for f.CallsFor("patch") < nth || f.InFlightFor("patch") == 0 {
-		if r.Exited() {
-			t.Fatalf("the starter exited before patch call %d was in flight: %v\n%s", nth, r.Err, r.Out.String())
+		if d.starter.Exited() || d.worker.Exited() {
+			t.Fatalf("the starter or the worker exited before patch call %d was in flight: %v, %v\n%s\n%s", nth,
+				d.starter.Err, d.worker.Err, d.starter.Out.String(), d.worker.Out.String())
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("patch call %d never came", nth)
@@ -603,49 +726,53 @@ func TestKilledDuringPatchCall(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	before, inFlight, patchInFlight := f.Calls(), f.InFlight(), f.InFlightFor("patch")
-	r.Kill()
+	d.worker.Kill()
 	inFlight += f.Calls() - before // calls that arrived between the sample and the kill
-	t.Logf("killed with %d calls made, %d in flight (%d patch)", f.Calls(), inFlight, patchInFlight)
+	t.Logf("worker killed with %d calls made, %d in flight (%d patch)", f.Calls(), inFlight, patchInFlight)
 	if inFlight != 1 || patchInFlight != 1 {
 		t.Errorf("%d calls in flight at the kill (%d patch), want exactly the patch call", inFlight, patchInFlight)
 	}
 	f.SetDelay("patch", 0) // the restart need not wait
 
-	final := start(t, spec, runs, f)
-	final.wait(t, "the restart", 5*time.Minute)
+	d.restart()
+	(&run{d.starter.Proc}).wait(t, "the sweep after the worker's restart", 5*time.Minute)
 	rows, err := e2e.LoadRows(filepath.Join(runDir, "results.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e2e.SameRows(t, rows, base.rows, varyingFields...)
 	calls := f.Calls()
-	t.Logf("paid calls: uninterrupted %d %v; killed during a patch call and resumed %d %v",
+	t.Logf("paid calls: uninterrupted %d %v; worker killed during a patch call and replaced %d %v",
 		base.calls, base.perTask, calls, countTasks(f))
 	if calls > base.calls+1 {
 		t.Errorf("%d paid calls, want the uninterrupted run's %d plus at most the one in flight", calls, base.calls)
 	}
 	sameRequests(t, f, base)
-	noKey(t, runDir, []*run{r, final})
+	noKey(t, d)
 }
 
-// noKey checks that the key is in no file of the run folder (Temporal's SQLite database and its write-ahead log,
-// logs, the content store, node outputs, attempt and call records), in no output of the starter, and in no event of
-// any workflow history, read back through the embedded server started on the run's database.
-func noKey(t *testing.T, runDir string, outputs []*run) {
+// noKey checks that the key is in no file of the starter's run folder (Temporal's SQLite database and its write-ahead
+// log, logs, node outputs, attempt and call records) nor of the store (the content store, memos, the records the
+// worker shipped), in no output of the starter or the worker, and in no event of any workflow history, read back
+// through the embedded server started on the run's database.
+func noKey(t *testing.T, d *deployment) {
 	t.Helper()
-	for i, r := range outputs {
+	runDir := d.runDir()
+	for i, r := range d.procs {
 		if strings.Contains(r.Out.String(), key) {
-			t.Errorf("start %d printed the key", i+1)
+			t.Errorf("process %d (the %s) printed the key", i+1, r.Name)
 		}
 	}
 	checked, names := 0, map[string]bool{}
-	e2e.EachFile(t, runDir, func(path string, b []byte) {
-		checked++
-		names[filepath.Base(path)] = true
-		if bytes.Contains(b, []byte(key)) {
-			t.Errorf("the API key is in %s", path)
-		}
-	})
+	for _, dir := range []string{runDir, d.storeDir} {
+		e2e.EachFile(t, dir, func(path string, b []byte) {
+			checked++
+			names[filepath.Base(path)] = true
+			if bytes.Contains(b, []byte(key)) {
+				t.Errorf("the API key is in %s", path)
+			}
+		})
+	}
 	for _, want := range []string{"temporal.db", "results.jsonl", runfolder.AttemptsFile, "ctxlab.log", "temporal.log"} {
 		if !names[want] {
 			t.Errorf("the run folder has no %s, so it was not checked", want)
@@ -749,10 +876,10 @@ func visitValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, visit fun
 	}
 }
 
-// ledgerPaid counts the paid calls the run's ledger records: calls whose answers a process stored.
-func ledgerPaid(t *testing.T, runDir string) int {
+// ledgerPaid counts the paid calls the ledger (a calls file) records: calls whose answers a process stored.
+func ledgerPaid(t *testing.T, ledger string) int {
 	t.Helper()
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runfolder.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -767,9 +894,9 @@ func ledgerPaid(t *testing.T, runDir string) int {
 
 // noAnswerPaidTwice checks the ledger: once an answer was stored, the same request was never paid for again, across
 // every kill and restart (later askers were served from the response cache).
-func noAnswerPaidTwice(t *testing.T, runDir string) {
+func noAnswerPaidTwice(t *testing.T, ledger string) {
 	t.Helper()
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runfolder.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](ledger)
 	if err != nil {
 		t.Fatal(err)
 	}

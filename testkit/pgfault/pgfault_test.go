@@ -3,6 +3,7 @@ package pgfault
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,9 +21,13 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/runfolder"
+	"ctxlab/runlog"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
+	"ctxlab/testkit/machines"
 	"ctxlab/testkit/pgtest"
+	"ctxlab/testkit/s3server"
 )
 
 // key is the API key the llm workers get, from their environment only.
@@ -75,11 +81,10 @@ func writeSpec(t *testing.T, dir string) string {
 	return e2e.DemoVariant(t, filepath.Join(dir, "spec.jsonnet"), specOverrides)
 }
 
-// startProc starts one process of the deployment in its own process group (a grade worker's test commands die
-// with it); its output is logged when the test fails.
-func startProc(t *testing.T, name string, env []string, bin string, args ...string) *e2e.Proc {
+// startProc starts one process in its own process group (a grade worker's test commands die with it); its output
+// is logged when the test fails.
+func startProc(t *testing.T, name string, env []string, cmd *exec.Cmd) *e2e.Proc {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	p := e2e.StartGroup(t, name, cmd)
 	t.Cleanup(func() {
@@ -254,7 +259,10 @@ func endpoint(t *testing.T) (*tracker, string) {
 // after 1/4 of the uninterrupted run's different calls (started again at once, as a supervisor would), llm worker A
 // while it holds a call once 2/5 are made, and the server again at 3/5, this time down for longOutage.
 func TestServerKilledMidSweep(t *testing.T) {
-	// The binaries build while PostgreSQL starts; the uninterrupted run goes on while the deployment starts.
+	machines.Require(t)
+	testBegan := time.Now()
+	// The binaries build while PostgreSQL and the S3 server start; the uninterrupted run goes on while the
+	// deployment starts.
 	type binaries struct {
 		starter, worker string
 		err             error
@@ -266,36 +274,56 @@ func TestServerKilledMidSweep(t *testing.T) {
 		built <- b
 	}()
 	pg := pgtest.Start(t)
+	s3 := s3server.Start(t)
 	bins := <-built
 	if bins.err != nil {
 		t.Fatal(bins.err)
 	}
 	starterBin, workerBin := bins.starter, bins.worker
+	t.Logf("binaries built, PostgreSQL and the S3 server started in %s", time.Since(testBegan).Round(time.Second))
 	dir := t.TempDir()
-	spec := writeSpec(t, dir)
+	specDir := filepath.Join(dir, "spec")
+	if err := os.Mkdir(specDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := writeSpec(t, specDir)
 
-	// The uninterrupted run: one starter with its embedded server and workers.
+	// The uninterrupted run: one starter with its embedded server and workers, on this machine.
 	baseFake, baseURL := endpoint(t)
 	baseRuns := filepath.Join(dir, "base")
 	began := time.Now()
-	base := startProc(t, "baseline starter", env("OPENAI_BASE_URL="+baseURL, "OPENAI_API_KEY="+key), starterBin,
-		"run", spec, "--runs", baseRuns, "--ext-str", "model=openai", "--quiet")
+	base := startProc(t, "baseline starter", env("OPENAI_BASE_URL="+baseURL, "OPENAI_API_KEY="+key),
+		exec.Command(starterBin, "run", spec, "--runs", baseRuns, "--ext-str", "model=openai", "--quiet"))
 
-	// The deployment: server and three workers now; the submitting starter once the uninterrupted run has given
-	// the kill points.
+	// The deployment: the server and three workers now, each a machine of its own sharing only the Temporal server
+	// (on the host's PostgreSQL) and the S3 store; the submitting starter once the uninterrupted run has given the
+	// kill points. Every worker's run folder is its own disk at the same path; the starter's is kept visible to the
+	// test, which reads its results.jsonl as an operator on that machine would.
 	tr, url := endpoint(t)
-	runs := filepath.Join(dir, "runs")
-	runDir := filepath.Join(runs, "pgfault")
+	runs, starterRuns, logs := filepath.Join(dir, "runs"), filepath.Join(dir, "starter"), filepath.Join(dir, "logs")
+	for _, d := range []string{starterRuns, logs} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runDir := filepath.Join(starterRuns, "pgfault")
+	// What every machine is given: the binaries, the spec and the checkout it imports (under /tmp in CI, which each
+	// machine has its own of).
+	given := []string{starterBin, workerBin, specDir, root}
+	machine := func(name string, shared ...string) machines.Machine {
+		return machines.Machine{Name: name, Private: []string{runs}, Shared: append(slices.Clone(given), shared...)}
+	}
 	frontend, err := e2e.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	address := net.JoinHostPort("127.0.0.1", strconv.Itoa(frontend))
-	serverLog := filepath.Join(dir, "temporal-server.log")
+	serverLog := filepath.Join(logs, "temporal-server.log")
 	startServer := func(n int) *e2e.Proc {
 		t.Helper()
-		p := startProc(t, fmt.Sprintf("server (start %d)", n), env(), starterBin, "server", "--db",
-			pg.URL("temporal"), "--address", address, "--log", serverLog)
+		p := startProc(t, fmt.Sprintf("server (start %d)", n), env(), machines.Command(context.Background(),
+			machine("temporal", logs), starterBin, "server", "--db", pg.URL("temporal"), "--address", address,
+			"--log", serverLog))
 		e2e.WaitFor(t, fmt.Sprintf("server start %d", n), 2*time.Minute, nil, func() bool {
 			if p.Exited() {
 				t.Fatalf("server start %d exited: %v\n%s", n, p.Err, p.Out.String())
@@ -306,11 +334,13 @@ func TestServerKilledMidSweep(t *testing.T) {
 	}
 	server := startServer(1)
 
-	common := []string{"--address", address, "--runs", runs, "--spec", spec}
-	workerEnv := env("OPENAI_BASE_URL="+url, "OPENAI_API_KEY="+key)
-	startProc(t, "worker workflow,cpu,grade", workerEnv, workerBin, append(common, "--queues", "workflow,cpu,grade")...)
-	llmA := startProc(t, "llm worker A", workerEnv, workerBin, append(common, "--queues", "llm")...)
-	llmB := startProc(t, "llm worker B", workerEnv, workerBin, append(common, "--queues", "llm")...)
+	workerEnv := env(append(s3.Env(), "OPENAI_BASE_URL="+url, "OPENAI_API_KEY="+key)...)
+	worker := func(name, queues string) *e2e.Proc {
+		return startProc(t, "worker "+name, workerEnv, machines.Command(context.Background(), machine(name),
+			workerBin, "--address", address, "--runs", runs, "--spec", spec, "--store", s3.URL(), "--queues", queues))
+	}
+	worker("workflow-cpu-grade", "workflow,cpu,grade")
+	llmA, llmB := worker("llm-a", "llm"), worker("llm-b", "llm")
 	tr.own(llmA.Cmd.Process.Pid, "A")
 	tr.own(llmB.Cmd.Process.Pid, "B")
 
@@ -337,8 +367,9 @@ func TestServerKilledMidSweep(t *testing.T) {
 		t.Fatalf("the deployment's workers made %d calls before any sweep was submitted", tr.fake.Calls())
 	}
 
-	starter := startProc(t, "starter", env(), starterBin, "run", spec, "--runs", runs, "--address", address,
-		"--no-worker", "--quiet", "--ext-str", "model=openai")
+	starter := startProc(t, "starter", env(s3.Env()...), machines.Command(context.Background(),
+		machine("starter", starterRuns), starterBin, "run", spec, "--runs", starterRuns, "--address", address,
+		"--no-worker", "--quiet", "--ext-str", "model=openai", "--store", s3.URL()))
 	sweepBegan := time.Now()
 
 	n := len(baseAsked)
@@ -390,6 +421,10 @@ func TestServerKilledMidSweep(t *testing.T) {
 	}
 
 	e2e.SameRows(t, e2e.ReadRows(t, filepath.Join(runDir, "results.jsonl")), want, varyingFields...)
+	// Nothing of the run reached a disk but the starter's and the store: the workers' run folders were their own.
+	if _, err := os.Stat(filepath.Join(runs, "pgfault")); err == nil {
+		t.Errorf("a worker's run folder is on the host: %s", filepath.Join(runs, "pgfault"))
+	}
 
 	// Every request of the uninterrupted run, no other, each paid once but those worker A held when it died: each of
 	// them paid once more, by the survivor.
@@ -425,6 +460,21 @@ func TestServerKilledMidSweep(t *testing.T) {
 	if want := n + len(held); calls != want || tr.fake.Calls() != want {
 		t.Errorf("%d calls paid (the endpoint counted %d), want the uninterrupted run's %d plus the %d worker A "+
 			"held when it died", calls, tr.fake.Calls(), n, len(held))
+	}
+	// The ledger the starter gathered from the store holds every answered call once: those of worker A before it
+	// died too (it was killed a moment after its previous call was answered), but not the call it held.
+	ledger, _, err := runlog.Read[runlog.Call](filepath.Join(runDir, runfolder.CallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paid := 0
+	for _, c := range ledger {
+		if c.Paid() && c.Error == "" {
+			paid++
+		}
+	}
+	if paid != n {
+		t.Errorf("the ledger records %d paid calls, want the %d answered", paid, n)
 	}
 	afterKill := 0
 	for _, who := range asked {

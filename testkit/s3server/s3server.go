@@ -1,7 +1,6 @@
 // Package s3server runs a real S3-compatible server for tests: the Versity S3 Gateway (github.com/versity/versitygw)
-// over a posix folder, on a loopback port. Its binary is built from the Go module proxy with `go install
-// module@version` into the machine's cache folder (internal/images.CacheDir: /var/cache/ctxlab), once per machine, so
-// that its dependency graph never enters ctxlab's go.mod.
+// over a posix folder, on a loopback port. Its binary is built from the Go module proxy by testkit/goinstall (`go
+// install module@version` into the machine's cache folder, once per machine), never a requirement of ctxlab's module.
 package s3server
 
 import (
@@ -11,9 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,9 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"ctxlab/internal/flock"
-	"ctxlab/internal/images"
 	"ctxlab/testkit/e2e"
+	"ctxlab/testkit/goinstall"
 )
 
 // Module and Version are the server built.
@@ -48,47 +44,9 @@ type Server struct {
 	cmd *exec.Cmd
 }
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// Binary returns the gateway's binary, building it on the first call (minutes on a fresh machine).
+// Binary returns the gateway's binary, building it on the first call on this machine (minutes on a fresh one).
 func Binary() (string, error) {
-	buildOnce.Do(func() { binary, buildErr = build() })
-	return binary, buildErr
-}
-
-func build() (string, error) {
-	cache, err := images.CacheDir()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(cache, "tools", "versitygw-"+Version)
-	exe := filepath.Join(bin, "versitygw")
-	if _, err := os.Stat(exe); err == nil {
-		return exe, nil
-	}
-	unlock, err := flock.Lock(context.Background(), bin+".lock", time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if _, err := os.Stat(exe); err == nil {
-		return exe, nil
-	}
-	tmp := bin + ".building"
-	os.RemoveAll(tmp)
-	cmd := exec.Command("go", "install", Module+"@"+Version)
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=-mod=mod", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s@%s: %v\n%s", Module, Version, err, out)
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", err
-	}
-	return exe, nil
+	return goinstall.Binary(Module, Version, "versitygw")
 }
 
 // Start builds (once) and starts a gateway over a new folder, with a bucket, and stops it when the test ends.
