@@ -41,7 +41,7 @@ type Activities struct {
 
 	mu       sync.Mutex
 	stores   map[string]cas.Store
-	spending steps.Spending
+	budgets  budgets
 	textOnce sync.Once
 	text     *repo.TextCache
 	rankOnce sync.Once
@@ -183,12 +183,12 @@ func (a *Activities) Store(run string) (cas.Store, error) {
 	return s, nil
 }
 
-// env is what the step of a node's attempt may use: the run's store and folder, this process's caches, spend
-// tallies and log, and heartbeats to Temporal.
+// env is what the step of a node's attempt may use: the run's store and folder, this process's caches, the run's
+// budget and the log, and heartbeats to Temporal.
 func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store) steps.Env {
 	return steps.Env{Node: in, Store: store, RunDir: a.RunDir(in.Run), Log: a.Log, Text: a.textCache(),
 		Rankings: a.rankings(),
 		Models: steps.Models{CacheDir: a.CacheDir, NoCache: a.NoCache, Provider: a.newProvider,
-			Spending: &a.spending},
+			Budget: a.budget(ctx, in)},
 		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: agentTurns{a}}
 }

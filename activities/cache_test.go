@@ -13,7 +13,6 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
-	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -149,9 +148,7 @@ func TestSpendCap(t *testing.T) {
 	runDir := p.a.RunDir("t")
 	setCap := func(usd float64) {
 		t.Helper()
-		if err := steps.WriteLimits(runDir, steps.RunLimits{SpendUSD: usd}); err != nil {
-			t.Fatal(err)
-		}
+		p.a.setSpendCap("t", usd)
 	}
 	wantCapped := func(err error) {
 		t.Helper()
@@ -168,9 +165,9 @@ func TestSpendCap(t *testing.T) {
 	}
 	setCap(10)
 	p.must(p.localize(0, "a"))
-	spent, err := p.a.spending.Spent(p.a.RunDir("t"))
-	if err != nil || spent <= 0 {
-		t.Fatalf("spent $%v (%v) after a paid call", spent, err)
+	spent := p.a.budgets.localBudget("t").Status().SpentUSD
+	if spent <= 0 {
+		t.Fatalf("spent $%v after a paid call", spent)
 	}
 	setCap(spent + 1e-4) // room for less than one more call's worst case
 	_, err = p.localize(1, "a")

@@ -42,6 +42,7 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 		c = w.Unwrap()
 	}
 	buildid.Set()
+	a.UseTemporal(c) // paid calls ask the run's budget workflow on this service
 	q := o.Queues
 	if q == (workflows.Queues{}) {
 		q = workflows.DefaultQueues

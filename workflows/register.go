@@ -16,4 +16,5 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepName})
 	r.RegisterWorkflowWithOptions(Issue, workflow.RegisterOptions{Name: IssueName})
 	r.RegisterWorkflowWithOptions(Agent, workflow.RegisterOptions{Name: AgentName})
+	r.RegisterWorkflowWithOptions(Budget, workflow.RegisterOptions{Name: BudgetName})
 }

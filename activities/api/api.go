@@ -115,3 +115,24 @@ type CallUsage struct {
 	Spent    map[string]float64 `json:"spent,omitempty"`
 	Answered map[string]float64 `json:"answered,omitempty"`
 }
+
+// The run's budget workflow holds its spend cap and provider limits (a limiter.Ledger) for every worker of the
+// run, on any machine: the starter signals the spec's limits to it, workers' paid calls ask and settle through
+// its sync update, and `starter status` queries it.
+const (
+	// BudgetSyncUpdate is the update a worker process's purse sends (a limiter.Sync, answered by a limiter.Reply).
+	BudgetSyncUpdate = "sync"
+	// BudgetLimitsSignal sets the run's limits (a limiter.Limits).
+	BudgetLimitsSignal = "limits"
+	// BudgetQuery returns the ledger's limiter.Status.
+	BudgetQuery = "budget"
+	// ErrBudgetQuiet is the type of the error the sync update is refused with when it would change nothing (every
+	// ask in it waits): refused before it is accepted, it adds no event to the history.
+	ErrBudgetQuiet = "BudgetQuiet"
+	// ErrBudgetMoving is the type of the error the sync update is refused with while the workflow continues as new:
+	// the purse sends it again.
+	ErrBudgetMoving = "BudgetMoving"
+)
+
+// BudgetWorkflowID is the ID of a run's budget workflow.
+func BudgetWorkflowID(run string) string { return "budget/" + run }

@@ -196,7 +196,7 @@ func (r *sweepRound) storePlan() error {
 }
 
 // connect connects to the run's server (starting it, or attaching to another starter's), refuses a sweep running
-// from another spec, writes the limits and starts the Web UI and, unless another process runs them, the workers.
+// from another spec, sets the limits on the run's budget and starts the Web UI and, unless another process runs them, the workers.
 func (r *sweepRound) connect() error {
 	conn, err := connectFresh(r.ctx, r.o.cluster, r.runDir, r.o.freshDB, r.log)
 	if err != nil {
@@ -211,7 +211,7 @@ func (r *sweepRound) connect() error {
 	if err := refuseOtherSpec(r.ctx, conn.client, "sweep/"+r.e.Name, r.hash); err != nil {
 		return starterFailed(exitCodeOf(err), r.explainConflict(err))
 	}
-	if err := steps.WriteLimits(r.runDir, steps.LimitsOf(r.e)); err != nil {
+	if err := setBudget(r.ctx, conn.client, r.e.Name, r.runDir, r.in.Queues.Workflow, steps.LimitsOf(r.e)); err != nil {
 		return starterFailed(exitFail, err)
 	}
 	r.deferred(startRunUI(r.ctx, conn, r.o.cluster.Namespace, r.o.ui, r.stderr))
@@ -301,7 +301,7 @@ func (r *sweepRound) wait(run client.WorkflowRun) sweepEnd {
 	go watchDisk(getCtx, r.runDir, func(err error) { diskFull.Store(&err); stopGet() })
 	guard := &pauseGuard{stop: stopGet}
 	done := make(chan struct{})
-	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), r.runDir, len(r.plan.Arms)),
+	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), r.e.Name, r.runDir, len(r.plan.Arms)),
 		progressDisplay(r.o, r.stderr, r.console), guard, done)
 	var end sweepEnd
 	end.err = run.Get(getCtx, &end.res)
@@ -385,6 +385,9 @@ func (r *sweepRound) finished(end sweepEnd) int {
 		fmt.Fprintf(r.stderr, "starter: %d issue(s) failed without rows: %v (see %s)\n", len(res.Failed), res.Failed,
 			runfolder.Log(r.runDir))
 		return exitFail
+	}
+	if code, over := overCapExit(r.ctx, r.conn.client, r.e.Name, r.stderr); over {
+		return code
 	}
 	return rowErrorsExit(r.o, r.runDir, r.stderr)
 }

@@ -1,0 +1,276 @@
+package limiter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ctxlab/specs"
+)
+
+// TestReserveHoldsTheCap: 40 callers, each with its own purse (as separate workers have), ask for $0.10 under a $1
+// cap, "call" for 20ms, settle a real cost of $0.06 and end. The spend never passes the cap, calls did run at
+// once, and callers stop only when even the spend alone leaves no room.
+func TestReserveHoldsTheCap(t *testing.T) {
+	var local Local
+	local.SetLimits(Limits{SpendUSD: 1})
+	var cur, peak, paid, capped atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 40 {
+		p := NewPurse(&local, "w"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+		wg.Go(func() {
+			settle, err := p.Admit(context.Background(), Attempt{}, "openai", func() float64 { return 0.10 })
+			if errors.Is(err, ErrCapReached) {
+				capped.Add(1)
+				return
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := cur.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(20 * time.Millisecond)
+			cur.Add(-1)
+			paid.Add(1)
+			settle(0.06, true)
+		})
+	}
+	wg.Wait()
+	st := local.Status()
+	if st.SpentUSD > 1+1e-9 {
+		t.Errorf("spent $%.2f passed the $1 cap", st.SpentUSD)
+	}
+	// The last calls stop only once the spend alone leaves less than a worst case: at $0.96 (16 calls).
+	if st.SpentUSD < 0.9-1e-9 {
+		t.Errorf("spent $%.2f: callers gave up while the cap still had room for a call", st.SpentUSD)
+	}
+	if peak.Load() < 2 {
+		t.Errorf("peak %d calls at once; reservations must not serialize calls that fit together", peak.Load())
+	}
+	if int(paid.Load()+capped.Load()) != 40 || st.Calls != int(paid.Load()) {
+		t.Errorf("%d paid + %d capped != 40, or %d calls counted", paid.Load(), capped.Load(), st.Calls)
+	}
+	if st.InFlight != 0 || st.ReservedUSD != 0 {
+		t.Errorf("reservations left after every call settled: %+v", st)
+	}
+}
+
+// TestDeadHolderFreesItsReservation: a holder that reserved $0.90 of a $1 cap and stopped syncing (its process was
+// killed) holds it until its lease lapses, then nothing: the next ask is granted instead of waiting forever. A
+// settlement that arrives after the lapse (the holder was only cut off) still counts its cost.
+func TestDeadHolderFreesItsReservation(t *testing.T) {
+	l := Ledger{Limits: Limits{SpendUSD: 1}}
+	t0 := time.Unix(1e9, 0)
+	if v := l.Apply(Sync{Holder: "dead", Asks: []Ask{{ID: "d1", USD: 0.9, Priced: true}}}, t0).Answers[0].Verdict; v != VerdictGranted {
+		t.Fatalf("first ask: %s", v)
+	}
+	ask := Sync{Holder: "live", Asks: []Ask{{ID: "l1", USD: 0.5, Priced: true}}}
+	l.Expire(t0.Add(LeaseTTL - time.Second))
+	if v := l.Apply(ask, t0.Add(LeaseTTL-time.Second)).Answers[0].Verdict; v != VerdictWait {
+		t.Fatalf("while the other holder's lease runs: %s, want wait", v)
+	}
+	if gone := l.Expire(t0.Add(LeaseTTL + time.Second)); len(gone) != 1 || gone[0] != "dead" {
+		t.Fatalf("expired %v, want the dead holder", gone)
+	}
+	if v := l.Apply(ask, t0.Add(LeaseTTL+time.Second)).Answers[0].Verdict; v != VerdictGranted {
+		t.Fatalf("after the dead holder's lease lapsed: %s", v)
+	}
+	l.Apply(Sync{Holder: "dead", Settles: []Settle{{ID: "d1", USD: 0.2, Sent: true}}}, t0.Add(2*LeaseTTL))
+	l.Apply(Sync{Holder: "dead", Settles: []Settle{{ID: "d1", USD: 0.2, Sent: true}}}, t0.Add(2*LeaseTTL))
+	if l.SpentUSD != 0.2 || l.Calls != 1 {
+		t.Errorf("late settlement sent twice: $%.2f in %d calls, want $0.20 in 1", l.SpentUSD, l.Calls)
+	}
+}
+
+// TestLaterAttemptReleasesEarlier: an activity's next attempt (its worker died, Temporal ran it again) frees what
+// the attempt before reserved without waiting for that worker's lease.
+func TestLaterAttemptReleasesEarlier(t *testing.T) {
+	l := Ledger{Limits: Limits{SpendUSD: 1}}
+	now := time.Unix(1e9, 0)
+	at := Attempt{Workflow: "issue/r/x", Activity: "7", Number: 1}
+	l.Apply(Sync{Holder: "a", Asks: []Ask{{ID: "a1", Attempt: at, USD: 0.9, Priced: true}}}, now)
+	at.Number = 2
+	if v := l.Apply(Sync{Holder: "b", Asks: []Ask{{ID: "b1", Attempt: at, USD: 0.9, Priced: true}}}, now).Answers[0].Verdict; v != VerdictGranted {
+		t.Fatalf("the second attempt: %s", v)
+	}
+	other := Attempt{Workflow: "issue/r/x", Activity: "8", Number: 3}
+	if v := l.Apply(Sync{Holder: "c", Asks: []Ask{{ID: "c1", Attempt: other, USD: 0.9, Priced: true}}}, now).Answers[0].Verdict; v != VerdictWait {
+		t.Fatalf("another activity's attempt: %s, want wait", v)
+	}
+}
+
+// TestSettledCostCountsBeforeTheNextAsk: a call's settlement and another call's ask in one sync: the settled cost
+// is counted before the ask is decided. With the file locks, CI once saw two $0.04 calls pass a $0.06 cap when the
+// spend was read before the settlement and the reservations after it.
+func TestSettledCostCountsBeforeTheNextAsk(t *testing.T) {
+	l := Ledger{Limits: Limits{SpendUSD: 0.06}}
+	now := time.Unix(1e9, 0)
+	l.Apply(Sync{Holder: "a", Asks: []Ask{{ID: "a1", USD: 0.05, Priced: true}}}, now)
+	rep := l.Apply(Sync{Holder: "a", Settles: []Settle{{ID: "a1", USD: 0.04, Sent: true}},
+		Asks: []Ask{{ID: "a2", USD: 0.05, Priced: true}}}, now)
+	if v := rep.Answers[0].Verdict; v != VerdictCapped {
+		t.Fatalf("a $0.05 call with $%.2f spent under a $0.06 cap: %s, want capped", l.SpentUSD, v)
+	}
+}
+
+// TestTinyReservationsAreTheirAmount: a cheap call's reservation (a few hundred-thousandths of a dollar) counts as
+// itself, not as a number that fills the cap and makes every other call wait until the cheap one settles.
+func TestTinyReservationsAreTheirAmount(t *testing.T) {
+	l := Ledger{Limits: Limits{SpendUSD: 1}}
+	now := time.Unix(1e9, 0)
+	l.Apply(Sync{Holder: "a", Asks: []Ask{{ID: "a1", USD: 0.00005, Priced: true}}}, now)
+	if v := l.Apply(Sync{Holder: "b", Asks: []Ask{{ID: "b1", USD: 0.5, Priced: true}}}, now).Answers[0].Verdict; v != VerdictGranted {
+		t.Fatalf("$0.50 under a $1 cap beside a $0.00005 reservation: %s", v)
+	}
+}
+
+// TestImpossibleAmountsAreNoMoney: a negative, NaN or infinite settlement counts nothing (a credit would let calls
+// pass the cap), an infinite worst case meets any cap, and the ledger stays JSON (the workflow carries it so).
+func TestImpossibleAmountsAreNoMoney(t *testing.T) {
+	l := Ledger{Limits: Limits{SpendUSD: 1}}
+	now := time.Unix(1e9, 0)
+	var asks []Ask
+	for i, v := range []float64{0.1, 0.1, 0.1, math.Inf(1)} {
+		asks = append(asks, Ask{ID: string(rune('a' + i)), USD: v, Priced: true})
+	}
+	rep := l.Apply(Sync{Holder: "h", Asks: asks}, now)
+	if v := rep.Answers[3].Verdict; v != VerdictCapped {
+		t.Errorf("an infinite worst case: %s, want capped", v)
+	}
+	l.Apply(Sync{Holder: "h", Held: []string{"c"}, Settles: []Settle{{ID: "a", USD: -5, Sent: true},
+		{ID: "b", USD: math.NaN(), Sent: true}}}, now)
+	l.Apply(Sync{Holder: "h", Settles: []Settle{{ID: "c", USD: math.Inf(1), Sent: true}}}, now)
+	if l.SpentUSD != 0 {
+		t.Errorf("spent $%v after impossible costs, want 0", l.SpentUSD)
+	}
+	if _, err := json.Marshal(l); err != nil {
+		t.Errorf("the ledger is no JSON: %v", err)
+	}
+}
+
+// TestUnpricedAskUnderACap: an ask without a worst case (its holder believed the run had no cap) is told to price
+// itself once there is one, and a purse that learned of no cap prices nothing until then.
+func TestUnpricedAskUnderACap(t *testing.T) {
+	var local Local
+	p := NewPurse(&local, "h")
+	priced := 0
+	worst := func() float64 { priced++; return 0.5 }
+	for range 2 {
+		settle, err := p.Admit(context.Background(), Attempt{}, "openai", worst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settle(0.1, true)
+	}
+	if priced != 1 {
+		t.Errorf("priced %d times without a cap, want only the first ask (before the purse knew)", priced)
+	}
+	local.SetLimits(Limits{SpendUSD: 0.4})
+	if _, err := p.Admit(context.Background(), Attempt{}, "openai", worst); !errors.Is(err, ErrCapReached) {
+		t.Fatalf("a $0.50 worst case under a $0.40 cap with $0.20 spent: %v", err)
+	}
+	if priced != 2 {
+		t.Errorf("priced %d times, want the ask under the new cap priced", priced)
+	}
+}
+
+// TestInFlightBound: purses of one run (as separate workers have) never run more than in_flight calls at once,
+// and they do use all the slots.
+func TestInFlightBound(t *testing.T) {
+	var local Local
+	local.SetLimits(Limits{Providers: map[string]specs.ProviderLimit{"openai": {InFlight: 3}}})
+	var cur, peak atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 12 {
+		p := NewPurse(&local, "w"+string(rune('a'+i)))
+		wg.Go(func() {
+			settle, err := p.Admit(context.Background(), Attempt{}, "openai", func() float64 { return 0 })
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := cur.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(30 * time.Millisecond)
+			cur.Add(-1)
+			settle(0, true)
+		})
+	}
+	wg.Wait()
+	if p := peak.Load(); p != 3 {
+		t.Errorf("peak in flight %d, want 3", p)
+	}
+}
+
+// TestRateSpacesStarts: starts are spaced 1/rps apart across the purses of a run.
+func TestRateSpacesStarts(t *testing.T) {
+	var local Local
+	const n, rps = 6, 20.0
+	local.SetLimits(Limits{Providers: map[string]specs.ProviderLimit{"openai": {RPS: rps}}})
+	var mu sync.Mutex
+	var starts []time.Time
+	var wg sync.WaitGroup
+	for i := range n {
+		p := NewPurse(&local, "w"+string(rune('a'+i)))
+		wg.Go(func() {
+			settle, err := p.Admit(context.Background(), Attempt{}, "openai", func() float64 { return 0 })
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+			settle(0, true)
+		})
+	}
+	wg.Wait()
+	first, last := starts[0], starts[0]
+	for _, s := range starts {
+		if s.Before(first) {
+			first = s
+		}
+		if s.After(last) {
+			last = s
+		}
+	}
+	// n starts at 20/s span at least (n-1)/20 s; one interval of slack for a goroutine descheduled before it reads
+	// the clock (unlimited starts would span a few milliseconds).
+	if span := last.Sub(first); span < time.Duration(float64(n-2)/rps*float64(time.Second)) {
+		t.Errorf("%d starts within %v: faster than %v per second", n, span, rps)
+	}
+}
+
+// TestAbandonedAskHoldsNothing: an asker that gives up while its call waits (its activity was cancelled) leaves no
+// reservation behind, even when the grant crosses its giving up.
+func TestAbandonedAskHoldsNothing(t *testing.T) {
+	var local Local
+	local.SetLimits(Limits{SpendUSD: 1})
+	holder := NewPurse(&local, "a")
+	settle, err := holder.Admit(context.Background(), Attempt{}, "openai", func() float64 { return 0.8 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := NewPurse(&local, "b")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := waiter.Admit(ctx, Attempt{}, "openai", func() float64 { return 0.5 }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("while $0.80 of $1 is held: %v, want a wait until the deadline", err)
+	}
+	settle(0.1, true)
+	deadline := time.Now().Add(5 * time.Second)
+	for local.Status().InFlight != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := local.Status(); st.InFlight != 0 || math.Abs(st.SpentUSD-0.1) > 1e-9 {
+		t.Errorf("after the holder settled and the waiter gave up: %+v", st)
+	}
+}
