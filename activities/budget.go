@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 
 	"go.temporal.io/api/serviceerror"
@@ -66,6 +68,20 @@ func (b *budgets) purse(run string) *limiter.Purse {
 	p := limiter.NewPurse(t, b.holder)
 	b.purses[run] = p
 	return p
+}
+
+// FlushBudgets waits until every settlement this process's calls made has reached its run's budget (or ctx ends):
+// before the process stops, so that the spend counts them.
+func (a *Activities) FlushBudgets(ctx context.Context) error {
+	a.budgets.mu.Lock()
+	purses := slices.Collect(maps.Values(a.budgets.purses))
+	a.budgets.mu.Unlock()
+	for _, p := range purses {
+		if err := p.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // localBudget is the ledger of a run for steps run outside a worker.

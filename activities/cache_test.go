@@ -165,11 +165,14 @@ func TestSpendCap(t *testing.T) {
 	}
 	setCap(10)
 	p.must(p.localize(0, "a"))
-	spent := p.a.budgets.localBudget("t").Status().SpentUSD
+	spent := p.a.settledBudget(t, "t", -1).SpentUSD
 	if spent <= 0 {
 		t.Fatalf("spent $%v after a paid call", spent)
 	}
-	setCap(spent + 1e-4) // room for less than one more call's worst case
+	// Room for less than one more call's worst case. A lowered cap stops calls once the allowance the worker's
+	// purse holds is given back (idle for a second) or used up.
+	setCap(spent + 1e-4)
+	p.a.settledBudget(t, "t", spent)
 	_, err = p.localize(1, "a")
 	wantCapped(err)
 	if got := p.srv.Calls(); got != 1 {

@@ -118,9 +118,33 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 	if capped+len(ledger) != calls {
 		t.Errorf("%d paid + %d capped != %d calls", len(ledger), capped, calls)
 	}
-	st := f.a.budgets.localBudget("t").Status()
+	for _, w := range workers {
+		if err := w.FlushBudgets(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := f.a.settledBudget(t, "t", spent)
 	if st.InFlight != 0 || math.Abs(st.SpentUSD-spent) > 1e-9 || st.Calls != len(ledger) {
 		t.Errorf("the budget after every call settled: %+v; the ledger says $%.4f in %d calls", st, spent, len(ledger))
+	}
+}
+
+// settledBudget returns the status of a run's ledger (steps run outside a worker admit their paid calls through it)
+// once this process's settlements reached it and its purses gave back their allowances (a few seconds at most),
+// and spent (unless negative) is what it counts.
+func (a *Activities) settledBudget(t *testing.T, run string, spent float64) limiter.Status {
+	t.Helper()
+	if err := a.FlushBudgets(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := a.budgets.localBudget(run).Status()
+		if st.ReservedUSD == 0 && st.InFlight == 0 && (spent < 0 || math.Abs(st.SpentUSD-spent) < 1e-9) ||
+			time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -54,7 +54,7 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 	if typ, _ := typeOf(t, err); typ != api.ErrSpendLimit {
 		t.Errorf("the third paid call: %v; want the spend cap to stop it", err)
 	}
-	if spent := f.a.budgets.localBudget("t").Status().SpentUSD; spent != 1.0 {
+	if spent := f.a.settledBudget(t, "t", 1).SpentUSD; spent != 1.0 {
 		t.Errorf("the budget counts $%v spent, want $1.00", spent)
 	}
 }

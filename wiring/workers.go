@@ -4,9 +4,11 @@
 package wiring
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -52,6 +54,10 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 		for _, w := range started {
 			w.Stop()
 		}
+		// What the last calls cost reaches the runs' budgets before the process goes.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.FlushBudgets(ctx)
 	}
 	for _, kind := range o.Kinds {
 		var w worker.Worker

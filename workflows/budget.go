@@ -27,9 +27,10 @@ type BudgetInput struct {
 }
 
 // Budget holds a run's spend cap and provider limits for every worker of the run, wherever it runs: each worker
-// process's purse syncs with it (api.BudgetSyncUpdate) to reserve a paid call's worst case before the call and to
-// settle its cost after; the starter sets the limits (api.BudgetLimitsSignal); `starter status` reads it
-// (api.BudgetQuery). A holder that stops syncing (its process died) loses its reservations when its lease lapses.
+// process's purse syncs with it (api.BudgetSyncUpdate) to set aside paid calls' worst cases (an allowance of the
+// process, or a reservation of a call's own for a provider with in_flight or rps limits) and to settle what they
+// cost; the starter sets the limits (api.BudgetLimitsSignal); `starter status` reads it (api.BudgetQuery). A
+// holder that stops syncing (its process died) loses what it held when its lease lapses.
 // It never ends by itself: a run's spend adds up over every starter run of it. It continues as new before its
 // history grows long, carrying the ledger.
 //
@@ -54,7 +55,7 @@ func Budget(ctx workflow.Context, in BudgetInput) error {
 		for {
 			var l limiter.Limits
 			limits.Receive(ctx, &l)
-			b.ledger.Limits = l
+			b.ledger.SetLimits(l)
 		}
 	})
 	for !b.tooLong() {
@@ -72,7 +73,7 @@ func Budget(ctx workflow.Context, in BudgetInput) error {
 		if !limits.ReceiveAsync(&l) {
 			break
 		}
-		b.ledger.Limits = l
+		b.ledger.SetLimits(l)
 	}
 	next := b.in
 	next.Ledger = b.ledger
@@ -99,7 +100,10 @@ func (b *budgetState) tooLong() bool {
 func (b *budgetState) waitForExpiry() {
 	next, ok := b.ledger.NextExpiry()
 	if !ok {
-		_ = workflow.Await(b.ctx, func() bool { return len(b.ledger.Leases) > 0 || b.tooLong() })
+		_ = workflow.Await(b.ctx, func() bool {
+			_, leased := b.ledger.NextExpiry()
+			return leased || b.tooLong()
+		})
 		return
 	}
 	// A millisecond past the deadline, so that the lease has lapsed when the timer fires; at least a second, so a

@@ -21,6 +21,12 @@ type Limits struct {
 	Providers map[string]specs.ProviderLimit `json:"providers,omitempty"`
 }
 
+// paced reports whether calls to provider need a slot of their own in the ledger (in_flight or rps).
+func (l Limits) paced(provider string) bool {
+	pl := l.Providers[provider]
+	return pl.InFlight > 0 || pl.RPS > 0
+}
+
 // ErrCapReached is what a paid call meets when its worst case does not fit under the cap beside the spend so far:
 // only a higher cap lets it through.
 var ErrCapReached = errors.New("spend cap reached")
@@ -45,9 +51,10 @@ type Attempt struct {
 	Number   int32  `json:"number,omitempty"`
 }
 
-// Ask is one paid call asking to go.
+// Ask is one paid call asking to go. It asks either for a reservation of its own (a call to a provider with
+// in_flight or rps limits: the reservation is its slot), or, with ForPool, for its holder's allowance to grow.
 type Ask struct {
-	// ID names the reservation the call asks for: unique per call (its holder's name and a sequence number).
+	// ID names the ask: unique per call (its holder's name and a sequence number), and its reservation's name.
 	ID       string  `json:"id"`
 	Attempt  Attempt `json:"attempt,omitzero"`
 	Provider string  `json:"provider"`
@@ -55,11 +62,17 @@ type Ask struct {
 	// run has a cap (the ledger answers VerdictPrice to an unpriced ask under a cap).
 	USD    float64 `json:"usd,omitempty"`
 	Priced bool    `json:"priced,omitempty"`
+	// ForPool asks for the holder's allowance to grow by Need (what of USD its free allowance does not cover) and
+	// up to Extra more, which its next calls take without asking.
+	ForPool bool    `json:"for_pool,omitempty"`
+	Need    float64 `json:"need,omitempty"`
+	Extra   float64 `json:"extra,omitempty"`
 }
 
 // Verdicts of an Ask.
 const (
-	// VerdictGranted: the call may go (after its Answer's Delay); its reservation holds until it is settled.
+	// VerdictGranted: the call may go (after its Answer's Delay); its reservation holds until it is settled. For
+	// an ask ForPool: the holder's allowance grew (the Reply's Pool).
 	VerdictGranted = "granted"
 	// VerdictWait: the call fits once calls in flight settle, or once its provider has a free slot: ask again.
 	VerdictWait = "wait"
@@ -80,29 +93,40 @@ type Answer struct {
 	Cap   float64 `json:"cap,omitempty"`
 }
 
-// Settle ends a reservation: what the call cost (its billed usage, a failed call's too), and whether it was sent.
+// Settle says what a call cost (its billed usage, a failed call's too) and whether it was sent: a call with a
+// reservation of its own ends it; a call on its holder's allowance (Pool) is paid out of it.
 type Settle struct {
 	ID   string  `json:"id"`
 	USD  float64 `json:"usd,omitempty"`
 	Sent bool    `json:"sent,omitempty"`
+	Pool bool    `json:"pool,omitempty"`
 }
 
-// Sync is one worker process's message to the ledger: its new asks, the calls it settled, and the reservations it
-// still holds. Every sync renews the holder's lease.
+// Sync is one worker process's message to the ledger: its new asks, the calls it settled, the reservations it still
+// holds, what it gives back of its allowance. Every sync renews the holder's lease.
 type Sync struct {
-	Holder  string   `json:"holder"`
+	Holder string `json:"holder"`
+	// Seq numbers the holder's syncs: a sync sent again after its reply was lost (Seq not above the last applied)
+	// settles and gives back nothing twice.
+	Seq     int64    `json:"seq,omitempty"`
 	Asks    []Ask    `json:"asks,omitempty"`
 	Settles []Settle `json:"settles,omitempty"`
-	// Held is every reservation the holder was granted and has not settled; the ledger releases the holder's
-	// others (granted to an ask it gave up on).
+	// Held is every reservation of its own the holder was granted and has not settled; the ledger releases the
+	// holder's others (granted to an ask it gave up on).
 	Held []string `json:"held,omitempty"`
-	// Renew asks for the lease to be renewed even when nothing else changes.
+	// Return gives back part of the allowance.
+	Return float64 `json:"return,omitempty"`
+	// InFlight counts the holder's calls on its allowance, for Status.
+	InFlight int `json:"in_flight,omitempty"`
+	// Renew asks for the sync to be taken even when nothing else changes (to renew the lease, to learn the limits).
 	Renew bool `json:"renew,omitempty"`
 }
 
-// Reply is the ledger's answer to a Sync: one Answer per Ask, in order, and the ledger's state after it.
+// Reply is the ledger's answer to a Sync: one Answer per Ask, in order, the holder's allowance, and the ledger's
+// state after it.
 type Reply struct {
 	Answers []Answer `json:"answers,omitempty"`
+	Pool    float64  `json:"pool,omitempty"`
 	Status  Status   `json:"status"`
 }
 
@@ -112,7 +136,8 @@ type Status struct {
 	// SpentUSD is what the settled calls cost; Calls counts the calls that were sent.
 	SpentUSD float64 `json:"spent_usd"`
 	Calls    int     `json:"calls"`
-	// ReservedUSD is the worst cases of the calls in flight, InFlight how many they are.
+	// ReservedUSD is the money set aside: reservations and allowances. InFlight counts the calls the holders
+	// said they have in flight.
 	ReservedUSD float64 `json:"reserved_usd"`
 	InFlight    int     `json:"in_flight"`
 }
@@ -124,27 +149,48 @@ type Reservation struct {
 	Holder string `json:"holder"`
 }
 
-// LeaseTTL is how long a holder's reservations outlive its last sync: a worker process that died (SIGKILL, a lost
-// machine) frees what it held this long after its last word. A live holder renews well within it (RenewEvery).
+// Holder is what the ledger knows of one worker process.
+type Holder struct {
+	// Lease is when its reservations and allowance lapse unless it syncs again (zero: it holds none).
+	Lease time.Time `json:"lease,omitzero"`
+	// Pool is its allowance: money its calls take without asking, each call's cost paid out of it.
+	Pool     float64 `json:"pool,omitempty"`
+	InFlight int     `json:"in_flight,omitempty"`
+	// Seq is its last sync applied; Seen when it last synced (a holder silent for forgetAfter is forgotten).
+	Seq  int64     `json:"seq,omitempty"`
+	Seen time.Time `json:"seen"`
+}
+
+// LeaseTTL is how long a holder's reservations and allowance outlive its last sync: a worker process that died
+// (SIGKILL, a lost machine) frees what it held this long after its last word. A live holder renews well within it
+// (RenewEvery).
 const LeaseTTL = 30 * time.Second
 
-// RenewEvery is how often a holder with reservations syncs at least.
+// RenewEvery is how often a holder with reservations or an allowance syncs at least.
 const RenewEvery = LeaseTTL / 3
+
+// forgetAfter is how long the ledger remembers a holder that holds nothing: longer than any sync can take to be
+// sent again.
+const forgetAfter = time.Hour
 
 // maxLapsed bounds the reservations a ledger remembers as released without being settled (its holder's lease
 // lapsed, or a later attempt took over), so that a settlement arriving late still counts its cost.
 const maxLapsed = 1024
 
-// Ledger is a run's spend and call slots: the spend cap's reservations and what the calls cost, the calls in flight
-// per provider and their pace. The budget workflow holds it; every method is deterministic (no clock but the one
-// passed in, no map order), so the workflow replays it.
+// Ledger is a run's spend and call slots: the spend cap's reservations and allowances and what the calls cost, the
+// calls in flight per provider and their pace. The budget workflow holds it; every method is deterministic (no
+// clock but the one passed in, no map order), so the workflow replays it.
+//
+// Its invariant, for every grant: the spend plus every reservation and allowance fits under the cap. A holder's
+// calls on its allowance reserve their worst case out of it, so the endpoint bills past the cap only what it bills
+// past a call's worst case, and calls in flight on a worker that died.
 type Ledger struct {
 	Limits   Limits        `json:"limits"`
 	SpentUSD float64       `json:"spent_usd"`
 	Calls    int           `json:"calls"`
 	Held     []Reservation `json:"held,omitempty"`
-	// Leases hold each holder's deadline; NextStart each provider's earliest next start (limits rps).
-	Leases    map[string]time.Time `json:"leases,omitempty"`
+	// Holders are the worker processes that synced; NextStart each provider's earliest next start (limits rps).
+	Holders   map[string]Holder    `json:"holders,omitempty"`
 	NextStart map[string]time.Time `json:"next_start,omitempty"`
 	// Lapsed names the reservations released without a settlement, oldest first (at most maxLapsed).
 	Lapsed []string `json:"lapsed,omitempty"`
@@ -163,19 +209,31 @@ func usd(v float64) float64 {
 	return min(v, maxUSD)
 }
 
-// Status returns what the ledger holds.
-func (l *Ledger) Status() Status {
-	return Status{Limits: l.Limits, SpentUSD: l.SpentUSD, Calls: l.Calls, ReservedUSD: l.reserved(""),
-		InFlight: len(l.Held)}
+// holderNames are the ledger's holders in a deterministic order.
+func (l *Ledger) holderNames() []string {
+	// Sorted keys: a deterministic order.
+	//workflowcheck:ignore
+	return slices.Sorted(maps.Keys(l.Holders))
 }
 
-// reserved sums the reservations held (of one provider's calls when provider is not "").
-func (l *Ledger) reserved(provider string) float64 {
+// Status returns what the ledger holds.
+func (l *Ledger) Status() Status {
+	st := Status{Limits: l.Limits, SpentUSD: l.SpentUSD, Calls: l.Calls, ReservedUSD: l.reserved(),
+		InFlight: len(l.Held)}
+	for _, h := range l.holderNames() {
+		st.InFlight += l.Holders[h].InFlight
+	}
+	return st
+}
+
+// reserved sums the reservations held and the allowances.
+func (l *Ledger) reserved() float64 {
 	var sum float64
 	for _, r := range l.Held {
-		if provider == "" || r.Provider == provider {
-			sum += r.USD
-		}
+		sum += r.USD
+	}
+	for _, h := range l.holderNames() {
+		sum += l.Holders[h].Pool
 	}
 	return sum
 }
@@ -195,12 +253,32 @@ func (l *Ledger) held(id string) int {
 	return slices.IndexFunc(l.Held, func(r Reservation) bool { return r.ID == id })
 }
 
-// Apply takes a holder's sync at now: its settlements first, then the release of reservations it no longer holds
-// and of earlier attempts', then its asks in order, each granted, held back or refused; then its lease is renewed.
+// SetLimits sets the run's limits (the starter's signal). Allowances stay: a lowered cap stops what they did not
+// cover yet, and what they hold is spent or given back.
+func (l *Ledger) SetLimits(lim Limits) { l.Limits = lim }
+
+// Apply takes a holder's sync at now: its settlements and what it gives back first (once, however often the sync
+// is sent), then the release of reservations it no longer holds and of earlier attempts', then its asks in order,
+// each granted, held back or refused; then its lease is renewed.
 func (l *Ledger) Apply(s Sync, now time.Time) Reply {
-	for _, st := range s.Settles {
-		l.settle(st)
+	if l.Holders == nil {
+		l.Holders = map[string]Holder{}
 	}
+	h := l.Holders[s.Holder]
+	if s.Seq == 0 || s.Seq > h.Seq {
+		for _, st := range s.Settles {
+			if st.Pool {
+				l.Count(st.USD, st.Sent)
+				h.Pool = max(0, h.Pool-usd(st.USD))
+			} else {
+				l.settle(st)
+			}
+		}
+		h.Pool = max(0, h.Pool-usd(s.Return))
+		h.Seq = max(h.Seq, s.Seq)
+	}
+	h.InFlight, h.Seen = s.InFlight, now
+	l.Holders[s.Holder] = h
 	keep := map[string]bool{}
 	for _, id := range s.Held {
 		keep[id] = true
@@ -211,32 +289,46 @@ func (l *Ledger) Apply(s Sync, now time.Time) Reply {
 	l.release(func(r Reservation) bool { return r.Holder == s.Holder && !keep[r.ID] })
 	var rep Reply
 	for _, a := range s.Asks {
-		l.supersede(a)
-		ans := l.decide(a)
-		if ans.Verdict == VerdictGranted && l.held(a.ID) < 0 {
-			ans.Delay = l.pace(a.Provider, now)
-			a.USD = usd(a.USD)
-			l.Held = append(l.Held, Reservation{Ask: a, Holder: s.Holder})
-		}
-		rep.Answers = append(rep.Answers, ans)
+		rep.Answers = append(rep.Answers, l.grant(s.Holder, a, now))
 	}
-	if l.Leases == nil {
-		l.Leases = map[string]time.Time{}
-	}
-	if slices.ContainsFunc(l.Held, func(r Reservation) bool { return r.Holder == s.Holder }) {
-		l.Leases[s.Holder] = now.Add(LeaseTTL)
+	h = l.Holders[s.Holder]
+	if h.Pool > 0 || slices.ContainsFunc(l.Held, func(r Reservation) bool { return r.Holder == s.Holder }) {
+		h.Lease = now.Add(LeaseTTL)
 	} else {
-		delete(l.Leases, s.Holder)
+		h.Lease = time.Time{}
 	}
+	l.Holders[s.Holder] = h
+	rep.Pool = h.Pool
 	rep.Status = l.Status()
 	return rep
 }
 
-// Quiet reports whether a sync would change nothing: it settles nothing, renews nothing, releases nothing and every
-// ask would wait. The budget workflow refuses such a sync before it enters the history, so a holder that asks again
-// while it waits adds nothing to it.
+// grant decides an ask and, when it is granted, sets aside what it asked for.
+func (l *Ledger) grant(holder string, a Ask, now time.Time) Answer {
+	if a.ForPool {
+		ans, add := l.decidePool(a)
+		if add > 0 {
+			h := l.Holders[holder]
+			h.Pool += add
+			l.Holders[holder] = h
+		}
+		return ans
+	}
+	l.supersede(a)
+	ans := l.decide(a)
+	if ans.Verdict == VerdictGranted && l.held(a.ID) < 0 {
+		ans.Delay = l.pace(a.Provider, now)
+		a.USD = usd(a.USD)
+		l.Held = append(l.Held, Reservation{Ask: a, Holder: holder})
+	}
+	return ans
+}
+
+// Quiet reports whether a sync would change nothing: it settles nothing, gives back nothing, renews nothing,
+// releases nothing and every ask would wait. The budget workflow refuses such a sync before it enters the
+// history, so a holder that asks again while it waits adds nothing to it.
 func (l *Ledger) Quiet(s Sync) bool {
-	if len(s.Settles) > 0 || s.Renew {
+	if len(s.Settles) > 0 || s.Return > 0 || s.Renew {
 		return false
 	}
 	keep := map[string]bool{}
@@ -245,15 +337,22 @@ func (l *Ledger) Quiet(s Sync) bool {
 	}
 	for _, a := range s.Asks {
 		keep[a.ID] = true
-		if l.decide(a).Verdict != VerdictWait || l.supersedes(a) {
+		verdict := ""
+		if a.ForPool {
+			ans, _ := l.decidePool(a)
+			verdict = ans.Verdict
+		} else {
+			verdict = l.decide(a).Verdict
+		}
+		if verdict != VerdictWait || l.supersedes(a) {
 			return false
 		}
 	}
 	return !slices.ContainsFunc(l.Held, func(r Reservation) bool { return r.Holder == s.Holder && !keep[r.ID] })
 }
 
-// decide is an ask's verdict as the ledger stands (a reservation it already holds is granted again: a holder that
-// lost a reply asks again with the same ID).
+// decide is an ask's verdict for a reservation of its own, as the ledger stands (a reservation it already holds is
+// granted again: a holder that lost a reply asks again with the same ID).
 func (l *Ledger) decide(a Ask) Answer {
 	ans := Answer{ID: a.ID, Verdict: VerdictGranted}
 	if l.held(a.ID) >= 0 {
@@ -267,7 +366,7 @@ func (l *Ledger) decide(a Ask) Answer {
 			return ans
 		case l.SpentUSD+need > capUSD:
 			return Answer{ID: a.ID, Verdict: VerdictCapped, Spent: l.SpentUSD, Cap: capUSD}
-		case l.SpentUSD+l.reserved("")+need > capUSD:
+		case l.SpentUSD+l.reserved()+need > capUSD:
 			ans.Verdict = VerdictWait
 			return ans
 		}
@@ -276,6 +375,25 @@ func (l *Ledger) decide(a Ask) Answer {
 		ans.Verdict = VerdictWait
 	}
 	return ans
+}
+
+// decidePool is an ask ForPool's verdict, and what the holder's allowance grows by when it is granted: what it
+// needs, and of the extra it asks for at most a quarter of the room left (so that allowances stay small beside
+// what is left, and shrink to what calls need near the cap).
+func (l *Ledger) decidePool(a Ask) (Answer, float64) {
+	capUSD := l.Limits.SpendUSD
+	need := usd(a.Need)
+	if capUSD <= 0 { // no cap: nothing to set aside
+		return Answer{ID: a.ID, Verdict: VerdictGranted}, 0
+	}
+	if l.SpentUSD+usd(a.USD) > capUSD {
+		return Answer{ID: a.ID, Verdict: VerdictCapped, Spent: l.SpentUSD, Cap: capUSD}, 0
+	}
+	room := capUSD - l.SpentUSD - l.reserved()
+	if need > room {
+		return Answer{ID: a.ID, Verdict: VerdictWait}, 0
+	}
+	return Answer{ID: a.ID, Verdict: VerdictGranted}, need + min(usd(a.Extra), (room-need)/4)
 }
 
 // pace returns how long a call to provider granted at now waits to keep the provider's rate, and books its start.
@@ -310,7 +428,7 @@ func (l *Ledger) settle(s Settle) {
 }
 
 // Count adds what a call cost to the spend (and the call, when it was sent), with no reservation to end: for a
-// ledger started from the record of calls made before it.
+// call on an allowance, and for a ledger started from the record of calls made before it.
 func (l *Ledger) Count(costUSD float64, sent bool) {
 	if !math.IsInf(costUSD, 0) { // a cost that cannot be real is no money (nor a credit)
 		l.SpentUSD += usd(costUSD)
@@ -351,15 +469,19 @@ func (l *Ledger) release(drop func(Reservation) bool) {
 	}
 }
 
-// Expire releases the reservations of every holder whose lease has lapsed at now, and returns those holders.
+// Expire releases the reservations and allowance of every holder whose lease has lapsed at now, forgets holders
+// that hold nothing and were silent for forgetAfter, and returns the holders whose lease lapsed.
 func (l *Ledger) Expire(now time.Time) []string {
 	var gone []string
-	// Sorted keys: a deterministic order.
-	//workflowcheck:ignore
-	for _, h := range slices.Sorted(maps.Keys(l.Leases)) {
-		if now.After(l.Leases[h]) {
-			gone = append(gone, h)
-			delete(l.Leases, h)
+	for _, name := range l.holderNames() {
+		h := l.Holders[name]
+		switch {
+		case !h.Lease.IsZero() && now.After(h.Lease):
+			gone = append(gone, name)
+			h.Lease, h.Pool, h.InFlight = time.Time{}, 0, 0
+			l.Holders[name] = h
+		case h.Lease.IsZero() && now.Sub(h.Seen) > forgetAfter:
+			delete(l.Holders, name)
 		}
 	}
 	if len(gone) > 0 {
@@ -371,10 +493,8 @@ func (l *Ledger) Expire(now time.Time) []string {
 // NextExpiry is the earliest lease deadline, false when no holder holds a lease.
 func (l *Ledger) NextExpiry() (time.Time, bool) {
 	var first time.Time
-	// The minimum: the order is never observed.
-	//workflowcheck:ignore
-	for _, d := range l.Leases {
-		if first.IsZero() || d.Before(first) {
+	for _, name := range l.holderNames() {
+		if d := l.Holders[name].Lease; !d.IsZero() && (first.IsZero() || d.Before(first)) {
 			first = d
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,7 +45,7 @@ func TestReserveHoldsTheCap(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	st := local.Status()
+	st := settled(&local, 0.06*float64(paid.Load()))
 	if st.SpentUSD > 1+1e-9 {
 		t.Errorf("spent $%.2f passed the $1 cap", st.SpentUSD)
 	}
@@ -57,8 +59,21 @@ func TestReserveHoldsTheCap(t *testing.T) {
 	if int(paid.Load()+capped.Load()) != 40 || st.Calls != int(paid.Load()) {
 		t.Errorf("%d paid + %d capped != 40, or %d calls counted", paid.Load(), capped.Load(), st.Calls)
 	}
-	if st.InFlight != 0 || st.ReservedUSD != 0 {
-		t.Errorf("reservations left after every call settled: %+v", st)
+	if st := settled(&local, st.SpentUSD); st.InFlight != 0 || st.ReservedUSD != 0 {
+		t.Errorf("reservations or allowances left after every call settled and the purses went idle: %+v", st)
+	}
+}
+
+// settled waits (a few seconds at most) until a ledger counts spent and its purses have given back their
+// allowances, and returns its status.
+func settled(local *Local, spent float64) Status {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := local.Status()
+		if math.Abs(st.SpentUSD-spent) < 1e-9 && st.ReservedUSD == 0 && st.InFlight == 0 || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -155,30 +170,81 @@ func TestImpossibleAmountsAreNoMoney(t *testing.T) {
 	}
 }
 
-// TestUnpricedAskUnderACap: an ask without a worst case (its holder believed the run had no cap) is told to price
-// itself once there is one, and a purse that learned of no cap prices nothing until then.
+// TestUnpricedAskUnderACap: with no cap, a purse prices no call (a worst case costs a tokenizer pass over the
+// prompt) and asks the ledger for none; a cap set meanwhile reaches it within fresh, and the next call is priced
+// and stopped by it.
 func TestUnpricedAskUnderACap(t *testing.T) {
 	var local Local
-	p := NewPurse(&local, "h")
+	counted := &countingTransport{t: &local}
+	p := NewPurse(counted, "h")
 	priced := 0
 	worst := func() float64 { priced++; return 0.5 }
-	for range 2 {
+	for range 5 {
 		settle, err := p.Admit(context.Background(), Attempt{}, "openai", worst)
 		if err != nil {
 			t.Fatal(err)
 		}
 		settle(0.1, true)
 	}
-	if priced != 1 {
-		t.Errorf("priced %d times without a cap, want only the first ask (before the purse knew)", priced)
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	local.SetLimits(Limits{SpendUSD: 0.4})
+	if priced != 0 || counted.asks() != 0 {
+		t.Errorf("with no cap: %d calls priced, %d asks; want none", priced, counted.asks())
+	}
+	local.SetLimits(Limits{SpendUSD: 0.7})
+	time.Sleep(fresh)
 	if _, err := p.Admit(context.Background(), Attempt{}, "openai", worst); !errors.Is(err, ErrCapReached) {
-		t.Fatalf("a $0.50 worst case under a $0.40 cap with $0.20 spent: %v", err)
+		t.Fatalf("a $0.50 worst case under a $0.70 cap with $0.50 spent: %v", err)
 	}
-	if priced != 2 {
-		t.Errorf("priced %d times, want the ask under the new cap priced", priced)
+	if priced != 1 {
+		t.Errorf("priced %d times, want the call under the new cap priced", priced)
 	}
+}
+
+// countingTransport counts the asks its syncs carry.
+type countingTransport struct {
+	t  Transport
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingTransport) Sync(ctx context.Context, s Sync) (Reply, error) {
+	c.mu.Lock()
+	c.n += len(s.Asks)
+	c.mu.Unlock()
+	return c.t.Sync(ctx, s)
+}
+
+func (c *countingTransport) asks() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// TestAllowanceSavesAsks: under a cap far from reached, a purse's calls go mostly on its allowance without asking
+// (a call that does not fit asks for its worst case and extraCalls more); near the cap the allowance shrinks to
+// what calls need, and the purse gives it back once idle.
+func TestAllowanceSavesAsks(t *testing.T) {
+	var local Local
+	local.SetLimits(Limits{SpendUSD: 100})
+	counted := &countingTransport{t: &local}
+	p := NewPurse(counted, "h")
+	const calls = 40
+	for range calls {
+		settle, err := p.Admit(context.Background(), Attempt{}, "openai", func() float64 { return 0.1 })
+		if err != nil {
+			t.Fatal(err)
+		}
+		settle(0.05, true)
+	}
+	if n := counted.asks(); n > calls/2 {
+		t.Errorf("%d asks for %d calls one after another: the allowance saved too few", n, calls)
+	}
+	if st := settled(&local, 0.05*calls); st.ReservedUSD != 0 || st.Calls != calls {
+		t.Errorf("after the calls, idle: %+v", st)
+	}
+	t.Logf("%d calls, %d asks", calls, counted.asks())
 }
 
 // TestInFlightBound: purses of one run (as separate workers have) never run more than in_flight calls at once,
@@ -266,11 +332,59 @@ func TestAbandonedAskHoldsNothing(t *testing.T) {
 		t.Fatalf("while $0.80 of $1 is held: %v, want a wait until the deadline", err)
 	}
 	settle(0.1, true)
-	deadline := time.Now().Add(5 * time.Second)
-	for local.Status().InFlight != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if st := local.Status(); st.InFlight != 0 || math.Abs(st.SpentUSD-0.1) > 1e-9 {
+	if st := settled(&local, 0.1); st.InFlight != 0 || st.ReservedUSD != 0 {
 		t.Errorf("after the holder settled and the waiter gave up: %+v", st)
+	}
+}
+
+// TestGrantsKeepTheInvariant: whatever holders ask for their allowances and reservations, settle (each cost within
+// the worst case it reserved) and give back, every sync that grants anything leaves the spend plus everything set
+// aside under the cap.
+func TestGrantsKeepTheInvariant(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	l := Ledger{Limits: Limits{SpendUSD: 3}}
+	now := time.Unix(1e9, 0)
+	type call struct {
+		id    string
+		worst float64
+		pool  bool
+	}
+	inFlight := map[string][]call{}
+	for step := range 2000 {
+		h := fmt.Sprint("h", r.IntN(4))
+		s := Sync{Holder: h, Seq: int64(step + 1)}
+		var keep []call
+		for _, c := range inFlight[h] {
+			if r.IntN(3) == 0 {
+				s.Settles = append(s.Settles, Settle{ID: c.id, USD: c.worst * r.Float64(), Sent: true, Pool: c.pool})
+			} else {
+				keep = append(keep, c)
+				if !c.pool {
+					s.Held = append(s.Held, c.id)
+				}
+			}
+		}
+		if r.IntN(5) == 0 {
+			s.Return = l.Holders[h].Pool * r.Float64() / 2
+		}
+		w := 0.05 + 0.3*r.Float64()
+		id := fmt.Sprint(h, "-", step)
+		pool := r.IntN(2) == 0
+		s.Asks = []Ask{{ID: id, Provider: "openai", USD: w, Priced: true, ForPool: pool, Need: w, Extra: 3 * w}}
+		rep := l.Apply(s, now)
+		if rep.Answers[0].Verdict == VerdictGranted {
+			keep = append(keep, call{id: id, worst: w, pool: pool})
+			if sum := l.SpentUSD + l.reserved(); sum > l.Limits.SpendUSD+1e-9 {
+				t.Fatalf("step %d: $%.4f spent and set aside under a $%.2f cap", step, sum, l.Limits.SpendUSD)
+			}
+		}
+		inFlight[h] = keep
+		now = now.Add(time.Second)
+		if step%500 == 499 { // a raised cap, as a starter run again gives
+			l.SetLimits(Limits{SpendUSD: l.Limits.SpendUSD + 3})
+		}
+	}
+	if l.Calls == 0 {
+		t.Error("no call settled")
 	}
 }

@@ -26,7 +26,7 @@ var ErrQuiet = errors.New("every call asking waits for calls in flight")
 // sync goes again at once.
 var ErrMoving = errors.New("the budget is moving to a new run")
 
-// Timings of a purse's syncs.
+// Timings of a purse.
 var (
 	// pollWait is how long asks that wait are held before they are asked again (a settlement of this process asks
 	// at once); jitter keeps the holders of a run from asking together.
@@ -34,28 +34,51 @@ var (
 	// giveUp is how long an ask waits for the ledger to answer at all before it fails: the call's activity fails
 	// (and is retried by Temporal) instead of waiting silently for a budget workflow that is not there.
 	giveUp = 2 * time.Minute
-	// settleWait is how long a settling call waits for the ledger to count it before its step goes on; the
-	// settlement is sent again until it is counted while the process lives.
-	settleWait = 30 * time.Second
+	// fresh is how long the limits a purse learned are trusted for calls that go without asking (no cap, or on the
+	// allowance): a limit set or changed reaches every worker within it, or at its next sync.
+	fresh = 2 * time.Second
+	// idleReturn is how long a purse keeps its allowance with no call in flight before it gives it back.
+	idleReturn = time.Second
 	// syncTimeout bounds one sync.
 	syncTimeout = time.Minute
 )
 
-// Purse is one worker process's door to a run's ledger: its paid calls ask to go and settle through it. Asks and
-// settlements that arrive while a sync is on its way go together in the next, so a process has at most one sync
-// in flight however many calls it makes (Temporal bounds the updates in flight per workflow). While it holds
-// reservations it syncs at least every RenewEvery, which renews its lease: when it dies its reservations lapse
-// LeaseTTL after its last sync.
+// extraCalls is how many more calls' worst cases a purse asks for beside what a call needs, when its allowance
+// runs short: the next calls then go without asking. The ledger grants at most a quarter of the room left.
+const extraCalls = 3
+
+// Purse is one worker process's door to a run's ledger: its paid calls go through it. A call to a provider with
+// in_flight or rps limits asks the ledger for a reservation of its own. Any other call goes without asking: under
+// no cap, and under a cap on the purse's allowance, money the ledger set aside for this process, from which each
+// call reserves its worst case until it settles; the purse asks for more when a call does not fit, and gives back
+// what it holds when it is idle or another call waits. Settlements are sent after the call returns, with the next
+// sync. One sync is in flight at a time, however many calls the process makes (Temporal bounds the updates in
+// flight per workflow). While it holds anything it syncs at least every RenewEvery, which renews its lease: when
+// it dies what it held lapses LeaseTTL after its last sync.
 type Purse struct {
 	transport Transport
 	holder    string
 
 	mu      sync.Mutex
-	seq     int
+	seq     int   // call IDs
+	syncSeq int64 // syncs
 	asks    []*asking
-	settles []*settling
+	settles []Settle // not yet sent
 	held    map[string]bool
-	noCap   bool // the last reply said the run has no spend cap: asks go without a worst case
+	// limits are those of the last reply, at learned; hellos wait for a reply to learn them.
+	limits  Limits
+	learned time.Time
+	hellos  []chan struct{}
+	// pool is the allowance, local the worst cases of the calls in flight on it (or, with no cap, without a
+	// reservation), calls how many; idle is since when none is; giveBack asks the next sync to return what no call
+	// holds.
+	pool     float64
+	local    float64
+	calls    int
+	idle     time.Time
+	giveBack bool
+	// pending is a sync whose outcome is not known (the transport failed): it is sent again as it is.
+	pending *Sync
 	running bool // a sync loop runs
 	kick    chan struct{}
 	renewed time.Time // the last sync the ledger took
@@ -73,12 +96,6 @@ type askResult struct {
 	err error
 }
 
-// settling is a settlement waiting for the ledger to count it.
-type settling struct {
-	st   Settle
-	done chan struct{}
-}
-
 // NewPurse returns the purse of holder (a name no other process of the run uses) over t.
 func NewPurse(t Transport, holder string) *Purse {
 	return &Purse{transport: t, holder: holder, held: map[string]bool{}, kick: make(chan struct{}, 1)}
@@ -91,14 +108,80 @@ func NewPurse(t Transport, holder string) *Purse {
 // whether it went to the endpoint).
 func (p *Purse) Admit(ctx context.Context, at Attempt, provider string, worst func() float64) (
 	settle func(costUSD float64, sent bool), err error) {
-	p.mu.Lock()
+	lim, err := p.freshLimits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if lim.paced(provider) {
+		return p.admitOwn(ctx, at, provider, lim.SpendUSD > 0, worst)
+	}
+	w := 0.0
+	if lim.SpendUSD > 0 {
+		w = usd(worst())
+	}
+	for {
+		p.mu.Lock()
+		if p.limits.SpendUSD <= 0 || p.local+w <= p.pool {
+			p.local += w
+			p.calls++
+			id := p.nextID()
+			p.mu.Unlock()
+			return func(costUSD float64, sent bool) { p.settlePool(id, w, costUSD, sent) }, nil
+		}
+		a := Ask{ID: p.nextID(), Attempt: at, Provider: provider, USD: w, Priced: true, ForPool: true}
+		p.mu.Unlock()
+		ans, err := p.ask(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		if ans.Verdict == VerdictCapped {
+			return nil, &CapError{Spent: ans.Spent, Need: w, Cap: ans.Cap}
+		}
+		// Granted: the allowance grew; the call takes its worst case out of it (or asks again, when other calls
+		// took it first).
+	}
+}
+
+// nextID names a call; p.mu is held.
+func (p *Purse) nextID() string {
 	p.seq++
-	a := Ask{ID: p.holder + "-" + strconv.Itoa(p.seq), Attempt: at, Provider: provider}
-	priced := !p.noCap
+	return p.holder + "-" + strconv.Itoa(p.seq)
+}
+
+// freshLimits returns the run's limits, asking the ledger when the purse learned them more than fresh ago.
+func (p *Purse) freshLimits(ctx context.Context) (Limits, error) {
+	p.mu.Lock()
+	if time.Since(p.learned) < fresh {
+		defer p.mu.Unlock()
+		return p.limits, nil
+	}
+	hello := make(chan struct{})
+	p.hellos = append(p.hellos, hello)
+	p.wake()
+	p.mu.Unlock()
+	t := time.NewTimer(giveUp)
+	defer t.Stop()
+	select {
+	case <-hello:
+	case <-ctx.Done():
+		return Limits{}, ctx.Err()
+	case <-t.C:
+		return Limits{}, fmt.Errorf("the run's budget did not answer for %v", giveUp)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limits, nil
+}
+
+// admitOwn asks for a reservation of the call's own: its provider has in_flight or rps limits.
+func (p *Purse) admitOwn(ctx context.Context, at Attempt, provider string, priced bool, worst func() float64) (
+	func(float64, bool), error) {
+	p.mu.Lock()
+	a := Ask{ID: p.nextID(), Attempt: at, Provider: provider}
 	p.mu.Unlock()
 	for {
 		if priced && !a.Priced {
-			a.USD, a.Priced = worst(), true
+			a.USD, a.Priced = usd(worst()), true
 		}
 		ans, err := p.ask(ctx, a)
 		if err != nil {
@@ -111,18 +194,19 @@ func (p *Purse) Admit(ctx context.Context, at Attempt, provider string, worst fu
 			priced = true
 			continue
 		}
-		settle = func(costUSD float64, sent bool) { p.settle(Settle{ID: a.ID, USD: costUSD, Sent: sent}) }
 		if ans.Delay > 0 {
 			t := time.NewTimer(ans.Delay)
 			select {
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				p.release(a.ID)
+				p.queueSettle(Settle{ID: a.ID})
 				return nil, ctx.Err()
 			}
 		}
-		return settle, nil
+		return func(costUSD float64, sent bool) {
+			p.queueSettle(Settle{ID: a.ID, USD: costUSD, Sent: sent})
+		}, nil
 	}
 }
 
@@ -145,39 +229,52 @@ func (p *Purse) ask(ctx context.Context, a Ask) (Answer, error) {
 		p.asks = slices.Delete(p.asks, i, i+1)
 		return Answer{}, ctx.Err()
 	}
-	if r := <-w.done; r.err == nil && r.ans.Verdict == VerdictGranted {
-		p.queueSettle(Settle{ID: a.ID})
+	if r := <-w.done; r.err == nil && r.ans.Verdict == VerdictGranted && !a.ForPool {
+		p.settles = append(p.settles, Settle{ID: a.ID})
+		delete(p.held, a.ID)
+		p.wake()
 	}
 	return Answer{}, ctx.Err()
 }
 
-// release ends a reservation whose call was never sent, without waiting for the ledger.
-func (p *Purse) release(id string) {
+// settlePool ends a call that went on the allowance (or with no cap): its worst case no longer held, its cost
+// paid out of the allowance; the ledger learns it with the next sync.
+func (p *Purse) settlePool(id string, worst, costUSD float64, sent bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.queueSettle(Settle{ID: id})
-}
-
-// settle hands a settlement to the loop and waits (at most settleWait) for the ledger to count it.
-func (p *Purse) settle(st Settle) {
-	p.mu.Lock()
-	s := p.queueSettle(st)
-	p.mu.Unlock()
-	t := time.NewTimer(settleWait)
-	defer t.Stop()
-	select {
-	case <-s.done:
-	case <-t.C:
+	p.local = max(0, p.local-worst)
+	p.pool = max(0, p.pool-usd(costUSD))
+	if p.calls--; p.calls == 0 {
+		p.idle = time.Now()
 	}
+	p.settles = append(p.settles, Settle{ID: id, USD: costUSD, Sent: sent, Pool: true})
+	p.wake()
 }
 
-// queueSettle queues a settlement; p.mu is held.
-func (p *Purse) queueSettle(st Settle) *settling {
-	s := &settling{st: st, done: make(chan struct{})}
+// queueSettle queues the settlement of a call with a reservation of its own.
+func (p *Purse) queueSettle(st Settle) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	delete(p.held, st.ID)
-	p.settles = append(p.settles, s)
+	p.settles = append(p.settles, st)
 	p.wake()
-	return s
+}
+
+// Flush waits until the ledger has taken every settlement made so far (or ctx ends): before a worker stops.
+func (p *Purse) Flush(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		done := len(p.settles) == 0 && p.pending == nil
+		p.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // wake starts the sync loop or tells it there is news; p.mu is held.
@@ -193,11 +290,11 @@ func (p *Purse) wake() {
 	}
 }
 
-// loop syncs until the purse has nothing to ask, settle or hold.
+// loop syncs until the purse has nothing to ask, settle, learn or hold.
 func (p *Purse) loop() {
 	backoff := 10 * time.Millisecond
 	for {
-		s, sent, wait, ok := p.next()
+		s, wait, ok := p.next()
 		if !ok {
 			return
 		}
@@ -209,70 +306,117 @@ func (p *Purse) loop() {
 		rep, err := p.transport.Sync(ctx, s)
 		cancel()
 		switch {
-		case errors.Is(err, ErrQuiet):
+		case errors.Is(err, ErrQuiet): // not taken, and it held nothing but asks
+			p.dropPending()
 			p.sleep(jitter(pollWait))
-		case errors.Is(err, ErrMoving):
-			p.sleep(jitter(10 * time.Millisecond))
-		case err != nil:
+		case err != nil: // sent again as it is: it may have been taken
 			p.failed(err)
 			p.sleep(jitter(backoff))
 			backoff = min(2*backoff, 2*time.Second)
+			if errors.Is(err, ErrMoving) {
+				backoff = 10 * time.Millisecond
+			}
 		default:
 			backoff = 10 * time.Millisecond
-			if p.took(rep, sent) {
+			if p.took(s, rep) {
 				p.sleep(jitter(pollWait))
 			}
 		}
 	}
 }
 
-// next is the sync to send: every ask waiting, every settlement not yet counted, the reservations held. wait > 0
-// says there is nothing to send before then (a lease to renew); ok false that the loop may end.
-func (p *Purse) next() (s Sync, sent []*settling, wait time.Duration, ok bool) {
+// next is the sync to send: the one whose outcome is not known, or a new one with every ask waiting, every
+// settlement not yet sent and what to give back. wait > 0 says there is nothing to send before then (an allowance
+// to give back, a lease to renew); ok false that the loop may end.
+func (p *Purse) next() (s Sync, wait time.Duration, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s = Sync{Holder: p.holder, Held: slices.Sorted(maps.Keys(p.held))}
+	if p.pending != nil {
+		return *p.pending, 0, true
+	}
+	s = Sync{Holder: p.holder, Held: slices.Sorted(maps.Keys(p.held)), Settles: p.settles, InFlight: p.calls,
+		Renew: len(p.hellos) > 0}
+	idle := p.calls == 0 && len(p.asks) == 0 && !p.idle.IsZero()
+	if p.pool > p.local && (p.giveBack || idle && time.Since(p.idle) >= idleReturn) {
+		s.Return = p.pool - p.local
+	}
+	// What the allowance does not cover of each call asking for it, in order; the first asks for extra calls'
+	// worth too.
+	free, extra := max(0, p.pool-p.local-s.Return), true
 	for _, w := range p.asks {
-		s.Asks = append(s.Asks, w.ask)
+		a := w.ask
+		if a.ForPool {
+			a.Need = max(0, a.USD-free)
+			if extra {
+				a.Extra, extra = extraCalls*a.USD, false
+			}
+			free = max(0, free-a.USD)
+		}
+		s.Asks = append(s.Asks, a)
 	}
-	for _, st := range p.settles {
-		s.Settles = append(s.Settles, st.st)
-	}
-	sent = slices.Clone(p.settles)
-	if len(s.Asks) > 0 || len(s.Settles) > 0 {
-		return s, sent, 0, true
-	}
-	if len(p.held) == 0 {
+	holding := len(p.held) > 0 || p.pool > 0
+	due := time.Until(p.renewed.Add(RenewEvery))
+	switch {
+	case len(s.Asks) > 0 || len(s.Settles) > 0 || s.Return > 0 || s.Renew:
+	case holding && due <= 0:
+		s.Renew = true
+	case holding && idle && p.pool > p.local:
+		return s, min(due, time.Until(p.idle.Add(idleReturn))), true
+	case holding:
+		return s, due, true
+	default:
 		p.running = false
-		return s, nil, 0, false
+		return s, 0, false
 	}
-	if due := time.Until(p.renewed.Add(RenewEvery)); due > 0 {
-		return s, nil, due, true
-	}
-	s.Renew = true
-	return s, nil, 0, true
+	p.syncSeq++
+	s.Seq = p.syncSeq
+	p.settles = nil
+	p.pool -= s.Return
+	p.giveBack = false
+	p.pending = &s
+	return s, 0, true
 }
 
-// took applies a reply: settlements counted, verdicts handed to their asks. It reports whether asks still wait.
-func (p *Purse) took(rep Reply, sent []*settling) (waiting bool) {
+// dropPending forgets a sync the ledger refused as quiet (it carried asks only, which the next sync asks again).
+func (p *Purse) dropPending() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.renewed = time.Now()
-	p.noCap = rep.Status.Limits.SpendUSD <= 0
-	for _, s := range sent {
-		close(s.done)
+	p.pending = nil
+}
+
+// took applies the reply to sync s: the limits learned, the allowance as the ledger holds it, verdicts handed to
+// their asks. It reports whether asks still wait.
+func (p *Purse) took(s Sync, rep Reply) (waiting bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending = nil
+	p.renewed, p.learned, p.limits = time.Now(), time.Now(), rep.Status.Limits
+	for _, h := range p.hellos {
+		close(h)
 	}
-	p.settles = slices.DeleteFunc(p.settles, func(s *settling) bool { return slices.Contains(sent, s) })
+	p.hellos = nil
+	// The ledger's allowance, less what calls settled since s was made have paid out of it (sent with the next).
+	p.pool = rep.Pool
+	for _, st := range p.settles {
+		if st.Pool {
+			p.pool = max(0, p.pool-usd(st.USD))
+		}
+	}
 	for _, ans := range rep.Answers {
 		i := slices.IndexFunc(p.asks, func(w *asking) bool { return w.ask.ID == ans.ID })
 		switch {
-		case i < 0 && ans.Verdict == VerdictGranted: // its asker gave up
-			p.queueSettle(Settle{ID: ans.ID})
+		case i < 0 && ans.Verdict == VerdictGranted && !isPoolAsk(s, ans.ID): // its asker gave up
+			p.settles = append(p.settles, Settle{ID: ans.ID})
 		case i < 0:
 		case ans.Verdict == VerdictWait:
 			waiting = true
+			p.giveBack = p.giveBack || p.asks[i].ask.ForPool // let others have what this purse does not use
 		default:
-			if ans.Verdict == VerdictGranted {
+			switch {
+			case ans.Verdict != VerdictGranted:
+			case p.asks[i].ask.ForPool:
+				p.idle = time.Now() // its call takes it now: not an idle allowance to give back
+			default:
 				p.held[ans.ID] = true
 			}
 			p.asks[i].done <- askResult{ans: ans}
@@ -280,6 +424,10 @@ func (p *Purse) took(rep Reply, sent []*settling) (waiting bool) {
 		}
 	}
 	return waiting
+}
+
+func isPoolAsk(s Sync, id string) bool {
+	return slices.ContainsFunc(s.Asks, func(a Ask) bool { return a.ID == id && a.ForPool })
 }
 
 // failed notes a sync that did not reach the ledger, and fails the asks that have waited past giveUp.
@@ -318,7 +466,7 @@ type Local struct {
 func (l *Local) SetLimits(lim Limits) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ledger.Limits = lim
+	l.ledger.SetLimits(lim)
 }
 
 // Status returns what the ledger holds.

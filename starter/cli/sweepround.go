@@ -386,6 +386,9 @@ func (r *sweepRound) finished(end sweepEnd) int {
 			runfolder.Log(r.runDir))
 		return exitFail
 	}
+	flushCtx, cancel := context.WithTimeout(r.ctx, 10*time.Second) // this process's calls' last settlements
+	_ = r.acts.FlushBudgets(flushCtx)
+	cancel()
 	if code, over := overCapExit(r.ctx, r.conn.client, r.e.Name, r.stderr); over {
 		return code
 	}
