@@ -186,7 +186,8 @@ func saveHistory(t *testing.T, c client.Client, id, runID, path, wd string) {
 
 // TestSaveBudgetHistories makes the saved history of a Budget workflow run that workflows' TestSavedHistoriesReplay
 // replays (budget-SUFFIX.json): the limits signalled, holders granted, one refused as quiet, settled, paced by a
-// provider's rps, one whose lease lapses on the workflow's timer, and a continue-as-new past a small history bound.
+// provider's rps, an allowance granted, paid from and given back, a holder whose lease lapses on the workflow's
+// timer, and a continue-as-new past a small history bound.
 //
 //	go test ./testkit/orchbench/ -run TestSaveBudgetHistories -orch.save-histories "$PWD/workflows/testdata/histories" -orch.history-suffix v1
 func TestSaveBudgetHistories(t *testing.T) {
@@ -245,6 +246,10 @@ func TestSaveBudgetHistories(t *testing.T) {
 	t.Log(sync(limiter.Sync{Holder: "b", Asks: ask("b1", 0.5)})) // refused: it can only wait
 	t.Log(sync(limiter.Sync{Holder: "a", Settles: []limiter.Settle{{ID: "a1", USD: 0.2, Sent: true}}}))
 	t.Log(sync(limiter.Sync{Holder: "b", Asks: append(ask("b1", 0.3), ask("b2", 0.3)...)}))
+	t.Log(sync(limiter.Sync{Holder: "p", Seq: 1, Asks: []limiter.Ask{{ID: "p1", Provider: "other", USD: 0.1,
+		Priced: true, ForPool: true, Need: 0.1, Extra: 0.3}}, InFlight: 1}))
+	t.Log(sync(limiter.Sync{Holder: "p", Seq: 2, Settles: []limiter.Settle{{ID: "p1", USD: 0.05, Sent: true,
+		Pool: true}}, Return: 0.1}))
 	time.Sleep(limiter.LeaseTTL + 5*time.Second) // b falls silent: its lease lapses on the workflow's timer
 	for i := 0; ; i++ {
 		desc, err := c.DescribeWorkflowExecution(ctx, id, "")
