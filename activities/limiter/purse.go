@@ -121,7 +121,7 @@ func (p *Purse) Admit(ctx context.Context, at Attempt, provider string, worst fu
 	}
 	for {
 		p.mu.Lock()
-		if p.limits.SpendUSD <= 0 || p.local+w <= p.pool {
+		if lim.SpendUSD <= 0 || p.local+w <= p.pool {
 			p.local += w
 			p.calls++
 			id := p.nextID()
