@@ -69,9 +69,10 @@ func (e progressEvent) same(o progressEvent) bool {
 type sampler struct {
 	client client.Client
 	id     string
-	run    string
-	arms   int
-	start  time.Time
+	// run names the budget to read the spend from; "" when the run pays for no call (its models are offline).
+	run   string
+	arms  int
+	start time.Time
 	// startDone is the finished-issue count of the first sample: the ETA rate counts this session's issues only.
 	startDone int
 	rows      runlog.Tail[results.Row]
@@ -112,8 +113,10 @@ func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
 		}
 	}
 	spent := s.spend.USD
-	if b, err := readBudget(ctx, s.client, s.run); err == nil { // the workers' spend, wherever they run
-		spent = b.SpentUSD
+	if s.run != "" {
+		if b, err := readBudget(ctx, s.client, s.run); err == nil { // the workers' spend, wherever they run
+			spent = b.SpentUSD
+		}
 	}
 	if !s.haveFirst {
 		s.haveFirst, s.startDone = true, p.Done

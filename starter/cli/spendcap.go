@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -15,6 +16,7 @@ import (
 	"ctxlab/activities/limiter"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
+	"ctxlab/specs"
 	"ctxlab/workflows"
 )
 
@@ -66,6 +68,12 @@ func setBudget(ctx context.Context, c client.Client, run, runDir, queue string, 
 		return fmt.Errorf("setting the run's limits on its budget workflow %s: %w", id, err)
 	}
 	return nil
+}
+
+// paysModels reports whether a spec has a model whose calls cost money (every model but the offline stand-in):
+// a run of none has no spend to read.
+func paysModels(e *specs.Experiment) bool {
+	return slices.ContainsFunc(e.Models, func(m specs.Model) bool { return m.Provider != "offline" })
 }
 
 // readBudget returns what the run's budget workflow holds: its limits, what the run's calls cost, what the calls

@@ -301,7 +301,11 @@ func (r *sweepRound) wait(run client.WorkflowRun) sweepEnd {
 	go watchDisk(getCtx, r.runDir, func(err error) { diskFull.Store(&err); stopGet() })
 	guard := &pauseGuard{stop: stopGet}
 	done := make(chan struct{})
-	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), r.e.Name, r.runDir, len(r.plan.Arms)),
+	budget := "" // a run of offline models only has no spend to read
+	if paysModels(r.e) {
+		budget = r.e.Name
+	}
+	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), budget, r.runDir, len(r.plan.Arms)),
 		progressDisplay(r.o, r.stderr, r.console), guard, done)
 	var end sweepEnd
 	end.err = run.Get(getCtx, &end.res)
@@ -361,6 +365,17 @@ func (r *sweepRound) stopped(end sweepEnd) (code int, stopped bool) {
 	return 0, false
 }
 
+// overCap is overCapExit for a run that pays for calls, once this process's calls' last costs reached its budget.
+func (r *sweepRound) overCap() (int, bool) {
+	if !paysModels(r.e) {
+		return 0, false
+	}
+	flushCtx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	_ = r.acts.FlushBudgets(flushCtx)
+	cancel()
+	return overCapExit(r.ctx, r.conn.client, r.e.Name, r.stderr)
+}
+
 // finished says how the sweep ended (or that it was interrupted or failed) and returns the exit code.
 func (r *sweepRound) finished(end sweepEnd) int {
 	if r.o.json {
@@ -386,10 +401,7 @@ func (r *sweepRound) finished(end sweepEnd) int {
 			runfolder.Log(r.runDir))
 		return exitFail
 	}
-	flushCtx, cancel := context.WithTimeout(r.ctx, 10*time.Second) // this process's calls' last settlements
-	_ = r.acts.FlushBudgets(flushCtx)
-	cancel()
-	if code, over := overCapExit(r.ctx, r.conn.client, r.e.Name, r.stderr); over {
+	if code, over := r.overCap(); over {
 		return code
 	}
 	return rowErrorsExit(r.o, r.runDir, r.stderr)
