@@ -153,7 +153,8 @@ func TestBudgetContinuesAsNewWithItsLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := next.Ledger
-	if l.Limits.SpendUSD != 5 || l.Calls == 0 || len(l.Held) != 1 || l.Holders["h"].Lease.IsZero() || next.MaxHistory != 40 {
+	if l.Limits.SpendUSD != 5 || l.Calls == 0 || len(l.Held) != 1 || l.Holders["h"].Lease.IsZero() ||
+		next.MaxHistory != 40 {
 		t.Errorf("carried %+v", next)
 	}
 	if want := 0.1 * float64(l.Calls); l.SpentUSD < want-1e-9 || l.SpentUSD > want+1e-9 {

@@ -77,13 +77,18 @@ func settled(local *Local, spent float64) Status {
 	}
 }
 
+// verdictOf applies a sync of one ask to l at now and returns the ask's verdict.
+func verdictOf(l *Ledger, holder string, a Ask, now time.Time) string {
+	return l.Apply(Sync{Holder: holder, Asks: []Ask{a}}, now).Answers[0].Verdict
+}
+
 // TestDeadHolderFreesItsReservation: a holder that reserved $0.90 of a $1 cap and stopped syncing (its process was
 // killed) holds it until its lease lapses, then nothing: the next ask is granted instead of waiting forever. A
 // settlement that arrives after the lapse (the holder was only cut off) still counts its cost.
 func TestDeadHolderFreesItsReservation(t *testing.T) {
 	l := Ledger{Limits: Limits{SpendUSD: 1}}
 	t0 := time.Unix(1e9, 0)
-	if v := l.Apply(Sync{Holder: "dead", Asks: []Ask{{ID: "d1", USD: 0.9, Priced: true}}}, t0).Answers[0].Verdict; v != VerdictGranted {
+	if v := verdictOf(&l, "dead", Ask{ID: "d1", USD: 0.9, Priced: true}, t0); v != VerdictGranted {
 		t.Fatalf("first ask: %s", v)
 	}
 	ask := Sync{Holder: "live", Asks: []Ask{{ID: "l1", USD: 0.5, Priced: true}}}
@@ -112,11 +117,11 @@ func TestLaterAttemptReleasesEarlier(t *testing.T) {
 	at := Attempt{Workflow: "issue/r/x", Activity: "7", Number: 1}
 	l.Apply(Sync{Holder: "a", Asks: []Ask{{ID: "a1", Attempt: at, USD: 0.9, Priced: true}}}, now)
 	at.Number = 2
-	if v := l.Apply(Sync{Holder: "b", Asks: []Ask{{ID: "b1", Attempt: at, USD: 0.9, Priced: true}}}, now).Answers[0].Verdict; v != VerdictGranted {
+	if v := verdictOf(&l, "b", Ask{ID: "b1", Attempt: at, USD: 0.9, Priced: true}, now); v != VerdictGranted {
 		t.Fatalf("the second attempt: %s", v)
 	}
 	other := Attempt{Workflow: "issue/r/x", Activity: "8", Number: 3}
-	if v := l.Apply(Sync{Holder: "c", Asks: []Ask{{ID: "c1", Attempt: other, USD: 0.9, Priced: true}}}, now).Answers[0].Verdict; v != VerdictWait {
+	if v := verdictOf(&l, "c", Ask{ID: "c1", Attempt: other, USD: 0.9, Priced: true}, now); v != VerdictWait {
 		t.Fatalf("another activity's attempt: %s, want wait", v)
 	}
 }
@@ -141,7 +146,7 @@ func TestTinyReservationsAreTheirAmount(t *testing.T) {
 	l := Ledger{Limits: Limits{SpendUSD: 1}}
 	now := time.Unix(1e9, 0)
 	l.Apply(Sync{Holder: "a", Asks: []Ask{{ID: "a1", USD: 0.00005, Priced: true}}}, now)
-	if v := l.Apply(Sync{Holder: "b", Asks: []Ask{{ID: "b1", USD: 0.5, Priced: true}}}, now).Answers[0].Verdict; v != VerdictGranted {
+	if v := verdictOf(&l, "b", Ask{ID: "b1", USD: 0.5, Priced: true}, now); v != VerdictGranted {
 		t.Fatalf("$0.50 under a $1 cap beside a $0.00005 reservation: %s", v)
 	}
 }
@@ -328,7 +333,8 @@ func TestAbandonedAskHoldsNothing(t *testing.T) {
 	waiter := NewPurse(&local, "b")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := waiter.Admit(ctx, Attempt{}, "openai", func() float64 { return 0.5 }); !errors.Is(err, context.DeadlineExceeded) {
+	_, err = waiter.Admit(ctx, Attempt{}, "openai", func() float64 { return 0.5 })
+	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("while $0.80 of $1 is held: %v, want a wait until the deadline", err)
 	}
 	settle(0.1, true)

@@ -196,7 +196,8 @@ func (r *sweepRound) storePlan() error {
 }
 
 // connect connects to the run's server (starting it, or attaching to another starter's), refuses a sweep running
-// from another spec, sets the limits on the run's budget and starts the Web UI and, unless another process runs them, the workers.
+// from another spec, sets the limits on the run's budget and starts the Web UI and, unless another process runs
+// them, the workers.
 func (r *sweepRound) connect() error {
 	conn, err := connectFresh(r.ctx, r.o.cluster, r.runDir, r.o.freshDB, r.log)
 	if err != nil {

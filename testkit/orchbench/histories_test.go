@@ -189,7 +189,8 @@ func saveHistory(t *testing.T, c client.Client, id, runID, path, wd string) {
 // provider's rps, an allowance granted, paid from and given back, a holder whose lease lapses on the workflow's
 // timer, and a continue-as-new past a small history bound.
 //
-//	go test ./testkit/orchbench/ -run TestSaveBudgetHistories -orch.save-histories "$PWD/workflows/testdata/histories" -orch.history-suffix v1
+//	go test ./testkit/orchbench/ -run TestSaveBudgetHistories -orch.history-suffix v1 \
+//	    -orch.save-histories "$PWD/workflows/testdata/histories"
 func TestSaveBudgetHistories(t *testing.T) {
 	if *saveHistories == "" {
 		t.Skip("-orch.save-histories not set")
