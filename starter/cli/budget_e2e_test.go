@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -136,6 +138,15 @@ func TestSpendCapAcrossMachines(t *testing.T) {
 			srv.Calls(), exitPaused, server.out.String())
 	}
 
+	// The starter's own ledger holds no call (the llm workers wrote theirs on their machines): status shows the
+	// spend the budget counts, on the server `starter ui` runs for the stopped sweep.
+	statusOut := statusWithViewer(ctx, t, runs, "machines")
+	t.Logf("starter status:\n%s", statusOut)
+	if want := fmt.Sprintf("spend:     $%.4f in %d calls, cap $0.2000 (the run's budget workflow",
+		float64(srv.Calls())*perCall, srv.Calls()); !strings.Contains(statusOut, want) {
+		t.Errorf("status does not show the budget's spend %q:\n%s", want, statusOut)
+	}
+
 	raised := startProc(t, "starter (cap raised)", starter(ctx, t, "run", spec("100"), "--runs", runs,
 		"--no-worker", "--store", store, "--ext-str", "model=openai", "--quiet"))
 	select {
@@ -155,6 +166,40 @@ func TestSpendCapAcrossMachines(t *testing.T) {
 			t.Errorf("%v: %v", k, r[results.FieldError])
 		}
 	}
+}
+
+// statusWithViewer runs `starter status` for a run whose sweep stopped, while `starter ui` serves the run's
+// embedded server (the workers that were connected to it come back to it), and returns its output once it shows
+// the budget's spend (or after two minutes).
+func statusWithViewer(ctx context.Context, t *testing.T, runs, name string) string {
+	t.Helper()
+	ui := startProc(t, "starter ui", starter(ctx, t, "ui", name, "--runs", runs))
+	for {
+		sf, ok := readServerFile(filepath.Join(runs, name, runfolder.ServerFile))
+		if ok && sf.Address != "" && sf.PID == ui.cmd.Process.Pid {
+			break
+		}
+		select {
+		case err := <-ui.done:
+			t.Fatalf("starter ui exited: %v\n%s", err, ui.out.String())
+		case <-ctx.Done():
+			t.Fatal("starter ui never published its server")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	// The budget answers once a workflow worker has come back to the server.
+	var out string
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+		out, _ = mainOut(t, "status", name, "--runs", runs)
+		if strings.Contains(out, "budget workflow;") || time.Now().After(deadline) {
+			break
+		}
+	}
+	_ = ui.cmd.Process.Signal(syscall.SIGINT)
+	if err := <-ui.done; err != nil {
+		t.Logf("starter ui: %v", err)
+	}
+	return out
 }
 
 // TestKilledWorkerFreesItsReservation: under a cap that lets one call go at a time, the llm worker holding that
