@@ -109,7 +109,9 @@ func TestRetrieveDense(t *testing.T) {
 		}
 		// One dimension per letter: a bag of letters is enough to make a ranking.
 		var data []map[string]any
+		tokens := 0 // a token every four bytes, as a real tokenizer counts roughly
 		for i, in := range req.Input {
+			tokens += len(in)/4 + 1
 			v := make([]float64, 26)
 			for _, c := range strings.ToLower(in) {
 				if c >= 'a' && c <= 'z' {
@@ -120,7 +122,7 @@ func TestRetrieveDense(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": "m",
-			"usage": map[string]int{"prompt_tokens": len(req.Input), "total_tokens": len(req.Input)}})
+			"usage": map[string]int{"prompt_tokens": tokens, "total_tokens": tokens}})
 	}))
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")

@@ -20,6 +20,7 @@ import (
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 )
 
 // heartbeatEvery is how often a running node tells Temporal it is alive; the workflow's heartbeat timeout is a few
@@ -60,17 +61,21 @@ func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, bod
 	if err != nil {
 		return out, err
 	}
+	objs, err := a.Objects(in.Run)
+	if err != nil {
+		return out, stepError(in.Step, err) // its kind (a store that is not the starter's) on the rows
+	}
 	rec := runlog.Attempt{Instance: in.Instance.ID, Node: in.Node, Step: in.Step, Activity: name}
 	if activity.IsActivity(ctx) {
 		info := activity.GetInfo(ctx)
 		rec.Attempt, rec.Workflow = info.Attempt, info.WorkflowExecution.ID
 	}
-	memo := a.memoPath(in)
+	memo := runfolder.NodeMemoKey(in.Instance.ID, in.Node)
 	key, err := memoKey(name, in)
 	if err != nil {
 		return out, steps.Permanent(api.ErrBadInput, fmt.Sprintf("%s: %v", in.Step, err))
 	}
-	if cached, ok := readMemo(memo, key); ok {
+	if cached, ok := readMemo(ctx, objs, memo, key); ok {
 		rec.Event, rec.Output = runlog.EventMemo, cached.Ref
 		a.logAttempt(in.Run, rec)
 		return cached, nil
@@ -105,7 +110,7 @@ func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, bod
 		}
 	}
 	if err = checkParams(declaringActivity(name), in); err == nil {
-		out, err = body(ctx, a.env(ctx, in, store), &att)
+		out, err = body(ctx, a.env(ctx, in, store, objs), &att)
 	}
 	if err == nil {
 		err = checkRowFields(declaringActivity(name), in, out)
@@ -120,10 +125,29 @@ func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, bod
 	}
 	out.Row = att.Calls.AddSpentTo(out.Row)
 	// Written before Temporal records completion: a worker killed in between does not redo the work.
-	if werr := runfolder.WriteMemo(memo, key, out); werr != nil {
-		a.Log.Warn().Err(werr).Str("node", in.Node).Msg("could not memoize node output")
+	return a.writeMemo(ctx, objs, memo, key, in, out), nil
+}
+
+// writeMemo stores a node's output under its memo key and returns the output the memo holds: when another attempt
+// of the node (a worker taken for dead that went on) stored one under the same key first, that one, so the memo and
+// the workflow's history agree whichever attempt Temporal records. A memo of other inputs is replaced.
+func (a *Activities) writeMemo(ctx context.Context, objs objects.Store, memo, key string, in NodeInput,
+	out NodeOutput) NodeOutput {
+	b, err := runfolder.EncodeMemo(key, out)
+	if err == nil {
+		var existing []byte
+		if existing, err = objs.Create(ctx, memo, b, false); err == nil && existing != nil {
+			var first NodeOutput
+			if k, ok := runfolder.DecodeMemo(existing, &first); ok && k == key {
+				return first
+			}
+			err = objs.Put(ctx, memo, b)
+		}
 	}
-	return out, nil
+	if err != nil {
+		a.Log.Warn().Err(err).Str("node", in.Node).Msg("could not memoize node output")
+	}
+	return out
 }
 
 // logAttemptEnd records how an attempt that started ended: done with its output, or failed with its error.
@@ -183,10 +207,6 @@ func (a *Activities) attemptRefs(ctx context.Context, store cas.Store, in NodeIn
 	return params, inputs
 }
 
-func (a *Activities) memoPath(in NodeInput) string {
-	return NodeMemoPath(a.RunDir(in.Run), in.Instance.ID, in.Node)
-}
-
 // NodeMemoPath is where a run folder keeps the output of a node that last succeeded on an instance.
 func NodeMemoPath(runDir, instance, node string) string {
 	return runfolder.NodeMemo(runDir, instance, node)
@@ -231,9 +251,11 @@ var codeVersions = map[string]string{"grade": steps.GradeMemoVersion, "measure":
 const measureMemoVersion = "ctxlab-measure-v2"
 
 // MemoizedOutputs returns the outputs of the plan's nodes on an instance that a sweep of the plan would take from
-// their memos now: those memoized under exactly the inputs the plan gives them (this row's content, the memoized
-// outputs of their inputs), by node key. A node whose input has no such output is left out.
-func MemoizedOutputs(runDir string, plan specs.Plan, inst InstanceRef, dataset specs.Dataset) map[string]NodeOutput {
+// their memos (in the run's objects objs) now: those memoized under exactly the inputs the plan gives them (this
+// row's content, the memoized outputs of their inputs), by node key. A node whose input has no such output is left
+// out.
+func MemoizedOutputs(ctx context.Context, objs objects.Store, plan specs.Plan, inst InstanceRef,
+	dataset specs.Dataset) map[string]NodeOutput {
 	outputs := map[string]NodeOutput{}
 	for _, n := range plan.Nodes { // inputs come first
 		in := NodeInput{Instance: inst, Node: n.Key, Params: n.Params, Inputs: map[string]NodeOutput{},
@@ -251,26 +273,34 @@ func MemoizedOutputs(runDir string, plan specs.Plan, inst InstanceRef, dataset s
 		if err != nil {
 			continue
 		}
-		if out, ok := readMemo(NodeMemoPath(runDir, inst.ID, n.Key), key); ok {
+		if out, ok := readMemo(ctx, objs, runfolder.NodeMemoKey(inst.ID, n.Key), key); ok {
 			outputs[n.Key] = out
 		}
 	}
 	return outputs
 }
 
-// ReadNodeMemo returns the output a node last memoized on an instance, whatever its inputs were (an audit or report
-// reads it beside the rows of the same sweep); false when the node has not succeeded there (or its memo does not
-// decode). A node itself reuses a memo only under its own key.
-func ReadNodeMemo(runDir, instance, node string) (NodeOutput, bool) {
+// ReadNodeMemo returns the output a node last memoized on an instance (in the run's objects objs), whatever its
+// inputs were (an audit or report reads it beside the rows of the same sweep); false when the node has not succeeded
+// there (or its memo does not decode). A node itself reuses a memo only under its own key.
+func ReadNodeMemo(ctx context.Context, objs objects.Store, instance, node string) (NodeOutput, bool) {
 	var out NodeOutput
-	_, ok := runfolder.ReadMemo(NodeMemoPath(runDir, instance, node), &out)
+	b, err := objs.Get(ctx, runfolder.NodeMemoKey(instance, node))
+	if err != nil {
+		return out, false
+	}
+	_, ok := runfolder.DecodeMemo(b, &out)
 	return out, ok
 }
 
-// readMemo returns the memo at path (runfolder.ReadMemo) when it was made from the inputs key names.
-func readMemo(path, key string) (NodeOutput, bool) {
+// readMemo returns the memo under the objects' key memo when it was made from the inputs key names.
+func readMemo(ctx context.Context, objs objects.Store, memo, key string) (NodeOutput, bool) {
 	var out NodeOutput
-	if k, ok := runfolder.ReadMemo(path, &out); !ok || k != key {
+	b, err := objs.Get(ctx, memo)
+	if err != nil {
+		return out, false
+	}
+	if k, ok := runfolder.DecodeMemo(b, &out); !ok || k != key {
 		return NodeOutput{}, false
 	}
 	return out, true
@@ -278,7 +308,7 @@ func readMemo(path, key string) (NodeOutput, bool) {
 
 func (a *Activities) logAttempt(run string, rec runlog.Attempt) {
 	rec.Time = time.Now().UTC()
-	if err := runlog.Append(runfolder.Attempts(a.RunDir(run)), rec); err != nil {
+	if err := a.record(run, runfolder.AttemptsFile, rec); err != nil {
 		a.Log.Warn().Err(err).Msg("attempt log")
 	}
 }

@@ -3,16 +3,21 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/rankings"
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
@@ -199,4 +204,165 @@ func edit(t *testing.T, b []byte, change func(map[string]any)) []byte {
 	}
 	change(m)
 	return []byte(mustJSON(t, m))
+}
+
+// rankerChildEnv makes the test binary a worker process that runs retrieve steps (rankerChild) instead of tests.
+const rankerChildEnv = "CTXLAB_ACTIVITIES_TEST_RANKER"
+
+// rankerJob is a worker process's part: the run folder's parent, the file whose appearance starts it, its steps.
+type rankerJob struct {
+	Runs, Start string
+	Kinds       []string
+	Inputs      []NodeInput
+}
+
+// rankerResult is what a worker process did: its memo's counts, each step's output, and the errors.
+type rankerResult struct {
+	Stats   rankings.Stats
+	Outputs map[string]NodeOutput
+	Errors  []string
+}
+
+// rankerChild runs a rankerJob's steps all at once, as soon as its start file appears, and prints a rankerResult.
+func rankerChild(jobText string) int {
+	var job rankerJob
+	if err := json.Unmarshal([]byte(jobText), &job); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	a := New(job.Runs, zerolog.Nop())
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(job.Start); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			fmt.Fprintln(os.Stderr, "no start")
+			return 2
+		}
+	}
+	res := rankerResult{Outputs: map[string]NodeOutput{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, in := range job.Inputs {
+		wg.Go(func() {
+			out, err := a.runKind(context.Background(), job.Kinds[i], in)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				res.Errors = append(res.Errors, in.Node+": "+err.Error())
+				return
+			}
+			res.Outputs[in.Node] = out
+		})
+	}
+	wg.Wait()
+	res.Stats = a.rankings().Stats()
+	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return 0
+}
+
+// TestRankingsRaceAcrossProcesses (issue 39, not yet probed): two worker processes of one run folder start the same
+// retrieve steps at the same moment, with no ranking stored. The rankings folder's lock files make one process build
+// each unit's ranking and the other read it: across both, each unit's BM25 index is built once, every step's
+// output is the one a single process computes, and every stored ranking is whole.
+func TestRankingsRaceAcrossProcesses(t *testing.T) {
+	f := newFixture(t)
+	plan, retrieves := retrievePlan(t)
+	units := map[string]bool{}
+	for _, n := range retrieves {
+		units[n.Params["unit"].(string)] = true
+	}
+	outs := f.runPlanUngraded(plan, inst)
+	rankDir := runfolder.Rankings(f.a.RunDir("t"))
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		if err := os.RemoveAll(rankDir); err != nil {
+			t.Fatal(err)
+		}
+		start := filepath.Join(t.TempDir(), "start")
+		type child struct {
+			cmd    *exec.Cmd
+			stdout strings.Builder
+		}
+		children := make([]*child, 2)
+		for p := range children {
+			job := rankerJob{Runs: f.a.Runs, Start: start}
+			for _, n := range retrieves {
+				in := NodeInput{Run: "t", Instance: f.refs[inst], Node: fmt.Sprintf("%s-r%dp%d", n.Key, round, p),
+					Step: n.Steps[0], Params: n.Params, Inputs: map[string]NodeOutput{}, Dataset: f.dataset}
+				for input, k := range n.Inputs {
+					in.Inputs[input] = outs[k]
+				}
+				job.Kinds, job.Inputs = append(job.Kinds, n.Activity), append(job.Inputs, in)
+			}
+			b, err := json.Marshal(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &child{cmd: exec.Command(exe, "-test.run=^$")}
+			c.cmd.Env = append(os.Environ(), rankerChildEnv+"="+string(b))
+			c.cmd.Stdout, c.cmd.Stderr = &c.stdout, os.Stderr
+			if err := c.cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			children[p] = c
+		}
+		time.Sleep(500 * time.Millisecond) // both processes up and polling
+		if err := os.WriteFile(start, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var builds int64
+		for p, c := range children {
+			if err := c.cmd.Wait(); err != nil {
+				t.Fatalf("round %d, process %d: %v", round, p, err)
+			}
+			var res rankerResult
+			if err := json.Unmarshal([]byte(c.stdout.String()), &res); err != nil {
+				t.Fatalf("round %d, process %d: %v: %q", round, p, err, c.stdout.String())
+			}
+			if len(res.Errors) > 0 {
+				t.Errorf("round %d, process %d: %v", round, p, res.Errors)
+			}
+			st := res.Stats
+			if st.Builds+st.Stored+st.Shared != int64(len(retrieves)) {
+				t.Errorf("round %d, process %d: %+v for %d steps", round, p, st, len(retrieves))
+			}
+			builds += st.Builds
+			for _, n := range retrieves {
+				node := fmt.Sprintf("%s-r%dp%d", n.Key, round, p)
+				if got, want := mustJSON(t, res.Outputs[node]), mustJSON(t, outs[n.Key]); got != want {
+					t.Errorf("round %d, process %d: %s output\n%s\nwant a single process's\n%s", round, p, n.Key, got, want)
+				}
+			}
+			t.Logf("round %d, process %d: %+v", round, p, st)
+		}
+		if builds != int64(len(units)) {
+			t.Errorf("round %d: %d BM25 indexes built by the two processes for %d units; want each built once", round,
+				builds, len(units))
+		}
+		stored := 0
+		err := filepath.WalkDir(rankDir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || filepath.Ext(path) != ".json" {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			var v map[string]any
+			if err == nil {
+				err = json.Unmarshal(b, &v)
+			}
+			if err != nil {
+				t.Errorf("round %d: stored ranking %s: %v", round, path, err)
+			}
+			stored++
+			return nil
+		})
+		if err != nil || stored != len(units) {
+			t.Errorf("round %d: %d stored rankings (%v); want one per unit, %d", round, stored, err, len(units))
+		}
+	}
 }

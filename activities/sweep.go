@@ -19,6 +19,7 @@ const (
 	LoadPlanName    = api.LoadPlanName
 	RecordName      = api.RecordName
 	SummarizeName   = api.SummarizeName
+	StoreRowsName   = api.StoreRowsName
 )
 
 // The bookkeeping activities' inputs live in package api, beside the workflows' other types.
@@ -117,22 +118,62 @@ func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
 	return n, runFolderErr(err)
 }
 
-// Summarize writes summary.md from results.jsonl and returns its text.
+// StoreRows stores an issue's rows in the run's content store and returns their reference: the starter that watches
+// the sweep reads them from there and writes results.jsonl, wherever this worker runs.
+func (a *Activities) StoreRows(ctx context.Context, in RecordInput) (cas.Ref, error) {
+	defer a.heartbeat(ctx)()
+	store, err := a.Store(in.Run)
+	if err != nil {
+		return "", err
+	}
+	// Every row with an error says its kind and whose failure it is, so no reader has to derive them.
+	for _, r := range in.Rows {
+		results.WithErrorClass(r)
+	}
+	return cas.PutJSON(ctx, store, in.Rows)
+}
+
+// Summarize writes summary.md from results.jsonl and returns its text (for sweeps from before the starter wrote
+// it: see WriteSummary).
 func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, error) {
 	defer a.heartbeat(ctx)()
-	dir := a.RunDir(in.Run)
+	md, err := WriteSummary(a.RunDir(in.Run), in.Title, in.Order)
+	return md, runFolderErr(err)
+}
+
+// WriteSummary writes the run folder dir's summary.md from its results.jsonl, titled title with the methods in
+// order, and returns its text.
+func WriteSummary(dir, title string, order []results.Key) (string, error) {
 	rows, bad, err := results.ReadFile(runfolder.Rows(dir))
 	if err != nil {
-		return "", runFolderErr(err)
+		return "", err
 	}
-	md := results.Markdown(in.Title, results.Summarize(rows, in.Order))
+	md := results.Markdown(title, results.Summarize(rows, order))
 	if len(bad) > 0 {
 		md += fmt.Sprintf("\n%d line(s) of results.jsonl could not be read (first: line %d: %v).\n", len(bad),
 			bad[0].Line, bad[0].Err)
 	}
 	path := runfolder.Summary(dir)
 	if err := runfolder.RegularOrAbsent(path); err != nil {
-		return "", runFolderErr(err)
+		return "", err
 	}
 	return md, runfolder.WriteAtomic(path, []byte(md))
+}
+
+// SeesRun reads back the object a starter left under key in the run's objects: a worker whose store is not the
+// starter's (another bucket, another server behind the same URL, a folder of its own disk) does not find it. It
+// returns the store's name, and why it does not see the run.
+func (a *Activities) SeesRun(ctx context.Context, in api.HandshakeInput) (store string, err error) {
+	objs, err := a.Objects(in.Run)
+	if err != nil {
+		return "", err
+	}
+	b, err := objs.Get(ctx, in.Key)
+	if err != nil {
+		return objs.String(), err
+	}
+	if string(b) != in.Nonce {
+		return objs.String(), fmt.Errorf("%s holds another starter's handshake", in.Key)
+	}
+	return objs.String(), nil
 }

@@ -44,7 +44,7 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 		t.Errorf("%d calls; want the bad usage asked twice (then given up) and the quota error once", fake.Calls())
 	}
 
-	fake.SetUsage(500, 0) // $0.50 a call
+	fake.SetUsage(500, 100) // $0.50 a call (output is free here)
 	for sample := 2; sample < 4; sample++ {
 		if err := localize(sample); err != nil {
 			t.Fatalf("sample %d: %v", sample, err)

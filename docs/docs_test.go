@@ -185,7 +185,7 @@ func starterHelp(t *testing.T) help {
 	}
 	h := help{commands: map[string]map[string]bool{}, worker: map[string]bool{}}
 	_, list, _ := strings.Cut(out.String(), "commands:")
-	for _, m := range regexp.MustCompile(`(?m)^  ([a-z]+)( build)?\b`).FindAllStringSubmatch(list, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  ([a-z]+)( build| pull)?\b`).FindAllStringSubmatch(list, -1) {
 		name := m[1] + m[2]
 		var o, e bytes.Buffer
 		code := cli.Main(append(strings.Fields(name), "-h"), &o, &e)
@@ -230,6 +230,8 @@ var foreignFlags = map[string]string{
 	"rA":        "pytest -rA",
 	"mod":       "go build -mod=mod",
 	"test.v":    "a Go test binary's -test.v",
+	"p":         "pytest -p PLUGIN",
+	"m":         "python -m MODULE",
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	gojsonnet "github.com/google/go-jsonnet"
 	"github.com/google/go-jsonnet/ast"
@@ -34,6 +35,9 @@ type Options struct {
 	// TLAStr and TLACode are --tla-str and --tla-code: arguments of a spec that is a function.
 	TLAStr  map[string]string
 	TLACode map[string]string
+	// Timeout and MaxMemory bound the evaluation (DefaultTimeout, DefaultMaxMemory when 0; limits.go).
+	Timeout   time.Duration
+	MaxMemory int64
 }
 
 // Compile evaluates the spec file at path and returns the experiment it declares, decoded strictly, with defaults
@@ -52,9 +56,9 @@ func Compile(path string, opts Options) (*specs.Experiment, error) {
 		}
 		return nil, &Error{File: path, Msg: oneLine(strings.Replace(err.Error(), "couldn't open import", "couldn't open", 1))}
 	}
-	out, err := vm.Evaluate(node)
+	out, err := evaluate(vm, node, path, opts)
 	if err != nil {
-		return nil, evalError(vm, path, err)
+		return nil, err
 	}
 	e, verrs := decode([]byte(out))
 	if len(verrs) == 0 {

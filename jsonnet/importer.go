@@ -115,10 +115,13 @@ func (im *importer) read(importedPath, foundAt string) (gojsonnet.Contents, bool
 	if c, ok := im.cache[foundAt]; ok {
 		return c, true, nil
 	}
-	// Only regular files: a device or a pipe could block or never end.
+	// Only regular files: a device or a pipe could block or never end; and none larger than a spec's part can be.
 	if fi, err := os.Stat(foundAt); err == nil && !fi.Mode().IsRegular() {
 		return gojsonnet.Contents{}, false, fmt.Errorf("couldn't open import %q: %s is not a regular file",
 			importedPath, foundAt)
+	} else if err == nil && fi.Size() > MaxImportBytes {
+		return gojsonnet.Contents{}, false, fmt.Errorf("couldn't open import %q: %s holds more than %d MiB",
+			importedPath, foundAt, MaxImportBytes>>20)
 	}
 	b, err := os.ReadFile(foundAt)
 	if err != nil {

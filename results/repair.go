@@ -52,10 +52,7 @@ func (s Store) lock(create bool) (*os.File, error) {
 		flags |= os.O_CREATE
 	}
 	for {
-		if err := runfolder.RegularOrAbsent(s.Path); err != nil {
-			return nil, fmt.Errorf("results: %w", err)
-		}
-		f, err := os.OpenFile(s.Path, flags, 0o644)
+		f, err := runfolder.OpenFile(s.Path, flags, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("results: %w", err)
 		}
@@ -64,7 +61,7 @@ func (s Store) lock(create bool) (*os.File, error) {
 			return nil, fmt.Errorf("results: %w", err)
 		}
 		held, err1 := f.Stat()
-		now, err2 := os.Stat(s.Path)
+		now, err2 := os.Lstat(s.Path)
 		if err1 == nil && err2 == nil && os.SameFile(held, now) {
 			return f, nil
 		}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +113,59 @@ func TestRepairMissingFile(t *testing.T) {
 	}
 	if _, err := os.Stat(s.Path); !os.IsNotExist(err) {
 		t.Errorf("repair created the file: %v", err)
+	}
+}
+
+// TestNoResultsFileThroughALink is issue 39's eighth defect: a received run folder whose results.jsonl is a
+// symbolic link to another file made the torn-line repair (starter status, as root) cut that file's last line and
+// append rows to it. A link is refused by every way the store opens the file (repair, append, remove, read), and
+// so is a link at the .torn file the repair keeps cut lines in; the file linked to is left as it was.
+func TestNoResultsFileThroughALink(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	victim := filepath.Join(outside, "victim.conf")
+	content := "root:x:0:0\n" + `{"not":"finished`
+	if err := os.WriteFile(victim, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := Store{Path: filepath.Join(dir, "results.jsonl")}
+	if err := os.Symlink(victim, s.Path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Repair()
+	wantLinkRefused(t, "repair", err)
+	_, err = s.Append([]Row{row("i1", "a", true, 1, 10)})
+	wantLinkRefused(t, "append", err)
+	_, err = s.Remove(func(Row) bool { return true })
+	wantLinkRefused(t, "remove", err)
+	_, _, err = ReadFile(s.Path)
+	wantLinkRefused(t, "read", err)
+	if b, _ := os.ReadFile(victim); string(b) != content {
+		t.Errorf("the file linked to was changed: %q", b)
+	}
+
+	// The rows file itself is whole and torn, but the file the cut lines are kept in links elsewhere.
+	for _, p := range []string{s.Path, s.Path + runfolder.TornSuffix} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	torn := rowLine(t, row("i1", "a", true, 1, 10)) + `{"instance_id":"i2"`
+	if err := os.WriteFile(s.Path, []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, s.Path+runfolder.TornSuffix); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Repair()
+	wantLinkRefused(t, "repair keeping torn lines", err)
+	if b, _ := os.ReadFile(victim); string(b) != content {
+		t.Errorf("the file linked to was changed: %q", b)
+	}
+}
+
+func wantLinkRefused(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, runfolder.ErrNotAFile) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("%s through a link: %v, want it refused as a symbolic link", what, err)
 	}
 }

@@ -133,10 +133,7 @@ type BadLine struct {
 // ReadFile reads every row of a results file. Lines that are not rows (a torn last line after a crash) are
 // returned separately, never silently dropped.
 func ReadFile(path string) ([]Row, []BadLine, error) {
-	if err := runfolder.RegularOrAbsent(path); err != nil {
-		return nil, nil, fmt.Errorf("results: %w", err)
-	}
-	f, err := os.Open(path)
+	f, err := runfolder.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("results: %w", err)
 	}

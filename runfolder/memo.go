@@ -16,31 +16,46 @@ import (
 // WriteMemo writes the memo of output (a value whose JSON form is an object without a "key" member) computed from
 // the inputs key names, at path: through a temporary file and a rename, so a reader sees a whole memo or none.
 func WriteMemo(path, key string, output any) error {
+	memo, err := EncodeMemo(key, output)
+	if err != nil {
+		return fmt.Errorf("memo %s: %w", path, err)
+	}
+	return WriteAtomic(path, memo)
+}
+
+// EncodeMemo is the memo of output computed from the inputs key names, as WriteMemo writes it.
+func EncodeMemo(key string, output any) ([]byte, error) {
 	b, err := json.Marshal(output)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(b) < 2 || b[0] != '{' {
-		return fmt.Errorf("memo %s: the output is not a JSON object", path)
+		return nil, fmt.Errorf("the output is not a JSON object")
 	}
 	k, err := json.Marshal(key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	memo := append([]byte(`{"key":`), k...)
 	if len(b) > 2 {
 		memo = append(memo, ',')
 	}
-	return WriteAtomic(path, append(memo, b[1:]...))
+	return append(memo, b[1:]...), nil
 }
 
 // ReadMemo decodes the memo at path into output and returns the key it was written under; false when there is no
 // memo or it does not decode.
 func ReadMemo(path string, output any) (key string, ok bool) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return "", false
 	}
+	return DecodeMemo(b, output)
+}
+
+// DecodeMemo decodes a memo's bytes into output and returns the key it was written under; false when they do not
+// decode.
+func DecodeMemo(b []byte, output any) (key string, ok bool) {
 	var k struct {
 		Key string `json:"key"`
 	}

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
+
+	"ctxlab/internal/regularfile"
 )
 
 // TornSuffix names the file next to a repaired file (results.jsonl) that keeps the bytes CutTorn cut out, so a
@@ -118,7 +119,7 @@ func IsTorn(line []byte) bool {
 }
 
 func appendFile(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
@@ -160,30 +161,21 @@ func ReplaceFile(path string, b []byte) error {
 	return nil
 }
 
-// ErrNotAFile is the error of a run-folder path that holds something other than a file (a folder, a socket, a
-// device): retrying cannot help, and the sweep stops naming it.
-var ErrNotAFile = errors.New("not a regular file")
+// ErrNotAFile is the error of a run-folder path that holds something other than a regular file (a symbolic link, a
+// folder, a socket, a device): retrying cannot help, and the sweep stops naming it.
+var ErrNotAFile = regularfile.ErrNotAFile
 
-// RegularOrAbsent returns nil when path is a regular file (a link to one counts) or does not exist, else an error
-// naming it and what it is instead, which wraps ErrNotAFile.
-func RegularOrAbsent(path string) error {
-	st, err := os.Stat(path)
-	if err != nil || st.Mode().IsRegular() {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	what := "something else"
-	switch m := st.Mode(); {
-	case m.IsDir():
-		what = "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		what = "a named pipe"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
-	case m&fs.ModeDevice != 0:
-		what = "a device"
-	}
-	return fmt.Errorf("%s is %s, %w: move it out of the way and run again", path, what, ErrNotAFile)
+// RegularOrAbsent returns nil when path is a regular file or does not exist, else an error naming it and what it is
+// instead (a symbolic link is not followed), which wraps ErrNotAFile.
+func RegularOrAbsent(path string) error { return regularfile.CheckOrAbsent(path) }
+
+// OpenFile opens a file of a run folder as os.OpenFile does, refusing a symbolic link at path (never followed: a
+// received run folder may link its files anywhere) and anything else that is not a regular file, with an error
+// wrapping ErrNotAFile. Every run-folder file is opened through it or ReadFile; WriteAtomic and ReplaceFile rename
+// a new file over the path, which replaces a link rather than writing through it.
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return regularfile.Open(path, flag, perm)
 }
+
+// ReadFile reads a file of a run folder as os.ReadFile does, refusing what OpenFile refuses.
+func ReadFile(path string) ([]byte, error) { return regularfile.ReadFile(path) }

@@ -12,6 +12,7 @@ package runfolder
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 
 	"ctxlab/internal/safename"
@@ -68,6 +69,9 @@ const (
 	PreviousDir = "previous"
 	// FiguresDir holds starter report's figures.
 	FiguresDir = "figures"
+	// ShippedDir holds, on a worker's machine, the starter's folders the run reads (api.ShippedFolders), unpacked
+	// from the store, each under its archive's digest.
+	ShippedDir = "shipped"
 )
 
 // Files are the files of a run folder that starter run and its activities append to or replace; Dirs the folders
@@ -111,8 +115,33 @@ func PrepareLockPath(dir string) string { return filepath.Join(dir, PrepareLock)
 
 // NodeMemo is where the run folder keeps the output of a node that last succeeded on an instance.
 func NodeMemo(dir, instance, node string) string {
-	return filepath.Join(dir, NodesDir, safename.File(instance), safename.File(node)+".json")
+	return filepath.Join(dir, filepath.FromSlash(NodeMemoKey(instance, node)))
 }
+
+// The keys of a run's objects (store/objects): relative slash paths, the same in the run folder of one machine and
+// under the run's prefix of a shared store, so the run folder keeps the layout it had before there was a store.
+
+// NodeMemoKey is the key of a node's memo on an instance (NodeMemo in a run folder).
+func NodeMemoKey(instance, node string) string {
+	return path.Join(NodesDir, safename.File(instance), safename.File(node)+".json")
+}
+
+// RunMarkerKey is the object a starter writes in a shared store for its run (its name and the store's), which its
+// workers must find there: one that does not has another store than the starter's.
+const RunMarkerKey = "run.json"
+
+// Keys of the folders of keyed objects (store/objects.Keyed): grade memos, rankings, the response cache's answers
+// and context windows, embeddings; and of their locks.
+const (
+	GradesKey        = GradesDir
+	GradeLocksKey    = GradesDir + "/locks"
+	RankingsKey      = RankingsDir
+	RankingLocksKey  = RankingsDir + "/locks"
+	ResponsesKey     = CASDir + "/responses"
+	WindowsKey       = CASDir + "/windows"
+	ResponseLocksKey = CASDir + "/locks"
+	EmbeddingsKey    = CASDir + "/embeddings"
+)
 
 // Nodes is the folder of node memos.
 func Nodes(dir string) string { return filepath.Join(dir, NodesDir) }
@@ -127,13 +156,16 @@ func Rankings(dir string) string { return filepath.Join(dir, RankingsDir) }
 func CAS(dir string) string { return filepath.Join(dir, CASDir) }
 
 // Embeddings is the content store's folder of embedding indexes.
-func Embeddings(dir string) string { return filepath.Join(dir, CASDir, "embeddings") }
+func Embeddings(dir string) string { return filepath.Join(dir, filepath.FromSlash(EmbeddingsKey)) }
 
 // Dataset is the folder of a generated dataset.
 func Dataset(dir string) string { return filepath.Join(dir, DatasetDir) }
 
 // Repos is the folder of repository clones.
 func Repos(dir string) string { return filepath.Join(dir, ReposDir) }
+
+// Shipped is the folder of the starter's folders unpacked on this machine.
+func Shipped(dir string) string { return filepath.Join(dir, ShippedDir) }
 
 // Predictions is the folder of frozen and exported predictions.
 func Predictions(dir string) string { return filepath.Join(dir, PredictionsDir) }

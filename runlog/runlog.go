@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ctxlab/internal/jsonl"
+	"ctxlab/runfolder"
 	"ctxlab/store/cas"
 )
 
@@ -100,7 +101,7 @@ func Append(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := runfolder.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}

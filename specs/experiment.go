@@ -141,6 +141,13 @@ type Grading struct {
 	// GoProxy is the GOPROXY the local executor downloads a Go module's requirements from before its offline build
 	// (a URL list, or file:///folder); {dataset_dir} is replaced by the dataset file's folder. Empty: the worker's.
 	GoProxy string `json:"goproxy,omitempty"`
+	// InstallConfig states the Python environment of every instance whose dataset row has none, in the form of a
+	// SWE-rebench row's install_config (test_cmd, log_parser, eval_commands, install, pre_install, packages,
+	// pip_packages, python); both executors honour it (docs/grading.md, "Python environments").
+	InstallConfig json.RawMessage `json:"install_config,omitempty"`
+	// PythonWheels is a folder of wheels (or a package index URL) from which the local executor installs, offline,
+	// what a stated environment needs and the machine lacks; {dataset_dir} is replaced by the dataset's folder.
+	PythonWheels string `json:"python_wheels,omitempty"`
 }
 
 // TestCommand is grading.test_cmd: a string is the command of every instance; an object maps languages ("go",

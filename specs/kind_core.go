@@ -158,11 +158,14 @@ var (
 	GradeError      = StringField("grade_error")
 	GradeBuildError = StringField("grade_build_error")
 	GradeSeconds    = FloatField("grade_seconds")
-	GradeRuns       = ListField("grade_runs")
-	GradeFlaky      = BoolField("grade_flaky")
-	TestsFailed     = ListField("tests_failed")
-	TestsMissing    = ListField("tests_missing")
-	TestsSkipped    = ListField("tests_skipped")
+	// GradeExitCode is the test command's exit code as the runner's own code recorded it (never read from the
+	// output), where one is known: SWE-bench 5.0's exit-code rule reads it.
+	GradeExitCode = IntField("grade_exit_code")
+	GradeRuns     = ListField("grade_runs")
+	GradeFlaky    = BoolField("grade_flaky")
+	TestsFailed   = ListField("tests_failed")
+	TestsMissing  = ListField("tests_missing")
+	TestsSkipped  = ListField("tests_skipped")
 	// Multi-SWE-bench rows only: the tests of the row's no_new_failures (they passed before the fix) that failed
 	// under the model patch, set on an unresolved row when there are any ("no new failures").
 	TestsRegressed        = ListField("tests_regressed")
@@ -179,7 +182,7 @@ var (
 var Grade = Declare(Kind[GradeParams]{Name: "grade", Queue: QueueGrade, Inputs: []string{"checkout", "patch"},
 	UsesGrading: true,
 	Fields: Rows(Resolved, GradeStatus, GradeExecutor, GradeIsolation, GradeNote, GradeError, GradeBuildError,
-		GradeSeconds, GradeRuns, GradeFlaky, TestsFailed, TestsMissing, TestsSkipped, TestsRegressed, PatchRef,
+		GradeSeconds, GradeExitCode, GradeRuns, GradeFlaky, TestsFailed, TestsMissing, TestsSkipped, TestsRegressed, PatchRef,
 		PatchApply, PatchApplyStage, PatchHunksShifted, PatchHunksFuzzed, PatchRejected, PatchTestFilesDropped,
 		PatchTestFilesKept),
 	Summary: "apply test and model patches in a fresh worktree and run FAIL_TO_PASS and PASS_TO_PASS"})

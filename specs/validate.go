@@ -310,6 +310,13 @@ func (v *problems) grading(g Grading) {
 	if g.Tests != "" && !slices.Contains(TestModes, g.Tests) {
 		v.add("grading.tests", g.Tests, "unknown grading.tests %q (known: %s)", g.Tests, list(TestModes))
 	}
+	if raw := bytes.TrimSpace(g.InstallConfig); len(raw) > 0 && string(raw) != "null" {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			v.add("grading.install_config", "", "grading.install_config must be an object (a SWE-rebench "+
+				"install_config: test_cmd, log_parser, eval_commands, install, ...), got %.60s", raw)
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(g.TestCmd.By)) {
 		owner, name, isRepo := strings.Cut(k, "/")
 		if !slices.Contains(TestCmdLanguages, k) && (!isRepo || owner == "" || name == "" || strings.Contains(name, "/")) {

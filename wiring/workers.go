@@ -6,6 +6,8 @@ package wiring
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/internal/buildid"
 	"ctxlab/specs"
 	"ctxlab/workflows"
@@ -35,6 +38,15 @@ type Options struct {
 	// at once (zero picks a default for the kind); Rate caps activities started per second on the task queue,
 	// across every worker that polls it (zero: unlimited).
 	Limits specs.QueueLimits
+	// Spec is the name of the experiment whose spec gave Limits ("" when none did), for the handshake.
+	Spec string
+}
+
+// Identity is a worker process's Temporal identity: its host, pid and a random tag, so that a starter names the
+// machine of a worker that differs, and reaches each process on its own queue (workflows.HelloQueue).
+func Identity() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d:%04x", host, os.Getpid(), rand.Uint32N(1<<16))
 }
 
 // Start starts the workers and returns a function that stops them all.
@@ -49,6 +61,7 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 	if q == (workflows.Queues{}) {
 		q = workflows.DefaultQueues
 	}
+	identity := Identity()
 	var started []worker.Worker
 	stop = func() {
 		for _, w := range started {
@@ -65,7 +78,7 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 		case kind == KindWorkflow:
 			// The Issue workflow runs cheap nodes here as local activities (specs.RunsLocally), as many at once
 			// as the cpu queue's workers would.
-			w = worker.New(c, q.Workflow, worker.Options{LocalActivityWorkerOnly: true,
+			w = worker.New(c, q.Workflow, worker.Options{Identity: identity, LocalActivityWorkerOnly: true,
 				MaxConcurrentLocalActivityExecutionSize: activityWorkerOptions(specs.QueueCPU,
 					o.Limits.For(specs.QueueCPU)).MaxConcurrentActivityExecutionSize})
 			workflows.Register(w)
@@ -73,7 +86,9 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 			}
 		case slices.Contains(specs.QueueKinds, kind):
-			w = worker.New(c, q.For(kind), activityWorkerOptions(kind, o.Limits.For(kind)))
+			opts := activityWorkerOptions(kind, o.Limits.For(kind))
+			opts.Identity = identity
+			w = worker.New(c, q.For(kind), opts)
 			for name, fn := range a.Functions() {
 				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 			}
@@ -90,7 +105,31 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 		}
 		started = append(started, w)
 	}
+	hello := worker.New(c, workflows.HelloQueue(identity), worker.Options{Identity: identity})
+	hello.RegisterActivityWithOptions(func(ctx context.Context, in api.HandshakeInput) (api.Hello, error) {
+		return helloOf(ctx, a, o, identity, in), nil
+	}, activity.RegisterOptions{Name: api.HandshakeName})
+	if err := hello.Start(); err != nil {
+		stop()
+		return nil, fmt.Errorf("starting the handshake worker: %w", err)
+	}
+	started = append(started, hello)
 	return stop, nil
+}
+
+// helloOf is this process's answer to a starter's handshake.
+func helloOf(ctx context.Context, a *activities.Activities, o Options, identity string,
+	in api.HandshakeInput) api.Hello {
+	host, _ := os.Hostname()
+	h := api.Hello{Worker: identity, Host: host, Version: buildid.Version(), Kinds: o.Kinds, Limits: o.Limits,
+		Spec: o.Spec}
+	var err error
+	if h.Store, err = a.SeesRun(ctx, in); err != nil {
+		h.StoreError = err.Error()
+	} else {
+		h.SeesRun = true
+	}
+	return h
 }
 
 // activityWorkerOptions turns a queue's limits into worker options.

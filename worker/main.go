@@ -23,6 +23,7 @@ import (
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/logs"
 	"ctxlab/jsonnet"
+	"ctxlab/store/bucket"
 	"ctxlab/wiring"
 )
 
@@ -71,7 +72,10 @@ func run(conn cluster.Options, queues, runs, store, spec string, specFlags jsonn
 		if err != nil {
 			return err
 		}
-		o.Limits = e.Limits.Queues
+		o.Limits, o.Spec = e.Limits.Queues, e.Name
+	}
+	if err := bucket.Probe(ctx, store); err != nil {
+		return err
 	}
 	c, err := cluster.Dial(ctx, conn, log)
 	if err != nil {
@@ -84,7 +88,12 @@ func run(conn cluster.Options, queues, runs, store, spec string, specFlags jsonn
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer func() {
+		stop()
+		if err := a.Close(); err != nil { // the records not in the shared store yet
+			log.Error().Err(err).Msg("records lost")
+		}
+	}()
 	log.Info().Str("address", conn.Address).Str("namespace", conn.Namespace).Str("queues", queues).
 		Msg("worker running; Ctrl-C stops it")
 	<-ctx.Done()

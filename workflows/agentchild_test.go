@@ -111,12 +111,12 @@ func runAgentIssue(t *testing.T, f *fakeTurns, setup func(*testsuite.TestWorkflo
 	env.RegisterWorkflowWithOptions(Agent, workflow.RegisterOptions{Name: AgentName})
 	out.nodes.register(env, plan)
 	f.register(env)
-	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
+	registerRowSink(env, func(_ context.Context, in api.RecordInput) (int, error) {
 		for _, r := range in.Rows {
 			out.rows[r.String(results.FieldMethod)] = r
 		}
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: api.RecordName})
+	})
 	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
 		out.children = append(out.children, info)
 	})

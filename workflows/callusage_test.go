@@ -50,10 +50,10 @@ func runPatchIssue(t *testing.T, patch func(run int) (api.NodeOutput, error)) []
 		return patch(n)
 	}, activity.RegisterOptions{Name: "patch"})
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
+	registerRowSink(env, func(_ context.Context, in api.RecordInput) (int, error) {
 		rows = in.Rows
 		return len(rows), nil
-	}, activity.RegisterOptions{Name: api.RecordName})
+	})
 	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}, Retries: 3})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)

@@ -44,10 +44,10 @@ func runIssueWithPatch(t *testing.T, in IssueInput, patch func(call int) error,
 		return api.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
 	}, activity.RegisterOptions{Name: "patch"})
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, r api.RecordInput) (int, error) {
+	registerRowSink(env, func(_ context.Context, r api.RecordInput) (int, error) {
 		rows = r.Rows
 		return len(rows), nil
-	}, activity.RegisterOptions{Name: api.RecordName})
+	})
 	for _, f := range setup {
 		f(env)
 	}
@@ -166,10 +166,10 @@ func TestSweepRetriesOnlyNamedArms(t *testing.T) {
 	f := &fakeNodes{calls: map[string]int{}}
 	f.register(env, plan)
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
+	registerRowSink(env, func(_ context.Context, in api.RecordInput) (int, error) {
 		rows = append(rows, in.Rows...)
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: api.RecordName})
+	})
 	env.RegisterActivityWithOptions(func(context.Context, api.LoadDatasetInput) ([]api.InstanceRef, error) {
 		return instances(3), nil
 	}, activity.RegisterOptions{Name: api.LoadDatasetName})
@@ -212,10 +212,10 @@ func TestGradeTimeoutIsNotWaitedOn(t *testing.T) {
 		return api.NodeOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
 	}, activity.RegisterOptions{Name: "grade"})
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, r api.RecordInput) (int, error) {
+	registerRowSink(env, func(_ context.Context, r api.RecordInput) (int, error) {
 		rows = r.Rows
 		return len(rows), nil
-	}, activity.RegisterOptions{Name: api.RecordName})
+	})
 	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}, Retries: 2})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)

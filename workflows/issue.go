@@ -36,6 +36,8 @@ type IssueInput struct {
 	// RemoteOnly sends every node to its kind's task queue, none runs in the workflow worker (see localChange): for
 	// a cluster whose workflow workers cannot reach the run folder, and to measure against the way before.
 	RemoteOnly bool `json:"remote_only,omitempty"`
+	// Shipped names the starter's folders the run reads, in the store (api.ShippedFolders).
+	Shipped cas.Ref `json:"shipped,omitempty"`
 }
 
 // IssueResult says how one instance went.
@@ -44,6 +46,9 @@ type IssueResult struct {
 	Rows     int    `json:"rows"`
 	// FailedSteps counts nodes that failed (their rows carry the error).
 	FailedSteps int `json:"failed_steps"`
+	// RowsRef is where the rows are in the run's content store (rowsChange); empty when the run folder's Record
+	// activity wrote them.
+	RowsRef cas.Ref `json:"rows_ref,omitempty"`
 }
 
 // Issue runs every node of the plan for one instance: a node starts as soon as all its inputs are done, independent
@@ -60,6 +65,7 @@ func Issue(ctx workflow.Context, in IssueInput) (IssueResult, error) {
 	s.localVersion = workflow.GetVersion(ctx, localChange, workflow.DefaultVersion, 1)
 	s.agentVersion = workflow.GetVersion(ctx, agentChange, workflow.DefaultVersion, 1)
 	s.usageVersion = workflow.GetVersion(ctx, failedUsageChange, workflow.DefaultVersion, 1)
+	s.rowsVersion = workflow.GetVersion(ctx, rowsChange, workflow.DefaultVersion, 1)
 	if err := s.loadPlan(); err != nil {
 		return s.res, err
 	}
@@ -82,8 +88,8 @@ type issueState struct {
 	res    IssueResult
 
 	// Versions of the changes made since the first saved histories (see resumeChange, infraChange, localChange,
-	// agentChange, failedUsageChange).
-	resumeVersion, infraVersion, localVersion, agentVersion, usageVersion workflow.Version
+	// agentChange, failedUsageChange, rowsChange).
+	resumeVersion, infraVersion, localVersion, agentVersion, usageVersion, rowsVersion workflow.Version
 
 	outputs     map[string]api.NodeOutput
 	failures    map[string]string // why a node failed or was skipped
@@ -267,7 +273,7 @@ func (s *issueState) readiness(n specs.Node) (ready bool, blockedBy string) {
 func (s *issueState) newRun(n specs.Node) nodeRun {
 	nin := api.NodeInput{
 		Run: s.in.Run, Instance: s.in.Instance, Node: n.Key, Step: n.Steps[0], Params: n.Params,
-		Inputs: map[string]api.NodeOutput{}, Dataset: s.in.Dataset, Debug: s.in.Debug,
+		Inputs: map[string]api.NodeOutput{}, Dataset: s.in.Dataset, Debug: s.in.Debug, Shipped: s.in.Shipped,
 	}
 	// Copied into a map: the order is never observed.
 	//workflowcheck:ignore
@@ -493,12 +499,26 @@ func (s *issueState) buildRows() []results.Row {
 	return rows
 }
 
-// record appends the rows to the run's results.
+// record stores the rows in the run's content store, where the starter watching the sweep reads them
+// (rowsChange), or, for a history from before, has the Record activity append them to its run folder's results.
 func (s *issueState) record(rows []results.Row) error {
-	var n int
-	if err := workflow.ExecuteActivity(bookkeepingOptions(s.ctx, s.queues), api.RecordName,
-		api.RecordInput{Run: s.in.Run, Rows: rows}).Get(s.ctx, &n); err != nil {
-		return fmt.Errorf("instance %s: recording rows: %w", s.in.Instance.ID, err)
+	input := api.RecordInput{Run: s.in.Run, Rows: rows}
+	if s.rowsVersion < 1 {
+		var n int
+		if err := workflow.ExecuteActivity(bookkeepingOptions(s.ctx, s.queues), api.RecordName, input).
+			Get(s.ctx, &n); err != nil {
+			return fmt.Errorf("instance %s: recording rows: %w", s.in.Instance.ID, err)
+		}
+		return nil
+	}
+	f := func() workflow.Future {
+		if s.runsLocal() {
+			return workflow.ExecuteLocalActivity(localBookkeepingOptions(s.ctx), api.StoreRowsName, input)
+		}
+		return workflow.ExecuteActivity(bookkeepingOptions(s.ctx, s.queues), api.StoreRowsName, input)
+	}()
+	if err := f.Get(s.ctx, &s.res.RowsRef); err != nil {
+		return fmt.Errorf("instance %s: storing rows: %w", s.in.Instance.ID, err)
 	}
 	return nil
 }
@@ -568,6 +588,10 @@ const (
 	// failedUsageChange: what a node's model calls used counts in its rows also when the node failed (the usage its
 	// error carries, api.CallUsage), and what its failed runs spent before it ran again counts however it ended.
 	failedUsageChange = "failed-call-usage"
+	// rowsChange: the rows go to the run's content store (StoreRowsName, local when runsLocal) and the result names
+	// them (IssueResult.RowsRef), for the starter to write; before it, the Record activity appended them to the
+	// results.jsonl of the run folder of whichever cpu worker ran it, a file no other machine sees.
+	rowsChange = "rows-to-starter"
 )
 
 // ErrorKindField is the row field that names the kind of a failed row's error (an errkind.Kind such as rate_limit,

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
 )
 
 // twoMethods is an experiment whose methods share checkout and differ in their context step.
@@ -79,10 +81,10 @@ func runIssue(t *testing.T, f *fakeNodes) (IssueResult, []results.Row, *testsuit
 	env := s.NewTestWorkflowEnvironment()
 	f.register(env, plan)
 	var recorded []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
+	registerRowSink(env, func(_ context.Context, in api.RecordInput) (int, error) {
 		recorded = append(recorded, in.Rows...)
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: api.RecordName})
+	})
 	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -105,6 +107,11 @@ func TestIssueRunsSharedNodesOnce(t *testing.T) {
 	}
 	if res.Rows != 2 || len(rows) != 2 {
 		t.Fatalf("rows: result %d, recorded %d; want 2", res.Rows, len(rows))
+	}
+	// The result names the stored rows (the fake store's reference is their content address), for the sweep to pass
+	// on to the starter.
+	if b, _ := json.Marshal(rows); res.RowsRef != cas.RefOf(b) {
+		t.Errorf("the result names rows %q, not the %d rows stored", res.RowsRef, len(rows))
 	}
 	for _, r := range rows {
 		for _, k := range results.Required {
@@ -133,8 +140,7 @@ func TestIssueRunsIndependentNodesInParallel(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	f.register(env, plan)
-	env.RegisterActivityWithOptions(func(context.Context, api.RecordInput) (int, error) { return 0, nil },
-		activity.RegisterOptions{Name: api.RecordName})
+	registerRowSink(env, func(context.Context, api.RecordInput) (int, error) { return 0, nil })
 	var mu sync.Mutex
 	running, peak := 0, 0
 	env.SetOnActivityStartedListener(func(_ *activity.Info, _ context.Context, _ converter.EncodedValues) {
@@ -212,10 +218,10 @@ func TestIssueReschedulesNodesThatLostTheirWorker(t *testing.T) {
 				return api.NodeOutput{Row: map[string]any{"checkout_ran": true}}, nil
 			}, activity.RegisterOptions{Name: "checkout"})
 			var rows []results.Row
-			env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
+			registerRowSink(env, func(_ context.Context, in api.RecordInput) (int, error) {
 				rows = in.Rows
 				return len(rows), nil
-			}, activity.RegisterOptions{Name: api.RecordName})
+			})
 			env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}, Retries: 3})
 			if err := env.GetWorkflowError(); err != nil {
 				t.Fatal(err)
@@ -236,4 +242,17 @@ func TestIssueReschedulesNodesThatLostTheirWorker(t *testing.T) {
 	if res.FailedSteps != 1 || rows[0][results.FieldError] == nil {
 		t.Errorf("a failing node was not recorded as failed: %+v %v", res, rows[0])
 	}
+}
+
+// registerRowSink registers fakes of the activities an Issue stores its rows with: StoreRows (whose reference is the
+// rows' content address) and, for the way before rowsChange, Record. Both pass the rows to record.
+func registerRowSink(env *testsuite.TestWorkflowEnvironment, record func(context.Context, api.RecordInput) (int, error)) {
+	env.RegisterActivityWithOptions(record, activity.RegisterOptions{Name: api.RecordName})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in api.RecordInput) (cas.Ref, error) {
+		if _, err := record(ctx, in); err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(in.Rows)
+		return cas.RefOf(b), err
+	}, activity.RegisterOptions{Name: api.StoreRowsName})
 }

@@ -39,10 +39,10 @@ func runWhere(t *testing.T, plan *specs.Plan, remoteOnly bool) map[string][]bool
 		note(ctx, api.LoadPlanName)
 		return *plan, nil
 	}, activity.RegisterOptions{Name: api.LoadPlanName})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in api.RecordInput) (int, error) {
-		note(ctx, api.RecordName)
+	registerRowSink(env, func(ctx context.Context, in api.RecordInput) (int, error) {
+		note(ctx, api.StoreRowsName)
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: api.RecordName})
+	})
 	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}, RemoteOnly: remoteOnly})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -68,7 +68,7 @@ func TestIssueRunsCheapNodesLocally(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLocal := map[string]bool{api.LoadPlanName: true, "no_source": true, "oracle_files": true, "measure": true,
-		"patch/offline": true, "checkout": false, "grade": false, "patch/openai": false, api.RecordName: false}
+		"patch/offline": true, "checkout": false, "grade": false, "patch/openai": false, api.StoreRowsName: true}
 	where := runWhere(t, plan, false)
 	for name, local := range wantLocal {
 		if len(where[name]) == 0 {

@@ -84,10 +84,10 @@ func TestIssueSumsModelUsageOverSteps(t *testing.T) {
 		return *plan, nil
 	}, activity.RegisterOptions{Name: api.LoadPlanName})
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
+	registerRowSink(env, func(_ context.Context, in api.RecordInput) (int, error) {
 		rows = append(rows, in.Rows...)
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: api.RecordName})
+	})
 	env.ExecuteWorkflow(Issue, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"}})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ const (
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepName})
 	r.RegisterWorkflowWithOptions(Issue, workflow.RegisterOptions{Name: IssueName})
+	r.RegisterWorkflowWithOptions(Handshake, workflow.RegisterOptions{Name: HandshakeName})
 	r.RegisterWorkflowWithOptions(Agent, workflow.RegisterOptions{Name: AgentName})
 	r.RegisterWorkflowWithOptions(Budget, workflow.RegisterOptions{Name: BudgetName})
 }

@@ -44,10 +44,10 @@ func TestSweepPausesAtSpendCap(t *testing.T) {
 		return api.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
 	}, activity.RegisterOptions{Name: "patch"})
 	var rows []results.Row
-	env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
+	registerRowSink(env, func(_ context.Context, in api.RecordInput) (int, error) {
 		rows = append(rows, in.Rows...)
 		return len(in.Rows), nil
-	}, activity.RegisterOptions{Name: api.RecordName})
+	})
 	env.RegisterActivityWithOptions(func(context.Context, api.LoadDatasetInput) ([]api.InstanceRef, error) {
 		return instances(1), nil
 	}, activity.RegisterOptions{Name: api.LoadDatasetName})
@@ -160,9 +160,9 @@ func TestResumeClearsPausedState(t *testing.T) {
 			}
 			return api.NodeOutput{Row: map[string]any{"patch_ran": true}}, nil
 		}, activity.RegisterOptions{Name: "patch"})
-		env.RegisterActivityWithOptions(func(_ context.Context, in api.RecordInput) (int, error) {
+		registerRowSink(env, func(_ context.Context, in api.RecordInput) (int, error) {
 			return len(in.Rows), nil
-		}, activity.RegisterOptions{Name: api.RecordName})
+		})
 		env.RegisterDelayedCallback(func() {
 			mu.Lock()
 			raised = raise

@@ -18,6 +18,10 @@ import (
 // ProgressQuery is the query name that returns a sweep's Progress.
 const ProgressQuery = "progress"
 
+// RowsQuery is the query name that returns the rows references the sweep's finished issues stored
+// ([]api.IssueRows), from the index its argument names on, in the order they finished.
+const RowsQuery = "rows"
+
 // DefaultMaxHistory is the history length past which a sweep drains its running children and continues as new.
 const DefaultMaxHistory = 4000
 
@@ -42,12 +46,17 @@ type SweepInput struct {
 	Retry map[string][]results.Key `json:"retry,omitempty"`
 	// RemoteOnly runs every node on its kind's task queue, none in the workflow worker (IssueInput.RemoteOnly).
 	RemoteOnly bool `json:"remote_only,omitempty"`
+	// Shipped names the starter's folders the run reads, in the store (api.ShippedFolders); empty on one machine.
+	Shipped cas.Ref `json:"shipped,omitempty"`
 
 	Instances []api.InstanceRef `json:"instances,omitempty"`
 	Next      int               `json:"next,omitempty"`
 	Done      int               `json:"done,omitempty"`
 	Failed    []string          `json:"failed,omitempty"`
 	Runs      int               `json:"runs,omitempty"`
+	// Stored lists, in the order the issues finished, where each finished issue stored its rows (IssueResult.RowsRef):
+	// the starter reads them (RowsQuery, SweepResult.Rows) and writes results.jsonl.
+	Stored []api.IssueRows `json:"stored,omitempty"`
 }
 
 // Progress is what the progress query returns.
@@ -98,6 +107,9 @@ type SweepResult struct {
 	Summary string   `json:"summary"`
 	// Generations counts the runs of the sweep workflow (1 + continue-as-new count).
 	Generations int `json:"generations"`
+	// Rows lists where every issue stored its rows (SweepInput.Stored), for the starter to write; Summary is then
+	// empty: the starter writes summary.md from the rows it wrote (starterSummaryChange).
+	Rows []api.IssueRows `json:"rows,omitempty"`
 }
 
 // Sweep runs one Issue child per instance, at most Concurrency at a time. Before its history grows past MaxHistory
@@ -116,6 +128,11 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	}); err != nil {
 		return SweepResult{}, err
 	}
+	if err := workflow.SetQueryHandler(ctx, RowsQuery, func(from int) ([]api.IssueRows, error) {
+		return in.Stored[min(max(from, 0), len(in.Stored)):], nil
+	}); err != nil {
+		return SweepResult{}, err
+	}
 	if err := s.loadInstances(); err != nil {
 		return SweepResult{}, err
 	}
@@ -124,13 +141,20 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 	if continued, err := s.runIssues(); continued || err != nil {
 		return SweepResult{}, err
 	}
-	var summary string
+	res := SweepResult{Issues: len(in.Instances), Failed: in.Failed, Generations: in.Runs + 1, Rows: in.Stored}
+	if workflow.GetVersion(ctx, starterSummaryChange, workflow.DefaultVersion, 1) >= 1 {
+		return res, nil
+	}
 	if err := workflow.ExecuteActivity(s.bctx, api.SummarizeName, api.SummarizeInput{
-		Run: in.Run, Title: in.Title, Order: in.Order}).Get(ctx, &summary); err != nil {
+		Run: in.Run, Title: in.Title, Order: in.Order}).Get(ctx, &res.Summary); err != nil {
 		return SweepResult{}, fmt.Errorf("writing summary: %w", err)
 	}
-	return SweepResult{Issues: len(in.Instances), Failed: in.Failed, Summary: summary, Generations: in.Runs + 1}, nil
+	return res, nil
 }
+
+// starterSummaryChange: a finished sweep returns where its rows are and the starter writes summary.md; before it,
+// the Summarize activity wrote it from the results.jsonl of its cpu worker's run folder.
+const starterSummaryChange = "summary-by-starter"
 
 // sweepState is one run of the Sweep workflow: its input (whose counters it advances), the Issue children in
 // flight and the instances whose nodes wait at the spend cap.
@@ -223,7 +247,7 @@ func (s *sweepState) startIssue(inst api.InstanceRef) {
 	fut := workflow.ExecuteChildWorkflow(cctx, Issue, IssueInput{
 		Run: in.Run, Instance: inst, Plan: in.Plan, Dataset: in.Dataset, Grading: in.Grading,
 		Retries: in.Retries, Debug: in.Debug, Queues: in.Queues, InfraWaits: in.InfraWaits, Arms: in.Retry[inst.ID],
-		RemoteOnly: in.RemoteOnly,
+		RemoteOnly: in.RemoteOnly, Shipped: in.Shipped,
 	})
 	id := inst.ID
 	s.sel.AddFuture(fut, func(f workflow.Future) {
@@ -234,6 +258,9 @@ func (s *sweepState) startIssue(inst api.InstanceRef) {
 		if err := f.Get(s.ctx, &r); err != nil {
 			workflow.GetLogger(s.ctx).Error("issue failed", "instance", id, "error", err)
 			in.Failed = append(in.Failed, id)
+		}
+		if r.RowsRef != "" {
+			in.Stored = append(in.Stored, api.IssueRows{Instance: id, Rows: r.RowsRef})
 		}
 	})
 }

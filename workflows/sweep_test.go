@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"ctxlab/activities/api"
+	"ctxlab/store/cas"
 )
 
 func instances(n int) []api.InstanceRef {
@@ -54,10 +56,13 @@ func sweepEnv(t *testing.T, n int) (*testsuite.TestWorkflowEnvironment, *int, *[
 			if in.Instance.ID == "i-03" {
 				return IssueResult{}, errors.New("boom")
 			}
-			return IssueResult{Instance: in.Instance.ID, Rows: 2}, nil
+			return IssueResult{Instance: in.Instance.ID, Rows: 2, RowsRef: rowsRefOf(in.Instance.ID)}, nil
 		})
 	return env, &peak, &order
 }
+
+// rowsRefOf is the rows reference the fake Issue of sweepEnv returns for an instance.
+func rowsRefOf(id string) cas.Ref { return cas.RefOf([]byte("rows of " + id)) }
 
 func TestSweepBoundsConcurrencyAndFinishes(t *testing.T) {
 	env, peak, order := sweepEnv(t, 7)
@@ -78,8 +83,50 @@ func TestSweepBoundsConcurrencyAndFinishes(t *testing.T) {
 	if len(res.Failed) != 1 || res.Failed[0] != "i-03" {
 		t.Errorf("failed = %v, want [i-03]", res.Failed)
 	}
-	if res.Summary != "summary" {
-		t.Errorf("summary = %q", res.Summary)
+	// The rows of every issue that stored any, in the order they finished, for the starter to write (and no
+	// summary: the starter writes it from those rows).
+	if res.Summary != "" {
+		t.Errorf("summary = %q; the starter writes it", res.Summary)
+	}
+	var want []api.IssueRows
+	for _, id := range *order {
+		if id != "i-03" {
+			want = append(want, api.IssueRows{Instance: id, Rows: rowsRefOf(id)})
+		}
+	}
+	if !slices.Equal(res.Rows, want) {
+		t.Errorf("rows %v\nwant %v", res.Rows, want)
+	}
+}
+
+// TestSweepAnswersRowsQuery: a starter watching the sweep asks for the rows stored since its last question; the
+// answer starts at the index it names, in the order the issues finished.
+func TestSweepAnswersRowsQuery(t *testing.T) {
+	env, _, _ := sweepEnv(t, 5)
+	var early, late []api.IssueRows
+	query := func(from int, into *[]api.IssueRows) {
+		v, err := env.QueryWorkflow(RowsQuery, from)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := v.Get(into); err != nil {
+			t.Error(err)
+		}
+	}
+	env.RegisterDelayedCallback(func() { query(0, &early) }, 90*time.Second)
+	env.RegisterDelayedCallback(func() { query(1, &late) }, 170*time.Second) // i-00..i-03 done, i-03 failed
+	env.ExecuteWorkflow(Sweep, SweepInput{Run: "t", Concurrency: 2})
+	var res SweepResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if len(early) != 2 || !slices.Equal(early, res.Rows[:2]) {
+		t.Errorf("after the first two issues the query answered %v; the sweep stored %v", early, res.Rows)
+	}
+	if len(late) != 2 || !slices.Equal(late, res.Rows[1:3]) {
+		t.Errorf("asked from index 1 after four issues (one failed), the query answered %v; the sweep stored %v",
+			late, res.Rows)
 	}
 }
 
@@ -102,9 +149,13 @@ func TestSweepContinuesAsNewBeforeHistoryGrows(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if next.Next != n || next.Done != n || len(next.Instances) != 12 || next.Runs != 1 {
-		t.Errorf("carried state next=%d done=%d instances=%d runs=%d; want next=done=%d, 12 instances, runs=1",
-			next.Next, next.Done, len(next.Instances), next.Runs, n)
+	stored := n // every issue but the failing i-03 stores rows
+	if slices.Contains(*order, "i-03") {
+		stored--
+	}
+	if next.Next != n || next.Done != n || len(next.Instances) != 12 || next.Runs != 1 || len(next.Stored) != stored {
+		t.Errorf("carried state next=%d done=%d instances=%d runs=%d stored=%d; want next=done=%d, %d stored, 12 "+
+			"instances, runs=1", next.Next, next.Done, len(next.Instances), next.Runs, len(next.Stored), n, stored)
 	}
 }
 

@@ -18,7 +18,42 @@ const (
 	LoadPlanName    = "ctxlab.load_plan"
 	RecordName      = "ctxlab.record"
 	SummarizeName   = "ctxlab.summarize"
+	// StoreRowsName stores an issue's rows in the run's content store, for the starter that watches the sweep to
+	// write (RecordName and SummarizeName wrote them into the run folder of whichever cpu worker ran them).
+	StoreRowsName = "ctxlab.store_rows"
+	// HandshakeName answers a starter's handshake (Hello) on a worker process's own task queue.
+	HandshakeName = "ctxlab.handshake"
 )
+
+// HandshakeKey is the folder of a run's objects where a starter leaves the object its workers must read back.
+const HandshakeKey = "handshake"
+
+// HandshakeInput asks a worker process to read the object the starter wrote under Key in the run's objects.
+type HandshakeInput struct {
+	Run   string `json:"run"`
+	Key   string `json:"key"`
+	Nonce string `json:"nonce"`
+}
+
+// Hello is a worker process's answer to a handshake: who it is and what it serves, so that a starter refuses to run
+// a sweep on workers that would not compute what it would.
+type Hello struct {
+	// Worker is the process's Temporal identity (host:pid:tag), Host its host name.
+	Worker string `json:"worker"`
+	Host   string `json:"host"`
+	// Version names the ctxlab build (internal/buildid.Version).
+	Version string `json:"version"`
+	// Kinds are the queue kinds it serves (workflow, llm, cpu, grade).
+	Kinds []string `json:"kinds"`
+	// Store names its store of the run (no credentials); SeesRun says it read the starter's object back from it,
+	// StoreError why not.
+	Store      string `json:"store"`
+	SeesRun    bool   `json:"sees_run"`
+	StoreError string `json:"store_error,omitempty"`
+	// Limits are the queue limits it applies, from the spec it was given (Spec: that experiment's name).
+	Limits specs.QueueLimits `json:"limits"`
+	Spec   string            `json:"spec,omitempty"`
+}
 
 // InstanceRef points at one dataset row stored in the run's content store.
 type InstanceRef struct {
@@ -38,7 +73,15 @@ type NodeInput struct {
 	Inputs  map[string]NodeOutput `json:"inputs,omitempty"`
 	Dataset specs.Dataset         `json:"dataset"`
 	Debug   specs.Debug           `json:"debug,omitempty"`
+	// Shipped, when set, names the run's ShippedFolders: the starter's folders the run reads are to be taken from
+	// the store, not from a path on the worker's machine.
+	Shipped cas.Ref `json:"shipped,omitempty"`
 }
+
+// ShippedFolders are the folders of the starter's machine that a run reads (local repositories, a Go module proxy
+// folder), each archived in the run's content store (store/archive), by the path the spec's templates give them
+// there: workers that share no disk with the starter unpack them instead of reading a path of theirs.
+type ShippedFolders map[string]cas.Ref
 
 // NodeOutput is what every DAG node activity returns: a reference to its large output, and the small fields it
 // contributes to the results rows of the methods that use it.
@@ -63,6 +106,13 @@ type LoadPlanInput struct {
 type RecordInput struct {
 	Run  string        `json:"run"`
 	Rows []results.Row `json:"rows"`
+}
+
+// IssueRows points at the rows an Issue workflow stored (StoreRowsName): a JSON array of results.Row in the run's
+// content store.
+type IssueRows struct {
+	Instance string  `json:"instance"`
+	Rows     cas.Ref `json:"rows"`
 }
 
 // SummarizeInput names a run and the order of its methods.

@@ -18,7 +18,6 @@ import (
 
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
-	"ctxlab/store/cas"
 )
 
 // MaxInputTokens is where inputs are cut (whole lines, cl100k_base): OpenAI's embedding models take at most 8192.
@@ -32,21 +31,6 @@ type Cache interface {
 	Get(key string) ([]float32, bool)
 	Put(key string, v []float32) error
 }
-
-// DirCache keeps vectors as JSON files under a folder (in ctxlab, the run's content store folder).
-type DirCache struct{ Root string }
-
-// Get returns a cached vector.
-func (d DirCache) Get(key string) ([]float32, bool) {
-	var v []float32
-	if !(cas.KeyDir{Root: d.Root}).Get(key, &v) || len(v) == 0 {
-		return nil, false
-	}
-	return v, true
-}
-
-// Put stores a vector atomically.
-func (d DirCache) Put(key string, v []float32) error { return cas.KeyDir{Root: d.Root}.Put(key, v) }
 
 // Key is the cache key of a text under a model.
 func Key(model, text string) string {
@@ -87,9 +71,14 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Stats,
 	var st Stats
 	out := make([][]float32, len(texts))
 	var todo []int
+	dims := 0 // the model's dimension, once a vector says it
 	for i, t := range texts {
 		if v, ok := c.Cache.Get(Key(c.Model, t)); ok {
-			out[i] = v
+			if dims != 0 && len(v) != dims {
+				return nil, st, fmt.Errorf("embeddings cache: vectors of %d and %d dimensions for model %s",
+					dims, len(v), c.Model)
+			}
+			out[i], dims = v, len(v)
 			st.Cached++
 			continue
 		}
@@ -126,25 +115,48 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Stats,
 			return nil, st, &llm.Error{Kind: llm.KindBadResponse,
 				Msg: fmt.Sprintf("asked for %d embeddings, got %d", n, len(resp.Data))}
 		}
-		st.PromptTokens += int(resp.Usage.PromptTokens)
-		for _, d := range resp.Data {
-			if d.Index < 0 || int(d.Index) >= n || len(d.Embedding) == 0 {
-				return nil, st, &llm.Error{Kind: llm.KindBadResponse,
-					Msg: fmt.Sprintf("embedding with bad index %d or no values", d.Index)}
-			}
-			i := part[d.Index]
-			v := make([]float32, len(d.Embedding))
-			for k, x := range d.Embedding {
-				v[k] = float32(x)
-			}
+		size := 0
+		for _, in := range inputs {
+			size += len(in)
+		}
+		if err := llm.CheckEmbeddingTokens(resp.Usage.PromptTokens, size, n); err != nil {
+			return nil, st, err
+		}
+		vecs, err := batchVectors(resp.Data, dims)
+		if err != nil {
+			return nil, st, err
+		}
+		dims = len(vecs[0])
+		// The batch is stored only when all of it is sound: a broken answer leaves nothing in the cache.
+		for j, v := range vecs {
+			i := part[j]
 			out[i] = v
 			st.Embedded++
 			if err := c.Cache.Put(Key(c.Model, texts[i]), v); err != nil {
 				return nil, st, fmt.Errorf("embeddings cache: %w", err)
 			}
 		}
+		st.PromptTokens += int(resp.Usage.PromptTokens)
 	}
 	return out, st, nil
+}
+
+// batchVectors places a batch's embeddings by index, each input's exactly once, every one of dims dimensions (the
+// model's, from the vectors seen before; 0: the batch's first sets it), checked as llm.EmbeddingOf checks them.
+func batchVectors(data []openai.Embedding, dims int) ([][]float32, error) {
+	vecs := make([][]float32, len(data))
+	for _, d := range data {
+		if d.Index < 0 || int(d.Index) >= len(data) || vecs[d.Index] != nil {
+			return nil, &llm.Error{Kind: llm.KindBadResponse,
+				Msg: fmt.Sprintf("an embedding of index %d, for %d inputs (or an input's second)", d.Index, len(data))}
+		}
+		v, err := llm.EmbeddingOf(d.Embedding, dims)
+		if err != nil {
+			return nil, err
+		}
+		vecs[d.Index], dims = v, len(v)
+	}
+	return vecs, nil
 }
 
 // Cosine is the cosine similarity of two vectors (0 when either is zero or their lengths differ).

@@ -67,7 +67,7 @@ func TestEmbedRankAndCache(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", "test-key")
-	cache := DirCache{Root: t.TempDir()}
+	cache := memCache{}
 	c, err := NewFromEnv("embed-small", cache)
 	if err != nil {
 		t.Fatal(err)
@@ -101,14 +101,14 @@ func TestErrorsNeverCarryTheKey(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", "test-key")
-	c, _ := NewFromEnv("embed-small", DirCache{Root: t.TempDir()})
+	c, _ := NewFromEnv("embed-small", memCache{})
 	_, _, err := c.Embed(context.Background(), []string{"x"})
 	var e *llm.Error
 	if !errors.As(err, &e) || e.Status != 503 || !e.Kind.Retryable() || strings.Contains(err.Error(), "test-key") {
 		t.Errorf("503: %v", err)
 	}
 	t.Setenv("OPENAI_API_KEY", "wrong")
-	c, _ = NewFromEnv("embed-small", DirCache{Root: t.TempDir()})
+	c, _ = NewFromEnv("embed-small", memCache{})
 	_, _, err = c.Embed(context.Background(), []string{"x"})
 	if !errors.As(err, &e) || e.Status != 401 || e.Kind.Retryable() || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("401: %v", err)
@@ -116,7 +116,56 @@ func TestErrorsNeverCarryTheKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
 	// No key for OpenAI's own endpoint: an authentication error naming the variable, before any call.
-	if _, err := NewFromEnv("m", DirCache{}); llm.KindOf(err) != llm.KindAuth || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+	if _, err := NewFromEnv("m", memCache{}); llm.KindOf(err) != llm.KindAuth || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Errorf("no endpoint: %v", err)
 	}
 }
+
+// TestEmbeddingNumbersAreChecked: an endpoint's embeddings are checked before they rank anything: vectors of one
+// model share one dimension (across a call's batches and its cached vectors), every input gets exactly one vector,
+// every value is a finite float32, and the usage is a count consistent with the inputs' length. Each broken answer
+// is the endpoint's (bad_response), and nothing of it is cached.
+func TestEmbeddingNumbersAreChecked(t *testing.T) {
+	for name, answer := range map[string]string{
+		"dimensions differ":    `{"data":[{"index":0,"embedding":[1,0,0]},{"index":1,"embedding":[1,0]}],"usage":{"prompt_tokens":4}}`,
+		"one input twice":      `{"data":[{"index":0,"embedding":[1,0]},{"index":0,"embedding":[0,1]}],"usage":{"prompt_tokens":4}}`,
+		"past float32":         `{"data":[{"index":0,"embedding":[1e300,0]},{"index":1,"embedding":[0,1]}],"usage":{"prompt_tokens":4}}`,
+		"negative usage":       `{"data":[{"index":0,"embedding":[1,0]},{"index":1,"embedding":[0,1]}],"usage":{"prompt_tokens":-1000000}}`,
+		"usage past the input": `{"data":[{"index":0,"embedding":[1,0]},{"index":1,"embedding":[0,1]}],"usage":{"prompt_tokens":9000000}}`,
+		"other than cached":    `{"data":[{"index":0,"embedding":[1,0,0,0]},{"index":1,"embedding":[0,1,0,0]}],"usage":{"prompt_tokens":4}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(answer))
+			}))
+			defer srv.Close()
+			t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+			t.Setenv("OPENAI_API_KEY", "test-key")
+			cache := memCache{}
+			// A vector of two dimensions from before: the model's dimension.
+			if err := cache.Put(Key("embed-small", "cached"), []float32{1, 1}); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := NewFromEnv("embed-small", cache)
+			texts := []string{"cached", "ab", "cd"}
+			vecs, st, err := c.Embed(context.Background(), texts)
+			var e *llm.Error
+			if !errors.As(err, &e) || e.Kind != llm.KindBadResponse {
+				t.Fatalf("answer %s: vectors %v, %+v, error %v; want the endpoint's bad_response", answer, vecs, st, err)
+			}
+			for _, text := range texts[1:] {
+				if _, ok := cache.Get(Key("embed-small", text)); ok {
+					t.Errorf("%q cached from a broken answer", text)
+				}
+			}
+		})
+	}
+}
+
+// memCache is a Cache in memory.
+type memCache map[string][]float32
+
+func (c memCache) Get(key string) ([]float32, bool) { v, ok := c[key]; return v, ok }
+
+func (c memCache) Put(key string, v []float32) error { c[key] = v; return nil }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -25,10 +26,25 @@ import (
 const (
 	StartTestOutput = ">>>>> Start Test Output"
 	EndTestOutput   = ">>>>> End Test Output"
+	// TestExitCode marks the test command's exit code in the log, and TestExitCodeVar is the shell variable the eval
+	// script keeps it in (SWE-bench 5.0: swebench/harness/constants/__init__.py, SWE-bench/SWE-bench at commit
+	// 334882dd, TEST_EXIT_CODE and TEST_EXIT_CODE_VAR).
+	TestExitCode    = ">>>>> Test Exit Code"
+	TestExitCodeVar = "SWEBENCH_TEST_EXIT_CODE"
 	heredoc         = "EOF_114329324912"
 	// Testbed is where instance images hold the repository; condaEnv its environment.
 	Testbed  = "/testbed"
 	condaEnv = "testbed"
+)
+
+// helperDirVar names the eval script's variable holding the folder it writes ctxlab's Python results helpers into,
+// just before the tests run (a fresh folder of mktemp's, so any user the image runs as can write it; first on the
+// tests' PYTHONPATH); resultsFDEnv tells the helper which descriptor is the results channel.
+const (
+	helperDirVar = "CTXLAB_HELPERS"
+	resultsFDEnv = "CTXLAB_RESULTS_FD"
+	// helperHeredoc ends the helpers' text in the eval script.
+	helperHeredoc = "CTXLAB_HELPER_EOF"
 )
 
 // InstanceImage is the image of an instance under a namespace: Multi-SWE-bench's mswebench/{org}_m_{repo}:pr-{number}
@@ -130,25 +146,51 @@ func (Docker) Run(ctx context.Context, r Request) (Result, error) {
 		return res, err
 	}
 	plan := evalPlan(r, lang)
-	if err := c.copyEvalScript(r, plan, tmp); err != nil {
+	helped := false
+	if lang == LangPython {
+		plan.Cmd, helped = withResultsHelper(plan.Cmd)
+	}
+	if err := c.copyEvalScript(r, plan, helped, tmp); err != nil {
 		return res, err
 	}
+	channel, err := newChannel(tmp)
+	if err != nil {
+		return res, err
+	}
+	defer channel.Close()
 	run, err := testrun.Run(ctx, testrun.Options{Dir: tmp, Timeout: r.Timeout, OutputCap: r.OutputCap,
-		Heartbeat: r.Heartbeat, Command: []string{c.bin, "exec", c.name, "/bin/bash", "/eval.sh"},
-		Parser: testlog.ParserNone, ExtraEnv: dockerEnv()})
-	res.Ran, res.Output, res.TimedOut, res.Duration, res.Command = true, run.Output, run.TimedOut, run.Duration, run.Args
+		Heartbeat: r.Heartbeat, Command: channel.command(c.bin, c.name), Parser: testlog.ParserNone,
+		ExtraEnv: dockerEnv()})
+	res.Ran, res.Output, res.TimedOut, res.Duration, res.Command = true, run.Output, run.TimedOut, run.Duration,
+		[]string{c.bin, "exec", c.name, "/bin/bash", "/eval.sh"}
 	res.Isolation = "container"
 	if err != nil {
 		return res, err
 	}
-	section, ok := Between(string(run.Output))
+	err = readResults(&res, channel, plan.Parser, helped)
+	return res, err
+}
+
+// readResults fills in res's exit code and report: from the channel when the test command loaded the results
+// helper (helped), else from the log between the markers, read with parser.
+func readResults(res *Result, channel *resultsChannel, parser string, helped bool) error {
+	records, err := channel.read()
+	if err != nil {
+		return err
+	}
+	res.ExitCode, res.ExitCodeKnown = records.exitCode, records.exitKnown
+	if helped {
+		res.Report, res.Note, err = helperReport(parser, records.results)
+		return err
+	}
+	section, ok := Between(string(res.Output))
 	if !ok {
 		res.Note = "the test-output markers are missing from the log: no test counts as run"
 		res.Report = testlog.Report{Tests: map[string][]testlog.TestResult{}}
-		return res, nil
+		return nil
 	}
-	res.Report, err = testlog.Parse(plan.Parser, strings.NewReader(section))
-	return res, err
+	res.Report, err = testlog.Parse(parser, strings.NewReader(section))
+	return err
 }
 
 // container is one grade's container, driven through the docker CLI at bin.
@@ -183,8 +225,8 @@ func (c *container) checkImage(instanceID, image string) error {
 		return fmt.Errorf("instance %s: no Docker engine answers (start dockerd, or set DOCKER_HOST): %w", instanceID, err)
 	}
 	return errkind.Mark(errkind.DockerImage, fmt.Errorf("instance %s: image %s is not on this machine: run "+
-		"`docker pull %s` (or, for a dataset that publishes no images, `starter images build --dataset FILE` or, "+
-		"for a sweep, `--spec SPEC`): %w", instanceID, image, image, err))
+		"`starter images pull --spec SPEC` (or --dataset FILE; `docker pull %s` for this one), or, for a dataset "+
+		"that publishes no images, `starter images build` with the same flags: %w", instanceID, image, image, err))
 }
 
 // create creates the container of image, labelled with this process, on the spec's network (none by default).
@@ -200,9 +242,10 @@ func (c *container) create(r Request, image string) error {
 }
 
 // remove removes the container, whatever the grade's context says; it also kills what a timed-out eval script left
-// running in it.
+// running in it. The anonymous volumes an image declares (VOLUME) go with it (-v): the tests wrote into them, and
+// they would otherwise stay on the machine, full of what the patch's code put there.
 func (c *container) remove() {
-	rm := exec.Command(c.bin, "rm", "-f", c.name)
+	rm := exec.Command(c.bin, "rm", "-f", "-v", c.name)
 	rm.Env = dockerEnv()
 	_, _ = rm.CombinedOutput()
 }
@@ -272,10 +315,11 @@ func (c *container) copyIn(tree string, rep diff.Report, dropped map[string]bool
 	return nil
 }
 
-// copyEvalScript writes plan's eval script (in tmp) and copies it to the container's /eval.sh.
-func (c *container) copyEvalScript(r Request, plan testPlan, tmp string) error {
+// copyEvalScript writes plan's eval script (in tmp) and copies it to the container's /eval.sh; helped says the
+// test command loads ctxlab's Python results helper, which the script then writes into the container.
+func (c *container) copyEvalScript(r Request, plan testPlan, helped bool, tmp string) error {
 	eval := Eval{BaseCommit: r.Instance.BaseCommit, TestPatch: r.Instance.TestPatch, TestCmd: plan.Cmd,
-		Install: plan.Install, EvalCommands: plan.EvalCommands}
+		Install: plan.Install, EvalCommands: plan.EvalCommands, ResultsHelper: helped}
 	script := filepath.Join(tmp, "eval.sh")
 	if err := os.WriteFile(script, []byte(eval.Script()), 0o755); err != nil {
 		return err
@@ -336,7 +380,7 @@ func evalPlan(r Request, lang string) testPlan {
 		return plan(cmd, "config")
 	}
 	if cmd == "" {
-		if spec, source, ok := InstanceSpec(r.Instance); ok {
+		if spec, source, ok := InstanceSpec(withEnvironment(r)); ok {
 			cmds := slices.Clone(spec.TestCmd)
 			last := len(cmds) - 1
 			cmds[last] = strings.Join(append([]string{cmds[last]}, TestDirectives(r.Instance.Repo, r.Instance.TestPatch)...), " ")
@@ -392,7 +436,8 @@ const condaActivateScript = "/opt/miniconda3/bin/activate"
 
 // Eval is one eval script, in the harness's shape (make_eval_script_list_py in swebench/harness/test_spec/python.py):
 // activate the environment, run the spec's eval commands, record the state, run the spec's install command, reset
-// the test patch's files, apply the test patch, run the tests between the markers, reset the test files again.
+// the test patch's files, apply the test patch, run the tests between the markers, record the test command's exit
+// code (SWE-bench 5.0), reset the test files again.
 type Eval struct {
 	BaseCommit, TestPatch string
 	// TestCmd is the whole test command, directives included.
@@ -400,6 +445,9 @@ type Eval struct {
 	// Install and EvalCommands come from the harness spec, when there is one.
 	Install      string
 	EvalCommands []string
+	// ResultsHelper says TestCmd loads ctxlab's Python results helper (withResultsHelper): the script writes the
+	// helpers into a fresh folder just before the tests and gives the test command the results channel.
+	ResultsHelper bool
 }
 
 // EvalScript is the eval script of a test command with no harness spec.
@@ -409,6 +457,13 @@ func EvalScript(baseCommit, testPatch, testCmd string) string {
 
 // Script renders the eval script. Files the test patch modifies are checked out at base_commit before and after
 // the tests, files it creates are removed (the harness's reset commands since its fix for new files).
+//
+// The script's stdout is the results channel and nothing else: it is moved to descriptor 3 at once, and stdout and
+// stderr both go to the container's stderr, the log (one stream, so a marker never arrives before the output it
+// follows). Every command but the test command runs with descriptor 3 closed; the test command keeps it only when
+// it loads ctxlab's results helper, which takes it before any test module is imported. After the tests the script
+// itself writes the test command's exit code to it (SWE-bench 5.0 records it in the log; printing cannot change
+// it, so ctxlab reads it from the channel).
 func (e Eval) Script() string {
 	modified, created := resetFiles(e.TestPatch)
 	var reset []string
@@ -418,10 +473,7 @@ func (e Eval) Script() string {
 	if len(created) > 0 {
 		reset = append(reset, "rm -f "+quoteAll(created))
 	}
-	// exec 2>&1: the markers are xtrace lines (stderr) and the tests write to stdout; docker exec carries the two
-	// streams apart, so on a busy machine a marker could arrive before the output it follows. One stream keeps
-	// their order.
-	lines := []string{"#!/bin/bash", "exec 2>&1", "set -uxo pipefail", condaActivate, "cd " + Testbed}
+	lines := []string{"#!/bin/bash", "exec 3>&1 1>&2", "{", "set -uxo pipefail", condaActivate, "cd " + Testbed}
 	lines = append(lines, e.EvalCommands...)
 	lines = append(lines,
 		"git config --global --add safe.directory "+Testbed,
@@ -435,12 +487,26 @@ func (e Eval) Script() string {
 		lines = append(lines, e.Install)
 	}
 	lines = append(lines, reset...)
-	lines = append(lines,
-		"git apply -v - <<'"+heredoc+"'\n"+strings.TrimRight(e.TestPatch, "\n")+"\n"+heredoc,
-		": '"+StartTestOutput+"'",
-		e.TestCmd,
+	lines = append(lines, "git apply -v - <<'"+heredoc+"'\n"+strings.TrimRight(e.TestPatch, "\n")+"\n"+heredoc)
+	testGroup := "} 3>&-"
+	if e.ResultsHelper {
+		lines = append(lines, writeHelpersLines()...)
+		testGroup = "}"
+	}
+	lines = append(lines, "} 3>&-", ": '"+StartTestOutput+"'")
+	if e.ResultsHelper {
+		lines = append(lines, "export "+resultsFDEnv+"=3 PYTHONPATH=\"$"+helperDirVar+"${PYTHONPATH:+:$PYTHONPATH}\"")
+	}
+	lines = append(lines, "{", e.TestCmd, testGroup,
+		TestExitCodeVar+"=$?",
+		`printf 'ctxlab1\texit\t%s\n' "$`+TestExitCodeVar+`" >&3`,
 		": '"+EndTestOutput+"'",
+		": '"+TestExitCode+"' \"$"+TestExitCodeVar+"\"",
+		"exec 3>&-",
 	)
+	if e.ResultsHelper {
+		lines = append(lines, "unset "+resultsFDEnv)
+	}
 	lines = append(lines, reset...)
 	var b strings.Builder
 	for _, l := range lines {
@@ -448,6 +514,170 @@ func (e Eval) Script() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// writeHelpersLines are the eval script lines that write ctxlab's results helpers (the pytest plugin and the
+// unittest runner) into a fresh folder, kept in $CTXLAB_HELPERS.
+func writeHelpersLines() []string {
+	lines := []string{helperDirVar + "=$(mktemp -d)"}
+	for _, name := range []string{resultsPluginModule + ".py", unittestRunnerModule + ".py"} {
+		b, err := pythonHelpers.ReadFile("python/" + name)
+		if err != nil {
+			panic(err) // embedded at build time
+		}
+		lines = append(lines, "cat > \"$"+helperDirVar+"/"+name+"\" <<'"+helperHeredoc+"'\n"+
+			strings.TrimRight(string(b), "\n")+"\n"+helperHeredoc)
+	}
+	return lines
+}
+
+// withResultsHelper makes the last line of a test command load ctxlab's results helper, so that results are read
+// from the channel, never from the log: `-p ctxlab_results` right after the words that run pytest (pytest,
+// py.test, or PYTHON -m pytest, after any VAR=value words), or `-m ctxlab_unittest` for `-m unittest`. A command
+// that runs neither itself (Django's runtests.py, sympy's bin/test, tox, a script), or whose words before the
+// runner hold quotes, is returned as it is, with false: its log is parsed.
+func withResultsHelper(cmd string) (string, bool) {
+	head, last := "", cmd
+	if i := strings.LastIndexByte(strings.TrimRight(cmd, "\n"), '\n'); i >= 0 {
+		head, last = cmd[:i+1], cmd[i+1:]
+	}
+	type word struct {
+		text     string
+		end      int
+		assigned bool
+	}
+	var words []word
+	for i := 0; i < len(last); {
+		for i < len(last) && (last[i] == ' ' || last[i] == '\t') {
+			i++
+		}
+		start := i
+		for i < len(last) && last[i] != ' ' && last[i] != '\t' {
+			i++
+		}
+		if start == i {
+			break
+		}
+		w := last[start:i]
+		if strings.ContainsAny(w, "'\"\\$`;&|<>(){}") {
+			break
+		}
+		words = append(words, word{w, i, strings.Contains(w, "=") && !strings.HasPrefix(w, "-")})
+		if len(words) > 4 {
+			break
+		}
+	}
+	k := 0
+	for k < len(words) && words[k].assigned {
+		k++
+	}
+	insert := func(at int, text string) string { return head + last[:at] + text + last[at:] }
+	switch {
+	case k >= len(words):
+	case slices.Contains([]string{"pytest", "py.test"}, path.Base(words[k].text)):
+		return insert(words[k].end, " -p "+resultsPluginModule), true
+	case k+2 < len(words) && strings.HasPrefix(path.Base(words[k].text), "python") && words[k+1].text == "-m":
+		switch words[k+2].text {
+		case "pytest":
+			return insert(words[k+2].end, " -p "+resultsPluginModule), true
+		case "unittest":
+			at := words[k+2].end
+			return head + last[:at-len("unittest")] + unittestRunnerModule + last[at:], true
+		}
+	}
+	return cmd, false
+}
+
+// The results channel of a docker grade: a file of the grade's folder, on this side, created before the run and
+// held open, into which the docker CLI writes what the eval script writes to its stdout (the container's descriptor
+// 3: the helper's results and the script's record of the exit code), capped at channelCap bytes. The container
+// never sees the file; the log is the CLI's stderr.
+type resultsChannel struct {
+	path string
+	f    *os.File
+}
+
+const channelCap = 64 << 20
+
+func newChannel(tmp string) (*resultsChannel, error) {
+	p := filepath.Join(tmp, "channel")
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("docker results channel: %w", err)
+	}
+	w.Close()
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("docker results channel: %w", err)
+	}
+	return &resultsChannel{path: p, f: f}, nil
+}
+
+func (ch *resultsChannel) Close() error { return ch.f.Close() }
+
+// command runs the eval script in the container, its stdout appended to the channel (capped) and its stderr left as
+// the command's output.
+func (ch *resultsChannel) command(bin, name string) []string {
+	return []string{"/bin/sh", "-c", `"$0" exec "$1" /bin/bash /eval.sh | head -c ` + strconv.Itoa(channelCap) +
+		` >>"$2"`, bin, name, ch.path}
+}
+
+// channelRecords are what a channel held: the helper's result lines, and the test command's exit code when the
+// script recorded one (the last record counts).
+type channelRecords struct {
+	results   string
+	exitCode  int
+	exitKnown bool
+}
+
+func (ch *resultsChannel) read() (channelRecords, error) {
+	var rec channelRecords
+	b, err := io.ReadAll(io.LimitReader(ch.f, channelCap+1))
+	if err != nil {
+		return rec, fmt.Errorf("docker results channel: %w", err)
+	}
+	var keep []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if code, ok := strings.CutPrefix(line, "ctxlab1\texit\t"); ok {
+			if n, err := strconv.Atoi(code); err == nil {
+				rec.exitCode, rec.exitKnown = n, true
+			}
+			continue
+		}
+		if line != "" {
+			keep = append(keep, line)
+		}
+	}
+	rec.results = strings.Join(keep, "\n")
+	return rec, nil
+}
+
+// noteHelperNeverStarted is the row's note for a run whose results helper never started.
+const noteHelperNeverStarted = "the test runner never started ctxlab's results plugin, so no result was read " +
+	"(results are never read from the output)"
+
+// helperReport reads the helper's results: under a harness parser as the -rA summary lines they stand for
+// (testlog.HarnessSummary), so names and statuses follow the harness's rules, else as ctxlab's local runner reads
+// them (testlog.ParseResults).
+func helperReport(parser, results string) (testlog.Report, string, error) {
+	if p, ok := testlog.HarnessParser(parser); ok {
+		summary, started, pytestOnly, err := testlog.HarnessSummary(strings.NewReader(results))
+		if err != nil {
+			return testlog.Report{}, "", err
+		}
+		if pytestOnly {
+			if !started {
+				return testlog.Report{Tests: map[string][]testlog.TestResult{}}, noteHelperNeverStarted, nil
+			}
+			rep, err := testlog.ParseHarness(p, strings.NewReader(summary))
+			return rep, "", err
+		}
+	}
+	rep, started, err := testlog.ParseResults(strings.NewReader(results))
+	if !started {
+		return testlog.Report{Tests: map[string][]testlog.TestResult{}}, noteHelperNeverStarted, err
+	}
+	return rep, "", err
 }
 
 // quoteAll joins paths for a command line, quoting those the shell would otherwise split or expand (the harness
@@ -558,7 +788,7 @@ func RemoveStaleContainers(ctx context.Context, bin string) ([]string, error) {
 		if err != nil || runID(pid) == f[2] {
 			continue // a live grader's (this one's included)
 		}
-		rm := exec.CommandContext(cctx, bin, "rm", "-f", f[0])
+		rm := exec.CommandContext(cctx, bin, "rm", "-f", "-v", f[0])
 		rm.Env = dockerEnv()
 		// Gone already, or being removed by another grader at the same time (graders run in parallel): either way
 		// it goes.

@@ -278,7 +278,7 @@ func TestDockerEngine(t *testing.T) {
 			}
 			t.Logf("graded in %s", took.Round(time.Millisecond))
 			out := string(res.Output)
-			if !strings.Contains(out, "+ pytest --no-header -rA tests/test_calc.py") ||
+			if !strings.Contains(out, "+ pytest -p ctxlab_results --no-header -rA tests/test_calc.py") ||
 				!strings.Contains(out, "+ python -m pip install -e '.[dev]'") {
 				t.Errorf("the table's commands did not run:\n%s", out)
 			}

@@ -7,6 +7,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -43,6 +44,13 @@ type Config struct {
 	Docker string `json:"docker,omitempty"`
 	// GoProxy is the GOPROXY for downloading a Go module's requirements (local; empty: the worker's).
 	GoProxy string `json:"goproxy,omitempty"`
+	// InstallConfig states the Python environment of every instance whose row states none (a SWE-rebench
+	// install_config object: test_cmd, log_parser, eval_commands, install, pre_install, packages, pip_packages,
+	// python), honoured by both executors.
+	InstallConfig json.RawMessage `json:"install_config,omitempty"`
+	// PythonWheels is a folder of wheels, or a package index URL, from which the local executor installs what a
+	// stated environment needs and this machine lacks, offline (empty: only what the machine has).
+	PythonWheels string `json:"python_wheels,omitempty"`
 }
 
 // Request is one grading attempt.
@@ -71,6 +79,11 @@ type Result struct {
 	Note string
 	// Isolation is how the tests were confined: "namespaces" (package sandbox), "container" (docker) or "none".
 	Isolation string
+	// ExitCode is the test command's exit status, as the runner's own code saw it (never read from the output),
+	// when ExitCodeKnown: the docker eval script's record of it, or the local test command's. SWE-bench 5.0's
+	// exit-code rule (CheckHarnessRules) reads it.
+	ExitCode      int
+	ExitCodeKnown bool
 	// TestFilesDropped are the test files (IsTestFile, or the test patch's) the model patch changed and that were
 	// reset to base_commit before the tests ran; ModelTestFiles are those it wrote that stayed (ModelTestsKeep), so
 	// a runner can tell model-written tests from the repository's.

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,7 +190,7 @@ type fake struct {
 	bin, log, root string
 }
 
-func newFakeDocker(t *testing.T, replay string, hang bool) fake {
+func newFakeDocker(t *testing.T, rec replay, hang bool) fake {
 	t.Helper()
 	dir := t.TempDir()
 	f := fake{bin: filepath.Join(dir, "docker"), log: filepath.Join(dir, "calls.jsonl"), root: filepath.Join(dir, "container")}
@@ -196,11 +198,15 @@ func newFakeDocker(t *testing.T, replay string, hang bool) fake {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the fake docker: %v\n%s", err, out)
 	}
-	replayFile := filepath.Join(dir, "replay.log")
-	if err := os.WriteFile(replayFile, []byte(replay), 0o644); err != nil {
+	replayFile, channelFile := filepath.Join(dir, "replay.log"), filepath.Join(dir, "channel")
+	if err := os.WriteFile(replayFile, []byte(rec.log), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := json.Marshal(map[string]any{"log": f.log, "root": f.root, "replay": replayFile, "hang": hang})
+	if err := os.WriteFile(channelFile, []byte(rec.channel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"log": f.log, "root": f.root, "replay": replayFile, "channel": channelFile,
+		"hang": hang})
 	if err := os.WriteFile(f.bin+".json", cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -238,9 +244,14 @@ func (f fake) calls(t *testing.T) []call {
 	return out
 }
 
-// realLog runs the instance's tests with real pytest on the patched project and wraps the output as the harness's
-// eval script prints it (set -x traces, the markers, and noise outside them that must be ignored).
-func realLog(t *testing.T, in swebench.Instance, patch string) string {
+// replay is what a container's eval script writes, which the fake docker replays: its log (the container's stderr)
+// and its results channel (its stdout).
+type replay struct{ log, channel string }
+
+// realLog runs the instance's tests with real pytest on the patched project, with ctxlab's results plugin on
+// descriptor 3 as in a container, and returns the output wrapped as the eval script prints it (set -x traces, the
+// markers, and noise outside them that must be ignored) and the channel the plugin and the script wrote.
+func realLog(t *testing.T, in swebench.Instance, patch string) replay {
 	t.Helper()
 	py := python(t)
 	dir := t.TempDir()
@@ -250,13 +261,38 @@ func realLog(t *testing.T, in swebench.Instance, patch string) string {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(py, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "tests/test_calc.py")
+	helpers := t.TempDir()
+	entries, err := pythonHelpers.ReadDir("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := pythonHelpers.ReadFile("python/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, helpers, map[string]string{e.Name(): string(b)})
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, "-m", "pytest", "-p", resultsPluginModule, "-rA", "-p", "no:cacheprovider", "tests/test_calc.py")
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+helpers, resultsFDEnv+"=3")
+	cmd.ExtraFiles = []*os.File{w}
+	var channel []byte
+	read := make(chan struct{})
+	go func() { channel, _ = io.ReadAll(r); close(read) }()
 	out, _ := cmd.CombinedOutput()
-	return "+ git status\nFAILED tests/test_calc.py::test_mul_zero - noise before the markers\n" +
+	w.Close()
+	<-read
+	r.Close()
+	return replay{log: "+ git status\nFAILED tests/test_calc.py::test_mul_zero - noise before the markers\n" +
 		"+ git apply -v -\nChecking patch tests/test_calc.py...\nApplied patch tests/test_calc.py cleanly.\n" +
 		"+ : '" + StartTestOutput + "'\n+ pytest -rA tests/test_calc.py\n" + string(out) +
-		"+ : '" + EndTestOutput + "'\nPASSED tests/test_calc.py::test_add\n+ git checkout\n"
+		"+ : '" + EndTestOutput + "'\nPASSED tests/test_calc.py::test_add\n+ git checkout\n",
+		channel: string(channel) + fmt.Sprintf("ctxlab1\texit\t%d\n", cmd.ProcessState.ExitCode())}
 }
 
 func TestDockerWithFakeDocker(t *testing.T) {
@@ -281,7 +317,10 @@ func TestDockerWithFakeDocker(t *testing.T) {
 	script, _ := os.ReadFile(filepath.Join(f.root, "eval.sh"))
 	for _, want := range []string{"set -uxo pipefail", "conda activate testbed", "cd /testbed",
 		"git checkout " + in.BaseCommit + " tests/test_calc.py", "git apply -v - <<'EOF_114329324912'",
-		": '>>>>> Start Test Output'\npytest -rA tests/test_calc.py\n: '>>>>> End Test Output'"} {
+		"exec 3>&1 1>&2\n{\n",
+		": '>>>>> Start Test Output'\nexport CTXLAB_RESULTS_FD=3 PYTHONPATH=\"$CTXLAB_HELPERS${PYTHONPATH:+:$PYTHONPATH}\"\n" +
+			"{\npytest -p ctxlab_results -rA tests/test_calc.py\n}\nSWEBENCH_TEST_EXIT_CODE=$?\n",
+		"CTXLAB_HELPERS=$(mktemp -d)\ncat > \"$CTXLAB_HELPERS/ctxlab_results.py\" <<'CTXLAB_HELPER_EOF'\n"} {
 		if !strings.Contains(string(script), want) {
 			t.Errorf("eval.sh lacks %q:\n%s", want, script)
 		}
@@ -325,7 +364,7 @@ func TestDockerWithFakeDocker(t *testing.T) {
 
 func TestDockerRefusesBeforeTouchingDocker(t *testing.T) {
 	in := calcInstance()
-	f := newFakeDocker(t, "", false)
+	f := newFakeDocker(t, replay{}, false)
 	for patch, want := range map[string]diff.Outcome{
 		"": diff.Empty, "garbage\n": diff.Malformed, diff.Unified("../../etc/x", nil, []byte("x\n")): diff.Escapes,
 		"--- /dev/null\n+++ /etc/passwd\n@@ -0,0 +1 @@\n+x\n": diff.Escapes,
@@ -342,7 +381,7 @@ func TestDockerRefusesBeforeTouchingDocker(t *testing.T) {
 
 func TestDockerTimeoutAndMissingMarkers(t *testing.T) {
 	in := calcInstance()
-	f := newFakeDocker(t, "", true)
+	f := newFakeDocker(t, replay{}, true)
 	start := time.Now()
 	res, err := Docker{}.Run(context.Background(), Request{Instance: in, Patch: in.Patch, Timeout: 2 * time.Second,
 		Config: Config{Docker: f.bin}})
@@ -357,11 +396,16 @@ func TestDockerTimeoutAndMissingMarkers(t *testing.T) {
 		t.Errorf("container not removed after the timeout: %v", last)
 	}
 
-	// A log without the end marker (the script died mid-run) counts no test, whatever it printed.
-	g := newFakeDocker(t, "+ : '"+StartTestOutput+"'\nPASSED tests/test_calc.py::test_add\n", false)
-	res, err = Docker{}.Run(context.Background(), Request{Instance: in, Patch: in.Patch, Timeout: time.Minute,
-		Config: Config{Docker: g.bin}})
-	if err != nil || res.Note == "" || decide(in, res).Resolved || len(res.Report.Tests) != 0 {
-		t.Fatalf("missing end marker: %+v %v", res, err)
+	// A log without the end marker (the script died mid-run) counts no test, whatever it printed: for a command
+	// whose log is parsed (tox), and for one read through the results helper, whose channel stayed empty.
+	log := replay{log: "+ : '" + StartTestOutput + "'\n============ short test summary info ============\n" +
+		"PASSED tests/test_calc.py::test_add\nPASSED tests/test_calc.py::test_mul_zero\n============ 2 passed ============\n"}
+	for cmd, note := range map[string]string{"tox -e py": "markers are missing", "": noteHelperNeverStarted} {
+		g := newFakeDocker(t, log, false)
+		res, err = Docker{}.Run(context.Background(), Request{Instance: in, Patch: in.Patch, Timeout: time.Minute,
+			Config: Config{Docker: g.bin, TestCmd: cmd}})
+		if err != nil || !strings.Contains(res.Note, note) || decide(in, res).Resolved || len(res.Report.Tests) != 0 {
+			t.Fatalf("%q, missing end marker: %+v %v", cmd, res, err)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -134,8 +135,8 @@ func TestGoParityStdlib(t *testing.T) {
 	}
 }
 
-// parityCount is what one comparison found.
-type parityCount struct{ tests, agree, asRoot, failed, top, examples, fuzz int }
+// parityCount is what one comparison found; masked counts names that print a run-dependent value (maskAddresses).
+type parityCount struct{ tests, agree, asRoot, failed, top, examples, fuzz, masked int }
 
 func (n parityCount) String() string {
 	s := fmt.Sprintf("%d tests and subtests (%d listed: %d examples, %d fuzz targets), %d agree, %d fail under go test",
@@ -143,12 +144,41 @@ func (n parityCount) String() string {
 	if n.asRoot > 0 {
 		s += fmt.Sprintf(", %d differ as go test runs them as root", n.asRoot)
 	}
+	if n.masked > 0 {
+		s += fmt.Sprintf(", %d named with a heap address or the time (compared with it masked)", n.masked)
+	}
 	return s
 }
 
 func (n parityCount) add(o parityCount) parityCount {
 	return parityCount{n.tests + o.tests, n.agree + o.agree, n.asRoot + o.asRoot, n.failed + o.failed, n.top + o.top,
-		n.examples + o.examples, n.fuzz + o.fuzz}
+		n.examples + o.examples, n.fuzz + o.fuzz, n.masked + o.masked}
+}
+
+// runDependent is what a subtest's name may print that differs from run to run (testify's assert names its cases
+// with %#v of their values): a heap pointer (the Go runtime places the heap at a random base) or a time.Time of the
+// clock. Two runs of the same binary, go test's own included, name such a test differently.
+var runDependent = regexp.MustCompile(`0x[0-9a-f]{6,}|time\.Date\([^()]*\)`)
+
+// maskAddresses returns the outcomes by package with runDependent masked in every name (names that then coincide
+// keep the worse outcome: fail, then pass, then skip) and how many names held one.
+func maskAddresses(byPkg map[string]map[string]string) (map[string]map[string]string, int) {
+	rank := map[string]int{"fail": 3, "pass": 2, "skip": 1}
+	out := map[string]map[string]string{}
+	n := 0
+	for pkg, names := range byPkg {
+		out[pkg] = map[string]string{}
+		for name, status := range names {
+			m := runDependent.ReplaceAllString(name, "…")
+			if m != name {
+				n++
+			}
+			if old, ok := out[pkg][m]; !ok || rank[status] > rank[old] {
+				out[pkg][m] = status
+			}
+		}
+	}
+	return out, n
 }
 
 // rootOnlyFailures are tests that fail when run as root, as go test runs them here, and pass as the sandbox's
@@ -159,20 +189,47 @@ var rootOnlyFailures = map[string]string{
 }
 
 // gradeParity grades repo at base with patch through the local executor, FAIL_TO_PASS the listed names qualified
-// by package.
+// by package, the modules from the module cache.
 func gradeParity(t *testing.T, repo, base, id string, listed map[string][]string, patch string) Result {
 	t.Helper()
-	var f2p []string
+	return gradeParityWith(t, repo, base, id, listed, patch, "",
+		"file://"+filepath.ToSlash(filepath.Join(goEnv(t, "GOMODCACHE"), "cache", "download")), parityTimeout)
+}
+
+// parityTimeout is a corpus grade's time: far more than any needs.
+const parityTimeout = 20 * time.Minute
+
+// gradeParityWith is gradeParity with the instance's test patch (empty: one adding .parity/tests), the GOPROXY the
+// grade downloads from (empty: the worker's) and the grade's time.
+func gradeParityWith(t *testing.T, repo, base, id string, listed map[string][]string, patch, testPatch,
+	goProxy string, timeout time.Duration) Result {
+	t.Helper()
+	in := parityInstance(id, base, testPatch)
 	for _, ip := range slices.Sorted(maps.Keys(listed)) {
 		for _, name := range listed[ip] {
-			f2p = append(f2p, ip+"::"+name)
+			in.FailToPass = append(in.FailToPass, ip+"::"+name)
 		}
 	}
-	in := swebench.Instance{InstanceID: "parity__" + id, Repo: "parity/" + id, BaseCommit: base,
-		TestPatch:  "diff --git a/.parity/tests b/.parity/tests\nnew file mode 100644\n--- /dev/null\n+++ b/.parity/tests\n@@ -0,0 +1 @@\n+graded\n",
-		FailToPass: f2p}
-	req := Request{Instance: in, Patch: patch, Timeout: 20 * time.Minute, Config: Config{
-		GoProxy: "file://" + filepath.ToSlash(filepath.Join(goEnv(t, "GOMODCACHE"), "cache", "download"))},
+	res := gradeParityRun(t, repo, base, in, patch, goProxy, timeout)
+	if len(res.Report.NotDeclared) > 0 {
+		t.Errorf("%s: names go test -list gave that ctxlab does not declare: %v", id, res.Report.NotDeclared)
+	}
+	return res
+}
+
+// parityInstance is a corpus instance at base with testPatch (empty: one adding .parity/tests) and no tests listed.
+func parityInstance(id, base, testPatch string) swebench.Instance {
+	if testPatch == "" {
+		testPatch = "diff --git a/.parity/tests b/.parity/tests\nnew file mode 100644\n--- /dev/null\n+++ b/.parity/tests\n@@ -0,0 +1 @@\n+graded\n"
+	}
+	return swebench.Instance{InstanceID: "parity__" + id, Repo: "parity/" + id, BaseCommit: base, TestPatch: testPatch}
+}
+
+// gradeParityRun grades in (a clone of repo at base) with patch through the local executor, in timeout.
+func gradeParityRun(t *testing.T, repo, base string, in swebench.Instance, patch, goProxy string,
+	timeout time.Duration) Result {
+	t.Helper()
+	req := Request{Instance: in, Patch: patch, Timeout: timeout, Config: Config{GoProxy: goProxy},
 		Materialize: func(ctx context.Context, dir string) error {
 			cloneAt(t, repo, base, dir)
 			return nil
@@ -180,12 +237,9 @@ func gradeParity(t *testing.T, repo, base, id string, listed map[string][]string
 	start := time.Now()
 	res, err := Local{}.Run(context.Background(), req)
 	if err != nil || !res.Ran {
-		t.Fatalf("grading %s: %v (applied: %s)\n%s", id, err, res.ApplyErr, res.Output)
+		t.Fatalf("grading %s: %v (applied: %s)\n%s", in.InstanceID, err, res.ApplyErr, res.Output)
 	}
-	t.Logf("%s graded in %s (isolation %s)", id, time.Since(start).Round(time.Second), res.Isolation)
-	if len(res.Report.NotDeclared) > 0 {
-		t.Errorf("%s: names go test -list gave that ctxlab does not declare: %v", id, res.Report.NotDeclared)
-	}
+	t.Logf("%s graded in %s (isolation %s)", in.InstanceID, time.Since(start).Round(time.Second), res.Isolation)
 	return res
 }
 
@@ -206,8 +260,10 @@ func compareParity(t *testing.T, what string, ref map[string]map[string]string, 
 			ours[r.Package][name] = string(r.Status)
 		}
 	}
+	ref, masked := maskAddresses(ref)
+	ours, _ = maskAddresses(ours)
 	unprivileged := os.Geteuid() == 0 && res.Isolation == "namespaces"
-	var n parityCount
+	n := parityCount{masked: masked}
 	var bad []string
 	rootOnly := map[string]bool{}
 	for _, ip := range slices.Sorted(maps.Keys(listed)) {
@@ -353,7 +409,13 @@ func rewriteImport(t *testing.T, name string, src []byte, from, to string) []byt
 // left out (go test runs them only with -bench).
 func goTestList(t *testing.T, dir string, pkgs ...string) map[string][]string {
 	t.Helper()
-	out := goCommand(t, dir, append([]string{"test", "-list", ".", "-json"}, pkgs...)...)
+	return goTestListEnv(t, dir, offlineEnv(), pkgs...)
+}
+
+// goTestListEnv is goTestList with the go command's environment env.
+func goTestListEnv(t *testing.T, dir string, env []string, pkgs ...string) map[string][]string {
+	t.Helper()
+	out := goCommandEnv(t, dir, env, append([]string{"test", "-list", ".", "-json"}, pkgs...)...)
 	listed := map[string][]string{}
 	for _, line := range strings.Split(string(out), "\n") {
 		var ev struct{ Action, Package, Output string }
@@ -374,8 +436,14 @@ func goTestList(t *testing.T, dir string, pkgs ...string) map[string][]string {
 // log.Fatal), is "fail": it ran and did not pass, as ctxlab records it.
 func goTestJSONAll(t *testing.T, dir string, pkgs ...string) map[string]map[string]string {
 	t.Helper()
+	return goTestJSONEnv(t, dir, offlineEnv(), pkgs...)
+}
+
+// goTestJSONEnv is goTestJSONAll with the go command's environment env.
+func goTestJSONEnv(t *testing.T, dir string, env []string, pkgs ...string) map[string]map[string]string {
+	t.Helper()
 	start := time.Now()
-	out := goCommand(t, dir, append([]string{"test", "-json", "-count=1"}, pkgs...)...)
+	out := goCommandEnv(t, dir, env, append([]string{"test", "-json", "-count=1"}, pkgs...)...)
 	got := map[string]map[string]string{}
 	for _, line := range strings.Split(string(out), "\n") {
 		var ev struct{ Action, Package, Test string }
@@ -396,13 +464,25 @@ func goTestJSONAll(t *testing.T, dir string, pkgs ...string) map[string]map[stri
 	return got
 }
 
+// offlineEnv is the go command's environment as the grader builds: offline.
+func offlineEnv() []string {
+	return append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local")
+}
+
 // goCommand runs the go command in dir offline, as the grader builds (its exit status is not checked: failing tests
 // exit 1).
 func goCommand(t *testing.T, dir string, args ...string) []byte {
 	t.Helper()
+	return goCommandEnv(t, dir, offlineEnv(), args...)
+}
+
+// goCommandEnv runs the go command in dir with env; a build failure's output is on stderr, so an empty stdout
+// stops the test only when the command could not run.
+func goCommandEnv(t *testing.T, dir string, env []string, args ...string) []byte {
+	t.Helper()
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local")
+	cmd.Env = env
 	out, err := cmd.Output()
 	if len(out) == 0 {
 		t.Fatalf("go %v: %v", args, err)

@@ -243,3 +243,44 @@ func resetFiles(testPatch string) (modified, created []string) {
 	}
 	return modified, created
 }
+
+// SWE-bench 5.0's rules on a run's results, which come before its 4.x resolution rule (get_resolution_status). The
+// grade statuses they give a run they reject:
+const (
+	// NoTestsCollected: the run reported no test at all (and no package failed to build): nothing was graded, so
+	// nothing resolves, not even an instance whose FAIL_TO_PASS and PASS_TO_PASS are empty.
+	NoTestsCollected = "no_tests_collected"
+	// ExitCodeMismatch: the test command exited non-zero, yet no test failed (and no build did): the results
+	// disagree with the runner, as when printed lines forge passes. A run it rejects does not resolve.
+	ExitCodeMismatch = "exit_code_mismatch"
+)
+
+// HarnessRule returns the SWE-bench 5.0 rule a run's result breaks ("" for none): a run whose results count zero
+// tests is rejected (NoTestsCollected), and so is one whose test command's recorded exit code is non-zero while
+// no result failed (ExitCodeMismatch; only where the exit code is the runner's own record, res.ExitCodeKnown).
+// Where the rules come from, and how far they can be cited, is in docs/grading.md ("SWE-bench 5.0").
+func HarnessRule(res Result) string {
+	rep := res.Report
+	if len(rep.Tests) == 0 && len(rep.BuildFailed) == 0 {
+		return NoTestsCollected
+	}
+	if res.ExitCodeKnown && res.ExitCode != 0 && !recordsFailure(rep) {
+		return ExitCodeMismatch
+	}
+	return ""
+}
+
+// recordsFailure says whether a report holds a failure: a failed or errored result, or a package that did not build.
+func recordsFailure(rep testlog.Report) bool {
+	if len(rep.BuildFailed) > 0 {
+		return true
+	}
+	for _, rs := range rep.Tests {
+		for _, r := range rs {
+			if r.Status == testlog.StatusFail {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -37,8 +38,23 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	if err := r.Materialize(ctx, dir); err != nil {
 		return res, err
 	}
-	// The language is read before the model patch applies, so the patch cannot change which rules it is held to.
+	// The language, a Python environment (its requirement files, the repository's layout, the modules it holds) and
+	// for Go how the modules are built are read before the model patch applies, so the patch cannot change which
+	// rules it is held to.
 	lang := LanguageOf(dir)
+	var env *pythonEnv
+	var layout testrun.GoLayout
+	switch lang {
+	case LangPython:
+		if env, err = planPythonEnv(r, dir); err != nil {
+			return res, err
+		}
+	case LangGo:
+		if layout, err = testrun.ReadGoLayout(dir); err != nil {
+			return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+		}
+	}
+	baseModules := moduleNames(dir)
 	reset, err := filesToReset(r, lang)
 	if err != nil {
 		return res, err
@@ -62,15 +78,46 @@ func (Local) Run(ctx context.Context, r Request) (Result, error) {
 	if _, err := diff.ApplyDir(dir, r.Instance.TestPatch); err != nil {
 		return res, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
 	}
-	o, err := localTestOptions(r, lang, dir, res.ModelTestFiles)
+	o, cleanup, err := localTestOptions(ctx, r, lang, dir, res.ModelTestFiles, env)
 	if err != nil {
 		return res, err
+	}
+	defer cleanup()
+	if lang == LangGo && len(o.Command) == 0 {
+		if o.Layout, err = goLayoutWithTestPatch(layout, dir, r.Instance.TestPatch); err != nil {
+			return res, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+		}
+		o.TestPatchFiles = TestFiles(r.Instance.TestPatch)
 	}
 	run, err := testrun.Run(ctx, o)
 	res.Ran, res.Output, res.Report, res.TimedOut, res.Duration, res.Command = true, run.Output, run.Report,
 		run.TimedOut, run.Duration, run.Args
-	res.Isolation, res.Note = run.Isolation, run.Note
+	res.Isolation, res.Note = run.Isolation, joinNotes(run.Note, env)
+	// A Python command's exit code is its own; a Go run runs many binaries and has none.
+	res.ExitCode, res.ExitCodeKnown = run.ExitCode, len(o.Command) > 0
+	if err == nil && lang == LangPython && !Decide(r.Instance, run.Report).Resolved {
+		// A module the tests could not import that is the environment's to provide fails the grade as the
+		// environment's, not the model's.
+		err = missingModuleFailure(r.Instance.InstanceID, run.Report, baseModules, r.Patch)
+	}
 	return res, markRun(err)
+}
+
+// joinNotes is the run's note and what the local executor says of the stated environment (commands it does not
+// run, an interpreter of another version).
+func joinNotes(note string, env *pythonEnv) string {
+	var parts []string
+	if note != "" {
+		parts = append(parts, note)
+	}
+	if env != nil {
+		if len(env.notRun) > 0 {
+			parts = append(parts, fmt.Sprintf("not run by the local executor (%s): %s", env.source,
+				strings.Join(env.notRun, "; ")))
+		}
+		parts = append(parts, env.notes...)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // filesToReset are the files reset to base_commit after the model patch, in the harness's order: the model patch
@@ -115,30 +162,72 @@ func recordTestFiles(r Request, lang string, rep diff.Report, reset map[string]b
 }
 
 // localTestOptions are the test run's options in the worktree dir: go test -json for a Go module with no
-// configured command, else the Python command; modelTests are the model's own test files, which the run leaves out.
-func localTestOptions(r Request, lang, dir string, modelTests []string) (testrun.Options, error) {
-	o := testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat,
+// configured command, else the Python command, started through ctxlab's Python runner (pythonRunner);
+// modelTests are the model's own test files, which the run leaves out. cleanup removes what the options need
+// outside the worktree, once the run is over.
+func localTestOptions(ctx context.Context, r Request, lang, dir string, modelTests []string,
+	env *pythonEnv) (o testrun.Options, cleanup func(), err error) {
+	o = testrun.Options{Dir: dir, Timeout: r.Timeout, OutputCap: r.OutputCap, Heartbeat: r.Heartbeat,
 		Isolate: r.Config.Isolation != "none",
 		GoProxy: r.Config.GoProxy, ExcludeTestFiles: modelTests}
 	testCmd := r.Config.TestCmdFor(r.Instance.Repo, lang)
 	if lang == LangGo && testCmd == "" {
 		// Without the go command every package would "fail to build": the machine's failure, not the patch's.
 		if _, err := exec.LookPath("go"); err != nil {
-			return o, errkind.Mark(errkind.Toolchain, fmt.Errorf("instance %s: no Go toolchain to build the "+
-				"tests with (install Go, or put the go command on PATH): %w", r.Instance.InstanceID, err))
+			return o, nil, errkind.Mark(errkind.Toolchain, fmt.Errorf("instance %s: no Go toolchain to build "+
+				"the tests with (install Go, or put the go command on PATH): %w", r.Instance.InstanceID, err))
 		}
 		// A Multi-SWE-bench row's tests that must not newly fail run too (Decide checks them).
 		o.Tests = slices.Concat(r.Instance.FailToPass, r.Instance.PassToPass, r.Instance.NoNewFailures)
-		return o, nil
+		return o, func() {}, nil
 	}
-	py, err := pythonCommand(r, dir, testCmd)
+	py, err := pythonCommand(r, dir, testCmd, env)
 	if err != nil {
-		return o, err
+		return o, nil, err
 	}
-	o.Command, o.Parser, o.Results = py.cmd, py.parser, py.results
-	// Python writes no bytecode into the worktree, and finds ctxlab's helpers and the repository's own packages.
-	o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=" + dir}, py.env...)
-	return o, nil
+	o.Command, o.Parser = py.cmd, py.parser
+	if py.parser == testlog.ParserGo {
+		return o, func() {}, nil // a go test command in a Python repository: Go's own runner, no helpers
+	}
+	pythonPath := []string{dir}
+	if env != nil {
+		if py.python, err = env.prepare(ctx, r.Instance.InstanceID, py.python, r.Config.PythonWheels); err != nil {
+			return o, nil, err
+		}
+		for _, root := range env.importRoots {
+			pythonPath = append([]string{filepath.Join(dir, root)}, pythonPath...)
+		}
+	}
+	pathEnv := os.Getenv("PATH")
+	runner, err := newPythonRunner(dir, py.python, pathEnv, py.listed)
+	if err != nil {
+		return o, nil, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+	}
+	o.Command, o.Results, o.OutputIfUnclaimed = runner.Command(py.cmd, pathEnv), runner.Results, !py.channel
+	o.ReadOnly = runner.pythonReadOnly(dir)
+	// Python writes no bytecode into the worktree, and finds the repository's own packages (under src too, when
+	// the environment installs the repository and it keeps them there).
+	o.ExtraEnv = append([]string{"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONPATH=" + strings.Join(pythonPath, string(os.PathListSeparator))}, runner.Env(pathEnv)...)
+	return o, runner.Close, nil
+}
+
+// goLayoutWithTestPatch is base (the layout at base_commit) with the modules the test patch added to the worktree
+// in dir.
+func goLayoutWithTestPatch(base testrun.GoLayout, dir, testPatch string) (*testrun.GoLayout, error) {
+	paths, err := diff.SafePaths(testPatch)
+	if err != nil {
+		return nil, err
+	}
+	l := base
+	if slices.ContainsFunc(paths, func(p string) bool { return filepath.Base(p) == "go.mod" }) {
+		after, err := testrun.ReadGoLayout(dir)
+		if err != nil {
+			return nil, err
+		}
+		l = base.WithModulesOf(after, paths)
+	}
+	return &l, nil
 }
 
 // savedFiles are the base_commit contents of the test patch's files; absent ones are in missing.
@@ -199,94 +288,125 @@ func (s savedFiles) restore() error {
 type pythonRun struct {
 	cmd    []string
 	parser string
-	env    []string
-	// results is the file ctxlab's results plugin or unittest runner writes (testrun.Options.Results); empty when
-	// the command runs neither pytest nor unittest itself (tox, a script), whose output is then parsed.
-	results string
+	// python is the environment's interpreter (the python shims start it); listed the ids of the listed mode.
+	python string
+	listed []string
+	// channel says the command visibly runs pytest or unittest, so its results come from ctxlab's results file
+	// only; otherwise (tox, a script) the output is parsed when no runner claimed the file.
+	channel bool
 }
 
 // pythonCommand is the local Python test command: testCmd (split on spaces) or `python -m pytest -rA`, followed by
 // the test patch's Python files, or in the listed mode by exactly the instance's test ids: for pytest through a
-// plugin that deselects every other collected test, for unittest as dotted ids. A command that runs pytest gets
-// ctxlab's results plugin (-p ctxlab_results), and `-m unittest` becomes `-m ctxlab_unittest`, so that results are
-// read from the results file, never from what the tests print.
-func pythonCommand(r Request, dir, testCmd string) (pythonRun, error) {
+// plugin that deselects every other collected test (ctxlab_listed, which ctxlab_boot loads), for unittest as
+// dotted ids. With a stated environment (env) the command is a bash script in the harness's shape: its eval
+// commands, then its test commands (testCmd, else its test_cmd), the arguments appended to the last.
+func pythonCommand(r Request, dir, testCmd string, env *pythonEnv) (pythonRun, error) {
 	var run pythonRun
-	if testCmd != "" {
-		run.cmd, run.parser = strings.Fields(testCmd), parserFor(r.Config, testCmd)
-	} else {
-		py, err := FindPython(r.Config.Python, "pytest")
-		if err != nil {
-			return run, err
+	want := r.Config.Python
+	if env != nil && env.python != "" {
+		want = env.python
+	}
+	py, pyErr := FindPython(want, "pytest")
+	var shellCmds []string
+	switch {
+	case env != nil:
+		shellCmds = []string{"python -m pytest -rA -p no:cacheprovider"}
+		if testCmd != "" {
+			shellCmds = []string{testCmd}
+		} else if len(env.cfg.TestCmd) > 0 {
+			shellCmds = slices.Clone([]string(env.cfg.TestCmd))
 		}
+		run.parser = envParser(r.Config, env, shellCmds[len(shellCmds)-1])
+	case testCmd != "":
+		run.cmd, run.parser = strings.Fields(testCmd), parserFor(r.Config, testCmd)
+	default:
 		run.cmd, run.parser = []string{py, "-m", "pytest", "-rA", "-p", "no:cacheprovider"}, parserFor(r.Config, "pytest")
 	}
-	if run.parser == testlog.ParserGo {
+	if run.parser == testlog.ParserGo && env == nil {
 		return run, nil // a go test command in a Python repository: Go's own runner, no helpers
 	}
-	listed := r.Config.Tests == TestsListed
-	var ids []string
-	if listed {
-		ids = listedIDs(r.Instance.FailToPass, r.Instance.PassToPass)
+	if pyErr != nil && (testCmd != "" || env != nil) {
+		py, pyErr = FindPython(want, "")
 	}
-	helperDir, results, listFile, err := writePythonHelpers(dir, ids)
+	if pyErr != nil {
+		return run, pyErr
+	}
+	run.python = py
+	args, err := pythonTestArgs(r, dir, &run)
 	if err != nil {
-		return run, fmt.Errorf("instance %s: %w", r.Instance.InstanceID, err)
+		return run, err
 	}
-	run.env = []string{"PYTHONPATH=" + helperDir + string(os.PathListSeparator) + dir}
-	if i := unittestModuleArg(run.cmd); run.parser == testlog.ParserUnittest && i > 0 {
-		run.cmd[i], run.results = unittestRunnerModule, results
-	}
-	if run.parser == testlog.ParserPytest && runsPytest(run.cmd) {
-		run.cmd, run.results = append(run.cmd, "-p", resultsPluginModule), results
-	}
-	if !listed {
-		for _, f := range TestFiles(r.Instance.TestPatch) {
-			if strings.HasSuffix(f, ".py") {
-				run.cmd = append(run.cmd, f)
-			}
-		}
+	if env == nil {
+		run.cmd = append(run.cmd, args...)
+		run.channel = runsTestRunner(strings.Join(run.cmd, " "))
 		return run, nil
 	}
-	switch run.parser {
-	case testlog.ParserPytest:
-		run.cmd = append(run.cmd, "-p", listedPluginModule)
-		run.cmd = append(run.cmd, pytestFiles(dir, ids)...)
-		run.env = append(run.env, "CTXLAB_LISTED_TESTS="+listFile)
-	case testlog.ParserUnittest:
-		for _, id := range ids {
-			run.cmd = append(run.cmd, UnittestID(id))
-		}
-	default:
-		return run, errkind.Mark(errkind.BadInput, fmt.Errorf("instance %s: grading.tests %q needs the "+
-			"pytest or unittest log parser, not %q", r.Instance.InstanceID, TestsListed, run.parser))
-	}
+	last := len(shellCmds) - 1
+	shellCmds[last] = strings.Join(append([]string{shellCmds[last]}, quoteAll(args)), " ")
+	run.channel = runsTestRunner(strings.Join(shellCmds, "\n"))
+	run.cmd = []string{"bash", "-c", strings.Join(append(slices.Clone([]string(env.cfg.EvalCommands)), shellCmds...), "\n")}
 	return run, nil
 }
 
-// runsPytest says whether a command runs pytest itself (pytest, py.test, or python -m pytest), so that pytest reads
-// the options appended to it.
-func runsPytest(cmd []string) bool {
-	if len(cmd) > 0 && slices.Contains([]string{"pytest", "py.test"}, filepath.Base(cmd[0])) {
-		return true
+// envParser is the log parser of a stated environment's command: the spec's, else the environment's log_parser (a
+// harness parser, which reads the output when no runner claims the results file), else one chosen from the command.
+func envParser(cfg Config, env *pythonEnv, cmd string) string {
+	if cfg.LogParser != "" {
+		return cfg.LogParser
 	}
-	for i := 1; i < len(cmd); i++ {
-		if cmd[i-1] == "-m" && cmd[i] == "pytest" {
-			return true
-		}
+	if p, ok := testlog.HarnessParser(env.cfg.LogParser); ok {
+		return p
 	}
-	return false
+	return parserFor(cfg, cmd)
 }
 
-// unittestModuleArg is the index of "unittest" in a `python -m unittest` command, or -1.
-func unittestModuleArg(cmd []string) int {
-	for i := 1; i < len(cmd); i++ {
-		if cmd[i-1] == "-m" && cmd[i] == "unittest" {
-			return i
-		}
+// runnerFamily is the runner whose test names a parser reads: pytest's node ids or unittest's ids (the harness's
+// Django parser reads unittest's), or "" for another.
+func runnerFamily(parser string) string {
+	switch parser {
+	case testlog.ParserPytest, testlog.ParserHarnessPytest, testlog.ParserHarnessPytestOptions,
+		testlog.ParserHarnessPytestV2, testlog.ParserHarnessMatplotlib, testlog.ParserHarnessSeaborn:
+		return testlog.ParserPytest
+	case testlog.ParserUnittest, testlog.ParserHarnessDjango:
+		return testlog.ParserUnittest
 	}
-	return -1
+	return ""
 }
+
+// pythonTestArgs are the arguments after the test command: the test patch's Python files, or in the listed mode
+// the instance's ids (the files holding them for pytest, whose listed plugin deselects the rest; run.listed is set).
+func pythonTestArgs(r Request, dir string, run *pythonRun) ([]string, error) {
+	var args []string
+	if r.Config.Tests != TestsListed {
+		for _, f := range TestFiles(r.Instance.TestPatch) {
+			if strings.HasSuffix(f, ".py") {
+				args = append(args, f)
+			}
+		}
+		return args, nil
+	}
+	ids := listedIDs(r.Instance.FailToPass, r.Instance.PassToPass)
+	switch runnerFamily(run.parser) {
+	case testlog.ParserPytest:
+		run.listed = ids
+		args = pytestFiles(dir, ids)
+	case testlog.ParserUnittest:
+		for _, id := range ids {
+			args = append(args, UnittestID(id))
+		}
+	default:
+		return nil, errkind.Mark(errkind.BadInput, fmt.Errorf("instance %s: grading.tests %q needs the "+
+			"pytest or unittest log parser, not %q", r.Instance.InstanceID, TestsListed, run.parser))
+	}
+	return args, nil
+}
+
+// testRunnerWord finds pytest (run by name or as a module) or `-m unittest` in a command line.
+var testRunnerWord = regexp.MustCompile(`(^|[\s'"/])(pytest|py\.test)([\s'";&|)]|$)|-m\s+unittest([\s'";&|)]|$)`)
+
+// runsTestRunner says whether a command line visibly runs pytest or unittest, directly or wrapped (env, bash -c).
+func runsTestRunner(cmd string) bool { return testRunnerWord.MatchString(cmd) }
 
 // FindPython returns want if set, else the first of python3 on PATH and /usr/bin/python3 that imports module.
 // An interpreter found is remembered for the process (per module and PATH): importing pytest to check takes

@@ -2,8 +2,6 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"maps"
 	"os"
@@ -192,60 +190,10 @@ func TestPythonParityCPythonSuite(t *testing.T) {
 		return out
 	}
 	unittestRef := func(dir string) map[string]string {
-		out := refRun(dir, append([]string{"-c", unittestReference}, modules...)...)
-		ref := map[string]string{}
-		for _, line := range strings.Split(string(out), "\n") {
-			line, ok := strings.CutPrefix(line, "ctxlab-reference ")
-			if !ok {
-				continue // a test's own output
-			}
-			var r struct{ ID, Outcome string }
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				t.Fatalf("unittest reference: %v: %q", err, line)
-			}
-			ref[r.ID] = r.Outcome
-		}
-		return ref
+		return unittestLists(t, refRun(dir, append([]string{"-c", unittestReference}, modules...)...))
 	}
 	pytestRef := func(dir string) map[string]string {
-		xmlPath := filepath.Join(t.TempDir(), "junit.xml")
-		out := refRun(dir, append([]string{"-m", "pytest", "-p", "no:cacheprovider", "--junitxml=" + xmlPath}, testFiles...)...)
-		b, err := os.ReadFile(xmlPath)
-		if err != nil {
-			t.Fatalf("pytest --junitxml: %v\n%s", err, out)
-		}
-		var suites junitSuites
-		if err := xml.Unmarshal(b, &suites); err != nil {
-			t.Fatal(err)
-		}
-		ref := map[string]string{}
-		for _, c := range suites.Cases {
-			// classname is the module's dotted path and the classes: back to the node id pytest lists.
-			i := slices.IndexFunc(modules, func(m string) bool { return c.Class == m || strings.HasPrefix(c.Class, m+".") })
-			if i < 0 {
-				t.Fatalf("junit case %s %s: no module of the corpus", c.Class, c.Name)
-			}
-			parts := []string{testFiles[i]}
-			if rest := strings.TrimPrefix(c.Class, modules[i]); rest != "" {
-				parts = append(parts, strings.Split(strings.TrimPrefix(rest, "."), ".")...)
-			}
-			id := strings.Join(append(parts, c.Name), "::")
-			outcome := "pass"
-			switch {
-			case c.Error != nil:
-				outcome = "error"
-			case c.Failure != nil:
-				outcome = "fail"
-			case c.Skipped != nil && c.Skipped.Type == "pytest.xfail":
-				outcome = "xfail"
-			case c.Skipped != nil:
-				outcome = "skip"
-			}
-			if prev, seen := ref[id]; !seen || parityBucket(outcome) == "failed" || prev == "pass" {
-				ref[id] = outcome
-			}
-		}
-		return ref
+		return junitReference(t, func(args ...string) []byte { return refRun(dir, args...) }, testFiles, modules)
 	}
 
 	type tally struct{ tests, agree, passed, failed, skipped, missing int }

@@ -173,8 +173,9 @@ func ProbeImage(cfg Config, in swebench.Instance, images map[string]bool) error 
 	if images[image] {
 		return nil
 	}
-	return fmt.Errorf("image %s is not on this machine: docker pull %s, or for a dataset that publishes no images "+
-		"starter images build --spec SPEC (or --dataset FILE)", image, image)
+	return fmt.Errorf("image %s is not on this machine: starter images pull --spec SPEC (or --dataset FILE, or docker "+
+		"pull %s), or for a dataset that publishes no images starter images build --spec SPEC (or --dataset FILE)",
+		image, image)
 }
 
 func lastLine(s string) string {

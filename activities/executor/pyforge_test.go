@@ -71,8 +71,10 @@ func TestLocalPytestConfigAndPluginVectors(t *testing.T) {
 		{".pytest.ini", map[string]string{".pytest.ini": "[pytest]\naddopts = -p zzplugin\n"}, []string{".pytest.ini"}, false},
 		{"conftest.py", map[string]string{"conftest.py": "pytest_plugins = ['zzplugin']\n"}, []string{"conftest.py"}, false},
 		{"tests/conftest.py", map[string]string{"tests/conftest.py": zzPlugin}, []string{"tests/conftest.py"}, false},
-		{"sitecustomize.py", map[string]string{"sitecustomize.py": addopts}, []string{"sitecustomize.py"}, false},
-		{"usercustomize.py", map[string]string{"usercustomize.py": addopts}, []string{"usercustomize.py"}, false},
+		// Start-up files are inert even when kept: the interpreter starts with none of the worktree on its path
+		// (TestLocalStartupFilesCannotForge); they are reset all the same.
+		{"sitecustomize.py", map[string]string{"sitecustomize.py": addopts}, []string{"sitecustomize.py"}, true},
+		{"usercustomize.py", map[string]string{"usercustomize.py": addopts}, []string{"usercustomize.py"}, true},
 		{"entry point in a dist-info folder", map[string]string{
 			"zz-1.0.dist-info/METADATA":         "Metadata-Version: 2.1\nName: zz\nVersion: 1.0\n",
 			"zz-1.0.dist-info/entry_points.txt": "[pytest11]\nzz = zzplugin\n"},

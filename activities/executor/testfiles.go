@@ -2,8 +2,6 @@ package executor
 
 import (
 	"embed"
-	"encoding/hex"
-	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -115,67 +113,27 @@ func (c Config) TestCmdFor(repo, lang string) string {
 // modelTestsKept reports whether the config keeps the model's test files.
 func (c Config) modelTestsKept() bool { return c.ModelTests == ModelTestsKeep }
 
-// ctxlab's Python helpers (the python folder, embedded), written into each worktree before its tests run:
+// ctxlab's Python helpers (the python folder, embedded), written for each run into a folder of its own outside the
+// worktree (pythonRunner):
+//   - ctxlab_boot.py, through which every interpreter of the run starts (its docstring says how), and which loads
+//     the others in a process that runs pytest or unittest;
 //   - ctxlab_results.py, the pytest plugin (-p ctxlab_results) that writes every test's result to the results file
 //     (testrun.Options.Results), the only place the local runner reads pytest's results from;
-//   - ctxlab_unittest.py, `python -m unittest` with a result class that does the same (run as -m ctxlab_unittest);
+//   - ctxlab_unittest.py, `python -m unittest` with a result class that does the same;
 //   - ctxlab_listed.py, the plugin of the listed mode (grading.tests = 'listed'), which deselects every collected
 //     test that is not listed, and listed.txt, its list.
 //
 //go:embed python/*.py
 var pythonHelpers embed.FS
 
-// Module names of the helpers, and the worktree folder they are written to (inside the worktree, so whatever user
-// runs the tests can read it, and first on PYTHONPATH).
+// Module names of the helpers (which the runner imports before any folder of the worktree is on the path), and the
+// name of the results file in the worktree's pyResultsDir.
 const (
 	resultsPluginModule  = "ctxlab_results"
 	unittestRunnerModule = "ctxlab_unittest"
 	listedPluginModule   = "ctxlab_listed"
-	pyHelperDir          = ".ctxlab-py"
 	resultsFile          = "results"
 )
-
-// writePythonHelpers writes the helpers into dir's pyHelperDir (replacing whatever the model patch put there), and,
-// when listed is not nil, the list of ids for the listed plugin. It returns the folder (for PYTHONPATH), the results
-// file's path (to be created by the runner) and the list's path.
-func writePythonHelpers(dir string, listed []string) (helperDir, results, listFile string, err error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return "", "", "", err
-	}
-	defer root.Close()
-	if err := root.RemoveAll(pyHelperDir); err != nil {
-		return "", "", "", fmt.Errorf("python helpers: %w", err)
-	}
-	if err := root.MkdirAll(pyHelperDir, 0o755); err != nil {
-		return "", "", "", fmt.Errorf("python helpers: %w", err)
-	}
-	entries, err := pythonHelpers.ReadDir("python")
-	if err != nil {
-		return "", "", "", err
-	}
-	for _, e := range entries {
-		b, err := pythonHelpers.ReadFile("python/" + e.Name())
-		if err != nil {
-			return "", "", "", err
-		}
-		if err := root.WriteFile(path.Join(pyHelperDir, e.Name()), b, 0o644); err != nil {
-			return "", "", "", fmt.Errorf("python helpers: %w", err)
-		}
-	}
-	helperDir = filepath.Join(dir, pyHelperDir)
-	if listed != nil {
-		var b strings.Builder
-		for _, id := range listed {
-			b.WriteString(hex.EncodeToString([]byte(id)) + "\n")
-		}
-		if err := root.WriteFile(path.Join(pyHelperDir, "listed.txt"), []byte(b.String()), 0o644); err != nil {
-			return "", "", "", fmt.Errorf("python helpers: %w", err)
-		}
-		listFile = filepath.Join(helperDir, "listed.txt")
-	}
-	return helperDir, filepath.Join(helperDir, resultsFile), listFile, nil
-}
 
 // pytestFiles are the files the node ids name (the part before "::"), sorted, without repeats, keeping those that
 // exist in dir; when none does, all of them, so pytest reports them not found and runs nothing.

@@ -63,8 +63,8 @@ func TestAnswerSizeIsCapped(t *testing.T) {
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"id":"x","object":"chat.completion","created":1,"model":"fake-model-1","choices":[{"index":0,`+
-				`"finish_reason":"stop","message":{"role":"assistant","content":"%s"}}],"usage":{"prompt_tokens":1,`+
-				`"completion_tokens":1,"total_tokens":2}}`, text)
+				`"finish_reason":"stop","message":{"role":"assistant","content":"%s"}}],"usage":{"prompt_tokens":10,`+
+				`"completion_tokens":262144,"total_tokens":262154}}`, text)
 		}))
 		defer ts.Close()
 		t.Setenv(EnvBaseURL, ts.URL+"/v1")

@@ -104,7 +104,7 @@ func (p *anthropicProvider) Complete(ctx context.Context, req Request) (Response
 	if perr != nil {
 		return Response{}, perr
 	}
-	loop := retryLoop{cfg: p.cfg, model: p.model, task: req.Task}
+	loop := retryLoop{cfg: p.cfg, model: p.model, req: req}
 	return loop.run(ctx, func(ctx context.Context) (Response, *Error, time.Duration) {
 		return p.once(ctx, req.Task, params)
 	})
@@ -329,40 +329,6 @@ func anthropicAnswer(blocks []anthropic.ContentBlockUnion) string {
 	return out
 }
 
-// anthropicUsage reads a message's usage, refusing counts that cannot be real (as usageOf does). The prompt's
-// tokens are input_tokens (those after the last cache breakpoint) plus the cache's reads and writes.
-func anthropicUsage(body []byte) (Usage, error) {
-	var top struct {
-		Usage *struct {
-			Input      json.RawMessage `json:"input_tokens"`
-			Output     json.RawMessage `json:"output_tokens"`
-			CacheRead  json.RawMessage `json:"cache_read_input_tokens"`
-			CacheWrite json.RawMessage `json:"cache_creation_input_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(body, &top); err != nil {
-		return Usage{}, fmt.Errorf("the usage does not parse: %v", err)
-	}
-	if top.Usage == nil {
-		return Usage{}, nil
-	}
-	var n [4]int
-	for i, f := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{"input_tokens", top.Usage.Input}, {"output_tokens", top.Usage.Output},
-		{"cache_read_input_tokens", top.Usage.CacheRead}, {"cache_creation_input_tokens", top.Usage.CacheWrite}} {
-		var err error
-		if n[i], err = usageCount(f.name, f.raw); err != nil {
-			return Usage{}, err
-		}
-	}
-	if n[0]+n[2]+n[3] > maxUsageTokens {
-		return Usage{}, fmt.Errorf("usage reports %d input tokens in all, more than %d", n[0]+n[2]+n[3], maxUsageTokens)
-	}
-	return Usage{PromptTokens: n[0] + n[2] + n[3], CompletionTokens: n[1], CachedTokens: n[2], CacheWriteTokens: n[3]}, nil
-}
-
 // CheckAnthropicModel asks the endpoint ANTHROPIC_BASE_URL names whether it serves model id (GET /v1/models/{id},
 // which resolves aliases such as claude-opus-4-1), with the key in ANTHROPIC_API_KEY: the error of a missing or
 // refused key (KindAuth), of an id it does not serve (KindModelNotFound) or of an endpoint that does not answer.
@@ -420,7 +386,16 @@ func AnthropicCounter(ctx context.Context, id string) (tokens.Counter, error) {
 	// The framing's count is cached like any count (a resolver is asked for a counter at every count), apart from
 	// the texts' own.
 	name := specs.TokenizerAnthropic + ":" + id
-	message := tokens.Remote(name+" (message)", "anthropic-message\x00"+ep.Base+"\x00"+id, raw)
+	message := tokens.Remote(name+" (message)", "anthropic-message\x00"+ep.Base+"\x00"+id, func(text string) (int, error) {
+		n, err := raw(text)
+		if err != nil {
+			return 0, err
+		}
+		if e := framingTokens(n); e != nil {
+			return 0, e
+		}
+		return n, nil
+	})
 	count := func(text string) (int, error) {
 		one, err := message.Count(".")
 		if err != nil {
@@ -430,7 +405,11 @@ func AnthropicCounter(ctx context.Context, id string) (tokens.Counter, error) {
 		if err != nil {
 			return 0, err
 		}
-		return max(n-max(one-1, 0), 0), nil
+		own := n - (one - 1)
+		if e := textTokens("count_tokens, less the message's framing", own, len(text)); e != nil {
+			return 0, e
+		}
+		return own, nil
 	}
 	return tokens.Remote(name, "anthropic\x00"+ep.Base+"\x00"+id, count), nil
 }

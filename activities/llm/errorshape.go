@@ -2,8 +2,6 @@ package llm
 
 import (
 	"encoding/json"
-	"fmt"
-	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -186,64 +184,4 @@ func bodyError(status int, body []byte) (st int, kind Kind, msg string, ok bool)
 		kind = KindBadResponse // an error of no known kind inside a 200: retried, as a broken answer is
 	}
 	return st, kind, msg, true
-}
-
-// maxUsageTokens bounds the token counts a call may report: no model reads or writes ten million tokens in one
-// call, so a count above it is a broken answer, never money.
-const maxUsageTokens = 10_000_000
-
-// usageOf reads a completion's usage from its body, refusing counts that cannot be real: negative, not a whole
-// number, not a number at all, or above maxUsageTokens. A body without usage reports none (0, 0).
-func usageOf(body []byte) (Usage, error) {
-	var top struct {
-		Usage *struct {
-			Prompt     json.RawMessage `json:"prompt_tokens"`
-			Completion json.RawMessage `json:"completion_tokens"`
-			Details    *struct {
-				Cached json.RawMessage `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(body, &top); err != nil {
-		return Usage{}, fmt.Errorf("the usage does not parse: %v", err)
-	}
-	if top.Usage == nil {
-		return Usage{}, nil
-	}
-	p, err := usageCount("prompt_tokens", top.Usage.Prompt)
-	if err != nil {
-		return Usage{}, err
-	}
-	c, err := usageCount("completion_tokens", top.Usage.Completion)
-	if err != nil {
-		return Usage{}, err
-	}
-	u := Usage{PromptTokens: p, CompletionTokens: c}
-	if d := top.Usage.Details; d != nil {
-		if u.CachedTokens, err = usageCount("prompt_tokens_details.cached_tokens", d.Cached); err != nil {
-			return Usage{}, err
-		}
-		if u.CachedTokens > p {
-			return Usage{}, fmt.Errorf("usage.prompt_tokens_details.cached_tokens is %d, more than the %d prompt "+
-				"tokens it is part of", u.CachedTokens, p)
-		}
-	}
-	return u, nil
-}
-
-// usageCount reads one token count of a usage object: absent or null is 0; anything but a whole number from 0 to
-// maxUsageTokens is refused (an endpoint's usage is untrusted: negative or absurd counts are never money).
-func usageCount(name string, raw json.RawMessage) (int, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, nil
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return 0, fmt.Errorf("usage.%s is %s, not a number", name, clip(string(raw), 40))
-	}
-	if math.IsNaN(f) || f < 0 || f != math.Trunc(f) || f > maxUsageTokens {
-		return 0, fmt.Errorf("usage.%s is %s: a token count is a whole number from 0 to %d", name,
-			clip(string(raw), 40), maxUsageTokens)
-	}
-	return int(f), nil
 }

@@ -228,7 +228,7 @@ func (p *openAIProvider) Complete(ctx context.Context, req Request) (Response, e
 	if reserve > 0 { // 0: the server's context is unknown, and nothing is gated
 		slots.shared = sharedContextOf(p.ep.Base)
 	}
-	loop := retryLoop{cfg: p.cfg, model: p.model, task: req.Task, slots: slots}
+	loop := retryLoop{cfg: p.cfg, model: p.model, req: req, slots: slots}
 	return loop.run(ctx, func(ctx context.Context) (Response, *Error, time.Duration) {
 		return p.once(ctx, req.Task, params)
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"ctxlab/specs"
@@ -19,7 +20,7 @@ type attemptFunc func(ctx context.Context) (Response, *Error, time.Duration)
 type retryLoop struct {
 	cfg   openAIConfig
 	model specs.Model
-	task  string
+	req   Request // what every attempt sends: its answer's usage is held against it (checkUsage)
 	// slots is the context an OpenAI-compatible server's slots share; nil for an API that has no slots.
 	slots *slotGate
 }
@@ -50,6 +51,11 @@ func (r retryLoop) run(ctx context.Context, once attemptFunc) (Response, error) 
 			return Response{}, gerr
 		}
 		resp, cerr, retryAfter := once(ctx)
+		if cerr == nil {
+			if cerr = checkUsage(resp.Usage, r.req, resp.Text); cerr != nil {
+				cerr.Status = http.StatusOK // an answer came: its usage is not money
+			}
+		}
 		if cerr != nil {
 			paid = paid.Add(cerr.Paid)
 			cerr.Paid = paid
@@ -62,13 +68,13 @@ func (r retryLoop) run(ctx context.Context, once attemptFunc) (Response, error) 
 			// Not an attempt: nothing was wrong with the call or the endpoint.
 			crowded++
 			attempt--
-			r.cfg.log.Info().Str("model", r.model.ID).Str("task", r.task).Int("reserved_tokens", r.slots.reserve).
+			r.cfg.log.Info().Str("model", r.model.ID).Str("task", r.req.Task).Int("reserved_tokens", r.slots.reserve).
 				Int("shared_context_limit", r.slots.shared.learned()).
 				Msg("the server's shared context was full; asking again with fewer calls beside this one")
 			continue
 		}
 		if cerr == nil {
-			r.cfg.log.Debug().Str("model", r.model.ID).Str("task", r.task).Int("attempt", attempt).
+			r.cfg.log.Debug().Str("model", r.model.ID).Str("task", r.req.Task).Int("attempt", attempt).
 				Int(specs.PromptTokens.Name, resp.Usage.PromptTokens).Int(specs.CachedTokens.Name, resp.Usage.CachedTokens).
 				Int(specs.CacheWriteTokens.Name, resp.Usage.CacheWriteTokens).
 				Int(specs.CompletionTokens.Name, resp.Usage.CompletionTokens).Msg("model call")
@@ -118,7 +124,7 @@ func (r retryLoop) next(ctx context.Context, cerr *Error, attempt, repeats int, 
 		cerr.RetryAfter = retryAfter
 		return 0, true
 	}
-	r.cfg.log.Warn().Str("model", r.model.ID).Str("task", r.task).Str("kind", string(cerr.Kind)).
+	r.cfg.log.Warn().Str("model", r.model.ID).Str("task", r.req.Task).Str("kind", string(cerr.Kind)).
 		Int("status", cerr.Status).Int("attempt", attempt).Dur("delay", delay).Str("error", cerr.Msg).
 		Msg("model call failed; retrying")
 	return delay, false

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -69,21 +70,35 @@ func EndpointCounter(ctx context.Context, id string) (tokens.Counter, error) {
 				"POST /tokenize: the server does not tokenize for model %s (its own tokenizer is asked for by "+
 					"tokenizer 'endpoint'; llama.cpp and vLLM serve it): %s", id, snippet(b)))}
 		}
-		var out struct {
-			Tokens []json.RawMessage `json:"tokens"`
-			Count  *int              `json:"count"`
-		}
-		if err := json.Unmarshal(b, &out); err != nil || (out.Tokens == nil && out.Count == nil) {
-			return 0, &Error{Kind: KindBadResponse, Msg: "POST /tokenize: an answer with neither tokens nor count: " +
-				ScrubSecrets(snippet(b))}
-		}
-		if out.Count != nil {
-			return *out.Count, nil
-		}
-		return len(out.Tokens), nil
+		return tokenizeAnswer(b, len(text))
 	}
 	name := TokenizerEndpoint + ":" + id
 	return tokens.Remote(name, root+"\x00"+id, count), nil
+}
+
+// tokenizeAnswer is the count a /tokenize answer gives for a text of size bytes: llama.cpp's list of tokens, or
+// vLLM's count, checked as every count an endpoint gives (textTokens).
+func tokenizeAnswer(b []byte, size int) (int, error) {
+	var out struct {
+		Tokens []json.RawMessage `json:"tokens"`
+		Count  json.RawMessage   `json:"count"`
+	}
+	err := json.Unmarshal(b, &out)
+	counted := out.Count != nil && string(out.Count) != "null"
+	if err != nil || (out.Tokens == nil && !counted) {
+		return 0, &Error{Kind: KindBadResponse, Msg: "POST /tokenize: an answer with neither tokens nor count: " +
+			ScrubSecrets(snippet(b))}
+	}
+	n := len(out.Tokens)
+	if counted { // any whole number here: textTokens holds it to the text's bounds
+		if n, err = tokenCount("count", out.Count, math.MaxInt); err != nil {
+			return 0, &Error{Kind: KindBadResponse, Msg: "POST /tokenize: " + err.Error()}
+		}
+	}
+	if e := textTokens("POST /tokenize", n, size); e != nil {
+		return 0, e
+	}
+	return n, nil
 }
 
 func snippet(b []byte) string {

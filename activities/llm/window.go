@@ -124,8 +124,8 @@ func (e Endpoint) discover(ctx context.Context, modelID string) Window {
 		} `json:"default_generation_settings"`
 		TotalSlots int `json:"total_slots"`
 	}
-	if e.getJSON(ctx, root+"/props", &props) && props.Default.NCtx > 0 {
-		return Window{Tokens: props.Default.NCtx, Source: "llama.cpp /props", Slots: props.TotalSlots}
+	if e.getJSON(ctx, root+"/props", &props) && props.Default.NCtx != 0 {
+		return windowOf(props.Default.NCtx, props.TotalSlots, "llama.cpp /props")
 	}
 	var slots []struct {
 		NCtx int `json:"n_ctx"`
@@ -133,12 +133,12 @@ func (e Endpoint) discover(ctx context.Context, modelID string) Window {
 	if e.getJSON(ctx, root+"/slots", &slots) && len(slots) > 0 {
 		least := 0
 		for _, s := range slots {
-			if s.NCtx > 0 && (least == 0 || s.NCtx < least) {
+			if s.NCtx != 0 && (least == 0 || s.NCtx < least) {
 				least = s.NCtx
 			}
 		}
-		if least > 0 {
-			return Window{Tokens: least, Source: "llama.cpp /slots", Slots: len(slots)}
+		if least != 0 {
+			return windowOf(least, len(slots), "llama.cpp /slots")
 		}
 	}
 	var models struct {
@@ -160,12 +160,12 @@ func (e Endpoint) discover(ctx context.Context, modelID string) Window {
 			continue
 		}
 		switch {
-		case m.MaxModelLen > 0:
-			return Window{Tokens: m.MaxModelLen, Source: "/v1/models max_model_len"}
-		case m.Meta.NCtx > 0:
-			return Window{Tokens: m.Meta.NCtx, Source: "/v1/models meta.n_ctx"}
-		case m.ContextLength > 0:
-			return Window{Tokens: m.ContextLength, Source: "/v1/models context_length"}
+		case m.MaxModelLen != 0:
+			return windowOf(m.MaxModelLen, 0, "/v1/models max_model_len")
+		case m.Meta.NCtx != 0:
+			return windowOf(m.Meta.NCtx, 0, "/v1/models meta.n_ctx")
+		case m.ContextLength != 0:
+			return windowOf(m.ContextLength, 0, "/v1/models context_length")
 		}
 	}
 	return Window{}
@@ -230,7 +230,8 @@ func (p *openAIProvider) promptTokens(ctx context.Context, req Request, source s
 				Tokens []json.RawMessage `json:"tokens"`
 			}
 			if p.ep.doJSON(ctx, http.MethodPost, root+"/tokenize",
-				map[string]any{"content": tmpl.Prompt, "add_special": true, "parse_special": true}, &tok) {
+				map[string]any{"content": tmpl.Prompt, "add_special": true, "parse_special": true}, &tok) &&
+				textTokens("POST /tokenize", len(tok.Tokens), len(tmpl.Prompt)) == nil {
 				return len(tok.Tokens), !tooled
 			}
 		}
@@ -239,7 +240,8 @@ func (p *openAIProvider) promptTokens(ctx context.Context, req Request, source s
 			Count int `json:"count"`
 		}
 		if p.ep.doJSON(ctx, http.MethodPost, root+"/tokenize",
-			map[string]any{"model": p.model.ID, "messages": msgs, "add_generation_prompt": true}, &tok) && tok.Count > 0 {
+			map[string]any{"model": p.model.ID, "messages": msgs, "add_generation_prompt": true}, &tok) &&
+			renderedTokens(tok.Count, req.Messages) {
 			return tok.Count, !tooled
 		}
 	}

@@ -47,7 +47,11 @@ func (s *llamaLike) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.sent = append(s.sent, mt)
 		s.mu.Unlock()
-		fmt.Fprint(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Once upon a time"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":4}}`)
+		prompt := 3 // the template's markup
+		for _, m := range body["messages"].([]any) {
+			prompt += len(strings.Fields(m.(map[string]any)["content"].(string)))
+		}
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Once upon a time"},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":4}}`, prompt)
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprint(w, `{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`)

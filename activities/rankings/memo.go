@@ -3,19 +3,17 @@ package rankings
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 
 	"ctxlab/activities/chunk"
-	"ctxlab/internal/flock"
 	"ctxlab/internal/lru"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 )
 
 // Memo shares chunked snapshots and rankings. Within a process, steps asking for the same chunks or ranking at once
@@ -120,29 +118,30 @@ func (c *Chunked) cost() int64 {
 }
 
 // Rank returns the order of c's chunks (c the snapshot of key.Snapshot cut into key's unit) for the query key was
-// made with: the ranking stored under dir when there is a valid one, else the BM25 ranking, computed and stored.
+// made with: the ranking stored in dir (a folder of the run's objects) when there is a valid one, else the BM25
+// ranking, computed and stored.
 // A stored ranking that does not decode, is of another key or of another number of chunks, or is not an order of
 // them, is computed again, never trusted.
-func (m *Memo) Rank(ctx context.Context, dir string, key Key, c *Chunked, query string) ([]int, error) {
+func (m *Memo) Rank(ctx context.Context, dir objects.Keyed, key Key, c *Chunked, query string) ([]int, error) {
 	digest := key.Digest()
-	store := memoDir{cas.KeyDir{Root: dir}}
-	v, shared, err := m.once(ctx, "rank\x00"+dir+"\x00"+digest, func() (any, error) {
-		if order, ok := store.get(digest, key, len(c.Chunks)); ok {
+	store := memoDir{dir}
+	v, shared, err := m.once(ctx, "rank\x00"+dir.S.String()+"\x00"+dir.Prefix+"\x00"+digest, func() (any, error) {
+		if order, ok := store.get(ctx, digest, key, len(c.Chunks)); ok {
 			m.stats.stored.Add(1)
 			return order, nil
 		}
-		unlock, err := flock.Lock(ctx, filepath.Join(dir, "locks", digest[:2], digest), 100*time.Millisecond)
+		unlock, err := dir.Lock(ctx, digest)
 		if err != nil {
 			return nil, err
 		}
 		defer unlock()
-		if order, ok := store.get(digest, key, len(c.Chunks)); ok {
+		if order, ok := store.get(ctx, digest, key, len(c.Chunks)); ok {
 			m.stats.stored.Add(1)
 			return order, nil
 		}
 		order := key.Ranker.rank(c, query)
 		m.stats.builds.Add(1)
-		if err := store.put(digest, key, order); err != nil {
+		if err := store.put(ctx, digest, key, order); err != nil {
 			m.log.Warn().Err(err).Str("ranking", digest).Msg("could not store a ranking for other steps")
 		}
 		return order, nil

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,18 +23,34 @@ import (
 )
 
 // SourceFor fills a source template for an instance. Placeholders: {repo} (owner/name as in the dataset), {owner},
-// {name} and {dataset_dir}. A repo without a slash has an empty {owner} and {name} equal to the whole repo.
-func SourceFor(template string, inst swebench.Instance, datasetDir string) string {
-	owner, name, ok := strings.Cut(inst.Repo, "/")
-	if !ok {
-		owner, name = "", inst.Repo
+// {name} and {dataset_dir}. The repo must be owner/name (swebench.CheckRepo), and the filled template must stay in
+// the folder (or URL path) its first repository placeholder sits in: a dataset never names a repository elsewhere.
+func SourceFor(template string, inst swebench.Instance, datasetDir string) (string, error) {
+	if err := swebench.CheckRepo(inst.Repo); err != nil {
+		return "", fmt.Errorf("repo: instance %s: %w", inst.InstanceID, err)
 	}
-	return strings.NewReplacer(
-		"{repo}", inst.Repo,
-		"{owner}", owner,
-		"{name}", name,
-		"{dataset_dir}", datasetDir,
-	).Replace(template)
+	owner, name, _ := strings.Cut(inst.Repo, "/")
+	fill := strings.NewReplacer("{repo}", inst.Repo, "{owner}", owner, "{name}", name, "{dataset_dir}", datasetDir)
+	src := fill.Replace(template)
+	first := len(template)
+	for _, p := range []string{"{repo}", "{owner}", "{name}"} {
+		if i := strings.Index(template, p); i >= 0 && i < first {
+			first = i
+		}
+	}
+	if first == len(template) {
+		return src, nil // one repository for every instance
+	}
+	root, c := path.Dir(fill.Replace(template[:first])+"x"), path.Clean(src)
+	inside := strings.HasPrefix(c, strings.TrimSuffix(root, "/")+"/")
+	if root == "." {
+		inside = c != ".." && !strings.HasPrefix(c, "../") && !path.IsAbs(c)
+	}
+	if !inside {
+		return "", fmt.Errorf("repo: instance %s: the repos template %s, filled with %s, leaves %s", inst.InstanceID,
+			template, inst.Repo, root)
+	}
+	return src, nil
 }
 
 // Open returns the repository named by source. A local folder (a work tree or a bare repository) is opened in place.

@@ -88,13 +88,39 @@ func newStore(t *testing.T) *cas.Dir {
 
 func TestSourceFor(t *testing.T) {
 	inst := swebench.Instance{Repo: "acme/widgets"}
-	got := SourceFor("{dataset_dir}/repos/{owner}__{name}|https://example.com/{repo}.git", inst, "/data")
+	got, err := SourceFor("{dataset_dir}/repos/{owner}__{name}|https://example.com/{repo}.git", inst, "/data")
 	want := "/data/repos/acme__widgets|https://example.com/acme/widgets.git"
-	if got != want {
-		t.Fatalf("SourceFor = %q, want %q", got, want)
+	if err != nil || got != want {
+		t.Fatalf("SourceFor = %q, %v, want %q", got, err, want)
 	}
-	if got := SourceFor("{owner}:{name}", swebench.Instance{Repo: "solo"}, ""); got != ":solo" {
-		t.Fatalf("repo without owner: %q", got)
+}
+
+// TestSourceForStaysInItsRoot is issue 39's seventh defect at the template: a repo of "../" parts resolved a
+// template outside its folder (any git repository of the machine, snapshotted and sent to the model). A repo that is
+// not owner/name is refused, and a filled template that leaves the folder its first placeholder sits in is too.
+func TestSourceForStaysInItsRoot(t *testing.T) {
+	for _, c := range []struct{ template, repo string }{
+		{"{dataset_dir}/repos/{repo}", "../../victim"},
+		{"{dataset_dir}/repos/{repo}", "acme/../../.."},
+		{"{dataset_dir}/repos/{owner}__{name}", "../x"},
+		{"{dataset_dir}/repos/{name}", "acme/.."},
+		{"https://github.com/{repo}.git", "../../evil.example/x"},
+		{"{owner}/{name}", "solo"},
+	} {
+		got, err := SourceFor(c.template, swebench.Instance{Repo: c.repo}, "/data")
+		if err == nil || !strings.Contains(err.Error(), "owner/name") {
+			t.Errorf("template %s, repo %q: %q, %v; want it refused", c.template, c.repo, got, err)
+		}
+	}
+	for _, template := range []string{"{dataset_dir}/repos/{name}/../../../srv", "{name}/../../x", "x/{owner}/../../../y"} {
+		got, err := SourceFor(template, swebench.Instance{Repo: "acme/widgets"}, "/data")
+		if err == nil || !strings.Contains(err.Error(), "leaves") {
+			t.Errorf("template %s: %q, %v; want it refused for leaving its folder", template, got, err)
+		}
+	}
+	if got, err := SourceFor("{dataset_dir}/repos/{repo}", swebench.Instance{Repo: "octo-org/.github"}, "/data"); err != nil ||
+		got != "/data/repos/octo-org/.github" {
+		t.Errorf("a name starting with a dot: %q, %v", got, err)
 	}
 }
 

@@ -10,13 +10,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"path/filepath"
+	"path"
 	"time"
 
 	"ctxlab/activities/llm"
-	"ctxlab/internal/flock"
 	"ctxlab/specs"
-	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 )
 
 // Request is what a cache key is computed from.
@@ -75,39 +74,45 @@ type Entry struct {
 	Created  time.Time    `json:"created"`
 }
 
-// Cache is a folder of answers, the run's own (its content store folder) or one shared by several experiments.
+// Cache is a folder of answers in a store of keyed objects: the run's own (its content store folder, in the run
+// folder or the shared store) or one shared by several experiments.
 type Cache struct {
-	dir     cas.KeyDir
-	windows cas.KeyDir
-	locks   string
+	answers objects.Keyed
+	windows objects.Keyed
 }
 
-// Open returns the cache kept in dir.
-func Open(dir string) Cache {
-	return Cache{dir: cas.KeyDir{Root: filepath.Join(dir, "responses")},
-		windows: cas.KeyDir{Root: filepath.Join(dir, "windows")}, locks: filepath.Join(dir, "locks")}
+// Open returns the cache kept in the folder base of s: base/responses, base/windows and their locks in base/locks.
+func Open(s objects.Store, base string) Cache {
+	return Cache{answers: objects.Keyed{S: s, Prefix: path.Join(base, "responses"), Locks: path.Join(base, "locks"),
+		Durable: true}, windows: objects.Keyed{S: s, Prefix: path.Join(base, "windows")}}
 }
 
 // Lock makes the caller the only one asking the request key until unlock: two nodes of different methods can ask
 // the same question at the same moment (after a restart, say), and the second must wait for the first's answer in
-// the cache rather than pay for it again. It holds across processes sharing the folder.
+// the cache rather than pay for it again. It holds across processes sharing the store (objects.Store.Lock).
 func (c Cache) Lock(ctx context.Context, key string) (unlock func(), err error) {
-	return flock.Lock(ctx, filepath.Join(c.locks, key[:2], key), 50*time.Millisecond)
+	return c.answers.Lock(ctx, key)
 }
 
 // Get returns the answer stored for key.
-func (c Cache) Get(key string) (Entry, bool) {
+func (c Cache) Get(ctx context.Context, key string) (Entry, bool) {
 	var e Entry
-	if !c.dir.Get(key, &e) || e.Created.IsZero() {
+	if !c.answers.Get(ctx, key, &e) || e.Created.IsZero() {
 		return Entry{}, false
 	}
 	return e, true
 }
 
 // Put stores an answer. It is written before the caller returns the answer, so a process killed right after the
-// call does not pay for it again.
-func (c Cache) Put(key string, r Request, resp llm.Response) error {
-	return c.dir.Put(key, Entry{Response: resp, Provider: r.Provider, ModelID: r.ModelID, Created: time.Now().UTC()})
+// call does not pay for it again. The first answer stored for a key stays, unless replace (a run that does not read
+// the cache asked again on purpose, and its answer is the one to keep).
+func (c Cache) Put(ctx context.Context, key string, r Request, resp llm.Response, replace bool) error {
+	e := Entry{Response: resp, Provider: r.Provider, ModelID: r.ModelID, Created: time.Now().UTC()}
+	if replace {
+		return c.answers.Put(ctx, key, e)
+	}
+	_, err := c.answers.Create(ctx, key, &e, func(stored any) bool { return !stored.(*Entry).Created.IsZero() })
+	return err
 }
 
 // windowKey names the record of a model's context window at an endpoint.
@@ -117,14 +122,14 @@ func windowKey(endpoint, modelID string) string {
 }
 
 // Window returns the context window last recorded for a model at an endpoint.
-func (c Cache) Window(endpoint, modelID string) (llm.Window, bool) {
+func (c Cache) Window(ctx context.Context, endpoint, modelID string) (llm.Window, bool) {
 	var w llm.Window
-	ok := c.windows.Get(windowKey(endpoint, modelID), &w) && w.Tokens > 0
+	ok := c.windows.Get(ctx, windowKey(endpoint, modelID), &w) && w.Tokens > 0
 	return w, ok
 }
 
 // PutWindow records the context window an endpoint reported for a model: the cache keys of its calls depend on it,
 // and a re-run with the server down must find the same keys.
-func (c Cache) PutWindow(endpoint, modelID string, w llm.Window) error {
-	return c.windows.Put(windowKey(endpoint, modelID), w)
+func (c Cache) PutWindow(ctx context.Context, endpoint, modelID string, w llm.Window) error {
+	return c.windows.Put(ctx, windowKey(endpoint, modelID), w)
 }

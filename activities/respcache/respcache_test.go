@@ -1,10 +1,12 @@
 package respcache
 
 import (
+	"context"
 	"testing"
 
 	"ctxlab/activities/llm"
 	"ctxlab/specs"
+	"ctxlab/store/objects"
 )
 
 func TestKeyCoversWhatShapesTheAnswer(t *testing.T) {
@@ -37,18 +39,34 @@ func TestKeyCoversWhatShapesTheAnswer(t *testing.T) {
 }
 
 func TestCacheRoundTrip(t *testing.T) {
-	c := Open(t.TempDir())
+	ctx := context.Background()
+	c := Open(objects.Dir{Root: t.TempDir()}, "cas")
 	r := Request{Provider: "openai", ModelID: "m", Messages: []llm.Message{{Role: "user", Content: "x"}}}
-	if _, ok := c.Get(r.Key()); ok {
+	if _, ok := c.Get(ctx, r.Key()); ok {
 		t.Fatal("hit in an empty cache")
 	}
 	want := llm.Response{Text: "answer", Usage: llm.Usage{PromptTokens: 3, CompletionTokens: 4}, CostUSD: 0.5}
-	if err := c.Put(r.Key(), r, want); err != nil {
+	if err := c.Put(ctx, r.Key(), r, want, false); err != nil {
 		t.Fatal(err)
 	}
-	e, ok := c.Get(r.Key())
+	e, ok := c.Get(ctx, r.Key())
 	if !ok || e.Response != want || e.ModelID != "m" {
 		t.Fatalf("got %+v %v", e, ok)
+	}
+	// The first answer stays (another worker's answer to the same request, stored at once, does not replace it),
+	// unless the run asked again on purpose (no_cache).
+	other := llm.Response{Text: "another answer"}
+	if err := c.Put(ctx, r.Key(), r, other, false); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := c.Get(ctx, r.Key()); e.Response != want {
+		t.Errorf("a second answer replaced the first: %+v", e.Response)
+	}
+	if err := c.Put(ctx, r.Key(), r, other, true); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := c.Get(ctx, r.Key()); e.Response != other {
+		t.Errorf("an answer asked again on purpose did not replace the first: %+v", e.Response)
 	}
 }
 
@@ -83,18 +101,19 @@ func TestKeyCoversTheMaxTokensSent(t *testing.T) {
 }
 
 func TestWindowRecord(t *testing.T) {
-	c := Open(t.TempDir())
-	if _, ok := c.Window("http://127.0.0.1:1/v1", "m"); ok {
+	ctx := context.Background()
+	c := Open(objects.Dir{Root: t.TempDir()}, "")
+	if _, ok := c.Window(ctx, "http://127.0.0.1:1/v1", "m"); ok {
 		t.Fatal("a window in an empty cache")
 	}
 	w := llm.Window{Tokens: 4096, Source: "llama.cpp /props"}
-	if err := c.PutWindow("http://127.0.0.1:1/v1", "m", w); err != nil {
+	if err := c.PutWindow(ctx, "http://127.0.0.1:1/v1", "m", w); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := c.Window("http://127.0.0.1:1/v1", "m"); !ok || got != w {
+	if got, ok := c.Window(ctx, "http://127.0.0.1:1/v1", "m"); !ok || got != w {
 		t.Errorf("window %+v, %v", got, ok)
 	}
-	if _, ok := c.Window("http://127.0.0.1:1/v1", "other"); ok {
+	if _, ok := c.Window(ctx, "http://127.0.0.1:1/v1", "other"); ok {
 		t.Error("another model's window")
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,14 +26,17 @@ type Box struct {
 	writable  []string
 	shared    []string
 	overlay   []string
-	views     []bind // read-only folders shown at another path (ReadOnlyView)
-	hide      []string
+	views     []view // read-only folders shown at another path (ReadOnlyView)
+	home      string // the grader's home, a private tmpfs in the box ("" when it is /)
 	tmpfsSize string
 	network   bool // share the grader's network
 
 	mu    sync.Mutex
 	specs []*os.File // command files handed to the inits, closed by Close
 }
+
+// view is a host folder, Source, shown read-only at Path.
+type view struct{ Path, Source string }
 
 var (
 	probeOnce sync.Once
@@ -59,8 +61,12 @@ func probe() (bool, string) {
 	}
 	defer os.RemoveAll(tmp)
 	b := &Box{worktree: tmp, private: tmp, isolation: IsolationNamespaces, uid: DefaultUID, gid: DefaultUID,
-		hide: HiddenDefault, tmpfsSize: "1m"}
-	cmd, err := b.initCommand(context.Background(), spec{Probe: true})
+		tmpfsSize: "1m"}
+	mounts, err := b.plan()
+	if err != nil {
+		return false, fmt.Sprintf("probe: %v", err)
+	}
+	cmd, err := b.initCommand(context.Background(), spec{Probe: true}, mounts)
 	if err != nil {
 		return false, fmt.Sprintf("probe: %v", err)
 	}
@@ -115,17 +121,12 @@ func New(worktree string, o Options) (*Box, error) {
 	return b, nil
 }
 
-// setFolders takes o's folders as absolute paths (Hide defaulting to defaultHidden), refusing to hide /.
+// setFolders takes o's folders as absolute paths, and the grader's home.
 func (b *Box) setFolders(o Options) error {
-	b.hide = o.Hide
-	if b.hide == nil {
-		b.hide = defaultHidden()
-	}
 	for _, list := range []struct {
 		in  []string
 		out *[]string
-	}{{o.ReadOnly, &b.readOnly}, {o.Writable, &b.writable}, {o.Shared, &b.shared}, {o.Overlay, &b.overlay},
-		{b.hide, &b.hide}} {
+	}{{o.ReadOnly, &b.readOnly}, {o.Writable, &b.writable}, {o.Shared, &b.shared}, {o.Overlay, &b.overlay}} {
 		var cleaned []string
 		for _, p := range list.in {
 			a, err := filepath.Abs(p)
@@ -136,8 +137,10 @@ func (b *Box) setFolders(o Options) error {
 		}
 		*list.out = cleaned
 	}
-	if slices.Contains(b.hide, "/") {
-		return errors.New("sandbox: cannot hide /")
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		if home, err = filepath.EvalSymlinks(home); err == nil && home != "/" {
+			b.home = home
+		}
 	}
 	return nil
 }
@@ -166,8 +169,8 @@ func (b *Box) makePrivate(root string) error {
 }
 
 // prepareFolders gives the box's user the folders it writes (the worktree, the private folder and the Writable
-// ones, the Shared ones' top), mirrors the Overlay folders' layers, and checks that the user can reach every folder
-// it is given. The caller closes the box when it fails.
+// ones, the Shared ones' top), mirrors the Overlay folders' layers, and checks that the user may enter every
+// read-only folder it is given. The caller closes the box when it fails.
 func (b *Box) prepareFolders() error {
 	for _, d := range append([]string{b.worktree, b.private}, b.writable...) {
 		if err := chownTree(d, b.uid, b.gid); err != nil {
@@ -188,10 +191,13 @@ func (b *Box) prepareFolders() error {
 			return err
 		}
 	}
-	for _, d := range slices.Concat([]string{b.worktree, b.private}, b.writable, b.shared, b.overlay, b.readOnly) {
-		if err := b.reachable(d); err != nil {
+	for _, d := range b.readOnly {
+		if err := enterable(d, b.uid, b.gid); err != nil {
 			return err
 		}
+	}
+	if _, err := b.plan(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -278,7 +284,7 @@ func (b *Box) ReadOnlyView(src string) (string, error) {
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return "", fmt.Errorf("sandbox: view of %s: %w", src, err)
 	}
-	b.views = append(b.views, bind{Path: target, Source: abs, ReadOnly: true})
+	b.views = append(b.views, view{Path: target, Source: abs})
 	return target, nil
 }
 
@@ -307,49 +313,33 @@ func chownTree(dir string, uid, gid int) error {
 	return nil
 }
 
-// reachable checks that the dedicated uid can walk down to dir (see Reachable).
-func (b *Box) reachable(dir string) error { return reachableUnder(dir, b.hide, b.uid) }
+// Reachable says whether a Box's commands may enter dir once it is shown (Options.ReadOnly): whether its own mode
+// lets others search it (the folders above it do not matter: the box makes its own). Callers use it to leave out
+// an optional read-only folder rather than fail New.
+func Reachable(dir string) bool { return enterable(dir, DefaultUID, DefaultUID) == nil }
 
-// Reachable says whether a Box made with default Options lets its commands walk down to dir: every ancestor that
-// no hidden folder covers (those are recreated world-searchable inside the namespace) is searchable by others.
-// Callers use it to leave out an optional read-only folder rather than fail New.
-func Reachable(dir string) bool { return reachableUnder(dir, defaultHidden(), DefaultUID) == nil }
-
-// defaultHidden is HiddenDefault plus the grader's home.
-func defaultHidden() []string {
-	hide := slices.Clone(HiddenDefault)
-	if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) != "/" {
-		hide = append(hide, home)
+// enterable checks that uid:gid may search the folder dir (or read the file dir).
+func enterable(dir string, uid, gid int) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
 	}
-	return hide
-}
-
-func reachableUnder(dir string, hide []string, uid int) error {
-	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
-		if underHidden(hide, p) == "" {
-			fi, err := os.Stat(p)
-			if err != nil {
-				return fmt.Errorf("sandbox: %s: %w", p, err)
-			}
-			if fi.Mode().Perm()&0o001 == 0 {
-				return fmt.Errorf("sandbox: uid %d cannot reach %s: %s is not searchable by others (mode %v)",
-					uid, dir, p, fi.Mode().Perm())
-			}
-		}
-		if p == "/" || p == "." {
-			return nil
+	want := fs.FileMode(0o001)
+	if !fi.IsDir() {
+		want = 0o004
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		switch {
+		case int(st.Uid) == uid:
+			want <<= 6
+		case int(st.Gid) == gid:
+			want <<= 3
 		}
 	}
-}
-
-// underHidden returns the hidden folder that p is (or lies under), or "".
-func underHidden(hide []string, p string) string {
-	for _, h := range hide {
-		if p == h || strings.HasPrefix(p, h+"/") {
-			return h
-		}
+	if fi.Mode().Perm()&want == 0 {
+		return fmt.Errorf("sandbox: uid %d cannot enter %s (mode %v)", uid, dir, fi.Mode().Perm())
 	}
-	return ""
+	return nil
 }
 
 // Isolation is IsolationNamespaces or IsolationNone.
@@ -395,6 +385,14 @@ func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exe
 			return nil, fmt.Errorf("sandbox: command %s: %w", argv[0], err)
 		}
 	}
+	mounts, err := b.plan()
+	if err != nil {
+		return nil, err
+	}
+	if !shows(mounts, prog) {
+		return nil, fmt.Errorf("sandbox: command %s (%s) lies in no place the box shows (see Layout; name its folder "+
+			"in Options.ReadOnly)", argv[0], prog)
+	}
 	var cleanEnv []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -403,27 +401,15 @@ func (b *Box) Command(ctx context.Context, argv, env []string, dir string) (*exe
 		}
 	}
 	cleanEnv = append(cleanEnv, "HOME="+filepath.Join(b.private, "home"), "TMPDIR="+filepath.Join(b.private, "tmp"))
-	return b.initCommand(ctx, spec{Path: prog, Argv: argv, Env: cleanEnv, Dir: dir})
+	return b.initCommand(ctx, spec{Path: prog, Argv: argv, Env: cleanEnv, Dir: dir}, mounts)
 }
 
-// initCommand is the re-execution of this program as the namespace's pid 1, reading s from file descriptor 3.
-func (b *Box) initCommand(ctx context.Context, s spec) (*exec.Cmd, error) {
-	s.UID, s.GID, s.TmpfsSize, s.LoopbackUp = b.uid, b.gid, b.tmpfsSize, !b.network
-	s.Hide = b.hide
-	s.Binds = append([]bind{{Path: b.worktree}, {Path: b.private}}, nil...)
-	for _, p := range slices.Concat(b.writable, b.shared) {
-		s.Binds = append(s.Binds, bind{Path: p})
-	}
-	for _, p := range b.readOnly {
-		s.Binds = append(s.Binds, bind{Path: p, ReadOnly: true})
-	}
-	b.mu.Lock()
-	s.Binds = append(s.Binds, b.views...)
-	b.mu.Unlock()
+// initCommand is the re-execution of this program as the namespace's pid 1, reading s, which makes mounts, from
+// file descriptor 3.
+func (b *Box) initCommand(ctx context.Context, s spec, mounts []Mount) (*exec.Cmd, error) {
+	s.UID, s.GID, s.LoopbackUp, s.Mounts = b.uid, b.gid, !b.network, mounts
 	for i, p := range b.overlay {
-		layer := b.overlayLayer(i)
-		s.Overlays = append(s.Overlays, overlay{Path: p, Layer: layer, TmpfsSize: OverlayTmpfsSize})
-		s.Binds = append(s.Binds, bind{Path: p}) // brought back, merged, when a hidden folder covers it
+		s.Overlays = append(s.Overlays, overlay{Path: p, Layer: b.overlayLayer(i), TmpfsSize: OverlayTmpfsSize})
 	}
 	f, err := specFile(s)
 	if err != nil {

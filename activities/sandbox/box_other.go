@@ -50,6 +50,9 @@ func (b *Box) ReadOnlyView(src string) (string, error) { return filepath.Abs(src
 // OverlayUpper is "": there are no overlays without isolation.
 func (b *Box) OverlayUpper(string) string { return "" }
 
+// Mounts is nil: nothing is mounted without isolation.
+func (b *Box) Mounts() ([]Mount, error) { return nil, nil }
+
 // Close does nothing.
 func (b *Box) Close() error { return nil }
 

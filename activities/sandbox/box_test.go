@@ -159,21 +159,35 @@ func TestCleanStale(t *testing.T) {
 	}
 }
 
-// New refuses a worktree the dedicated uid could not reach, rather than failing inside the namespace.
-func TestUnreachableWorktreeRefused(t *testing.T) {
+// The folders above a worktree do not matter, since the box makes its own: a worktree under a folder only root
+// may enter works. A read-only folder the uid may not enter itself is refused by New, rather than failing inside
+// the namespace.
+func TestWorktreeBehindClosedFolder(t *testing.T) {
 	requireNamespaces(t)
 	parent := filepath.Join(t.TempDir(), "private")
-	if err := os.Mkdir(parent, 0o700); err != nil {
-		t.Fatal(err)
+	closed := filepath.Join(t.TempDir(), "closed")
+	for _, d := range []string{parent, closed} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	wt := filepath.Join(parent, "repo")
 	if err := os.Mkdir(wt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Hide nothing, so that the 0700 parent is on the uid's way.
-	_, err := sandbox.New(wt, sandbox.Options{Hide: []string{"/nonexistent"}})
-	if err == nil || !strings.Contains(err.Error(), "not searchable") {
-		t.Fatalf("err = %v, want not searchable", err)
+	if _, err := sandbox.New(wt, sandbox.Options{ReadOnly: []string{closed}}); err == nil ||
+		!strings.Contains(err.Error(), "cannot enter") {
+		t.Fatalf("err = %v, want cannot enter", err)
+	}
+	box, err := sandbox.New(wt, sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	out, err := run(t, box, context.Background(), []string{"sh", "-c", `echo x > f && echo "wrote in $(pwd)"; ls -A ..`},
+		[]string{"PATH=/usr/bin:/bin"})
+	if err != nil || out != "wrote in "+wt+"\nrepo\n" {
+		t.Fatalf("%v %q, want the worktree written and alone in its folder", err, out)
 	}
 }
 

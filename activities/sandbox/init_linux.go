@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -26,11 +24,8 @@ const specFD = 3
 // exitSandboxFailed is the init's status when the sandbox itself could not be set up, as env(1) and docker use.
 const exitSandboxFailed = 125
 
-// Linux constants the syscall package does not name.
-const (
-	prSetNoNewPrivs = 38
-	oPath           = 0x200000
-)
+// prSetNoNewPrivs is the prctl option the syscall package does not name.
+const prSetNoNewPrivs = 38
 
 // spec is what the init is told to do.
 type spec struct {
@@ -41,19 +36,12 @@ type spec struct {
 	Dir   string   `json:"dir,omitempty"`
 	UID   int      `json:"uid"`
 	GID   int      `json:"gid"`
-	Hide  []string `json:"hide,omitempty"`
-	Binds []bind   `json:"binds,omitempty"`
-	// Overlays are mounted first, at their own paths, so that Binds can bring them back under hidden folders.
-	Overlays  []overlay `json:"overlays,omitempty"`
-	TmpfsSize string    `json:"tmpfs_size,omitempty"`
+	// Mounts are the box's root, made in order (Box.plan).
+	Mounts []Mount `json:"mounts"`
+	// Overlays are mounted first, on the host's folders (in the namespace), so that Mounts can show them.
+	Overlays []overlay `json:"overlays,omitempty"`
 	// LoopbackUp: the init is in a new network namespace, whose lo interface starts down.
 	LoopbackUp bool `json:"loopback_up,omitempty"`
-}
-
-type bind struct {
-	Path     string `json:"path"`
-	Source   string `json:"source,omitempty"` // the folder shown at Path; Path itself when empty
-	ReadOnly bool   `json:"read_only,omitempty"`
 }
 
 // overlay is a folder shown with a private writable layer over its real contents; Layer holds upper/ (its folders
@@ -146,8 +134,8 @@ func runInit(s spec) int {
 	}
 }
 
-// setupMounts makes the mounts private to the namespace, covers the hidden folders with a tmpfs, binds the run's
-// folders back at their own paths, and mounts a /proc of the new pid namespace over the old one.
+// setupMounts makes the mounts private to the namespace, mounts the overlays on the host's folders, and builds the
+// box's root from s.Mounts (buildRoot).
 func setupMounts(s spec) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
@@ -157,62 +145,7 @@ func setupMounts(s spec) error {
 			return err
 		}
 	}
-	// Hold the bind sources open: the tmpfs mounts below may cover them.
-	fds := make([]int, len(s.Binds))
-	for i, b := range s.Binds {
-		src := b.Source
-		if src == "" {
-			src = b.Path
-		}
-		fd, err := syscall.Open(src, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("opening %s: %w", src, err)
-		}
-		fds[i] = fd
-		defer syscall.Close(fd)
-	}
-	hide := slices.Clone(s.Hide)
-	slices.Sort(hide) // parents before children
-	for _, h := range hide {
-		fi, err := os.Stat(h)
-		if err != nil || !fi.IsDir() {
-			continue // nothing there to hide
-		}
-		mode := "0755"
-		if fi.Mode()&os.ModeSticky != 0 {
-			mode = "1777"
-		}
-		opts := "mode=" + mode + ",size=" + s.TmpfsSize
-		if err := syscall.Mount("tmpfs", h, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
-			return fmt.Errorf("hiding %s: %w", h, err)
-		}
-	}
-	order := make([]int, len(s.Binds))
-	for i := range order {
-		order[i] = i
-	}
-	// Shorter paths first, so a folder bound inside another bound folder stays visible.
-	slices.SortStableFunc(order, func(a, b int) int { return len(s.Binds[a].Path) - len(s.Binds[b].Path) })
-	for _, i := range order {
-		b := s.Binds[i]
-		if err := os.MkdirAll(b.Path, 0o755); err != nil {
-			return fmt.Errorf("bind target %s: %w", b.Path, err)
-		}
-		src := "/proc/self/fd/" + strconv.Itoa(fds[i])
-		if err := syscall.Mount(src, b.Path, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
-			return fmt.Errorf("binding %s: %w", b.Path, err)
-		}
-		if b.ReadOnly {
-			flags := uintptr(syscall.MS_BIND | syscall.MS_REMOUNT | syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV)
-			if err := syscall.Mount("", b.Path, "", flags, ""); err != nil {
-				return fmt.Errorf("making %s read-only: %w", b.Path, err)
-			}
-		}
-	}
-	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mounting /proc: %w", err)
-	}
-	return nil
+	return buildRoot(s.Mounts)
 }
 
 // mountOverlay mounts o.Path as an overlay of itself (read-only underneath) and the private layer in o.Layer. Where

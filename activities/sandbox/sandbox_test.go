@@ -51,6 +51,20 @@ func TestMain(m *testing.M) {
 			}
 		}
 		os.Exit(0)
+	case "walk":
+		os.Exit(walkBox())
+	case "dialunix":
+		// Connect to each unix socket named, and say which answered.
+		for _, addr := range strings.Split(os.Getenv("SANDBOX_TEST_ADDRS"), ",") {
+			c, err := net.DialTimeout("unix", addr, time.Second)
+			if err != nil {
+				fmt.Printf("%s: %v\n", addr, err)
+				continue
+			}
+			fmt.Printf("reached %s\n", addr)
+			c.Close()
+		}
+		os.Exit(0)
 	case "nondumpable-target":
 		// A process of a non-root uid that holds a secret in its environment and waits to be read.
 		if os.Getenv("SANDBOX_TEST_NONDUMPABLE") == "1" {

@@ -13,15 +13,24 @@ import (
 
 func init() { registerStep(specs.Checkout, checkoutStep) }
 
-// checkoutStep opens (or clones once into the run folder) the instance's repository and snapshots it at base_commit
+// checkoutStep opens (or clones once into the run folder) the instance's repository (a local one of the starter's
+// machine from the store, when the starter shipped it) and snapshots it at base_commit
 // into the content store. Its output is the snapshot's manifest.
 func checkoutStep(ctx context.Context, j *job, _ specs.CheckoutParams) (NodeOutput, error) {
 	inst, err := j.instance(ctx)
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	src := repo.SourceFor(j.in.Dataset.Repos, inst, filepath.Dir(j.in.Dataset.File))
-	r, err := repo.Open(ctx, src, runfolder.Repos(j.env.RunDir))
+	src, err := repo.SourceFor(j.in.Dataset.Repos, inst, filepath.Dir(j.in.Dataset.File))
+	if err != nil {
+		return NodeOutput{}, kindErrorf(errkind.BadInput, "%v", err)
+	}
+	local, err := j.env.localPath(ctx, src)
+	if err != nil {
+		return NodeOutput{}, kindErrorf(errkind.RepoUnavailable, "instance %s: repository %s: %v", inst.InstanceID, src,
+			err)
+	}
+	r, err := repo.Open(ctx, local, runfolder.Repos(j.env.RunDir))
 	if err != nil {
 		return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: repository %s: %v", inst.InstanceID, src, err)
 	}

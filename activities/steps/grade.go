@@ -43,6 +43,9 @@ const (
 	// GradeNameMismatch: no listed test has a result, nothing failed to build, and the run did report tests (or the
 	// runner found none of the names declared): the dataset's names do not match what the runner reports.
 	GradeNameMismatch = "tests_name_mismatch"
+	// GradeNoTests and GradeExitCodeMismatch are SWE-bench 5.0's rejections (executor.HarnessRule).
+	GradeNoTests          = executor.NoTestsCollected
+	GradeExitCodeMismatch = executor.ExitCodeMismatch
 )
 
 // DefaultGradeTimeout is the per-run timeout when a spec sets none.
@@ -69,12 +72,12 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 		return NodeOutput{}, err
 	}
 	cleanStaleOnce(j.env.Log)
-	// A file:// proxy needs an absolute folder, whatever folder the spec named the dataset from.
-	datasetDir, err := filepath.Abs(filepath.Dir(j.in.Dataset.File))
-	if err != nil {
+	if p.Grading.GoProxy, err = j.goProxy(ctx, p.Grading.GoProxy); err != nil {
 		return NodeOutput{}, err
 	}
-	p.Grading.GoProxy = strings.ReplaceAll(p.Grading.GoProxy, "{dataset_dir}", datasetDir)
+	if p.Grading.PythonWheels, err = j.pythonWheels(ctx, p.Grading.PythonWheels); err != nil {
+		return NodeOutput{}, err
+	}
 	req := GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 		Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 			return repo.Materialize(ctx, j.store, m, dir)
@@ -89,6 +92,49 @@ func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
 		err = fmt.Errorf("instance %s: %w", inst.InstanceID, err)
 	}
 	return out, err
+}
+
+// goProxy is the GOPROXY setting with {dataset_dir} replaced and each file:// folder made the absolute folder it is
+// on this machine (a proxy folder the starter shipped is unpacked from the store), whatever folder the spec named
+// the dataset from.
+func (j *job) goProxy(ctx context.Context, setting string) (string, error) {
+	setting = strings.ReplaceAll(setting, "{dataset_dir}", filepath.Dir(j.in.Dataset.File))
+	var b strings.Builder
+	for setting != "" {
+		end := strings.IndexAny(setting, ",|")
+		if end < 0 {
+			end = len(setting)
+		}
+		entry := setting[:end]
+		if folder, ok := strings.CutPrefix(entry, "file://"); ok {
+			local, err := j.env.localPath(ctx, folder)
+			if err != nil {
+				return "", fmt.Errorf("grading.goproxy: %w", err)
+			}
+			abs, err := filepath.Abs(local)
+			if err != nil {
+				return "", err
+			}
+			entry = "file://" + filepath.ToSlash(abs)
+		}
+		b.WriteString(entry)
+		b.WriteString(setting[end:min(end+1, len(setting))]) // the separator, as given
+		setting = setting[min(end+1, len(setting)):]
+	}
+	return b.String(), nil
+}
+
+// pythonWheels is the grading.python_wheels setting on this machine: a package index URL as given, a folder of wheels
+// ({dataset_dir} filled in) where the starter shipped it (Env.Shipped), made absolute.
+func (j *job) pythonWheels(ctx context.Context, setting string) (string, error) {
+	if setting == "" || strings.Contains(setting, "://") {
+		return setting, nil
+	}
+	local, err := j.env.localPath(ctx, strings.ReplaceAll(setting, "{dataset_dir}", filepath.Dir(j.in.Dataset.File)))
+	if err != nil {
+		return "", fmt.Errorf("grading.python_wheels: %w", err)
+	}
+	return filepath.Abs(local)
 }
 
 var staleOnce sync.Once
@@ -120,7 +166,7 @@ type GradeRequest struct {
 func ExecutorConfig(g specs.Grading) executor.Config {
 	return executor.Config{TestCmd: g.TestCmd.All, TestCmds: g.TestCmd.By, ModelTests: g.ModelTests, Tests: g.Tests,
 		LogParser: g.LogParser, Python: g.Python, Namespace: g.Namespace, Network: g.Network, Docker: g.Docker,
-		GoProxy: g.GoProxy, Isolation: g.Isolation}
+		GoProxy: g.GoProxy, Isolation: g.Isolation, InstallConfig: g.InstallConfig, PythonWheels: g.PythonWheels}
 }
 
 // GradePatch grades one patch: the grade step's work, for `starter grade` too. It runs the
@@ -181,6 +227,9 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 			specs.GradeIsolation.Set(row, res.Isolation)
 		}
 		specs.GradeSeconds.Set(row, res.Duration.Seconds())
+		if res.ExitCodeKnown {
+			specs.GradeExitCode.Set(row, res.ExitCode)
+		}
 		if status == GradeResolved && attempt == 0 {
 			break // only failing grades are re-run; once re-run, every rerun counts
 		}
@@ -304,7 +353,8 @@ func headOf(s string, n int) string {
 
 // runStatus is one run's status. A build failure explains missing tests before anything else does; when no listed
 // test has a result although the run reported others (or the runner found none of the names declared), the names
-// are at fault, not the patch.
+// are at fault, not the patch; a run that reported no test at all is rejected (SWE-bench 5.0), and so is a
+// resolved one whose exit code contradicts its results.
 func runStatus(res executor.Result, v testlog.Verdict) string {
 	rep := res.Report
 	noneRan := len(v.Missing) > 0 && len(v.Passed)+len(v.Failed)+len(v.Skipped) == 0
@@ -312,11 +362,16 @@ func runStatus(res executor.Result, v testlog.Verdict) string {
 	case res.TimedOut:
 		return GradeTimeout
 	case v.Resolved:
+		if rule := executor.HarnessRule(res); rule != "" {
+			return rule
+		}
 		return GradeResolved
 	case len(v.Missing) > 0 && len(rep.BuildFailed) > 0:
 		return GradeBuildFailed
 	case noneRan && (len(rep.Tests) > 0 || allIn(v.Missing, rep.NotDeclared)):
 		return GradeNameMismatch
+	case executor.HarnessRule(res) == GradeNoTests:
+		return GradeNoTests
 	case len(v.Missing) > 0 && len(v.Failed) == 0 && len(v.Skipped) == 0 && len(v.Regressed) == 0:
 		return GradeTestsMissing
 	default:
@@ -326,9 +381,9 @@ func runStatus(res executor.Result, v testlog.Verdict) string {
 
 // moduleDownloadFailure is the machine's failure hidden behind a build failure: the module requirements could not be
 // downloaded (no proxy reachable, no network), so the packages that need them did not build. The builds run offline
-// (GOPROXY=off) once the download is done, so the go command's own word for it is a "go: downloading <module>
-// <version>" line in a failed build's output: it needed a module of the build list that the module cache lacked,
-// whatever the download printed, or whether it ran at all. It is the machine's only when the model patch changed
+// (GOPROXY=off) once the download is done, so the go command's own words for it in a failed build's output name
+// a module of the build list that the build needed and the module cache lacked (modulesDownloaded), whatever the
+// download printed, or whether it ran at all. It is the machine's only when the model patch changed
 // none of the files that say what to download (go.mod, go.sum, go.work, vendor/): otherwise the patch asked for
 // what could not be had, and the build failure is its result. (A patch importing a package of a module the build
 // list lacks gets "cannot find module providing package", never a download: its build failure stays the patch's.)
@@ -373,17 +428,32 @@ func eventText(log []byte) string {
 	return b.String()
 }
 
-// modulesDownloaded are the modules ("path version") that the go command's output says it set out to download
-// ("go: downloading <path> <version>", modfetch's line for a module the module cache lacks), in order, once each.
+// modulesDownloaded are the modules ("path version") that the go command's output says the build needed and the
+// module cache lacked, in order, once each: "go: downloading <path> <version>" (modfetch's line for a module the
+// cache lacks, go 1.17 and later), or, for a go.mod of go 1.16 or before, "<path>@<version>: module lookup disabled
+// by GOPROXY=off" (its go.mod not in the cache) or "<path>@<version>: verifying module: ..." (its checksum neither in
+// go.sum nor verifiable offline: an older module that came without go.sum). A package no module of the build list
+// provides ("cannot find module providing package") names none.
 func modulesDownloaded(out string) []string {
 	var mods []string
+	add := func(m string) {
+		if !slices.Contains(mods, m) {
+			mods = append(mods, m)
+		}
+	}
 	for _, line := range strings.Split(out, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "go: downloading ")
-		if !ok {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "go: ")
+		if rest, ok := strings.CutPrefix(line, "downloading "); ok {
+			if f := strings.Fields(rest); len(f) == 2 {
+				add(f[0] + " " + f[1])
+			}
 			continue
 		}
-		if f := strings.Fields(rest); len(f) == 2 && !slices.Contains(mods, f[0]+" "+f[1]) {
-			mods = append(mods, f[0]+" "+f[1])
+		mod, why, ok := strings.Cut(line, ": ")
+		p, v, isMod := strings.Cut(mod, "@")
+		if ok && isMod && p != "" && v != "" && !strings.ContainsAny(mod, " \t") &&
+			(strings.HasPrefix(why, "module lookup disabled") || strings.HasPrefix(why, "verifying module:")) {
+			add(p + " " + v)
 		}
 	}
 	return mods

@@ -11,6 +11,7 @@ import (
 func TestRunStatus(t *testing.T) {
 	missing := testlog.Verdict{Missing: []string{"TestA", "TestB"}}
 	someRan := testlog.Verdict{Passed: []string{"TestA"}, Missing: []string{"TestB"}}
+	passed := testlog.Verdict{Resolved: true, Passed: []string{"TestA"}}
 	for _, c := range []struct {
 		name string
 		res  executor.Result
@@ -21,9 +22,20 @@ func TestRunStatus(t *testing.T) {
 		{"build failed, some ran", executor.Result{Report: testlog.Report{BuildFailed: []string{"m/p"}}}, someRan, GradeBuildFailed},
 		{"others ran", executor.Result{Report: testlog.Report{Tests: map[string][]testlog.TestResult{"TestC": nil}}}, missing, GradeNameMismatch},
 		{"none declared", executor.Result{Report: testlog.Report{NotDeclared: []string{"TestA", "TestB"}}}, missing, GradeNameMismatch},
-		{"declared, nothing reported", executor.Result{Report: testlog.Report{NotDeclared: []string{"TestB"}}}, missing, GradeTestsMissing},
+		{"declared, nothing reported", executor.Result{Report: testlog.Report{NotDeclared: []string{"TestB"}}}, missing, GradeNoTests},
 		{"some missing", executor.Result{Report: testlog.Report{Tests: map[string][]testlog.TestResult{"TestA": nil}}}, someRan, GradeTestsMissing},
 		{"timeout first", executor.Result{TimedOut: true, Report: testlog.Report{BuildFailed: []string{"m/p"}}}, missing, GradeTimeout},
+		// SWE-bench 5.0: a run that counts no test is rejected, even when nothing was listed (a vacuous pass), and
+		// a resolved run whose recorded exit code is non-zero while nothing failed is rejected.
+		{"no tests at all", executor.Result{}, missing, GradeNoTests},
+		{"no tests, nothing listed", executor.Result{}, testlog.Verdict{Resolved: true}, GradeNoTests},
+		{"exit code contradicts", executor.Result{ExitCodeKnown: true, ExitCode: 1, Report: testlog.Report{
+			Tests: map[string][]testlog.TestResult{"TestA": {{Status: testlog.StatusPass}}}}}, passed, GradeExitCodeMismatch},
+		{"exit code agrees: another test failed", executor.Result{ExitCodeKnown: true, ExitCode: 1, Report: testlog.Report{
+			Tests: map[string][]testlog.TestResult{"TestA": {{Status: testlog.StatusPass}}, "TestZ": {{Status: testlog.StatusFail}}}}},
+			passed, GradeResolved},
+		{"exit code unknown", executor.Result{ExitCode: 1, Report: testlog.Report{
+			Tests: map[string][]testlog.TestResult{"TestA": {{Status: testlog.StatusPass}}}}}, passed, GradeResolved},
 	} {
 		if got := runStatus(c.res, c.v); got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)

@@ -7,15 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"time"
 
 	"ctxlab/activities/executor"
 	"ctxlab/dataset/swebench"
-	"ctxlab/internal/flock"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 )
 
 // newExecutor returns the grading executor a spec names: Env.Executor's (tests count test runs), else
@@ -30,7 +29,7 @@ func (j *job) newExecutor(name string) (executor.Executor, error) {
 // GradeMemoVersion starts every grade memo key, and is in every grade step's node memo key (package activities'
 // codeVersions): change it when what a grade computes from the same inputs changes (a default test command, a log
 // parser, what the grader resets), so grades made before are not reused.
-const GradeMemoVersion = "ctxlab-grade-v2"
+const GradeMemoVersion = "ctxlab-grade-v3"
 
 // gradeMemoKey is everything a grade's outcome depends on: the whole instance (its id, base commit, test patch and
 // listed tests), the repository snapshot the worktree is built from, the patch's bytes and the grade step's
@@ -60,21 +59,19 @@ type gradeMemoEntry struct {
 	Created time.Time  `json:"created"`
 }
 
-// gradeMemo keeps the run's grades by key: runs/NAME/grades/xx/KEY.json, with a lock file per key under
-// grades/locks. Its outputs reference the run's own content store, so it lives in the run folder.
-type gradeMemo struct {
-	dir   cas.KeyDir
-	locks string
+// gradeMemo keeps the run's grades by key: grades/xx/KEY.json of the run's objects (the run folder on one machine,
+// the shared store across several), with a lock per key under grades/locks. Its outputs reference the run's own
+// content store, so it is the run's.
+type gradeMemo struct{ objects.Keyed }
+
+func gradeMemoOf(objs objects.Store) gradeMemo {
+	return gradeMemo{objects.Keyed{S: objs, Prefix: runfolder.GradesKey, Locks: runfolder.GradeLocksKey,
+		Durable: true}}
 }
 
-func gradeMemoOf(runDir string) gradeMemo {
-	root := runfolder.Grades(runDir)
-	return gradeMemo{dir: cas.KeyDir{Root: root}, locks: filepath.Join(root, "locks")}
-}
-
-func (m gradeMemo) get(key string) (NodeOutput, bool) {
+func (m gradeMemo) get(ctx context.Context, key string) (NodeOutput, bool) {
 	var e gradeMemoEntry
-	if !m.dir.Get(key, &e) || e.Created.IsZero() {
+	if !m.Get(ctx, key, &e) || e.Created.IsZero() {
 		return NodeOutput{}, false
 	}
 	return e.Output, true
@@ -100,7 +97,7 @@ func (j *job) gradeOnce(ctx context.Context, p GradeParams, r GradeRequest,
 	if err != nil {
 		return NodeOutput{}, err
 	}
-	memo := gradeMemoOf(j.env.RunDir)
+	memo := gradeMemoOf(j.env.objects())
 	reuse := func(out NodeOutput) NodeOutput {
 		*j.reused = key
 		j.env.Log.Debug().Str("instance", r.Instance.InstanceID).Str("node", j.in.Node).Str("grade_key", key).
@@ -114,24 +111,32 @@ func (j *job) gradeOnce(ctx context.Context, p GradeParams, r GradeRequest,
 		}
 		return out
 	}
-	if out, ok := memo.get(key); ok {
+	if out, ok := memo.get(ctx, key); ok {
 		return reuse(out), nil
 	}
-	unlock, err := flock.Lock(ctx, filepath.Join(memo.locks, key[:2], key), 100*time.Millisecond)
+	unlock, err := memo.Lock(ctx, key)
 	if err != nil {
 		return NodeOutput{}, fmt.Errorf("instance %s: waiting for the grade of an equal patch: %w", r.Instance.InstanceID, err)
 	}
 	defer unlock()
-	if out, ok := memo.get(key); ok {
+	if out, ok := memo.get(ctx, key); ok {
 		return reuse(out), nil
 	}
 	out, err := grade()
 	if err != nil {
 		return out, err
 	}
-	// Stored through a JSON round trip, as node memos are, so a reused grade is the very value a fresh one becomes.
-	if perr := memo.dir.Put(key, gradeMemoEntry{Output: out, Created: time.Now().UTC()}); perr != nil {
+	// Stored once: a grade another worker stored first (its lock lost with its machine) is the one every row of the
+	// patch carries.
+	entry := gradeMemoEntry{Output: out, Created: time.Now().UTC()}
+	created, perr := memo.Create(ctx, key, &entry, func(stored any) bool {
+		return !stored.(*gradeMemoEntry).Created.IsZero()
+	})
+	if perr != nil {
 		j.env.Log.Warn().Err(perr).Str("instance", r.Instance.InstanceID).Msg("could not store a grade for reuse")
+	}
+	if !created && perr == nil {
+		return reuse(entry.Output), nil
 	}
 	return out, nil
 }

@@ -27,6 +27,7 @@ import (
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 )
 
 // The types a step exchanges with the workflows live in package api.
@@ -42,11 +43,13 @@ type (
 type Env struct {
 	// Node is the node's input: its instance, params, inputs, dataset and labels.
 	Node NodeInput
-	// Store is the run's content store; RunDir the run's folder (repository clones, grades, embeddings, limits, the
-	// calls ledger).
-	Store  cas.Store
-	RunDir string
-	Log    zerolog.Logger
+	// Store is the run's content store; Objects its keyed objects (grade memos, rankings, the response cache,
+	// embeddings), shared by every worker of the run; RunDir the run's folder on this machine (repository clones,
+	// limits, the calls ledger).
+	Store   cas.Store
+	Objects objects.Store
+	RunDir  string
+	Log     zerolog.Logger
 	// Text is the process's cache of snapshot text, shared by its steps (nil: none).
 	Text *repo.TextCache
 	// Rankings is the process's memo of chunked snapshots and BM25 rankings, shared by its retrieve steps (nil: one
@@ -59,6 +62,12 @@ type Env struct {
 	Heartbeat func()
 	// Executor returns the grading executor a spec names (nil: executor.New).
 	Executor func(name string) (executor.Executor, error)
+	// Record appends a record to one of the run's records files (runfolder.CallsFile) wherever the run keeps them
+	// (nil: the run folder's file).
+	Record func(file string, v any) error
+	// Shipped returns where a path of the starter's machine that the run reads (a local repository, a module proxy
+	// folder) is on this one (nil: at the same path).
+	Shipped func(ctx context.Context, path string) (string, error)
 	// Turns runs an agent's turns, each as an activity of its own, for the agent node run as one activity
 	// (agentStep); nil where no such activities exist.
 	Turns AgentTurns
@@ -67,15 +76,31 @@ type Env struct {
 // Models is how a step's model calls are made: the response cache, the run's spend cap and provider limits (its
 // budget), and the providers.
 type Models struct {
-	// CacheDir, when set, holds the response cache instead of the run's content store folder, so several runs share
-	// answers. NoCache stops reading the cache (answers are still stored).
-	CacheDir string
-	NoCache  bool
+	// Cache, when set, holds the response cache instead of the run's content store folder, so several runs share
+	// answers. NoCache stops reading the cache (answers are still stored, each replacing the one before).
+	Cache   objects.Store
+	NoCache bool
 	// Provider returns the provider of a model (nil: the offline stand-in, or the provider the environment names).
 	Provider func(m specs.Model, tokenizer string) (llm.Provider, error)
 	// Budget admits the step's paid calls under the run's spend cap and provider limits; a step without one
 	// makes no paid call.
 	Budget Budget
+}
+
+// localPath is where the path of the starter's machine is on this one (Env.Shipped).
+func (e Env) localPath(ctx context.Context, path string) (string, error) {
+	if e.Shipped == nil {
+		return path, nil
+	}
+	return e.Shipped(ctx, path)
+}
+
+// objects is the run's keyed objects: Env.Objects, or the run folder when none was given.
+func (e Env) objects() objects.Store {
+	if e.Objects != nil {
+		return e.Objects
+	}
+	return objects.Dir{Root: e.RunDir}
 }
 
 // Attempt is what one attempt of a step records beside its output, for the attempt log.

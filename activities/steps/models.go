@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"text/template"
 	"time"
 
@@ -107,7 +108,7 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 		call.Request = ref
 	}
 	cached := func() (llm.Response, map[string]any, bool) {
-		e, ok := cache.Get(key)
+		e, ok := cache.Get(ctx, key)
 		if !ok {
 			return llm.Response{}, nil, false
 		}
@@ -190,7 +191,7 @@ func (j *job) completePaid(ctx context.Context, p llm.Provider, m specs.Model, r
 		resp.CostUSD = llm.Cost(resp.Usage, m.Price)
 	}
 	// Stored before anything else can fail: a worker killed from here on does not pay for this answer again.
-	if err := cache.Put(key, creq, resp); err != nil {
+	if err := cache.Put(ctx, key, creq, resp, j.env.Models.NoCache); err != nil {
 		j.env.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not cache a model answer")
 	}
 	call.PromptTokens, call.CompletionTokens, call.CostUSD = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.CostUSD
@@ -279,8 +280,8 @@ func (j *job) contextWindow(ctx context.Context, cache respcache.Cache, m specs.
 	}
 	endpoint := endpointOf(m)
 	if w := llm.DiscoverWindow(ctx, m.ID); w.Tokens > 0 {
-		if old, ok := cache.Window(endpoint, m.ID); !ok || old != w {
-			if err := cache.PutWindow(endpoint, m.ID, w); err != nil {
+		if old, ok := cache.Window(ctx, endpoint, m.ID); !ok || old != w {
+			if err := cache.PutWindow(ctx, endpoint, m.ID, w); err != nil {
 				j.env.Log.Warn().Err(err).Msg("could not record the model's context window")
 			}
 			if !ok || old.Tokens != w.Tokens {
@@ -290,7 +291,7 @@ func (j *job) contextWindow(ctx context.Context, cache respcache.Cache, m specs.
 		}
 		return w.Tokens, w.Source
 	}
-	w, _ := cache.Window(endpoint, m.ID)
+	w, _ := cache.Window(ctx, endpoint, m.ID)
 	return w.Tokens, w.Source
 }
 
@@ -305,12 +306,13 @@ func endpointOf(m specs.Model) string {
 	return ""
 }
 
-// responseCache is the run's response cache: a shared folder when one is set, else the run's content store folder.
+// responseCache is the run's response cache: the cache shared by several experiments when one is set, else the
+// run's own, in its objects' content store folder.
 func (j *job) responseCache() respcache.Cache {
-	if dir := j.env.Models.CacheDir; dir != "" {
-		return respcache.Open(dir)
+	if c := j.env.Models.Cache; c != nil {
+		return respcache.Open(c, "")
 	}
-	return respcache.Open(runfolder.CAS(j.env.RunDir))
+	return respcache.Open(j.env.objects(), runfolder.CASDir)
 }
 
 // putResponse stores an answer in the run's content store for audits; a failure only loses the reference.
@@ -325,7 +327,11 @@ func (j *job) putResponse(ctx context.Context, resp llm.Response) cas.Ref {
 // recordCall appends a call to the run's ledger.
 func (j *job) recordCall(c runlog.Call) {
 	c.Time = time.Now().UTC()
-	if err := runlog.Append(runfolder.Calls(j.env.RunDir), c); err != nil {
+	record := j.env.Record
+	if record == nil {
+		record = func(file string, v any) error { return runlog.Append(filepath.Join(j.env.RunDir, file), v) }
+	}
+	if err := record(runfolder.CallsFile, c); err != nil {
 		j.env.Log.Warn().Err(err).Str("step", j.in.Step).Msg("could not record a model call in calls.jsonl")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"ctxlab/activities/repo"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/store/objects"
 )
 
 // Scorers.
@@ -106,7 +107,8 @@ func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p R
 		if err != nil {
 			return nil, nil, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
 		}
-		order, err = memo.Rank(ctx, runfolder.Rankings(j.env.RunDir), rankings.KeyOf(co.Ref, r, query),
+		order, err = memo.Rank(ctx, objects.Keyed{S: j.env.objects(), Prefix: runfolder.RankingsKey,
+			Locks: runfolder.RankingLocksKey}, rankings.KeyOf(co.Ref, r, query),
 			chunked, query)
 		if err != nil {
 			return nil, nil, err
@@ -130,8 +132,8 @@ func (j *job) denseRank(ctx context.Context, model, query string, docs []string,
 	if model == "" {
 		return nil, permanentf(ErrBadInput, "%s: dense retrieval needs embedding_model", j.in.Step)
 	}
-	root := runfolder.Embeddings(j.env.RunDir)
-	cl, err := dense.NewFromEnv(model, dense.DirCache{Root: root})
+	cl, err := dense.NewFromEnv(model, embeddingCache{ctx: ctx,
+		dir: objects.Keyed{S: j.env.objects(), Prefix: runfolder.EmbeddingsKey, Durable: true}})
 	if err != nil {
 		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)
 	}
@@ -142,6 +144,25 @@ func (j *job) denseRank(ctx context.Context, model, query string, docs []string,
 	specs.EmbeddingTokens.Set(row, st.PromptTokens)
 	specs.EmbeddingsCached.Set(row, st.Cached)
 	return dense.Rank(vecs[0], vecs[1:]), nil
+}
+
+// embeddingCache keeps the vectors dense retrieval paid for in the run's objects, each text's once (dense.Cache).
+type embeddingCache struct {
+	ctx context.Context
+	dir objects.Keyed
+}
+
+func (c embeddingCache) Get(key string) ([]float32, bool) {
+	var v []float32
+	if !c.dir.Get(c.ctx, key, &v) || len(v) == 0 {
+		return nil, false
+	}
+	return v, true
+}
+
+func (c embeddingCache) Put(key string, v []float32) error {
+	_, err := c.dir.Create(c.ctx, key, &v, func(stored any) bool { return len(*stored.(*[]float32)) > 0 })
+	return err
 }
 
 func showsTemplate(files []string) bool {

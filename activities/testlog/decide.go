@@ -38,8 +38,8 @@ type Verdict struct {
 // SplitGoTestName): then only the results of that package count. A bare name counts the results of every package:
 // a failure in any of them fails it, else a pass in any of them passes it (a skip elsewhere counts neither way).
 //
-// A name go test would print differently (spaces in subtest names become underscores) is also looked up in that
-// form.
+// A name go test would print differently (spaces in subtest names become underscores; see printedName) is also
+// looked up in that form.
 func Decide(failToPass, passToPass []string, rep Report) Verdict {
 	v := classify(failToPass, passToPass, rep)
 	v.Resolved = len(v.Failed) == 0 && len(v.Missing) == 0
@@ -111,7 +111,7 @@ func lookup(rep Report, name string) []TestResult {
 	pkg, test := SplitGoTestName(name)
 	rs := rep.Tests[test]
 	if len(rs) == 0 {
-		rs = rep.Tests[strings.ReplaceAll(test, " ", "_")]
+		rs = rep.Tests[printedName(test)]
 	}
 	if pkg == "" {
 		return rs
@@ -123,6 +123,16 @@ func lookup(rep Report, name string) []TestResult {
 		}
 	}
 	return in
+}
+
+// printedName is a Go test name as go test prints it: spaces in subtest names become underscores (the testing
+// package's rewrite); a top-level name is printed as given (an inner runner's suite may be named "inner suite").
+func printedName(name string) string {
+	top, sub, ok := strings.Cut(name, "/")
+	if !ok {
+		return name
+	}
+	return top + "/" + strings.ReplaceAll(sub, " ", "_")
 }
 
 func anyStatus(rs []TestResult, s Status) bool {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -34,6 +35,11 @@ type TestResult struct {
 	Elapsed float64 `json:"elapsed,omitempty"` // seconds
 	// Output is the tail of the test's own output, kept for failed tests only.
 	Output string `json:"output,omitempty"`
+	// Within are the other top-level tests of the package that were running (started, no result yet) both when
+	// this test started and when it reported its result, as the framing shows: the tests an inner runner
+	// (testing.RunTests called from a test) ran inside. activities/testrun accepts a result for a name no test
+	// function declares only when one of them is declared.
+	Within []string `json:"-"`
 }
 
 // Report is what a test run showed.
@@ -56,6 +62,9 @@ type Report struct {
 	NotDeclared []string `json:"not_declared,omitempty"`
 	// Unparsed counts non-empty lines that were not go test JSON events (stderr noise, old-style build errors).
 	Unparsed int `json:"unparsed,omitempty"`
+	// MissingModules are the modules Python tests could not import while being collected or loaded
+	// (ModuleNotFoundError), as ctxlab's results file reports them (ParseResults).
+	MissingModules []string `json:"missing_modules,omitempty"`
 }
 
 // Results returns the results for a test name (nil if it never ran).
@@ -82,7 +91,8 @@ type event struct {
 type testKey struct{ pkg, name string }
 
 type running struct {
-	out []byte // tail of the output
+	out    []byte   // tail of the output
+	within []string // the other top-level tests running when it started
 }
 
 // oldBuildFail matches the plain-text summary line of older toolchains: "FAIL\tpkg [build failed]".
@@ -93,12 +103,8 @@ var oldBuildFail = regexp.MustCompile(`^FAIL\s+(\S+)\s+\[(build|setup) failed\]`
 // preceded on its line by other text (interleaved stderr) is still read. Only a read error (or a line over 64 MiB)
 // is an error, and the report of what was read before it is still returned, complete in form.
 func ParseGoTestJSON(r io.Reader) (Report, error) {
-	rep := Report{Tests: map[string][]TestResult{}, Packages: map[string]Status{}}
-	open := map[testKey]*running{}
-	var order []testKey // tests in start order, to close unterminated ones deterministically
-	buildFailed := map[string]bool{}
-	var build bytes.Buffer
-
+	g := goParse{rep: Report{Tests: map[string][]TestResult{}, Packages: map[string]Status{}},
+		open: map[testKey]*running{}, tops: map[string][]string{}, buildFailed: map[string]bool{}}
 	br := bufio.NewReaderSize(r, 64<<10)
 	var readErr error
 	for {
@@ -106,12 +112,12 @@ func ParseGoTestJSON(r io.Reader) (Report, error) {
 		if len(line) > 0 {
 			ev, ok := decode(line)
 			if !ok {
-				rep.Unparsed++
+				g.rep.Unparsed++
 				if m := oldBuildFail.FindSubmatch(bytes.TrimSpace(line)); m != nil {
-					buildFailed[string(m[1])] = true
+					g.buildFailed[string(m[1])] = true
 				}
 			} else {
-				apply(&rep, ev, open, &order, buildFailed, &build)
+				g.apply(ev)
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -122,25 +128,60 @@ func ParseGoTestJSON(r io.Reader) (Report, error) {
 			break
 		}
 	}
+	rep := g.rep
 	// Tests that started but never finished: the binary died under them (panic in another goroutine, os.Exit,
 	// timeout, kill).
-	for _, k := range order {
-		ru, ok := open[k]
+	for _, k := range g.order {
+		ru, ok := g.open[k]
 		if !ok {
 			continue
 		}
 		rep.Tests[k.name] = append(rep.Tests[k.name], TestResult{
-			Package: k.pkg, Status: StatusFail,
+			Package: k.pkg, Status: StatusFail, Within: g.within(k, ru),
 			Output: tail(string(ru.out)+"\n[ctxlab: no result reported; the test binary exited or was killed while this test ran]\n", maxTestOutput),
 		})
-		delete(open, k)
+		delete(g.open, k)
 	}
-	for p := range buildFailed {
+	for p := range g.buildFailed {
 		rep.BuildFailed = append(rep.BuildFailed, p)
 	}
 	sort.Strings(rep.BuildFailed)
-	rep.BuildOutput = build.String()
+	rep.BuildOutput = g.build.String()
 	return rep, readErr
+}
+
+// goParse is ParseGoTestJSON's state.
+type goParse struct {
+	rep         Report
+	open        map[testKey]*running
+	order       []testKey           // tests in start order, to close unterminated ones deterministically
+	tops        map[string][]string // by package, the top-level tests (no "/" in the name) running, in start order
+	buildFailed map[string]bool
+	build       bytes.Buffer
+}
+
+// othersRunning are the top-level tests of pkg running now, but name's own top-level test.
+func (g *goParse) othersRunning(pkg, name string) []string {
+	top, _, _ := strings.Cut(name, "/")
+	var others []string
+	for _, t := range g.tops[pkg] {
+		if t != top {
+			others = append(others, t)
+		}
+	}
+	return others
+}
+
+// within is TestResult.Within of test k ending now: the tests running when it started that still run.
+func (g *goParse) within(k testKey, ru *running) []string {
+	now := g.othersRunning(k.pkg, k.name)
+	var w []string
+	for _, t := range ru.within {
+		if slices.Contains(now, t) {
+			w = append(w, t)
+		}
+	}
+	return w
 }
 
 // readLine returns the next line without its newline; overlong lines are an error.
@@ -179,11 +220,11 @@ func decode(line []byte) (event, bool) {
 	return ev, true
 }
 
-func apply(rep *Report, ev event, open map[testKey]*running, order *[]testKey, buildFailed map[string]bool, build *bytes.Buffer) {
+func (g *goParse) apply(ev event) {
 	switch ev.Action {
 	case "build-output":
-		if build.Len() < maxBuildOutput {
-			build.WriteString(ev.Output)
+		if g.build.Len() < maxBuildOutput {
+			g.build.WriteString(ev.Output)
 		}
 		return
 	case "build-fail":
@@ -193,13 +234,13 @@ func apply(rep *Report, ev event, open map[testKey]*running, order *[]testKey, b
 		// A package-level event.
 		switch ev.Action {
 		case "pass", "fail", "skip":
-			rep.Packages[ev.Package] = Status(ev.Action)
+			g.rep.Packages[ev.Package] = Status(ev.Action)
 			if ev.Action == "fail" && ev.FailedBuild != "" {
-				buildFailed[ev.Package] = true
+				g.buildFailed[ev.Package] = true
 			}
 		case "output":
 			if s := strings.TrimSpace(ev.Output); strings.HasSuffix(s, "[build failed]") || strings.HasSuffix(s, "[setup failed]") {
-				buildFailed[ev.Package] = true
+				g.buildFailed[ev.Package] = true
 			}
 		}
 		return
@@ -207,12 +248,15 @@ func apply(rep *Report, ev event, open map[testKey]*running, order *[]testKey, b
 	k := testKey{ev.Package, ev.Test}
 	switch ev.Action {
 	case "run":
-		if _, ok := open[k]; !ok {
-			open[k] = &running{}
-			*order = append(*order, k)
+		if _, ok := g.open[k]; !ok {
+			g.open[k] = &running{within: g.othersRunning(k.pkg, k.name)}
+			g.order = append(g.order, k)
+			if !strings.Contains(k.name, "/") {
+				g.tops[k.pkg] = append(g.tops[k.pkg], k.name)
+			}
 		}
 	case "output":
-		ru, ok := open[k]
+		ru, ok := g.open[k]
 		if !ok {
 			return
 		}
@@ -225,13 +269,21 @@ func apply(rep *Report, ev event, open map[testKey]*running, order *[]testKey, b
 		if ev.Elapsed != nil {
 			res.Elapsed = *ev.Elapsed
 		}
-		if ru, ok := open[k]; ok {
+		ru, ok := g.open[k]
+		if !ok {
+			ru = &running{within: g.othersRunning(k.pkg, k.name)} // a result with no run event
+		}
+		res.Within = g.within(k, ru)
+		if ok {
 			if res.Status == StatusFail {
 				res.Output = tail(string(ru.out), maxTestOutput)
 			}
-			delete(open, k)
+			delete(g.open, k)
 		}
-		rep.Tests[ev.Test] = append(rep.Tests[ev.Test], res)
+		if i := slices.Index(g.tops[k.pkg], k.name); i >= 0 {
+			g.tops[k.pkg] = slices.Delete(g.tops[k.pkg], i, i+1)
+		}
+		g.rep.Tests[ev.Test] = append(g.rep.Tests[ev.Test], res)
 	}
 	// "pause", "cont", "bench", "start": nothing to record.
 }

@@ -338,3 +338,30 @@ func TestDecideQualified(t *testing.T) {
 		}
 	}
 }
+
+// Within says which other top-level tests were running around a result, as test2json's framing shows an inner
+// runner's (testing.RunTests inside TestOuter): its results are reported at top level while TestOuter runs; a result
+// before TestOuter started, or one whose test outlived it, has none.
+func TestParseWithin(t *testing.T) {
+	ev := func(action, test string) string {
+		return fmt.Sprintf(`{"Action":%q,"Package":"example.com/p","Test":%q}`+"\n", action, test)
+	}
+	stream := ev("run", "early") + ev("pass", "early") +
+		ev("run", "TestOuter") + ev("run", "inner suite") + ev("run", "inner suite/TestSomething") +
+		ev("pass", "inner suite/TestSomething") + ev("pass", "inner suite") + ev("pass", "no run event") +
+		ev("run", "outlives") + ev("pass", "TestOuter") + ev("pass", "outlives") +
+		ev("run", "TestA") + ev("run", "TestA/sub") + ev("pass", "TestA/sub") + ev("pass", "TestA") +
+		ev("run", "died")
+	rep, err := ParseGoTestJSON(strings.NewReader(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{"early": nil, "inner suite": {"TestOuter"},
+		"inner suite/TestSomething": {"TestOuter"}, "no run event": {"TestOuter"}, "outlives": nil, "TestOuter": nil,
+		"TestA/sub": nil, "died": nil} {
+		rs := rep.Tests[name]
+		if len(rs) != 1 || !slices.Equal(rs[0].Within, want) {
+			t.Errorf("%s: %+v, want Within %v", name, rs, want)
+		}
+	}
+}

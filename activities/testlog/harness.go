@@ -1,6 +1,8 @@
 package testlog
 
 import (
+	"bytes"
+	"encoding/hex"
 	"io"
 	"regexp"
 	"slices"
@@ -346,4 +348,48 @@ func harnessDjango(log string) map[string]string {
 		}
 	}
 	return m
+}
+
+// resultsSummaryStatus is the -rA summary word of each outcome ctxlab's results plugin records.
+var resultsSummaryStatus = map[string]string{"pass": "PASSED", "fail": "FAILED", "error": "ERROR", "xfail": "XFAIL",
+	"xpass": "XPASS", "skip": "SKIPPED"}
+
+// HarnessSummary turns the pytest results ctxlab's results plugin recorded (ParseResults's format) into the lines
+// pytest's -rA short test summary prints for them ("PASSED tests/t.py::test_x", a skip as "SKIPPED [1] NODEID",
+// which names no test, as pytest's own skip lines do not), for a harness parser to read as it reads a log: the
+// names and statuses are then the harness's, keyed by its own rules, while every line comes from the runner's
+// report, never from what the tests printed. ok is false when a record is not a pytest result (a unittest one, or
+// a torn line), which a harness parser could not read this way; started says the plugin ran.
+func HarnessSummary(results io.Reader) (summary string, started, ok bool, err error) {
+	all, err := readLines(results)
+	if err != nil {
+		return "", false, false, err
+	}
+	var b strings.Builder
+	ok = true
+	for _, line := range all {
+		f := strings.Split(line, "\t")
+		switch {
+		case len(f) == 2 && f[0] == "ctxlab1" && f[1] == "session":
+			started = true
+			continue
+		case len(f) != 4 || f[0] != "ctxlab1" || f[1] != "pytest":
+			ok = false
+			continue
+		}
+		word, known := resultsSummaryStatus[f[2]]
+		id, herr := hex.DecodeString(f[3])
+		if !known || herr != nil {
+			ok = false
+			continue
+		}
+		if word == "SKIPPED" {
+			b.WriteString("SKIPPED [1] ")
+		} else {
+			b.WriteString(word + " ")
+		}
+		b.Write(bytes.ReplaceAll(id, []byte("\n"), []byte(" ")))
+		b.WriteByte('\n')
+	}
+	return b.String(), started, ok, nil
 }

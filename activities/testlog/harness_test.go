@@ -1,6 +1,7 @@
 package testlog
 
 import (
+	"encoding/hex"
 	"maps"
 	"slices"
 	"strings"
@@ -290,4 +291,41 @@ func TestHarnessPytestAsTheHarnessReads(t *testing.T) {
 	wantStatuses(t, parseWith(t, ParserHarnessDjango, "test_a (m.T) ... ok\x1f\nFAIL:\x1ftest_b (m.T)\n"), map[string]Status{
 		"test_a (m.T)": StatusPass, "test_b": StatusFail,
 	})
+}
+
+// The results helper's records, as -rA summary lines, read by each harness parser as the same lines in a log would
+// be: names cut at a space, a skip keyed by no name, an xpass not a status the harness knows; a unittest record
+// or a torn line is not a pytest result (ok false).
+func TestHarnessSummary(t *testing.T) {
+	rec := func(outcome, id string) string {
+		return "ctxlab1\tpytest\t" + outcome + "\t" + hex.EncodeToString([]byte(id))
+	}
+	results := strings.Join([]string{"ctxlab1\tsession", rec("pass", "t.py::a"), rec("fail", "t.py::b[x y]"),
+		rec("error", "t.py"), rec("skip", "t.py::c"), rec("xfail", "t.py::d"), rec("xpass", "t.py::e")}, "\n")
+	summary, started, ok, err := HarnessSummary(strings.NewReader(results))
+	if err != nil || !started || !ok {
+		t.Fatalf("started %v ok %v err %v", started, ok, err)
+	}
+	want := "PASSED t.py::a\nFAILED t.py::b[x y]\nERROR t.py\nSKIPPED [1] t.py::c\nXFAIL t.py::d\nXPASS t.py::e\n"
+	if summary != want {
+		t.Errorf("summary %q, want %q", summary, want)
+	}
+	rep, err := ParseHarness(ParserHarnessPytest, strings.NewReader(summary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Status{}
+	for name, rs := range rep.Tests {
+		got[name] = rs[0].Status
+	}
+	wantMap := map[string]Status{"t.py::a": StatusPass, "t.py::b[x": StatusFail, "t.py": StatusFail, "[1]": StatusSkip,
+		"t.py::d": StatusPass}
+	if !maps.Equal(got, wantMap) {
+		t.Errorf("parse_log_pytest read %v, want %v", got, wantMap)
+	}
+	for _, bad := range []string{"ctxlab1\tunittest\tpass\t61\t61\t\t", "ctxlab1\tpytest\tpass\tzz", "PASSED t.py::a"} {
+		if _, _, ok, _ := HarnessSummary(strings.NewReader(bad)); ok {
+			t.Errorf("%q read as a pytest result", bad)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -195,9 +196,13 @@ func unittestRecorder(rep *Report) func(method, class, suffix string, st Status,
 // ParseResults reads the results file of ctxlab's Python helpers (the pytest plugin ctxlab_results and the unittest
 // runner ctxlab_unittest, in activities/executor/python): one line per result, "ctxlab1", a kind and its fields,
 // tab-separated, strings hex-encoded UTF-8. started says the helper ran (its "session" line): a run whose helper
-// never started has read nothing, whatever its output said.
+// never started has read nothing, whatever its output said. A "claim" line, written when a helper takes the file,
+// says only that; a "missing_module" line names a module the tests could not import while being collected or
+// loaded (Report.MissingModules).
 //
+//	ctxlab1	claim
 //	ctxlab1	session
+//	ctxlab1	missing_module	NAME
 //	ctxlab1	pytest	OUTCOME	NODEID
 //	ctxlab1	unittest	OUTCOME	ID	METHOD	DOC	SUBTEST
 //
@@ -224,6 +229,15 @@ func ParseResults(r io.Reader) (rep Report, started bool, err error) {
 		if f[1] == "session" {
 			started = true
 			continue
+		}
+		if f[1] == "claim" {
+			continue // the helper took the file before its runner started
+		}
+		if f[1] == "missing_module" && len(f) == 3 {
+			if b, err := hex.DecodeString(f[2]); err == nil && !slices.Contains(rep.MissingModules, string(b)) {
+				rep.MissingModules = append(rep.MissingModules, string(b))
+				continue
+			}
 		}
 		st, ok := status[at(f, 2)]
 		dec := make([]string, 0, 4)

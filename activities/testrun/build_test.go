@@ -17,12 +17,16 @@ func TestTestBinaryOmitsDebugInfo(t *testing.T) {
 	t.Setenv("GOFLAGS", "")
 	dir := module(t, map[string]string{"m_test.go": "package m\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n"})
 	events := &eventWriter{w: io.Discard, pkg: "example.com/m"}
-	g, err := newGoRun(context.Background(), Options{Dir: dir, ExtraEnv: []string{"CGO_ENABLED=0"}}, events)
+	layout, err := ReadGoLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := newGoRun(context.Background(), Options{Dir: dir, ExtraEnv: []string{"CGO_ENABLED=0"}}, layout, events)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.close()
-	bin := g.buildAll(context.Background(), []*goPackage{{importPath: "example.com/m", dir: "."}})[0]
+	bin := g.buildAll(context.Background(), []*goPackage{{importPath: "example.com/m", dir: ".", mod: &layout.Modules[0]}})[0]
 	if bin == "" {
 		t.Fatal("the test binary did not build")
 	}

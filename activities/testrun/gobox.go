@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -63,11 +64,11 @@ func toolchain() (goToolchain, error) {
 // its builds and tests run in.
 type goRun struct {
 	o        Options
+	layout   GoLayout
 	events   *eventWriter
 	tc       goToolchain
 	box      *sandbox.Box
 	isolated bool
-	vendored bool
 	// binDir holds the binaries the tests run, the grader's own and not writable by the tests. An isolated build
 	// writes into buildDir, in the box's private folder, and the grader moves each binary here before any test runs.
 	binDir   string
@@ -76,7 +77,7 @@ type goRun struct {
 	goCache  string
 	// env is the go command's environment for the builds and for the tests, which therefore see the module cache,
 	// the build cache and the flags their test binary was built with (a test that runs go build finds what the
-	// grade downloaded and compiled).
+	// grade downloaded and compiled), but for GOFLAGS' -mod, which is each module's (envFor).
 	env []string
 	// selfTimedOut: a test binary stopped at its own -test.timeout.
 	selfTimedOut bool
@@ -88,12 +89,12 @@ type goRun struct {
 // cache is shown through a private writable layer (go build writes there), warm, and what the builds add to it is
 // copied into it before any test runs (keepBuilds), so that dependencies compile once per machine, not once per
 // grade, while nothing the tests write reaches it.
-func newGoRun(ctx context.Context, o Options, events *eventWriter) (*goRun, error) {
+func newGoRun(ctx context.Context, o Options, layout GoLayout, events *eventWriter) (*goRun, error) {
 	tc, err := toolchain()
 	if err != nil {
 		return nil, err
 	}
-	g := &goRun{o: o, events: events, tc: tc, vendored: fileExists(filepath.Join(o.Dir, "vendor", "modules.txt"))}
+	g := &goRun{o: o, layout: layout, events: events, tc: tc}
 	if o.Isolate {
 		g.isolated, _ = sandbox.Available()
 	}
@@ -103,8 +104,9 @@ func newGoRun(ctx context.Context, o Options, events *eventWriter) (*goRun, erro
 	g.goCache = envValue(Env(o.ExtraEnv), "GOCACHE")
 	vars := []string{"PATH=" + filepath.Join(tc.root, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"GOMODCACHE=" + g.modCache}
-	if !g.vendored {
-		vars = append(vars, modFlags())
+	if !layout.Workspace {
+		// A go.work the repository did not have at base (the model patch's) is not read.
+		vars = append(vars, "GOWORK=off")
 	}
 	g.env = Env(append(vars, o.ExtraEnv...))
 
@@ -162,6 +164,18 @@ func (g *goRun) close() {
 	if g.binDir != "" {
 		os.RemoveAll(g.binDir)
 	}
+}
+
+// envFor is the go commands' and the tests' environment in module m: env with GOFLAGS' -mod as go test's would be
+// for it: -mod=mod (go.mod and go.sum may be completed from the module cache) for a module that does not vendor its
+// requirements, none in a workspace (which refuses -mod=mod) or a vendored module (go test then builds from
+// vendor/). The caller's own GOFLAGS (Options.ExtraEnv) still wins.
+func (g *goRun) envFor(m *GoModule) []string {
+	mod := "mod"
+	if g.layout.Workspace || m.Vendored {
+		mod = ""
+	}
+	return Env(append(append(slices.Clone(g.env), goFlags(mod)), g.o.ExtraEnv...))
 }
 
 // moduleCache is the module cache the run downloads into and builds and tests from: GOMODCACHE of o.ExtraEnv when
@@ -331,7 +345,8 @@ func (g *goRun) buildAll(ctx context.Context, pkgs []*goPackage) []string {
 	for i, p := range pkgs {
 		placed := false
 		for b, batch := range batches {
-			if !slices.ContainsFunc(batch, func(j int) bool { return pkgs[j].binaryName() == p.binaryName() }) {
+			if pkgs[batch[0]].mod == p.mod &&
+				!slices.ContainsFunc(batch, func(j int) bool { return pkgs[j].binaryName() == p.binaryName() }) {
 				batches[b] = append(batch, i)
 				placed = true
 				break
@@ -347,8 +362,8 @@ func (g *goRun) buildAll(ctx context.Context, pkgs []*goPackage) []string {
 	return bins
 }
 
-// buildBatch builds the binaries of pkgs[batch] with one go command into binDir/name (by way of the box's build
-// folder with isolation) and sets their paths in bins.
+// buildBatch builds the binaries of pkgs[batch] (packages of one module) with one go command in their module's
+// folder into binDir/name (by way of the box's build folder with isolation) and sets their paths in bins.
 func (g *goRun) buildBatch(ctx context.Context, name string, pkgs []*goPackage, batch []int, bins []string) {
 	final := filepath.Join(g.binDir, name)
 	out := final
@@ -375,14 +390,16 @@ func (g *goRun) buildBatch(ctx context.Context, name string, pkgs []*goPackage, 
 	}
 	var text []byte
 	var err error
+	mod := pkgs[batch[0]].mod
+	dir, env := filepath.Join(g.o.Dir, filepath.FromSlash(mod.Dir)), g.envFor(mod)
 	if g.buildDir != "" {
 		var code int
-		text, code, err = boxOutput(ctx, g.box, append([]string{g.tc.bin}, args...), g.env, g.o.Dir)
+		text, code, err = boxOutput(ctx, g.box, append([]string{g.tc.bin}, args...), env, dir)
 		if err == nil && code != 0 {
 			err = fmt.Errorf("exit status %d", code)
 		}
 	} else {
-		text, err = trusted(ctx, g.o.Dir, g.env, g.tc.bin, args...)
+		text, err = trusted(ctx, dir, env, g.tc.bin, args...)
 	}
 	g.buildOutput(text, pkgs[batch[0]].importPath)
 	for _, i := range batch {
@@ -496,7 +513,7 @@ const selfTimeout = "panic: test timed out after "
 // the only source of events. It returns the binary's exit code.
 func (g *goRun) runBinary(ctx, runCtx context.Context, bin string, p *goPackage, args []string) (int, error) {
 	dir := filepath.Join(g.o.Dir, filepath.FromSlash(p.dir))
-	proc, err := startContained(runCtx, g.box, append([]string{bin}, args...), dir, append(g.env[:len(g.env):len(g.env)], "PWD="+dir))
+	proc, err := startContained(runCtx, g.box, append([]string{bin}, args...), dir, append(g.envFor(p.mod), "PWD="+dir))
 	if err != nil {
 		return 0, err
 	}
@@ -563,23 +580,45 @@ func (m *tailMatch) Write(p []byte) (int, error) {
 var downloadEnv = []string{"GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "GOAUTH", "HTTP_PROXY",
 	"HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 
-// download fetches the module's requirements into the module cache when it has any (a non-empty go.sum), once per
-// go.sum content: a marker named by go.sum's sha256 under the module cache records a finished download. The proxy is
-// o.GoProxy, else the worker's GOPROXY; version control systems are never used (GOVCS=*:off), so a go.mod the model
-// edited cannot make the grader run git against a host of its choosing. With isolation go mod download runs in a
-// box of its own, as the sandbox's uid, with the network (and nothing else of the model's running), so that the
-// go.mod files it reads (a replacement may name any folder) are read with that uid's rights; the proxy's folders
-// (file:// entries) are shown to it read-only, and the worker's module cache is asked first. A failure is only
-// logged: the offline build then fails and says what is missing.
-func (g *goRun) download(ctx context.Context) {
-	sum, err := os.ReadFile(filepath.Join(g.o.Dir, "go.sum"))
-	if err != nil || len(bytes.TrimSpace(sum)) == 0 {
-		return
+// download fetches, before the offline builds, what the modules of pkgs need (needsDownload: a go.sum, or a go.mod
+// with requirements: an older module comes without go.sum, and go mod download completes it), in each module's
+// folder, or once at the root of a workspace; vendored modules need nothing. A module is downloaded once per
+// content of the repository's module files (key, moduleFilesKey): a marker named by the key and the module's folder
+// under the module cache records a finished download. The proxy is o.GoProxy, else the worker's GOPROXY; version
+// control systems are never used (GOVCS=*:off), so a go.mod the model edited cannot make the grader run git against
+// a host of its choosing. With isolation go mod download runs in a box of its own, as the sandbox's uid, with the
+// network (and nothing else of the model's running), so that the go.mod files it reads (a replacement may name any
+// folder) are read with that uid's rights; the proxy's folders (file:// entries) are shown to it read-only, and the
+// worker's module cache is asked first. A failure is only logged: the offline build then fails and says what is
+// missing (the grade step names that the machine's failure when the patch changed no module file).
+func (g *goRun) download(ctx context.Context, pkgs []*goPackage, key [32]byte) {
+	var mods []*GoModule
+	for _, p := range pkgs {
+		m := p.mod
+		if g.layout.Workspace {
+			m = g.layout.root() // the workspace's go.work is there
+		}
+		if !slices.Contains(mods, m) && (g.layout.Workspace || (!m.Vendored && needsDownload(g.o.Dir, *m))) {
+			mods = append(mods, m)
+		}
 	}
-	key := sha256.Sum256(sum)
-	marker := filepath.Join(g.modCache, "cache", "ctxlab-downloaded", hex.EncodeToString(key[:]))
-	if fileExists(marker) {
-		g.events.note("ctxlab: module requirements already downloaded (go.sum sha256 " + hex.EncodeToString(key[:8]) + ")\n")
+	for _, m := range mods {
+		g.downloadModule(ctx, m, key)
+	}
+}
+
+// downloadModule runs go mod download in module m's folder (see download).
+func (g *goRun) downloadModule(ctx context.Context, m *GoModule, key [32]byte) {
+	where := ""
+	if m.Dir != "." {
+		where = " of " + m.Dir
+	}
+	mark := sha256.Sum256(append(key[:], m.Dir...))
+	marker := filepath.Join(g.modCache, "cache", "ctxlab-downloaded", hex.EncodeToString(mark[:]))
+	sums := g.sumFiles(m)
+	if g.restoreSums(marker) {
+		g.events.note("ctxlab: module requirements" + where + " already downloaded (module files sha256 " +
+			hex.EncodeToString(key[:8]) + ")\n")
 		return
 	}
 	proxy := g.o.GoProxy
@@ -587,48 +626,125 @@ func (g *goRun) download(ctx context.Context) {
 		proxy = workerGoProxy()
 	}
 	if proxy == "" || proxy == "off" {
-		g.events.note("ctxlab: no GOPROXY to download the module requirements from\n")
+		g.events.note("ctxlab: no GOPROXY to download the module requirements" + where + " from\n")
 		return
 	}
 	var box *sandbox.Box
+	var err error
 	if g.isolated {
 		if box, err = sandbox.New(g.o.Dir, sandbox.Options{Network: true, Shared: []string{g.modCache},
 			ReadOnly: []string{g.tc.root}}); err != nil {
-			g.events.note(fmt.Sprintf("ctxlab: go mod download: %v\n", err))
+			g.events.note(fmt.Sprintf("ctxlab: go mod download%s: %v\n", where, err))
 			return
 		}
 		defer box.Close()
 		if proxy, err = proxyViews(box, proxy, g.modCache); err != nil {
-			g.events.note(fmt.Sprintf("ctxlab: go mod download: %v\n", err))
+			g.events.note(fmt.Sprintf("ctxlab: go mod download%s: %v\n", where, err))
 			return
 		}
 	}
-	extra := []string{"GOPROXY=" + proxy, modFlags(), "GOVCS=*:off", "GOMODCACHE=" + g.modCache}
+	extra := []string{"GOPROXY=" + proxy, "GOVCS=*:off", "GOMODCACHE=" + g.modCache}
+	if g.layout.Workspace {
+		extra = append(extra, goFlags(""))
+	} else {
+		extra = append(extra, goFlags("mod"), "GOWORK=off")
+	}
 	for _, k := range downloadEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			extra = append(extra, k+"="+v)
 		}
 	}
 	env := Env(append(extra, g.o.ExtraEnv...))
+	dir := filepath.Join(g.o.Dir, filepath.FromSlash(m.Dir))
+	args := []string{"mod", "download"}
+	if strings.TrimSpace(sums[path.Join(m.Dir, "go.sum")]) == "" {
+		// Without arguments go mod download records only the go.mod files' checksums; the build list's zips' are
+		// what an offline build without go.sum lacks.
+		args = append(args, "all")
+	}
 	var out []byte
 	if box != nil {
 		var code int
-		out, code, err = boxOutput(ctx, box, []string{g.tc.bin, "mod", "download"}, env, g.o.Dir)
+		out, code, err = boxOutput(ctx, box, append([]string{g.tc.bin}, args...), env, dir)
 		if err == nil && code != 0 {
 			err = fmt.Errorf("exit status %d", code)
 		}
 	} else {
-		out, err = trusted(ctx, g.o.Dir, env, g.tc.bin, "mod", "download")
+		out, err = trusted(ctx, dir, env, g.tc.bin, args...)
 	}
 	if err != nil {
 		// The proxy itself is not logged: its URL may carry credentials.
-		g.events.note(fmt.Sprintf("ctxlab: go mod download: %v\n%s", err, out))
+		g.events.note(fmt.Sprintf("ctxlab: go mod download%s: %v\n%s", where, err, out))
+		return
+	}
+	g.keepSums(marker, sums)
+	g.events.note("ctxlab: module requirements" + where + " downloaded\n")
+}
+
+// sumFiles are the checksum files a download in module m may write (slash-separated, relative to the repository
+// root), with their content now: the module's go.sum, and in a workspace the root's go.work.sum.
+func (g *goRun) sumFiles(m *GoModule) map[string]string {
+	files := map[string]string{path.Join(m.Dir, "go.sum"): ""}
+	if g.layout.Workspace {
+		files["go.work.sum"] = ""
+	}
+	for f := range files {
+		b, _ := readRegular(filepath.Join(g.o.Dir, filepath.FromSlash(f)))
+		files[f] = string(b)
+	}
+	return files
+}
+
+// keepSums writes the download's marker: the checksum files of before (sumFiles) that the download changed, as
+// they are now. A module that comes without go.sum (or with one that lacks lines) is completed by go mod download
+// from the checksum database, which the offline build cannot reach: a later grade of the same module files gets
+// the same lines back from the marker (restoreSums) instead of downloading again.
+func (g *goRun) keepSums(marker string, before map[string]string) {
+	changed := map[string]string{}
+	for f, old := range before {
+		b, _ := readRegular(filepath.Join(g.o.Dir, filepath.FromSlash(f)))
+		if string(b) != old {
+			changed[f] = string(b)
+		}
+	}
+	body, err := json.Marshal(changed)
+	if err != nil {
 		return
 	}
 	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err == nil {
-		_ = os.WriteFile(marker, []byte("downloaded\n"), 0o644)
+		_ = os.WriteFile(marker, body, 0o644)
 	}
-	g.events.note("ctxlab: module requirements downloaded\n")
+}
+
+// restoreSums reports whether marker records a finished download, and writes the checksum files it holds into
+// the worktree where they differ (given to the box's uid, which the builds run as). A marker it cannot read is no
+// marker: the download runs again.
+func (g *goRun) restoreSums(marker string) bool {
+	b, err := readRegular(marker)
+	if err != nil {
+		return false
+	}
+	var files map[string]string
+	if json.Unmarshal(b, &files) != nil {
+		return false
+	}
+	root, err := os.OpenRoot(g.o.Dir)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	for f, content := range files {
+		if cur, err := root.ReadFile(f); err == nil && string(cur) == content {
+			continue
+		}
+		if err := root.WriteFile(f, []byte(content), 0o644); err != nil {
+			return false
+		}
+		if g.box != nil && g.box.Isolation() == sandbox.IsolationNamespaces {
+			_ = root.Lchown(f, g.box.UID(), g.box.UID())
+		}
+	}
+	return true
 }
 
 // proxyViews rewrites a GOPROXY list for a box: each file:// folder is shown to it read-only at a path of its own
@@ -667,10 +783,13 @@ func proxyViews(box *sandbox.Box, proxy, modCache string) (string, error) {
 	return strings.Join(entries, ""), nil
 }
 
-// modFlags is GOFLAGS with -mod=mod (go.mod and go.sum may be completed from the module cache) in place of any -mod
-// flag of the worker's GOFLAGS, whose other flags are kept.
-func modFlags() string {
-	flags := []string{"-mod=mod"}
+// goFlags is GOFLAGS with -mod=mod (or no -mod flag, for mod "") in place of any -mod flag of the worker's
+// GOFLAGS, whose other flags are kept.
+func goFlags(mod string) string {
+	var flags []string
+	if mod != "" {
+		flags = append(flags, "-mod="+mod)
+	}
 	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
 		if !strings.HasPrefix(f, "-mod=") && !strings.HasPrefix(f, "--mod=") {
 			flags = append(flags, f)

@@ -13,6 +13,7 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -28,16 +29,29 @@ import (
 	"ctxlab/activities/testlog"
 )
 
-// goPackage is a package folder of the module with test functions.
+// goPackage is a package folder of the repository with test functions.
 type goPackage struct {
 	importPath string
-	dir        string          // slash-separated, relative to the module root; "." for the root
+	dir        string          // slash-separated, relative to the repository root; "." for the root
+	mod        *GoModule       // the module holding it
 	declared   map[string]bool // what go test runs (goDeclared) in its kept _test.go files, by name
-	run        []string        // the declared names to run
+	// literals are the short string literals of its kept _test.go files, each with the declared tests whose bodies
+	// hold it ("" for one outside every declared test): where a name an inner runner reports comes from.
+	literals map[string][]string
+	run      []string // the declared names to run
+	inner    []string // the inner runners' top-level names to run (innerRuns)
 }
 
-// target is the package as a go command argument, relative to the module root.
+// target is the package as a go command argument, relative to its module's root (where its go commands run).
 func (p *goPackage) target() string {
+	if rel := p.mod.rel(p.dir); rel != "." {
+		return "./" + rel
+	}
+	return "."
+}
+
+// folder is the package's folder as a shell argument, relative to the repository root.
+func (p *goPackage) folder() string {
 	if p.dir == "." {
 		return "."
 	}
@@ -88,15 +102,20 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 	// The binaries' own -test.timeout is what is left of the run's budget (o.Timeout), never of the caller's
 	// context: a caller that cancels first gets a cancelled run, not a test that timed out.
 	budget := start.Add(cmp.Or(o.Timeout, DefaultTimeout))
-	modPath, err := modulePath(o.Dir)
-	if err != nil {
-		return Result{}, fmt.Errorf("testrun: %w", err)
+	layout := o.Layout
+	if layout == nil {
+		read, err := ReadGoLayout(o.Dir)
+		if err != nil {
+			return Result{}, err
+		}
+		layout = &read
 	}
-	pkgs, err := scanTests(o.Dir, modPath, o.ExcludeTestFiles)
+	pkgs, modFiles, err := scanTests(o.Dir, *layout, o.ExcludeTestFiles)
 	if err != nil {
 		return Result{}, fmt.Errorf("testrun: listing the tests of %s: %w", o.Dir, err)
 	}
-	toRun, notDeclared := selectTests(pkgs, o.Tests)
+	toRun, notDeclared := selectTests(pkgs, o.Tests, testedModules(*layout, o.TestPatchFiles))
+	modPath := layout.root().Path
 
 	// Every event goes through one parser; out keeps the stream for the log.
 	parse := parseGoEvents(out)
@@ -108,7 +127,7 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 		events.note(fmt.Sprintf("ctxlab: no package declares these tests in a kept _test.go file: %s\n",
 			strings.Join(notDeclared, ", ")))
 	}
-	g, err := newGoRun(runCtx, o, events)
+	g, err := newGoRun(runCtx, o, *layout, events)
 	if err != nil {
 		_, _ = parse.wait()
 		if ctx.Err() != nil { // the set-up failed because the run was cancelled (seen on a loaded machine)
@@ -118,8 +137,8 @@ func runGo(ctx, runCtx context.Context, o Options, out *capBuffer) (Result, erro
 	}
 	defer g.close()
 	res.Isolation = g.box.Isolation()
-	if len(toRun) > 0 && !g.vendored {
-		g.download(runCtx)
+	if len(toRun) > 0 {
+		g.download(runCtx, toRun, moduleFilesKey(o.Dir, modFiles))
 	}
 	// All binaries are built before any test runs, so no test can change what a later package compiles.
 	bins := g.buildAll(runCtx, toRun)
@@ -178,14 +197,19 @@ func (e *goEvents) wait() (testlog.Report, error) {
 func (g *goRun) runPackages(ctx, runCtx context.Context, toRun []*goPackage, bins []string, budget time.Time,
 	listed bool, events *eventWriter) (ranArgs []string, exit int) {
 	for i, p := range toRun {
-		pattern := RunPattern(p.run)
+		pattern := RunPattern(append(slices.Clone(p.run), p.inner...))
 		if !listed {
 			pattern = ""
 		}
 		args := g.testArgs(budget, pattern)
-		// Args says what ran, per package: go test -c ./dir && (cd dir && dir.test -test.paniconexit0 ...);
-		ranArgs = append(ranArgs, "go", "test", "-c", "-o", p.binaryName(), p.target(), "&&", "(cd", p.target(), "&&",
-			p.binaryName())
+		// Args says what ran, per package: go test -c ./dir && (cd dir && dir.test -test.paniconexit0 ...); in a
+		// nested module the build runs in its folder, (cd sub && go test -c ./dir).
+		build := []string{"go", "test", "-c", "-o", p.binaryName(), p.target()}
+		if p.mod.Dir != "." {
+			build = append([]string{"(cd", p.mod.Dir, "&&"}, build...)
+			build[len(build)-1] += ")"
+		}
+		ranArgs = append(append(ranArgs, build...), "&&", "(cd", p.folder(), "&&", p.binaryName())
 		ranArgs = append(ranArgs, args...)
 		ranArgs[len(ranArgs)-1] += ");"
 		if bins[i] == "" || runCtx.Err() != nil {
@@ -202,34 +226,13 @@ func (g *goRun) runPackages(ctx, runCtx context.Context, toRun []*goPackage, bin
 	return ranArgs, exit
 }
 
-// modulePath reads the module path from dir/go.mod.
-func modulePath(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module")
-		if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '"') {
-			continue
-		}
-		rest, _, _ = strings.Cut(rest, "//")
-		rest = strings.TrimSpace(rest)
-		if p, err := strconv.Unquote(rest); err == nil {
-			rest = p
-		}
-		if rest != "" {
-			return rest, nil
-		}
-	}
-	return "", fmt.Errorf("%s/go.mod names no module", dir)
-}
-
-// scanTests lists, statically, what go test would run in each package of the module (goDeclared) from its _test.go
-// files, leaving out the excluded files (slash-separated, relative to root), files the build constraints exclude,
-// vendor, testdata, hidden folders and nested modules. The package's own test files and its external _test
-// package's share its folder, and so its list.
-func scanTests(root, modPath string, exclude []string) (pkgs []*goPackage, err error) {
+// scanTests lists, statically, what go test would run in each package of the repository's modules (goDeclared) from
+// its _test.go files, leaving out the excluded files (slash-separated, relative to root), files the build
+// constraints exclude, and folders the go command leaves out of ./... (vendor, testdata, hidden ones). The package's
+// own test files and its external _test package's share its folder, and so its list. A package belongs to the
+// innermost module of layout holding its folder. It also returns the module files it saw (isModuleFile), for the
+// download's key.
+func scanTests(root string, layout GoLayout, exclude []string) (pkgs []*goPackage, modFiles []string, err error) {
 	skip := map[string]bool{}
 	for _, f := range exclude {
 		skip[path.Clean(strings.TrimPrefix(filepath.ToSlash(f), "./"))] = true
@@ -244,11 +247,13 @@ func scanTests(root, modPath string, exclude []string) (pkgs []*goPackage, err e
 		rel = filepath.ToSlash(rel)
 		name := d.Name()
 		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" ||
-				name == "vendor" || fileExists(filepath.Join(p, "go.mod"))) {
+			if rel != "." && skippedDir(name) {
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		if d.Type().IsRegular() && isModuleFile(name) {
+			modFiles = append(modFiles, rel)
 		}
 		if !d.Type().IsRegular() || !strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, ".") ||
 			strings.HasPrefix(name, "_") || skip[rel] {
@@ -265,16 +270,19 @@ func scanTests(root, modPath string, exclude []string) (pkgs []*goPackage, err e
 		dir := path.Dir(rel)
 		pkg := byDir[dir]
 		if pkg == nil {
-			ip := modPath
-			if dir != "." {
-				ip = modPath + "/" + dir
+			mod := layout.moduleOf(dir)
+			if mod == nil {
+				return nil // outside every module: go test would not build it
 			}
-			pkg = &goPackage{importPath: ip, dir: dir, declared: map[string]bool{}}
+			pkg = &goPackage{importPath: path.Join(mod.Path, mod.rel(dir)), dir: dir, mod: mod, declared: map[string]bool{},
+				literals: map[string][]string{}}
 			byDir[dir] = pkg
 		}
-		for _, name := range goDeclared(f) {
+		declared := goDeclared(f)
+		for _, name := range declared {
 			pkg.declared[name] = true
 		}
+		addLiterals(f, declared, pkg.literals)
 		return nil
 	})
 	for _, p := range byDir {
@@ -283,7 +291,7 @@ func scanTests(root, modPath string, exclude []string) (pkgs []*goPackage, err e
 		}
 	}
 	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].dir < pkgs[j].dir })
-	return pkgs, err
+	return pkgs, modFiles, err
 }
 
 // goDeclared lists what go test runs from one _test.go file, by cmd/go's rules (load.testFuncs.load): top-level
@@ -318,6 +326,30 @@ func goDeclared(f *ast.File) []string {
 	return names
 }
 
+// maxLiteral bounds the string literals kept per package (goPackage.literals): an inner runner's suite name is short.
+const maxLiteral = 256
+
+// addLiterals adds the string literals of f (up to maxLiteral bytes) to lits, each with the test of declared whose
+// body holds it, or "" when it lies outside every one of them.
+func addLiterals(f *ast.File, declared []string, lits map[string][]string) {
+	for _, decl := range f.Decls {
+		encl := ""
+		if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && slices.Contains(declared, fn.Name.Name) {
+			encl = fn.Name.Name
+		}
+		ast.Inspect(decl, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING || len(lit.Value) > maxLiteral+2 {
+				return true
+			}
+			if v, err := strconv.Unquote(lit.Value); err == nil && v != "" && !slices.Contains(lits[v], encl) {
+				lits[v] = append(lits[v], encl)
+			}
+			return true
+		})
+	}
+}
+
 // takesTesting is cmd/go's isTestFunc: fn returns nothing and takes one parameter of type *arg or *pkg.arg (the
 // testing import under any name, or dot-imported).
 func takesTesting(fn *ast.FuncDecl, arg string) bool {
@@ -341,9 +373,23 @@ func takesTesting(fn *ast.FuncDecl, arg string) bool {
 	return false
 }
 
+// testedModules are the modules of layout holding a file of the test patch (slash-separated, relative to the
+// root): the modules its repository tests for this instance.
+func testedModules(layout GoLayout, files []string) map[*GoModule]bool {
+	tested := map[*GoModule]bool{}
+	for _, f := range files {
+		if m := layout.moduleOf(path.Dir(path.Clean(strings.TrimPrefix(filepath.ToSlash(f), "./")))); m != nil {
+			tested[m] = true
+		}
+	}
+	return tested
+}
+
 // selectTests picks, for each listed name, the packages that declare its top-level test (only the named package for
-// a qualified name); the names no package declares are returned. An empty list runs every declared test.
-func selectTests(pkgs []*goPackage, tests []string) (toRun []*goPackage, notDeclared []string) {
+// a qualified name); the names no package declares are returned. A bare name declared in a package of a tested
+// module runs there only, as its repository runs `cd module && go test ./...`; one that no tested module declares
+// runs in every package that declares it. An empty list runs every declared test.
+func selectTests(pkgs []*goPackage, tests []string, tested map[*GoModule]bool) (toRun []*goPackage, notDeclared []string) {
 	want := map[*goPackage]map[string]bool{}
 	add := func(p *goPackage, top string) {
 		if want[p] == nil {
@@ -361,14 +407,28 @@ func selectTests(pkgs []*goPackage, tests []string) (toRun []*goPackage, notDecl
 	for _, name := range tests {
 		q, test := testlog.SplitGoTestName(name)
 		top, _, _ := strings.Cut(test, "/")
-		found := false
+		var found []*goPackage
 		for _, p := range pkgs {
-			if (q == "" || testlog.PackageMatches(q, p.importPath, p.dir)) && p.declared[top] {
-				add(p, top)
-				found = true
+			if (q == "" || testlog.PackageMatches(q, p.importPath, p.dir)) && (p.declared[top] || len(innerRuns(p, top)) > 0) {
+				found = append(found, p)
 			}
 		}
-		if !found && strings.TrimSpace(name) != "" {
+		if q == "" && slices.ContainsFunc(found, func(p *goPackage) bool { return tested[p.mod] }) {
+			found = slices.DeleteFunc(found, func(p *goPackage) bool { return !tested[p.mod] })
+		}
+		for _, p := range found {
+			if p.declared[top] {
+				add(p, top)
+				continue
+			}
+			for _, outer := range innerRuns(p, top) {
+				add(p, outer)
+			}
+			if !slices.Contains(p.inner, top) {
+				p.inner = append(p.inner, top)
+			}
+		}
+		if len(found) == 0 && strings.TrimSpace(name) != "" {
 			notDeclared = append(notDeclared, name)
 		}
 	}
@@ -385,8 +445,33 @@ func selectTests(pkgs []*goPackage, tests []string) (toRun []*goPackage, notDecl
 	return toRun, notDeclared
 }
 
+// innerRuns are the declared tests of p that may run an inner runner reporting the top-level name top, which p does
+// not declare: those whose bodies hold top as a string literal (testing.InternalTest{Name: "inner suite"}), or the
+// rest of it after their own name (Name: t.Name() + "InBeforeTest"); every declared test when the literal lies
+// outside them (a suite table of the file). None when top is declared, or appears in no literal.
+func innerRuns(p *goPackage, top string) []string {
+	if p.declared[top] {
+		return nil
+	}
+	var outer []string
+	for _, encl := range p.literals[top] {
+		if encl == "" {
+			return slices.Sorted(maps.Keys(p.declared))
+		}
+		outer = append(outer, encl)
+	}
+	for d := range p.declared {
+		if rest, ok := strings.CutPrefix(top, d); ok && rest != "" && slices.Contains(p.literals[rest], d) {
+			outer = append(outer, d)
+		}
+	}
+	slices.Sort(outer)
+	return slices.Compact(outer)
+}
+
 // checkDeclared drops from rep the results of tests their package does not declare (recording them in Undeclared),
-// and sets each result's Dir.
+// but those reported while a test it declares was running (TestResult.Within: an inner runner's), and sets each
+// result's Dir.
 func checkDeclared(rep testlog.Report, pkgs []*goPackage, notDeclared []string) testlog.Report {
 	byPath := map[string]*goPackage{}
 	for _, p := range pkgs {
@@ -397,11 +482,13 @@ func checkDeclared(rep testlog.Report, pkgs []*goPackage, notDeclared []string) 
 		top, _, _ := strings.Cut(name, "/")
 		for _, r := range rs {
 			p := byPath[r.Package]
-			if p == nil || !p.declared[top] {
+			// A name no test function declares counts only while a declared test runs (an inner runner inside it):
+			// not one reported before any test started (an init's) or after every declared one ended.
+			if p == nil || (!p.declared[top] && !slices.ContainsFunc(r.Within, func(w string) bool { return p.declared[w] })) {
 				rep.Undeclared = append(rep.Undeclared, r.Package+"::"+name)
 				continue
 			}
-			r.Dir = p.dir
+			r.Dir, r.Within = p.dir, nil
 			kept[name] = append(kept[name], r)
 		}
 	}

@@ -215,3 +215,33 @@ func TestModuleRequirementsDownloaded(t *testing.T) {
 		t.Errorf("second run downloaded again:\n%s", res.Output)
 	}
 }
+
+// A module that comes without go.sum (an older module: a go.mod with requirements, as gopkg.in ones come) builds as
+// go test with a proxy builds it: its requirements are downloaded before the offline build, once per content of the
+// module files, and a second grade of the same repository builds from the module cache alone (with the go.sum lines
+// the download got from the checksum database, which the offline build cannot ask).
+func TestModuleWithoutGoSum(t *testing.T) {
+	// The worker's own GOSUMDB reaches only the download (the test proxy's module is in no checksum database).
+	t.Setenv("GOSUMDB", "off")
+	proxyURL := fileProxy(t, "example.com/dep", "v1.0.0", map[string]string{
+		"dep.go": "package dep\n\nfunc Answer() int { return 42 }\n",
+	})
+	files := map[string]string{
+		"go.mod":    "module example.com/m\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n",
+		"m_test.go": "package m\n\nimport (\n\t\"testing\"\n\n\t\"example.com/dep\"\n)\n\nfunc TestUsesDep(t *testing.T) {\n\tif dep.Answer() != 42 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n",
+	}
+	cache := t.TempDir()
+	cleanModCache(t, cache)
+	for i, want := range []string{"module requirements downloaded", "already downloaded"} {
+		dir := t.TempDir()
+		writeFiles(t, dir, files)
+		res := run(t, Options{Dir: dir, Tests: []string{"TestUsesDep"}, GoProxy: proxyURL,
+			ExtraEnv: []string{"GOMODCACHE=" + cache}})
+		if v := testlog.Decide([]string{"TestUsesDep"}, nil, res.Report); !v.Resolved {
+			t.Fatalf("grade %d: not resolved without go.sum: %+v\n%s", i+1, v, res.Output)
+		}
+		if !strings.Contains(string(res.Output), want) {
+			t.Errorf("grade %d: the log does not say %q:\n%s", i+1, want, res.Output)
+		}
+	}
+}

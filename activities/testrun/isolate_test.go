@@ -92,24 +92,49 @@ func TestIsolatedRunCannotStealOrEscape(t *testing.T) {
 	}
 }
 
-// A test command installed under the worker's home (a pyenv or a virtualenv) stays runnable in the sandbox, which
-// hides the home itself.
-func TestIsolatedCommandUnderHome(t *testing.T) {
+// A test command installed under the worker's home (a pyenv or a virtualenv), or in a folder of its own that no
+// place of the sandbox's Layout holds (an interpreter under /opt), stays runnable in the sandbox, which shows its
+// folder and nothing else of the home or of /opt.
+func TestIsolatedCommandOutsideLayout(t *testing.T) {
 	if ok, why := sandbox.Available(); !ok {
 		t.Skipf("no sandbox here (%s)", why)
 	}
+	opt, err := os.MkdirTemp("/", "ctxlab-test-opt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(opt) })
+	if err := os.Chmod(opt, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	home := filepath.Join(t.TempDir(), "home")
-	tool := filepath.Join(home, ".venv", "bin", "runtests")
-	if err := os.MkdirAll(filepath.Dir(tool), 0o755); err != nil {
+	for name, tool := range map[string]string{"home": filepath.Join(home, ".venv", "bin", "runtests"),
+		"prefix": filepath.Join(opt, "python", "bin", "runtests")} {
+		t.Run(name, func(t *testing.T) {
+			prefix := filepath.Dir(filepath.Dir(tool))
+			writeFile(t, tool, "#!/bin/sh\necho ran-from-$(cat \"$(dirname \"$0\")/../marker\"); ls -A \"$1\"\n", 0o755)
+			writeFile(t, filepath.Join(prefix, "marker"), name+"\n", 0o644)
+			writeFile(t, filepath.Join(filepath.Dir(prefix), "other", "secret"), "other\n", 0o644)
+			t.Setenv("HOME", home)
+			res, err := Run(context.Background(), Options{Dir: t.TempDir(), Command: []string{tool, filepath.Dir(prefix)},
+				Parser: "pytest", Isolate: true})
+			if err != nil || res.Isolation != sandbox.IsolationNamespaces {
+				t.Fatalf("err %v, isolation %q, output:\n%s", err, res.Isolation, res.Output)
+			}
+			want := "ran-from-" + name + "\n" + filepath.Base(prefix) + "\n"
+			if string(res.Output) != want {
+				t.Fatalf("output %q, want %q: the command's folder alone", res.Output, want)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, name, body string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho ran-from-home\n"), 0o755); err != nil {
+	if err := os.WriteFile(name, []byte(body), mode); err != nil {
 		t.Fatal(err)
-	}
-	t.Setenv("HOME", home)
-	res, err := Run(context.Background(), Options{Dir: t.TempDir(), Command: []string{tool}, Parser: "pytest",
-		Isolate: true})
-	if err != nil || !strings.Contains(string(res.Output), "ran-from-home") || res.Isolation != sandbox.IsolationNamespaces {
-		t.Fatalf("err %v, isolation %q, output:\n%s", err, res.Isolation, res.Output)
 	}
 }

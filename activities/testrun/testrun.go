@@ -14,7 +14,10 @@
 // names are checked against what go test would run, found statically (go/parser and go/doc; a `go test -list`
 // would need the package to compile at base, which FAIL_TO_PASS tests often do not) in the package's _test.go
 // files other than Options.ExcludeTestFiles: tests, fuzz targets (their seeds run as subtests) and examples with
-// an output comment. A result for an undeclared name is dropped (Report.Undeclared), so it counts as missing.
+// an output comment. A result for an undeclared name is dropped (Report.Undeclared), so it counts as missing, unless
+// a declared test was running when it was reported (an inner runner's: testing.RunTests called from a test). The
+// repository's modules (GoLayout: nested ones too) are read before the model patch, and each package is built and
+// run in its own module.
 //
 // Python commands (Options.Command with a pytest or unittest parser) are read from their output, or, with
 // Options.Results, only from the results file ctxlab's Python helpers write (testlog.ParseResults), which the tests
@@ -45,6 +48,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
 
 	"ctxlab/activities/sandbox"
 	"ctxlab/activities/testlog"
@@ -63,7 +67,8 @@ const drainWait = 3 * time.Second
 
 // Options configures one run.
 type Options struct {
-	// Dir is the module (or work tree) to test: its packages (not nested modules) are searched for the tests.
+	// Dir is the repository to test: the packages of its modules (the root's and nested ones) are searched for the
+	// tests.
 	Dir string
 	// Tests are the test names to run: bare ("TestA", "TestA/sub"), run in every package that declares TestA, or
 	// package-qualified ("import/path::TestA", "./pkg::TestA", "pkg/sub::TestA/sub"), run in that package only. A
@@ -91,6 +96,12 @@ type Options struct {
 	// declared: the model's own test files, when a study keeps them. A test reported from such a file only is
 	// dropped from the Report (see Report.Undeclared).
 	ExcludeTestFiles []string
+	// Layout is how the repository's Go code is built (its modules, vendoring, workspace), as read before the model
+	// patch (see GoLayout); nil reads it from Dir.
+	Layout *GoLayout
+	// TestPatchFiles are the files the instance's test patch touches (slash-separated, relative to Dir): a bare test
+	// name runs in the modules holding them when one of their packages declares it (see selectTests).
+	TestPatchFiles []string
 	// GoProxy is the GOPROXY for downloading the module's requirements before the offline build (a URL list, or
 	// file:///folder); empty: the worker's own GOPROXY.
 	GoProxy string
@@ -105,6 +116,10 @@ type Options struct {
 	// owns it), holds it open, passes its path in ResultsEnv and, after the command ends, reads the Report from its
 	// own descriptor, whatever became of the file's name; the output is then only kept, never parsed.
 	Results string
+	// OutputIfUnclaimed parses the output with Parser when no process claimed the results file (a command that
+	// starts no test runner ctxlab's helpers can see: a script, tox with an environment of its own). A claimed
+	// file is the only source of results, even if its runner ended before its session started.
+	OutputIfUnclaimed bool
 }
 
 // ResultsEnv names the variable that tells ctxlab's Python helpers where the results file is; they remove it from
@@ -186,7 +201,10 @@ func runCommand(ctx, runCtx context.Context, o Options, out *capBuffer) (Result,
 			return Result{}, err
 		}
 		defer results.Close()
-		parser, env = testlog.ParserNone, append(slices.Clone(env), ResultsEnv+"="+o.Results)
+		env = append(slices.Clone(env), ResultsEnv+"="+o.Results)
+		if !o.OutputIfUnclaimed {
+			parser = testlog.ParserNone
+		}
 	}
 	box, err := newBox(o)
 	if err != nil {
@@ -200,12 +218,7 @@ func runCommand(ctx, runCtx context.Context, o Options, out *capBuffer) (Result,
 	rep, exit, parseErr := p.report(parser, out)
 	var note string
 	if results != nil && parseErr == nil {
-		var started bool
-		rep, started, parseErr = testlog.ParseResults(results)
-		if !started {
-			note = "the test runner never started ctxlab's results plugin, so no result was read " +
-				"(results are never read from the output)"
-		}
+		rep, note, parseErr = resultsReport(results, rep, o.OutputIfUnclaimed)
 	}
 	res := Result{
 		Output:      out.Bytes(),
@@ -226,6 +239,25 @@ func runCommand(ctx, runCtx context.Context, o Options, out *capBuffer) (Result,
 		return res, fmt.Errorf("testrun: %w", parseErr)
 	}
 	return res, nil
+}
+
+// resultsReport is the run's report from the results file (read from its start): the file's, when a process
+// claimed it, else fromOutput (the output's, with OutputIfUnclaimed) or nothing, with a note saying why.
+func resultsReport(results *os.File, fromOutput testlog.Report, outputIfUnclaimed bool) (testlog.Report, string, error) {
+	fi, err := results.Stat()
+	if err != nil {
+		return testlog.Report{}, "", err
+	}
+	if fi.Size() == 0 && outputIfUnclaimed {
+		return fromOutput, "no test runner claimed ctxlab's results file (the command starts none ctxlab's " +
+			"shims see), so results were read from the output", nil
+	}
+	rep, started, err := testlog.ParseResults(results)
+	if !started {
+		return rep, "the test runner never started ctxlab's results plugin, so no result was read " +
+			"(results are never read from the output)", err
+	}
+	return rep, "", err
 }
 
 // report parses the process's output with parser as it comes, keeping it in out, until the process ends (wait).
@@ -271,7 +303,7 @@ func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
 	if o.Isolate {
 		dirs := append(append(append([]string{}, o.ReadOnly...), readOnly...), goDirs()...)
 		if len(o.Command) > 0 {
-			dirs = append(dirs, homeFolderOf(o.Command[0])...)
+			dirs = append(dirs, CommandFolders(o.Command[0], o.Dir)...)
 		}
 		for _, d := range dirs {
 			if fi, err := os.Stat(d); err == nil && fi.IsDir() && sandbox.Reachable(d) {
@@ -286,27 +318,44 @@ func newBox(o Options, readOnly ...string) (*sandbox.Box, error) {
 	return box, nil
 }
 
-// homeFolderOf is the folder right under the worker's home holding prog (a pyenv or a virtualenv), which the
-// sandbox would otherwise hide with the home itself; none when prog lies elsewhere.
-func homeFolderOf(prog string) []string {
-	home, err := os.UserHomeDir()
-	if err != nil || home == "/" {
-		return nil
-	}
+// CommandFolders are the folders the sandbox must show for prog to run, when no place of its Layout holds it: the
+// folder right under the worker's home holding it (a pyenv, whose shims run its libexec), or else the folder above
+// its bin folder (a virtualenv's or an interpreter's prefix, where pyvenv.cfg and the standard library lie); for
+// the program's path and for what it links to. A folder holding the worktree or the temp folder (where the other
+// grades' worktrees lie) is never one.
+func CommandFolders(prog, worktree string) []string {
 	p, err := exec.LookPath(prog)
 	if err != nil {
 		return nil
 	}
+	home, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(home) || home == "/" {
+		home = ""
+	}
 	var dirs []string
 	for _, cand := range []string{p, evalSymlinks(p)} {
-		if abs, err := filepath.Abs(cand); err == nil {
-			if rel, ok := strings.CutPrefix(abs, home+string(filepath.Separator)); ok {
-				top, _, _ := strings.Cut(rel, string(filepath.Separator))
-				dirs = append(dirs, filepath.Join(home, top))
-			}
+		abs, err := filepath.Abs(cand)
+		if err != nil || sandbox.HostShows(abs) {
+			continue
+		}
+		dir := filepath.Dir(filepath.Dir(abs))
+		if rel, ok := strings.CutPrefix(abs, home+string(filepath.Separator)); ok && home != "" {
+			top, _, _ := strings.Cut(rel, string(filepath.Separator))
+			dir = filepath.Join(home, top)
+		} else if dir == "/" {
+			dir = filepath.Dir(abs)
+		}
+		if !holds(dir, worktree) && !holds(dir, os.TempDir()) {
+			dirs = append(dirs, dir)
 		}
 	}
 	return dirs
+}
+
+// holds says whether the folder dir is p or lies above it.
+func holds(dir, p string) bool {
+	rel, err := filepath.Rel(dir, evalSymlinks(p))
+	return err == nil && filepath.IsLocal(rel)
 }
 
 func evalSymlinks(p string) string {
@@ -417,7 +466,9 @@ func killGroup(pgid int) error {
 }
 
 // RunPattern is the -run expression selecting tests: their top-level names, quoted, as ^(A|B)$, sorted and
-// deduplicated. It is empty when tests is.
+// deduplicated. It is empty when tests is. A name an inner runner gives a suite (testing.RunTests) may hold spaces,
+// which the testing package does not rewrite in such a name but does in the pattern: they are written \x20, as any
+// space or unprintable rune is, so that the pattern matches the name as it is.
 func RunPattern(tests []string) string {
 	seen := map[string]bool{}
 	var names []string
@@ -427,13 +478,27 @@ func RunPattern(tests []string) string {
 			continue
 		}
 		seen[top] = true
-		names = append(names, regexp.QuoteMeta(top))
+		names = append(names, quoteRunName(top))
 	}
 	if len(names) == 0 {
 		return ""
 	}
 	sort.Strings(names)
 	return "^(" + strings.Join(names, "|") + ")$"
+}
+
+// quoteRunName quotes a test name for a -run pattern: regexp.QuoteMeta, with every space and unprintable rune as
+// \x{...}, which the testing package's rewrite of the pattern leaves as it is.
+func quoteRunName(name string) string {
+	var b strings.Builder
+	for _, r := range regexp.QuoteMeta(name) {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			fmt.Fprintf(&b, `\x{%x}`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -82,9 +83,12 @@ func (t TestList) MarshalJSON() ([]byte, error) {
 	return json.Marshal(string(inner))
 }
 
-// InstallConfig is the part of a SWE-rebench row's install_config that grading needs: SWE-rebench's fork of the
+// InstallConfig is a SWE-rebench row's install_config, the harness spec of its own: SWE-rebench's fork of the
 // harness (SWE-rebench/SWE-bench-fork, swebench/harness/test_spec/test_spec.py make_test_spec) uses it in place of
-// SWE-bench's per-repository table, and grading.py get_logs_eval picks the parser by its log_parser.
+// SWE-bench's per-repository table (MAP_REPO_VERSION_TO_SPECS), with the same keys: make_env_script_list_py reads
+// python, packages, pip_packages, reqs_path, env_yml_path and no_use_env; make_repo_script_list_py pre_install and
+// install; make_eval_script_list_py eval_commands, install and test_cmd; grading.py get_logs_eval log_parser. A
+// spec states the same for every row in grading.install_config.
 type InstallConfig struct {
 	// TestCmd is the test command; the test patch's files are appended to its last command. A list (some rows
 	// hold one) runs its commands in order, and the harness grades the output of the last.
@@ -92,15 +96,28 @@ type InstallConfig struct {
 	// LogParser names a harness parser ("parse_log_pytest") or a repository whose parser to use.
 	LogParser string `json:"log_parser,omitempty"`
 	// Install runs again before the tests, as in the harness's eval script; EvalCommands run first of all.
-	Install      string   `json:"install,omitempty"`
-	EvalCommands []string `json:"eval_commands,omitempty"`
+	Install      string     `json:"install,omitempty"`
+	EvalCommands StringList `json:"eval_commands,omitempty"`
+	// Python is the interpreter's version ("3.9"); Packages is "requirements.txt" (the files of ReqsPath, or
+	// requirements.txt), "environment.yml" (conda's, from EnvYmlPath) or a space-separated list of packages;
+	// PipPackages are installed with pip after them; PreInstall commands (apt-get install ...) run before Install.
+	Python      string     `json:"python,omitempty"`
+	Packages    string     `json:"packages,omitempty"`
+	PipPackages StringList `json:"pip_packages,omitempty"`
+	PreInstall  StringList `json:"pre_install,omitempty"`
+	ReqsPath    StringList `json:"reqs_path,omitempty"`
+	EnvYmlPath  StringList `json:"env_yml_path,omitempty"`
 }
 
-// TestCommands is a test command, written as a string or a list of strings.
+// TestCommands is a test command, written as a string or a list of strings; null is empty.
 type TestCommands []string
 
-// UnmarshalJSON accepts a string or a list of strings.
+// UnmarshalJSON accepts a string, a list of strings or null.
 func (c *TestCommands) UnmarshalJSON(b []byte) error {
+	if strings.TrimSpace(string(b)) == "null" {
+		*c = nil
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		*c = nil
@@ -123,6 +140,20 @@ func (c TestCommands) MarshalJSON() ([]byte, error) {
 		return json.Marshal(c[0])
 	}
 	return json.Marshal([]string(c))
+}
+
+// StringList is a list of strings (commands, packages, paths) that reads a list, one string or null, and writes a
+// list.
+type StringList []string
+
+// UnmarshalJSON accepts a list of strings, a string or null.
+func (l *StringList) UnmarshalJSON(b []byte) error {
+	var c TestCommands
+	if err := c.UnmarshalJSON(b); err != nil {
+		return fmt.Errorf("want a list of strings: %w", err)
+	}
+	*l = StringList(c)
+	return nil
 }
 
 // RowError names the row of a dataset file at fault: its line in a JSONL file, or its position in a JSON list or a
@@ -156,6 +187,28 @@ func (e *RowError) Error() string {
 }
 
 func (e *RowError) Unwrap() error { return e.Err }
+
+// repoPart is one part of a repository's owner/name: GitHub's characters, at most 100 of them, not "." or ".." (the
+// check below) and not starting with '-' (a name is filled into paths, URLs and git's command line).
+var repoPart = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,99}$`)
+
+// CheckRepo checks that repo is a repository's owner/name: a dataset's repo fills a repos template, which must
+// never name a folder outside the template's own (a "../" would snapshot any repository on the machine and send it
+// to the model).
+func CheckRepo(repo string) error {
+	owner, name, ok := strings.Cut(repo, "/")
+	for _, part := range []string{owner, name} {
+		if !ok || !repoPart.MatchString(part) || part == "." || part == ".." {
+			shown := repo
+			if len(shown) > 80 {
+				shown = shown[:80] + "..."
+			}
+			return fmt.Errorf("%q is not a repository's owner/name (two parts of letters, digits, '.', '_' and '-', "+
+				"neither '.' nor '..' nor starting with '-')", shown)
+		}
+	}
+	return nil
+}
 
 // Validate checks the fields every ctxlab run needs.
 func (in *Instance) Validate() error {

@@ -2,6 +2,7 @@ package swebench
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -192,4 +193,36 @@ func TestReadJSONListAndFieldErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// TestRepoNamesAreOwnerSlashName is issue 39's seventh defect: a row whose repo was "../victim" filled a repos
+// template with a path outside its folder, and the checkout snapshotted that repository and sent its files to the
+// model. A repo is owner/name, each part of letters, digits, '.', '_' and '-' (not "." or "..", not starting with
+// '-'); any other is the row's error, naming the file, line and field. Multi-SWE-bench's org and repo are held to the
+// same rule.
+func TestRepoNamesAreOwnerSlashName(t *testing.T) {
+	for _, bad := range []string{"../victim", "../../srv/secret", "acme/../../x", "acme/..", "./acme", "acme/x/y",
+		"acme/", "/abs", "solo", "-u/x", "acme/-x", "a b/c", "acme\\..\\x", "acme/x\n", "acme/" + strings.Repeat("x", 200)} {
+		row := strings.Replace(good, `"repo":"o/r"`, `"repo":`+quote(bad), 1)
+		_, err := Read(strings.NewReader(row+"\n"), "data.jsonl")
+		var re *RowError
+		if !errors.As(err, &re) || re.Field != "repo" || re.Line != 1 || !strings.Contains(err.Error(), "owner/name") {
+			t.Errorf("repo %q: %v, want the row's error naming its field", bad, err)
+		}
+	}
+	multi := `{"org":"..","repo":"victim","number":1,"fix_patch":"d","test_patch":"t","problem_statement":"p","base":{"sha":"abc"},"f2p_tests":{"a":{}}}`
+	if _, err := Read(strings.NewReader(multi+"\n"), "multi.jsonl"); err == nil || !strings.Contains(err.Error(), "owner/name") {
+		t.Errorf("a Multi-SWE-bench row of org '..': %v", err)
+	}
+	for _, ok := range []string{"o/r", "django/django", "psf/requests", "octo-org/.github", "a_b/c.d-e"} {
+		row := strings.Replace(good, `"repo":"o/r"`, `"repo":`+quote(ok), 1)
+		if _, err := Read(strings.NewReader(row+"\n"), "data.jsonl"); err != nil {
+			t.Errorf("repo %q refused: %v", ok, err)
+		}
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -64,6 +64,9 @@ func decodeMultiSWEBench(r rawRow) (Instance, error) {
 	if org == "" || repo == "" {
 		return in, r.fail("", "", fmt.Errorf("row lacks required fields: org and repo"))
 	}
+	if err := CheckRepo(org + "/" + repo); err != nil {
+		return in, r.fail("", "org, repo", err)
+	}
 	in.InstanceID = MultiSWEBenchID(org, repo, number)
 	in.Repo = org + "/" + repo
 

@@ -310,6 +310,11 @@ func decodeSWEBench(r rawRow) (Instance, error) {
 			return in, r.fail(in.InstanceID, f.name, err)
 		}
 	}
+	if in.Repo != "" {
+		if err := CheckRepo(in.Repo); err != nil {
+			return in, r.fail(in.InstanceID, "repo", err)
+		}
+	}
 	for _, f := range []struct {
 		name string
 		dst  *TestList
@@ -355,12 +360,32 @@ func decodeInstallConfig(raw json.RawMessage) (*InstallConfig, error) {
 		}
 		raw = []byte(s)
 	}
-	var cfg InstallConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
+	cfg, err := DecodeInstallConfig(raw)
+	if err != nil || len(cfg.TestCmd) == 0 && cfg.LogParser == "" {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// DecodeInstallConfig reads an install_config object (a row's, or a spec's grading.install_config). Keys it does
+// not know (docker_specs, no_use_env) are ignored, and a number where a string belongs (python: 3.9) keeps its
+// literal text.
+func DecodeInstallConfig(raw json.RawMessage) (*InstallConfig, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, fmt.Errorf("want an object with test_cmd and log_parser: %w", err)
 	}
-	if len(cfg.TestCmd) == 0 && cfg.LogParser == "" {
-		return nil, nil
+	if v, ok := fields["python"]; ok {
+		var version string
+		if err := decodeString(v, &version); err != nil {
+			return nil, fmt.Errorf("python: %w", err)
+		}
+		fields["python"], _ = json.Marshal(version)
+	}
+	b, _ := json.Marshal(fields)
+	var cfg InstallConfig
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("want an object with test_cmd and log_parser: %w", err)
 	}
 	return &cfg, nil
 }

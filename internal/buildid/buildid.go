@@ -31,3 +31,30 @@ func ID() string {
 	sum := sha256.Sum256([]byte(info.String()))
 	return "ctxlab-" + hex.EncodeToString(sum[:8])
 }
+
+// Version names the ctxlab source a binary was built from, for a starter to compare with its workers': the main
+// module's version, with the VCS revision and a mark of a modified tree when the build recorded them ("(devel)"
+// alone when it recorded neither, as with -buildvcs=false).
+func Version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := info.Main.Version
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" {
+		v += " " + rev[:min(12, len(rev))]
+		if modified == "true" {
+			v += "+modified"
+		}
+	}
+	return v
+}

@@ -16,7 +16,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -275,10 +277,10 @@ printf 'package warm\nimport "testing"\nfunc TestWarm(t *testing.T) {}\n' > warm
 go test -json ./... >/dev/null && go vet ./... && cd / && rm -rf /tmp/warm`
 	run := append(append([]string{"run", "--name", ctr, "--network", "none"}, b.Labels...), stageName, "/bin/bash", "-c", warm)
 	if _, err := b.docker(ctx, nil, run...); err != nil {
-		b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", ctr)
+		b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", "-v", ctr)
 		return "", fmt.Errorf("warming the Go build cache of %s: %w", name, err)
 	}
-	defer b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", ctr)
+	defer b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", "-v", ctr)
 	if _, err := b.docker(ctx, nil, "commit", "--change", "CMD [\"/bin/bash\"]", ctr, name); err != nil {
 		return "", err
 	}
@@ -358,7 +360,7 @@ func (b Builder) Instance(ctx context.Context, base, repoDir, name string, extra
 	if _, err := b.docker(ctx, nil, create...); err != nil {
 		return fmt.Errorf("image %s: %w", name, err)
 	}
-	defer b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", ctr)
+	defer b.docker(context.WithoutCancel(ctx), nil, "rm", "-f", "-v", ctr)
 	if _, err := b.docker(ctx, nil, "cp", filepath.Clean(repoDir)+"/.", ctr+":/testbed"); err != nil {
 		return fmt.Errorf("image %s: copying the repository: %w", name, err)
 	}
@@ -371,4 +373,102 @@ func (b Builder) Instance(ctx context.Context, base, repoDir, name string, extra
 		return fmt.Errorf("image %s: %w", name, err)
 	}
 	return nil
+}
+
+// PullError is an image the registry would not give: the image, what the refusal means (Reason) and the docker
+// CLI's own last words.
+type PullError struct {
+	Image, Reason, Output string
+	Err                   error
+}
+
+func (e *PullError) Error() string {
+	return fmt.Sprintf("docker pull %s: %s: %s", e.Image, e.Reason, e.Output)
+}
+
+func (e *PullError) Unwrap() error { return e.Err }
+
+// pullRefusals map what the docker CLI and the registry say to what a researcher should hear, first match wins.
+var pullRefusals = []struct{ says, means string }{
+	{"manifest unknown", "the registry has no such image or tag"},
+	{"pull access denied", "the registry refused it (no such repository, or it needs a login: docker login)"},
+	{"not found", "the registry has no such image or tag"},
+	{"unauthorized", "the registry refused it without credentials (docker login)"},
+	{"denied", "the registry refused it (docker login, or no access to the repository)"},
+	{"toomanyrequests", "the registry's rate limit was reached (log in, or pull fewer at once)"},
+	{"connection refused", "no registry answers at that address"},
+	{"no such host", "the registry's host name does not resolve (no network, or a wrong namespace)"},
+	{"i/o timeout", "the registry did not answer in time (no network?)"},
+	{"server gave HTTP response to HTTPS client", "the registry speaks plain HTTP: list it in the engine's insecure-registries"},
+	{"x509", "the registry's TLS certificate is not trusted"},
+	{"no space left on device", "the engine's disk is full"},
+}
+
+// refusal says what a failed pull's output means.
+func refusal(out string) string {
+	low := strings.ToLower(out)
+	for _, r := range pullRefusals {
+		if strings.Contains(low, strings.ToLower(r.says)) {
+			return r.means
+		}
+	}
+	return "the pull failed"
+}
+
+// Pull pulls the images the engine lacks, concurrency at once (at least one), as the SWE-bench harness pulls its
+// instance images before running them, saying on b.Log what it pulls and how each ends. It returns the images it
+// pulled and one PullError for each it could not; the others were there already.
+func (b Builder) Pull(ctx context.Context, images []string, concurrency int) (pulled []string, failed []error) {
+	var missing []string
+	for _, img := range images {
+		if !slices.Contains(missing, img) && !b.Exists(ctx, img) {
+			missing = append(missing, img)
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	concurrency = max(1, min(concurrency, len(missing)))
+	b.logf("images: pulling %d image(s) the engine lacks, %d at once", len(missing), concurrency)
+	var mu sync.Mutex
+	var done int
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for _, img := range missing {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			start := time.Now()
+			out, err := b.docker(ctx, nil, "pull", "--quiet", img)
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			if err != nil {
+				last := lastLine(out)
+				failed = append(failed, &PullError{Image: img, Reason: refusal(out), Output: last, Err: err})
+				b.logf("images: [%d/%d] %s not pulled: %s (%s)", done, len(missing), img, refusal(out), last)
+				return
+			}
+			pulled = append(pulled, img)
+			b.logf("images: [%d/%d] pulled %s in %s", done, len(missing), img, time.Since(start).Round(100*time.Millisecond))
+		}()
+	}
+	wg.Wait()
+	slices.Sort(pulled)
+	slices.SortFunc(failed, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return pulled, failed
+}
+
+// lastLine is the last non-empty line of a command's output, shortened.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
 }

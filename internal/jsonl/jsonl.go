@@ -13,6 +13,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"ctxlab/internal/regularfile"
 )
 
 // Partial says what Scan does with a last line that has no newline.
@@ -74,7 +76,7 @@ func Decode[T any](r io.Reader, partial Partial, bad func(num int, err error)) (
 // ReadFile decodes every line of the file at path into T, its last line included even without a newline. A missing
 // file is empty. bad counts the lines that did not decode (the torn last line of a killed process).
 func ReadFile[T any](path string) (out []T, bad int, err error) {
-	f, err := os.Open(path)
+	f, err := regularfile.Open(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, nil
 	}
@@ -101,7 +103,7 @@ type Tail[T any] struct {
 
 // Next returns the records appended since the last call. A missing file has none.
 func (t *Tail[T]) Next() ([]T, error) {
-	f, err := os.Open(t.Path)
+	f, err := regularfile.Open(t.Path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.off = 0
 		return nil, nil

@@ -21,8 +21,6 @@ import (
 var fieldLiteralsAllowed = map[string]string{
 	"activities/steps/grade.go: resolved":             "a grade_status value (GradeResolved)",
 	"activities/steps/grade.go: tests_missing":        "a grade_status value (GradeTestsMissing)",
-	"activities/llm/errorshape.go: prompt_tokens":     "the OpenAI response's usage key, named in a parse error",
-	"activities/llm/errorshape.go: completion_tokens": "the OpenAI response's usage key, named in a parse error",
 	"testkit/fakeopenai/server.go: prompt_tokens":     "the OpenAI wire format the fake serves",
 	"testkit/fakeopenai/server.go: completion_tokens": "the OpenAI wire format the fake serves",
 	"testkit/fakeopenai/server.go: cached_tokens":     "the OpenAI wire format the fake serves",

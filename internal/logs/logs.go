@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"ctxlab/internal/regularfile"
 )
 
 // Options configure New.
@@ -41,7 +43,7 @@ func New(o Options) (zerolog.Logger, func() error, error) {
 		if err := os.MkdirAll(filepath.Dir(o.File), 0o755); err != nil {
 			return zerolog.Nop(), closeFn, fmt.Errorf("log file: %w", err)
 		}
-		f, err := os.OpenFile(o.File, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		f, err := regularfile.Open(o.File, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			return zerolog.Nop(), closeFn, fmt.Errorf("log file: %w", err)
 		}

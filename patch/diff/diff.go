@@ -118,6 +118,11 @@ func Parse(patch string) ([]*gitdiff.File, error) {
 		return nil, fmt.Errorf("%w: no file header found (want \"diff --git a/... b/...\" or \"--- a/...\" and "+
 			"\"+++ b/...\" lines followed by @@ hunks)", ErrMalformed)
 	}
+	for _, f := range files {
+		// A header line's CR is its line end (a patch written with CRLF), never part of a name: git apply reads
+		// "+++ b/calc.go\r" as calc.go.
+		f.OldName, f.NewName = strings.TrimSuffix(f.OldName, "\r"), strings.TrimSuffix(f.NewName, "\r")
+	}
 	if !strings.Contains(patch, "diff --git ") {
 		for _, f := range files {
 			f.OldName = stripPrefix(f.OldName, "a/")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 )
@@ -145,6 +146,12 @@ func Apply(dir, patch string, o Options) (Report, error) {
 	}
 	fz := newPlan(src, mode{fuzz: fuzz})
 	rep.Stage = "fuzz"
+	if gnu := asGNUPatchReads(patch); gnu != patch {
+		if files, err = Parse(gnu); err != nil {
+			rep.Outcome = OutcomeOf(err)
+			return rep, err
+		}
+	}
 	if ferr := fz.apply(files); ferr != nil {
 		rep.Outcome = OutcomeOf(ferr)
 		return rep, ferr
@@ -156,6 +163,52 @@ func Apply(dir, patch string, o Options) (Report, error) {
 		}
 	}
 	return done(rep, fz, outcome)
+}
+
+// asGNUPatchReads is the patch as `patch` reads it, the harness's last step: once a +++ line ends in CRLF, every
+// line from it on loses its CR ("Stripping trailing CRs from patch; use --binary to disable.").
+func asGNUPatchReads(patch string) string {
+	at := -1
+	for i := 0; i < len(patch); {
+		end := strings.IndexByte(patch[i:], '\n')
+		if end < 0 {
+			break
+		}
+		if line := patch[i : i+end]; strings.HasPrefix(line, "+++ ") && strings.HasSuffix(line, "\r") {
+			at = i
+			break
+		}
+		i += end + 1
+	}
+	if at < 0 {
+		return patch
+	}
+	return patch[:at] + strings.ReplaceAll(patch[at:], "\r\n", "\n")
+}
+
+// lineEndsNote says, of a hunk whose lines are not in the file, whether they are there with other line ends (what
+// GNU patch reports as "different line endings"), so the failure names its cause; "" when they are not.
+func lineEndsNote(lines, probe []string) string {
+	plain := func(ls []string) []string {
+		out := make([]string, len(ls))
+		for i, l := range ls {
+			out[i] = strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r")
+		}
+		return out
+	}
+	if len(probe) == 0 || find(plain(lines), plain(probe), 0, 0) < 0 {
+		return ""
+	}
+	end := func(ls []string) string {
+		for _, l := range ls {
+			if strings.HasSuffix(l, "\r\n") {
+				return "CRLF"
+			}
+		}
+		return "LF"
+	}
+	return fmt.Sprintf("; its lines are in the file with other line ends (the patch's end in %s, the file's in %s)",
+		end(probe), end(lines))
 }
 
 // hunkLines splits a fragment into the lines it expects (context and deletions) and the lines it leaves (context and
@@ -231,14 +284,15 @@ func applyShifted(name string, frags []*gitdiff.TextFragment, index map[*gitdiff
 			}
 		}
 		if pos < 0 {
-			h := Hunk{Path: name, Hunk: index[fr], Reason: fmt.Sprintf("%s: hunk #%d (@@ -%d,%d): its lines are not in the file",
-				name, index[fr], fr.OldPosition, fr.OldLines)}
+			ends := lineEndsNote(lines[si:], old)
+			h := Hunk{Path: name, Hunk: index[fr], Reason: fmt.Sprintf("%s: hunk #%d (@@ -%d,%d): its lines are not in the file%s",
+				name, index[fr], fr.OldPosition, fr.OldLines, ends)}
 			if m.reject {
 				rejected = append(rejected, h)
 				continue
 			}
 			return nil, nil, nil, &ConflictError{Path: name, Hunk: index[fr], Reason: "no matching lines found" +
-				fuzzNote(m.fuzz)}
+				fuzzNote(m.fuzz) + ends}
 		}
 		at := len(done) + pos - si // the hunk's position in the result
 		if at != want || fuzz > 0 {

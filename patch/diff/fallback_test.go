@@ -326,3 +326,54 @@ func TestStrictAgreesWithGitApply(t *testing.T) {
 		t.Errorf("git apply applied %d of %d: the comparison is too one-sided", applied, cases)
 	}
 }
+
+// crlf gives every line of text a CRLF end.
+func crlf(text string) string { return strings.ReplaceAll(text, "\n", "\r\n") }
+
+// TestApplyCRLFPatchAsTheHarness is issue 39's eleventh defect: a dataset patch whose lines end in CRLF was
+// patch_failed "calc.go: patch does not apply: no such file" (the file exists), while the harness's third step,
+// `patch --batch --fuzz=5 -p1`, applies it: GNU patch strips the patch's CRs when its +++ line ends in one. Apply
+// takes what GNU patch takes and makes what it makes, checked against GNU patch itself; when nothing applies, the
+// error says the line ends differ, not that a file is missing.
+func TestApplyCRLFPatchAsTheHarness(t *testing.T) {
+	lf := []byte("package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n")
+	patch := "diff --git a/calc.go b/calc.go\n--- a/calc.go\n+++ b/calc.go\n@@ -1,5 +1,5 @@\n package calc\n \n" +
+		" func Add(a, b int) int {\n-\treturn a - b\n+\treturn a + b\n }\n"
+	for name, c := range map[string]struct {
+		file  []byte
+		patch string
+	}{
+		"CRLF patch, LF file":             {lf, crlf(patch)},
+		"CRLF from its +++ line, LF file": {lf, strings.Replace(crlf(patch), "diff --git a/calc.go b/calc.go\r\n--- a/calc.go\r\n", "diff --git a/calc.go b/calc.go\n--- a/calc.go\n", 1)},
+		"CRLF patch, CRLF file":           {[]byte(crlf(string(lf))), crlf(patch)},
+		"CRLF body, CRLF file":            {[]byte(crlf(string(lf))), strings.Replace(crlf(patch), "\r\n", "\n", 4)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := map[string][]byte{"calc.go": c.file}
+			want := external(t, files, c.patch, "patch", "--batch", "--fuzz=5", "-p1", "-i")
+			if want == nil { // GNU patch refuses it: then git apply, the harness's first step, must take it
+				want = external(t, files, c.patch, "git", "apply", "--verbose")
+			}
+			if want == nil {
+				t.Fatal("neither git apply nor GNU patch applies the case: it tests nothing")
+			}
+			rep, got, err := applyCopy(t, files, c.patch)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s (%s): %q, %v; the harness makes %q", rep.Outcome, rep.Stage, got["calc.go"], err,
+					want["calc.go"])
+			}
+		})
+	}
+
+	// Lines that end in CRLF only in the patch's hunks (its +++ line is LF): GNU patch keeps the CRs, and neither
+	// it nor git apply matches the LF file. The error names the cause.
+	body := strings.Replace(crlf(patch), "\r\n", "\n", 4)
+	files := map[string][]byte{"calc.go": lf}
+	if external(t, files, body, "patch", "--batch", "--fuzz=5", "-p1", "-i") != nil {
+		t.Fatal("GNU patch applied a CRLF body to an LF file: the case tests nothing")
+	}
+	_, _, err := applyCopy(t, files, body)
+	if err == nil || !strings.Contains(err.Error(), "line ends") || strings.Contains(err.Error(), "no such file") {
+		t.Errorf("a CRLF body against an LF file: %v; want the line ends named", err)
+	}
+}

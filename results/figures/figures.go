@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"ctxlab/results/report"
+	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
 
@@ -88,7 +89,7 @@ func (f *figure) save(path, format string) (err error) {
 		return err
 	}
 	f.render(draw.New(c))
-	out, err := os.Create(path)
+	out, err := runfolder.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}

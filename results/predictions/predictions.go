@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"ctxlab/dataset/swebench"
+	"ctxlab/internal/safename"
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
@@ -292,8 +293,15 @@ func Export(ctx context.Context, runDir string) (ExportResult, error) {
 		return res, err
 	}
 	groups := map[string][]Prediction{}
+	pairs := map[string]results.Key{} // prediction name -> the (model, method) pair it names
 	for _, r := range rows {
-		name := ModelName(r.String(results.FieldModel), r.String(results.FieldMethod))
+		pair := results.Key{Model: r.String(results.FieldModel), Method: r.String(results.FieldMethod)}
+		name := ModelName(pair.Model, pair.Method)
+		if other, ok := pairs[name]; ok && other != pair {
+			return res, fmt.Errorf("model %q under method %q and model %q under method %q share the prediction "+
+				"name %s: rename a model or a method", other.Model, other.Method, pair.Model, pair.Method, name)
+		}
+		pairs[name] = pair
 		p := Prediction{InstanceID: r.String(results.FieldInstance), ModelNameOrPath: name}
 		if ref := cas.Ref(r.String(specs.PatchRef.Name)); ref != "" {
 			b, err := store.Get(ctx, ref)
@@ -308,16 +316,17 @@ func Export(ctx context.Context, runDir string) (ExportResult, error) {
 	}
 	for name, ps := range groups {
 		slices.SortFunc(ps, func(a, b Prediction) int { return strings.Compare(a.InstanceID, b.InstanceID) })
-		path := filepath.Join(runfolder.Predictions(runDir), safeFile(name)+".jsonl")
-		if err := WriteFile(path, ps); err != nil {
+		// safename.File is one to one: "org/m" and "org_m" get files of their own.
+		path := filepath.Join(runfolder.Predictions(runDir), safename.File(name)+".jsonl")
+		if err := writeOnce(res, path, name, func() error { return WriteFile(path, ps) }); err != nil {
 			return res, err
 		}
 		res.Files[path] = len(ps)
 		msb, unconverted := ToMultiSWEBench(ps)
 		res.NotMultiSWEBench = append(res.NotMultiSWEBench, unconverted...)
 		if len(msb) > 0 {
-			path := filepath.Join(runfolder.Predictions(runDir), safeFile(name)+MultiSWEBenchSuffix+".jsonl")
-			if err := WriteMultiSWEBenchFile(path, msb); err != nil {
+			path := filepath.Join(runfolder.Predictions(runDir), safename.File(name)+MultiSWEBenchSuffix+".jsonl")
+			if err := writeOnce(res, path, name, func() error { return WriteMultiSWEBenchFile(path, msb) }); err != nil {
 				return res, err
 			}
 			res.Files[path] = len(msb)
@@ -328,11 +337,12 @@ func Export(ctx context.Context, runDir string) (ExportResult, error) {
 	return res, nil
 }
 
-func safeFile(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == 0 {
-			return '_'
-		}
-		return r
-	}, s)
+// writeOnce writes a file of Export's unless an earlier one of another prediction name took its path (a name
+// ending in the Multi-SWE-bench suffix is the other file of a name without it).
+func writeOnce(res ExportResult, path, name string, write func() error) error {
+	if _, taken := res.Files[path]; taken {
+		return fmt.Errorf("the predictions of %s would be written to %s, which holds another's: rename a model or "+
+			"a method", name, path)
+	}
+	return write()
 }

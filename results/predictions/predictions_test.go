@@ -154,3 +154,61 @@ func TestReadFileSniffsTheFormatByDecoding(t *testing.T) {
 		}
 	}
 }
+
+// TestExportKeepsEveryPairApart is issue 39's ninth defect: models "org/m" and "org_m" of one spec were written to
+// one file (a '/' mapped to '_'): 8 rows in all, predictions for 2 of 4 (model, method) pairs, no warning. Every
+// pair now has its own file holding its own predictions, and pairs whose prediction names would be one
+// (model "x__y" with method "z", model "x" with method "y__z") are refused, naming both.
+func TestExportKeepsEveryPairApart(t *testing.T) {
+	run := t.TempDir()
+	store, err := cas.NewDir(filepath.Join(run, "cas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []results.Row
+	for _, model := range []string{"org/m", "org_m"} {
+		for _, method := range []string{"a", "b"} {
+			ref, _ := store.Put(context.Background(), []byte(model+" "+method+"\n"))
+			for _, id := range []string{"i-1", "i-2"} {
+				rows = append(rows, results.Row{"instance_id": id, "method": method, "model": model,
+					"patch_ref": string(ref)})
+			}
+		}
+	}
+	if _, err := (results.Store{Path: filepath.Join(run, "results.jsonl")}).Append(rows); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Export(context.Background(), run)
+	if err != nil || len(res.Files) != 4 {
+		t.Fatalf("export: %+v, %v; want 4 files", res, err)
+	}
+	seen := map[string]bool{}
+	for path, n := range res.Files {
+		ps, err := ReadFile(path)
+		if err != nil || n != 2 || len(ps) != 2 || ps[0].ModelNameOrPath != ps[1].ModelNameOrPath {
+			t.Fatalf("%s: %d written, read %+v, %v", path, n, ps, err)
+		}
+		name := ps[0].ModelNameOrPath
+		model, method := SplitModelName(name)
+		if seen[name] || ps[0].ModelPatch != model+" "+method+"\n" || ps[1].ModelPatch != ps[0].ModelPatch {
+			t.Errorf("%s holds %s's predictions %+v", path, name, ps)
+		}
+		seen[name] = true
+	}
+
+	clash := t.TempDir()
+	rows = []results.Row{
+		{"instance_id": "i-1", "method": "z", "model": "x__y"},
+		{"instance_id": "i-1", "method": "y__z", "model": "x"},
+	}
+	if _, err := (results.Store{Path: filepath.Join(clash, "results.jsonl")}).Append(rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cas.NewDir(filepath.Join(clash, "cas")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Export(context.Background(), clash); err == nil || !strings.Contains(err.Error(), `"x__y"`) ||
+		!strings.Contains(err.Error(), `"y__z"`) {
+		t.Errorf("two pairs of one prediction name: %+v, %v; want them refused, named", res, err)
+	}
+}

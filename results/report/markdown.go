@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"ctxlab/runfolder"
 )
 
 // Markdown renders report.md.
@@ -263,7 +265,7 @@ func (r *Report) Write(dir string) ([]string, error) {
 	}
 	var paths []string
 	write := func(path, text string) error {
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		if err := runfolder.WriteAtomic(path, []byte(text)); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 		paths = append(paths, path)

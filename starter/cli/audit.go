@@ -114,6 +114,9 @@ func auditRun(o auditOptions, stdout io.Writer) (int, error) {
 		printExport(stdout, o.export, n)
 		return exitOK, nil
 	}
+	if err := gatherRunRecords(o.store, o.name, dir); err != nil {
+		return 0, auditFailed(err)
+	}
 	rec, err := runstate.Read(dir)
 	if err != nil {
 		return 0, auditFailed(err)

@@ -16,6 +16,7 @@ import (
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 )
 
 // The files of one exported row, as the SWE-bench harness keeps an instance's logs: one folder per model, method
@@ -45,6 +46,10 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 	if err != nil {
 		return n, err
 	}
+	objs, err := bucket.OpenObjects(ctx, o.store, o.name, runDir)
+	if err != nil {
+		return n, err
+	}
 	var arms map[results.Key]armNodes // none without a plan (no spec recorded)
 	if plan != nil {
 		arms = armNodesOf(plan)
@@ -62,7 +67,7 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 		if !isWithin(o.export, folder) { // safename keeps names inside; this says so again at the write
 			return n, fmt.Errorf("row %s/%s/%s would be written outside %s", k.Model, k.Method, k.Instance, o.export)
 		}
-		files, err := writeRowFolder(ctx, store, runDir, arms, row, folder)
+		files, err := writeRowFolder(ctx, store, objs, arms, row, folder)
 		if err != nil {
 			return n, fmt.Errorf("row %s/%s/%s: %w", k.Model, k.Method, k.Instance, err)
 		}
@@ -73,7 +78,7 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 }
 
 // writeRowFolder writes one row's folder and returns how many files it wrote.
-func writeRowFolder(ctx context.Context, store cas.Store, runDir string, arms map[results.Key]armNodes, row results.Row,
+func writeRowFolder(ctx context.Context, store cas.Store, objs objects.Store, arms map[results.Key]armNodes, row results.Row,
 	folder string) (int, error) {
 	if err := writeRowJSON(folder, row); err != nil {
 		return 0, err
@@ -95,7 +100,7 @@ func writeRowFolder(ctx context.Context, store cas.Store, runDir string, arms ma
 		files++
 		return os.WriteFile(filepath.Join(folder, name), b, 0o644)
 	}
-	refs := armRefs(runDir, arms, row)
+	refs := armRefs(ctx, objs, arms, row)
 	if err := write(exportPatch, refs.patch, nil); err != nil {
 		return files, err
 	}
@@ -141,20 +146,20 @@ type rowRefs struct {
 }
 
 // armRefs finds a row's objects through its arm's nodes (armNodesOf); a row of no known arm has its patch_ref only.
-func armRefs(runDir string, arms map[results.Key]armNodes, row results.Row) rowRefs {
+func armRefs(ctx context.Context, objs objects.Store, arms map[results.Key]armNodes, row results.Row) rowRefs {
 	k := row.Key()
-	return arms[results.Key{Method: k.Method, Model: k.Model}].refs(runDir, row)
+	return arms[results.Key{Method: k.Method, Model: k.Model}].refs(ctx, objs, row)
 }
 
 // refs finds a row's objects, each through the output its node memoized under nodes/; the patch is the one the row's
 // grade recorded (patch_ref), else the patch node's.
-func (an armNodes) refs(runDir string, row results.Row) rowRefs {
+func (an armNodes) refs(ctx context.Context, objs objects.Store, row results.Row) rowRefs {
 	instance := row.Key().Instance
 	output := func(key string) cas.Ref {
 		if key == "" {
 			return ""
 		}
-		out, ok := activities.ReadNodeMemo(runDir, instance, key)
+		out, ok := activities.ReadNodeMemo(ctx, objs, instance, key)
 		if !ok {
 			return ""
 		}

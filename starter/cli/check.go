@@ -17,8 +17,11 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
+	"golang.org/x/mod/modfile"
 
+	"ctxlab/activities"
 	"ctxlab/activities/compress"
 	"ctxlab/activities/dense"
 	"ctxlab/activities/executor"
@@ -27,8 +30,11 @@ import (
 	"ctxlab/activities/steps"
 	"ctxlab/activities/tokens"
 	"ctxlab/dataset/swebench"
+	"ctxlab/internal/cluster"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/store/bucket"
+	"ctxlab/workflows"
 )
 
 var checkCommand = commandDef[checkOptions, *checkOptions]{
@@ -48,8 +54,11 @@ var checkCommand = commandDef[checkOptions, *checkOptions]{
 func init() { commands = append(commands, checkCommand.command()) }
 
 type checkOptions struct {
-	spec string
-	runs string
+	spec     string
+	runs     string
+	cluster  cluster.Options
+	store    string
+	noWorker bool
 	specFlags
 }
 
@@ -57,6 +66,14 @@ func (o *checkOptions) define(fs *pflag.FlagSet) {
 	o.specFlags.Register(fs)
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment (the demo's "+
 		"dataset is generated into it, and repositories cloned by an earlier run are read from it)")
+	defineCluster(fs, &o.cluster, "", "default")
+	fs.Lookup("address").Usage = "also ask the workers polling this Temporal server at `HOST:PORT` whether they " +
+		"share this starter's store, build and queue limits (the handshake starter run makes)"
+	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "the store the sweep runs with: file:// or "+
+		"s3:// `URL`, or a folder ($"+activities.StoreEnv+"); a shared one is probed, and the workers are asked "+
+		"whether it is theirs")
+	fs.BoolVar(&o.noWorker, "no-worker", false, "check only what starter run --no-worker needs of this machine: "+
+		"the rest is the workers' (ask them with --address)")
 }
 
 func (o *checkOptions) complete(pos []string, _ *pflag.FlagSet) error {
@@ -88,11 +105,60 @@ func checkSpec(o checkOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
 		return exitUsage
 	}
-	rep.checkSweep(ctx, e, plan, instances, runDir, checkAll)
+	parts := checkAll
+	if o.noWorker {
+		parts = checkParts{}
+	}
+	rep.checkSweep(ctx, e, plan, instances, runDir, parts)
+	rep.checkWorkers(ctx, o, e, runDir)
 	if !rep.print(stdout, stderr, o.spec, true) {
 		return exitUsage
 	}
 	return exitOK
+}
+
+// checkWorkers probes the shared store and, with --address, makes starter run's handshake with the workers polling
+// the sweep's queues: each that differs (its store, its build, its queue limits) is a problem naming it.
+func (r *checkReport) checkWorkers(ctx context.Context, o checkOptions, e *specs.Experiment, runDir string) {
+	if err := bucket.Probe(ctx, o.store); err != nil {
+		r.fail("store", o.store, err.Error(), "give --store (or $CTXLAB_STORE) a store this machine can write")
+		return
+	}
+	if o.cluster.Address == "" {
+		return
+	}
+	c, err := cluster.Dial(ctx, o.cluster, zerolog.Nop())
+	if err != nil {
+		r.fail("workers", o.cluster.Address, err.Error(), "start the Temporal server, or name it with --address")
+		return
+	}
+	defer c.Close()
+	objs, err := bucket.OpenObjects(ctx, o.store, e.Name, runDir)
+	if err == nil && bucket.Shared(o.store) {
+		err = writeRunMarker(ctx, o.store, e.Name, runDir)
+	}
+	var res handshakeResult
+	if err == nil {
+		res, err = handshake(ctx, c, objs, e.Name, workflows.DefaultQueues, e.Limits.Queues)
+	}
+	if err != nil {
+		r.fail("workers", o.cluster.Address, err.Error(), "check the Temporal server and the store")
+		return
+	}
+	r.checked = append(r.checked, fmt.Sprintf("%d worker process(es) at %s", res.workers, o.cluster.Address))
+	switch {
+	case res.workers == 0:
+		r.note("no worker polls the sweep's queues at %s yet: start them before the sweep, or they are checked "+
+			"by each of their nodes", o.cluster.Address)
+	case len(res.problems) > 0:
+		for _, p := range res.problems {
+			r.fail("workers", o.cluster.Address, p, "start the workers as the starter runs: the same --store, "+
+				"build and --spec")
+		}
+	}
+	for _, w := range res.silent {
+		r.note("a worker Temporal saw polling at %s did not answer the handshake: %s", o.cluster.Address, w)
+	}
 }
 
 // checkBeforeRun runs a sweep's checks at the start of starter run, writing the notes and problems to w; it reports
@@ -305,6 +371,7 @@ func (r *checkReport) checkInstances(ctx context.Context, ds specs.Dataset, grad
 	for _, g := range gradings {
 		cfg := steps.ExecutorConfig(g)
 		cfg.GoProxy = strings.ReplaceAll(cfg.GoProxy, "{dataset_dir}", datasetDir)
+		cfg.PythonWheels = strings.ReplaceAll(cfg.PythonWheels, "{dataset_dir}", datasetDir)
 		switch g.Executor {
 		case "docker":
 			images, err := executor.ProbeDocker(ctx, cfg)
@@ -406,9 +473,9 @@ func (r *checkReport) checkImages(cfg executor.Config, instances []swebench.Inst
 	case len(missing) == 1:
 		r.fail("instance", missing[0].InstanceID, "not gradable", first.Error())
 	case len(missing) > 1:
-		fix := fmt.Sprintf("docker pull each instance's image (%s's is %s), or for a dataset that publishes no "+
-			"images starter images build --spec SPEC (or --dataset FILE)", missing[0].InstanceID,
-			executor.ImageOf(cfg.Namespace, missing[0]))
+		fix := fmt.Sprintf("starter images pull --spec SPEC (or --dataset FILE) pulls each instance's image (%s's "+
+			"is %s), or for a dataset that publishes no images starter images build --spec SPEC (or --dataset FILE)",
+			missing[0].InstanceID, executor.ImageOf(cfg.Namespace, missing[0]))
 		for _, in := range missing {
 			r.fail("instance", in.InstanceID, "not gradable: its image is not on this machine", fix)
 		}
@@ -421,7 +488,10 @@ func (r *checkReport) checkImages(cfg executor.Config, instances []swebench.Inst
 func instanceNeeds(in swebench.Instance, ds specs.Dataset, reposDir string,
 	opened map[string]*git.Repository) (executor.Needs, error) {
 	n := executor.Needs{Repo: in.Repo}
-	src := repo.SourceFor(ds.Repos, in, filepath.Dir(ds.File))
+	src, err := repo.SourceFor(ds.Repos, in, filepath.Dir(ds.File))
+	if err != nil {
+		return n, err
+	}
 	dir := src
 	if !isDir(dir) {
 		if !strings.Contains(src, "://") && !strings.HasPrefix(src, "git@") {
@@ -455,7 +525,13 @@ func instanceNeeds(in swebench.Instance, ds specs.Dataset, reposDir string,
 		if err != nil {
 			return n, err
 		}
-		n.Requires = len(strings.TrimSpace(string(sum))) > 0
+		// An older module comes without go.sum: its go.mod's requirements are downloaded all the same.
+		goMod, _, err := repo.FileAt(r, in.BaseCommit, "go.mod")
+		if err != nil {
+			return n, err
+		}
+		mf, _ := modfile.ParseLax("go.mod", goMod, nil)
+		n.Requires = len(strings.TrimSpace(string(sum))) > 0 || (mf != nil && len(mf.Require) > 0)
 	}
 	return n, nil
 }
@@ -612,9 +688,11 @@ func issueCounter(ctx context.Context, client openai.Client, ep llm.Endpoint, to
 		var out struct {
 			Tokens []json.RawMessage `json:"tokens"`
 		}
-		err := client.Post(ctx, "tokenize", map[string]any{"content": text}, &out,
-			option.WithBaseURL(serverRoot(ep.Base)))
-		return len(out.Tokens), err
+		if err := client.Post(ctx, "tokenize", map[string]any{"content": text}, &out,
+			option.WithBaseURL(serverRoot(ep.Base))); err != nil {
+			return 0, err
+		}
+		return len(out.Tokens), llm.CheckTextTokens("POST /tokenize", len(out.Tokens), text)
 	}
 }
 

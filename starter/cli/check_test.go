@@ -314,4 +314,21 @@ func TestCheckTokenizer(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "tokenizer endpoint:gpt-4o-mini counts") {
 		t.Errorf("a server that tokenizes: exit %d\n%s%s", code, stdout, stderr)
 	}
+
+	// Issue 39: a count no tokenizer gives (a negative one made every spend reservation $0) is a broken
+	// tokenizer, refused before anything runs.
+	mux = http.NewServeMux()
+	mux.Handle("/v1/", fake)
+	mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"count": -1000000000}`))
+	})
+	negative := httptest.NewServer(mux)
+	defer negative.Close()
+	checkEnv(t, "OPENAI_BASE_URL="+negative.URL+"/v1")
+	code, stdout, stderr = runMain(args...)
+	if code != exitUsage || !strings.Contains(stderr, "tokenizer endpoint:gpt-4o-mini: the server at 127.0.0.1 "+
+		"counts what no tokenizer counts") || !strings.Contains(stderr, "-1000000000") {
+		t.Errorf("a negative count: exit %d, want %d naming the tokenizer and its count\n%s%s", code, exitUsage,
+			stdout, stderr)
+	}
 }

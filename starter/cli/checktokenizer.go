@@ -38,6 +38,11 @@ func (r *checkReport) checkTokenizers(ctx context.Context, e *specs.Experiment) 
 			r.fail(specs.Tokenizer.Name, name, fmt.Sprintf("the server at %s does not tokenize (%s)", endpointHost(scheme),
 				errorMessage(err)), "serve the model with llama.cpp or vLLM (they serve POST /tokenize), or count "+
 				"its budgets in an encoding: tokenizer: 'o200k_base' on the model (or the experiment)")
+		case llm.KindOf(err) == llm.KindBadResponse:
+			// Its counts would be budgets and spend reservations: one no real tokenizer gives is no count at all.
+			r.fail(specs.Tokenizer.Name, name, fmt.Sprintf("the server at %s counts what no tokenizer counts (%s)",
+				endpointHost(scheme), errorMessage(err)), "fix or replace the server's tokenizer, or count its "+
+				"budgets in an encoding: tokenizer: 'o200k_base' on the model (or the experiment)")
 		}
 	}
 }

@@ -47,6 +47,8 @@ commands:
                  export runs/NAME's patches as SWE-bench predictions JSONL, one file per model and method
   images build --dataset FILE
                  build instance images for the docker executor (repository at base_commit in /testbed), offline
+  images pull --dataset FILE
+                 pull the published instance images the docker executor needs and the engine lacks
   server --db postgres://USER@HOST:PORT/DB
                  run a standalone Temporal server on PostgreSQL for run --address and worker processes
 
@@ -126,14 +128,14 @@ func newRootCommand(stdout, stderr io.Writer, code *int) *cobra.Command {
 	}
 	images := &cobra.Command{
 		Use:   "images",
-		Short: "build instance images for the docker executor",
+		Short: "pull or build instance images for the docker executor",
 		RunE: func(*cobra.Command, []string) error {
-			*code = usageError(errors.New("usage: starter images build --dataset FILE|--spec SPEC [--base IMAGE] "+
+			*code = usageError(errors.New("usage: starter images pull|build --dataset FILE|--spec SPEC "+
 				"[--namespace NS]"), stderr)
 			return nil
 		},
 	}
-	images.AddCommand(imagesBuildCommand.build(stdout, stderr, code))
+	images.AddCommand(imagesBuildCommand.build(stdout, stderr, code), imagesPullCommand.build(stdout, stderr, code))
 	root.AddCommand(images)
 	return root
 }

@@ -114,7 +114,7 @@ func startOwnServer(ctx context.Context, runDir, namespace string, freshDB bool,
 	log zerolog.Logger) (*connection, error) {
 	sfPath := runfolder.Server(runDir)
 	var sf serverFile // the last server's ports, reused when free
-	if b, err := os.ReadFile(sfPath); err == nil {
+	if b, err := runfolder.ReadFile(sfPath); err == nil {
 		_ = json.Unmarshal(b, &sf)
 	}
 	dbFile := runfolder.TemporalDBPath(runDir)
@@ -185,7 +185,7 @@ func lockOrWait(ctx context.Context, lockPath, sfPath string, wait time.Duration
 			return nil, nil, err
 		}
 		if !held {
-			if err := os.WriteFile(lockPath, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			if err := recordHolder(lockPath); err != nil {
 				unlock()
 				return nil, nil, fmt.Errorf("recording this starter in %s: %w", lockPath, err)
 			}
@@ -210,9 +210,22 @@ func lockOrWait(ctx context.Context, lockPath, sfPath string, wait time.Duration
 	}
 }
 
+// recordHolder writes this process's pid into the lock file it holds, for lockHolder.
+func recordHolder(lockPath string) error {
+	f, err := runfolder.OpenFile(lockPath, os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // lockHolder is the pid the lock's holder recorded in the lock file, 0 when it has not yet.
 func lockHolder(lockPath string) int {
-	b, err := os.ReadFile(lockPath)
+	b, err := runfolder.ReadFile(lockPath)
 	if err != nil {
 		return 0
 	}
@@ -250,7 +263,7 @@ func processAlive(pid int) bool {
 
 func readServerFile(path string) (serverFile, bool) {
 	var sf serverFile
-	b, err := os.ReadFile(path)
+	b, err := runfolder.ReadFile(path)
 	if err != nil || json.Unmarshal(b, &sf) != nil {
 		return sf, false
 	}

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,7 +21,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/dataset/swebench"
+	"ctxlab/internal/images"
 	"ctxlab/internal/logs"
 	"ctxlab/patch/diff"
 	"ctxlab/results"
@@ -51,7 +55,17 @@ type gradeOptions struct {
 	ignoreUnknown bool
 	// noCheck skips the check that this machine can run the instances' tests (check.go).
 	noCheck bool
+	// pull says whether the docker executor's missing images are pulled first: pullMissingImages or pullNever.
+	pull string
+	// pullConcurrency is how many images are pulled at once.
+	pullConcurrency int
 }
+
+// The values of --pull.
+const (
+	pullMissingImages = "missing"
+	pullNever         = "never"
+)
 
 func (o *gradeOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dataset, "dataset", "", "dataset `FILE` holding the predicted instances: JSONL, JSON list, parquet or a folder of parquet shards; SWE-bench or Multi-SWE-bench rows")
@@ -66,12 +80,16 @@ func (o *gradeOptions) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noCheck, "no-check", false, "skip the check, before grading, that this machine can run every "+
 		"instance's tests (starter check's executor part)")
 	fs.DurationVar(&o.timeout, "timeout", specs.DefaultTimeout, "timeout of each instance's test run")
+	fs.StringVar(&o.pull, "pull", pullMissingImages, "docker: pull the instance images the engine lacks before grading (missing), or not (never)")
+	fs.IntVar(&o.pullConcurrency, "pull-concurrency", 4, "docker: images pulled at once")
 	fs.StringVar(&o.grading.Executor, "executor", specs.DefaultExecutor, "local or docker")
 	fs.IntVar(&o.grading.Reruns, "reruns", 0, "re-run a failing grade up to N times (flake guard)")
 	fs.StringVar(&o.grading.Namespace, "namespace", "", "docker: image namespace (default swebench)")
 	fs.Var(goFlagValue{&o.grading.TestCmd, "COMMAND"}, "test-cmd", "test `COMMAND` replacing the default (test files are appended), or a JSON object of commands by language and repository, as grading.test_cmd")
 	fs.StringVar(&o.grading.LogParser, "log-parser", "", "gotest, pytest or unittest (default: from the command)")
 	fs.StringVar(&o.grading.GoProxy, "goproxy", "", "GOPROXY for downloading Go modules before the tests run offline (`URL`; {dataset_dir} is the dataset's folder; default: the worker's)")
+	fs.Var(installConfigFlag{&o.grading.InstallConfig}, "install-config", "the Python environment of every instance whose row states none: a JSON `OBJECT` in SWE-rebench's install_config form, as grading.install_config")
+	fs.StringVar(&o.grading.PythonWheels, "python-wheels", "", "folder of wheels (or package index `URL`) the local executor installs a stated environment's missing packages from, offline ({dataset_dir} is the dataset's folder)")
 	fs.StringVar(&o.grading.Tests, "tests", "", "Python tests to run: files (the test patch's files, as the harness) or listed (exactly FAIL_TO_PASS and PASS_TO_PASS)")
 	fs.StringVar(&o.grading.Isolation, "isolation", "", "sandbox (default: the tests run as a dedicated uid in their own namespaces, when root on Linux) or none")
 	fs.StringVar(&o.grading.ModelTests, "model-tests", "", "the model patch's test files: drop (default; reset before the tests run) or keep")
@@ -95,6 +113,12 @@ func (o *gradeOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	}
 	if g := o.grading; g.Isolation != "" && !slices.Contains(specs.Isolations, g.Isolation) {
 		return fmt.Errorf("grade: unknown --isolation %q (known: %s)", g.Isolation, strings.Join(specs.Isolations, ", "))
+	}
+	if o.pull != pullMissingImages && o.pull != pullNever {
+		return fmt.Errorf("grade: unknown --pull %q (known: %s, %s)", o.pull, pullMissingImages, pullNever)
+	}
+	if o.pullConcurrency < 1 {
+		return fmt.Errorf("grade: --pull-concurrency %d must be at least 1", o.pullConcurrency)
 	}
 	if g := o.grading; g.Tests != "" && !slices.Contains(specs.TestModes, g.Tests) {
 		return fmt.Errorf("grade: unknown --tests %q (known: %s)", g.Tests, strings.Join(specs.TestModes, ", "))
@@ -149,6 +173,13 @@ func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (in
 	}
 	runDir := filepath.Join(o.runs, o.name)
 	dataset := specs.Dataset{File: datasetFile, Repos: o.repos}
+	if o.grading.Executor == "docker" && o.pull == pullMissingImages {
+		b := images.Builder{Docker: o.grading.Docker, Log: stderr}
+		if err := pullMissing(ctx, b, o.grading.Namespace, gradedInstances(preds, byID), o.pullConcurrency,
+			stderr); err != nil {
+			return 0, exitWith(exitFail, "starter: "+err.Error()+"\nstarter: nothing graded")
+		}
+	}
 	if !o.noCheck && !checkGraders(ctx, dataset, o.grading, gradedInstances(preds, byID), runfolder.Repos(runDir),
 		o.dataset, stderr) {
 		return 0, exitWith(exitUsage)
@@ -169,12 +200,22 @@ func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (in
 	}
 	g := grader{acts: acts, store: store, run: o.name, grading: o.grading, dataset: dataset}
 	log.Info().Int("predictions", len(preds)).Str("executor", o.grading.Executor).Str("run", runDir).Msg("grading")
-	out := g.gradeAll(ctx, byID, preds, o.concurrency, log)
+	done := g.gradeAll(ctx, byID, preds, o.concurrency, log)
 	if ctx.Err() != nil {
 		return 0, exitWith(exitFail, "starter: interrupted; graded instances are kept and skipped when run again")
 	}
+	out := make([]results.Row, len(done))
+	for i, d := range done {
+		out[i] = d.row
+	}
 	if err := replaceRows(runfolder.Rows(runDir), out); err != nil {
 		return 0, starterFailed(exitFail, err)
+	}
+	instances := slices.SortedFunc(maps.Values(byID), func(a, b swebench.Instance) int {
+		return strings.Compare(a.InstanceID, b.InstanceID)
+	})
+	if err := writeHarnessOutput(ctx, store, runDir, o.name, o, instances, byID, preds, done); err != nil {
+		return 0, starterFailed(exitFail, fmt.Errorf("writing the SWE-bench harness's logs and run report: %w", err))
 	}
 	summary, err := acts.Summarize(ctx, activities.SummarizeInput{Run: o.name, Title: "ctxlab grade: " + o.name})
 	if err != nil {
@@ -233,10 +274,11 @@ func gradedInstances(preds []predictions.Prediction, byID map[string]swebench.In
 	return graded
 }
 
-// gradeAll grades the predictions, concurrency at once, logging each, and returns their rows in their order.
+// gradeAll grades the predictions, concurrency at once, logging each, and returns their rows and logs in their
+// order.
 func (g grader) gradeAll(ctx context.Context, byID map[string]swebench.Instance, preds []predictions.Prediction,
-	concurrency int, log zerolog.Logger) []results.Row {
-	out := make([]results.Row, len(preds))
+	concurrency int, log zerolog.Logger) []graded {
+	out := make([]graded, len(preds))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, concurrency)
 	for i, p := range preds {
@@ -247,13 +289,14 @@ func (g grader) gradeAll(ctx context.Context, byID map[string]swebench.Instance,
 			defer func() { <-sem }()
 			start := time.Now()
 			out[i] = g.grade(ctx, byID[p.InstanceID], p)
+			row := out[i].row
 			ev := log.Info().Str("instance", p.InstanceID).Str("model", p.ModelNameOrPath)
 			// A row that failed before grading has no grade_status: it says its error's kind instead of null.
-			if status := out[i].String(specs.GradeStatus.Name); status != "" {
+			if status := row.String(specs.GradeStatus.Name); status != "" {
 				ev = ev.Str("status", status)
 			}
-			if out[i].String(results.FieldError) != "" {
-				ev = ev.Str("error", reasonOf(out[i]))
+			if row.String(results.FieldError) != "" {
+				ev = ev.Str("error", reasonOf(row))
 			}
 			ev.Int64("took_ms", time.Since(start).Milliseconds()).Msg("graded")
 		}()
@@ -459,10 +502,11 @@ type grader struct {
 	dataset specs.Dataset
 }
 
-// grade returns the prediction's row: its grade plan (specs.GradePlan: a checkout and a grade node, keyed as a
-// sweep's nodes are) run step by step, the row built as the Issue workflow builds its rows (results.RowMerger). A
-// failure lands in the row's error field, and the fields of the steps that did not finish stay null, as in a sweep.
-func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions.Prediction) results.Row {
+// grade returns the prediction's row and the stored log of its test runs: its grade plan (specs.GradePlan: a
+// checkout and a grade node, keyed as a sweep's nodes are) run step by step, the row built as the Issue workflow
+// builds its rows (results.RowMerger). A failure lands in the row's error field, with its kind, and the fields of
+// the steps that did not finish stay null, as in a sweep.
+func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions.Prediction) graded {
 	model, method := predictions.SplitModelName(p.ModelNameOrPath)
 	plan, err := specs.GradePlan(method, model, g.grading, specs.PatchKey([]byte(p.ModelPatch)))
 	if err != nil {
@@ -484,11 +528,31 @@ func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions
 	if err != nil && row[results.FieldError] == nil { // before any step: the instance or the patch was not stored
 		row[results.FieldError] = errorText(err)
 	}
-	if out, graded := outputs[arm.Steps[len(arm.Steps)-1].Key]; err == nil && graded {
+	if err != nil {
+		if kind := errorKind(err); kind != "" {
+			row[results.FieldErrorKind] = kind
+		}
+	}
+	out, ran := outputs[arm.Steps[len(arm.Steps)-1].Key]
+	if err == nil && ran {
 		// As the measure step defines it: the patch applies strictly (git apply).
 		specs.PatchApplied.Set(row, out.Row[specs.PatchApply.Name] == string(diff.Applied))
 	}
-	return row
+	return graded{row: row, log: out.Ref}
+}
+
+// errorKind is the kind an activity error carries: an ApplicationError's type, or the innermost errkind mark.
+func errorKind(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		if k, ok := errkind.OfType(app.Type()); ok {
+			return string(k)
+		}
+	}
+	if k, ok := errkind.KindOf(err); ok {
+		return string(k)
+	}
+	return ""
 }
 
 // runArm runs the steps of a grade plan's arm in order on one instance, the patch as the plan's given patch input,
@@ -540,3 +604,24 @@ func errorText(err error) string {
 	}
 	return app.Message()
 }
+
+// installConfigFlag is --install-config: a JSON object, kept as given (grading.install_config).
+type installConfigFlag struct{ raw *json.RawMessage }
+
+func (f installConfigFlag) String() string {
+	if f.raw == nil {
+		return ""
+	}
+	return string(*f.raw)
+}
+
+func (f installConfigFlag) Set(s string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &obj); err != nil {
+		return fmt.Errorf("want a JSON object (test_cmd, log_parser, eval_commands, install, ...): %w", err)
+	}
+	*f.raw = json.RawMessage(s)
+	return nil
+}
+
+func (installConfigFlag) Type() string { return "OBJECT" }

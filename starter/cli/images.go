@@ -203,9 +203,12 @@ func buildInstanceImage(ctx context.Context, o imagesBuildOptions, b images.Buil
 		return err
 	}
 	defer removeAllWritable(tmp)
-	src := repo.SourceFor(o.repos, in, datasetDir)
+	src, err := repo.SourceFor(o.repos, in, datasetDir)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Join(tmp, "testbed")
-	if out, err := exec.CommandContext(ctx, "git", "clone", "-q", "--no-checkout", src, dir).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "git", "clone", "-q", "--no-checkout", "--", src, dir).CombinedOutput(); err != nil {
 		return fmt.Errorf("git clone %s: %w: %s", src, err, out)
 	}
 	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "checkout", "-q", "--detach", in.BaseCommit).CombinedOutput(); err != nil {
@@ -251,4 +254,92 @@ func removeAllWritable(dir string) {
 		return nil
 	})
 	_ = os.RemoveAll(dir)
+}
+
+// imagesPullCommand is starter images pull.
+var imagesPullCommand = commandDef[imagesPullOptions, *imagesPullOptions]{
+	use:   "pull --dataset FILE|--spec SPEC",
+	short: "pull the instance images the docker executor needs and the engine lacks",
+	long: "Pulls, concurrency at once, each instance's published image (SWE-bench's, SWE-rebench's, " +
+		"Multi-SWE-bench's, or the row's own docker_image) that the engine lacks, as the harness does.",
+	run: pullImages,
+}
+
+type imagesPullOptions struct {
+	imagesBuildOptions
+	concurrency int
+}
+
+func (o *imagesPullOptions) define(fs *pflag.FlagSet) {
+	fs.StringVar(&o.dataset, "dataset", "", "SWE-bench-format dataset `FILE` whose instances' images are pulled")
+	fs.StringVar(&o.spec, "spec", "", "experiment `SPEC` whose instances' images are pulled, named as its grading block says")
+	fs.StringVar(&o.runs, "runs", "runs", "folder of the run folders (with --spec: where a generated dataset is made)")
+	o.specFlags.Register(fs)
+	fs.StringVar(&o.namespace, "namespace", "", "image namespace, as grading.namespace / starter grade --namespace name it (default swebench)")
+	fs.StringVar(&o.docker, "docker", "docker", "docker `PROGRAM`")
+	fs.StringVar(&o.only, "instances", "", "comma-separated instance `IDS` to pull (default: all)")
+	fs.IntVar(&o.concurrency, "concurrency", 4, "images pulled at once")
+}
+
+func (o *imagesPullOptions) complete(rest []string, fs *pflag.FlagSet) error {
+	if o.concurrency < 1 {
+		return fmt.Errorf("--concurrency %d must be at least 1", o.concurrency)
+	}
+	return o.imagesBuildOptions.complete(rest, fs)
+}
+
+// pullImages pulls the images of the dataset's (or spec's) instances that the engine lacks.
+func pullImages(o imagesPullOptions, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rows, _, err := imageInstances(ctx, &o.imagesBuildOptions)
+	if err != nil {
+		fmt.Fprintf(stderr, "starter images pull: %v\n", err)
+		return exitUsage
+	}
+	var selected []swebench.Instance
+	for _, in := range rows {
+		if o.instances == nil || o.instances[in.InstanceID] {
+			selected = append(selected, in)
+		}
+	}
+	b := images.Builder{Docker: o.docker, Log: stderr}
+	if err := pullMissing(ctx, b, o.namespace, selected, o.concurrency, stdout); err != nil {
+		fmt.Fprintf(stderr, "starter images pull: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// pullMissing pulls the images of instances that the engine lacks (images.Builder.Pull), listing each pulled
+// one on stdout; the error names every image that could not be pulled and why.
+func pullMissing(ctx context.Context, b images.Builder, namespace string, instances []swebench.Instance,
+	concurrency int, stdout io.Writer) error {
+	byImage := map[string][]string{}
+	var names []string
+	for _, in := range instances {
+		img := executor.ImageOf(namespace, in)
+		if byImage[img] == nil {
+			names = append(names, img)
+		}
+		byImage[img] = append(byImage[img], in.InstanceID)
+	}
+	pulled, failed := b.Pull(ctx, names, concurrency)
+	for _, img := range pulled {
+		fmt.Fprintf(stdout, "%s\t%s\tpulled\n", strings.Join(byImage[img], ","), img)
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	lines := make([]string, len(failed))
+	for i, err := range failed {
+		var pe *images.PullError
+		if errors.As(err, &pe) {
+			lines[i] = fmt.Sprintf("  instance %s: %v", strings.Join(byImage[pe.Image], ","), err)
+		} else {
+			lines[i] = "  " + err.Error()
+		}
+	}
+	return fmt.Errorf("%d of %d image(s) could not be pulled (for a dataset that publishes no images, starter "+
+		"images build makes them):\n%s", len(failed), len(names), strings.Join(lines, "\n"))
 }

@@ -80,16 +80,22 @@ type sampler struct {
 	rowErr    map[results.Key]bool
 	spend     runstate.Spend
 	haveFirst bool
+	// collector writes the rows the sweep's issues stored into results.jsonl before each sample (nil: none).
+	collector *rowCollector
 }
 
-func newSampler(c client.Client, id, run, runDir string, arms int) *sampler {
+func newSampler(c client.Client, id, run, runDir string, arms int, collector *rowCollector) *sampler {
 	return &sampler{client: c, id: id, run: run, arms: arms, start: time.Now(), rowErr: map[results.Key]bool{},
-		rows:  runlog.Tail[results.Row]{Path: runfolder.Rows(runDir)},
-		calls: runlog.Tail[runlog.Call]{Path: runfolder.Calls(runDir)}}
+		collector: collector,
+		rows:      runlog.Tail[results.Row]{Path: runfolder.Rows(runDir)},
+		calls:     runlog.Tail[runlog.Call]{Path: runfolder.Calls(runDir)}}
 }
 
 // sample returns the current progress; ok is false while the sweep has not loaded its dataset or does not answer.
 func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
+	if s.collector != nil {
+		s.collector.poll(ctx)
+	}
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	v, err := s.client.QueryWorkflow(qctx, s.id, "", workflows.ProgressQuery)
 	cancel()

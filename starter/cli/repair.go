@@ -21,6 +21,7 @@ import (
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 	"ctxlab/workflows"
 )
 
@@ -61,8 +62,8 @@ func (r resultsRepair) messages() []string {
 // row later adds nothing. With a nil plan it only cuts the torn line. Only outputs memoized under the instances'
 // present content count (activities.MemoizedOutputs): a memo of an edited row, or of a dataset that is gone, is not
 // this sweep's.
-func repairResults(runDir string, plan *specs.Plan, dataset specs.Dataset, instances []swebench.Instance) (
-	resultsRepair, error) {
+func repairResults(ctx context.Context, runDir string, objs objects.Store, plan *specs.Plan, dataset specs.Dataset,
+	instances []swebench.Instance) (resultsRepair, error) {
 	var rep resultsRepair
 	store := results.Store{Path: runfolder.Rows(runDir)}
 	var err error
@@ -93,7 +94,7 @@ func repairResults(runDir string, plan *specs.Plan, dataset specs.Dataset, insta
 				if err != nil {
 					return rep, err
 				}
-				outputs = activities.MemoizedOutputs(runDir, *plan,
+				outputs = activities.MemoizedOutputs(ctx, objs, *plan,
 					activities.InstanceRef{ID: id, Ref: cas.RefOf(b)}, dataset)
 			}
 			if row, ok := workflows.ArmRow(id, *plan, arm, outputs); ok {
@@ -120,7 +121,7 @@ func repairRunFolder(cmd, dir, file string, stderr io.Writer) {
 	var rep resultsRepair
 	var err error
 	if sh.plan != nil {
-		rep, err = repairResults(dir, sh.plan, sh.dataset, sh.rows)
+		rep, err = repairResults(context.Background(), dir, objects.Dir{Root: dir}, sh.plan, sh.dataset, sh.rows)
 	} else {
 		rep.Repaired, err = results.Store{Path: file}.Repair()
 	}
@@ -145,7 +146,12 @@ func repairAtStart(ctx context.Context, c client.Client, acts *activities.Activi
 		ids[i] = in.InstanceID
 	}
 	runDir := acts.RunDir(name)
-	rep, err := repairResults(runDir, plan, dataset, instances)
+	objs, err := acts.Objects(name)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not repair results.jsonl")
+		return
+	}
+	rep, err := repairResults(ctx, runDir, objs, plan, dataset, instances)
 	if err != nil {
 		log.Warn().Err(err).Msg("could not repair results.jsonl")
 		return
@@ -153,7 +159,7 @@ func repairAtStart(ctx context.Context, c client.Client, acts *activities.Activi
 	// Only a finished sweep's histories are final; a running sweep records its rows itself (and may be re-running
 	// some on purpose).
 	if c != nil && sweepFinished(ctx, c, "sweep/"+name) {
-		n, err := restoreRecordedRows(ctx, c, runDir, name, plan, planRef, ids)
+		n, err := restoreRecordedRows(ctx, c, acts, name, plan, planRef, ids)
 		if err != nil {
 			log.Warn().Err(err).Msg("could not take lost rows from the Issue workflows' histories")
 		}
@@ -177,12 +183,18 @@ func sweepFinished(ctx context.Context, c client.Client, id string) bool {
 		desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 }
 
-// restoreRecordedRows appends the rows results.jsonl lacks that an Issue workflow of this plan recorded: the input
-// of its Record activity is in its history, exactly as it was written. It asks only about instances that show
-// they ran (rows of other arms, or attempts), and only histories of an Issue started with the same plan.
-func restoreRecordedRows(ctx context.Context, c client.Client, runDir, run string, plan *specs.Plan,
-	planRef cas.Ref, instances []string) (int, error) {
+// restoreRecordedRows appends the rows results.jsonl lacks that an Issue workflow of this plan recorded: those it
+// stored in the run's content store, which the finished sweep lists, or for an Issue from before, the input of its
+// Record activity in its history, exactly as it was written. It asks only about instances that show they ran (rows
+// of other arms, or attempts), and only histories of an Issue started with the same plan.
+func restoreRecordedRows(ctx context.Context, c client.Client, acts *activities.Activities, run string,
+	plan *specs.Plan, planRef cas.Ref, instances []string) (int, error) {
+	runDir := acts.RunDir(run)
 	store := results.Store{Path: runfolder.Rows(runDir)}
+	stored, err := storedRowsOf(ctx, c, acts, run)
+	if err != nil {
+		return 0, err
+	}
 	rows, _, err := results.ReadFile(store.Path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
@@ -205,12 +217,14 @@ func restoreRecordedRows(ctx context.Context, c client.Client, runDir, run strin
 				missing[k] = true
 			}
 		}
-		if len(missing) == 0 || !ran[id] {
+		if len(missing) == 0 || (!ran[id] && stored[id] == nil) {
 			continue
 		}
-		recorded, err := recordedRows(ctx, c, workflows.IssueWorkflowID(run, id), planRef)
-		if err != nil {
-			return 0, fmt.Errorf("instance %s: %w", id, err)
+		recorded := stored[id]
+		if recorded == nil {
+			if recorded, err = recordedRows(ctx, c, workflows.IssueWorkflowID(run, id), planRef); err != nil {
+				return 0, fmt.Errorf("instance %s: %w", id, err)
+			}
 		}
 		for _, r := range recorded {
 			if missing[r.Key()] {
@@ -222,6 +236,29 @@ func restoreRecordedRows(ctx context.Context, c client.Client, runDir, run strin
 		return 0, nil
 	}
 	return store.Append(restored)
+}
+
+// storedRowsOf reads the rows of every issue of the run's finished sweep that stored them (SweepResult.Rows), by
+// instance.
+func storedRowsOf(ctx context.Context, c client.Client, acts *activities.Activities, run string) (
+	map[string][]results.Row, error) {
+	var res workflows.SweepResult
+	if err := c.GetWorkflow(ctx, "sweep/"+run, "").Get(ctx, &res); err != nil || len(res.Rows) == 0 {
+		return nil, nil // a sweep that ended otherwise, or from before the rows came back through it
+	}
+	store, err := acts.Store(run)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]results.Row{}
+	for _, s := range res.Rows {
+		var rows []results.Row
+		if err := cas.GetJSON(ctx, store, s.Rows, &rows); err != nil {
+			return nil, fmt.Errorf("the rows of instance %s: %w", s.Instance, err)
+		}
+		out[s.Instance] = rows
+	}
+	return out, nil
 }
 
 // recordedRows returns the rows an Issue workflow recorded (nil when it has not recorded them, has no history, or

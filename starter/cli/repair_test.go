@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"ctxlab/results"
 	"ctxlab/runfolder"
+	"ctxlab/testkit/e2e"
 )
 
 // tearLastRow rewrites a results file as a process killed mid-append leaves it: a row that has no error is moved to
@@ -106,6 +108,31 @@ func TestTornResultsRepaired(t *testing.T) {
 	if kept, err := os.ReadFile(file + runfolder.TornSuffix); err != nil || bytes.Count(kept, []byte("\n")) != 4 {
 		t.Errorf("%s should keep the 4 torn lines cut: %q, %v", file+runfolder.TornSuffix, kept, err)
 	}
+
+	// Issue 39: a received run folder whose results.jsonl links to a file elsewhere. Before, status (as root) cut
+	// that file's last line and appended the lost row to it; now no command opens the file through the link, and
+	// the file linked to is left as it was.
+	victim := filepath.Join(t.TempDir(), "elsewhere.jsonl")
+	if err := os.Rename(file, victim); err != nil {
+		t.Fatal(err)
+	}
+	tearLastRow(t, victim)
+	before, err := os.ReadFile(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, file); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status", "torn"}, {"predictions", "torn"}, {"report", "torn", "--no-figures"}} {
+		code, stdout, stderr := runMain(append(args, "--runs", runs)...)
+		if code == exitOK || !strings.Contains(stderr, file+" is a symbolic link") {
+			t.Errorf("%s through a link: exit %d, want a failure naming the link\n%s%s", args[0], code, stdout, stderr)
+		}
+		if after, _ := os.ReadFile(victim); !bytes.Equal(after, before) {
+			t.Fatalf("%s changed the file results.jsonl links to", args[0])
+		}
+	}
 }
 
 // TestTornFailedRowRestoredFromHistory: a lost row whose step failed has no node output to re-derive it from; the
@@ -152,5 +179,45 @@ func TestTornFailedRowRestoredFromHistory(t *testing.T) {
 	}
 	if summary, err := os.ReadFile(summaryFile); err != nil || strings.Contains(string(summary), "could not be read") {
 		t.Errorf("summary.md should be written again from the repaired file: %v\n%s", err, summary)
+	}
+}
+
+// TestRunFolderLinksRefused: a run folder (received from elsewhere) where a file or folder the run writes is a
+// symbolic link is refused before anything runs, naming the link, and nothing is written where it points: the rows
+// and logs, the locks, the embedded server's database and log, the memo folders.
+func TestRunFolderLinksRefused(t *testing.T) {
+	t.Parallel()
+	spec := demoVariant(t, "{ name: 'lnk', dataset+: { limit: 1 }, "+referenceMethods+" }")
+	names := append(slices.Clone(runfolder.Files), runfolder.LogFile, runfolder.StarterLock, runfolder.PrepareLock,
+		runfolder.TemporalDB, runfolder.TemporalDB+"-wal", runfolder.TemporalLog)
+	for _, name := range append(names, runfolder.Dirs...) {
+		runs, outside := t.TempDir(), t.TempDir()
+		victim := filepath.Join(outside, "victim")
+		if slices.Contains(runfolder.Dirs, name) {
+			if err := os.Mkdir(victim, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(runs, "lnk", name)
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, link); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := runStarter(t, 3*time.Minute, "run", spec, "--runs", runs, "--no-check", "--quiet")
+		if code == exitOK || !strings.Contains(stderr, link+" is a symbolic link") {
+			t.Errorf("%s a link: exit %d, want the run refused naming it\n%s%s", name, code, stdout,
+				e2e.Tail(stderr, 2000))
+		}
+		if st, err := os.Stat(victim); err == nil && st.IsDir() {
+			if entries, _ := os.ReadDir(victim); len(entries) != 0 {
+				t.Errorf("%s a link: the run wrote %d entries into the folder it points to", name, len(entries))
+			}
+		} else if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+			t.Errorf("%s a link: the file it points to was written: %q", name, b)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
 )
 
 func init() { commands = append(commands, reportCommand.command()) }
@@ -131,7 +132,7 @@ func locateResults(name, runs string) (file, dir string, err error) {
 
 // readSpecRecord returns the run's recorded spec, or nil when the run folder has none.
 func readSpecRecord(dir string) (*specs.Experiment, error) {
-	b, err := os.ReadFile(runfolder.Spec(dir))
+	b, err := runfolder.ReadFile(runfolder.Spec(dir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -304,7 +305,7 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 		if !strings.HasSuffix(f, ".svg") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(out, f))
+		b, err := runfolder.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
@@ -319,7 +320,12 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 			problems = append(problems, err.Error())
 		} else {
 			var more []string
-			hopts.Details, more = reportDetails(context.Background(), dir, store, e, rep)
+			objs, err := bucket.OpenObjects(context.Background(), o.store, hopts.Run, dir)
+			if err != nil {
+				more = append(more, err.Error())
+			} else {
+				hopts.Details, more = reportDetails(context.Background(), objs, store, e, rep)
+			}
 			problems = append(problems, more...)
 			if d, ok := store.(*cas.Dir); ok {
 				hopts.Link = func(ref string) string {
@@ -339,7 +345,7 @@ func writeReportHTML(rep *report.Report, o reportOptions, dir, out string, e *sp
 	page, err := rep.HTML(hopts)
 	if err == nil {
 		path := runfolder.ReportHTMLPath(out)
-		if err = os.WriteFile(path, page, 0o644); err == nil {
+		if err = runfolder.WriteAtomic(path, page); err == nil {
 			return path, problems
 		}
 	}
@@ -352,7 +358,7 @@ const maxProblems = 5
 // reportDetails reads, for every row of the report, the context its method's measure step read (its files), the
 // patch, and the grade step's test log: the plan of the recorded spec names each arm's nodes, and the run's node
 // records name the stored objects.
-func reportDetails(ctx context.Context, dir string, store cas.Store, e *specs.Experiment, rep *report.Report) (map[results.Key]report.Detail, []string) {
+func reportDetails(ctx context.Context, objs objects.Store, store cas.Store, e *specs.Experiment, rep *report.Report) (map[results.Key]report.Detail, []string) {
 	if e == nil {
 		return nil, []string{"no spec recorded in the run folder: no drill-down into stored objects"}
 	}
@@ -362,7 +368,7 @@ func reportDetails(ctx context.Context, dir string, store cas.Store, e *specs.Ex
 	}
 	arms := armNodesOf(plan)
 	details := map[results.Key]report.Detail{}
-	r := &detailReader{ctx: ctx, dir: dir, store: store}
+	r := &detailReader{ctx: ctx, objs: objs, store: store}
 	for _, row := range rep.CountedRows() {
 		id := row.Key()
 		an, ok := arms[results.Key{Method: id.Method, Model: id.Model}]
@@ -383,7 +389,7 @@ func reportDetails(ctx context.Context, dir string, store cas.Store, e *specs.Ex
 // maxProblems.
 type detailReader struct {
 	ctx      context.Context
-	dir      string
+	objs     objects.Store // the run's memos
 	store    cas.Store
 	unread   int
 	problems []string
@@ -408,7 +414,7 @@ func (r *detailReader) get(d *report.Detail, what string, ref cas.Ref) []byte {
 // detail is a row's context (its files), patch and test log, from the memos of its arm's nodes.
 func (r *detailReader) detail(row results.Row, an armNodes) report.Detail {
 	var d report.Detail
-	refs := an.refs(r.dir, row)
+	refs := an.refs(r.ctx, r.objs, row)
 	if refs.context != "" {
 		d.ContextRef = string(refs.context)
 		var c contexts.Context

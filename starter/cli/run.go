@@ -188,7 +188,7 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only m
 			retry[k.Instance] = append(retry[k.Instance], arm)
 		}
 	}
-	f, err := os.OpenFile(runfolder.Retried(runDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := runfolder.OpenFile(runfolder.Retried(runDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err == nil {
 		_, err = f.Write(b)
 		if cerr := f.Close(); err == nil {
@@ -281,6 +281,10 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 					return c.GetWorkflow(ctx, id, ""), "the sweep had already finished; showing its results", nil
 				}
 				in.Retry = again
+				// Only the issues with rows to retry run again (the sweep filters what it loads itself).
+				in.Instances = slices.DeleteFunc(slices.Clone(in.Instances), func(i activities.InstanceRef) bool {
+					return len(again[i.ID]) == 0
+				})
 				how = fmt.Sprintf("the sweep had finished with %d row(s) to retry: %s (kept in %s); running them "+
 					"again", tally.Errors, tally.classes(), runfolder.RetriedFile)
 			}

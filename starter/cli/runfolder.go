@@ -28,7 +28,13 @@ func checkRunFolder(runDir string) error {
 	}
 	for _, name := range runfolder.Dirs {
 		path := filepath.Join(runDir, name)
-		if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		st, err := os.Lstat(path)
+		switch {
+		case err == nil && st.Mode()&os.ModeSymlink != 0:
+			// The run writes memos and locks in it: through a link, they would land wherever it points.
+			return fmt.Errorf("%s is a symbolic link where the run keeps a folder: move it out of the way and run "+
+				"again", path)
+		case err == nil && !st.IsDir():
 			return fmt.Errorf("%s is a file where the run keeps a folder: move it out of the way and run again", path)
 		}
 	}

@@ -22,7 +22,8 @@ import (
 // counts without its annotations that change nothing that runs (the borrowed marks of plan format 1), so a sweep
 // finished before an upgrade that added them is still the same sweep.
 func specHash(in workflows.SweepInput, plan *specs.Plan) (string, error) {
-	in.Concurrency, in.MaxHistory, in.InfraWaits, in.Retry = 0, 0, 0, nil
+	// The rows count through the dataset's digest below, the shipped folders through the rows' repositories.
+	in.Concurrency, in.MaxHistory, in.InfraWaits, in.Retry, in.Instances, in.Shipped = 0, 0, 0, nil, nil, ""
 	planRef, err := unannotatedPlanRef(plan)
 	if err != nil {
 		return "", err

@@ -32,6 +32,7 @@ type statusOptions struct {
 	name    string
 	runs    string
 	json    bool
+	store   string
 	cluster cluster.Options
 }
 
@@ -47,6 +48,8 @@ var statusCommand = commandDef[statusOptions, *statusOptions]{
 func (o *statusOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "shared store the run's workers used (file:// "+
+		"or s3:// `URL`; $"+activities.StoreEnv+"): their attempt and call records are gathered from it first")
 	defineCluster(fs, &o.cluster, "", "default")
 }
 
@@ -159,6 +162,9 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	repairRunFolder("status", dir, runfolder.Rows(dir), stderr)
+	if err := gatherRunRecords(o.store, o.name, dir); err != nil {
+		fmt.Fprintln(stderr, "starter status:", err)
+	}
 	rec, err := runstate.Read(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter status:", err)
@@ -201,7 +207,7 @@ func endElapsedWhenFinished(st runstate.Status) runstate.Status {
 // published is false when no starter ran an embedded server for the run (a sweep on a cluster: status cannot tell
 // whether it runs).
 func liveStarter(dir string) (pid *int, published bool) {
-	b, err := os.ReadFile(runfolder.Server(dir))
+	b, err := runfolder.ReadFile(runfolder.Server(dir))
 	if err != nil {
 		return nil, false
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 	"ctxlab/wiring"
 	"ctxlab/workflows"
@@ -51,6 +53,7 @@ type sweepRound struct {
 	hash       string
 	acts       *activities.Activities
 	conn       *connection
+	collector  *rowCollector
 }
 
 // roundExit ends a round before its sweep ends: the round prints lines on stderr and exits with code.
@@ -176,8 +179,16 @@ func (r *sweepRound) prepare() error {
 
 // storePlan puts the plan in the run's content store and makes the sweep's input and spec hash.
 func (r *sweepRound) storePlan() error {
+	if err := bucket.Probe(r.ctx, r.o.store); err != nil {
+		return starterFailed(exitFail, err)
+	}
 	r.acts = activities.New(r.o.runs, r.log)
 	r.acts.StoreURL, r.acts.CacheDir, r.acts.NoCache = r.o.store, r.o.cache, r.o.noCache
+	r.deferred(func() { // after the workers stopped (cleanups run last first)
+		if err := r.acts.Close(); err != nil {
+			r.log.Warn().Err(err).Msg("records of this process's workers not in the shared store")
+		}
+	})
 	store, err := r.acts.Store(r.e.Name)
 	if err != nil {
 		return starterFailed(exitFail, err)
@@ -187,6 +198,17 @@ func (r *sweepRound) storePlan() error {
 	}
 	r.in = sweepInput(r.e, r.plan, r.planRef, r.o.maxHistory)
 	r.in.InfraWaits = r.o.infraWaits
+	if r.in.Instances, err = instanceRefs(r.ctx, store, r.instances); err != nil {
+		return starterFailed(exitFail, err)
+	}
+	if bucket.Shared(r.o.store) {
+		if err := writeRunMarker(r.ctx, r.o.store, r.e.Name, r.runDir); err != nil {
+			return starterFailed(exitFail, err)
+		}
+		if r.in.Shipped, err = shipFolders(r.ctx, store, r.e, r.instances, r.log); err != nil {
+			return starterFailed(exitFail, err)
+		}
+	}
 	if r.hash, err = specHash(r.in, r.plan); err != nil {
 		return starterFailed(exitFail, err)
 	}
@@ -218,11 +240,43 @@ func (r *sweepRound) connect() error {
 	r.deferred(startRunUI(r.ctx, conn, r.o.cluster.Namespace, r.o.ui, r.stderr))
 	if !r.o.noWorker && (!conn.attached || conn.ownerIdle) {
 		stopWorkers, err := wiring.Start(conn.client, r.acts, wiring.Options{Kinds: wiring.AllKinds,
-			Limits: r.e.Limits.Queues})
+			Limits: r.e.Limits.Queues, Spec: r.e.Name})
 		if err != nil {
 			return starterFailed(exitFail, err)
 		}
 		r.deferred(stopWorkers)
+	}
+	return r.checkWorkers()
+}
+
+// checkWorkers refuses to run the sweep when a worker polling its queues differs from this starter (handshake):
+// its store, its build or its queue limits. Workers that started after it are held to the run's store by their
+// activities (activities.Objects).
+func (r *sweepRound) checkWorkers() error {
+	objs, err := r.acts.Objects(r.e.Name)
+	if err != nil {
+		return starterFailed(exitFail, err)
+	}
+	res, err := handshake(r.ctx, r.conn.client, objs, r.e.Name, r.in.Queues, r.e.Limits.Queues)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("could not ask the workers what they serve")
+		return nil
+	}
+	for _, w := range res.silent {
+		r.log.Warn().Str("worker", w).Msg("a worker Temporal saw polling the sweep's queues did not answer the " +
+			"handshake (gone since, or an older ctxlab)")
+	}
+	if len(res.problems) > 0 {
+		lines := []string{fmt.Sprintf("starter: refusing to run the sweep: %d of the %d worker processes polling its "+
+			"queues differ from this starter:", res.differ, res.workers)}
+		for _, p := range res.problems {
+			lines = append(lines, "starter:   "+p)
+		}
+		return exitWith(exitUsage, lines...)
+	}
+	if res.workers > 0 {
+		r.log.Info().Int("workers", res.workers-len(res.silent)).Msg("the workers share this starter's store, " +
+			"build and queue limits")
 	}
 	return nil
 }
@@ -264,6 +318,16 @@ func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 		return nil, false, starterFailed(exitCodeOf(err), r.explainConflict(err))
 	}
 	r.log.Info().Str("workflow", run.GetID()).Msg(how)
+	store, err := r.acts.Store(r.e.Name)
+	if err != nil {
+		return nil, false, starterFailed(exitFail, err)
+	}
+	r.collector = newRowCollector(r.conn.client, run.GetID(), store, r.runDir)
+	if bucket.Shared(r.o.store) {
+		if r.collector.records, err = r.acts.Objects(r.e.Name); err != nil {
+			return nil, false, starterFailed(exitFail, err)
+		}
+	}
 	resumed = how == attachedHow && !r.conn.attached && r.o.retryOnly == nil
 	if !repaired {
 		repair() // a torn results.jsonl
@@ -287,6 +351,8 @@ type sweepEnd struct {
 	ownerGone bool
 	diskFull  *error
 	paused    *progressEvent
+	// rowsErr is the failure to write the finished sweep's stored rows into results.jsonl.
+	rowsErr error
 }
 
 // wait shows the sweep's progress until it ends, the owner's server goes away, the disk fills up or every running
@@ -306,12 +372,16 @@ func (r *sweepRound) wait(run client.WorkflowRun) sweepEnd {
 	if paysModels(r.e) {
 		budget = r.e.Name
 	}
-	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), budget, r.runDir, len(r.plan.Arms)),
+	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), budget, r.runDir, len(r.plan.Arms), r.collector),
 		progressDisplay(r.o, r.stderr, r.console), guard, done)
 	var end sweepEnd
 	end.err = run.Get(getCtx, &end.res)
 	close(done)
 	<-watched
+	if end.err == nil {
+		_ = r.acts.Flush(r.ctx) // this process's workers' last records, for the collector to gather
+		end.rowsErr = r.collector.finish(r.ctx, end.res.Rows)
+	}
 	end.ownerGone, end.diskFull, end.paused = ownerGone.Load(), diskFull.Load(), guard.hit
 	return end
 }
@@ -377,10 +447,25 @@ func (r *sweepRound) overCap() (int, bool) {
 	return overCapExit(r.ctx, r.conn.client, r.e.Name, r.stderr)
 }
 
-// finished says how the sweep ended (or that it was interrupted or failed) and returns the exit code.
+// finished says how the sweep ended (or that it was interrupted or failed) and returns the exit code. The summary
+// is written here, from the rows the starter wrote; a finished sweep whose rows are not all in results.jsonl fails,
+// as one whose budget counts more than its cap does.
 func (r *sweepRound) finished(end sweepEnd) int {
+	var lost error
+	if end.err == nil {
+		lost = r.checkRows(end)
+		summary, err := activities.WriteSummary(r.runDir, r.in.Title, r.in.Order)
+		if err != nil && lost == nil {
+			lost = fmt.Errorf("writing %s: %w", runfolder.Summary(r.runDir), err)
+		}
+		end.res.Summary = summary
+	}
 	if r.o.json {
-		writeJSONSummary(r.stdout, r.runDir, end.res, end.err)
+		jsonErr := end.err
+		if jsonErr == nil {
+			jsonErr = lost
+		}
+		writeJSONSummary(r.stdout, r.runDir, end.res, jsonErr)
 	}
 	if end.err != nil {
 		if r.ctx.Err() != nil {
@@ -402,8 +487,38 @@ func (r *sweepRound) finished(end sweepEnd) int {
 			runfolder.Log(r.runDir))
 		return exitFail
 	}
-	if code, over := r.overCap(); over {
-		return code
+	overCode, over := r.overCap()
+	if lost != nil {
+		fmt.Fprintln(r.stderr, "starter:", lost)
+		return exitFail
+	}
+	if over {
+		return overCode
 	}
 	return rowErrorsExit(r.o, r.runDir, r.stderr)
+}
+
+// checkRows says what is wrong when a finished sweep's rows are not all in results.jsonl: every (instance, method,
+// model) of the spec must be there once the sweep ends, or the run did not do its work, whatever its issues said.
+func (r *sweepRound) checkRows(end sweepEnd) error {
+	ids := make([]string, 0, len(r.instances))
+	for _, in := range r.instances {
+		if !slices.Contains(end.res.Failed, in.InstanceID) { // reported as failed issues already
+			ids = append(ids, in.InstanceID)
+		}
+	}
+	missing, err := missingRows(r.runDir, r.plan, ids)
+	if err != nil {
+		return fmt.Errorf("reading %s to check every row is there: %w", runfolder.Rows(r.runDir), err)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	why := "their issues finished without storing them where this starter reads"
+	if end.rowsErr != nil {
+		why = end.rowsErr.Error()
+	}
+	k := missing[0]
+	return fmt.Errorf("%d of %d rows are missing from %s (the first: instance %s, method %s, model %s): %s",
+		len(missing), len(ids)*len(r.plan.Arms), runfolder.Rows(r.runDir), k.Instance, k.Method, k.Model, why)
 }

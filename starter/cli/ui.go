@@ -146,7 +146,7 @@ func serveUI(o uiOptions, stderr io.Writer) int {
 // attaches to the server brings its own instead of waiting.
 func markViewer(runDir string) error {
 	path := runfolder.Server(runDir)
-	b, err := os.ReadFile(path)
+	b, err := runfolder.ReadFile(path)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -139,11 +140,40 @@ func attackPorts(jobText string) int {
 	}
 	if job.UI != 0 {
 		report(job.UI, "UI batch terminate", httpPost(job.UI, "/api/v1/namespaces/"+job.Namespace+"/batch-operations/attack"))
+		report(job.UI, uiRead, httpGet(ctx, "http://"+addr(job.UI)+"/api/v1/namespaces/"+job.Namespace+"/workflows",
+			job.IDs))
 	}
 	for _, p := range job.Unknown {
 		report(p, "HTTP API batch terminate", httpPost(p, "/api/v1/namespaces/"+job.Namespace+"/batch-operations/attack"))
 	}
 	return 0
+}
+
+// uiRead names the attack that reads the sweep's workflows through the Web UI (issue 39: the UI served any local
+// user the workflow list and the Issue histories).
+const uiRead = "UI list workflows"
+
+// httpGet reads url and fails unless it answers 2xx with every one of ids in its body.
+func httpGet(ctx context.Context, url string, ids []string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("HTTP %s: %.200s", resp.Status, body)
+	}
+	for _, id := range ids {
+		if !strings.Contains(string(body), id) {
+			return fmt.Errorf("HTTP %s without workflow %s", resp.Status, id)
+		}
+	}
+	return nil
 }
 
 // listeningPorts are the TCP ports this process listens on.
@@ -309,10 +339,16 @@ func TestEveryPortRefusesAnotherUser(t *testing.T) {
 		}
 	}
 
-	// Control: the same attacker as the server's own uid terminates through the frontend.
-	own := runAttack(t, attacker, attackJob{Namespace: ns, IDs: []string{control}, Frontend: p.Frontend}, nil)
+	// Control: the same attacker as the server's own uid terminates through the frontend and reads the workflows
+	// through the UI.
+	own := runAttack(t, attacker, attackJob{Namespace: ns, IDs: []string{control}, Frontend: p.Frontend, UI: uiPort}, nil)
 	if len(own) == 0 || own[0].Err != "" {
 		t.Fatalf("control: the attacker as the server's own uid could not terminate %s: %+v", control, own)
+	}
+	for _, r := range own {
+		if r.What == uiRead && r.Err != "" {
+			t.Errorf("control: the server's own uid could not read the workflows through the UI: %s", r.Err)
+		}
 	}
 	if running(control) {
 		t.Errorf("control: %s still runs after its owner terminated it", control)

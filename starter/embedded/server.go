@@ -33,6 +33,7 @@ import (
 	"go.temporal.io/server/temporal"
 
 	"ctxlab/internal/buildid"
+	"ctxlab/internal/regularfile"
 )
 
 // Options configure an embedded server.
@@ -116,6 +117,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(o.DBFile), 0o755); err != nil {
 		return nil, fmt.Errorf("embedded temporal: %w", err)
+	}
+	// SQLite and the server's log open their files by name, following links: a run folder's link would have them
+	// write wherever it points.
+	for _, f := range []string{o.DBFile, o.DBFile + "-wal", o.DBFile + "-shm", o.DBFile + "-journal", o.LogFile} {
+		if err := regularfile.CheckOrAbsent(f); f != "" && err != nil {
+			return nil, fmt.Errorf("embedded temporal: %w", err)
+		}
 	}
 	attrs, err := o.Journal.connectAttributes()
 	if err != nil {

@@ -32,8 +32,9 @@ type UI struct {
 }
 
 // StartUI serves the Web UI for the frontend at grpcAddress on 127.0.0.1:port (0 picks a free port) and returns
-// once it answers. It is read-only: the UI is for reading histories, and a sweep is steered by the starter, so
-// cancel, terminate, reset, signal and start buttons are off, and guardUI refuses every request but the UI's reads.
+// once it answers. It answers only the server's own uid (sameUserUI), as the frontend does. It is read-only: the UI
+// is for reading histories, and a sweep is steered by the starter, so cancel, terminate, reset, signal and start
+// buttons are off, and guardUI refuses every request but the UI's reads.
 func StartUI(ctx context.Context, grpcAddress, namespace string, port int) (*UI, error) {
 	if port == 0 {
 		p, err := freePort()
@@ -81,7 +82,8 @@ func StartUI(ctx context.Context, grpcAddress, namespace string, port int) (*UI,
 		return nil, fmt.Errorf("web ui: port %d on %s is in use; pick another with --ui-port (0: any free one): %w",
 			port, host, err)
 	}
-	srv := &http.Server{Handler: guardUI(app), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: sameUserUI(guardUI(app)), ConnContext: withConnOwner,
+		ReadHeaderTimeout: 10 * time.Second}
 	u := &UI{srv: srv, port: port, namespace: namespace, done: make(chan struct{})}
 	go func() {
 		defer close(u.done)

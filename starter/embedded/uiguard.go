@@ -1,13 +1,64 @@
 package embedded
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 )
 
 // guardRefusal is the body of a refused request.
 const guardRefusal = "ctxlab's Web UI is read-only: this request is refused\n"
+
+// connOwner is the uid of the process at the other end of a connection the UI accepted, or why it is not known.
+type connOwner struct {
+	uid uint32
+	err error
+}
+
+type connOwnerKey struct{}
+
+// withConnOwner records in a connection's context who connected (http.Server.ConnContext): the owner of the
+// client's TCP socket, as the frontend's sameUserAuthorizer asks the kernel.
+func withConnOwner(ctx context.Context, c net.Conn) context.Context {
+	o := connOwner{err: fmt.Errorf("the connection came over %s, not TCP", c.RemoteAddr().Network())}
+	client, ok1 := c.RemoteAddr().(*net.TCPAddr)
+	server, ok2 := c.LocalAddr().(*net.TCPAddr)
+	if ok1 && ok2 {
+		o.uid, o.err = socketUID(client, server)
+	}
+	return context.WithValue(ctx, connOwnerKey{}, o)
+}
+
+// sameUserUI lets a request through only from a connection of the server's own uid, as the frontend does: the UI
+// on 127.0.0.1 shows the sweep's workflows and histories (dataset path, instance ids, errors) to whoever connects,
+// and graded code runs as another uid.
+func sameUserUI(next http.Handler) http.Handler {
+	own := uint32(os.Getuid())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o, ok := r.Context().Value(connOwnerKey{}).(connOwner)
+		var why string
+		switch {
+		case !ok:
+			why = "could not tell the caller's uid"
+		case o.err != nil:
+			why = "could not tell the caller's uid: " + o.err.Error()
+		case o.uid != own:
+			why = fmt.Sprintf("not uid %d", o.uid)
+		}
+		if why != "" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = fmt.Fprintf(w, "ctxlab's Web UI answers only its own user (uid %d), %s\n", own, why)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // guardUI lets through only what the read-only UI needs: GET and HEAD, and the UI's one POST for reading (a
 // workflow query). It judges the path as sent, before any decoding. The ui-server's own read-only check looks at the

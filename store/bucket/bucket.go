@@ -126,13 +126,17 @@ func (s *Bucket) Has(ctx context.Context, r cas.Ref) (bool, error) {
 // Close releases the bucket's connections.
 func (s *Bucket) Close() error { return s.b.Close() }
 
+// Shared reports whether a store setting is a URL (file:// or s3://): a store that workers on other machines share,
+// while an empty setting or a folder is this machine's disk.
+func Shared(setting string) bool { return strings.Contains(setting, "://") }
+
 // Open returns the store a setting names: a file:// or s3:// URL opens an object store, with prefix as a folder in
 // it; an empty setting (or a plain path) is a local folder, dir when empty.
 func Open(ctx context.Context, setting, prefix, dir string) (cas.Store, error) {
 	if setting == "" {
 		return cas.NewDir(dir)
 	}
-	if !strings.Contains(setting, "://") {
+	if !Shared(setting) {
 		return cas.NewDir(filepath.Join(setting, prefix))
 	}
 	return OpenURL(ctx, setting, prefix)

@@ -14,6 +14,8 @@ import (
 	"gocloud.dev/blob"
 
 	"ctxlab/store/cas"
+	"ctxlab/store/objects"
+	"ctxlab/store/objects/objectstest"
 )
 
 // exercise checks what every backend must do: round trip, write once, missing blobs, JSON.
@@ -176,5 +178,48 @@ func TestOpenSettings(t *testing.T) {
 	}
 	if _, err := Open(ctx, "gs://bucket", "demo", ""); err == nil || !strings.Contains(err.Error(), "unsupported scheme") {
 		t.Errorf("gs://: %v", err)
+	}
+}
+
+// TestS3Objects: the run's keyed objects in an S3-compatible server (gofakes3, in memory, which answers
+// If-None-Match: * as S3 does), under the run's prefix.
+func TestS3Objects(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("ctxlab"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	url := "s3://ctxlab?region=us-east-1&use_path_style=true&disable_https=true&endpoint=" + srv.URL
+	s, err := OpenObjects(context.Background(), url, "demo", "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objectstest.Exercise(t, s)
+	if _, err := backend.HeadObject("ctxlab", "demo/once/k.json"); err != nil {
+		t.Errorf("an object is not under the run's prefix: %v", err)
+	}
+}
+
+func TestOpenObjectsSettings(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for setting, want := range map[string]string{
+		"":                                      filepath.Join(dir, "run"),
+		filepath.Join(dir, "shared"):            filepath.Join(dir, "shared", "demo"),
+		"file://" + filepath.ToSlash(dir):       filepath.Join(dir, "demo"),
+		"file://" + filepath.ToSlash(dir) + "/": filepath.Join(dir, "demo"),
+	} {
+		s, err := OpenObjects(ctx, setting, "demo", filepath.Join(dir, "run"))
+		if d, ok := s.(objects.Dir); err != nil || !ok || d.Root != want {
+			t.Errorf("%q: %#v, %v; want a folder at %s", setting, s, err, want)
+		}
+	}
+	if _, err := OpenObjects(ctx, "file://host/x", "demo", ""); err == nil {
+		t.Error("a file:// URL naming another host was taken")
 	}
 }

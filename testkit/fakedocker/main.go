@@ -22,8 +22,10 @@ type Config struct {
 	Log string `json:"log"`
 	// Root is the container's file system: container path /x is Root/x.
 	Root string `json:"root"`
-	// Replay is printed for `exec NAME /bin/bash /eval.sh` once /eval.sh exists in Root.
-	Replay string `json:"replay"`
+	// Replay is printed on stderr (the eval script's log) and Channel on stdout (its results channel) for `exec
+	// NAME /bin/bash /eval.sh` once /eval.sh exists in Root.
+	Replay  string `json:"replay"`
+	Channel string `json:"channel"`
 	// Hang makes the eval script print its start and then sleep for an hour.
 	Hang bool `json:"hang"`
 	// FailCreate makes `create` fail as a missing image would.
@@ -158,15 +160,20 @@ func runEvalScript(cfg Config, script string) int {
 		return fail("bash: %s: No such file or directory", script)
 	}
 	if cfg.Hang {
-		fmt.Println("+ : '>>>>> Start Test Output'")
+		fmt.Fprintln(os.Stderr, "+ : '>>>>> Start Test Output'")
 		time.Sleep(time.Hour)
 	}
-	f, err := os.Open(cfg.Replay)
-	if err != nil {
-		return fail("%v", err)
+	for file, w := range map[string]io.Writer{cfg.Replay: os.Stderr, cfg.Channel: os.Stdout} {
+		if file == "" {
+			continue
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return fail("%v", err)
+		}
+		_, _ = io.Copy(w, f)
+		f.Close()
 	}
-	defer f.Close()
-	_, _ = io.Copy(os.Stdout, f)
 	return 0
 }
 

@@ -4,16 +4,18 @@
 // it exercises the real protocol of a real OpenAI-compatible server (real usage counts, real context-size errors,
 // real latency), never a method.
 //
-// The model file is not part of the repository. It is found at $CTXLAB_LLAMA_MODEL, else at
-// shared/models/stories260K.gguf in the first folder above the checkout that has one (the CI machine keeps it
-// beside its checkouts), and checked against its SHA-256. Plain `go test` skips a test when the model, debootstrap
-// or root (chroot) is missing; scripts/test sets CTXLAB_REQUIRE_LLAMA=1, and then it fails, naming what is missing.
+// The model file is part of the repository (testdata/stories260K.gguf, with its provenance and licence beside it)
+// and compiled into the test binaries that use this package, so a test finds it from any clone and any working
+// folder; $CTXLAB_LLAMA_MODEL names another copy. Either is checked against its SHA-256. Plain `go test` skips a test
+// when debootstrap or root (chroot) is missing; scripts/test sets CTXLAB_REQUIRE_LLAMA=1, and then it fails, naming
+// what is missing.
 package llamaserver
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -46,7 +48,7 @@ const (
 
 // Environment variables of the kit.
 const (
-	// ModelEnv names the model file, overriding the search above the checkout.
+	// ModelEnv names a model file to use instead of the repository's copy.
 	ModelEnv = "CTXLAB_LLAMA_MODEL"
 	// RequireEnv turns a missing model, debootstrap or root from a skip into a failure (scripts/test sets it).
 	RequireEnv = "CTXLAB_REQUIRE_LLAMA"
@@ -64,53 +66,36 @@ var client = &http.Client{Timeout: time.Minute}
 // serverPath is llama-server inside the folder.
 const serverPath = "/usr/bin/llama-server"
 
-// FindModel returns the model file's path: $CTXLAB_LLAMA_MODEL, else shared/models/stories260K.gguf in the working
-// folder or the first folder above it that has one. The file must have the model's SHA-256.
-func FindModel() (string, error) {
-	path := os.Getenv(ModelEnv)
-	if path == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", err
+// repoModel is the repository's copy of the model (1.2 MB).
+//
+//go:embed testdata/stories260K.gguf
+var repoModel []byte
+
+// Model returns the model's bytes: the file $CTXLAB_LLAMA_MODEL names, else the repository's copy. Either must have
+// the model's SHA-256.
+func Model() ([]byte, error) {
+	b, from := repoModel, "the repository's testdata/"+ModelFile
+	if path := os.Getenv(ModelEnv); path != "" {
+		var err error
+		if b, err = os.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("the real test model (%s): %w", ModelEnv, err)
 		}
-		for dir := wd; ; dir = filepath.Dir(dir) {
-			if p := filepath.Join(dir, "shared", "models", ModelFile); fileExists(p) {
-				path = p
-				break
-			}
-			if filepath.Dir(dir) == dir {
-				return "", fmt.Errorf("the real test model %s (%s) is missing: no shared/models/%s in %s or a "+
-					"folder above it; put it there or name it with %s=FILE", ModelFile, ModelSHA256[:12], ModelFile,
-					wd, ModelEnv)
-			}
-		}
+		from = path
 	}
-	sum, err := sha256File(path)
-	if err != nil {
-		return "", fmt.Errorf("the real test model (%s): %w", ModelEnv, err)
+	if sum := sha256Hex(b); sum != ModelSHA256 {
+		return nil, fmt.Errorf("%s has SHA-256 %s, not %s's %s", from, sum, ModelFile, ModelSHA256)
 	}
-	if sum != ModelSHA256 {
-		return "", fmt.Errorf("%s has SHA-256 %s, not %s's %s", path, sum, ModelFile, ModelSHA256)
-	}
-	return path, nil
+	return b, nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func fileExists(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular()
-}
-
-func sha256File(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Root returns the debootstrap folder holding llama-server, making it when missing (about a minute and 300 MB,
@@ -147,9 +132,9 @@ type Server struct {
 // Output is what the server has printed so far.
 func (s *Server) Output() string { return s.log.String() }
 
-// Require returns the model file and the server's folder (making it once), or ends the test: a skip, or under
+// Require returns the model and the server's folder (making it once), or ends the test: a skip, or under
 // CTXLAB_REQUIRE_LLAMA=1 a failure naming what is missing and how to provide it.
-func Require(t testing.TB) (model, root string) {
+func Require(t testing.TB) (model []byte, root string) {
 	t.Helper()
 	missing := func(msg string) {
 		t.Helper()
@@ -158,7 +143,7 @@ func Require(t testing.TB) (model, root string) {
 		}
 		t.Skip(msg + " (scripts/test sets " + RequireEnv + "=1, which makes this a failure)")
 	}
-	model, err := FindModel()
+	model, err := Model()
 	if err != nil {
 		missing(err.Error())
 	}
@@ -202,9 +187,9 @@ func Start(t testing.TB, o Options) *Server {
 	return s
 }
 
-// Launch starts a llama-server from the folder root (Root) serving the model file on a free loopback port, and
+// Launch starts a llama-server from the folder root (Root) serving the model (Model) on a free loopback port, and
 // waits until /health answers 200 (at most two minutes). The caller stops it.
-func Launch(root, model string, o Options) (*Server, error) {
+func Launch(root string, model []byte, o Options) (*Server, error) {
 	inRoot, err := placeModel(root, model)
 	if err != nil {
 		return nil, err
@@ -234,18 +219,14 @@ func Launch(root, model string, o Options) (*Server, error) {
 }
 
 // placeModel copies the model into the folder under a name keyed by its content, once, and returns its path there.
-func placeModel(root, model string) (string, error) {
+func placeModel(root string, model []byte) (string, error) {
 	rel := filepath.Join("models", ModelSHA256[:16]+".gguf")
 	dst := filepath.Join(root, rel)
-	if sum, err := sha256File(dst); err == nil && sum == ModelSHA256 {
+	if b, err := os.ReadFile(dst); err == nil && sha256Hex(b) == ModelSHA256 {
 		return "/" + rel, nil
 	}
-	b, err := os.ReadFile(model)
-	if err != nil {
-		return "", err
-	}
 	// A temporary file of its own (and the folder made): the tests of one process place the model at once.
-	return "/" + rel, runfolder.WriteAtomic(dst, b)
+	return "/" + rel, runfolder.WriteAtomic(dst, model)
 }
 
 func freePort() (int, error) {

@@ -99,37 +99,32 @@ func TestServerFacts(t *testing.T) {
 	}
 }
 
-// TestFindModel checks the model search: the variable wins, a file of other content is refused, and a missing model
-// says where it looked and how to name one.
-func TestFindModel(t *testing.T) {
-	dir := t.TempDir()
-	wrong := filepath.Join(dir, ModelFile)
-	if err := os.WriteFile(wrong, []byte("not a model"), 0o644); err != nil {
+// TestModel checks where the model comes from: the repository's copy with no variable set, from any working folder
+// (a clone with nothing above it finds it), the variable's file when set, and a file of other content refused.
+func TestModel(t *testing.T) {
+	t.Setenv(ModelEnv, "")
+	t.Chdir(t.TempDir())
+	b, err := Model()
+	if err != nil || sha256Hex(b) != ModelSHA256 || len(b) != 1185376 {
+		t.Fatalf("the repository's copy from a folder outside the checkout: %d bytes, %v", len(b), err)
+	}
+	other := filepath.Join(t.TempDir(), ModelFile)
+	if err := os.WriteFile(other, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(ModelEnv, wrong)
-	if _, err := FindModel(); err == nil || !strings.Contains(err.Error(), ModelSHA256) {
+	t.Setenv(ModelEnv, other)
+	if got, err := Model(); err != nil || !bytes.Equal(got, b) {
+		t.Errorf("the variable's copy: %d bytes, %v", len(got), err)
+	}
+	if err := os.WriteFile(other, []byte("not a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Model(); err == nil || !strings.Contains(err.Error(), ModelSHA256) || !strings.Contains(err.Error(), other) {
 		t.Errorf("a file of other content: %v", err)
 	}
-	t.Setenv(ModelEnv, "")
-	t.Chdir(dir)
-	if _, err := FindModel(); err == nil || !strings.Contains(err.Error(), ModelEnv) ||
-		!strings.Contains(err.Error(), "shared/models/"+ModelFile) {
-		t.Errorf("no model: %v", err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "shared", "models"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(wrong, filepath.Join(dir, "shared", "models", ModelFile)); err != nil {
-		t.Fatal(err)
-	}
-	sub := filepath.Join(dir, "a", "checkout")
-	if err := os.MkdirAll(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(sub)
-	if _, err := FindModel(); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "shared")) {
-		t.Errorf("the file above the checkout was not the one found and checked: %v", err)
+	t.Setenv(ModelEnv, filepath.Join(t.TempDir(), "missing.gguf"))
+	if _, err := Model(); err == nil || !strings.Contains(err.Error(), ModelEnv) {
+		t.Errorf("a missing file: %v", err)
 	}
 }
 
@@ -137,10 +132,7 @@ func TestFindModel(t *testing.T) {
 // shared folder; every placement must succeed (CI once saw a rename fail when they shared a temporary name).
 func TestPlaceModelConcurrently(t *testing.T) {
 	root := t.TempDir()
-	model := filepath.Join(t.TempDir(), "model.gguf")
-	if err := os.WriteFile(model, bytes.Repeat([]byte("gguf"), 1<<18), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	model := bytes.Repeat([]byte("gguf"), 1<<18)
 	errs := make(chan error, 16)
 	for range cap(errs) {
 		go func() {

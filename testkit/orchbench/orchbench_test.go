@@ -29,8 +29,11 @@ import (
 	"ctxlab/internal/logs"
 	"ctxlab/jsonnet"
 	"ctxlab/results"
+	"ctxlab/runfolder"
+	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
+	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 	"ctxlab/testkit/fakeopenai"
 	"ctxlab/wiring"
@@ -228,6 +231,7 @@ func runPlain(t testing.TB, s sweep, runs string) outcome {
 	ctx := context.Background()
 	a := activities.New(runs, zerolog.Nop())
 	a.NoCache = *paid
+	markRun(t, a, s.e.Name)
 	stopPeak := peak()
 	start := time.Now()
 	var count atomic.Int64
@@ -322,6 +326,7 @@ func runTemporal(t testing.TB, s sweep, dir string, w way) outcome {
 	runs := filepath.Join(dir, "runs")
 	a := activities.New(runs, zerolog.Nop())
 	a.NoCache = *paid
+	markRun(t, a, s.e.Name)
 	stopWorkers, err := wiring.Start(c, a, wiring.Options{Kinds: wiring.AllKinds, Limits: s.e.Limits.Queues})
 	if err != nil {
 		t.Fatal(err)
@@ -361,15 +366,63 @@ func runTemporal(t testing.TB, s sweep, dir string, w way) outcome {
 	if err := run.Get(ctx, &res); err != nil {
 		t.Fatal(err)
 	}
+	writeRows(t, a, s.e.Name, res) // the starter's part: the rows the issues stored, and with a store the records
 	wall := time.Since(start)
 	if len(res.Failed) > 0 {
 		t.Fatalf("issues failed: %v", res.Failed)
 	}
-	// Node activities from the attempt log; bookkeeping: the dataset, then per issue the plan and its rows, and
-	// the summary.
+	// Node activities from the attempt log; bookkeeping: the dataset, then per issue the plan and its rows.
 	nodes := countEvents(t, filepath.Join(runs, s.e.Name, "attempts.jsonl"), "start")
-	n := nodes + 2 + 2*res.Issues
+	n := nodes + 1 + 2*res.Issues
 	return outcome{wall: wall, activities: n, rows: countRows(t, runs, s), peakMiB: stopPeak()}
+}
+
+// markRun writes the run's marker in a shared store ($CTXLAB_STORE), as the starter does, for the workers to find.
+func markRun(t testing.TB, a *activities.Activities, run string) {
+	t.Helper()
+	if !bucket.Shared(a.StoreURL) {
+		return
+	}
+	objs, err := bucket.OpenObjects(context.Background(), a.StoreURL, run, a.RunDir(run))
+	if err == nil {
+		err = objs.Put(context.Background(), runfolder.RunMarkerKey, []byte(`{"run":"`+run+`"}`))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeRows does what the starter does when a sweep ends: it appends the rows every issue stored to results.jsonl
+// and, with a shared store ($CTXLAB_STORE), gathers the workers' records into the run folder.
+func writeRows(t testing.TB, a *activities.Activities, run string, res workflows.SweepResult) {
+	t.Helper()
+	ctx := context.Background()
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store, err := a.Store(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := results.Store{Path: filepath.Join(a.RunDir(run), "results.jsonl")}
+	for _, st := range res.Rows {
+		var rs []results.Row
+		if err := cas.GetJSON(ctx, store, st.Rows, &rs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rows.Append(rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bucket.Shared(a.StoreURL) {
+		objs, err := a.Objects(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runlog.Gather(ctx, objs, filepath.Join(a.RunDir(run), "attempts.jsonl")); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func countEvents(t testing.TB, path, event string) int {
@@ -409,7 +462,7 @@ func compare(t testing.TB, n, m int, ways ...way) (plain outcome, temporal []out
 		if o.rows != want {
 			t.Fatalf("rows: temporal (%s) %d, want %d", w.name, o.rows, want)
 		}
-		if got := o.activities - 2 - 2*n; got != nodes {
+		if got := o.activities - 1 - 2*n; got != nodes {
 			t.Errorf("temporal (%s) ran %d node activities, want %d (every node once)", w.name, got, nodes)
 		}
 		temporal = append(temporal, o)

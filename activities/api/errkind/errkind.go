@@ -51,6 +51,10 @@ const (
 	MissingRunner Kind = "missing_runner"
 	// Toolchain: the Go toolchain that builds and runs Go tests is missing.
 	Toolchain Kind = "toolchain"
+	// PythonEnvironment: the Python environment a row or spec states (its install_config) is not on the machine (a
+	// Debian package, a Python package no wheel folder has), or the tests could not import a module that neither
+	// the repository holds nor the model patch imports: the machine's failure, not the model's.
+	PythonEnvironment Kind = "python_environment"
 	// ModuleDownload: the module requirements could not be downloaded (no proxy, no network) and the build failed
 	// for it, the model patch having changed neither go.mod nor go.sum.
 	ModuleDownload Kind = "module_download"
@@ -81,14 +85,17 @@ const (
 	BadInput Kind = "bad_input"
 	// Unsupported: a provider, executor or option this build does not offer.
 	Unsupported Kind = "unsupported"
+	// StoreMismatch: the worker's store is not the starter's (another bucket or server, a folder of its own disk):
+	// what it read or wrote would not be the run's.
+	StoreMismatch Kind = "store_mismatch"
 )
 
 // kinds is every kind, in the order of their classes; Kinds lists them.
 var kinds = []Kind{
 	ContextLength,
 	RateLimit, Server, Timeout, BadResponse, RepeatedError, ContextCapacity, LostWorker,
-	Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported,
-	MissingRunner, Toolchain, ModuleDownload, DockerImage, DockerDaemon, DiskFull, Permission, MissingCommit,
+	Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported, StoreMismatch,
+	MissingRunner, Toolchain, PythonEnvironment, ModuleDownload, DockerImage, DockerDaemon, DiskFull, Permission, MissingCommit,
 	SymlinkRefused, RepoUnavailable, Sandbox, StepTimeout, Internal, StepFailed,
 }
 
@@ -174,7 +181,7 @@ func ClassOf(kind string) Class {
 		return Model
 	case RateLimit, Server, Timeout, BadResponse, RepeatedError, ContextCapacity, LostWorker:
 		return Endpoint
-	case Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported:
+	case Auth, Quota, ModelNotFound, ContextWindow, BadRequest, BadInput, Unsupported, StoreMismatch:
 		return Configuration
 	}
 	return Environment

@@ -15,9 +15,10 @@ var wantClass = map[Kind]Class{
 	ContextCapacity: Endpoint, LostWorker: Endpoint,
 
 	Auth: Configuration, Quota: Configuration, ModelNotFound: Configuration, ContextWindow: Configuration,
-	BadRequest: Configuration, BadInput: Configuration, Unsupported: Configuration,
+	BadRequest: Configuration, BadInput: Configuration, Unsupported: Configuration, StoreMismatch: Configuration,
 
-	MissingRunner: Environment, Toolchain: Environment, ModuleDownload: Environment, DockerImage: Environment,
+	MissingRunner: Environment, Toolchain: Environment, PythonEnvironment: Environment, ModuleDownload: Environment,
+	DockerImage:  Environment,
 	DockerDaemon: Environment, DiskFull: Environment, Permission: Environment, MissingCommit: Environment,
 	SymlinkRefused: Environment, RepoUnavailable: Environment, Sandbox: Environment, StepTimeout: Environment,
 	Internal: Environment, StepFailed: Environment,

@@ -1,4 +1,4 @@
-"""ctxlab: run only the listed tests (grading.tests = 'listed').
+"""ctxlab: run only the listed tests (grading.tests = 'listed'). PYTEST_DONT_REWRITE.
 
 Of the collected tests it keeps those whose node id, or the id cut at its first space (as SWE-bench lists
 parametrized tests), is listed, and deselects the others. Passing the ids on pytest's command line instead would run

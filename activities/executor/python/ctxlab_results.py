@@ -1,5 +1,7 @@
 """ctxlab: every test's result, written where the tests cannot write it (docs/grading.md, "Python results").
 
+PYTEST_DONT_REWRITE (ctxlab_boot imports it before pytest, which would otherwise warn that it cannot rewrite it).
+
 pytest loads this plugin (-p ctxlab_results) before any conftest.py or test module. It takes the results file's
 path out of the environment, opens the file and removes it from its folder: a test cannot find it by name, a process
 the tests start does not inherit the descriptor (Python opens it non-inheritable), and nothing the tests print is
@@ -10,9 +12,18 @@ import os
 
 _fd = -1
 _path = os.environ.pop("CTXLAB_RESULTS", "")
+# The docker executor's channel is a descriptor the eval script passes (its stdout, which nothing else writes): a
+# non-inheritable copy is kept and the number the tests could guess is closed.
+_channel = os.environ.pop("CTXLAB_RESULTS_FD", "")
 if _path:
     _fd = os.open(_path, os.O_WRONLY | os.O_APPEND)
     os.unlink(_path)
+elif _channel.isdigit():
+    _fd = os.dup(int(_channel))
+    os.close(int(_channel))
+if _fd >= 0:
+    # The channel is claimed: from now on it is the run's only source of results (testrun.Options.OutputIfUnclaimed).
+    os.write(_fd, b"ctxlab1\tclaim\n")
 
 
 def _hex(s):
@@ -26,6 +37,12 @@ def _write(*fields):
 
 def pytest_sessionstart(session):
     _write("session")
+
+
+def pytest_collectreport(report):
+    # A file that fails to collect is an error under its own id, as pytest's -rA summary lists it.
+    if report.failed:
+        _write("pytest", "error", _hex(report.nodeid))
 
 
 def pytest_runtest_logreport(report):
@@ -45,3 +62,20 @@ def pytest_runtest_logreport(report):
     else:
         return
     _write("pytest", outcome, _hex(report.nodeid))
+
+
+def _missing_module(text):
+    # "ModuleNotFoundError: No module named 'x.y'" in a collection error's report.
+    marker = "ModuleNotFoundError: No module named "
+    for line in str(text).splitlines():
+        i = line.find(marker)
+        if i >= 0:
+            return line[i + len(marker):].strip().strip("'\"")
+    return ""
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        name = _missing_module(report.longrepr)
+        if name:
+            _write("missing_module", _hex(name))

@@ -1,6 +1,7 @@
-"""ctxlab: python -m unittest, with every test's result written where the tests cannot write it.
+"""ctxlab: python -m unittest, with every test's result written where the tests cannot write it. PYTEST_DONT_REWRITE.
 
-Run as `python -m ctxlab_unittest ARGS` in place of `python -m unittest ARGS`: the same test program and -v output,
+ctxlab_boot runs main() in place of `python -m unittest ARGS` (or run it as `python -m ctxlab_unittest ARGS`): the
+same test program and -v output,
 with a result class that also writes each outcome to the results file (through ctxlab_results, which opens it and
 removes it from its folder before any test module is imported), and a loader under which a name that loads no test
 fails alone instead of stopping the run.
@@ -8,7 +9,7 @@ fails alone instead of stopping the run.
 import sys
 
 # Importing the pytest plugin opens the results file and takes it out of the tests' reach; its writer is shared.
-from ctxlab_results import _hex, _write
+from ctxlab_results import _hex, _missing_module, _write
 
 import unittest  # noqa: E402 (after the results file is out of the tests' reach)
 
@@ -43,6 +44,12 @@ class _Result(unittest.TextTestResult):
 
     def addError(self, test, err):
         _record("error", test)
+        # A module a listed name or a test module could not import, as the loader reports it (the error itself, or
+        # an ImportError whose text holds the module's traceback).
+        if type(test).__name__ == "_FailedTest":
+            name = err[1].name if isinstance(err[1], ModuleNotFoundError) else _missing_module(err[1])
+            if name:
+                _write("missing_module", _hex(name))
         super().addError(test, err)
 
     def addSkip(self, test, reason):
@@ -81,6 +88,10 @@ class _Loader(unittest.TestLoader):
         return self.suiteClass(suites)
 
 
-if __name__ == "__main__":
+def main():
     sys.argv[0] = "python -m unittest"
     unittest.main(module=None, testRunner=_Runner, testLoader=_Loader())
+
+
+if __name__ == "__main__":
+    main()
