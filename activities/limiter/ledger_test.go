@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -393,4 +394,81 @@ func TestGrantsKeepTheInvariant(t *testing.T) {
 	if l.Calls == 0 {
 		t.Error("no call settled")
 	}
+}
+
+// heldReplyTransport applies each sync to its ledger at once and, while hold is set, returns the reply only once
+// release is closed: a reply on its way while the limits change.
+type heldReplyTransport struct {
+	local   *Local
+	hold    atomic.Bool
+	applied chan struct{}
+	release chan struct{}
+}
+
+func (h *heldReplyTransport) Sync(ctx context.Context, s Sync) (Reply, error) {
+	rep, err := h.local.Sync(ctx, s)
+	if h.hold.Load() {
+		h.applied <- struct{}{}
+		<-h.release
+	}
+	return rep, err
+}
+
+// TestLearnSeesLimitsSetBeforeIt: a starter sets a run's limits and then asks each llm worker what its calls will
+// be held to (the handshake). The purse must answer with a sync sent after it was asked: neither the limits it
+// learned a moment ago (fresh) nor the reply to a sync that reached the ledger before the limits changed.
+func TestLearnSeesLimitsSetBeforeIt(t *testing.T) {
+	var local Local
+	local.SetLimits(Limits{SpendUSD: 1})
+	tr := &heldReplyTransport{local: &local, applied: make(chan struct{}), release: make(chan struct{})}
+	p := NewPurse(tr, "h")
+	if lim, err := p.Learn(context.Background()); err != nil || lim.SpendUSD != 1 {
+		t.Fatalf("first Learn: %+v, %v", lim, err)
+	}
+	local.SetLimits(Limits{SpendUSD: 2})
+	if lim, err := p.Learn(context.Background()); err != nil || lim.SpendUSD != 2 {
+		t.Errorf("Learn within %v of the last sync: %+v, %v; want the cap of $2 set since", fresh, lim, err)
+	}
+
+	// A sync (an idle allowance given back: the purse learns nothing) reaches the ledger while the cap is $2; its
+	// reply is held while the cap becomes $3 and Learn is called.
+	tr.hold.Store(true)
+	p.mu.Lock()
+	p.giveBack = true
+	p.pool = 0.5
+	p.wake()
+	p.mu.Unlock()
+	<-tr.applied
+	tr.hold.Store(false)
+	local.SetLimits(Limits{SpendUSD: 3})
+	learned := make(chan Limits, 1)
+	go func() {
+		lim, err := p.Learn(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		learned <- lim
+	}()
+	time.Sleep(50 * time.Millisecond) // Learn has asked
+	close(tr.release)
+	if lim := <-learned; lim.SpendUSD != 3 {
+		t.Errorf("Learn answered with %+v from a sync sent before it was called; want the cap of $3", lim)
+	}
+}
+
+// TestLearnSaysWhyTheBudgetDidNotAnswer: a purse whose syncs fail says why when asked for the limits.
+func TestLearnSaysWhyTheBudgetDidNotAnswer(t *testing.T) {
+	p := NewPurse(failingTransport{}, "h")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := p.Learn(ctx)
+	if err == nil || !strings.Contains(err.Error(), "no budget workflow budget/x") {
+		t.Errorf("Learn with no budget to answer: %v", err)
+	}
+}
+
+type failingTransport struct{}
+
+func (failingTransport) Sync(context.Context, Sync) (Reply, error) {
+	return Reply{}, errors.New("no budget workflow budget/x")
 }

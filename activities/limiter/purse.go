@@ -65,10 +65,12 @@ type Purse struct {
 	asks    []*asking
 	settles []Settle // not yet sent
 	held    map[string]bool
-	// limits are those of the last reply, at learned; hellos wait for a reply to learn them.
+	// limits are those of the last reply, at learned; hellos wait for the reply to a sync sent after they asked.
 	limits  Limits
 	learned time.Time
-	hellos  []chan struct{}
+	hellos  []hello
+	// lastErr is why the last sync did not reach the ledger (nil once one did).
+	lastErr error
 	// pool is the allowance, local the worst cases of the calls in flight on it (or, with no cap, without a
 	// reservation), calls how many; idle is since when none is; giveBack asks the next sync to return what no call
 	// holds.
@@ -82,6 +84,12 @@ type Purse struct {
 	running bool // a sync loop runs
 	kick    chan struct{}
 	renewed time.Time // the last sync the ledger took
+}
+
+// hello waits for the limits of a sync numbered above after.
+type hello struct {
+	after int64
+	done  chan struct{}
 }
 
 // asking is an ask waiting for its verdict.
@@ -155,22 +163,40 @@ func (p *Purse) freshLimits(ctx context.Context) (Limits, error) {
 		defer p.mu.Unlock()
 		return p.limits, nil
 	}
-	hello := make(chan struct{})
-	p.hellos = append(p.hellos, hello)
+	p.mu.Unlock()
+	return p.Learn(ctx)
+}
+
+// Learn asks the ledger for the run's limits, in a sync sent after it was called (so that limits set before it
+// are among them), and returns them: a starter's handshake asks what an llm worker's calls will be held to.
+func (p *Purse) Learn(ctx context.Context) (Limits, error) {
+	p.mu.Lock()
+	h := hello{after: p.syncSeq, done: make(chan struct{})}
+	p.hellos = append(p.hellos, h)
 	p.wake()
 	p.mu.Unlock()
 	t := time.NewTimer(giveUp)
 	defer t.Stop()
 	select {
-	case <-hello:
+	case <-h.done:
 	case <-ctx.Done():
-		return Limits{}, ctx.Err()
+		return Limits{}, p.unanswered(ctx.Err())
 	case <-t.C:
-		return Limits{}, fmt.Errorf("the run's budget did not answer for %v", giveUp)
+		return Limits{}, p.unanswered(fmt.Errorf("the run's budget did not answer for %v", giveUp))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.limits, nil
+}
+
+// unanswered is err with why the last sync failed, when one did.
+func (p *Purse) unanswered(err error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lastErr != nil {
+		return fmt.Errorf("%w (the last sync: %v)", err, p.lastErr)
+	}
+	return err
 }
 
 // admitOwn asks for a reservation of the call's own: its provider has in_flight or rps limits.
@@ -390,11 +416,14 @@ func (p *Purse) took(s Sync, rep Reply) (waiting bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pending = nil
-	p.renewed, p.learned, p.limits = time.Now(), time.Now(), rep.Status.Limits
-	for _, h := range p.hellos {
-		close(h)
-	}
-	p.hellos = nil
+	p.renewed, p.learned, p.limits, p.lastErr = time.Now(), time.Now(), rep.Status.Limits, nil
+	p.hellos = slices.DeleteFunc(p.hellos, func(h hello) bool {
+		if s.Seq > h.after {
+			close(h.done)
+			return true
+		}
+		return false
+	})
 	// The ledger's allowance, less what calls settled since s was made have paid out of it (sent with the next).
 	p.pool = rep.Pool
 	for _, st := range p.settles {
@@ -430,10 +459,11 @@ func isPoolAsk(s Sync, id string) bool {
 	return slices.ContainsFunc(s.Asks, func(a Ask) bool { return a.ID == id && a.ForPool })
 }
 
-// failed notes a sync that did not reach the ledger, and fails the asks that have waited past giveUp.
+// failed notes why a sync did not reach the ledger, and fails the asks that have waited past giveUp.
 func (p *Purse) failed(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.lastErr = err
 	p.asks = slices.DeleteFunc(p.asks, func(w *asking) bool {
 		if time.Since(w.since) < giveUp {
 			return false
