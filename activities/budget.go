@@ -34,15 +34,22 @@ type budgets struct {
 }
 
 // UseTemporal makes the activities' paid calls ask and settle through the budget workflows of the Temporal
-// service c serves: wiring.Start calls it with the client its workers poll with.
-func (a *Activities) UseTemporal(c client.Client) {
+// service c serves: wiring.Start calls it with the client its workers poll with and their identity, which names
+// this process's purses in the ledgers (as the starter's handshake names the worker).
+func (a *Activities) UseTemporal(c client.Client, identity string) {
 	a.budgets.mu.Lock()
 	defer a.budgets.mu.Unlock()
 	a.budgets.c = c
+	a.budgets.once.Do(func() { a.budgets.holder = identity })
 }
 
-// holderName names this process's purses in the ledger: its host, its pid and a random part, so that two
-// Activities of one process (tests) are two holders too.
+// BudgetLimits asks the run's budget for the limits this process's paid calls are held to (limiter.Purse.Learn).
+func (a *Activities) BudgetLimits(ctx context.Context, run string) (limiter.Limits, error) {
+	return a.budgets.purse(run).Learn(ctx)
+}
+
+// holderName names the purses of Activities with no worker identity (UseTemporal): its host, its pid and a random
+// part, so that two Activities of one process (tests) are two holders too.
 func holderName() string {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)

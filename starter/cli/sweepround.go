@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/activities"
+	"ctxlab/activities/limiter"
 	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
@@ -257,7 +258,12 @@ func (r *sweepRound) checkWorkers() error {
 	if err != nil {
 		return starterFailed(exitFail, err)
 	}
-	res, err := handshake(r.ctx, r.conn.client, objs, r.e.Name, r.in.Queues, r.e.Limits.Queues)
+	var budget *limiter.Limits // a run of offline models only pays for no call
+	if paysModels(r.e) {
+		lim := steps.LimitsOf(r.e)
+		budget = &lim
+	}
+	res, err := handshake(r.ctx, r.conn.client, objs, r.e.Name, r.in.Queues, r.e.Limits.Queues, budget)
 	if err != nil {
 		r.log.Warn().Err(err).Msg("could not ask the workers what they serve")
 		return nil
@@ -275,8 +281,8 @@ func (r *sweepRound) checkWorkers() error {
 		return exitWith(exitUsage, lines...)
 	}
 	if res.workers > 0 {
-		r.log.Info().Int("workers", res.workers-len(res.silent)).Msg("the workers share this starter's store, " +
-			"build and queue limits")
+		r.log.Info().Int("workers", res.workers-len(res.silent)).Bool("budget_asked", res.budgetAsked).
+			Msg("the workers share this starter's store, build and queue limits (and, asked, the run's budget)")
 	}
 	return nil
 }
