@@ -383,8 +383,11 @@ func TestNodeMemoCoversItsInputs(t *testing.T) {
 	if _, ran := grade(); ran {
 		t.Error("an unchanged grade ran again")
 	}
-	defer func(v string) { codeVersions["grade"] = v }(codeVersions["grade"])
-	codeVersions["grade"] = steps.GradeMemoVersion + "-next"
+	info := specs.Catalog[specs.Grade.Name]
+	defer func() { specs.Catalog[specs.Grade.Name] = info }()
+	next := info
+	next.CodeVersion += "-next"
+	specs.Catalog[specs.Grade.Name] = next
 	if _, ran := grade(); !ran {
 		t.Error("a grade step's memo was reused after the grader's version changed")
 	}

@@ -222,8 +222,8 @@ const nodeMemoVersion = "ctxlab-node-v1"
 // each kind reads: a list per kind would be one more thing to keep true as activities change, and a field missing
 // from it is a stale result. What an edit redoes is cheap to redo: a model call whose prompt is unchanged is
 // answered from the response cache, a grade of the same patch under the same test patch from the grade memo. The
-// step label, the run's name and the debug settings are not inputs. A kind whose code keeps a version of what it
-// computes (codeVersions) has it in the key too.
+// step label, the run's name and the debug settings are not inputs. A kind that declares a version of what it
+// computes (specs.Kind.CodeVersion) has it in the key too.
 func memoKey(activity string, in NodeInput) (string, error) {
 	b, err := json.Marshal(struct {
 		Version  string                `json:"v"`
@@ -233,22 +233,13 @@ func memoKey(activity string, in NodeInput) (string, error) {
 		Params   map[string]any        `json:"params,omitempty"`
 		Inputs   map[string]NodeOutput `json:"inputs,omitempty"`
 		Repos    string                `json:"repos,omitempty"`
-	}{nodeMemoVersion, codeVersions[activity], in.Node, in.Instance.Ref, in.Params, in.Inputs, in.Dataset.Repos})
+	}{nodeMemoVersion, specs.Catalog[activity].CodeVersion, in.Node, in.Instance.Ref, in.Params, in.Inputs, in.Dataset.Repos})
 	if err != nil {
 		return "", fmt.Errorf("memo key: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
 }
-
-// codeVersions are the versions of what some kinds compute, by activity: a grade's outcome depends on the grader's
-// code (the harness's test commands and log parsers), so bumping steps.GradeMemoVersion grades again, also where a grade
-// step's own memo would have answered. A measure's row names the tokenizer that counted it since measureMemoVersion
-// v2: a memo of v1 measures again (cheap), so that no row of a re-run lacks it.
-var codeVersions = map[string]string{"grade": steps.GradeMemoVersion, "measure": measureMemoVersion}
-
-// measureMemoVersion is the version of what a measure step computes (see codeVersions).
-const measureMemoVersion = "ctxlab-measure-v2"
 
 // MemoizedOutputs returns the outputs of the plan's nodes on an instance that a sweep of the plan would take from
 // their memos (in the run's objects objs) now: those memoized under exactly the inputs the plan gives them (this

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"ctxlab/activities/api"
 	"ctxlab/dataset/swebench"
@@ -81,7 +82,8 @@ func Select(rows []swebench.Instance, d specs.Dataset) ([]swebench.Instance, err
 }
 
 // LoadPlan reads the compiled plan, so that each Issue workflow's history holds it once instead of every child's
-// start event in the Sweep's history.
+// start event in the Sweep's history. A node of a kind this build does not declare fails it, naming the node: the
+// Issue workflow would have no queue to send it to.
 func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan, error) {
 	defer a.heartbeat(ctx)()
 	var p specs.Plan
@@ -91,6 +93,12 @@ func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan
 	}
 	if err := cas.GetJSON(ctx, store, in.Plan, &p); err != nil {
 		return p, permanentError(api.ErrBadInput, err)
+	}
+	for _, n := range p.Nodes {
+		if _, ok := specs.Catalog[n.Activity]; !ok {
+			return p, permanentError(api.ErrBadInput, fmt.Errorf("plan %s: node %s is of activity %q, which this "+
+				"build does not declare (known: %s)", in.Plan, n.Key, n.Activity, strings.Join(specs.ActivityNames(), ", ")))
+		}
 	}
 	return p, nil
 }

@@ -2,6 +2,7 @@ package jsonnet
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 
 	gojsonnet "github.com/google/go-jsonnet"
@@ -26,7 +27,9 @@ type occurrence struct {
 type sourceIndex struct {
 	spec     string
 	literals map[string][]occurrence
-	keys     map[string][]occurrence
+	// numbers are number literals, by their value in Go's shortest form ("1.5" for 1.50).
+	numbers map[string][]occurrence
+	keys    map[string][]occurrence
 	// refs are field accesses by name (ctxlab.methods.no_source), for values that come from the library.
 	refs map[string][]occurrence
 	seq  int // the file being walked
@@ -37,8 +40,8 @@ type sourceIndex struct {
 // indexSources parses the spec and, following import expressions, every file it imports, with go-jsonnet's parser.
 // It reads files through the VM so that it sees exactly what evaluation saw.
 func indexSources(vm *gojsonnet.VM, spec string) *sourceIndex {
-	ix := &sourceIndex{spec: spec, literals: map[string][]occurrence{}, keys: map[string][]occurrence{},
-		refs: map[string][]occurrence{}}
+	ix := &sourceIndex{spec: spec, literals: map[string][]occurrence{}, numbers: map[string][]occurrence{},
+		keys: map[string][]occurrence{}, refs: map[string][]occurrence{}}
 	seen := map[string]bool{}
 	var visit func(from, imported string)
 	visit = func(from, imported string) {
@@ -66,7 +69,7 @@ func indexSources(vm *gojsonnet.VM, spec string) *sourceIndex {
 		}
 	}
 	visit("", spec)
-	for _, m := range []map[string][]occurrence{ix.literals, ix.keys, ix.refs} {
+	for _, m := range []map[string][]occurrence{ix.literals, ix.numbers, ix.keys, ix.refs} {
 		for _, occ := range m {
 			sort.SliceStable(occ, func(i, j int) bool {
 				if occ[i].seq != occ[j].seq {
@@ -91,6 +94,13 @@ func (ix *sourceIndex) walk(file string, node ast.Node, field string, imports *[
 	case *ast.LiteralString:
 		if loc := n.LocRange; loc.IsSet() {
 			ix.literals[n.Value] = append(ix.literals[n.Value], occurrence{ix.seq, file, loc.Begin.Line, loc.Begin.Column, field})
+		}
+		return
+	case *ast.LiteralNumber:
+		if x, err := strconv.ParseFloat(n.OriginalString, 64); err == nil && n.LocRange.IsSet() {
+			v := strconv.FormatFloat(x, 'g', -1, 64)
+			ix.numbers[v] = append(ix.numbers[v], occurrence{ix.seq, file, n.LocRange.Begin.Line,
+				n.LocRange.Begin.Column, field})
 		}
 		return
 	case *ast.Import:
@@ -183,7 +193,22 @@ func (ix *sourceIndex) locate(v *specs.ValidationError) *Error {
 		i := min(max(v.Occurrence, 0), len(occ)-1)
 		return &Error{File: occ[i].file, Line: occ[i].line, Col: occ[i].col, Msg: v.Error()}
 	}
-	if v.Value != "" {
+	if v.Number {
+		// A negative number is a unary minus on its literal.
+		occ := ix.numbers[strings.TrimPrefix(v.Value, "-")]
+		var named []occurrence
+		for _, o := range occ {
+			if o.field == last {
+				named = append(named, o)
+			}
+		}
+		if e := pick(named); e != nil {
+			return e
+		}
+		if e := pick(occ); e != nil {
+			return e
+		}
+	} else if v.Value != "" {
 		if v.Key {
 			if e := pick(ix.keys[v.Value]); e != nil {
 				return e

@@ -161,7 +161,7 @@ func TestLibraryReadsDefaultsFromCatalog(t *testing.T) {
 		"total_cap": float64(d.TotalCap)}; !reflect.DeepEqual(got["context"], want) {
 		t.Errorf("assemble params %v, want %v", got["context"], want)
 	}
-	if got["inventory"]["ratio"] != specs.InventoryDefaults.Ratio || got["patch"]["format"] != specs.PatchDefaults.Format ||
+	if got["inventory"]["ratio"] != specs.InventoryDefaults.Ratio || got["patch"]["format"] != string(specs.PatchDefaults.Format) ||
 		got["evidence"]["max_searches"] != float64(specs.EvidenceDefaults.MaxSearches) ||
 		got["localize0"]["max_files"] != float64(specs.LocalizeDefaults.MaxFiles) {
 		t.Errorf("params %v", got)
@@ -174,5 +174,84 @@ func TestLibraryReadsDefaultsFromCatalog(t *testing.T) {
 	specs.Catalog["assemble"] = changed
 	if got := compileCQ2CARE()["context"]; got["total_cap"] != 3.0 || got["file_cap"] != 1.0 {
 		t.Errorf("with total_cap 3 in the catalog the library wrote %v", got)
+	}
+}
+
+// TestCompileStepParamValues: a param value outside its declared set or range is a spec error at the literal that
+// wrote it, with the nearest allowed value; before, `scorer: 'bm52', unit: 'functon'` compiled and every retrieve
+// node failed in the sweep.
+func TestCompileStepParamValues(t *testing.T) {
+	experiment := func(methods string) string {
+		return spec(
+			"ctxlab.experiment({",
+			"  name: 'x',",
+			"  dataset: ctxlab.datasets.demo,",
+			"  models: [ctxlab.models.offline],",
+			"  methods: [", // 7
+			methods,        // 8 and on
+			"  ],",
+			"})")
+	}
+	cases := []struct {
+		name    string
+		methods string
+		want    [][2]string
+	}{
+		{
+			name: "misspelt scorer and unit of a library retriever",
+			methods: "    ctxlab.baselines.retriever('r', 'functon',\n" + // 8
+				"                               'bm52'),", // 9
+			want: [][2]string{
+				{"spec.jsonnet:9:32: ", `methods[0].steps[1].params.scorer: method "r", step "context": activity retrieve: ` +
+					`param "scorer": "bm52" is not one of bm25, dense; did you mean "bm25"?`},
+				{"spec.jsonnet:8:37: ", `methods[0].steps[1].params.unit: method "r", step "context": activity retrieve: ` +
+					`param "unit": "functon" is not one of definition, function, window, file, swebench_file; did you mean "function"?`},
+			},
+		},
+		{
+			name:    "corrupt mode and compressor",
+			methods: "    ctxlab.method('c', ctxlab.step('context', 'compress', { compressor: 'llmlingau2', rate: 0.5 }, { context: 'checkout' })),", // 8
+			want: [][2]string{{"spec.jsonnet:8:73: ", `param "compressor": "llmlingau2" is not one of ` +
+				`llmlingua2, longllmlingua, longcodezip, swepruner, fake; did you mean "llmlingua2"?`}},
+		},
+		{
+			name: "a rate outside its range, at the number",
+			methods: "    ctxlab.method('c', ctxlab.step('context', 'corrupt',\n" +
+				"      { mode: 'tokens', rate: 1.5 }, { checkout: 'checkout', context: 'checkout' })),", // 9
+			want: [][2]string{{"spec.jsonnet:9:31: ", `methods[0].steps[1].params.rate: method "c", step "context": ` +
+				`activity corrupt: param "rate": 1.5 is out of range [0, 1]`}},
+		},
+		{
+			name: "a step tokenizer no counter knows",
+			methods: "    ctxlab.method('m', ctxlab.step('context', 'retrieve',\n" +
+				"      { unit: 'file', tokenizer: 'o200k' }, { checkout: 'checkout' })),", // 9
+			want: [][2]string{{"spec.jsonnet:9:34: ", `param "tokenizer": "o200k" is not one of o200k_base, ` +
+				`cl100k_base, endpoint:MODEL, anthropic:MODEL; did you mean "o200k_base"?`}},
+		},
+		{
+			name:    "an enumerated param without a default left out",
+			methods: "    ctxlab.method('m', ctxlab.step('context', 'retrieve', { max_tokens: 100 }, { checkout: 'checkout' })),", // 8
+			want: [][2]string{{"spec.jsonnet:", `methods[0].steps[1].params.unit: method "m", step "context": activity retrieve: ` +
+				`param "unit" is required (one of definition, function, window, file, swebench_file)`}},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeFiles(t, map[string]string{"spec.jsonnet": experiment(c.methods)})
+			e, err := Compile(filepath.Join(dir, "spec.jsonnet"), Options{})
+			if err == nil {
+				t.Fatalf("compiled: %+v", e.Methods)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(c.want) {
+				t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(c.want), err)
+			}
+			for i, w := range c.want {
+				prefix := filepath.Join(dir, w[0])
+				if !strings.HasPrefix(lines[i], prefix) || !strings.Contains(lines[i], w[1]) {
+					t.Errorf("line %d:\n got %s\nwant %s...%s", i, lines[i], prefix, w[1])
+				}
+			}
+		})
 	}
 }

@@ -43,6 +43,8 @@ type ActivityInfo struct {
 	ReplacesContext bool
 	// Task is the model task the activity asks, if any.
 	Task string
+	// CodeVersion is the version of what the activity computes, in its node memo keys (Kind.CodeVersion).
+	CodeVersion string
 }
 
 // Catalog lists every activity a spec may use, by name: what the kinds' declarations (Declare) registered.
@@ -57,6 +59,16 @@ func register(a ActivityInfo) {
 	}
 	if _, dup := Catalog[a.Name]; dup {
 		panic("specs: activity " + a.Name + " registered twice")
+	}
+	if err := checkValueTags(a.Params); err != nil {
+		panic("specs: activity " + a.Name + ": " + err.Error())
+	}
+	defaults := reflect.Zero(a.Params)
+	if a.Defaults != nil {
+		defaults = reflect.ValueOf(a.Defaults)
+	}
+	if problems := checkValues(a.Name, defaults, false); len(problems) > 0 {
+		panic("specs: the defaults of " + a.Name + " break their declarations: " + problems[0].Msg)
 	}
 	if err := checkQueue(a); err != nil {
 		panic("specs: " + err.Error())

@@ -1,22 +1,12 @@
 package specs
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
-	"slices"
+	"strings"
 )
-
-// Task queues by kind of work, so a cluster can scale model callers, CPU work and test runs separately.
-const (
-	QueueLLM   = "llm"
-	QueueCPU   = "cpu"
-	QueueGrade = "grade"
-)
-
-// QueueKinds are the task queue kinds, in the order workers list them: every kind's Queue is one of them.
-var QueueKinds = []string{QueueLLM, QueueCPU, QueueGrade}
 
 // Kind declares one activity kind a step may name, once: its name, queue, params struct P with its defaults, the row
 // fields it owns and the model task it asks. The catalog entry (ActivityInfo), the strict params decoder, the
@@ -53,6 +43,10 @@ type Kind[P any] struct {
 	Fields []RowField
 	// Task is the model task the activity asks (llm.Request.Task), when it calls a model.
 	Task string
+	// CodeVersion, when set, is the version of what the step computes from the same inputs, in every node memo key
+	// of the kind: change it when that changes (a grader's test commands or log parsers, a new row field), so that
+	// nodes memoized by the old code run again. Setting it on a kind that had none runs its finished nodes again.
+	CodeVersion string
 }
 
 // Declare registers a kind in the Catalog and returns it; it panics on a malformed declaration or a name taken.
@@ -67,7 +61,7 @@ func (k Kind[P]) Info() ActivityInfo {
 	info := ActivityInfo{Name: k.Name, Queue: k.Queue, Cheap: k.Cheap, Inputs: k.Inputs, Optional: k.Optional,
 		UsesModel: k.UsesModel, UsesTokenizer: k.UsesTokenizer, UsesGrading: k.UsesGrading, Summary: k.Summary,
 		Params: reflect.TypeFor[P](), Defaults: k.Defaults, Fields: k.Fields, ReplacesContext: k.ReplacesContext,
-		Task: k.Task}
+		Task: k.Task, CodeVersion: k.CodeVersion}
 	if noEndpoint := k.NoEndpoint; noEndpoint != nil {
 		// Leniently (json.Unmarshal decodes what it can past a mistyped value): this runs in the Issue workflow on
 		// every node, also on replay of nodes an older build planned, and must answer as the map reading it
@@ -87,16 +81,19 @@ func (k Kind[P]) Info() ActivityInfo {
 
 // Decode decodes a step's params into the kind's params struct, starting from its Defaults, strictly: a param the
 // struct lacks or a value of the wrong type is an error, never a silent default.
+// A value outside its field's declaration (an Enum's values, a range, a check) is an error too, naming every one.
 func (k Kind[P]) Decode(params map[string]any) (P, error) {
-	p := k.Defaults
-	b, err := json.Marshal(params)
+	v, err := decodeParams(reflect.TypeFor[P](), k.Defaults, params)
+	p := v.Interface().(P)
 	if err != nil {
 		return p, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return p, err
+	if problems := checkValues(k.Name, v, true); len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, pp := range problems {
+			msgs[i] = pp.Msg
+		}
+		return p, errors.New(strings.Join(msgs, "; "))
 	}
 	return p, nil
 }
@@ -213,8 +210,8 @@ func Rows(fields ...AnyField) []RowField {
 
 // checkQueue refuses a kind on a queue no worker serves.
 func checkQueue(a ActivityInfo) error {
-	if !slices.Contains(QueueKinds, a.Queue) {
-		return fmt.Errorf("activity %s: queue %q is none of %v", a.Name, a.Queue, QueueKinds)
+	if _, err := QueueOf(a.Queue); err != nil {
+		return fmt.Errorf("activity %s: %v", a.Name, err)
 	}
 	return nil
 }

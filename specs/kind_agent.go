@@ -8,23 +8,35 @@ package specs
 type AgentParams struct {
 	ModelParams
 	// MaxTurns bounds the model calls of one trajectory; the last one must answer with the edit.
-	MaxTurns int `json:"max_turns"`
+	MaxTurns int `json:"max_turns" range:"[1,)"`
 	// ToolOutputBudget bounds the tokens of tool output the agent may see (0: no bound). With a budget input (an
 	// anchor's context) the bound is Multiplier times that context's tokens instead.
-	ToolOutputBudget int `json:"tool_output_budget,omitempty"`
-	// EditFormat is the format of the final edit: diff or search_replace, read by the patch step's parsers.
-	EditFormat string `json:"edit_format"`
-	// ToolCalling is how tools are offered: native (OpenAI function tools, Anthropic tools; the default) or text
-	// (the plain-text protocol the prompt's .Tools describes, for endpoints without tool calling).
-	ToolCalling string `json:"tool_calling"`
+	ToolOutputBudget int `json:"tool_output_budget,omitempty" range:"[0,)"`
+	// EditFormat is the format of the final edit, read by the patch step's parsers.
+	EditFormat EditFormat `json:"edit_format"`
+	// ToolCalling is how tools are offered.
+	ToolCalling ToolCalling `json:"tool_calling"`
 	// MaxHits and MaxLines bound one search's hits and one open's lines before the budget does.
-	MaxHits  int `json:"max_hits,omitempty"`
-	MaxLines int `json:"max_lines,omitempty"`
+	MaxHits  int `json:"max_hits,omitempty" range:"[0,)"`
+	MaxLines int `json:"max_lines,omitempty" range:"[0,)"`
 	FitParams
 }
 
+// ToolCalling is how an agent's tools are offered to the model.
+type ToolCalling string
+
+const (
+	ToolsNative ToolCalling = "native" // OpenAI function tools, Anthropic tools
+	// ToolsText is the plain-text protocol the prompt's .Tools describes, for endpoints without tool calling.
+	ToolsText ToolCalling = "text"
+)
+
+// Values are the ways of offering tools (Enum).
+func (ToolCalling) Values() []string { return names(ToolsNative, ToolsText) }
+
 // AgentDefaults: a short trajectory, SWE-agent's default edit format being a diff.
-var AgentDefaults = AgentParams{MaxTurns: 12, EditFormat: "diff", ToolCalling: "native", MaxHits: 50, MaxLines: 400}
+var AgentDefaults = AgentParams{MaxTurns: 12, EditFormat: EditDiff, ToolCalling: ToolsNative, MaxHits: 50,
+	MaxLines: 400}
 
 // The agent's row fields: its trajectory's turns, why it stopped, its tool calls (AgentCalls by tool) and the tool
 // output it saw against its budget.

@@ -9,29 +9,56 @@ package specs
 // anchor method on the same issue (ctxlab.baselines.fitted wires it), whose rendered tokens times Multiplier are the
 // target.
 type FitParams struct {
-	Multiplier float64 `json:"multiplier,omitempty"` // 1 when 0
-	Tolerance  float64 `json:"tolerance,omitempty"`  // budget.DefaultTolerance when 0
-	MaxEvals   int     `json:"max_evals,omitempty"`  // budget.DefaultMaxEvals when 0
+	Multiplier float64 `json:"multiplier,omitempty" range:"[0,)"` // 1 when 0
+	Tolerance  float64 `json:"tolerance,omitempty" range:"[0,1)"` // budget.DefaultTolerance when 0
+	MaxEvals   int     `json:"max_evals,omitempty" range:"[0,)"`  // budget.DefaultMaxEvals when 0
 }
 
 // RetrieveParams are the retrieve step's parameters.
 type RetrieveParams struct {
-	Tokenizer string `json:"tokenizer"`
-	// Scorer is bm25 (default) or dense.
-	Scorer string `json:"scorer,omitempty"`
-	// Unit is definition, function, window, file or swebench_file.
-	Unit   string   `json:"unit"`
-	Window int      `json:"window,omitempty"`
-	K1     float64  `json:"k1,omitempty"` // bm25.DefaultK1 when 0 and B is unset
-	B      *float64 `json:"b,omitempty"`  // bm25.DefaultB when unset
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
+	// Scorer ranks the chunks; empty is bm25.
+	Scorer Scorer       `json:"scorer,omitempty"`
+	Unit   RetrieveUnit `json:"unit"`
+	Window int          `json:"window,omitempty" range:"[0,)"`
+	K1     float64      `json:"k1,omitempty" range:"[0,)"` // bm25.DefaultK1 when 0 and B is unset
+	B      *float64     `json:"b,omitempty" range:"[0,1]"` // bm25.DefaultB when unset
 	// EmbeddingModel names the model of the embeddings endpoint (dense).
 	EmbeddingModel string `json:"embedding_model,omitempty"`
 	// Partial lets the last chunk be cut at a line to meet the budget; false shows whole chunks only ("whole files
 	// ranked by similarity" with unit file), so a budget between two chunk counts is recorded as unreachable.
 	Partial *bool `json:"partial,omitempty"`
 	// MaxTokens is the budget when the step has no budget input.
-	MaxTokens int `json:"max_tokens,omitempty"`
+	MaxTokens int `json:"max_tokens,omitempty" range:"[0,)"`
 	FitParams
+}
+
+// Scorer is how a retrieve step ranks chunks against the issue.
+type Scorer string
+
+const (
+	ScorerBM25  Scorer = "bm25"  // BM25 over the chunks' words
+	ScorerDense Scorer = "dense" // cosine similarity of the embeddings endpoint's vectors
+)
+
+// Values are the scorers (Enum).
+func (Scorer) Values() []string { return names(ScorerBM25, ScorerDense) }
+
+// RetrieveUnit is what a retrieve step cuts files into and ranks: package activities/chunk's units, and SWE-bench's
+// file-level documents (a file's path and text together).
+type RetrieveUnit string
+
+const (
+	UnitDefinition   RetrieveUnit = "definition"
+	UnitFunction     RetrieveUnit = "function"
+	UnitWindow       RetrieveUnit = "window"
+	UnitFile         RetrieveUnit = "file"
+	UnitSWEBenchFile RetrieveUnit = "swebench_file"
+)
+
+// Values are the units (Enum).
+func (RetrieveUnit) Values() []string {
+	return names(UnitDefinition, UnitFunction, UnitWindow, UnitFile, UnitSWEBenchFile)
 }
 
 // Retrieve's row fields: the chunks shown, and the embeddings a dense scorer asked for and found cached.
@@ -48,17 +75,35 @@ var Retrieve = Declare(Kind[RetrieveParams]{Name: "retrieve", Queue: QueueCPU, I
 
 // CompressParams are the compress step's parameters.
 type CompressParams struct {
-	Tokenizer string `json:"tokenizer"`
-	// Compressor is llmlingua2, longllmlingua, longcodezip, swepruner (served by the endpoint) or fake.
-	Compressor string `json:"compressor"`
-	Endpoint   string `json:"endpoint,omitempty"`
+	Tokenizer  string     `json:"tokenizer" check:"tokenizer_name"`
+	Compressor Compressor `json:"compressor"`
+	Endpoint   string     `json:"endpoint,omitempty"`
 	// Rate is the share of tokens kept when the step has no budget input.
-	Rate float64 `json:"rate,omitempty"`
+	Rate float64 `json:"rate,omitempty" range:"[0,1]"`
 	// RateMin bounds the fitted rate from below.
-	RateMin float64 `json:"rate_min,omitempty"`
+	RateMin float64 `json:"rate_min,omitempty" range:"[0,1]"`
 	// NoQuery leaves the issue text out of requests (for question-agnostic use of question-aware compressors).
 	NoQuery bool `json:"no_query,omitempty"`
 	FitParams
+}
+
+// Compressor is the compressor a compress step asks: one the compression server serves (scripts/compress_server.py),
+// or the in-process stand-in.
+type Compressor string
+
+const (
+	CompressorLLMLingua2    Compressor = "llmlingua2"
+	CompressorLongLLMLingua Compressor = "longllmlingua"
+	CompressorLongCodeZip   Compressor = "longcodezip"
+	CompressorSWEPruner     Compressor = "swepruner"
+	// CompressorFake is the in-process stand-in (not a model): it calls no endpoint.
+	CompressorFake Compressor = "fake"
+)
+
+// Values are the compressors (Enum).
+func (Compressor) Values() []string {
+	return names(CompressorLLMLingua2, CompressorLongLLMLingua, CompressorLongCodeZip, CompressorSWEPruner,
+		CompressorFake)
 }
 
 // Compress's row fields: the rate used, and the compressor's calls and tokens.
@@ -72,18 +117,37 @@ var (
 var Compress = Declare(Kind[CompressParams]{Name: "compress", Queue: QueueLLM, Inputs: []string{"context"},
 	Optional: []string{"budget"}, UsesTokenizer: true, ReplacesContext: true,
 	// The stand-in compressor calls no endpoint.
-	NoEndpoint: func(p CompressParams) bool { return p.Compressor == "fake" },
+	NoEndpoint: func(p CompressParams) bool { return p.Compressor == CompressorFake },
 	Fields: Fields(ContextStepFields, FitFields, Rows(TemplateShown, CompressRate, CompressorCalls,
 		CompressorTokensIn, CompressorTokensOut)),
 	Summary: "compress each block of a context at a rate (fitted to the budget) through a compression server"})
 
 // CorruptParams are the corrupt step's parameters.
 type CorruptParams struct {
-	Tokenizer string  `json:"tokenizer"`
-	Mode      string  `json:"mode"`
-	Rate      float64 `json:"rate,omitempty"`
-	Seed      int64   `json:"seed,omitempty"`
+	Tokenizer string      `json:"tokenizer" check:"tokenizer_name"`
+	Mode      CorruptMode `json:"mode"`
+	Rate      float64     `json:"rate,omitempty" range:"[0,1]"`
+	Seed      int64       `json:"seed,omitempty"`
 	FitParams
+}
+
+// CorruptMode is what a corrupt step does to its context.
+type CorruptMode string
+
+const (
+	CorruptTokens CorruptMode = "tokens" // delete a share rate of the tokens of every line
+	CorruptLines  CorruptMode = "lines"  // delete a share rate of the lines of every block
+	// CorruptSameFilesOtherText keeps the files and lines of the context and makes its verbatim rate that of the
+	// context named other: gold-file recall of one method, epsilon of another.
+	CorruptSameFilesOtherText CorruptMode = "same_files_other_text"
+	// CorruptSameTextOtherFiles shows the files of other, whole and verbatim in other's order, cut to the context's
+	// tokens: the text form (and size) of one method, the file choice of another.
+	CorruptSameTextOtherFiles CorruptMode = "same_text_other_files"
+)
+
+// Values are the modes (Enum).
+func (CorruptMode) Values() []string {
+	return names(CorruptTokens, CorruptLines, CorruptSameFilesOtherText, CorruptSameTextOtherFiles)
 }
 
 // Corrupt's row fields: what a deletion took, and the verbatim rate a same-files-other-text corruption aimed at.

@@ -20,10 +20,10 @@ var Checkout = Declare(Kind[CheckoutParams]{Name: "checkout", Queue: QueueCPU,
 
 // NoSourceParams are the no_source step's parameters; Tokenizer is filled in by the plan.
 type NoSourceParams struct {
-	Tokenizer string `json:"tokenizer"`
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
 	// Replica tells otherwise equal steps apart, so that each runs as its own node (the orchestration benchmark
 	// gives every method its own nodes this way); the output does not depend on it.
-	Replica int `json:"replica,omitempty"`
+	Replica int `json:"replica,omitempty" range:"[0,)"`
 }
 
 var NoSource = Declare(Kind[NoSourceParams]{Name: "no_source", Queue: QueueCPU, Cheap: true,
@@ -33,10 +33,10 @@ var NoSource = Declare(Kind[NoSourceParams]{Name: "no_source", Queue: QueueCPU, 
 
 // OracleFilesParams are the oracle_files step's parameters; Tokenizer is filled in by the plan.
 type OracleFilesParams struct {
-	Tokenizer string `json:"tokenizer"`
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
 	// Replica tells otherwise equal steps apart, so that each runs as its own node (the orchestration benchmark
 	// gives every method its own nodes this way); the output does not depend on it.
-	Replica int `json:"replica,omitempty"`
+	Replica int `json:"replica,omitempty" range:"[0,)"`
 }
 
 var OracleFiles = Declare(Kind[OracleFilesParams]{Name: "oracle_files", Queue: QueueCPU, Cheap: true,
@@ -55,12 +55,12 @@ type Prompt struct {
 // ModelParams are the parameters every model-calling step has; Model and Tokenizer are filled in by the plan.
 type ModelParams struct {
 	Model     Model  `json:"model"`
-	Tokenizer string `json:"tokenizer"`
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
 	Prompt    Prompt `json:"prompt"`
 	// Sample numbers independent samples of the same prompt.
-	Sample int `json:"sample"`
+	Sample int `json:"sample" range:"[0,)"`
 	// Temperature, when set, overrides the model's for this step (localization samples must differ).
-	Temperature *float64 `json:"temperature,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty" range:"[0,2]"`
 }
 
 // offline reports whether a model step's model is the offline stand-in: it calls no endpoint.
@@ -69,13 +69,24 @@ func (p ModelParams) offline() bool { return p.Model.Provider == "offline" }
 // PatchParams are the patch step's parameters; Model and Tokenizer are filled in by the plan.
 type PatchParams struct {
 	ModelParams
-	// Format is the edit format asked for: diff (a unified diff) or search_replace (SEARCH/REPLACE blocks, turned
-	// into a diff against the real file text).
-	Format string `json:"format"`
+	// Format is the edit format asked for.
+	Format EditFormat `json:"format"`
 }
 
+// EditFormat is the form a model writes its edit in (the patch step's format, the agent's edit_format).
+type EditFormat string
+
+const (
+	EditDiff EditFormat = "diff" // a unified diff
+	// EditSearchReplace is SEARCH/REPLACE blocks, turned into a diff against the real file text.
+	EditSearchReplace EditFormat = "search_replace"
+)
+
+// Values are the edit formats (Enum).
+func (EditFormat) Values() []string { return names(EditDiff, EditSearchReplace) }
+
 // PatchDefaults are the patch step's defaults.
-var PatchDefaults = PatchParams{Format: "diff"}
+var PatchDefaults = PatchParams{Format: EditDiff}
 
 // The offline stand-in's hunks of the gold patch shown, of all its hunks.
 var (
@@ -91,7 +102,7 @@ var Patch = Declare(Kind[PatchParams]{Name: "patch", Queue: QueueLLM, Inputs: []
 
 // MeasureParams are the measure step's parameters; Tokenizer is filled in by the plan.
 type MeasureParams struct {
-	Tokenizer string `json:"tokenizer"`
+	Tokenizer string `json:"tokenizer" check:"tokenizer_name"`
 }
 
 // Measure's row fields.
@@ -138,6 +149,8 @@ var (
 
 var Measure = Declare(Kind[MeasureParams]{Name: "measure", Queue: QueueCPU, Cheap: true,
 	Inputs: []string{"checkout", "context"}, Optional: []string{"patch"}, UsesTokenizer: true,
+	// v2: a measure's row names the tokenizer that counted it, so a memo of v1 measures again (cheap).
+	CodeVersion: "ctxlab-measure-v2",
 	Fields: Rows(Tokenizer, ContextTokens, ContextLines, Rho, Epsilon, GoldLineShare, GoldFilesMissed,
 		PatchApplied, PatchEmpty, PatchApplyError),
 	Summary: "rho, epsilon, context tokens and whether the patch applies"})
@@ -181,6 +194,10 @@ var (
 
 var Grade = Declare(Kind[GradeParams]{Name: "grade", Queue: QueueGrade, Inputs: []string{"checkout", "patch"},
 	UsesGrading: true,
+	// A grade's outcome depends on the grader's code (the harness's test commands and log parsers): this version
+	// starts every grade memo key too (activities/steps' gradeMemoKey), so bumping it grades again, also where a
+	// grade step's own memo would have answered.
+	CodeVersion: "ctxlab-grade-v3",
 	Fields: Rows(Resolved, GradeStatus, GradeExecutor, GradeIsolation, GradeNote, GradeError, GradeBuildError,
 		GradeSeconds, GradeExitCode, GradeRuns, GradeFlaky, TestsFailed, TestsMissing, TestsSkipped, TestsRegressed, PatchRef,
 		PatchApply, PatchApplyStage, PatchHunksShifted, PatchHunksFuzzed, PatchRejected, PatchTestFilesDropped,

@@ -4,9 +4,9 @@ package specs
 
 // InventoryParams are the inventory step's parameters: tau = ratio · min(tokens of all paths, cap).
 type InventoryParams struct {
-	Tokenizer string  `json:"tokenizer"`
-	Ratio     float64 `json:"ratio"`
-	Cap       int     `json:"cap"`
+	Tokenizer string  `json:"tokenizer" check:"tokenizer_name"`
+	Ratio     float64 `json:"ratio" range:"(0,1]"`
+	Cap       int     `json:"cap" range:"[1,)"`
 }
 
 // InventoryDefaults are Algorithm 1's: tau = 1/2 · min(|P| in tokens, 32K).
@@ -27,7 +27,7 @@ var Inventory = Declare(Kind[InventoryParams]{Name: "inventory", Queue: QueueCPU
 type LocalizeParams struct {
 	ModelParams
 	// MaxFiles is how many paths the prompt asks for at most.
-	MaxFiles int `json:"max_files"`
+	MaxFiles int `json:"max_files" range:"[1,)"`
 }
 
 // LocalizeDefaults are the localization samples' defaults.
@@ -50,7 +50,7 @@ var Intersect = Declare(Kind[IntersectParams]{Name: "intersect", Queue: QueueCPU
 // TrimParams are the trim step's parameters.
 type TrimParams struct {
 	// Count, when positive, is the number of files kept; otherwise the like input's count is used.
-	Count int `json:"count"`
+	Count int `json:"count" range:"[0,)"`
 }
 
 var Trim = Declare(Kind[TrimParams]{Name: "trim", Queue: QueueCPU, Cheap: true, Inputs: []string{"sample"},
@@ -62,16 +62,16 @@ var Trim = Declare(Kind[TrimParams]{Name: "trim", Queue: QueueCPU, Cheap: true, 
 type EvidenceParams struct {
 	ModelParams
 	// MaxSearches and MaxStrings bound the plan: at most 4 searches of at most 8 fixed strings each.
-	MaxSearches int `json:"max_searches"`
-	MaxStrings  int `json:"max_strings"`
+	MaxSearches int `json:"max_searches" range:"[0,)"`
+	MaxStrings  int `json:"max_strings" range:"[1,)"`
 	// NewFiles is how many files not yet shown one search may add (2); MaxFiles stops the step once the evidence
 	// covers that many files (8).
-	NewFiles int `json:"new_files"`
-	MaxFiles int `json:"max_files"`
+	NewFiles int `json:"new_files" range:"[0,)"`
+	MaxFiles int `json:"max_files" range:"[1,)"`
 	// Window is the half-height of a line window, for hits outside any definition.
-	Window int `json:"window"`
+	Window int `json:"window" range:"[0,)"`
 	// FileCap cuts each selected file shown in the planning prompt (tokens).
-	FileCap int `json:"file_cap"`
+	FileCap int `json:"file_cap" range:"[1,)"`
 }
 
 // EvidenceDefaults' Window is activities/search's DefaultWindow (a test keeps them equal).
@@ -93,10 +93,10 @@ var Evidence = Declare(Kind[EvidenceParams]{Name: "evidence", Queue: QueueLLM,
 
 // AssembleParams are the caps of Algorithm 1, step 4, in tokens.
 type AssembleParams struct {
-	Tokenizer  string `json:"tokenizer"`
-	FileCap    int    `json:"file_cap"`
-	SnippetCap int    `json:"snippet_cap"`
-	TotalCap   int    `json:"total_cap"`
+	Tokenizer  string `json:"tokenizer" check:"tokenizer_name"`
+	FileCap    int    `json:"file_cap" range:"[0,)"`
+	SnippetCap int    `json:"snippet_cap" range:"[0,)"`
+	TotalCap   int    `json:"total_cap" range:"[0,)"`
 }
 
 // AssembleDefaults are the caps of step 4 in tokens: the paper's hand-set values.

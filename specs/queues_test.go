@@ -66,3 +66,31 @@ func TestRunsLocally(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueDeclarations: every declared queue kind has its limits field, and a kind nothing declares is an error,
+// never another kind's queue.
+func TestQueueDeclarations(t *testing.T) {
+	for _, q := range Queues {
+		if _, err := ForQueue[QueueLimit](QueueLimits{}, q.Name); err != nil {
+			t.Error(err)
+		}
+		if q.Slots(4) < 1 {
+			t.Errorf("%s: %d slots on 4 cores", q.Name, q.Slots(4))
+		}
+	}
+	if _, err := QueueOf("gpu"); err == nil || !strings.Contains(err.Error(), `"gpu" is none of [llm cpu grade]`) {
+		t.Errorf("QueueOf(gpu): %v", err)
+	}
+	if _, err := ForQueue[QueueLimit](QueueLimits{}, "gpu"); err == nil {
+		t.Error("ForQueue(gpu) gave a field")
+	}
+	if _, err := ForQueue[string](QueueLimits{}, QueueCPU); err == nil {
+		t.Error("ForQueue of the wrong field type gave a value")
+	}
+	type partial struct {
+		LLM string `json:"llm"`
+	}
+	if _, err := ForQueue[string](partial{}, QueueGrade); err == nil {
+		t.Error("ForQueue of a struct without the kind's field gave a value")
+	}
+}

@@ -133,6 +133,8 @@ type ValidationError struct {
 	Key bool
 	// Occurrence says which of several equal literals is meant: 0 the first, 1 the second (a duplicate name).
 	Occurrence int
+	// Number says Value is a number literal (in Go's shortest form), such as a param out of its range.
+	Number bool
 	// Msg says what is wrong.
 	Msg string
 }
@@ -424,7 +426,17 @@ func validateStepParams(sp, method string, s Step, info ActivityInfo) []*Validat
 	// Every problem has a literal to point at: the param's name.
 	problems, _ := CheckParams(s.Activity, s.Params)
 	for _, pp := range problems {
-		v.add(sp+".params."+pp.Param, pp.Param, "method %q, step %q: %s", method, s.ID, pp.Msg).Key = true
+		if pp.Required {
+			// Left out: the step is the literal to point at.
+			v.add(sp+".params."+pp.Param, s.ID, "method %q, step %q: %s", method, s.ID, pp.Msg)
+			continue
+		}
+		p := v.add(sp+".params."+pp.Param, pp.Param, "method %q, step %q: %s", method, s.ID, pp.Msg)
+		// A value outside its declaration is pointed at by the value, else by the param's name.
+		p.Key = pp.Value == ""
+		if !p.Key {
+			p.Value, p.Number = pp.Value, pp.Number
+		}
 	}
 	for _, name := range info.Inputs {
 		if _, ok := s.Inputs[name]; !ok {
@@ -477,6 +489,12 @@ func list(names []string) string { return strings.Join(names, ", ") }
 type ParamProblem struct {
 	Param string // the param's name
 	Msg   string // what is wrong, naming the activity and the param
+	// Value is the offending value as a spec writes it, for a value outside its declared set or range ("" for an
+	// unknown or mistyped param, or a required one left out); Number says it is a number.
+	Value  string
+	Number bool
+	// Required says the param has no default and the step leaves it out.
+	Required bool
 }
 
 // CheckParams checks a step's params against its activity's params struct (Catalog) as strictly as the activity
@@ -505,7 +523,15 @@ func CheckParams(activity string, params map[string]any) ([]ParamProblem, error)
 				Msg: fmt.Sprintf("activity %s: param %q: %s", activity, name, strings.TrimPrefix(err.Error(), "json: "))})
 		}
 	}
-	return problems, nil
+	if len(problems) > 0 {
+		return problems, nil
+	}
+	// Every param is of its type: their values (and the defaults of those left out) against their declarations.
+	decoded, err := decodeParams(info.Params, info.Defaults, params)
+	if err != nil {
+		return []ParamProblem{{Msg: fmt.Sprintf("activity %s: %v", activity, err)}}, nil
+	}
+	return checkValues(activity, decoded, true), nil
 }
 
 // decodeStrict decodes v, a JSON value as encoding/json decodes it into any, into out, refusing unknown fields of

@@ -86,9 +86,14 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 			}
 		case slices.Contains(specs.QueueKinds, kind):
+			queue, err := q.For(kind)
+			if err != nil {
+				stop()
+				return nil, err
+			}
 			opts := activityWorkerOptions(kind, o.Limits.For(kind))
 			opts.Identity = identity
-			w = worker.New(c, q.For(kind), opts)
+			w = worker.New(c, queue, opts)
 			for name, fn := range a.Functions() {
 				w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 			}
@@ -156,14 +161,12 @@ func activityWorkerOptions(kind string, l specs.QueueLimit) worker.Options {
 	return worker.Options{MaxConcurrentActivityExecutionSize: slots, TaskQueueActivitiesPerSecond: l.Rate}
 }
 
-// DefaultSlots is how many activities of a kind one worker runs at once unless a spec says otherwise.
+// DefaultSlots is how many activities of a queue kind one worker runs at once unless a spec says otherwise
+// (specs.QueueKind.Slots); 0 for a kind nothing declares, which Start refuses to serve.
 func DefaultSlots(kind string) int {
-	switch kind {
-	case specs.QueueLLM:
-		return 16
-	case specs.QueueGrade:
-		return max(1, runtime.NumCPU())
-	default:
-		return 2 * runtime.NumCPU()
+	q, err := specs.QueueOf(kind)
+	if err != nil {
+		return 0
 	}
+	return q.Slots(runtime.NumCPU())
 }

@@ -9,7 +9,8 @@ import (
 	"ctxlab/specs"
 )
 
-// Queues are the task queue names a sweep uses: one for workflows and one per kind of activity.
+// Queues are the task queue names a sweep uses: one for workflows and one per kind of activity, named in JSON by
+// the kind (specs.Queues).
 type Queues struct {
 	Workflow string `json:"workflow"`
 	LLM      string `json:"llm"`
@@ -20,16 +21,9 @@ type Queues struct {
 // DefaultQueues are the queue names workers and starters agree on unless told otherwise.
 var DefaultQueues = Queues{Workflow: "ctxlab", LLM: "ctxlab-llm", CPU: "ctxlab-cpu", Grade: "ctxlab-grade"}
 
-// For returns the queue of an activity kind.
-func (q Queues) For(kind string) string {
-	switch kind {
-	case specs.QueueLLM:
-		return q.LLM
-	case specs.QueueGrade:
-		return q.Grade
-	default:
-		return q.CPU
-	}
+// For returns the queue of a queue kind; a kind no declaration has is an error, never another kind's queue.
+func (q Queues) For(kind string) (string, error) {
+	return specs.ForQueue[string](q, kind)
 }
 
 // withDefaults fills empty names from DefaultQueues.
@@ -54,19 +48,29 @@ func (q Queues) withDefaults() Queues {
 const heartbeatTimeout = 15 * time.Second
 
 // activityOptions are the options of one kind of activity.
+// A kind no declaration has panics: the workflow task fails, naming it, and is retried until a worker of a build
+// that declares it takes it (the catalog refuses a kind on an undeclared queue, and the plan a node of an unknown
+// kind: activities' LoadPlan), rather than the node going to another kind's queue.
 func activityOptions(ctx workflow.Context, q Queues, kind string, attempts int, grading time.Duration) workflow.Context {
+	declared, err := specs.QueueOf(kind)
+	if err != nil {
+		panic(err)
+	}
+	queue, err := q.For(kind)
+	if err != nil {
+		panic(err)
+	}
 	// 30 minutes also bounds a model call: the openai provider's own retries (4 attempts of at most 5 minutes, and
 	// waits of at most a minute between them) end before it, so a slow endpoint is not cut off mid-retry.
 	timeout := 30 * time.Minute
-	switch kind {
-	case specs.QueueGrade:
+	if declared.GradingTimeout {
 		if grading <= 0 {
 			grading = 30 * time.Minute
 		}
 		timeout = grading + 10*time.Minute
 	}
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           q.For(kind),
+		TaskQueue:           queue,
 		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy:         retryPolicy(nodeAttempts(attempts)),

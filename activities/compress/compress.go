@@ -26,18 +26,8 @@ import (
 	"time"
 )
 
-// Compressors the reference server knows, and the stand-in.
-const (
-	LLMLingua2    = "llmlingua2"
-	LongLLMLingua = "longllmlingua"
-	LongCodeZip   = "longcodezip"
-	SWEPruner     = "swepruner"
-	// Fake is the in-process stand-in (not a model): it keeps the share rate of a text's words, preferring words
-	// of the query and long identifiers.
-	Fake = "fake"
-)
-
-// Request is one compression.
+// Request is one compression. Compressor is one of specs.Compressor's values (the reference server serves all but
+// the stand-in, which FakeCompress is).
 type Request struct {
 	Compressor string  `json:"compressor"`
 	Text       string  `json:"text"`

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"ctxlab/specs"
 )
 
 func text() string {
@@ -25,7 +27,7 @@ func TestProtocolAgainstFake(t *testing.T) {
 	defer srv.Close()
 	c := NewClient(srv.URL + "/")
 	for _, rate := range []float64{1, 0.5, 0.2} {
-		resp, err := c.Compress(context.Background(), Request{Compressor: LLMLingua2, Text: text(), Rate: rate,
+		resp, err := c.Compress(context.Background(), Request{Compressor: string(specs.CompressorLLMLingua2), Text: text(), Rate: rate,
 			Query: "parse_header fails"})
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +41,7 @@ func TestProtocolAgainstFake(t *testing.T) {
 			t.Errorf("rate %.2f dropped the query's word", rate)
 		}
 	}
-	_, err := c.Compress(context.Background(), Request{Compressor: Fake, Text: "x", Rate: 0})
+	_, err := c.Compress(context.Background(), Request{Compressor: string(specs.CompressorFake), Text: "x", Rate: 0})
 	if err == nil {
 		t.Error("rate 0 accepted")
 	}
@@ -54,7 +56,7 @@ func TestErrors(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := NewClient(srv.URL)
-	_, err := c.Compress(context.Background(), Request{Compressor: LongCodeZip, Text: "x", Rate: 0.5})
+	_, err := c.Compress(context.Background(), Request{Compressor: string(specs.CompressorLongCodeZip), Text: "x", Rate: 0.5})
 	var e *Error
 	if !errors.As(err, &e) || e.Status != 503 || !e.Retryable || !strings.Contains(e.Error(), "CUDA out of memory") ||
 		calls.Load() != 1 {
@@ -67,7 +69,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("bad request: %v %v", resp, err)
 	}
 	down := NewClient("http://127.0.0.1:1")
-	if _, err := down.Compress(context.Background(), Request{Compressor: Fake, Text: "x", Rate: 1}); !errors.As(err, &e) || !e.Retryable {
+	if _, err := down.Compress(context.Background(), Request{Compressor: string(specs.CompressorFake), Text: "x", Rate: 1}); !errors.As(err, &e) || !e.Retryable {
 		t.Errorf("unreachable server: %v", err)
 	}
 }

@@ -89,28 +89,41 @@ func debianPackage(t *testing.T, s debianSuite) string {
 	return filepath.Join(dir, "usr", "lib", "python3", "dist-packages", s.module)
 }
 
-// TestPythonParityDebianSuites grades upstream suites of pure-Python libraries as Debian ships them (a src layout
-// with a suite of unittest classes, and pytest tests with parametrized ids holding spaces and escaped characters)
-// with the local executor, their environment stated in install_config, in the files and the listed mode, and
-// compares each test's bucket with pytest's --junitxml and, for unittest classes, unittest's own result lists, at
-// base and with a bug injected.
-func TestPythonParityDebianSuites(t *testing.T) {
-	t.Parallel()
-	if err := exec.Command(debianPython, "-c", "import pytest").Run(); err != nil {
-		t.Fatalf("%s has no pytest (install python3-pytest; scripts/test does): %v", debianPython, err)
-	}
-	for _, s := range debianSuites {
-		t.Run(s.pkg, func(t *testing.T) { debianSuiteParity(t, s) })
-	}
+// debianCorpus is a suite made into a repository at a base commit, with its test patch (touching every chosen test
+// file), its scenarios (no fix, the injected bug) and its runners, for either executor to grade.
+type debianCorpus struct {
+	s          debianSuite
+	files      map[string]string
+	repo, base string
+	// testFiles are the test files' paths in the repository, modules their dotted names.
+	testFiles, modules []string
+	testPatch          string
+	scenarios          []debianScenario
+	runners            []debianRunner
+	// pythonPath makes the module importable for the references, without an install.
+	pythonPath string
 }
 
-func debianSuiteParity(t *testing.T, s debianSuite) {
+type debianScenario struct{ name, patch string }
+
+// debianRunner is a test command of install_config and the parser whose reference judges it.
+type debianRunner struct{ parser, cmd string }
+
+// newDebianCorpus lays the suite's Debian package out as a repository: its module (under src/ for a src layout),
+// and a setup.py declaring it as upstream's does (Debian's binary package ships none), so that the stated install,
+// pip install -e ., can run where the grade runs it.
+func newDebianCorpus(t *testing.T, s debianSuite) *debianCorpus {
 	src := debianPackage(t, s)
 	prefix := s.module + "/"
+	upstream, _, _ := strings.Cut(s.version, "-")
+	setup := fmt.Sprintf("setup(name=%q, version=%q, packages=find_packages())\n", s.module, upstream)
 	if s.src {
 		prefix = "src/" + prefix
+		setup = fmt.Sprintf("setup(name=%q, version=%q, package_dir={\"\": \"src\"}, packages=find_packages(\"src\"))\n",
+			s.module, upstream)
 	}
-	files := map[string]string{"README.md": s.pkg + " " + s.version + " (Debian's package)\n"}
+	files := map[string]string{"README.md": s.pkg + " " + s.version + " (Debian's package)\n",
+		"setup.py": "from setuptools import find_packages, setup\n\n" + setup}
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -126,103 +139,148 @@ func debianSuiteParity(t *testing.T, s debianSuite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, base := gitRepo(t, files)
-	materialize := func(_ context.Context, dir string) error {
-		return exec.Command("sh", "-c", "git -C \"$1\" archive \"$2\" | tar -x -C \"$3\"", "sh", repo, base, dir).Run()
-	}
-	var testFiles, modules []string
+	c := &debianCorpus{s: s, files: files, pythonPath: "PYTHONPATH=."}
+	c.repo, c.base = gitRepo(t, files)
 	var testPatch strings.Builder
 	for _, f := range s.tests {
 		f = prefix + f
-		testFiles = append(testFiles, f)
-		modules = append(modules, strings.ReplaceAll(strings.TrimSuffix(f, ".py"), "/", "."))
+		c.testFiles = append(c.testFiles, f)
+		c.modules = append(c.modules, strings.ReplaceAll(strings.TrimSuffix(f, ".py"), "/", "."))
 		testPatch.WriteString(diff.Unified(f, []byte(files[f]), []byte(files[f]+"\n# the parity corpus's test patch\n")))
 	}
+	c.testPatch = testPatch.String()
 	bugFile := prefix + s.bug[0]
 	if !strings.Contains(files[bugFile], s.bug[1]) {
 		t.Fatalf("%s: the injected bug's line is not there", bugFile)
 	}
-	bug := diff.Unified(bugFile, []byte(files[bugFile]), []byte(strings.Replace(files[bugFile], s.bug[1], s.bug[2], 1)))
-	noFix := diff.Unified("PARITY.md", nil, []byte("upstream tests of "+s.pkg+"\n"))
-	pythonPath := "PYTHONPATH=."
+	c.scenarios = []debianScenario{
+		{"base", diff.Unified("PARITY.md", nil, []byte("upstream tests of "+s.pkg+"\n"))},
+		{"injected bug", diff.Unified(bugFile, []byte(files[bugFile]),
+			[]byte(strings.Replace(files[bugFile], s.bug[1], s.bug[2], 1)))},
+	}
 	if s.src {
-		pythonPath = "PYTHONPATH=src:."
+		c.pythonPath = "PYTHONPATH=src:."
 	}
-	runners := []struct {
-		parser, cmd string
-	}{{testlog.ParserPytest, "python -m pytest -rA -p no:cacheprovider"}}
+	c.runners = []debianRunner{{testlog.ParserPytest, "python -m pytest -rA -p no:cacheprovider"}}
 	if s.unittest {
-		runners = append(runners, struct{ parser, cmd string }{testlog.ParserUnittest, "python -m unittest -v"})
+		c.runners = append(c.runners, debianRunner{testlog.ParserUnittest, "python -m unittest -v"})
 	}
-	var summary []string
-	for _, scenario := range []struct{ name, patch string }{{"base", noFix}, {"injected bug", bug}} {
-		dir := t.TempDir()
-		if err := materialize(context.Background(), dir); err != nil {
+	return c
+}
+
+// tree writes the repository at base with a scenario's patch and the test patch applied into dir.
+func (c *debianCorpus) tree(t *testing.T, dir string, sc debianScenario) {
+	t.Helper()
+	if err := c.materialize(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{sc.patch, c.testPatch} {
+		if _, err := diff.ApplyDir(dir, p); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range []string{scenario.patch, testPatch.String()} {
-			if _, err := diff.ApplyDir(dir, p); err != nil {
-				t.Fatal(err)
-			}
+	}
+}
+
+func (c *debianCorpus) materialize(_ context.Context, dir string) error {
+	return exec.Command("sh", "-c", "git -C \"$1\" archive \"$2\" | tar -x -C \"$3\"", "sh", c.repo, c.base, dir).Run()
+}
+
+// references runs the references on a tree through run (python3 with the tree as working folder and the
+// corpus's PYTHONPATH), junit's report written to xmlPath: each test's outcome by id, by parser.
+func (c *debianCorpus) references(t *testing.T, run func(args ...string) []byte, xmlPath string) map[string]map[string]string {
+	t.Helper()
+	refs := map[string]map[string]string{testlog.ParserPytest: junitReference(t, run, xmlPath, c.testFiles, c.modules)}
+	if c.s.unittest {
+		refs[testlog.ParserUnittest] = unittestLists(t, run(append([]string{"-c", unittestReference}, c.modules...)...))
+	}
+	for parser, ref := range refs {
+		if len(ref) < 50 {
+			t.Fatalf("%s reference: only %d tests", parser, len(ref))
 		}
-		refRun := func(args ...string) []byte {
+	}
+	return refs
+}
+
+// instance is the corpus's row for a runner: every test of the reference is FAIL_TO_PASS, and the environment is
+// stated in install_config.
+func (c *debianCorpus) instance(runner debianRunner, ids []string) swebench.Instance {
+	return swebench.Instance{InstanceID: "debian__" + c.s.module + "-1", Repo: "debian/" + c.s.module,
+		BaseCommit: c.base, TestPatch: c.testPatch, FailToPass: ids,
+		InstallConfig: &swebench.InstallConfig{Install: "pip install -e .", TestCmd: swebench.TestCommands{runner.cmd}}}
+}
+
+// compareBuckets reports every test whose bucket in v is not what the reference's outcome means, and returns the
+// summary line of the run.
+func compareBuckets(t *testing.T, run string, ref map[string]string, v testlog.Verdict) string {
+	t.Helper()
+	counts := map[string]int{}
+	ids := slices.Sorted(maps.Keys(ref))
+	for _, id := range ids {
+		want, got := parityBucket(ref[id]), bucketOfVerdict(v, id)
+		counts[got]++
+		if want == got {
+			counts["agree"]++
+		} else {
+			t.Errorf("%s: %q is %s, reference %s (%s)", run, id, got, ref[id], want)
+		}
+	}
+	return fmt.Sprintf("%s: %d tests, %d agree (%d passed, %d failed, %d skipped, %d missing)", run, len(ids),
+		counts["agree"], counts["passed"], counts["failed"], counts["skipped"], counts["missing"])
+}
+
+// TestPythonParityDebianSuites grades upstream suites of pure-Python libraries as Debian ships them (a src layout
+// with a suite of unittest classes, and pytest tests with parametrized ids holding spaces and escaped characters)
+// with the local executor, their environment stated in install_config, in the files and the listed mode, and
+// compares each test's bucket with pytest's --junitxml and, for unittest classes, unittest's own result lists, at
+// base and with a bug injected.
+func TestPythonParityDebianSuites(t *testing.T) {
+	t.Parallel()
+	if err := exec.Command(debianPython, "-c", "import pytest").Run(); err != nil {
+		t.Fatalf("%s has no pytest (install python3-pytest; scripts/test does): %v", debianPython, err)
+	}
+	for _, s := range debianSuites {
+		t.Run(s.pkg, func(t *testing.T) { debianSuiteParity(t, newDebianCorpus(t, s)) })
+	}
+}
+
+func debianSuiteParity(t *testing.T, c *debianCorpus) {
+	var summary []string
+	for _, sc := range c.scenarios {
+		dir := t.TempDir()
+		c.tree(t, dir, sc)
+		refs := c.references(t, func(args ...string) []byte {
 			cmd := exec.Command(debianPython, args...)
 			cmd.Dir = dir
-			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "PYTHONDONTWRITEBYTECODE=1", pythonPath}
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "PYTHONDONTWRITEBYTECODE=1", c.pythonPath}
 			out, _ := cmd.Output() // failing tests exit non-zero
 			return out
-		}
-		refs := map[string]map[string]string{testlog.ParserPytest: junitReference(t, refRun, testFiles, modules)}
-		if s.unittest {
-			refs[testlog.ParserUnittest] = unittestLists(t, refRun(append([]string{"-c", unittestReference}, modules...)...))
-		}
-		for _, runner := range runners {
+		}, filepath.Join(t.TempDir(), "junit.xml"))
+		for _, runner := range c.runners {
 			ref := refs[runner.parser]
-			ids := slices.Sorted(maps.Keys(ref))
-			if len(ids) < 50 {
-				t.Fatalf("%s %s reference: only %d tests", scenario.name, runner.parser, len(ids))
-			}
 			for _, mode := range []string{TestsFiles, TestsListed} {
-				in := swebench.Instance{InstanceID: "debian__" + s.module + "-1", Repo: "debian/" + s.module,
-					BaseCommit: base, TestPatch: testPatch.String(), FailToPass: ids,
-					InstallConfig: &swebench.InstallConfig{Install: "pip install -e .",
-						TestCmd: swebench.TestCommands{runner.cmd}}}
-				res, err := Local{}.Run(context.Background(), Request{Instance: in, Patch: scenario.patch,
-					Materialize: materialize, Timeout: 10 * time.Minute,
+				in := c.instance(runner, slices.Sorted(maps.Keys(ref)))
+				res, err := Local{}.Run(context.Background(), Request{Instance: in, Patch: sc.patch,
+					Materialize: c.materialize, Timeout: 10 * time.Minute,
 					Config: Config{Python: debianPython, Tests: mode}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				v := Decide(in, res.Report)
-				counts := map[string]int{}
-				for _, id := range ids {
-					want, got := parityBucket(ref[id]), bucketOfVerdict(v, id)
-					counts[got]++
-					if want == got {
-						counts["agree"]++
-					} else {
-						t.Errorf("%s, %s runner, %s mode: %q is %s, reference %s (%s)", scenario.name,
-							runner.parser, mode, id, got, ref[id], want)
-					}
-				}
+				run := fmt.Sprintf("%s, %s runner, %s mode", sc.name, runner.parser, mode)
+				summary = append(summary, compareBuckets(t, run, ref, Decide(in, res.Report)))
 				if strings.Contains(res.Note, "never started") || strings.Contains(res.Note, "from the output") {
-					t.Errorf("%s, %s, %s: %s", scenario.name, runner.parser, mode, res.Note)
+					t.Errorf("%s: %s", run, res.Note)
 				}
-				summary = append(summary, fmt.Sprintf("%s, %s runner, %s mode: %d tests, %d agree (%d passed, "+
-					"%d failed, %d skipped, %d missing)", scenario.name, runner.parser, mode, len(ids), counts["agree"],
-					counts["passed"], counts["failed"], counts["skipped"], counts["missing"]))
 			}
 		}
 	}
-	t.Logf("%s %s (%d test files):\n%s", s.pkg, s.version, len(testFiles), strings.Join(summary, "\n"))
+	t.Logf("%s %s (%d test files), local executor:\n%s", c.s.pkg, c.s.version, len(c.testFiles), strings.Join(summary, "\n"))
 }
 
-// junitReference runs pytest on the test files with --junitxml (through run, in the worktree) and returns each
-// test's outcome by node id, read back from the report's classname (the file's dotted path, then its classes) and
-// name; modules are the files' dotted paths.
-func junitReference(t *testing.T, run func(args ...string) []byte, testFiles, modules []string) map[string]string {
+// junitReference runs pytest on the test files with --junitxml=xmlPath (through run, in the worktree) and returns
+// each test's outcome by node id, read back from the report's classname (the file's dotted path, then its classes)
+// and name; modules are the files' dotted paths.
+func junitReference(t *testing.T, run func(args ...string) []byte, xmlPath string, testFiles, modules []string) map[string]string {
 	t.Helper()
-	xmlPath := filepath.Join(t.TempDir(), "junit.xml")
 	out := run(append([]string{"-m", "pytest", "-p", "no:cacheprovider", "--junitxml=" + xmlPath}, testFiles...)...)
 	b, err := os.ReadFile(xmlPath)
 	if err != nil {

@@ -108,10 +108,17 @@ func instanceImage(t *testing.T, bin, lang string, in *swebench.Instance, files 
 // goroutine calls it (its failures are fatal), the build runs beside what the test does meanwhile.
 func startInstanceImage(t *testing.T, bin, lang string, in *swebench.Instance, files map[string]string) (wait func() error) {
 	t.Helper()
-	base := dockertest.Base(t, bin, lang)
 	repo, commit := gitRepo(t, files)
 	in.BaseCommit = commit
-	name := InstanceImage(engineNamespace, in.InstanceID)
+	return startRepoImage(t, bin, lang, InstanceImage(engineNamespace, in.InstanceID), repo)
+}
+
+// startRepoImage starts building the image name, a repository's folder (a git repository at its base commit) in
+// /testbed on ctxlab's base image of the language, and returns what waits for the build; the image is removed when
+// the test ends.
+func startRepoImage(t *testing.T, bin, lang, name, repo string) (wait func() error) {
+	t.Helper()
+	base := dockertest.Base(t, bin, lang)
 	var err error
 	var took time.Duration
 	built := make(chan struct{})

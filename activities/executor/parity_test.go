@@ -193,7 +193,8 @@ func TestPythonParityCPythonSuite(t *testing.T) {
 		return unittestLists(t, refRun(dir, append([]string{"-c", unittestReference}, modules...)...))
 	}
 	pytestRef := func(dir string) map[string]string {
-		return junitReference(t, func(args ...string) []byte { return refRun(dir, args...) }, testFiles, modules)
+		return junitReference(t, func(args ...string) []byte { return refRun(dir, args...) },
+			filepath.Join(t.TempDir(), "junit.xml"), testFiles, modules)
 	}
 
 	type tally struct{ tests, agree, passed, failed, skipped, missing int }

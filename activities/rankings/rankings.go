@@ -28,20 +28,16 @@ import (
 // rankings stored by the old code are not read.
 const Version = "ctxlab-ranking-v1"
 
-// SWEBenchFile is the retrieval unit beyond package chunk's: SWE-bench's file-level baseline, whose documents are
-// a file's path and contents together.
-const SWEBenchFile = "swebench_file"
-
 // MaxFileBytes skips generated or data files that no retriever should index whole.
 const MaxFileBytes = 1 << 20
 
 // Ranker is how a snapshot is ranked: the unit it is cut into (with the window of the window unit and of other
 // units' fallback) and BM25's parameters.
 type Ranker struct {
-	Unit   string  `json:"unit"`
-	Window int     `json:"window"`
-	K1     float64 `json:"k1"`
-	B      float64 `json:"b"`
+	Unit   specs.RetrieveUnit `json:"unit"`
+	Window int                `json:"window"`
+	K1     float64            `json:"k1"`
+	B      float64            `json:"b"`
 }
 
 // RankerOf is the ranking a BM25 retrieve step asks for, its defaults filled in, so that steps that spell the same
@@ -63,21 +59,18 @@ func RankerOf(p specs.RetrieveParams) (Ranker, error) {
 	return r, bm25.Params{K1: r.K1, B: r.B}.Check()
 }
 
-// ChunkUnit is the chunk unit a retrieval unit cuts files into: SWE-bench's file-level documents are whole files.
-func ChunkUnit(unit string) (chunk.Unit, error) {
-	if unit == SWEBenchFile {
+// ChunkUnit is the chunk unit a retrieval unit cuts files into: SWE-bench's file-level documents are whole files;
+// every other retrieval unit is package chunk's of the same name.
+func ChunkUnit(unit specs.RetrieveUnit) (chunk.Unit, error) {
+	if unit == specs.UnitSWEBenchFile {
 		return chunk.File, nil
 	}
-	u, err := chunk.ParseUnit(unit)
-	if err != nil {
-		return "", fmt.Errorf("%v (or %s)", err, SWEBenchFile)
-	}
-	return u, nil
+	return chunk.ParseUnit(string(unit))
 }
 
-// Doc is the text a chunk is ranked by: its text, or for SWEBenchFile its path and text.
-func Doc(unit string, c chunk.Chunk) string {
-	if unit == SWEBenchFile {
+// Doc is the text a chunk is ranked by: its text, or for SWE-bench's file-level unit its path and text.
+func Doc(unit specs.RetrieveUnit, c chunk.Chunk) string {
+	if unit == specs.UnitSWEBenchFile {
 		return c.Path + "\n" + c.Text
 	}
 	return c.Text

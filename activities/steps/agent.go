@@ -7,7 +7,6 @@ import (
 
 	"ctxlab/activities/agent"
 	"ctxlab/activities/llm"
-	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/repo"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/specs"
@@ -39,10 +38,10 @@ type AgentTrajectory struct {
 	// Seen are the repository lines shown, as runs per path.
 	Seen map[string][][2]int `json:"seen,omitempty"`
 	// Budget is the bound on tool output tokens (0: none), ToolTokens what was shown of it.
-	Budget     int    `json:"budget"`
-	ToolTokens int    `json:"tool_tokens"`
-	EditFormat string `json:"edit_format"`
-	Done       bool   `json:"done"`
+	Budget     int              `json:"budget"`
+	ToolTokens int              `json:"tool_tokens"`
+	EditFormat specs.EditFormat `json:"edit_format"`
+	Done       bool             `json:"done"`
 	// Stop says why the trajectory ended: answered, or max_turns (a tool call on the last turn).
 	Stop  string `json:"stop,omitempty"`
 	Final string `json:"final,omitempty"`
@@ -115,27 +114,19 @@ func agentStep(ctx context.Context, j *job, p AgentParams) (NodeOutput, error) {
 	return turns.AgentFinish(ctx, AgentTurnInput{Node: j.in, State: state})
 }
 
-// agentParams decodes the agent's params and checks them.
+// agentParams decodes the agent's params, checking them against their declarations (edit_format, tool_calling,
+// max_turns).
 func (j *job) agentParams() (AgentParams, error) {
 	p, err := specs.Agent.Decode(j.in.Params)
 	if err != nil {
 		return p, permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
-	}
-	if p.EditFormat != offline.FormatDiff && p.EditFormat != offline.FormatSearchReplace {
-		return p, permanentf(ErrBadInput, "%s: unknown edit_format %q (diff, search_replace)", j.in.Step, p.EditFormat)
-	}
-	if p.ToolCalling != "native" && p.ToolCalling != "text" {
-		return p, permanentf(ErrBadInput, "%s: unknown tool_calling %q (native, text)", j.in.Step, p.ToolCalling)
-	}
-	if p.MaxTurns < 1 {
-		return p, permanentf(ErrBadInput, "%s: max_turns must be at least 1, got %d", j.in.Step, p.MaxTurns)
 	}
 	return p, nil
 }
 
 // toolsHelp is the prompt's .Tools: the plain-text protocol, or a short list when tools are offered natively.
 func toolsHelp(p AgentParams) string {
-	if p.ToolCalling == "native" {
+	if p.ToolCalling == specs.ToolsNative {
 		return agent.ToolsHelpNative
 	}
 	return agent.ToolsHelp
@@ -156,7 +147,7 @@ func (j *job) startTrajectory(ctx context.Context, p AgentParams, issue string) 
 	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct {
 		Issue, Tools, Format string
 		MaxTurns             int
-	}{issue, toolsHelp(p), p.Prompt.Formats[p.EditFormat], p.MaxTurns})
+	}{issue, toolsHelp(p), p.Prompt.Formats[string(p.EditFormat)], p.MaxTurns})
 	if err != nil {
 		return AgentTrajectory{}, err
 	}
@@ -210,7 +201,7 @@ func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInpu
 			return NodeOutput{}, err
 		}
 		turnsLeft := p.MaxTurns - in.Turn
-		off := &agent.OfflineInput{Issue: inst.ProblemStatement, Gold: inst.Patch, Format: p.EditFormat,
+		off := &agent.OfflineInput{Issue: inst.ProblemStatement, Gold: inst.Patch, Format: string(p.EditFormat),
 			TurnsLeft: turnsLeft}
 		if p.Model.Provider == "offline" {
 			for _, tn := range t.Turns {
@@ -229,7 +220,7 @@ func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInpu
 			return NodeOutput{}, err
 		}
 		req := llm.Request{Task: specs.Agent.Task, Messages: t.Messages, Sample: p.Sample, Offline: off}
-		if p.ToolCalling == "native" {
+		if p.ToolCalling == specs.ToolsNative {
 			req.Tools = agent.NativeTools
 		}
 		resp, callRow, err := j.callModel(ctx, p.ModelParams, req)

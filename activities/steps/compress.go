@@ -37,7 +37,7 @@ func compressStep(ctx context.Context, j *job, p CompressParams) (NodeOutput, er
 	if err != nil {
 		return NodeOutput{}, permanentf(ErrUnsupported, "%s: %v", j.in.Step, err)
 	}
-	bc := &blockCompressor{src: src, call: call, compressor: p.Compressor, query: src.Issue,
+	bc := &blockCompressor{src: src, call: call, compressor: string(p.Compressor), query: src.Issue,
 		cache: map[[2]any]string{}}
 	if p.NoQuery {
 		bc.query = ""
@@ -155,7 +155,7 @@ func compressorFor(p CompressParams) (compressFunc, error) {
 	if ep == "" {
 		ep = os.Getenv(CompressEndpointEnv)
 	}
-	if p.Compressor == compress.Fake || ep == "builtin" {
+	if p.Compressor == specs.CompressorFake || ep == "builtin" {
 		return func(_ context.Context, r compress.Request) (compress.Response, error) {
 			return compress.FakeCompress(r)
 		}, nil

@@ -10,16 +10,6 @@ import (
 	"ctxlab/specs"
 )
 
-// Pairing modes of the corrupt step, besides corrupt.ModeTokens and corrupt.ModeLines.
-const (
-	// ModeSameFilesOtherText keeps the files and lines of the context and makes its verbatim rate that of the
-	// context named other: gold-file recall of one method, epsilon of another.
-	ModeSameFilesOtherText = "same_files_other_text"
-	// ModeSameTextOtherFiles shows the files of other, whole and verbatim in other's order, cut to the context's
-	// tokens: the text form (and size) of one method, the file choice of another.
-	ModeSameTextOtherFiles = "same_text_other_files"
-)
-
 func init() { registerStep(specs.Corrupt, corruptStep) }
 
 // CorruptParams are declared in specs beside the catalog, which checks every step's params against them.
@@ -35,7 +25,7 @@ func corruptStep(ctx context.Context, j *job, p CorruptParams) (NodeOutput, erro
 	// The pairings read a second context, other, and the repository.
 	var other contexts.Context
 	var m repo.Manifest
-	if p.Mode == ModeSameFilesOtherText || p.Mode == ModeSameTextOtherFiles {
+	if p.Mode == specs.CorruptSameFilesOtherText || p.Mode == specs.CorruptSameTextOtherFiles {
 		if other, err = j.loadContext(ctx, "other"); err != nil {
 			return NodeOutput{}, err
 		}
@@ -46,15 +36,14 @@ func corruptStep(ctx context.Context, j *job, p CorruptParams) (NodeOutput, erro
 	row := map[string]any{}
 	var out contexts.Context
 	switch p.Mode {
-	case corrupt.ModeTokens, corrupt.ModeLines:
+	case specs.CorruptTokens, specs.CorruptLines:
 		out, err = deleteFrom(j, c, p, row)
-	case ModeSameFilesOtherText:
+	case specs.CorruptSameFilesOtherText:
 		out, err = sameFilesOtherText(ctx, j, m, c, other, p, row)
-	case ModeSameTextOtherFiles:
+	case specs.CorruptSameTextOtherFiles:
 		out, err = sameTextOtherFiles(ctx, j, m, c, other, p, row)
-	default:
-		err = permanentf(ErrBadInput, "%s: unknown mode %q (known: %s, %s, %s, %s)", j.in.Step, p.Mode,
-			corrupt.ModeTokens, corrupt.ModeLines, ModeSameFilesOtherText, ModeSameTextOtherFiles)
+	default: // Decode checked it against specs.CorruptMode's values
+		err = permanentf(ErrBadInput, "%s: undeclared mode %q", j.in.Step, p.Mode)
 	}
 	if err != nil {
 		return NodeOutput{}, err
@@ -72,11 +61,11 @@ func corruptStep(ctx context.Context, j *job, p CorruptParams) (NodeOutput, erro
 
 // deleteFrom deletes tokens or lines of c at the seeded rate.
 func deleteFrom(j *job, c contexts.Context, p CorruptParams, row map[string]any) (contexts.Context, error) {
-	out, st, err := corrupt.Apply(c, corrupt.Options{Mode: p.Mode, Rate: p.Rate, Seed: p.Seed})
+	out, st, err := corrupt.Apply(c, corrupt.Options{Mode: string(p.Mode), Rate: p.Rate, Seed: p.Seed})
 	if err != nil {
 		return out, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
 	}
-	if p.Mode == corrupt.ModeTokens {
+	if p.Mode == specs.CorruptTokens {
 		specs.CorruptTokensDeleted.Set(row, st.TokensDeleted)
 	} else {
 		specs.CorruptLinesDeleted.Set(row, st.LinesDeleted)

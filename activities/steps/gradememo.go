@@ -26,11 +26,6 @@ func (j *job) newExecutor(name string) (executor.Executor, error) {
 	return executor.New(name)
 }
 
-// GradeMemoVersion starts every grade memo key, and is in every grade step's node memo key (package activities'
-// codeVersions): change it when what a grade computes from the same inputs changes (a default test command, a log
-// parser, what the grader resets), so grades made before are not reused.
-const GradeMemoVersion = "ctxlab-grade-v3"
-
 // gradeMemoKey is everything a grade's outcome depends on: the whole instance (its id, base commit, test patch and
 // listed tests), the repository snapshot the worktree is built from, the patch's bytes and the grade step's
 // parameters (the grading settings). Which method or node produced the patch is not part of it, so methods whose
@@ -92,7 +87,7 @@ func (j *job) gradeOnce(ctx context.Context, p GradeParams, r GradeRequest,
 		return NodeOutput{}, err
 	}
 	sum := sha256.Sum256([]byte(r.Patch))
-	key, err := gradeMemoKey{Version: GradeMemoVersion, Instance: r.Instance, Checkout: co.Ref,
+	key, err := gradeMemoKey{Version: specs.Grade.CodeVersion, Instance: r.Instance, Checkout: co.Ref,
 		PatchSHA: hex.EncodeToString(sum[:]), Params: p}.digest()
 	if err != nil {
 		return NodeOutput{}, err

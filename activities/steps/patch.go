@@ -20,10 +20,6 @@ type PatchParams = specs.PatchParams
 // Prompt fields: .Issue, .Context (the context's files and snippets under [path] headers), .Format (the prompt's
 // instructions for the edit format, from prompt.formats).
 func patchStep(ctx context.Context, j *job, p PatchParams) (NodeOutput, error) {
-	if p.Format != offline.FormatDiff && p.Format != offline.FormatSearchReplace {
-		return NodeOutput{}, permanentf(ErrBadInput, "%s: unknown edit format %q (diff, search_replace)",
-			j.in.Step, p.Format)
-	}
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
 		return NodeOutput{}, err
@@ -33,12 +29,12 @@ func patchStep(ctx context.Context, j *job, p PatchParams) (NodeOutput, error) {
 		return NodeOutput{}, err
 	}
 	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct{ Issue, Context, Format string }{
-		inst.ProblemStatement, c.Render(), p.Prompt.Formats[p.Format]})
+		inst.ProblemStatement, c.Render(), p.Prompt.Formats[string(p.Format)]})
 	if err != nil {
 		return NodeOutput{}, err
 	}
 	req := llm.Request{Task: specs.Patch.Task, Messages: msgs, Sample: p.Sample,
-		Offline: &offline.PatchInput{Gold: inst.Patch, Context: c, Format: p.Format}}
+		Offline: &offline.PatchInput{Gold: inst.Patch, Context: c, Format: string(p.Format)}}
 	resp, row, err := j.callModel(ctx, p.ModelParams, req)
 	if err != nil {
 		return NodeOutput{}, err
@@ -61,7 +57,7 @@ func patchStep(ctx context.Context, j *job, p PatchParams) (NodeOutput, error) {
 // patch_parse_error when the answer's edit could not be read (the patch is then empty), and patch_recounted, the
 // number of hunks whose header line counts were repaired because the answer lost or added blank lines at a hunk's
 // end (diff.RecountBlankTails), when there were any.
-func recordPatch(row map[string]any, text, format string, read func(string) (string, bool)) string {
+func recordPatch(row map[string]any, text string, format specs.EditFormat, read func(string) (string, bool)) string {
 	patch, recounted, err := patchFromAnswer(text, format, read)
 	if err != nil {
 		specs.PatchParseError.Set(row, err.Error())
@@ -75,12 +71,12 @@ func recordPatch(row map[string]any, text, format string, read func(string) (str
 
 // patchFromAnswer turns a model's answer into a unified diff and says how many of its hunks were recounted. An
 // answer that holds no edit at all (the model says it cannot help) is an empty patch without error.
-func patchFromAnswer(text, format string, read func(string) (string, bool)) (string, int, error) {
+func patchFromAnswer(text string, format specs.EditFormat, read func(string) (string, bool)) (string, int, error) {
 	var patch string
 	var recounted int
 	var err error
 	switch format {
-	case offline.FormatSearchReplace:
+	case specs.EditSearchReplace:
 		var blocks []llm.Replace
 		if blocks, err = llm.ParseSearchReplace(text); err == nil {
 			patch, err = llm.SearchReplaceDiff(blocks, read)

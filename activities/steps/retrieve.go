@@ -13,12 +13,6 @@ import (
 	"ctxlab/store/objects"
 )
 
-// Scorers.
-const (
-	scorerBM25  = "bm25"
-	scorerDense = "dense"
-)
-
 // DefaultRetrieveTokens is the fixed budget of an unfitted retriever: PAPER.md's mean CQ2-CARE context.
 const DefaultRetrieveTokens = 13800
 
@@ -102,7 +96,7 @@ func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p R
 	}
 	var order []int
 	switch p.Scorer {
-	case "", scorerBM25:
+	case "", specs.ScorerBM25:
 		r, err := rankings.RankerOf(p)
 		if err != nil {
 			return nil, nil, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
@@ -113,7 +107,7 @@ func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p R
 		if err != nil {
 			return nil, nil, err
 		}
-	case scorerDense:
+	case specs.ScorerDense:
 		docs := make([]string, len(chunked.Chunks))
 		for i, c := range chunked.Chunks {
 			docs[i] = rankings.Doc(p.Unit, c)
@@ -121,8 +115,8 @@ func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p R
 		if order, err = j.denseRank(ctx, p.EmbeddingModel, query, docs, row); err != nil {
 			return nil, nil, err
 		}
-	default:
-		return nil, nil, permanentf(ErrBadInput, "%s: unknown scorer %q (known: bm25, dense)", j.in.Step, p.Scorer)
+	default: // Decode checked it against specs.Scorer's values
+		return nil, nil, permanentf(ErrBadInput, "%s: undeclared scorer %q", j.in.Step, p.Scorer)
 	}
 	return chunked, order, nil
 }

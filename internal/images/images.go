@@ -30,8 +30,16 @@ const (
 )
 
 // Packages are the Debian packages of every base image beside minbase: Python's test runner and git, which the
-// harness-shaped eval script needs.
-var Packages = []string{"python3", "python3-pytest", "git", "ca-certificates"}
+// harness-shaped eval script needs, and pip with `python`, which the install and test commands a row's
+// install_config states (`pip install -e .`, `python -m pytest`) run.
+var Packages = []string{"python3", "python3-pytest", "git", "ca-certificates", "python3-pip", "python-is-python3"}
+
+// pythonEnv is the environment of the Python base image. An image is one grade's environment, as the harness's conda
+// environment is, so pip installs into Debian's python3 as root (PEP 668 would refuse it, and pip warn about root,
+// as on a shared system); offline, since containers have no network: what a repository's install needs beyond
+// itself must be in the image.
+var pythonEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
+	"PIP_BREAK_SYSTEM_PACKAGES=1", "PIP_ROOT_USER_ACTION=ignore"}
 
 // GoModCache is the module cache of Go images: instance images hold there the modules their repository requires,
 // since the container has no network (GOPROXY=off).
@@ -135,7 +143,7 @@ func goroot() (string, string, error) {
 func BaseName(lang string) (string, error) {
 	switch lang {
 	case LangPython:
-		return "ctxlab/base-python:" + key(Suite, strings.Join(Packages, ",")), nil
+		return "ctxlab/base-python:" + key(Suite, strings.Join(Packages, ","), strings.Join(pythonEnv, ",")), nil
 	case LangGo:
 		_, version, err := goroot()
 		if err != nil {
@@ -247,9 +255,8 @@ func (b Builder) Base(ctx context.Context, lang string) (string, error) {
 		return name, nil
 	}
 	start := time.Now()
-	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
 	if lang == LangPython {
-		if err := b.importDir(ctx, rootfs, name, env); err != nil {
+		if err := b.importDir(ctx, rootfs, name, pythonEnv); err != nil {
 			return "", err
 		}
 		b.logf("images: built %s in %s", name, time.Since(start).Round(time.Second))
@@ -261,7 +268,7 @@ func (b Builder) Base(ctx context.Context, lang string) (string, error) {
 	}
 	// The Go image: the rootfs with the host's toolchain in /usr/local/go, read-only; no C compiler, so no cgo;
 	// no network, so no module downloads and no toolchain switch.
-	env = []string{"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	env := []string{"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"LANG=C.UTF-8", "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOPROXY=off", "GOSUMDB=off", "GOFLAGS=-mod=mod",
 		"GOCACHE=/root/.cache/go-build", "GOMODCACHE=" + GoModCache, "HOME=/root"}
 	stageName := strings.Replace(name, ":", "-stage:", 1)

@@ -328,13 +328,13 @@ func planNeedsOf(e *specs.Experiment, plan *specs.Plan) planNeeds {
 			switch nd.Activity {
 			case "retrieve":
 				var p specs.RetrieveParams
-				if decodeParams(nd.Params, &p) == nil && p.Scorer == "dense" {
+				if decodeParams(nd.Params, &p) == nil && p.Scorer == specs.ScorerDense {
 					n.embeddings[p.EmbeddingModel] = add(n.embeddings[p.EmbeddingModel], arm.Method)
 				}
 			case "compress":
 				var p specs.CompressParams
-				if decodeParams(nd.Params, &p) == nil && p.Compressor != compress.Fake && p.Endpoint != "builtin" {
-					k := [2]string{p.Compressor, p.Endpoint}
+				if decodeParams(nd.Params, &p) == nil && p.Compressor != specs.CompressorFake && p.Endpoint != "builtin" {
+					k := [2]string{string(p.Compressor), p.Endpoint}
 					n.compressors[k] = add(n.compressors[k], arm.Method)
 				}
 			case "assemble":

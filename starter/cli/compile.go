@@ -106,7 +106,7 @@ func sharedRankings(plan *specs.Plan) []sharedRanking {
 			continue
 		}
 		p, err := specs.Retrieve.Decode(n.Params)
-		if err != nil || p.Scorer == "dense" {
+		if err != nil || p.Scorer == specs.ScorerDense {
 			continue
 		}
 		r, err := rankings.RankerOf(p)

@@ -171,10 +171,10 @@ func TestCompileShowsSharedRankings(t *testing.T) {
 	readers := map[string][]string{}
 	nodes := 0
 	for _, r := range demo.Rankings {
-		if _, dup := readers[r.Unit]; dup {
+		if _, dup := readers[string(r.Unit)]; dup {
 			t.Errorf("unit %s listed twice", r.Unit)
 		}
-		readers[r.Unit] = r.Steps
+		readers[string(r.Unit)] = r.Steps
 		nodes += len(r.Nodes)
 	}
 	retrieves := 0

@@ -46,7 +46,7 @@ var (
 // cost is the instance's own tests (docs/benchmarks.md, Grading).
 
 // retrievalUnits are the units the paper's BM25 retrievers cut a snapshot into.
-var retrievalUnits = []string{"definition", "function", "window", "file", rankings.SWEBenchFile}
+var retrievalUnits = specs.RetrieveUnit("").Values()
 
 // paperInstance writes the generated repository of seed as a git repository under reposDir and returns an issue
 // over it: its gold patch edits one line of a Python function, and its text names the function and its class.
@@ -219,14 +219,14 @@ func leastCPU(op func()) time.Duration {
 // buildUnitIndex cuts every file into the unit, builds the BM25 index of the chunks' documents and ranks them for
 // the query: one ranking, from text already in memory.
 func buildUnitIndex(b *testing.B, r repoOnDisk, contents [][]byte, unit, query string) {
-	u, err := rankings.ChunkUnit(unit)
+	u, err := rankings.ChunkUnit(specs.RetrieveUnit(unit))
 	if err != nil {
 		b.Fatal(err)
 	}
 	ix := bm25.New(bm25.Defaults())
 	for i, c := range contents {
 		for _, ch := range chunk.Split(r.paths[i], c, u, chunk.DefaultWindow) {
-			ix.Add(rankings.Doc(unit, ch))
+			ix.Add(rankings.Doc(specs.RetrieveUnit(unit), ch))
 		}
 	}
 	if order := ix.Rank(query); len(order) < len(contents) {
