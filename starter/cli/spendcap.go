@@ -70,10 +70,13 @@ func setBudget(ctx context.Context, c client.Client, run, runDir, queue string, 
 	return nil
 }
 
-// paysModels reports whether a spec has a model whose calls cost money (every model but the offline stand-in):
-// a run of none has no spend to read.
+// paysModels reports whether a spec has a model whose calls cost money (its provider's declaration says Paid): a
+// run of none has no spend to read.
 func paysModels(e *specs.Experiment) bool {
-	return slices.ContainsFunc(e.Models, func(m specs.Model) bool { return m.Provider != "offline" })
+	return slices.ContainsFunc(e.Models, func(m specs.Model) bool {
+		p, ok := specs.ProviderOf(m)
+		return ok && p.Paid
+	})
 }
 
 // readBudget returns what the run's budget workflow holds: its limits, what the run's calls cost, what the calls
