@@ -166,11 +166,12 @@ func (a *Activities) Agent(ctx context.Context, in NodeInput) (NodeOutput, error
 // Functions maps activity names to their functions, for registration with a worker.
 func (a *Activities) Functions() map[string]any {
 	fns := map[string]any{
-		LoadDatasetName: a.LoadDataset,
-		LoadPlanName:    a.LoadPlan,
-		RecordName:      a.Record,
-		SummarizeName:   a.Summarize,
-		StoreRowsName:   a.StoreRows,
+		LoadDatasetName:         a.LoadDataset,
+		LoadPlanName:            a.LoadPlan,
+		RecordName:              a.Record,
+		SummarizeName:           a.Summarize,
+		StoreRowsName:           a.StoreRows,
+		api.SummarizeStoredName: a.SummarizeStored,
 	}
 	for _, kind := range steps.Kinds() {
 		fns[kind] = a.kindActivity(kind)

@@ -149,6 +149,25 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, 
 	return md, runFolderErr(err)
 }
 
+// SummarizeStored returns the summary of the rows a finished sweep stored, read from the run's content store, as
+// summary.md would show them; it writes no file.
+func (a *Activities) SummarizeStored(ctx context.Context, in api.SummarizeStoredInput) (string, error) {
+	defer a.heartbeat(ctx)()
+	store, err := a.Store(in.Run)
+	if err != nil {
+		return "", err
+	}
+	var all []results.Row
+	for _, s := range in.Rows {
+		var rows []results.Row
+		if err := cas.GetJSON(ctx, store, s.Rows, &rows); err != nil {
+			return "", fmt.Errorf("the rows of instance %s: %w", s.Instance, err)
+		}
+		all = append(all, rows...)
+	}
+	return results.Markdown(in.Title, results.Summarize(all, in.Order)), nil
+}
+
 // WriteSummary writes the run folder dir's summary.md from its results.jsonl, titled title with the methods in
 // order, and returns its text.
 func WriteSummary(dir, title string, order []results.Key) (string, error) {

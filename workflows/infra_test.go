@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -176,6 +177,9 @@ func TestSweepRetriesOnlyNamedArms(t *testing.T) {
 	env.RegisterActivityWithOptions(func(context.Context, api.SummarizeInput) (string, error) {
 		return "summary", nil
 	}, activity.RegisterOptions{Name: api.SummarizeName})
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.SummarizeStoredInput) (string, error) {
+		return fmt.Sprintf("summary of %d issues' rows", len(in.Rows)), nil
+	}, activity.RegisterOptions{Name: api.SummarizeStoredName})
 	second := instances(3)[1].ID
 	env.ExecuteWorkflow(Sweep, SweepInput{Run: "t", Concurrency: 2, Retries: 1,
 		Retry: map[string][]results.Key{second: {{Method: "b", Model: "offline"}}}})

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -54,6 +55,9 @@ func TestSweepPausesAtSpendCap(t *testing.T) {
 	env.RegisterActivityWithOptions(func(context.Context, api.SummarizeInput) (string, error) {
 		return "summary", nil
 	}, activity.RegisterOptions{Name: api.SummarizeName})
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.SummarizeStoredInput) (string, error) {
+		return fmt.Sprintf("summary of %d issues' rows", len(in.Rows)), nil
+	}, activity.RegisterOptions{Name: api.SummarizeStoredName})
 
 	var during Progress
 	env.RegisterDelayedCallback(func() {

@@ -108,7 +108,7 @@ type SweepResult struct {
 	// Generations counts the runs of the sweep workflow (1 + continue-as-new count).
 	Generations int `json:"generations"`
 	// Rows lists where every issue stored its rows (SweepInput.Stored), for the starter to write; Summary is then
-	// empty: the starter writes summary.md from the rows it wrote (starterSummaryChange).
+	// the summary of those rows, and the starter writes summary.md from the rows it wrote (starterSummaryChange).
 	Rows []api.IssueRows `json:"rows,omitempty"`
 }
 
@@ -142,7 +142,16 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 		return SweepResult{}, err
 	}
 	res := SweepResult{Issues: len(in.Instances), Failed: in.Failed, Generations: in.Runs + 1, Rows: in.Stored}
-	if workflow.GetVersion(ctx, starterSummaryChange, workflow.DefaultVersion, 1) >= 1 {
+	switch workflow.GetVersion(ctx, starterSummaryChange, workflow.DefaultVersion, storedSummaryVersion) {
+	case storedSummaryVersion:
+		// The summary of the stored rows, for the result the Web UI and a history show. The starter writes
+		// summary.md itself: a summary that cannot be read here leaves the result's empty, not the sweep failed.
+		if err := workflow.ExecuteActivity(s.bctx, api.SummarizeStoredName, api.SummarizeStoredInput{
+			Run: in.Run, Title: in.Title, Order: in.Order, Rows: in.Stored}).Get(ctx, &res.Summary); err != nil {
+			workflow.GetLogger(ctx).Warn("the sweep's summary could not be made from its stored rows", "error", err)
+		}
+		return res, nil
+	case 1:
 		return res, nil
 	}
 	if err := workflow.ExecuteActivity(s.bctx, api.SummarizeName, api.SummarizeInput{
@@ -153,8 +162,12 @@ func Sweep(ctx workflow.Context, in SweepInput) (SweepResult, error) {
 }
 
 // starterSummaryChange: a finished sweep returns where its rows are and the starter writes summary.md; before it,
-// the Summarize activity wrote it from the results.jsonl of its cpu worker's run folder.
-const starterSummaryChange = "summary-by-starter"
+// the Summarize activity wrote it from the results.jsonl of its cpu worker's run folder. At storedSummaryVersion the
+// result also carries the summary of the stored rows (version 1 left it empty).
+const (
+	starterSummaryChange = "summary-by-starter"
+	storedSummaryVersion = 2
+)
 
 // sweepState is one run of the Sweep workflow: its input (whose counters it advances), the Issue children in
 // flight and the instances whose nodes wait at the spend cap.

@@ -39,6 +39,9 @@ func sweepEnv(t *testing.T, n int) (*testsuite.TestWorkflowEnvironment, *int, *[
 	env.RegisterActivityWithOptions(func(context.Context, api.SummarizeInput) (string, error) {
 		return "summary", nil
 	}, activity.RegisterOptions{Name: api.SummarizeName})
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.SummarizeStoredInput) (string, error) {
+		return fmt.Sprintf("summary of %d issues' rows", len(in.Rows)), nil
+	}, activity.RegisterOptions{Name: api.SummarizeStoredName})
 	var mu sync.Mutex
 	running, peak := 0, 0
 	var order []string
@@ -83,10 +86,10 @@ func TestSweepBoundsConcurrencyAndFinishes(t *testing.T) {
 	if len(res.Failed) != 1 || res.Failed[0] != "i-03" {
 		t.Errorf("failed = %v, want [i-03]", res.Failed)
 	}
-	// The rows of every issue that stored any, in the order they finished, for the starter to write (and no
-	// summary: the starter writes it from those rows).
-	if res.Summary != "" {
-		t.Errorf("summary = %q; the starter writes it", res.Summary)
+	// The rows of every issue that stored any, in the order they finished, for the starter to write, and the
+	// summary of those rows for the result (the Web UI shows it).
+	if want := "summary of 6 issues' rows"; res.Summary != want {
+		t.Errorf("summary = %q, want %q", res.Summary, want)
 	}
 	var want []api.IssueRows
 	for _, id := range *order {
@@ -179,6 +182,9 @@ func TestSweepGivesHostileIDsSafeWorkflowIDs(t *testing.T) {
 	env.RegisterActivityWithOptions(func(context.Context, api.SummarizeInput) (string, error) {
 		return "summary", nil
 	}, activity.RegisterOptions{Name: api.SummarizeName})
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.SummarizeStoredInput) (string, error) {
+		return fmt.Sprintf("summary of %d issues' rows", len(in.Rows)), nil
+	}, activity.RegisterOptions{Name: api.SummarizeStoredName})
 	var mu sync.Mutex
 	workflowIDs := map[string]string{} // instance id -> its Issue's workflow id
 	env.OnWorkflow(Issue, mock.Anything, mock.Anything).Return(

@@ -22,6 +22,9 @@ const (
 	// StoreRowsName stores an issue's rows in the run's content store, for the starter that watches the sweep to
 	// write (RecordName and SummarizeName wrote them into the run folder of whichever cpu worker ran them).
 	StoreRowsName = "ctxlab.store_rows"
+	// SummarizeStoredName returns the summary of a finished sweep's stored rows, for its result: what the Web UI
+	// and a history show of a sweep, whichever machine's disk its summary.md is on.
+	SummarizeStoredName = "ctxlab.summarize_stored"
 	// HandshakeName answers a starter's handshake (Hello) on a worker process's own task queue.
 	HandshakeName = "ctxlab.handshake"
 )
@@ -127,6 +130,15 @@ type SummarizeInput struct {
 	Run   string        `json:"run"`
 	Title string        `json:"title"`
 	Order []results.Key `json:"order"`
+}
+
+// SummarizeStoredInput names a finished sweep's stored rows (SweepResult.Rows) and how its summary is titled and
+// ordered.
+type SummarizeStoredInput struct {
+	Run   string        `json:"run"`
+	Title string        `json:"title"`
+	Order []results.Key `json:"order"`
+	Rows  []IssueRows   `json:"rows"`
 }
 
 // Error types of failures that retrying cannot fix; the Issue workflow records them on the row.
