@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/executor"
 	"ctxlab/activities/steps"
+	"ctxlab/grading/executor"
 	"ctxlab/patch/diff"
 	"ctxlab/store/cas"
 )

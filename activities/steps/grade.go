@@ -16,10 +16,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"ctxlab/activities/api/errkind"
-	"ctxlab/activities/executor"
 	"ctxlab/activities/repo"
-	"ctxlab/activities/testlog"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading/executor"
+	"ctxlab/grading/testlog"
 	"ctxlab/patch/diff"
 	"ctxlab/specs"
 	"ctxlab/store/cas"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/executor"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading/executor"
 	"ctxlab/patch/diff"
 	"ctxlab/specs"
 	"ctxlab/store/cas"

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/executor"
-	"ctxlab/activities/testlog"
+	"ctxlab/grading/executor"
+	"ctxlab/grading/testlog"
 )
 
 func TestRunStatus(t *testing.T) {

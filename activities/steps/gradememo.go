@@ -9,8 +9,8 @@ import (
 	"maps"
 	"time"
 
-	"ctxlab/activities/executor"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading/executor"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"ctxlab/activities/api/errkind"
-	"ctxlab/activities/executor"
 	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading/executor"
 	"ctxlab/internal/safename"
 	"ctxlab/results"
 	"ctxlab/results/predictions"

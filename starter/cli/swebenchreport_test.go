@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/executor"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
+	"ctxlab/grading/executor"
 	"ctxlab/internal/images"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
