@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/grading/testlog"
 	"ctxlab/internal/images"
 	"ctxlab/testkit/dockertest"
 )
@@ -132,7 +133,7 @@ func debianDockerGrade(t *testing.T, c *debianCorpus, cfg Config, sc debianScena
 	if err != nil {
 		t.Fatalf("%v\n%s", err, res.Output)
 	}
-	line := compareBuckets(t, run, ref, Decide(in, res.Report))
+	line := compareBuckets(t, run, ref, testlog.DecideInstance(in, res.Report))
 	if res.Note != "" || !res.ExitCodeKnown {
 		t.Errorf("note %q, exit code known %v", res.Note, res.ExitCodeKnown)
 	}

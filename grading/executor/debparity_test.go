@@ -266,7 +266,7 @@ func debianSuiteParity(t *testing.T, c *debianCorpus) {
 					t.Fatal(err)
 				}
 				run := fmt.Sprintf("%s, %s runner, %s mode", sc.name, runner.parser, mode)
-				summary = append(summary, compareBuckets(t, run, ref, Decide(in, res.Report)))
+				summary = append(summary, compareBuckets(t, run, ref, testlog.DecideInstance(in, res.Report)))
 				if strings.Contains(res.Note, "never started") || strings.Contains(res.Note, "from the output") {
 					t.Errorf("%s: %s", run, res.Note)
 				}

@@ -1,8 +1,11 @@
-// Package executor runs one grading attempt: it applies the test patch and the model patch to a fresh copy of an
-// instance's repository and runs the listed tests, contained. Two executors exist: Local (a temporary worktree on
-// this machine; Go through go test -json, Python through pytest -rA or unittest -v) and Docker (SWE-bench /
-// SWE-rebench instance images through the docker CLI, with the harness's eval script and test-output markers).
-// Executors only run and parse; Decide decides.
+// Package executor runs one grading attempt: the prepare, apply and run stages of package grading. It prepares a
+// fresh copy of an instance's repository with the test files saved to be reset (worktree.go), applies the model
+// patch and then the test patch (apply.go), and runs the listed tests, contained, their output parsed by package
+// testlog. Two executors exist: Local (local.go: a temporary worktree on this machine; Go through package testrun's
+// go test, Python through pytest -rA or unittest -v started by ctxlab's Python runner, pyrunner.go, in the
+// environment a row states, pyenv.go) and Docker (docker.go: SWE-bench / SWE-rebench instance images through the
+// docker CLI, with the harness's eval script, evalscript.go and harnessspecs.go, and ctxlab's results channel,
+// resultschannel.go). Executors run and parse; testlog.DecideInstance gives the verdict, package grading the status.
 package executor
 
 import (
@@ -10,12 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"ctxlab/dataset/swebench"
-	"ctxlab/grading/sandbox"
 	"ctxlab/grading/testlog"
 	"ctxlab/patch/diff"
 )
@@ -108,34 +109,6 @@ func New(name string) (Executor, error) {
 		return Docker{}, nil
 	}
 	return nil, fmt.Errorf("unknown grading executor %q (known: local, docker)", name)
-}
-
-// Decide grades a run's report by the rule of the harness the instance comes from: Multi-SWE-bench's for its rows
-// (testlog.DecideMultiSWEBench, with the row's NoNewFailures), SWE-bench's grading.py for every other
-// (testlog.Decide).
-func Decide(in swebench.Instance, rep testlog.Report) testlog.Verdict {
-	if in.Format == swebench.FormatMultiSWEBench {
-		return testlog.DecideMultiSWEBench(in.FailToPass, in.PassToPass, in.NoNewFailures, rep)
-	}
-	return testlog.Decide(in.FailToPass, in.PassToPass, rep)
-}
-
-// TempPrefix starts the name of every grading folder; the process id follows, so stale folders of dead processes
-// can be told from live ones.
-const TempPrefix = "ctxlab-grade-"
-
-// TempDir makes a fresh grading folder in the system's temporary folder.
-func TempDir() (string, error) {
-	return os.MkdirTemp("", fmt.Sprintf("%s%d-", TempPrefix, os.Getpid()))
-}
-
-// CleanStale removes grading folders under dir (the system's temporary folder when empty) left by processes that
-// no longer run, such as a worker killed in the middle of a grade. It returns how many it removed.
-func CleanStale(dir string) (int, error) {
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	return sandbox.RemoveDead(dir, TempPrefix)
 }
 
 // TestFiles lists the files a test patch touches, as the harness's get_test_directives does.

@@ -84,7 +84,9 @@ func python(t *testing.T) string {
 	return py
 }
 
-func decide(in swebench.Instance, res Result) testlog.Verdict { return Decide(in, res.Report) }
+func decide(in swebench.Instance, res Result) testlog.Verdict {
+	return testlog.DecideInstance(in, res.Report)
+}
 
 func TestImageName(t *testing.T) {
 	for id, want := range map[string]string{

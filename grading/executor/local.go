@@ -108,18 +108,6 @@ func (l Local) run(ctx context.Context, r Request, withPatch bool) (Result, erro
 	return res, markRun(err)
 }
 
-// applyModelPatch applies r's model patch to the worktree dir, recording in res how it applied and which test files
-// it touched; not applied (and no error) when it does not apply.
-func applyModelPatch(r Request, lang, dir string, reset map[string]bool, res *Result) (bool, error) {
-	rep, err := diff.Apply(dir, r.Patch, diff.Options{})
-	res.Apply = rep
-	if err != nil {
-		res.ApplyErr = err.Error()
-		return false, nil
-	}
-	return true, recordTestFiles(r, lang, rep, reset, res)
-}
-
 // gradeWithoutPatch grades r again in a fresh worktree without the model patch: what its tests could not import and
 // whether any of the instance's tests ran.
 func (l Local) gradeWithoutPatch(ctx context.Context, r Request, modules map[string]bool) (baseRun, error) {
@@ -159,47 +147,6 @@ func joinNotes(note string, env *pythonEnv) string {
 	return strings.Join(parts, "; ")
 }
 
-// filesToReset are the files reset to base_commit after the model patch, in the harness's order: the model patch
-// goes onto base_commit; then the eval script resets the test patch's files to base_commit (discarding the model's
-// edits to them) and applies the test patch. The model's other test files are reset the same way unless the config
-// keeps them.
-func filesToReset(r Request, lang string) (map[string]bool, error) {
-	testPaths, err := diff.SafePaths(r.Instance.TestPatch)
-	if err != nil {
-		return nil, fmt.Errorf("instance %s: %w: %v", r.Instance.InstanceID, ErrTestPatch, err)
-	}
-	reset := map[string]bool{}
-	for _, p := range testPaths {
-		reset[p] = true
-	}
-	// A patch SafePaths refuses is refused by Apply too, with the same parser, and nothing is written.
-	modelPaths, _ := diff.SafePaths(r.Patch)
-	for _, p := range modelPaths {
-		if IsTestFile(lang, p) && !r.Config.modelTestsKept() {
-			reset[p] = true
-		}
-	}
-	return reset, nil
-}
-
-// recordTestFiles records in res the test files the applied patch rep wrote that are reset (dropped) and those
-// that are kept, and fails should it have written a test file that was not saved to be reset.
-func recordTestFiles(r Request, lang string, rep diff.Report, reset map[string]bool, res *Result) error {
-	for _, p := range rep.Files {
-		switch {
-		case reset[p]:
-			res.TestFilesDropped = append(res.TestFilesDropped, p)
-		case IsTestFile(lang, p) && !r.Config.modelTestsKept():
-			// Fail closed should Apply ever write a path SafePaths did not list.
-			return fmt.Errorf("instance %s: the model patch wrote test file %s, which was not saved to be reset",
-				r.Instance.InstanceID, p)
-		case IsTestFile(lang, p) && !slices.Contains(rep.Deleted, p):
-			res.ModelTestFiles = append(res.ModelTestFiles, p)
-		}
-	}
-	return nil
-}
-
 // localTestOptions are the test run's options in the worktree dir: go test -json for a Go module with no
 // configured command, else the Python command, started through ctxlab's Python runner (pythonRunner);
 // modelTests are the model's own test files, which the run leaves out. cleanup removes what the options need
@@ -216,7 +163,7 @@ func localTestOptions(ctx context.Context, r Request, lang, dir string, modelTes
 			return o, nil, errkind.Mark(errkind.Toolchain, fmt.Errorf("instance %s: no Go toolchain to build "+
 				"the tests with (install Go, or put the go command on PATH): %w", r.Instance.InstanceID, err))
 		}
-		// A Multi-SWE-bench row's tests that must not newly fail run too (Decide checks them).
+		// A Multi-SWE-bench row's tests that must not newly fail run too (testlog.DecideInstance checks them).
 		o.Tests = slices.Concat(r.Instance.FailToPass, r.Instance.PassToPass, r.Instance.NoNewFailures)
 		return o, func() {}, nil
 	}
@@ -267,60 +214,6 @@ func goLayoutWithTestPatch(base testrun.GoLayout, dir, testPatch string) (*testr
 		l = base.WithModulesOf(after, paths)
 	}
 	return &l, nil
-}
-
-// savedFiles are the base_commit contents of the test patch's files; absent ones are in missing.
-type savedFiles struct {
-	dir     string
-	files   map[string][]byte
-	missing map[string]bool
-}
-
-func saveFiles(dir string, paths []string) (savedFiles, error) {
-	s := savedFiles{dir: dir, files: map[string][]byte{}, missing: map[string]bool{}}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return s, err
-	}
-	defer root.Close()
-	for _, p := range paths {
-		b, err := root.ReadFile(p)
-		switch {
-		case os.IsNotExist(err):
-			s.missing[p] = true
-		case err != nil:
-			return s, err
-		default:
-			s.files[p] = b
-		}
-	}
-	return s, nil
-}
-
-// restore puts the saved contents back, as `git checkout base_commit -- files` does, removing files that did not
-// exist. Writes go through an os.Root, so a symbolic link the model patch could not make anyway cannot lead out.
-func (s savedFiles) restore() error {
-	root, err := os.OpenRoot(s.dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	for p := range s.missing {
-		if err := root.Remove(p); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("resetting %s: %w", p, err)
-		}
-	}
-	for p, b := range s.files {
-		if d := filepath.Dir(p); d != "." {
-			if err := root.MkdirAll(d, 0o755); err != nil {
-				return fmt.Errorf("resetting %s: %w", p, err)
-			}
-		}
-		if err := root.WriteFile(p, b, 0o644); err != nil {
-			return fmt.Errorf("resetting %s: %w", p, err)
-		}
-	}
-	return nil
 }
 
 // pythonRun is how the local executor runs an instance's Python tests.

@@ -229,7 +229,7 @@ func TestPythonParityCPythonSuite(t *testing.T) {
 				if !res.Ran {
 					t.Fatalf("%s: the patch did not apply: %s", scenario.name, res.ApplyErr)
 				}
-				v := Decide(in, res.Report)
+				v := testlog.DecideInstance(in, res.Report)
 				var n tally
 				for _, id := range ids {
 					n.tests++

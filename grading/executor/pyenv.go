@@ -551,7 +551,7 @@ type baseRun struct {
 // or make the install fail; and in either executor the patch's code can raise ModuleNotFoundError for any name.
 func environmentFailure(ctx context.Context, r Request, rep testlog.Report, setup setupStatus,
 	base func(context.Context) (baseRun, error)) error {
-	if Decide(r.Instance, rep).Resolved {
+	if testlog.DecideInstance(r.Instance, rep).Resolved {
 		return nil
 	}
 	ours := patchImports(r.Patch)

@@ -3,6 +3,8 @@ package testlog
 import (
 	"sort"
 	"strings"
+
+	"ctxlab/dataset/swebench"
 )
 
 // Verdict is the grading of one instance. Every listed test lands in exactly one of Passed, Failed, Missing or
@@ -18,6 +20,15 @@ type Verdict struct {
 	// Regressed lists tests outside the lists that Multi-SWE-bench forbids to fail and that failed
 	// (DecideMultiSWEBench); always empty for Decide.
 	Regressed []string `json:"regressed,omitempty"`
+}
+
+// DecideInstance grades a run's report by the rule of the harness the instance comes from: Multi-SWE-bench's for
+// its rows (DecideMultiSWEBench, with the row's NoNewFailures), SWE-bench's grading.py for every other (Decide).
+func DecideInstance(in swebench.Instance, rep Report) Verdict {
+	if in.Format == swebench.FormatMultiSWEBench {
+		return DecideMultiSWEBench(in.FailToPass, in.PassToPass, in.NoNewFailures, rep)
+	}
+	return Decide(in.FailToPass, in.PassToPass, rep)
 }
 
 // Decide grades a run by the SWE-bench harness's rule (SWE-bench/SWE-bench swebench/harness/grading.py, v4.0.x at

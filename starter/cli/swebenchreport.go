@@ -10,9 +10,8 @@ import (
 	"strings"
 
 	"ctxlab/activities/api/errkind"
-	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
-	"ctxlab/grading/executor"
+	"ctxlab/grading"
 	"ctxlab/internal/safename"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
@@ -121,33 +120,33 @@ const (
 type harnessOutcome struct {
 	list      reportList
 	completed bool // a report.json is written
-	failure   executor.Failure
+	failure   grading.Failure
 }
 
 // outcomeOf places a graded row: a verdict (resolved, unresolved, 5.0's ambiguous failures among the unresolved),
 // an empty patch, a patch that did not apply (the harness's error), or a row error, which its kind labels
-// (executor.KindFailure: the environment's are infrastructure failures).
+// (grading.KindFailure: the environment's are infrastructure failures).
 func outcomeOf(r results.Row, log string) harnessOutcome {
 	status := r.String(specs.GradeStatus.Name)
 	if r.String(results.FieldError) != "" {
 		k, _ := errkind.OfType(results.ErrorKind(r))
-		f := executor.KindFailure(k)
+		f := grading.KindFailure(k)
 		if f.Infra {
 			return harnessOutcome{list: inInfraFailure, failure: f}
 		}
 		return harnessOutcome{list: inError}
 	}
 	switch status {
-	case steps.GradeResolved:
+	case grading.StatusResolved:
 		return harnessOutcome{list: inResolved, completed: true}
-	case steps.GradeEmptyPatch:
+	case grading.StatusEmptyPatch:
 		return harnessOutcome{list: inEmptyPatch}
-	case steps.GradeBadPatch, steps.GradePatchFailed, "":
+	case grading.StatusMalformed, grading.StatusPatchFailed, "":
 		return harnessOutcome{list: inError}
 	}
 	exit, ok := r.Float(specs.GradeExitCode.Name)
 	return harnessOutcome{list: inUnresolved, completed: true,
-		failure: executor.StatusFailure(status, int(exit), ok, log)}
+		failure: grading.StatusFailure(status, int(exit), ok, log)}
 }
 
 // writeHarnessOutput writes the harness's evaluation output of a `starter grade` run into its run folder (see the

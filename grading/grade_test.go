@@ -1,4 +1,4 @@
-package steps
+package grading
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func TestGradeDropsModelTestFiles(t *testing.T) {
 	}
 	grade := func(patch, modelTests string) map[string]any {
 		t.Helper()
-		out, err := GradePatch(context.Background(), executor.Local{}, store, GradeRequest{Instance: in, Patch: patch,
+		out, err := Grade(context.Background(), executor.Local{}, store, Request{Instance: in, Patch: patch,
 			Grading:     specs.Grading{Executor: "local", Timeout: specs.Duration(5 * time.Minute), ModelTests: modelTests},
 			Materialize: materialize})
 		if err != nil {

@@ -1,11 +1,9 @@
-package executor_test
+package grading
 
 import (
 	"testing"
 
 	"ctxlab/activities/api/errkind"
-	"ctxlab/activities/steps"
-	"ctxlab/grading/executor"
 )
 
 // TestFailureLabels pins ctxlab's failure classes to SWE-bench 5.0's labels in its run report (schema_version 2):
@@ -17,10 +15,10 @@ import (
 // harness, so which side each ctxlab kind and status falls on is ctxlab's reading (docs/grading.md, "SWE-bench
 // 5.0"); every kind and every status a grade can end with is listed, so a new one must be placed.
 func TestFailureLabels(t *testing.T) {
-	infra := func(reason string) executor.Failure { return executor.Failure{Infra: true, Reason: reason} }
-	ambiguous := func(reason string) executor.Failure { return executor.Failure{Ambiguous: true, Reason: reason} }
-	none := executor.Failure{}
-	kinds := map[errkind.Kind]executor.Failure{
+	infra := func(reason string) Failure { return Failure{Infra: true, Reason: reason} }
+	ambiguous := func(reason string) Failure { return Failure{Ambiguous: true, Reason: reason} }
+	none := Failure{}
+	kinds := map[errkind.Kind]Failure{
 		// The model's and the endpoint's failures, and the configuration's: the harness's errors, no label.
 		errkind.ContextLength: none, errkind.RateLimit: none, errkind.Server: none, errkind.Timeout: none,
 		errkind.BadResponse: none, errkind.RepeatedError: none, errkind.ContextCapacity: none,
@@ -30,9 +28,9 @@ func TestFailureLabels(t *testing.T) {
 		// The dataset's row (a test patch that does not apply): a broken environment, as 5.0's pre-flight says.
 		errkind.BadInput: infra("bad_input"),
 		// The grading machine's.
-		errkind.MissingRunner: infra(executor.ReasonMissingModule),
+		errkind.MissingRunner: infra(ReasonMissingModule),
 		// What a row's or spec's install_config needs and the machine lacks (a Debian or Python package, a module).
-		errkind.PythonEnvironment: infra(executor.ReasonMissingModule),
+		errkind.PythonEnvironment: infra(ReasonMissingModule),
 		errkind.Toolchain:         infra("toolchain"),
 		errkind.ModuleDownload:    infra("module_download"),
 		errkind.DockerImage:       infra("docker_image"),
@@ -53,7 +51,7 @@ func TestFailureLabels(t *testing.T) {
 			t.Errorf("kind %s has no 5.0 label in this table: place it", k)
 			continue
 		}
-		if got := executor.KindFailure(k); got != want {
+		if got := KindFailure(k); got != want {
 			t.Errorf("kind %s: %+v, want %+v", k, got, want)
 		}
 	}
@@ -63,22 +61,22 @@ func TestFailureLabels(t *testing.T) {
 		exit      int
 		exitKnown bool
 		log       string
-		want      executor.Failure
+		want      Failure
 	}{
-		{steps.GradeUnresolved, 1, true, "", none},
-		{steps.GradeTestsMissing, 2, true, "", none},
-		{steps.GradeBuildFailed, 1, true, "", none},
-		{steps.GradeExitCodeMismatch, 1, true, "", none}, // a forgery the exit code caught is the model's doing
-		{steps.GradeTimeout, -1, true, "", ambiguous(executor.ReasonTestsTimedOut)},
-		{steps.GradeNoTests, 5, true, "", ambiguous(executor.ReasonNoTestsCollected)},
-		{steps.GradeNameMismatch, 0, true, "", ambiguous("tests_name_mismatch")},
-		{steps.GradeUnresolved, 137, true, "", ambiguous(executor.ReasonOutOfMemory)},
-		{steps.GradeTestsMissing, -1, true, "", ambiguous(executor.ReasonOutOfMemory)},
-		{steps.GradeUnresolved, 137, false, "", none},
-		{steps.GradeTestsMissing, 2, true, "E   ModuleNotFoundError: No module named 'numpy'\n",
-			ambiguous(executor.ReasonMissingModule)},
+		{StatusUnresolved, 1, true, "", none},
+		{StatusTestsMissing, 2, true, "", none},
+		{StatusBuildFailed, 1, true, "", none},
+		{StatusExitCodeMismatch, 1, true, "", none}, // a forgery the exit code caught is the model's doing
+		{StatusTimeout, -1, true, "", ambiguous(ReasonTestsTimedOut)},
+		{StatusNoTests, 5, true, "", ambiguous(ReasonNoTestsCollected)},
+		{StatusNameMismatch, 0, true, "", ambiguous("tests_name_mismatch")},
+		{StatusUnresolved, 137, true, "", ambiguous(ReasonOutOfMemory)},
+		{StatusTestsMissing, -1, true, "", ambiguous(ReasonOutOfMemory)},
+		{StatusUnresolved, 137, false, "", none},
+		{StatusTestsMissing, 2, true, "E   ModuleNotFoundError: No module named 'numpy'\n",
+			ambiguous(ReasonMissingModule)},
 	} {
-		if got := executor.StatusFailure(c.status, c.exit, c.exitKnown, c.log); got != c.want {
+		if got := StatusFailure(c.status, c.exit, c.exitKnown, c.log); got != c.want {
 			t.Errorf("%s (exit %d, known %v): %+v, want %+v", c.status, c.exit, c.exitKnown, got, c.want)
 		}
 	}
