@@ -11,9 +11,12 @@
 //   - decide: grading/testlog (decide.go: the harnesses' rules on the listed tests) and decide.go here (the run's
 //     status: SWE-bench 5.0's rejections, build failures, names that match nothing, and whose failure a build
 //     failure is);
-//   - report: row.go (the row's fields: how the patch applied, the verdict, the tests at fault) and labels.go
-//     (SWE-bench 5.0's failure labels).
+//   - report: row.go (the row's fields: how the patch applied, the verdict, the tests at fault), labels.go
+//     (SWE-bench 5.0's failure labels) and report.go (the harness's log tree and run report of a grade run).
 //
 // grade.go runs the stages for one patch (Grade), again while a failing grade may be a flake. The package links
-// nothing of package activities or Temporal: the grade step (activities/steps) and `starter grade` both call it.
+// nothing of package activities or Temporal. The grade step (activities/steps/grade.go) calls Grade for every
+// grade node, a sweep's and `starter grade`'s (each prediction a grade plan, so that its row is built, memoized and
+// resumed as a sweep's is); `starter grade` calls the rest of the tree itself: the executors' settings, checks and
+// images, and the harness's report.
 package grading

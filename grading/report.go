@@ -1,4 +1,4 @@
-package cli
+package grading
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"ctxlab/activities/api/errkind"
 	"ctxlab/dataset/swebench"
-	"ctxlab/grading"
 	"ctxlab/internal/safename"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
@@ -19,9 +19,9 @@ import (
 	"ctxlab/store/cas"
 )
 
-// The SWE-bench harness's evaluation output, which `starter grade` writes into the run folder so that tools written
-// for the harness read ctxlab's grading unchanged (run from the run folder, as the harness's outputs are read from
-// the folder it ran in):
+// The report stage: the SWE-bench harness's evaluation output, which `starter grade` writes into the run folder
+// (WriteHarnessOutput) so that tools written for the harness read ctxlab's grading unchanged (run from the run
+// folder, as the harness's outputs are read from the folder it ran in):
 //
 //	logs/run_evaluation/<run_id>/<model>/<instance_id>/{report.json, test_output.txt, run_instance.log, patch.diff}
 //	logs/run_evaluation/<run_id>/run.json
@@ -49,10 +49,18 @@ const (
 	passToFail = "PASS_TO_FAIL"
 )
 
-// graded is one graded prediction: its row and the stored log of its test runs ("" when none ran).
-type graded struct {
-	row results.Row
-	log cas.Ref
+// Graded is one graded prediction: its row (the grade's fields merged with the rest of its arm's, as the run folder
+// holds it) and the stored log of its test runs (Outcome.Log; "" when none ran).
+type Graded struct {
+	Row results.Row
+	Log cas.Ref
+}
+
+// HarnessRun is what run.json says of a grade run: its id (the run's name), the dataset and predictions files as
+// given, and the grading settings' executor and timeout.
+type HarnessRun struct {
+	ID, Dataset, Predictions, Executor string
+	Timeout                            time.Duration
 }
 
 // instanceReport is an instance's report.json entry (grading.py's get_eval_report, with 5.0's infra_failure).
@@ -120,50 +128,53 @@ const (
 type harnessOutcome struct {
 	list      reportList
 	completed bool // a report.json is written
-	failure   grading.Failure
+	failure   Failure
 }
 
 // outcomeOf places a graded row: a verdict (resolved, unresolved, 5.0's ambiguous failures among the unresolved),
 // an empty patch, a patch that did not apply (the harness's error), or a row error, which its kind labels
-// (grading.KindFailure: the environment's are infrastructure failures).
+// (KindFailure: the environment's are infrastructure failures).
 func outcomeOf(r results.Row, log string) harnessOutcome {
 	status := r.String(specs.GradeStatus.Name)
 	if r.String(results.FieldError) != "" {
 		k, _ := errkind.OfType(results.ErrorKind(r))
-		f := grading.KindFailure(k)
+		f := KindFailure(k)
 		if f.Infra {
 			return harnessOutcome{list: inInfraFailure, failure: f}
 		}
 		return harnessOutcome{list: inError}
 	}
 	switch status {
-	case grading.StatusResolved:
+	case StatusResolved:
 		return harnessOutcome{list: inResolved, completed: true}
-	case grading.StatusEmptyPatch:
+	case StatusEmptyPatch:
 		return harnessOutcome{list: inEmptyPatch}
-	case grading.StatusMalformed, grading.StatusPatchFailed, "":
+	case StatusMalformed, StatusPatchFailed, "":
 		return harnessOutcome{list: inError}
 	}
 	exit, ok := r.Float(specs.GradeExitCode.Name)
 	return harnessOutcome{list: inUnresolved, completed: true,
-		failure: grading.StatusFailure(status, int(exit), ok, log)}
+		failure: StatusFailure(status, int(exit), ok, log)}
 }
 
-// writeHarnessOutput writes the harness's evaluation output of a `starter grade` run into its run folder (see the
-// top of this file). dataset is every row of the dataset, preds and out the graded predictions and their rows in
-// the same order.
-func writeHarnessOutput(ctx context.Context, store cas.Store, runDir, runID string, o gradeOptions,
-	dataset []swebench.Instance, byID map[string]swebench.Instance, preds []predictions.Prediction, out []graded) error {
+// WriteHarnessOutput writes the harness's evaluation output of a grade run into its run folder (see the top of this
+// file). dataset is every row of the dataset, preds and out the graded predictions and their rows in the same order.
+func WriteHarnessOutput(ctx context.Context, store cas.Store, runDir string, run HarnessRun,
+	dataset []swebench.Instance, preds []predictions.Prediction, out []Graded) error {
 	root, err := os.OpenRoot(runDir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	runLogs := path.Join(harnessLogDir, safename.File(runID))
-	meta := runMetadata{RunID: runID, Dataset: o.dataset, Split: "test", Predictions: o.predictions,
-		Timeout: int(o.grading.Timeout.D().Seconds()), Executor: o.grading.Executor}
+	runLogs := path.Join(harnessLogDir, safename.File(run.ID))
+	meta := runMetadata{RunID: run.ID, Dataset: run.Dataset, Split: "test", Predictions: run.Predictions,
+		Timeout: int(run.Timeout.Seconds()), Executor: run.Executor}
 	if err := writeJSON(root, path.Join(runLogs, harnessRunMetadata), meta); err != nil {
 		return err
+	}
+	byID := map[string]swebench.Instance{}
+	for _, in := range dataset {
+		byID[in.InstanceID] = in
 	}
 	reports := map[string]*harnessRunReport{}
 	var models []string
@@ -176,18 +187,18 @@ func writeHarnessOutput(ctx context.Context, store cas.Store, runDir, runID stri
 			models = append(models, model)
 		}
 		var log []byte
-		if out[i].log != "" {
-			if log, err = store.Get(ctx, out[i].log); err != nil {
+		if out[i].Log != "" {
+			if log, err = store.Get(ctx, out[i].Log); err != nil {
 				return err
 			}
 		}
-		oc := outcomeOf(out[i].row, string(log))
+		oc := outcomeOf(out[i].Row, string(log))
 		rep.add(p.InstanceID, oc)
 		if oc.list == inEmptyPatch {
 			continue // the harness runs nothing for it, and writes no folder
 		}
 		dir := path.Join(runLogs, safename.File(model), safename.File(p.InstanceID))
-		if err := writeInstanceLogs(root, dir, byID[p.InstanceID], p, out[i].row, oc, log); err != nil {
+		if err := writeInstanceLogs(root, dir, byID[p.InstanceID], p, out[i].Row, oc, log); err != nil {
 			return err
 		}
 	}
@@ -199,7 +210,7 @@ func writeHarnessOutput(ctx context.Context, store cas.Store, runDir, runID stri
 			}
 		}
 		rep.finish()
-		if err := writeJSON(root, safename.File(model+"."+runID+".json"), rep); err != nil {
+		if err := writeJSON(root, safename.File(model+"."+run.ID+".json"), rep); err != nil {
 			return err
 		}
 	}
@@ -278,8 +289,10 @@ func writeInstanceLogs(root *os.Root, dir string, in swebench.Instance, p predic
 // testsStatus is the harness's per-category success and failure lists (get_eval_tests_report) from a row: a
 // listed test that failed or had no result failed; one that was skipped counts neither way, as in Decide.
 func testsStatus(in swebench.Instance, r results.Row) map[string]map[string][]string {
-	failed := append(stringsOf(r[specs.TestsFailed.Name]), stringsOf(r[specs.TestsMissing.Name])...)
-	skipped := stringsOf(r[specs.TestsSkipped.Name])
+	failed, _ := specs.TestsFailed.Get(r)
+	missing, _ := specs.TestsMissing.Get(r)
+	failed = append(slices.Clip(failed), missing...)
+	skipped, _ := specs.TestsSkipped.Get(r)
 	split := func(names []string) map[string][]string {
 		m := map[string][]string{"success": {}, "failure": {}}
 		for _, n := range names {
@@ -306,7 +319,7 @@ func instanceLog(in swebench.Instance, r results.Row, oc harnessOutcome) string 
 			fmt.Fprintf(&b, "%s: %s\n", f, v)
 		}
 	}
-	if reason := reasonOf(r); reason != "" {
+	if reason := Explanation(r); reason != "" {
 		fmt.Fprintf(&b, "reason: %s\n", reason)
 	}
 	if oc.completed {
@@ -337,4 +350,30 @@ func writeFile(root *os.Root, name string, b []byte) error {
 		return err
 	}
 	return root.Rename(tmp, name)
+}
+
+// Explanation is the first line of whatever explains a graded row's status (its error, the grade's error, build
+// error or note, else the listed tests that did not pass), shortened for a summary line.
+func Explanation(r results.Row) string {
+	for _, f := range []string{results.FieldError, specs.GradeError.Name, specs.GradeBuildError.Name, specs.GradeNote.Name} {
+		if text := strings.TrimSpace(r.String(f)); text != "" {
+			line, _, _ := strings.Cut(text, "\n")
+			if len(line) > 160 {
+				line = line[:160] + "..."
+			}
+			return line
+		}
+	}
+	// Otherwise the listed tests that did not pass say it.
+	var parts []string
+	for _, f := range []specs.Field[[]string]{specs.TestsMissing, specs.TestsFailed, specs.TestsSkipped} {
+		if names, _ := f.Get(r); len(names) > 0 {
+			more := ""
+			if len(names) > 5 {
+				names, more = names[:5], fmt.Sprintf(" (+%d)", len(names)-5)
+			}
+			parts = append(parts, strings.TrimPrefix(f.Name, "tests_")+": "+strings.Join(names, ", ")+more)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
