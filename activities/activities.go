@@ -51,7 +51,7 @@ type Activities struct {
 	mu        sync.Mutex
 	stores    map[string]cas.Store
 	objects   map[string]objects.Store
-	spending  steps.Spending
+	budgets   budgets
 	shippers  map[string]*runlog.Shipper // by run and file, with a shared store
 	cacheOnce sync.Once
 	cache     objects.Store
@@ -313,13 +313,13 @@ func (a *Activities) cacheObjects() objects.Store {
 	return a.cache
 }
 
-// env is what the step of a node's attempt may use: the run's stores and folder, this process's caches, spend
-// tallies and log, and heartbeats to Temporal.
+// env is what the step of a node's attempt may use: the run's stores and folder, this process's caches, the
+// run's budget and the log, and heartbeats to Temporal.
 func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store, objs objects.Store) steps.Env {
 	return steps.Env{Node: in, Store: store, Objects: objs, RunDir: a.RunDir(in.Run), Log: a.Log, Text: a.textCache(),
 		Rankings: a.rankings(),
 		Models: steps.Models{Cache: a.cacheObjects(), NoCache: a.NoCache, Provider: a.newProvider,
-			Spending: &a.spending},
+			Budget: a.budget(ctx, in)},
 		Heartbeat: func() { recordHeartbeat(ctx) }, Executor: a.newExecutor, Turns: agentTurns{a},
 		Record: func(file string, v any) error { return a.record(in.Run, file, v) },
 		Shipped: func(ctx context.Context, path string) (string, error) {

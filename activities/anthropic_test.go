@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/api"
-	"ctxlab/activities/steps"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/testkit/fakeanthropic"
@@ -44,17 +43,13 @@ func TestAnthropicModelCall(t *testing.T) {
 	}
 
 	// The worst case: 2,000 answer tokens at $15 per million is $0.03 on its own, so a cap below it sends nothing.
-	if err := steps.WriteLimits(f.a.RunDir("t"), steps.RunLimits{SpendUSD: 0.029}); err != nil {
-		t.Fatal(err)
-	}
+	f.a.setSpendCap("t", 0.029)
 	_, err := localize(0)
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != api.ErrSpendLimit || len(fake.Requests()) != 0 {
 		t.Fatalf("under a cap below max_tokens' worth: %v, %d requests", err, len(fake.Requests()))
 	}
-	if err := steps.WriteLimits(f.a.RunDir("t"), steps.RunLimits{SpendUSD: 10}); err != nil {
-		t.Fatal(err)
-	}
+	f.a.setSpendCap("t", 10)
 	first := f.must(localize(0))
 	reqs := fake.Requests()
 	if len(reqs) != 1 || reqs[0].TaskName != "localize" || reqs[0].Breakpoints() == 0 || *reqs[0].MaxTokens != 2000 {

@@ -14,7 +14,6 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/respcache"
-	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -151,9 +150,7 @@ func TestSpendCap(t *testing.T) {
 	runDir := p.a.RunDir("t")
 	setCap := func(usd float64) {
 		t.Helper()
-		if err := steps.WriteLimits(runDir, steps.RunLimits{SpendUSD: usd}); err != nil {
-			t.Fatal(err)
-		}
+		p.a.setSpendCap("t", usd)
 	}
 	wantCapped := func(err error) {
 		t.Helper()
@@ -170,11 +167,14 @@ func TestSpendCap(t *testing.T) {
 	}
 	setCap(10)
 	p.must(p.localize(0, "a"))
-	spent, err := p.a.spending.Spent(p.a.RunDir("t"))
-	if err != nil || spent <= 0 {
-		t.Fatalf("spent $%v (%v) after a paid call", spent, err)
+	spent := p.a.settledBudget(t, "t", -1).SpentUSD
+	if spent <= 0 {
+		t.Fatalf("spent $%v after a paid call", spent)
 	}
-	setCap(spent + 1e-4) // room for less than one more call's worst case
+	// Room for less than one more call's worst case. A lowered cap stops calls once the allowance the worker's
+	// purse holds is given back (idle for a second) or used up.
+	setCap(spent + 1e-4)
+	p.a.settledBudget(t, "t", spent)
 	_, err = p.localize(1, "a")
 	wantCapped(err)
 	if got := p.srv.Calls(); got != 1 {

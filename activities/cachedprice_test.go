@@ -68,7 +68,7 @@ func TestBilledFailureIsSpend(t *testing.T) {
 	if c := calls[0]; c.Error == "" || c.PromptTokens != 200 || c.CompletionTokens != 100 || math.Abs(c.CostUSD-want) > 1e-12 {
 		t.Errorf("ledger line %+v: want the failure with 200+100 tokens, $%v", c, want)
 	}
-	if spent, err := p.a.spending.Spent(p.a.RunDir("t")); err != nil || math.Abs(spent-want) > 1e-12 {
-		t.Errorf("spent $%v (%v), want $%v", spent, err, want)
+	if spent := p.a.settledBudget(t, "t", want).SpentUSD; math.Abs(spent-want) > 1e-12 {
+		t.Errorf("the budget counts $%v spent, want $%v", spent, want)
 	}
 }

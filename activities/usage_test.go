@@ -7,7 +7,6 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
-	"ctxlab/activities/steps"
 	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
 )
@@ -27,9 +26,7 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 	f.a.newProvider = func(m specs.Model, _ string) (llm.Provider, error) {
 		return llm.New(m, llm.WithAttempts(2), llm.WithBaseDelay(time.Millisecond))
 	}
-	if err := steps.WriteLimits(f.a.RunDir("t"), steps.RunLimits{SpendUSD: 1.1}); err != nil {
-		t.Fatal(err)
-	}
+	f.a.setSpendCap("t", 1.1)
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt", "price": map[string]any{"input": 1000.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
 	co := f.must(f.node("checkout", inst, nil, nil))
@@ -57,8 +54,7 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 	if typ, _ := typeOf(t, err); typ != api.ErrSpendLimit {
 		t.Errorf("the third paid call: %v; want the spend cap to stop it", err)
 	}
-	spent, err := f.a.spending.Spent(f.a.RunDir("t"))
-	if err != nil || spent != 1.0 {
-		t.Errorf("spent $%v (%v), want $1.00", spent, err)
+	if spent := f.a.settledBudget(t, "t", 1).SpentUSD; spent != 1.0 {
+		t.Errorf("the budget counts $%v spent, want $1.00", spent)
 	}
 }

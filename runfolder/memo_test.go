@@ -76,37 +76,9 @@ func TestMemoOfAnEmptyOutputAndMissingMemos(t *testing.T) {
 	}
 }
 
-// TestLimitsRoundTrip: limits are written indented with a final newline, read back, and a folder without them has
-// none.
-func TestLimitsRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	type limits struct {
-		SpendUSD float64 `json:"spend_usd,omitempty"`
-	}
-	got := limits{SpendUSD: 7}
-	if err := runfolder.ReadLimits(dir, &got); err != nil || got.SpendUSD != 7 {
-		t.Fatalf("no file: %+v, %v; want the value left as it was", got, err)
-	}
-	if err := runfolder.WriteLimits(dir, limits{SpendUSD: 2.5}); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(runfolder.Limits(dir)); string(b) != "{\n  \"spend_usd\": 2.5\n}\n" {
-		t.Errorf("limits file %q", b)
-	}
-	if err := runfolder.ReadLimits(dir, &got); err != nil || got.SpendUSD != 2.5 {
-		t.Errorf("read back %+v, %v", got, err)
-	}
-	if err := os.WriteFile(runfolder.Limits(dir), []byte("{"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := runfolder.ReadLimits(dir, &got); err == nil {
-		t.Error("a torn limits file read")
-	}
-}
-
-// TestWriteAtomicConcurrently: writers of one path at once (two workers finishing the same node, a starter and a
-// worker writing the limits) each succeed, and a reader only ever sees one writer's whole file, never a mix or a
-// part: a shared temporary name let one writer rename another's half-written file into place.
+// TestWriteAtomicConcurrently: writers of one path at once (two workers finishing the same node) each succeed, and
+// a reader only ever sees one writer's whole file, never a mix or a part: a shared temporary name let one writer
+// rename another's half-written file into place.
 func TestWriteAtomicConcurrently(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "memo.json")
 	const writers, size = 8, 1 << 16

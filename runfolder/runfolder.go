@@ -1,7 +1,7 @@
 // Package runfolder declares the layout of a run folder (runs/NAME): the name of every file and folder the
 // starter, the activities, results and runlog read or write there, each once. Callers build paths with its
 // functions instead of joining literals, so a reader finds the whole layout here. It holds what the folder's files
-// are made of too: the node memos' format (memo.go), the limits file (limits.go), the atomic writes both use, and the
+// are made of too: the node memos' format (memo.go), the atomic writes they use, and the
 // repair of a JSON-lines file a killed process left a torn line in (repair.go: results.Store locks the rows file and
 // calls it).
 //
@@ -30,8 +30,6 @@ const (
 	AttemptsFile = "attempts.jsonl"
 	// CallsFile records every model call, paid or served from the response cache (runlog.Call lines).
 	CallsFile = "calls.jsonl"
-	// LimitsFile holds the limits of the spec last run (WriteLimits), which workers read.
-	LimitsFile = "limits.json"
 	// SpecFile records the compiled spec of the last run, for report and status.
 	SpecFile = "spec.json"
 	// ServerFile names the address of the Temporal server of the starter that owns the run.
@@ -61,8 +59,6 @@ const (
 	RankingsDir = "rankings"
 	// CASDir is the default content store (and the response cache's folder).
 	CASDir = "cas"
-	// LimitsDir holds the rate and concurrency slots per provider and the spend reservations.
-	LimitsDir = "limits"
 	// DatasetDir holds a generated dataset (the demo's).
 	DatasetDir = "dataset"
 	// ReposDir holds the clones of the instances' repositories.
@@ -81,8 +77,8 @@ const (
 // Files are the files of a run folder that starter run and its activities append to or replace; Dirs the folders
 // they write into. A run folder where one of them is something else cannot be written.
 var (
-	Files = []string{RowsFile, SummaryFile, RetriedFile, AttemptsFile, CallsFile, LimitsFile, SpecFile, ServerFile}
-	Dirs  = []string{NodesDir, GradesDir, RankingsDir, CASDir, LimitsDir, DatasetDir}
+	Files = []string{RowsFile, SummaryFile, RetriedFile, AttemptsFile, CallsFile, SpecFile, ServerFile}
+	Dirs  = []string{NodesDir, GradesDir, RankingsDir, CASDir, DatasetDir}
 )
 
 // Rows is the rows file of the run folder dir.
@@ -99,9 +95,6 @@ func Attempts(dir string) string { return filepath.Join(dir, AttemptsFile) }
 
 // Calls is the run's ledger of model calls.
 func Calls(dir string) string { return filepath.Join(dir, CallsFile) }
-
-// Limits is the file of the run's limits.
-func Limits(dir string) string { return filepath.Join(dir, LimitsFile) }
 
 // Spec is the record of the run's compiled spec.
 func Spec(dir string) string { return filepath.Join(dir, SpecFile) }
@@ -164,14 +157,6 @@ func CAS(dir string) string { return filepath.Join(dir, CASDir) }
 
 // Embeddings is the content store's folder of embedding indexes.
 func Embeddings(dir string) string { return filepath.Join(dir, filepath.FromSlash(EmbeddingsKey)) }
-
-// ProviderLimits is the folder of a provider's rate and concurrency slots.
-func ProviderLimits(dir, provider string) string {
-	return filepath.Join(dir, LimitsDir, safename.File(provider))
-}
-
-// SpendLimits is the folder of the run's spend reservations.
-func SpendLimits(dir string) string { return filepath.Join(dir, LimitsDir, "spend") }
 
 // Dataset is the folder of a generated dataset.
 func Dataset(dir string) string { return filepath.Join(dir, DatasetDir) }

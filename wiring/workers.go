@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -55,16 +56,21 @@ func Start(c client.Client, a *activities.Activities, o Options) (stop func(), e
 		c = w.Unwrap()
 	}
 	buildid.Set()
+	identity := Identity()
+	a.UseTemporal(c, identity) // paid calls ask the run's budget workflow on this service
 	q := o.Queues
 	if q == (workflows.Queues{}) {
 		q = workflows.DefaultQueues
 	}
-	identity := Identity()
 	var started []worker.Worker
 	stop = func() {
 		for _, w := range started {
 			w.Stop()
 		}
+		// What the last calls cost reaches the runs' budgets before the process goes.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.FlushBudgets(ctx)
 	}
 	for _, kind := range o.Kinds {
 		var w worker.Worker
@@ -128,8 +134,21 @@ func helloOf(ctx context.Context, a *activities.Activities, o Options, identity 
 	} else {
 		h.SeesRun = true
 	}
+	if in.Budget && slices.Contains(o.Kinds, specs.QueueLLM) { // the paid calls are the llm queue's steps
+		bctx, cancel := context.WithTimeout(ctx, budgetWait)
+		defer cancel()
+		if lim, err := a.BudgetLimits(bctx, in.Run); err != nil {
+			h.BudgetError = err.Error()
+		} else {
+			h.Budget = &lim
+		}
+	}
 	return h
 }
+
+// budgetWait bounds how long a worker's handshake waits for the run's budget to answer (within the handshake
+// activity's 30 s).
+const budgetWait = 15 * time.Second
 
 // activityWorkerOptions turns a queue's limits into worker options.
 func activityWorkerOptions(kind string, l specs.QueueLimit) worker.Options {

@@ -17,4 +17,5 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(Issue, workflow.RegisterOptions{Name: IssueName})
 	r.RegisterWorkflowWithOptions(Handshake, workflow.RegisterOptions{Name: HandshakeName})
 	r.RegisterWorkflowWithOptions(Agent, workflow.RegisterOptions{Name: AgentName})
+	r.RegisterWorkflowWithOptions(Budget, workflow.RegisterOptions{Name: BudgetName})
 }

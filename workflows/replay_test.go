@@ -28,7 +28,9 @@ import (
 // it holds safeIDChange's marker and that Issue's digested id. issue-failedusage-v6 holds failedUsageChange's marker
 // (a failed node's model calls count in its rows); its Sweep and Agent histories are v5's. The rows-v7 histories
 // hold rowsChange's marker (the Issue stores its rows and names them in its result) and starterSummaryChange's (the
-// Sweep lists the stored rows and leaves summary.md to the starter).
+// Sweep lists the stored rows and leaves summary.md to the starter). budget-v1 is a Budget workflow's first run
+// (testkit/orchbench's TestSaveBudgetHistories): limits signalled, syncs granted, settled and paced, a holder's lease
+// lapsed on its timer, and its continue-as-new.
 func TestSavedHistoriesReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil || len(files) < 2 {
@@ -38,6 +40,7 @@ func TestSavedHistoriesReplay(t *testing.T) {
 	replayer.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepName})
 	replayer.RegisterWorkflowWithOptions(Issue, workflow.RegisterOptions{Name: IssueName})
 	replayer.RegisterWorkflowWithOptions(Agent, workflow.RegisterOptions{Name: AgentName})
+	replayer.RegisterWorkflowWithOptions(Budget, workflow.RegisterOptions{Name: BudgetName})
 	for _, f := range files {
 		h, err := readHistory(f)
 		if err != nil {
@@ -52,7 +55,7 @@ func TestSavedHistoriesReplay(t *testing.T) {
 	}
 	for _, want := range []string{"issue-v1.json", "issue-v3.json", "issue-agentactivity-v3.json", "issue-v4.json",
 		"agent-v4.json", "sweep-v4.json", "sweep-safeids-v5.json", "issue-failedusage-v6.json",
-		"issue-rows-v7.json", "sweep-rows-v7.json"} {
+		"issue-rows-v7.json", "sweep-rows-v7.json", "budget-v1.json"} {
 		if !slices.Contains(files, filepath.Join("testdata", "histories", want)) {
 			t.Errorf("no saved history %s", want)
 		}

@@ -7,6 +7,7 @@ package api
 import (
 	"time"
 
+	"ctxlab/activities/limiter"
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -28,11 +29,13 @@ const (
 // HandshakeKey is the folder of a run's objects where a starter leaves the object its workers must read back.
 const HandshakeKey = "handshake"
 
-// HandshakeInput asks a worker process to read the object the starter wrote under Key in the run's objects.
+// HandshakeInput asks a worker process to read the object the starter wrote under Key in the run's objects, and,
+// with Budget, an llm worker to learn the limits its paid calls will be held to from the run's budget workflow.
 type HandshakeInput struct {
-	Run   string `json:"run"`
-	Key   string `json:"key"`
-	Nonce string `json:"nonce"`
+	Run    string `json:"run"`
+	Key    string `json:"key"`
+	Nonce  string `json:"nonce"`
+	Budget bool   `json:"budget,omitempty"`
 }
 
 // Hello is a worker process's answer to a handshake: who it is and what it serves, so that a starter refuses to run
@@ -53,6 +56,10 @@ type Hello struct {
 	// Limits are the queue limits it applies, from the spec it was given (Spec: that experiment's name).
 	Limits specs.QueueLimits `json:"limits"`
 	Spec   string            `json:"spec,omitempty"`
+	// Budget, asked of an llm worker, is what its purse learned from the run's budget workflow (BudgetWorkflowID):
+	// the spend cap and provider limits its paid calls will be held to; BudgetError says why it learned none.
+	Budget      *limiter.Limits `json:"budget,omitempty"`
+	BudgetError string          `json:"budget_error,omitempty"`
 }
 
 // InstanceRef points at one dataset row stored in the run's content store.
@@ -165,3 +172,24 @@ type CallUsage struct {
 	Spent    map[string]float64 `json:"spent,omitempty"`
 	Answered map[string]float64 `json:"answered,omitempty"`
 }
+
+// The run's budget workflow holds its spend cap and provider limits (a limiter.Ledger) for every worker of the
+// run, on any machine: the starter signals the spec's limits to it, workers' paid calls ask and settle through
+// its sync update, and `starter status` queries it.
+const (
+	// BudgetSyncUpdate is the update a worker process's purse sends (a limiter.Sync, answered by a limiter.Reply).
+	BudgetSyncUpdate = "sync"
+	// BudgetLimitsSignal sets the run's limits (a limiter.Limits).
+	BudgetLimitsSignal = "limits"
+	// BudgetQuery returns the ledger's limiter.Status.
+	BudgetQuery = "budget"
+	// ErrBudgetQuiet is the type of the error the sync update is refused with when it would change nothing (every
+	// ask in it waits): refused before it is accepted, it adds no event to the history.
+	ErrBudgetQuiet = "BudgetQuiet"
+	// ErrBudgetMoving is the type of the error the sync update is refused with while the workflow continues as new:
+	// the purse sends it again.
+	ErrBudgetMoving = "BudgetMoving"
+)
+
+// BudgetWorkflowID is the ID of a run's budget workflow.
+func BudgetWorkflowID(run string) string { return "budget/" + run }

@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"ctxlab/activities/api"
+	"ctxlab/activities/limiter"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/runfolder"
@@ -77,4 +78,18 @@ func (f *fixture) load(ref cas.Ref, v any) {
 	if err := cas.GetJSON(context.Background(), f.store, ref, v); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// localBudget is a run's budget in this process, as a worker's purse over the budget workflow is: a ledger
+// (limiter.Local) behind a purse, with limits set as the starter sets them.
+func localBudget(lim limiter.Limits) Budget {
+	var l limiter.Local
+	l.SetLimits(lim)
+	return purseBudget{limiter.NewPurse(&l, "test")}
+}
+
+type purseBudget struct{ p *limiter.Purse }
+
+func (b purseBudget) Admit(ctx context.Context, provider string, worst func() float64) (func(float64, bool), error) {
+	return b.p.Admit(ctx, limiter.Attempt{Activity: "test"}, provider, worst)
 }

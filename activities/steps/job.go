@@ -73,8 +73,8 @@ type Env struct {
 	Turns AgentTurns
 }
 
-// Models is how a step's model calls are made: the response cache, the run's spend cap and provider limits (read
-// from the run folder before every paid call), and the providers.
+// Models is how a step's model calls are made: the response cache, the run's spend cap and provider limits (its
+// budget), and the providers.
 type Models struct {
 	// Cache, when set, holds the response cache instead of the run's content store folder, so several runs share
 	// answers. NoCache stops reading the cache (answers are still stored, each replacing the one before).
@@ -82,9 +82,9 @@ type Models struct {
 	NoCache bool
 	// Provider returns the provider of a model (nil: the offline stand-in, or the provider the environment names).
 	Provider func(m specs.Model, tokenizer string) (llm.Provider, error)
-	// Spending keeps what each run's calls cost so far, for the spend cap; shared by the process's steps (nil: one
-	// of the attempt's own).
-	Spending *Spending
+	// Budget admits the step's paid calls under the run's spend cap and provider limits; a step without one
+	// makes no paid call.
+	Budget Budget
 }
 
 // localPath is where the path of the starter's machine is on this one (Env.Shipped).

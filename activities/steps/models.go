@@ -143,20 +143,22 @@ func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (l
 	if err != nil {
 		return llm.Response{}, nil, err
 	}
-	release, err := j.admitCall(ctx, m, mp, req)
+	settle, err := j.admitCall(ctx, m, mp, req)
 	if err != nil {
 		return llm.Response{}, nil, err
 	}
-	// Run before the cache lock's release, and after recordCall, which every path below reaches first.
-	defer release()
-
-	return j.completePaid(ctx, p, m, req, cache, key, creq, call)
+	// Run before the cache lock's release, and after recordCall, which every path below reaches first: the
+	// budget counts what the ledger line says the call cost.
+	var cost float64
+	defer func() { settle(cost, true) }()
+	return j.completePaid(ctx, p, m, req, cache, key, creq, call, &cost)
 }
 
 // completePaid sends a paid call and records it: in the response cache first (a worker killed after that does not
 // pay for the answer again), then in the calls log and the attempt's usage, a failed call's billed usage too.
+// cost receives what the call cost, as its ledger line says.
 func (j *job) completePaid(ctx context.Context, p llm.Provider, m specs.Model, req llm.Request, cache respcache.Cache,
-	key string, creq respcache.Request, call runlog.Call) (llm.Response, map[string]any, error) {
+	key string, creq respcache.Request, call runlog.Call, cost *float64) (llm.Response, map[string]any, error) {
 	started := time.Now()
 	resp, err := p.Complete(ctx, req)
 	call.DurationMS = time.Since(started).Milliseconds()
@@ -174,6 +176,7 @@ func (j *job) completePaid(ctx context.Context, p llm.Provider, m specs.Model, r
 			j.usage.CostUSD += call.CostUSD
 			j.calls.bill(usageRow(llm.Response{Usage: paid, CostUSD: call.CostUSD}, m))
 		}
+		*cost = call.CostUSD
 		j.recordCall(call)
 		return llm.Response{}, nil, modelError(j.in.Step, m, err)
 	}
@@ -190,6 +193,7 @@ func (j *job) completePaid(ctx context.Context, p llm.Provider, m specs.Model, r
 	call.PromptTokens, call.CompletionTokens, call.CostUSD = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.CostUSD
 	call.CachedTokens, call.CacheWriteTokens = resp.Usage.CachedTokens, resp.Usage.CacheWriteTokens
 	call.Response = j.putResponse(ctx, resp)
+	*cost = call.CostUSD
 	j.recordCall(call)
 	j.usage.PromptTokens += resp.Usage.PromptTokens
 	j.usage.CompletionTokens += resp.Usage.CompletionTokens
@@ -217,43 +221,27 @@ func (j *job) callFree(ctx context.Context, m specs.Model, provider func() (llm.
 	return resp, row, nil
 }
 
-// admitCall lets a paid call go: under the run's spend cap and its provider's rate limit. The call's worst case is
-// set aside against the cap before it is sent and held until release, after its real cost is in the ledger, so calls
-// in flight at once on every worker cannot together pass the cap.
-func (j *job) admitCall(ctx context.Context, m specs.Model, mp modelParams, req llm.Request) (release func(), err error) {
-	limits, err := ReadLimits(j.env.RunDir)
+// admitCall lets a paid call go under the run's budget: its spend cap and its provider's limits. The call's worst
+// case is set aside against the cap before it is sent and held until settle, which the caller calls with what the
+// call cost, so calls in flight at once on every worker cannot together pass the cap.
+func (j *job) admitCall(ctx context.Context, m specs.Model, mp modelParams, req llm.Request) (
+	settle func(costUSD float64, sent bool), err error) {
+	if j.env.Models.Budget == nil {
+		return nil, fmt.Errorf("%s: no budget to let a paid call go (a step's model calls run in a worker)", j.in.Step)
+	}
+	settle, err = j.env.Models.Budget.Admit(ctx, m.Provider, func() float64 {
+		return worstCaseUSD(m, req, llm.BaseURL(m), modelTokenizer(mp))
+	})
+	var ce *limiter.CapError
+	if errors.As(err, &ce) {
+		return nil, permanentf(ErrSpendLimit,
+			"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f, and this call may cost up to $%.4f; "+
+				"raise it and run again to continue", j.in.Step, ce.Spent, ce.Cap, ce.Need)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", j.in.Step, err)
+		return nil, fmt.Errorf("%s: asking the run's budget to let the call go: %w", j.in.Step, err)
 	}
-	var releases []func()
-	release = func() {
-		for i := len(releases) - 1; i >= 0; i-- {
-			releases[i]()
-		}
-	}
-	if limits.SpendUSD > 0 {
-		worst := worstCaseUSD(m, req, llm.BaseURL(m), modelTokenizer(mp))
-		reservation, err := j.spendCap().Reserve(ctx, limits.SpendUSD, worst)
-		var ce *limiter.CapError
-		if errors.As(err, &ce) {
-			return nil, permanentf(ErrSpendLimit,
-				"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f, and this call may cost up to $%.4f; "+
-					"raise it and run again to continue", j.in.Step, ce.Spent, limits.SpendUSD, ce.Need)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: reserving the call's cost under the spend cap: %w", j.in.Step, err)
-		}
-		releases = append(releases, reservation.Release)
-	}
-	if l := j.limiter(m.Provider, limits); l != nil {
-		acquired, err := l.Acquire(ctx)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		releases = append(releases, acquired)
-	}
-	return release, nil
+	return settle, nil
 }
 
 // usageRow is the row fields a call of model m adds: its usage, and model_served when the endpoint names another

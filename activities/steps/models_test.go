@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
 	"ctxlab/runfolder"
@@ -62,7 +63,7 @@ func TestSameRequestAtOnceIsPaidOnce(t *testing.T) {
 	atts := make([]Attempt, 4)
 	jobs := make([]*job, len(atts))
 	for i := range jobs {
-		jobs[i] = &job{env: Env{RunDir: runDir, Log: zerolog.Nop()}, store: store, usage: &atts[i].Usage,
+		jobs[i] = &job{env: Env{RunDir: runDir, Log: zerolog.Nop(), Models: Models{Budget: localBudget(limiter.Limits{})}}, store: store, usage: &atts[i].Usage,
 			in: NodeInput{Run: "t", Node: fmt.Sprintf("patch-%d", i), Step: "m.patch"}}
 		wg.Add(1)
 		go func() {

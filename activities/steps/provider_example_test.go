@@ -19,6 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
@@ -257,7 +258,7 @@ func TestProviderExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &job{env: Env{RunDir: runDir, Log: zerolog.Nop()}, store: store, usage: &runlog.Usage{},
+	j := &job{env: Env{RunDir: runDir, Log: zerolog.Nop(), Models: Models{Budget: localBudget(limiter.Limits{})}}, store: store, usage: &runlog.Usage{},
 		in: NodeInput{Run: "t", Node: "patch", Step: "m.patch"}}
 	mp := modelParams{Model: specs.Model{Name: "llama3", Provider: Ollama.Name, ID: "llama3:8b", MaxTokens: 256,
 		Price: specs.Price{Input: 1, Output: 2}}}

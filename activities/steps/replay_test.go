@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/respcache"
 	"ctxlab/runfolder"
@@ -27,7 +28,7 @@ func replayJob(t *testing.T, runDir string) *job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &job{env: Env{RunDir: runDir, Log: zerolog.Nop()}, store: store, usage: &runlog.Usage{},
+	return &job{env: Env{RunDir: runDir, Log: zerolog.Nop(), Models: Models{Budget: localBudget(limiter.Limits{})}}, store: store, usage: &runlog.Usage{},
 		in: NodeInput{Run: "t", Node: "patch", Step: "m.patch"}}
 }
 

@@ -137,7 +137,8 @@ func (r *checkReport) checkWorkers(ctx context.Context, o checkOptions, e *specs
 	}
 	var res handshakeResult
 	if err == nil {
-		res, err = handshake(ctx, c, objs, e.Name, workflows.DefaultQueues, e.Limits.Queues)
+		// The run's budget is not asked: check sets no limits on it, and a running sweep's may differ.
+		res, err = handshake(ctx, c, objs, e.Name, workflows.DefaultQueues, e.Limits.Queues, nil)
 	}
 	if err != nil {
 		r.fail("workers", o.cluster.Address, err.Error(), "check the Temporal server and the store")

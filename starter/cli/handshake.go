@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"ctxlab/activities/api"
+	"ctxlab/activities/limiter"
 	"ctxlab/internal/buildid"
 	"ctxlab/specs"
 	"ctxlab/store/objects"
@@ -29,22 +31,30 @@ type handshakeResult struct {
 	differ   int // workers with problems
 	problems []string
 	silent   []string
+	// budgetAsked says the llm workers were asked what the run's budget holds their paid calls to.
+	budgetAsked bool
 }
 
 // handshake asks every worker process polling the queues (the pollers Temporal lists, each asked on its own queue,
 // workflows.HelloQueue) to read back an object this starter leaves in the run's objects, and for its version and
 // the limits it applies. A worker whose store is not the starter's, whose build differs or whose queue limits are
 // not the spec's would compute another sweep than the one asked for, or lose what it computed where the starter
-// never looks: each is a problem, named by its identity and host. The Handshake workflow runs on a queue of this
-// process's own, so it needs no worker but the ones it asks.
+// never looks: each is a problem, named by its identity and host. With budget (the limits this starter set on the
+// run's budget workflow), each llm worker is asked too what its paid calls will be held to, which it learns from
+// that workflow: one that cannot reach it, or learns other limits, would pay past the cap or wait for it forever.
+// It is asked only while a workflow worker polls, to run the budget. The Handshake workflow runs on a queue of
+// this process's own, so it needs no worker but the ones it asks.
 func handshake(ctx context.Context, c client.Client, objs objects.Store, run string, queues workflows.Queues,
-	limits specs.QueueLimits) (handshakeResult, error) {
+	limits specs.QueueLimits, budget *limiter.Limits) (handshakeResult, error) {
 	var res handshakeResult
-	ids, err := pollers(ctx, c, queues)
+	ids, budgetRuns, err := pollers(ctx, c, queues)
 	if err != nil || len(ids) == 0 {
 		return res, err
 	}
-	res.workers = len(ids)
+	if !budgetRuns {
+		budget = nil
+	}
+	res.workers, res.budgetAsked = len(ids), budget != nil
 	nonce := randomHex()
 	key := path.Join(api.HandshakeKey, nonce)
 	if err := objs.Put(ctx, key, []byte(nonce)); err != nil {
@@ -67,7 +77,7 @@ func handshake(ctx context.Context, c client.Client, objs objects.Store, run str
 	defer cancel()
 	run2, err := c.ExecuteWorkflow(hctx, client.StartWorkflowOptions{ID: "handshake/" + run + "/" + nonce,
 		TaskQueue: queue}, workflows.HandshakeName, workflows.HandshakeInput{Workers: ids,
-		Ask: api.HandshakeInput{Run: run, Key: key, Nonce: nonce}})
+		Ask: api.HandshakeInput{Run: run, Key: key, Nonce: nonce, Budget: budget != nil}})
 	if err != nil {
 		return res, fmt.Errorf("the handshake: %w", err)
 	}
@@ -80,7 +90,7 @@ func handshake(ctx context.Context, c client.Client, objs objects.Store, run str
 			res.silent = append(res.silent, fmt.Sprintf("%s (%s)", r.Worker, r.Error))
 			continue
 		}
-		if p := helloProblems(r.Hello, objs.String(), limits); len(p) > 0 {
+		if p := helloProblems(r.Hello, run, objs.String(), limits, budget); len(p) > 0 {
 			res.differ++
 			res.problems = append(res.problems, p...)
 		}
@@ -88,8 +98,9 @@ func handshake(ctx context.Context, c client.Client, objs objects.Store, run str
 	return res, nil
 }
 
-// helloProblems says what in a worker's answer differs from this starter's run.
-func helloProblems(h api.Hello, store string, limits specs.QueueLimits) []string {
+// helloProblems says what in a worker's answer differs from this starter's run (budget: the limits set on the run's
+// budget, nil when the workers were not asked; run names it).
+func helloProblems(h api.Hello, run, store string, limits specs.QueueLimits, budget *limiter.Limits) []string {
 	who := fmt.Sprintf("worker %s (host %s, queues %s)", h.Worker, h.Host, strings.Join(h.Kinds, ","))
 	var out []string
 	if !h.SeesRun {
@@ -111,12 +122,32 @@ func helloProblems(h api.Hello, store string, limits specs.QueueLimits) []string
 				"start it with --spec naming this spec", who, kind, h.Limits.For(kind), spec, limits.For(kind)))
 		}
 	}
+	if budget != nil && slices.Contains(h.Kinds, specs.QueueLLM) {
+		out = append(out, budgetProblems(who, run, h, *budget)...)
+	}
 	return out
 }
 
-// pollers lists the identities of the worker processes Temporal saw polling the sweep's queues lately, sorted.
-func pollers(ctx context.Context, c client.Client, q workflows.Queues) ([]string, error) {
-	var ids []string
+// budgetProblems says how an llm worker's paid calls would not be held to the run's budget.
+func budgetProblems(who, run string, h api.Hello, want limiter.Limits) []string {
+	switch {
+	case h.BudgetError != "":
+		return []string{fmt.Sprintf("%s cannot learn the run's limits from its budget workflow %s (%s): its paid "+
+			"calls would wait for it and fail", who, api.BudgetWorkflowID(run), h.BudgetError)}
+	case h.Budget == nil:
+		return []string{fmt.Sprintf("%s does not say which budget holds its paid calls (a ctxlab that kept the "+
+			"spend cap in its own run folder would not hold it across machines): start workers built from the "+
+			"same source", who)}
+	case h.Budget.SpendUSD != want.SpendUSD || !maps.Equal(h.Budget.Providers, want.Providers):
+		return []string{fmt.Sprintf("%s learned limits %+v from the run's budget where this starter set %+v "+
+			"(another starter of the run changed them since?)", who, *h.Budget, want)}
+	}
+	return nil
+}
+
+// pollers lists the identities of the worker processes Temporal saw polling the sweep's queues lately, sorted;
+// workflowPolled says one of them polls the workflow queue (so the run's budget workflow runs).
+func pollers(ctx context.Context, c client.Client, q workflows.Queues) (ids []string, workflowPolled bool, err error) {
 	for _, tq := range []struct {
 		name string
 		typ  enumspb.TaskQueueType
@@ -124,16 +155,17 @@ func pollers(ctx context.Context, c client.Client, q workflows.Queues) ([]string
 		{q.CPU, enumspb.TASK_QUEUE_TYPE_ACTIVITY}, {q.Grade, enumspb.TASK_QUEUE_TYPE_ACTIVITY}} {
 		resp, err := c.DescribeTaskQueue(ctx, tq.name, tq.typ)
 		if err != nil {
-			return nil, fmt.Errorf("listing the workers of queue %s: %w", tq.name, err)
+			return nil, false, fmt.Errorf("listing the workers of queue %s: %w", tq.name, err)
 		}
 		for _, p := range resp.GetPollers() {
 			if id := p.GetIdentity(); id != "" && !slices.Contains(ids, id) {
 				ids = append(ids, id)
 			}
 		}
+		workflowPolled = workflowPolled || tq.typ == enumspb.TASK_QUEUE_TYPE_WORKFLOW && len(resp.GetPollers()) > 0
 	}
 	slices.Sort(ids)
-	return ids, nil
+	return ids, workflowPolled, nil
 }
 
 func randomHex() string {

@@ -110,7 +110,7 @@ func TestOtherSpecRefusedWhileSweepRuns(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, name))
 		return string(b)
 	}
-	limits, specRecorded := read("limits.json"), read(runfolder.SpecFile)
+	specRecorded := read(runfolder.SpecFile)
 
 	out2, err2, code := runStarter(t, 5*time.Minute, "run", other, "--runs", runs)
 	if code != exitUsage {
@@ -124,8 +124,11 @@ func TestOtherSpecRefusedWhileSweepRuns(t *testing.T) {
 	if strings.Contains(out2, "results:") {
 		t.Errorf("the refused starter printed a summary:\n%s", out2)
 	}
-	if l, s := read("limits.json"), read(runfolder.SpecFile); l != limits || s != specRecorded {
-		t.Errorf("the refused starter rewrote the running sweep's limits or spec record:\n%s\n%s", l, s)
+	if s := read(runfolder.SpecFile); s != specRecorded {
+		t.Errorf("the refused starter rewrote the running sweep's spec record:\n%s", s)
+	}
+	if b := budgetOf(ctx, t, dir, "clash"); b.Limits.SpendUSD != 0 {
+		t.Errorf("the refused starter set its spend cap on the running sweep's budget: %+v", b.Limits)
 	}
 	if err := <-exited; err != nil {
 		t.Fatalf("first starter: %v\n%s", err, err1.String())
@@ -220,7 +223,7 @@ func TestHostileInstanceIDs(t *testing.T) {
 	}
 	if stray, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(stray) > 0 {
 		for _, p := range stray {
-			if b := filepath.Base(p); b != runfolder.SpecFile && b != "server.json" && b != "limits.json" {
+			if b := filepath.Base(p); b != runfolder.SpecFile && b != "server.json" {
 				t.Errorf("a node memo escaped its folder: %s", p)
 			}
 		}

@@ -33,6 +33,7 @@ type deployment struct {
 	store       string
 	shared      []string // what every machine is given or shares: binaries, the spec, a file:// store's folder
 	env         []string
+	flags       []string // given to the starter and every worker (the spec's --ext-str)
 	starter     *proc
 	address     string
 	starterB    string
@@ -65,8 +66,8 @@ func (d *deployment) machine(name, bin string, args ...string) *proc {
 
 // startStarter starts the submit-only starter and waits until it publishes its server's address.
 func (d *deployment) startStarter(name string) {
-	d.starter = d.machine("starter", d.starterB, "run", d.spec, "--runs", d.starterRuns, "--no-worker", "--quiet",
-		"--store", d.store)
+	d.starter = d.machine("starter", d.starterB, append([]string{"run", d.spec, "--runs", d.starterRuns,
+		"--no-worker", "--quiet", "--store", d.store}, d.flags...)...)
 	var sf serverFile
 	for sf.Address == "" {
 		select {
@@ -99,7 +100,8 @@ func (d *deployment) starterPath(name, file string) string {
 // worker starts a worker for queues on a machine of its own.
 func (d *deployment) worker(name, queues string, extra ...string) *proc {
 	args := append([]string{"--address", d.address, "--namespace", "default", "--runs", d.runs, "--spec", d.spec,
-		"--queues", queues, "--store", d.store}, extra...)
+		"--queues", queues, "--store", d.store}, d.flags...)
+	args = append(args, extra...)
 	return d.machine(name, d.workerB, args...)
 }
 

@@ -64,13 +64,15 @@ func (e progressEvent) same(o progressEvent) bool {
 	return e == o
 }
 
-// sampler gathers progress: issue counts from the sweep's query, rows and spend from the run folder's files, read
-// incrementally so a long sweep's files are not re-read every second.
+// sampler gathers progress: issue counts from the sweep's query, the spend from the run's budget workflow, rows and
+// call counts from the run folder's files, read incrementally so a long sweep's files are not re-read every second.
 type sampler struct {
 	client client.Client
 	id     string
-	arms   int
-	start  time.Time
+	// run names the budget to read the spend from; "" when the run pays for no call (its models are offline).
+	run   string
+	arms  int
+	start time.Time
 	// startDone is the finished-issue count of the first sample: the ETA rate counts this session's issues only.
 	startDone int
 	rows      runlog.Tail[results.Row]
@@ -82,8 +84,8 @@ type sampler struct {
 	collector *rowCollector
 }
 
-func newSampler(c client.Client, id, runDir string, arms int, collector *rowCollector) *sampler {
-	return &sampler{client: c, id: id, arms: arms, start: time.Now(), rowErr: map[results.Key]bool{},
+func newSampler(c client.Client, id, run, runDir string, arms int, collector *rowCollector) *sampler {
+	return &sampler{client: c, id: id, run: run, arms: arms, start: time.Now(), rowErr: map[results.Key]bool{},
 		collector: collector,
 		rows:      runlog.Tail[results.Row]{Path: runfolder.Rows(runDir)},
 		calls:     runlog.Tail[runlog.Call]{Path: runfolder.Calls(runDir)}}
@@ -116,13 +118,19 @@ func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
 			s.spend.Add(c)
 		}
 	}
+	spent := s.spend.USD
+	if s.run != "" {
+		if b, err := readBudget(ctx, s.client, s.run); err == nil { // the workers' spend, wherever they run
+			spent = b.SpentUSD
+		}
+	}
 	if !s.haveFirst {
 		s.haveFirst, s.startDone = true, p.Done
 	}
 	now := time.Now()
 	ev = progressEvent{Time: now.UTC(), Event: "progress", IssuesDone: p.Done, IssuesTotal: p.Total,
 		IssuesRunning: p.Running, IssuesFailed: len(p.Failed), IssuesPaused: p.Paused, Rows: len(s.rowErr),
-		RowsTotal: p.Total * s.arms, SpendUSD: s.spend.USD, PaidCalls: s.spend.PaidCalls,
+		RowsTotal: p.Total * s.arms, SpendUSD: spent, PaidCalls: s.spend.PaidCalls,
 		CacheHits: s.spend.CacheHits, FailedCalls: s.spend.FailedCalls, ElapsedS: now.Sub(s.start).Seconds()}
 	for _, bad := range s.rowErr {
 		if bad {

@@ -13,10 +13,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
 	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/activities/api/errkind"
+	"ctxlab/activities/limiter"
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/cluster"
 	"ctxlab/results/runstate"
@@ -37,9 +40,11 @@ type statusOptions struct {
 var statusCommand = commandDef[statusOptions, *statusOptions]{
 	use:   "status NAME",
 	short: "where a run's sweep stands",
-	long: "Reads runs/NAME's records only, so it works while a sweep runs (from another shell) and after one " +
-		"stopped. With --address it first writes there the rows the sweep on that Temporal server stored (read " +
-		"from --store), so that it tells the truth on any machine, not only the starter's.",
+	long: "Reads runs/NAME's records, so it works while a sweep runs (from another shell) and after one " +
+		"stopped, and the spend from the run's budget workflow: on the run's own starter's server while it runs, " +
+		"or on the cluster --address names. With --address it first writes there the rows the sweep on that " +
+		"Temporal server stored (read from --store), so that it tells the truth on any machine, not only the " +
+		"starter's.",
 	run: runStatus,
 }
 
@@ -49,8 +54,8 @@ func (o *statusOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "shared store the run's workers used (file:// "+
 		"or s3:// `URL`; $"+activities.StoreEnv+"): their attempt and call records are gathered from it first")
 	defineCluster(fs, &o.cluster, "", "default")
-	fs.Lookup("address").Usage = "read the sweep's rows from the Temporal server at `HOST:PORT` (and the store) " +
-		"into runs/NAME first: status on a machine other than the starter's"
+	fs.Lookup("address").Usage = "read the sweep's rows and its budget from the Temporal server at `HOST:PORT` " +
+		"(and the rows from the store) into runs/NAME first: status on a machine other than the starter's"
 }
 
 func (o *statusOptions) complete(pos []string, _ *pflag.FlagSet) error {
@@ -150,7 +155,11 @@ type statusReport struct {
 	// ErrorClasses counts the rows with an error by whose failure it is (model, endpoint, configuration,
 	// environment) and kind: a re-run retries all but the model's.
 	ErrorClasses map[errkind.Class]map[string]int `json:"error_classes,omitempty"`
-	errors       rowErrorTally
+	// Budget is what the run's budget workflow holds (its limits, what the run's calls cost, what calls in flight
+	// reserve); BudgetNote says why it is missing.
+	Budget     *limiter.Status `json:"budget,omitempty"`
+	BudgetNote string          `json:"budget_note,omitempty"`
+	errors     rowErrorTally
 }
 
 func runStatus(o statusOptions, stdout, stderr io.Writer) int {
@@ -192,6 +201,7 @@ func runStatus(o statusOptions, stdout, stderr io.Writer) int {
 	if rep.errors.Errors > 0 {
 		rep.ErrorClasses = rep.errors.ClassKinds
 	}
+	rep.Budget, rep.BudgetNote = statusBudget(o, dir, pid)
 	if o.json {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -267,7 +277,7 @@ func printStatus(w io.Writer, r statusReport) {
 	if r.errors.Errors > 0 {
 		fmt.Fprintf(w, "errors:    %d rows: %s\n", r.errors.Errors, r.errors.byClass())
 	}
-	printStatusSpend(w, st)
+	printStatusSpend(w, r)
 	printStatusTimes(w, r)
 	for _, name := range slices.Sorted(maps.Keys(st.Bad)) {
 		n := st.Bad[name]
@@ -276,11 +286,53 @@ func printStatus(w io.Writer, r statusReport) {
 	}
 }
 
-// printStatusSpend prints what the run paid and what it is projected to pay.
-func printStatusSpend(w io.Writer, st runstate.Status) {
+// statusBudget reads the run's budget workflow: on the cluster --address names, else on the server of the run's
+// starter while it lives. The note says why there is none.
+func statusBudget(o statusOptions, dir string, starter *int) (*limiter.Status, string) {
+	co := o.cluster
+	if co.Address == "" {
+		sf, ok := readServerFile(runfolder.Server(dir))
+		if starter == nil || !ok || sf.Address == "" {
+			return nil, "no server to ask the run's budget workflow (no starter of the run is running; " +
+				"--address names a cluster's)"
+		}
+		co.Address = sf.Address
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := cluster.Dial(ctx, co, zerolog.Nop())
+	if err != nil {
+		return nil, err.Error()
+	}
+	defer c.Close()
+	st, err := readBudget(ctx, c, o.name)
+	if err != nil {
+		return nil, fmt.Sprintf("the run's budget workflow %s did not answer: %v", api.BudgetWorkflowID(o.name), err)
+	}
+	return &st, ""
+}
+
+// printStatusSpend prints what the run paid and what it is projected to pay: the spend as the run's budget
+// workflow counts it when it answered (every worker's calls, wherever they ran), the calls as this machine's
+// ledger (calls.jsonl) records them.
+func printStatusSpend(w io.Writer, r statusReport) {
+	st := r.Status
 	sp := st.Spend
-	fmt.Fprintf(w, "spend:     $%.4f (%d paid calls, %d cache hits, %d failed; %d prompt + %d completion tokens paid)\n",
-		sp.USD, sp.PaidCalls, sp.CacheHits, sp.FailedCalls, sp.PromptTokens, sp.CompletionTokens)
+	if b := r.Budget; b != nil {
+		capped := "no cap"
+		if b.Limits.SpendUSD > 0 {
+			capped = fmt.Sprintf("cap $%.4f", b.Limits.SpendUSD)
+		}
+		fmt.Fprintf(w, "spend:     $%.4f in %d calls, %s (the run's budget workflow; $%.4f reserved by %d call(s) in "+
+			"flight)\n", b.SpentUSD, b.Calls, capped, b.ReservedUSD, b.InFlight)
+		fmt.Fprintf(w, "calls:     $%.4f (%d paid calls, %d cache hits, %d failed; %d prompt + %d completion tokens "+
+			"paid; %s)\n", sp.USD, sp.PaidCalls, sp.CacheHits, sp.FailedCalls, sp.PromptTokens, sp.CompletionTokens,
+			runfolder.CallsFile)
+	} else {
+		fmt.Fprintf(w, "spend:     $%.4f (%d paid calls, %d cache hits, %d failed; %d prompt + %d completion tokens "+
+			"paid)\n", sp.USD, sp.PaidCalls, sp.CacheHits, sp.FailedCalls, sp.PromptTokens, sp.CompletionTokens)
+		fmt.Fprintf(w, "           (from %s: %s)\n", runfolder.CallsFile, r.BudgetNote)
+	}
 	if sp.TokensSaturated {
 		fmt.Fprintln(w, "           (the calls' token counts do not fit an int64: a total that passed its bound stays at it)")
 	}

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/activities"
+	"ctxlab/activities/limiter"
 	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
@@ -218,7 +219,8 @@ func (r *sweepRound) storePlan() error {
 }
 
 // connect connects to the run's server (starting it, or attaching to another starter's), refuses a sweep running
-// from another spec, writes the limits and starts the Web UI and, unless another process runs them, the workers.
+// from another spec, sets the limits on the run's budget and starts the Web UI and, unless another process runs
+// them, the workers.
 func (r *sweepRound) connect() error {
 	conn, err := connectFresh(r.ctx, r.o.cluster, r.runDir, r.o.freshDB, r.log)
 	if err != nil {
@@ -233,7 +235,7 @@ func (r *sweepRound) connect() error {
 	if err := refuseOtherSpec(r.ctx, conn.client, "sweep/"+r.e.Name, r.hash); err != nil {
 		return starterFailed(exitCodeOf(err), r.explainConflict(err))
 	}
-	if err := steps.WriteLimits(r.runDir, steps.LimitsOf(r.e)); err != nil {
+	if err := setBudget(r.ctx, conn.client, r.e.Name, r.runDir, r.in.Queues.Workflow, steps.LimitsOf(r.e)); err != nil {
 		return starterFailed(exitFail, err)
 	}
 	r.deferred(startRunUI(r.ctx, conn, r.o.cluster.Namespace, r.o.ui, r.stderr))
@@ -256,7 +258,12 @@ func (r *sweepRound) checkWorkers() error {
 	if err != nil {
 		return starterFailed(exitFail, err)
 	}
-	res, err := handshake(r.ctx, r.conn.client, objs, r.e.Name, r.in.Queues, r.e.Limits.Queues)
+	var budget *limiter.Limits // a run of offline models only pays for no call
+	if paysModels(r.e) {
+		lim := steps.LimitsOf(r.e)
+		budget = &lim
+	}
+	res, err := handshake(r.ctx, r.conn.client, objs, r.e.Name, r.in.Queues, r.e.Limits.Queues, budget)
 	if err != nil {
 		r.log.Warn().Err(err).Msg("could not ask the workers what they serve")
 		return nil
@@ -274,8 +281,8 @@ func (r *sweepRound) checkWorkers() error {
 		return exitWith(exitUsage, lines...)
 	}
 	if res.workers > 0 {
-		r.log.Info().Int("workers", res.workers-len(res.silent)).Msg("the workers share this starter's store, " +
-			"build and queue limits")
+		r.log.Info().Int("workers", res.workers-len(res.silent)).Bool("budget_asked", res.budgetAsked).
+			Msg("the workers share this starter's store, build and queue limits (and, asked, the run's budget)")
 	}
 	return nil
 }
@@ -367,7 +374,11 @@ func (r *sweepRound) wait(run client.WorkflowRun) sweepEnd {
 	go watchDisk(getCtx, r.runDir, func(err error) { diskFull.Store(&err); stopGet() })
 	guard := &pauseGuard{stop: stopGet}
 	done := make(chan struct{})
-	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), r.runDir, len(r.plan.Arms), r.collector),
+	budget := "" // a run of offline models only has no spend to read
+	if paysModels(r.e) {
+		budget = r.e.Name
+	}
+	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), budget, r.runDir, len(r.plan.Arms), r.collector),
 		progressDisplay(r.o, r.stderr, r.console), guard, done)
 	var end sweepEnd
 	end.err = run.Get(getCtx, &end.res)
@@ -431,8 +442,20 @@ func (r *sweepRound) stopped(end sweepEnd) (code int, stopped bool) {
 	return 0, false
 }
 
+// overCap is overCapExit for a run that pays for calls, once this process's calls' last costs reached its budget.
+func (r *sweepRound) overCap() (int, bool) {
+	if !paysModels(r.e) {
+		return 0, false
+	}
+	flushCtx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	_ = r.acts.FlushBudgets(flushCtx)
+	cancel()
+	return overCapExit(r.ctx, r.conn.client, r.e.Name, r.stderr)
+}
+
 // finished says how the sweep ended (or that it was interrupted or failed) and returns the exit code. The summary
-// is written here, from the rows the starter wrote; a finished sweep whose rows are not all in results.jsonl fails.
+// is written here, from the rows the starter wrote; a finished sweep whose rows are not all in results.jsonl fails,
+// as one whose budget counts more than its cap does.
 func (r *sweepRound) finished(end sweepEnd) int {
 	var lost error
 	if end.err == nil {
@@ -470,9 +493,13 @@ func (r *sweepRound) finished(end sweepEnd) int {
 			runfolder.Log(r.runDir))
 		return exitFail
 	}
+	overCode, over := r.overCap()
 	if lost != nil {
 		fmt.Fprintln(r.stderr, "starter:", lost)
 		return exitFail
+	}
+	if over {
+		return overCode
 	}
 	return rowErrorsExit(r.o, r.runDir, r.stderr)
 }

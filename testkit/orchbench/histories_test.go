@@ -4,20 +4,25 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"ctxlab/activities"
+	"ctxlab/activities/api"
+	"ctxlab/activities/limiter"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/internal/logs"
@@ -148,27 +153,119 @@ func TestSaveHistories(t *testing.T) {
 		}
 	}
 	for name, id := range ids {
-		it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		h := &historypb.History{}
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.Events = append(h.Events, ev)
-		}
-		b, err := protojson.Marshal(h)
+		saveHistory(t, c, id, "", filepath.Join(out, name+"-"+*historySuffix+".json"), wd)
+	}
+}
+
+// saveHistory writes the history of a workflow run (its current run when runID is "") to path as JSON, refusing a
+// history that names the folder the test ran in.
+func saveHistory(t *testing.T, c client.Client, id, runID, path, wd string) {
+	t.Helper()
+	it := c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Payloads are base64 in the JSON; the text format shows them as they are.
-		if strings.Contains(string(b), wd) || strings.Contains(prototext.Format(h), wd) {
-			t.Fatalf("%s's history names the folder it ran in", id)
+		h.Events = append(h.Events, ev)
+	}
+	b, err := protojson.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Payloads are base64 in the JSON; the text format shows them as they are.
+	if strings.Contains(string(b), wd) || strings.Contains(prototext.Format(h), wd) {
+		t.Fatalf("%s's history names the folder it ran in", id)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d events -> %s", id, len(h.Events), path)
+}
+
+// TestSaveBudgetHistories makes the saved history of a Budget workflow run that workflows' TestSavedHistoriesReplay
+// replays (budget-SUFFIX.json): the limits signalled, holders granted, one refused as quiet, settled, paced by a
+// provider's rps, an allowance granted, paid from and given back, a holder whose lease lapses on the workflow's
+// timer, and a continue-as-new past a small history bound.
+//
+//	go test ./testkit/orchbench/ -run TestSaveBudgetHistories -orch.history-suffix v1 \
+//	    -orch.save-histories "$PWD/workflows/testdata/histories"
+func TestSaveBudgetHistories(t *testing.T) {
+	if *saveHistories == "" {
+		t.Skip("-orch.save-histories not set")
+	}
+	out, err := filepath.Abs(*saveHistories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	wd, _ := os.Getwd()
+	ctx := context.Background()
+	srv, err := embedded.Start(ctx, embedded.Options{DBFile: "temporal.db", LogFile: "temporal.log",
+		Namespace: "ctxlab-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "ctxlab-test",
+		Identity: "ctxlab-histories", Logger: logs.Temporal{L: zerolog.Nop()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := worker.New(c, workflows.DefaultQueues.Workflow, worker.Options{})
+	workflows.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	id := api.BudgetWorkflowID("hist")
+	run, err := c.SignalWithStartWorkflow(ctx, id, api.BudgetLimitsSignal, limiter.Limits{SpendUSD: 1,
+		Providers: map[string]specs.ProviderLimit{"openai": {InFlight: 3, RPS: 20}}},
+		client.StartWorkflowOptions{ID: id, TaskQueue: workflows.DefaultQueues.Workflow}, workflows.BudgetName,
+		workflows.BudgetInput{Run: "hist", MaxHistory: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sync := func(s limiter.Sync) string {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: api.BudgetSyncUpdate,
+			Args: []any{s}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		var rep limiter.Reply
+		if err == nil {
+			err = h.Get(ctx, &rep)
 		}
-		path := filepath.Join(out, name+"-"+*historySuffix+".json")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprint(rep.Answers)
+	}
+	ask := func(id string, usd float64) []limiter.Ask {
+		return []limiter.Ask{{ID: id, Provider: "openai", USD: usd, Priced: true}}
+	}
+	t.Log(sync(limiter.Sync{Holder: "a", Asks: ask("a1", 0.6)}))
+	t.Log(sync(limiter.Sync{Holder: "b", Asks: ask("b1", 0.5)})) // refused: it can only wait
+	t.Log(sync(limiter.Sync{Holder: "a", Settles: []limiter.Settle{{ID: "a1", USD: 0.2, Sent: true}}}))
+	t.Log(sync(limiter.Sync{Holder: "b", Asks: append(ask("b1", 0.3), ask("b2", 0.3)...)}))
+	t.Log(sync(limiter.Sync{Holder: "p", Seq: 1, Asks: []limiter.Ask{{ID: "p1", Provider: "other", USD: 0.1,
+		Priced: true, ForPool: true, Need: 0.1, Extra: 0.3}}, InFlight: 1}))
+	t.Log(sync(limiter.Sync{Holder: "p", Seq: 2, Settles: []limiter.Settle{{ID: "p1", USD: 0.05, Sent: true,
+		Pool: true}}, Return: 0.1}))
+	time.Sleep(limiter.LeaseTTL + 5*time.Second) // b falls silent: its lease lapses on the workflow's timer
+	for i := 0; ; i++ {
+		desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %d events -> %s", id, len(h.Events), path)
+		if desc.WorkflowExecutionInfo.Execution.RunId != run.GetRunID() {
+			break // continued as new
+		}
+		if i > 100 {
+			t.Fatal("the budget never continued as new")
+		}
+		call := fmt.Sprint("c", i)
+		t.Log(sync(limiter.Sync{Holder: "c", Asks: ask(call, 0.01), Held: []string{call},
+			Settles: []limiter.Settle{{ID: fmt.Sprint("c", i-1), USD: 0.01, Sent: true}}}))
 	}
+	saveHistory(t, c, id, run.GetRunID(), filepath.Join(out, "budget-"+*historySuffix+".json"), wd)
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,6 +22,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/activities"
+	"ctxlab/activities/api"
+	"ctxlab/activities/limiter"
 	"ctxlab/demobench"
 	"ctxlab/internal/logs"
 	"ctxlab/jsonnet"
@@ -31,6 +34,7 @@ import (
 	"ctxlab/starter/embedded"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/fakeopenai"
 	"ctxlab/wiring"
 	"ctxlab/workflows"
 )
@@ -41,7 +45,13 @@ var (
 	wayList = flag.String("orch.ways", "now,before", "comma-separated ways to run the Temporal side: "+
 		"now, before, and one lever of now's taken back each: remote (every node on its queue), rollback (the old "+
 		"SQLite journal)")
+	paid = flag.Bool("orch.paid", false, "give the methods an openai model answered by an in-process fake "+
+		"endpoint, with no response cache and a spend cap, so that every patch is a paid call the run's budget "+
+		"admits and settles")
 )
+
+// paidCap is the spend cap of a -orch.paid sweep: far above what it spends, so that every call asks and none waits.
+const paidCap = 1e6
 
 // way is how the Temporal side runs a sweep.
 type way struct {
@@ -133,6 +143,15 @@ func generate(t testing.TB, dir string, n, m int) sweep {
 		Models:  []specs.Model{{Name: "offline", Provider: "offline"}},
 		Limits:  specs.Limits{Concurrency: 16},
 	}
+	if *paid {
+		fake := httptest.NewServer(fakeopenai.New(fakeopenai.WithUsage(100, 50)))
+		t.Cleanup(fake.Close)
+		t.Setenv(specs.OpenAI.Env.BaseURL, fake.URL+"/v1")
+		t.Setenv(specs.OpenAI.Env.Key, "")
+		e.Models = []specs.Model{{Name: "gpt", Provider: "openai", ID: "gpt",
+			Price: specs.Price{Input: 2.5, Output: 10}}}
+		e.Limits.SpendUSD = paidCap
+	}
 	patch := libraryPatchParams(t)
 	for i := range m {
 		ctxAct := []string{"no_source", "oracle_files"}[i%2]
@@ -210,6 +229,7 @@ func runPlain(t testing.TB, s sweep, runs string) outcome {
 	t.Helper()
 	ctx := context.Background()
 	a := activities.New(runs, zerolog.Nop())
+	a.NoCache = *paid
 	markRun(t, a, s.e.Name)
 	stopPeak := peak()
 	start := time.Now()
@@ -304,12 +324,22 @@ func runTemporal(t testing.TB, s sweep, dir string, w way) outcome {
 	defer c.Close()
 	runs := filepath.Join(dir, "runs")
 	a := activities.New(runs, zerolog.Nop())
+	a.NoCache = *paid
 	markRun(t, a, s.e.Name)
 	stopWorkers, err := wiring.Start(c, a, wiring.Options{Kinds: wiring.AllKinds, Limits: s.e.Limits.Queues})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stopWorkers()
+	if s.e.Limits.SpendUSD > 0 { // as starter run sets it
+		id := api.BudgetWorkflowID(s.e.Name)
+		if _, err := c.SignalWithStartWorkflow(ctx, id, api.BudgetLimitsSignal,
+			limiter.Limits{SpendUSD: s.e.Limits.SpendUSD}, client.StartWorkflowOptions{ID: id,
+				TaskQueue: workflows.DefaultQueues.Workflow}, workflows.BudgetName,
+			workflows.BudgetInput{Run: s.e.Name}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	store, err := a.Store(s.e.Name)
 	if err != nil {
 		t.Fatal(err)
