@@ -16,11 +16,11 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/api/errkind"
-	"ctxlab/activities/executor"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/rankings"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/steps"
+	"ctxlab/grading/executor"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"

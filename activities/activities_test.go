@@ -18,9 +18,9 @@ import (
 
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/repo"
-	"ctxlab/activities/steps"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
+	"ctxlab/grading"
 	"ctxlab/patch/diff"
 	"ctxlab/results"
 	"ctxlab/specs"
@@ -212,26 +212,26 @@ func TestGradeOutcomes(t *testing.T) {
 		}
 		return NodeOutput{Ref: ref}
 	}
-	grading := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
+	params := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
 	grade := func(p NodeOutput, params map[string]any) map[string]any {
 		t.Helper()
 		return f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": p})).Row
 	}
 
-	if r := grade(patch(f.rows[inst].Patch), grading); r["resolved"] != true || r["grade_status"] != steps.GradeResolved {
+	if r := grade(patch(f.rows[inst].Patch), params); r["resolved"] != true || r["grade_status"] != grading.StatusResolved {
 		t.Errorf("gold patch: %v", r)
 	}
-	if r := grade(patch(""), grading); r["resolved"] != false || r["grade_status"] != steps.GradeEmptyPatch {
+	if r := grade(patch(""), params); r["resolved"] != false || r["grade_status"] != grading.StatusEmptyPatch {
 		t.Errorf("empty patch: %v", r)
 	}
 	escape := diff.Unified("../outside.txt", nil, []byte("pwned\n"))
-	if r := grade(patch(escape), grading); r["resolved"] != false || r["grade_status"] != steps.GradePatchFailed {
+	if r := grade(patch(escape), params); r["resolved"] != false || r["grade_status"] != grading.StatusPatchFailed {
 		t.Errorf("escaping patch: %v", r)
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "outside.txt")); err == nil {
 		t.Error("a patch wrote outside its worktree")
 	}
-	if r := grade(patch("this is not a diff\n"), grading); r["resolved"] != false {
+	if r := grade(patch("this is not a diff\n"), params); r["resolved"] != false {
 		t.Errorf("garbage patch resolved: %v", r)
 	}
 	left, _ := os.ReadDir(tmp)
@@ -256,7 +256,7 @@ func TestGradeKillsHangingTests(t *testing.T) {
 	start := time.Now()
 	out := f.must(f.node("grade", inst, map[string]any{"grading": map[string]any{"timeout": "4s"}},
 		map[string]NodeOutput{"checkout": co, "patch": {Ref: gold}}))
-	if out.Row["grade_status"] != steps.GradeTimeout || out.Row["resolved"] != false {
+	if out.Row["grade_status"] != grading.StatusTimeout || out.Row["resolved"] != false {
 		t.Errorf("hanging tests: %v", out.Row)
 	}
 	if d := time.Since(start); d > 2*time.Minute {

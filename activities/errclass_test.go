@@ -18,6 +18,7 @@ import (
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/steps"
+	"ctxlab/grading"
 	"ctxlab/patch/diff"
 	"ctxlab/store/cas"
 )
@@ -137,9 +138,9 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 		}
 		return NodeOutput{Ref: ref}
 	}
-	grade := func(id string, co NodeOutput, patch string, grading map[string]any) (NodeOutput, error) {
-		grading["executor"] = "local"
-		return f.node("grade", id, map[string]any{"grading": grading}, map[string]NodeOutput{"checkout": co,
+	grade := func(id string, co NodeOutput, patch string, settings map[string]any) (NodeOutput, error) {
+		settings["executor"] = "local"
+		return f.node("grade", id, map[string]any{"grading": settings}, map[string]NodeOutput{"checkout": co,
 			"patch": put(patch)})
 	}
 
@@ -194,7 +195,7 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 		}
 		edit := diff.Unified("go.mod", goMod, append(append([]byte{}, goMod...), "// edited\n"...))
 		out, err := grade(dep, co, f.rows[dep].Patch+edit, map[string]any{"goproxy": proxy["goproxy"]})
-		if err != nil || out.Row["grade_status"] != steps.GradeBuildFailed {
+		if err != nil || out.Row["grade_status"] != grading.StatusBuildFailed {
 			t.Errorf("a patch editing go.mod: %v, %v; want the row's grade_status build_failed", out.Row, err)
 		}
 	})

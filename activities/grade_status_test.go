@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/executor"
-	"ctxlab/activities/steps"
+	"ctxlab/grading"
+	"ctxlab/grading/executor"
 	"ctxlab/patch/diff"
 	"ctxlab/store/cas"
 )
@@ -28,10 +28,10 @@ func TestGradeBuildFailedIsItsOwnOutcome(t *testing.T) {
 	}
 	broken := row.Patch + diff.Unified(path.Join(testDir, "zz_broken.go"), nil, []byte("package zzbroken\n"))
 	co := f.must(f.node("checkout", inst, nil, nil))
-	grading := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
-	r := f.must(f.node("grade", inst, grading, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(broken)})).Row
+	params := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
+	r := f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(broken)})).Row
 	msg, _ := r["grade_build_error"].(string)
-	if r["grade_status"] != steps.GradeBuildFailed || r["resolved"] != false || !strings.Contains(msg, "zzbroken") {
+	if r["grade_status"] != grading.StatusBuildFailed || r["resolved"] != false || !strings.Contains(msg, "zzbroken") {
 		t.Errorf("row: %v", r)
 	}
 }
@@ -52,10 +52,10 @@ func TestGradeNameMismatch(t *testing.T) {
 	}
 	f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
 	co := f.must(f.node("checkout", inst, nil, nil))
-	grading := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
-	r := f.must(f.node("grade", inst, grading, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(row.Patch)})).Row
+	params := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
+	r := f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(row.Patch)})).Row
 	note, _ := r["grade_note"].(string)
-	if r["grade_status"] != steps.GradeNameMismatch || !strings.Contains(note, "names do not match") {
+	if r["grade_status"] != grading.StatusNameMismatch || !strings.Contains(note, "names do not match") {
 		t.Errorf("row: %v", r)
 	}
 }

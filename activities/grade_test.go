@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/steps"
+	"ctxlab/grading"
 	"ctxlab/jsonnet"
 	"ctxlab/patch/diff"
 	"ctxlab/specs"
@@ -45,7 +45,7 @@ func TestGradeGoldResolvesEveryDemoInstanceEmptyNone(t *testing.T) {
 	if err := json.Unmarshal(b, &options); err != nil {
 		t.Fatal(err)
 	}
-	grading := map[string]any{"grading": options}
+	params := map[string]any{"grading": options}
 	ids := make([]string, 0, len(f.rows))
 	for id := range f.rows {
 		ids = append(ids, id)
@@ -54,13 +54,13 @@ func TestGradeGoldResolvesEveryDemoInstanceEmptyNone(t *testing.T) {
 	for _, id := range ids {
 		co := f.must(f.node("checkout", id, nil, nil))
 		gold := f.putPatch(f.rows[id].Patch)
-		r := f.must(f.node("grade", id, grading, map[string]NodeOutput{"checkout": co, "patch": gold})).Row
-		if r["resolved"] != true || r["grade_status"] != steps.GradeResolved || r["patch_apply"] != string(diff.Applied) ||
+		r := f.must(f.node("grade", id, params, map[string]NodeOutput{"checkout": co, "patch": gold})).Row
+		if r["resolved"] != true || r["grade_status"] != grading.StatusResolved || r["patch_apply"] != string(diff.Applied) ||
 			r["patch_ref"] != string(gold.Ref) {
 			t.Errorf("%s gold: %v", id, r)
 		}
-		r = f.must(f.node("grade", id, grading, map[string]NodeOutput{"checkout": co, "patch": f.putPatch("")})).Row
-		if r["resolved"] != false || r["grade_status"] != steps.GradeEmptyPatch || r["patch_apply"] != string(diff.Empty) {
+		r = f.must(f.node("grade", id, params, map[string]NodeOutput{"checkout": co, "patch": f.putPatch("")})).Row
+		if r["resolved"] != false || r["grade_status"] != grading.StatusEmptyPatch || r["patch_apply"] != string(diff.Empty) {
 			t.Errorf("%s empty: %v", id, r)
 		}
 	}
@@ -71,18 +71,18 @@ func TestGradeRecordsRefusalsAndFuzz(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	co := f.must(f.node("checkout", inst, nil, nil))
-	grading := map[string]any{"grading": map[string]any{"timeout": "5m"}}
+	params := map[string]any{"grading": map[string]any{"timeout": "5m"}}
 	grade := func(p string) map[string]any {
 		t.Helper()
-		return f.must(f.node("grade", inst, grading, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(p)})).Row
+		return f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(p)})).Row
 	}
 	for name, c := range map[string]struct {
 		patch, status, apply string
 	}{
-		"dotdot":   {diff.Unified("../outside.txt", nil, []byte("pwned\n")), steps.GradePatchFailed, string(diff.Escapes)},
-		"absolute": {"--- /dev/null\n+++ " + filepath.Join(tmp, "abs.txt") + "\n@@ -0,0 +1 @@\n+pwned\n", steps.GradePatchFailed, string(diff.Escapes)},
-		"garbage":  {"I fixed the bug by editing the file.\n", steps.GradeBadPatch, string(diff.Malformed)},
-		"conflict": {diff.Unified("README.md", []byte("not the readme\n"), []byte("x\n")), steps.GradePatchFailed, string(diff.Failed)},
+		"dotdot":   {diff.Unified("../outside.txt", nil, []byte("pwned\n")), grading.StatusPatchFailed, string(diff.Escapes)},
+		"absolute": {"--- /dev/null\n+++ " + filepath.Join(tmp, "abs.txt") + "\n@@ -0,0 +1 @@\n+pwned\n", grading.StatusPatchFailed, string(diff.Escapes)},
+		"garbage":  {"I fixed the bug by editing the file.\n", grading.StatusMalformed, string(diff.Malformed)},
+		"conflict": {diff.Unified("README.md", []byte("not the readme\n"), []byte("x\n")), grading.StatusPatchFailed, string(diff.Failed)},
 	} {
 		r := grade(c.patch)
 		if r["resolved"] != false || r["grade_status"] != c.status || r["patch_apply"] != c.apply || r["grade_error"] == "" {
@@ -168,7 +168,7 @@ func TestNoCredentials(t *testing.T) {
 		"isolation": "none"}},
 		map[string]NodeOutput{"checkout": co, "patch": gold})).Row
 	runs, _ := r["grade_runs"].([]any)
-	if len(runs) != 3 || runs[0] != steps.GradeUnresolved || runs[1] != steps.GradeResolved || runs[2] != steps.GradeResolved {
+	if len(runs) != 3 || runs[0] != grading.StatusUnresolved || runs[1] != grading.StatusResolved || runs[2] != grading.StatusResolved {
 		t.Fatalf("runs = %v (row %v)", r["grade_runs"], r)
 	}
 	if r["grade_flaky"] != true || r["resolved"] != true {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/executor"
+	"ctxlab/grading/executor"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 )

@@ -28,9 +28,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"ctxlab/activities/executor"
-	"ctxlab/activities/testlog"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading/executor"
+	"ctxlab/grading/testlog"
 	"ctxlab/patch/diff"
 )
 

@@ -133,7 +133,7 @@ type Grading struct {
 	// mount and network namespaces where the worker runs as root on Linux; rows say grade_isolation) or "none" (its
 	// own process group and an allowlisted environment only, for test suites that need the machine or the network).
 	Isolation string `json:"isolation,omitempty"`
-	// TestCmd, LogParser, Python, Namespace, Network and Docker configure the executors (activities/executor.Config).
+	// TestCmd, LogParser, Python, Namespace, Network and Docker configure the executors (grading/executor.Config).
 	TestCmd TestCommand `json:"test_cmd,omitzero"`
 
 	LogParser string `json:"log_parser,omitempty"`

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"ctxlab/activities/sandbox"
+	"ctxlab/grading/sandbox"
 	"ctxlab/starter/cli"
 )
 

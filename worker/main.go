@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ctxlab/activities"
-	"ctxlab/activities/sandbox"
+	"ctxlab/grading/sandbox"
 	"ctxlab/internal/cliflags"
 	"ctxlab/internal/cluster"
 	"ctxlab/internal/logs"

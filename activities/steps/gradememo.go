@@ -9,8 +9,9 @@ import (
 	"maps"
 	"time"
 
-	"ctxlab/activities/executor"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading"
+	"ctxlab/grading/executor"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -80,7 +81,7 @@ func (m gradeMemo) get(ctx context.Context, key string) (NodeOutput, bool) {
 // A reused grade carries this request's patch_ref; every other row field is the stored grade's. Whether it was
 // reused depends on which method got there first, so it is not on the row: the attempt log's "reused" field and
 // the worker log say it.
-func (j *job) gradeOnce(ctx context.Context, p GradeParams, r GradeRequest,
+func (j *job) gradeOnce(ctx context.Context, p GradeParams, r grading.Request,
 	grade func() (NodeOutput, error)) (NodeOutput, error) {
 	co, err := j.input("checkout")
 	if err != nil {

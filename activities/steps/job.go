@@ -19,11 +19,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"ctxlab/activities/api"
-	"ctxlab/activities/executor"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/rankings"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading/executor"
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/store/cas"

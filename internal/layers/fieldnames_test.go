@@ -19,8 +19,8 @@ import (
 // fieldLiteralsAllowed are the string literals, as "path: literal", that spell a declared row field's name but
 // mean something else, with why.
 var fieldLiteralsAllowed = map[string]string{
-	"activities/steps/grade.go: resolved":             "a grade_status value (GradeResolved)",
-	"activities/steps/grade.go: tests_missing":        "a grade_status value (GradeTestsMissing)",
+	"grading/decide.go: resolved":                     "a grade_status value (StatusResolved)",
+	"grading/decide.go: tests_missing":                "a grade_status value (StatusTestsMissing)",
 	"testkit/fakeopenai/server.go: prompt_tokens":     "the OpenAI wire format the fake serves",
 	"testkit/fakeopenai/server.go: completion_tokens": "the OpenAI wire format the fake serves",
 	"testkit/fakeopenai/server.go: cached_tokens":     "the OpenAI wire format the fake serves",

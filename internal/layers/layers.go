@@ -7,7 +7,7 @@
 // unit covers, so a new package must be given its place here.
 //
 // Only the imports of a package's non-test files are checked. Tests may borrow fixtures from above (demobench's test
-// grades the generated instances with activities/executor; activities/llm's test parses the demo's patches), and Go
+// grades the generated instances with grading/executor; activities/llm's test parses the demo's patches), and Go
 // already rejects a test import that would close a cycle.
 package layers
 
@@ -35,6 +35,8 @@ var Stack = []Layer{
 	{"infrastructure", []string{"store/...", "dataset/...", "patch/...", "jsonnet"}},
 	{"records and demo data", []string{"runlog", "demobench"}},
 	{"results", []string{"results/..."}},
+	// Grading one patch, stage by stage (package grading's doc): importable without package activities or Temporal.
+	{"grading", []string{"grading/..."}},
 	{"activity parts", []string{"activities/..."}}, // the pure sub-packages the steps are written over
 	// The steps: plain functions, one per kind, importing no Temporal (TestStepsLinkNoTemporal).
 	{"steps", []string{"activities/steps"}},

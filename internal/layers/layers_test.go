@@ -168,3 +168,24 @@ func TestStepsLinkNoTemporal(t *testing.T) {
 			"types go through steps.Env and steps.Error)", pkg, len(temporal), temporal[0])
 	}
 }
+
+// TestGradingNeedsNoActivities: the grading tree is a library of its own, which `starter grade`, the grade step and
+// any other program can call: its build, everything it imports included, holds no package of activities/ but the
+// failure kinds (activities/api/errkind, which the model calls share) and nothing of Temporal.
+func TestGradingNeedsNoActivities(t *testing.T) {
+	touchSources(t)
+	out, err := exec.Command("go", "list", "-deps", Module+"/grading/...").Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s/grading/...: %v", Module, err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, Module+"/grading/executor") {
+		t.Errorf("%s/grading/... does not depend on %s/grading/executor; is the list complete?", Module, Module)
+	}
+	for _, dep := range deps {
+		if strings.HasPrefix(dep, "go.temporal.io/") ||
+			(strings.HasPrefix(dep, Module+"/activities") && dep != Module+"/activities/api/errkind") {
+			t.Errorf("the grading tree links %s", dep)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"ctxlab/activities"
 	"ctxlab/activities/contexts"
+	"ctxlab/grading"
 	"ctxlab/internal/safename"
 	"ctxlab/results"
 	"ctxlab/runfolder"
@@ -110,7 +111,7 @@ func writeRowFolder(ctx context.Context, store cas.Store, objs objects.Store, ar
 	if status := row.String(specs.GradeStatus.Name); refs.testOutput == "" && status != "" {
 		// Graded without running tests (an empty patch, one that does not apply): the folder still says why.
 		note := fmt.Sprintf("ctxlab: no test ran for this row: grade_status %s", status)
-		if reason := reasonOf(row); reason != "" {
+		if reason := grading.Explanation(row); reason != "" {
 			note += " (" + reason + ")"
 		}
 		if err := os.WriteFile(filepath.Join(folder, exportTestOutput), []byte(note+"\n"), 0o644); err != nil {

@@ -21,12 +21,13 @@ import (
 	"ctxlab/activities"
 	"ctxlab/activities/compress"
 	"ctxlab/activities/dense"
-	"ctxlab/activities/executor"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/steps"
 	"ctxlab/activities/tokens"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading"
+	"ctxlab/grading/executor"
 	"ctxlab/internal/cluster"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
@@ -367,7 +368,7 @@ func (r *checkReport) checkInstances(ctx context.Context, ds specs.Dataset, grad
 	}
 	datasetDir, _ := filepath.Abs(filepath.Dir(ds.File))
 	for _, g := range gradings {
-		cfg := steps.ExecutorConfig(g)
+		cfg := grading.ExecutorConfig(g)
 		cfg.GoProxy = strings.ReplaceAll(cfg.GoProxy, "{dataset_dir}", datasetDir)
 		cfg.PythonWheels = strings.ReplaceAll(cfg.PythonWheels, "{dataset_dir}", datasetDir)
 		switch g.Executor {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/executor"
 	"ctxlab/demobench"
+	"ctxlab/grading/executor"
 	"ctxlab/internal/images"
 	"ctxlab/results"
 	"ctxlab/specs"

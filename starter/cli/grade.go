@@ -23,6 +23,7 @@ import (
 	"ctxlab/activities"
 	"ctxlab/activities/api/errkind"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading"
 	"ctxlab/internal/images"
 	"ctxlab/internal/logs"
 	"ctxlab/patch/diff"
@@ -206,7 +207,7 @@ func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (in
 	}
 	out := make([]results.Row, len(done))
 	for i, d := range done {
-		out[i] = d.row
+		out[i] = d.Row
 	}
 	if err := replaceRows(runfolder.Rows(runDir), out); err != nil {
 		return 0, starterFailed(exitFail, err)
@@ -214,7 +215,9 @@ func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (in
 	instances := slices.SortedFunc(maps.Values(byID), func(a, b swebench.Instance) int {
 		return strings.Compare(a.InstanceID, b.InstanceID)
 	})
-	if err := writeHarnessOutput(ctx, store, runDir, o.name, o, instances, byID, preds, done); err != nil {
+	run := grading.HarnessRun{ID: o.name, Dataset: o.dataset, Predictions: o.predictions,
+		Executor: o.grading.Executor, Timeout: o.grading.Timeout.D()}
+	if err := grading.WriteHarnessOutput(ctx, store, runDir, run, instances, preds, done); err != nil {
 		return 0, starterFailed(exitFail, fmt.Errorf("writing the SWE-bench harness's logs and run report: %w", err))
 	}
 	summary, err := acts.Summarize(ctx, activities.SummarizeInput{Run: o.name, Title: "ctxlab grade: " + o.name})
@@ -277,8 +280,8 @@ func gradedInstances(preds []predictions.Prediction, byID map[string]swebench.In
 // gradeAll grades the predictions, concurrency at once, logging each, and returns their rows and logs in their
 // order.
 func (g grader) gradeAll(ctx context.Context, byID map[string]swebench.Instance, preds []predictions.Prediction,
-	concurrency int, log zerolog.Logger) []graded {
-	out := make([]graded, len(preds))
+	concurrency int, log zerolog.Logger) []grading.Graded {
+	out := make([]grading.Graded, len(preds))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, concurrency)
 	for i, p := range preds {
@@ -289,14 +292,14 @@ func (g grader) gradeAll(ctx context.Context, byID map[string]swebench.Instance,
 			defer func() { <-sem }()
 			start := time.Now()
 			out[i] = g.grade(ctx, byID[p.InstanceID], p)
-			row := out[i].row
+			row := out[i].Row
 			ev := log.Info().Str("instance", p.InstanceID).Str("model", p.ModelNameOrPath)
 			// A row that failed before grading has no grade_status: it says its error's kind instead of null.
 			if status := row.String(specs.GradeStatus.Name); status != "" {
 				ev = ev.Str("status", status)
 			}
 			if row.String(results.FieldError) != "" {
-				ev = ev.Str("error", reasonOf(row))
+				ev = ev.Str("error", grading.Explanation(row))
 			}
 			ev.Int64("took_ms", time.Since(start).Milliseconds()).Msg("graded")
 		}()
@@ -448,49 +451,9 @@ func reportValidation(mode string, rows []results.Row, stdout io.Writer) int {
 		if status == "" && r.String(results.FieldError) != "" {
 			status = "error"
 		}
-		fmt.Fprintf(stdout, "  %s\t%s\t%s\n", r.String(results.FieldInstance), status, reasonOf(r))
+		fmt.Fprintf(stdout, "  %s\t%s\t%s\n", r.String(results.FieldInstance), status, grading.Explanation(r))
 	}
 	return len(bad)
-}
-
-// reasonOf is the first line of whatever explains a row's status, shortened for a summary line.
-func reasonOf(r results.Row) string {
-	for _, f := range []string{results.FieldError, specs.GradeError.Name, specs.GradeBuildError.Name, specs.GradeNote.Name} {
-		if text := strings.TrimSpace(r.String(f)); text != "" {
-			line, _, _ := strings.Cut(text, "\n")
-			if len(line) > 160 {
-				line = line[:160] + "..."
-			}
-			return line
-		}
-	}
-	// Otherwise the listed tests that did not pass say it.
-	var parts []string
-	for _, f := range []string{specs.TestsMissing.Name, specs.TestsFailed.Name, specs.TestsSkipped.Name} {
-		if names := stringsOf(r[f]); len(names) > 0 {
-			more := ""
-			if len(names) > 5 {
-				names, more = names[:5], fmt.Sprintf(" (+%d)", len(names)-5)
-			}
-			parts = append(parts, strings.TrimPrefix(f, "tests_")+": "+strings.Join(names, ", ")+more)
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-// stringsOf reads a list of strings from a row value, as made ([]string) or as read back from JSON ([]any).
-func stringsOf(v any) []string {
-	switch l := v.(type) {
-	case []string:
-		return l
-	case []any:
-		out := make([]string, 0, len(l))
-		for _, e := range l {
-			out = append(out, fmt.Sprint(e))
-		}
-		return out
-	}
-	return nil
 }
 
 // grader runs the checkout and grade activities for one prediction.
@@ -506,7 +469,7 @@ type grader struct {
 // checkout and a grade node, keyed as a sweep's nodes are) run step by step, the row built as the Issue workflow
 // builds its rows (results.RowMerger). A failure lands in the row's error field, with its kind, and the fields of
 // the steps that did not finish stay null, as in a sweep.
-func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions.Prediction) graded {
+func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions.Prediction) grading.Graded {
 	model, method := predictions.SplitModelName(p.ModelNameOrPath)
 	plan, err := specs.GradePlan(method, model, g.grading, specs.PatchKey([]byte(p.ModelPatch)))
 	if err != nil {
@@ -538,7 +501,7 @@ func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions
 		// As the measure step defines it: the patch applies strictly (git apply).
 		specs.PatchApplied.Set(row, out.Row[specs.PatchApply.Name] == string(diff.Applied))
 	}
-	return graded{row: row, log: out.Ref}
+	return grading.Graded{Row: row, Log: out.Ref}
 }
 
 // errorKind is the kind an activity error carries: an ApplicationError's type, or the innermost errkind mark.

@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"ctxlab/activities/executor"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
+	"ctxlab/grading/executor"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/images"
 	"ctxlab/runfolder"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"ctxlab/activities/executor"
 	"ctxlab/demobench"
+	"ctxlab/grading/executor"
 	"ctxlab/internal/images"
 	"ctxlab/results"
 	"ctxlab/results/predictions"

@@ -22,7 +22,7 @@ import (
 )
 
 // Who may reach a server's ports. Every port is on a loopback or chosen address where any local user can connect,
-// and graded code runs as another uid (activities/sandbox): so the frontend's gRPC API answers only processes of the
+// and graded code runs as another uid (grading/sandbox): so the frontend's gRPC API answers only processes of the
 // server's own uid (sameUserAuthorizer), the history, matching and worker services speak only mutual TLS with a
 // certificate made in memory at each start (internodeTLS), and the frontend's HTTP API is not opened.
 

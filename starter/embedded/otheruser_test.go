@@ -30,7 +30,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"ctxlab/activities/sandbox"
+	"ctxlab/grading/sandbox"
 )
 
 // attackEnv makes the test binary attack a server's ports (see attackPorts) instead of running tests.
