@@ -17,6 +17,7 @@ import (
 
 	"ctxlab/activities"
 	"ctxlab/activities/api"
+	"ctxlab/activities/steps"
 	"ctxlab/demobench"
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
@@ -142,11 +143,11 @@ func TestAgentWorkflowTurnsAreActivities(t *testing.T) {
 func TestAgentTurnInputMatchesActivities(t *testing.T) {
 	w := agentTurnInput{Node: api.NodeInput{Node: "n", Step: "m.agent"}, Turn: 3, State: "sha256:x"}
 	b, _ := json.Marshal(w)
-	var a activities.AgentTurnInput
+	var a steps.AgentTurnInput
 	if err := json.Unmarshal(b, &a); err != nil || a.Turn != 3 || a.State != w.State || a.Node.Step != "m.agent" {
 		t.Errorf("decoded %+v (%v)", a, err)
 	}
-	b, _ = json.Marshal(activities.AgentTurnOutput{State: "sha256:y", Done: true})
+	b, _ = json.Marshal(steps.AgentTurnOutput{State: "sha256:y", Done: true})
 	var out agentTurnOutput
 	if err := json.Unmarshal(b, &out); err != nil || out.State != "sha256:y" || !out.Done {
 		t.Errorf("turn output decoded %+v (%v)", out, err)

@@ -227,8 +227,8 @@ func TestAgentTurnFailureFailsRows(t *testing.T) {
 	if want := "step agent: " + msg; row[results.FieldError] != want {
 		t.Errorf("agent row's error %q, want %q", row[results.FieldError], want)
 	}
-	if row[ErrorKindField] != "context_length" || got.res.FailedSteps != 1 {
-		t.Errorf("error kind %v, %d failed steps", row[ErrorKindField], got.res.FailedSteps)
+	if row[results.FieldErrorKind] != "context_length" || got.res.FailedSteps != 1 {
+		t.Errorf("error kind %v, %d failed steps", row[results.FieldErrorKind], got.res.FailedSteps)
 	}
 	if f.model[1] != 1 || len(got.children) != 1 || f.finishes != 0 || got.nodes.calls["agent_patch"] != 0 {
 		t.Errorf("turn 1 asked %d times in %d children, %d finishes, agent_patch ran %d times", f.model[1],

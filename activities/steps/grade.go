@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/executor"
 	"ctxlab/activities/repo"
@@ -26,9 +27,6 @@ import (
 )
 
 func init() { registerStep(specs.Grade, gradeStep) }
-
-// GradeParams are declared in specs beside the catalog, which checks every step's params against them.
-type GradeParams = specs.GradeParams
 
 // gradeStep statuses recorded on the row.
 const (
@@ -54,38 +52,38 @@ const DefaultGradeTimeout = 30 * time.Minute
 // Grade applies the test patch and the model patch to a fresh worktree at base_commit, runs FAIL_TO_PASS and
 // PASS_TO_PASS with the spec's executor, and decides resolved from the per-test results, never from the exit code.
 // Its output is the test log; its row fields say how the patch applied and how every run went.
-func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
+func gradeStep(ctx context.Context, j *job, p specs.GradeParams) (api.NodeOutput, error) {
 	exec, err := j.newExecutor(p.Grading.Executor)
 	if err != nil {
-		return NodeOutput{}, permanent(ErrUnsupported, err)
+		return api.NodeOutput{}, permanent(api.ErrUnsupported, err)
 	}
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	pin, err := j.input("patch")
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	patch, err := j.store.Get(ctx, pin.Ref)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	cleanStaleOnce(j.env.Log)
 	if p.Grading.GoProxy, err = j.goProxy(ctx, p.Grading.GoProxy); err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	if p.Grading.PythonWheels, err = j.pythonWheels(ctx, p.Grading.PythonWheels); err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	req := GradeRequest{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 		Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 			return repo.Materialize(ctx, j.store, m, dir)
 		}, Heartbeat: j.env.Heartbeat}
 	// Byte-identical patches of the instance under the same settings are graded once (gradememo.go).
-	out, err := j.gradeOnce(ctx, p, req, func() (NodeOutput, error) { return GradePatch(ctx, exec, j.store, req) })
+	out, err := j.gradeOnce(ctx, p, req, func() (api.NodeOutput, error) { return GradePatch(ctx, exec, j.store, req) })
 	if errors.Is(err, executor.ErrTestPatch) {
-		return out, permanent(ErrBadInput, err)
+		return out, permanent(api.ErrBadInput, err)
 	}
 	// Named once: some executor errors name the instance already, others do not.
 	if err != nil && !strings.HasPrefix(err.Error(), "instance "+inst.InstanceID+":") {
@@ -172,7 +170,7 @@ func ExecutorConfig(g specs.Grading) executor.Config {
 // GradePatch grades one patch: the grade step's work, for `starter grade` too. It runs the
 // executor once, and again up to Grading.Reruns times while the patch applied but did not resolve (the flake guard);
 // resolved then needs a majority of the runs. The output holds the stored log of every run and the row fields.
-func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r GradeRequest) (NodeOutput, error) {
+func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r GradeRequest) (api.NodeOutput, error) {
 	row := map[string]any{}
 	specs.Resolved.Set(row, false)
 	specs.GradeExecutor.Set(row, r.Grading.Executor)
@@ -194,19 +192,19 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 	for attempt := 0; attempt <= max(r.Grading.Reruns, 0); attempt++ {
 		res, err := exec.Run(ctx, req)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		if attempt == 0 {
 			recordApply(row, res)
 			if !res.Ran {
-				return NodeOutput{Row: row}, nil
+				return api.NodeOutput{Row: row}, nil
 			}
 		}
 		v := executor.Decide(r.Instance, res.Report)
 		status := runStatus(res, v)
 		if status == GradeBuildFailed {
 			if err := moduleDownloadFailure(r, res); err != nil {
-				return NodeOutput{}, err
+				return api.NodeOutput{}, err
 			}
 		}
 		statuses = append(statuses, status)
@@ -236,10 +234,10 @@ func GradePatch(ctx context.Context, exec executor.Executor, store cas.Store, r 
 	}
 	logRef, err := store.Put(ctx, []byte(logs.String()))
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	recordVerdict(row, statuses, resolvedRuns, last, lastReport)
-	return NodeOutput{Ref: logRef, Row: row}, nil
+	return api.NodeOutput{Ref: logRef, Row: row}, nil
 }
 
 // recordVerdict puts the runs' verdict on the row: resolved by a majority of the runs, the status, and for an
