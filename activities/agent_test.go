@@ -177,7 +177,7 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 	}
 	withTrajectory := 0
 	for _, a := range before {
-		if a.Activity == AgentToolTurnName && a.Inputs["trajectory"] != "" {
+		if a.Activity == api.AgentToolTurnName && a.Inputs["trajectory"] != "" {
 			withTrajectory++
 		}
 	}

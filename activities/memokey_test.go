@@ -50,7 +50,7 @@ func TestMemoKeysUnchanged(t *testing.T) {
 		Node: "n0", Step: "m.s", Params: map[string]any{"unit": "file", "rate": 0.5},
 		Inputs:  map[string]api.NodeOutput{"checkout": {Ref: "sha256:abc", Row: map[string]any{"repo_files": 3.0}}},
 		Dataset: specs.Dataset{Repos: "{dataset_dir}/repos/{repo}"}}
-	names := append(specs.ActivityNames(), AgentModelTurnName, AgentToolTurnName, AgentFinishName)
+	names := append(specs.ActivityNames(), api.AgentModelTurnName, api.AgentToolTurnName, api.AgentFinishName)
 	got := map[string]string{}
 	for _, name := range names {
 		key, err := memoKey(name, in)

@@ -56,7 +56,7 @@ func TestToolTurnsShareSnapshotText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := f.a.AgentToolTurn(ctx, steps.AgentTurnInput{Turn: turn, State: state, Node: api.NodeInput{Run: "t",
+		out, err := f.a.AgentToolTurn(ctx, api.AgentTurnInput{Turn: turn, State: state, Node: api.NodeInput{Run: "t",
 			Instance: f.refs[inst], Node: node, Step: node + ".agent", Dataset: f.dataset,
 			Inputs: map[string]api.NodeOutput{"checkout": co}}})
 		if err != nil {

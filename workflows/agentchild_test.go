@@ -57,30 +57,30 @@ type fakeTurns struct {
 
 func (f *fakeTurns) register(env *testsuite.TestWorkflowEnvironment) {
 	f.model = map[int]int{}
-	env.RegisterActivityWithOptions(func(_ context.Context, in agentTurnInput) (agentTurnOutput, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.AgentTurnInput) (api.AgentTurnOutput, error) {
 		f.mu.Lock()
 		f.model[in.Turn]++
 		call := f.model[in.Turn]
 		f.mu.Unlock()
 		if f.modelErr != nil {
 			if err := f.modelErr(in.Turn, call); err != nil {
-				return agentTurnOutput{}, err
+				return api.AgentTurnOutput{}, err
 			}
 		}
-		return agentTurnOutput{State: cas.Ref(fmt.Sprintf("m%d", in.Turn)), Done: in.Turn == 1}, nil
-	}, activity.RegisterOptions{Name: agentModelTurn})
-	env.RegisterActivityWithOptions(func(_ context.Context, in agentTurnInput) (agentTurnOutput, error) {
+		return api.AgentTurnOutput{State: cas.Ref(fmt.Sprintf("m%d", in.Turn)), Done: in.Turn == 1}, nil
+	}, activity.RegisterOptions{Name: api.AgentModelTurnName})
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.AgentTurnInput) (api.AgentTurnOutput, error) {
 		f.mu.Lock()
 		f.tools++
 		f.mu.Unlock()
-		return agentTurnOutput{State: cas.Ref(fmt.Sprintf("t%d", in.Turn))}, nil
-	}, activity.RegisterOptions{Name: agentToolTurn})
-	env.RegisterActivityWithOptions(func(_ context.Context, in agentTurnInput) (api.NodeOutput, error) {
+		return api.AgentTurnOutput{State: cas.Ref(fmt.Sprintf("t%d", in.Turn))}, nil
+	}, activity.RegisterOptions{Name: api.AgentToolTurnName})
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.AgentTurnInput) (api.NodeOutput, error) {
 		f.mu.Lock()
 		f.finishes++
 		f.mu.Unlock()
 		return api.NodeOutput{Ref: in.State, Row: map[string]any{"agent_turns": 2}}, nil
-	}, activity.RegisterOptions{Name: agentFinish})
+	}, activity.RegisterOptions{Name: api.AgentFinishName})
 }
 
 // agentIssue is the outcome of an Issue run with the agent method.

@@ -14,21 +14,6 @@ import (
 	"ctxlab/store/cas"
 )
 
-// AgentTurnInput is one turn of an agent trajectory: the agent node's own input, the turn's number and the
-// trajectory so far (a reference into the content store; empty before the first turn).
-type AgentTurnInput struct {
-	Node  api.NodeInput `json:"node"`
-	Turn  int           `json:"turn"`
-	State cas.Ref       `json:"state,omitempty"`
-}
-
-// AgentTurnOutput is what a turn activity returns: the trajectory after the turn, and whether it has ended. Turns
-// add no row fields: the agent's row comes from AgentFinish.
-type AgentTurnOutput struct {
-	State cas.Ref `json:"state"`
-	Done  bool    `json:"done,omitempty"`
-}
-
 // AgentTrajectory is an agent's conversation and what it saw, as the content store keeps it after each turn.
 type AgentTrajectory struct {
 	Messages []llm.Message `json:"messages"`
@@ -78,9 +63,9 @@ func init() {
 // AgentTurns runs an agent's turns, each as a node of its own with its memo and attempt log, as package activities'
 // turn activities do: agentStep runs a trajectory through them.
 type AgentTurns interface {
-	AgentModelTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error)
-	AgentToolTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error)
-	AgentFinish(ctx context.Context, in AgentTurnInput) (api.NodeOutput, error)
+	AgentModelTurn(ctx context.Context, in api.AgentTurnInput) (api.AgentTurnOutput, error)
+	AgentToolTurn(ctx context.Context, in api.AgentTurnInput) (api.AgentTurnOutput, error)
+	AgentFinish(ctx context.Context, in api.AgentTurnInput) (api.NodeOutput, error)
 }
 
 // agentStep is the agent node run as one activity: its turns in a loop, each memoized on its own (a retried or resumed
@@ -96,7 +81,7 @@ func agentStep(ctx context.Context, j *job, p specs.AgentParams) (api.NodeOutput
 	}
 	var state cas.Ref
 	for turn := 0; turn < p.MaxTurns; turn++ {
-		out, err := turns.AgentModelTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state})
+		out, err := turns.AgentModelTurn(ctx, api.AgentTurnInput{Node: j.in, Turn: turn, State: state})
 		if err != nil {
 			return api.NodeOutput{}, err
 		}
@@ -104,12 +89,12 @@ func agentStep(ctx context.Context, j *job, p specs.AgentParams) (api.NodeOutput
 		if out.Done {
 			break
 		}
-		if out, err = turns.AgentToolTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state}); err != nil {
+		if out, err = turns.AgentToolTurn(ctx, api.AgentTurnInput{Node: j.in, Turn: turn, State: state}); err != nil {
 			return api.NodeOutput{}, err
 		}
 		state = out.State
 	}
-	return turns.AgentFinish(ctx, AgentTurnInput{Node: j.in, State: state})
+	return turns.AgentFinish(ctx, api.AgentTurnInput{Node: j.in, State: state})
 }
 
 // agentParams decodes the agent's params, checking them against their declarations (edit_format, tool_calling,
@@ -184,7 +169,7 @@ func (j *job) turnTrajectory(ctx context.Context, p specs.AgentParams, issue str
 // AgentModelTurn asks the model for one turn of the trajectory in.State (a new one on turn 0) as one attempt on
 // env's node (the turn's): a tool call, or the final edit. Its output is the trajectory with the answer (and the
 // call's usage) added.
-func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput) (api.NodeOutput, error) {
+func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in api.AgentTurnInput) (api.NodeOutput, error) {
 	return attempt(ctx, env, att, func(ctx context.Context, j *job) (api.NodeOutput, error) {
 		p, err := j.agentParams()
 		if err != nil {
@@ -286,7 +271,7 @@ func (j *job) agentSnapshot(ctx context.Context, m repo.Manifest) (agent.Snapsho
 // AgentToolTurn runs the tool call of the trajectory's last turn (in.State) as one attempt on env's node (the
 // turn's), and shows its result to the agent, cut to the budget's rest. A bad call (unknown tool, path outside the
 // repository, bad regex) is shown as an error; it never fails the step.
-func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput) (api.NodeOutput, error) {
+func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in api.AgentTurnInput) (api.NodeOutput, error) {
 	return attempt(ctx, env, att, func(ctx context.Context, j *job) (api.NodeOutput, error) {
 		p, err := j.agentParams()
 		if err != nil {
@@ -354,7 +339,7 @@ func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput
 // AgentFinish is the agent node's output: the trajectory in.State and its row fields (turns, tool calls by kind,
 // tokens of tool output seen and of prompts paid, and the model calls' usage, which the Issue workflow sums over a
 // row). It reads the trajectory from store.
-func AgentFinish(ctx context.Context, store cas.Store, in AgentTurnInput) (api.NodeOutput, error) {
+func AgentFinish(ctx context.Context, store cas.Store, in api.AgentTurnInput) (api.NodeOutput, error) {
 	j := &job{in: in.Node, store: store}
 	t, err := j.loadTrajectory(ctx, in.State)
 	if err != nil {
