@@ -235,7 +235,7 @@ func (p *anthropicMessages) send(task string, params anthropic.MessageNewParams)
 				return capAnswer(r, option.MiddlewareNext(next))
 			})}
 		if task != "" {
-			ropts = append(ropts, aoption.WithHeader(TaskHeader, task))
+			ropts = append(ropts, aoption.WithHeader(offlinetask.TaskHeader, task))
 		}
 		if p.model.Temperature != nil {
 			// The SDK's v2 params no longer carry the (deprecated) sampling parameters; the API still reads them.

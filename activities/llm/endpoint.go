@@ -19,10 +19,6 @@ import (
 	"ctxlab/specs"
 )
 
-// TaskHeader carries Request.Task with every call. Endpoints ignore it; the test servers (testkit/fakeopenai,
-// testkit/fakeanthropic) count calls per task with it.
-const TaskHeader = "X-Ctxlab-Task"
-
 // Endpoint is the endpoint a provider's calls go to, as the environment names it (the declaration's Env).
 type Endpoint struct {
 	Base, Host string
@@ -93,7 +89,7 @@ type Reply struct {
 }
 
 // Exchange makes one attempt through a provider's SDK (send, which records the HTTP response in hres and sends the
-// call's task in TaskHeader) and reads what came back as the provider's declaration says: its error shapes, its
+// call's task in offlinetask.TaskHeader) and reads what came back as the provider's declaration says: its error shapes, its
 // usage reader. It returns the answer priced with price, or the failure and the wait the endpoint asked for (0:
 // none). An answer is scrubbed too: an endpoint may echo the key in it, and answers are cached and stored.
 func (e Endpoint) Exchange(ctx context.Context, timeout time.Duration, price specs.Price,

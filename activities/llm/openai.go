@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"ctxlab/activities/api/errkind"
+	"ctxlab/internal/offlinetask"
 	"ctxlab/specs"
 )
 
@@ -136,7 +137,7 @@ func (p *openAIClient) send(task string, params openai.ChatCompletionNewParams) 
 	return func(actx context.Context, hres **http.Response) (Reply, error) {
 		ropts := []option.RequestOption{option.WithResponseInto(hres), option.WithMiddleware(capAnswer)}
 		if task != "" {
-			ropts = append(ropts, option.WithHeader(TaskHeader, task))
+			ropts = append(ropts, option.WithHeader(offlinetask.TaskHeader, task))
 		}
 		res, err := p.chat.New(actx, params, ropts...)
 		switch {

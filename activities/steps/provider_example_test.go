@@ -23,6 +23,7 @@ import (
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
+	"ctxlab/internal/offlinetask"
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -103,7 +104,7 @@ func (c ollamaClient) send(task string, body []byte) func(context.Context, **htt
 			return llm.Reply{}, err
 		}
 		hr.Header.Set("Content-Type", "application/json")
-		hr.Header.Set(llm.TaskHeader, task)
+		hr.Header.Set(offlinetask.TaskHeader, task)
 		res, err := c.cfg.HTTPClient.Do(hr)
 		if err != nil {
 			return llm.Reply{}, err
