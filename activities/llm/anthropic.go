@@ -238,7 +238,7 @@ func (p *anthropicMessages) send(task string, params anthropic.MessageNewParams)
 			ropts = append(ropts, aoption.WithHeader(offlinetask.TaskHeader, task))
 		}
 		if p.model.Temperature != nil {
-			// The SDK's v2 params no longer carry the (deprecated) sampling parameters; the API still reads them.
+			// The SDK's params do not carry the deprecated sampling parameters; the API still reads them.
 			ropts = append(ropts, aoption.WithJSONSet("temperature", *p.model.Temperature))
 		}
 		res, err := p.messages.New(actx, params, ropts...)
