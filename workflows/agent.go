@@ -11,9 +11,6 @@ import (
 // AgentName is the registered type name of the Agent child workflow.
 const AgentName = "Agent"
 
-// agentActivity is the catalog activity of the nodes the Issue workflow runs as the Agent child workflow.
-var agentActivity = specs.Agent.Name
-
 // AgentWorkflowID is the ID of the Agent child workflow that runs the agent node of the Issue workflow issueID.
 func AgentWorkflowID(issueID, node string) string { return issueID + "/agent/" + node }
 

@@ -102,7 +102,7 @@ func runAgentIssue(t *testing.T, f *fakeTurns, setup func(*testsuite.TestWorkflo
 	}
 	out := agentIssue{rows: map[string]results.Row{}, nodes: &fakeNodes{calls: map[string]int{}}}
 	for _, n := range plan.Nodes {
-		if n.Activity == agentActivity {
+		if n.Activity == specs.Agent.Name {
 			out.agentKey = n.Key
 		}
 	}
@@ -157,8 +157,8 @@ func TestIssueRunsAgentAsChildWorkflow(t *testing.T) {
 		t.Errorf("child %s %s on %s, want %s %s on %s", c.WorkflowType.Name, c.WorkflowExecution.ID, c.TaskQueueName,
 			AgentName, want, DefaultQueues.Workflow)
 	}
-	if got.nodes.calls[agentActivity] != 0 {
-		t.Errorf("the agent activity ran %d times", got.nodes.calls[agentActivity])
+	if got.nodes.calls[specs.Agent.Name] != 0 {
+		t.Errorf("the agent activity ran %d times", got.nodes.calls[specs.Agent.Name])
 	}
 	if f.model[0] != 1 || f.model[1] != 1 || f.tools != 1 || f.finishes != 1 {
 		t.Errorf("model turns %v, tool turns %d, finishes %d; want 2 model turns, 1 tool turn, 1 finish", f.model,
@@ -177,9 +177,9 @@ func TestIssueRunsOldAgentAsActivity(t *testing.T) {
 	got := runAgentIssue(t, f, func(env *testsuite.TestWorkflowEnvironment) {
 		env.OnGetVersion(agentChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	})
-	if len(got.children) != 0 || got.nodes.calls[agentActivity] != 1 || len(f.model) != 0 {
+	if len(got.children) != 0 || got.nodes.calls[specs.Agent.Name] != 1 || len(f.model) != 0 {
 		t.Errorf("%d children, agent activity ran %d times, model turns %v; want the activity alone",
-			len(got.children), got.nodes.calls[agentActivity], f.model)
+			len(got.children), got.nodes.calls[specs.Agent.Name], f.model)
 	}
 	if row := got.rows["ag"]; row[results.FieldError] != nil || row["agent_ran"] != true {
 		t.Errorf("agent row %v", row)

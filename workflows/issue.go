@@ -286,7 +286,7 @@ func (s *issueState) newRun(n specs.Node) nodeRun {
 		activity:  n.Activity,
 		input:     nin,
 		modelNode: queue == specs.QueueLLM,
-		agent:     s.agentVersion >= 1 && n.Activity == agentActivity,
+		agent:     s.agentVersion >= 1 && n.Activity == specs.Agent.Name,
 	}
 	r.local = !r.agent && s.runsLocal() && specs.RunsLocally(n)
 	switch {
