@@ -119,29 +119,18 @@ func (a *Activities) rankings() *rankings.Memo {
 	return a.rank
 }
 
-// The types the workflows exchange with the activities live in package api, below both; these aliases keep
-// callers of package activities unchanged.
-type (
-	// InstanceRef points at one dataset row stored in the run's content store.
-	InstanceRef = api.InstanceRef
-	// NodeInput is what every DAG node activity receives.
-	NodeInput = api.NodeInput
-	// NodeOutput is what every DAG node activity returns.
-	NodeOutput = api.NodeOutput
-)
-
 // kindActivity is the activity of a declared kind: its step (package steps) run as a node (memo, attempt log,
 // heartbeat, panic capture, the params and row-field checks, error scrubbing and classes).
-func (a *Activities) kindActivity(kind string) func(context.Context, NodeInput) (NodeOutput, error) {
-	return func(ctx context.Context, in NodeInput) (NodeOutput, error) {
-		return a.node(ctx, in, kind, func(ctx context.Context, env steps.Env, att *steps.Attempt) (NodeOutput, error) {
+func (a *Activities) kindActivity(kind string) func(context.Context, api.NodeInput) (api.NodeOutput, error) {
+	return func(ctx context.Context, in api.NodeInput) (api.NodeOutput, error) {
+		return a.node(ctx, in, kind, func(ctx context.Context, env steps.Env, att *steps.Attempt) (api.NodeOutput, error) {
 			return steps.Run(ctx, kind, env, att)
 		})
 	}
 }
 
 // runKind runs the activity of a declared kind, as a worker would.
-func (a *Activities) runKind(ctx context.Context, kind string, in NodeInput) (NodeOutput, error) {
+func (a *Activities) runKind(ctx context.Context, kind string, in api.NodeInput) (api.NodeOutput, error) {
 	return a.kindActivity(kind)(ctx, in)
 }
 
@@ -149,28 +138,28 @@ func (a *Activities) runKind(ctx context.Context, kind string, in NodeInput) (No
 // the workflows' tests).
 
 // Checkout is the checkout kind's activity.
-func (a *Activities) Checkout(ctx context.Context, in NodeInput) (NodeOutput, error) {
+func (a *Activities) Checkout(ctx context.Context, in api.NodeInput) (api.NodeOutput, error) {
 	return a.runKind(ctx, specs.Checkout.Name, in)
 }
 
 // Grade is the grade kind's activity.
-func (a *Activities) Grade(ctx context.Context, in NodeInput) (NodeOutput, error) {
+func (a *Activities) Grade(ctx context.Context, in api.NodeInput) (api.NodeOutput, error) {
 	return a.runKind(ctx, specs.Grade.Name, in)
 }
 
 // Agent is the agent kind's activity: the whole trajectory in one activity (agentStep).
-func (a *Activities) Agent(ctx context.Context, in NodeInput) (NodeOutput, error) {
+func (a *Activities) Agent(ctx context.Context, in api.NodeInput) (api.NodeOutput, error) {
 	return a.runKind(ctx, specs.Agent.Name, in)
 }
 
 // Functions maps activity names to their functions, for registration with a worker.
 func (a *Activities) Functions() map[string]any {
 	fns := map[string]any{
-		LoadDatasetName:         a.LoadDataset,
-		LoadPlanName:            a.LoadPlan,
-		RecordName:              a.Record,
-		SummarizeName:           a.Summarize,
-		StoreRowsName:           a.StoreRows,
+		api.LoadDatasetName:     a.LoadDataset,
+		api.LoadPlanName:        a.LoadPlan,
+		api.RecordName:          a.Record,
+		api.SummarizeName:       a.Summarize,
+		api.StoreRowsName:       a.StoreRows,
 		api.SummarizeStoredName: a.SummarizeStored,
 	}
 	for _, kind := range steps.Kinds() {
@@ -316,7 +305,7 @@ func (a *Activities) cacheObjects() objects.Store {
 
 // env is what the step of a node's attempt may use: the run's stores and folder, this process's caches, the
 // run's budget and the log, and heartbeats to Temporal.
-func (a *Activities) env(ctx context.Context, in NodeInput, store cas.Store, objs objects.Store) steps.Env {
+func (a *Activities) env(ctx context.Context, in api.NodeInput, store cas.Store, objs objects.Store) steps.Env {
 	return steps.Env{Node: in, Store: store, Objects: objs, RunDir: a.RunDir(in.Run), Log: a.Log, Text: a.textCache(),
 		Rankings: a.rankings(),
 		Models: steps.Models{Cache: a.cacheObjects(), NoCache: a.NoCache, Provider: a.newProvider,

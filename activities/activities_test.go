@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
@@ -33,7 +34,7 @@ type fixture struct {
 	a       *Activities
 	env     *testsuite.TestActivityEnvironment
 	dataset specs.Dataset
-	refs    map[string]InstanceRef
+	refs    map[string]api.InstanceRef
 	rows    map[string]swebench.Instance
 }
 
@@ -81,11 +82,11 @@ func newFixture(t *testing.T) *fixture {
 	var s testsuite.WorkflowTestSuite
 	f := &fixture{t: t, a: New(filepath.Join(root, "runs"), zerolog.Nop()), env: s.NewTestActivityEnvironment(),
 		dataset: specs.Dataset{File: res.File, Repos: "{dataset_dir}/repos/{repo}"},
-		refs:    map[string]InstanceRef{}, rows: map[string]swebench.Instance{}}
+		refs:    map[string]api.InstanceRef{}, rows: map[string]swebench.Instance{}}
 	for name, fn := range f.a.Functions() {
 		f.env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
-	refs, err := f.a.LoadDataset(context.Background(), LoadDatasetInput{Run: "t", Dataset: f.dataset})
+	refs, err := f.a.LoadDataset(context.Background(), api.LoadDatasetInput{Run: "t", Dataset: f.dataset})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,14 +109,14 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // node runs one node activity of an instance.
-func (f *fixture) node(activity, instance string, params map[string]any, inputs map[string]NodeOutput) (NodeOutput, error) {
+func (f *fixture) node(activity, instance string, params map[string]any, inputs map[string]api.NodeOutput) (api.NodeOutput, error) {
 	f.t.Helper()
-	in := NodeInput{Run: "t", Instance: f.refs[instance], Node: activity + "-" + instance + "-" + keyOf(params, inputs),
+	in := api.NodeInput{Run: "t", Instance: f.refs[instance], Node: activity + "-" + instance + "-" + keyOf(params, inputs),
 		Step: "m." + activity, Params: params, Inputs: inputs, Dataset: f.dataset}
 	return f.node2(activity, in)
 }
 
-func (f *fixture) must(out NodeOutput, err error) NodeOutput {
+func (f *fixture) must(out api.NodeOutput, err error) api.NodeOutput {
 	f.t.Helper()
 	if err != nil {
 		f.t.Fatal(err)
@@ -124,7 +125,7 @@ func (f *fixture) must(out NodeOutput, err error) NodeOutput {
 }
 
 // manifest reads the snapshot a checkout node made.
-func (f *fixture) manifest(co NodeOutput) repo.Manifest {
+func (f *fixture) manifest(co api.NodeOutput) repo.Manifest {
 	f.t.Helper()
 	m, err := repo.LoadManifest(context.Background(), mustStore(f.t, f.a), co.Ref)
 	if err != nil {
@@ -141,7 +142,7 @@ func (f *fixture) useStore(s cas.Store) {
 }
 
 // keyOf makes distinct memo keys for distinct parameters and inputs, as the plan's node keys do.
-func keyOf(params map[string]any, inputs map[string]NodeOutput) string {
+func keyOf(params map[string]any, inputs map[string]api.NodeOutput) string {
 	b, _ := json.Marshal([]any{params, inputs})
 	return string(cas.RefOf(b))[7:23]
 }
@@ -154,10 +155,10 @@ func TestCheckoutContextsAndMeasure(t *testing.T) {
 	if n, _ := co.Row["repo_files"].(float64); n < 30 {
 		t.Errorf("snapshot has %v files, want the demo repo's dozens", co.Row["repo_files"])
 	}
-	oracle := f.must(f.node("oracle_files", inst, nil, map[string]NodeOutput{"checkout": co}))
-	none := f.must(f.node("no_source", inst, nil, map[string]NodeOutput{"checkout": co}))
+	oracle := f.must(f.node("oracle_files", inst, nil, map[string]api.NodeOutput{"checkout": co}))
+	none := f.must(f.node("no_source", inst, nil, map[string]api.NodeOutput{"checkout": co}))
 	tok := map[string]any{"tokenizer": "o200k_base"}
-	mo := f.must(f.node("measure", inst, tok, map[string]NodeOutput{"checkout": co, "context": oracle}))
+	mo := f.must(f.node("measure", inst, tok, map[string]api.NodeOutput{"checkout": co, "context": oracle}))
 	if mo.Row["rho"] != 1.0 || mo.Row["epsilon"] != 1.0 || mo.Row["context_tokens"].(float64) < 50 {
 		t.Errorf("oracle metrics: %v", mo.Row)
 	}
@@ -169,7 +170,7 @@ func TestCheckoutContextsAndMeasure(t *testing.T) {
 	if lp := mo.Row["line_precision"].(float64); lp <= 0 || lp > mo.Row["block_precision"].(float64) {
 		t.Errorf("oracle line precision %v, block precision %v", lp, mo.Row["block_precision"])
 	}
-	mn := f.must(f.node("measure", inst, tok, map[string]NodeOutput{"checkout": co, "context": none}))
+	mn := f.must(f.node("measure", inst, tok, map[string]api.NodeOutput{"checkout": co, "context": none}))
 	if mn.Row["rho"] != 0.0 || mn.Row["epsilon"] != nil || mn.Row["context_tokens"] != 0.0 {
 		t.Errorf("no-source metrics: %v", mn.Row)
 	}
@@ -177,7 +178,7 @@ func TestCheckoutContextsAndMeasure(t *testing.T) {
 		t.Errorf("no-source line truth: %v", mn.Row)
 	}
 	if _, err := f.node("measure", inst, map[string]any{"tokenizer": "nope"},
-		map[string]NodeOutput{"checkout": co, "context": oracle}); !nonRetryable(err) {
+		map[string]api.NodeOutput{"checkout": co, "context": oracle}); !nonRetryable(err) {
 		t.Errorf("unknown tokenizer should be a non-retryable failure, got %v", err)
 	}
 }
@@ -190,7 +191,7 @@ func TestCheckoutUnknownCommitNamesInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+	f.refs[inst] = api.InstanceRef{ID: inst, Ref: ref}
 	_, err = f.node("checkout", inst, nil, nil)
 	if !nonRetryable(err) || !strings.Contains(err.Error(), inst) || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("err = %v; want a non-retryable error naming the instance and the missing commit", err)
@@ -205,17 +206,17 @@ func TestGradeOutcomes(t *testing.T) {
 	t.Setenv("TMPDIR", tmp) // graders' worktrees go here, so escapes are visible
 	co := f.must(f.node("checkout", inst, nil, nil))
 	store := mustStore(t, f.a)
-	patch := func(text string) NodeOutput {
+	patch := func(text string) api.NodeOutput {
 		ref, err := store.Put(context.Background(), []byte(text))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return NodeOutput{Ref: ref}
+		return api.NodeOutput{Ref: ref}
 	}
 	params := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
-	grade := func(p NodeOutput, params map[string]any) map[string]any {
+	grade := func(p api.NodeOutput, params map[string]any) map[string]any {
 		t.Helper()
-		return f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": p})).Row
+		return f.must(f.node("grade", inst, params, map[string]api.NodeOutput{"checkout": co, "patch": p})).Row
 	}
 
 	if r := grade(patch(f.rows[inst].Patch), params); r["resolved"] != true || r["grade_status"] != grading.StatusResolved {
@@ -250,12 +251,12 @@ func TestGradeKillsHangingTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+	f.refs[inst] = api.InstanceRef{ID: inst, Ref: ref}
 	co := f.must(f.node("checkout", inst, nil, nil))
 	gold, _ := mustStore(t, f.a).Put(context.Background(), []byte(row.Patch))
 	start := time.Now()
 	out := f.must(f.node("grade", inst, map[string]any{"grading": map[string]any{"timeout": "4s"}},
-		map[string]NodeOutput{"checkout": co, "patch": {Ref: gold}}))
+		map[string]api.NodeOutput{"checkout": co, "patch": {Ref: gold}}))
 	if out.Row["grade_status"] != grading.StatusTimeout || out.Row["resolved"] != false {
 		t.Errorf("hanging tests: %v", out.Row)
 	}
@@ -288,12 +289,12 @@ func TestLoadDatasetSelects(t *testing.T) {
 	f := newFixture(t)
 	d := f.dataset
 	d.Instances = []string{"acme__semver-2", inst}
-	refs, err := f.a.LoadDataset(context.Background(), LoadDatasetInput{Run: "t", Dataset: d})
+	refs, err := f.a.LoadDataset(context.Background(), api.LoadDatasetInput{Run: "t", Dataset: d})
 	if err != nil || len(refs) != 2 || refs[0].ID != "acme__semver-2" || refs[1].ID != inst {
 		t.Fatalf("refs = %v, %v", refs, err)
 	}
 	d.Instances = []string{"nope"}
-	if _, err := f.a.LoadDataset(context.Background(), LoadDatasetInput{Run: "t", Dataset: d}); err == nil ||
+	if _, err := f.a.LoadDataset(context.Background(), api.LoadDatasetInput{Run: "t", Dataset: d}); err == nil ||
 		!strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown instance: %v", err)
 	}
@@ -328,20 +329,20 @@ func TestNodeMemoCoversItsInputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+		f.refs[inst] = api.InstanceRef{ID: inst, Ref: ref}
 	}
 	// node runs an activity under a fixed node key, as a plan's node keeps its key when the dataset changes, and
 	// reports whether the activity ran (rather than returning its memo).
-	node := func(activity string, params map[string]any, inputs map[string]NodeOutput) (NodeOutput, bool) {
+	node := func(activity string, params map[string]any, inputs map[string]api.NodeOutput) (api.NodeOutput, bool) {
 		t.Helper()
 		before := countEvents(t, f.a.RunDir("t"), "start")
-		in := NodeInput{Run: "t", Instance: f.refs[inst], Node: activity + "-fixedkey", Step: "m." + activity,
+		in := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: activity + "-fixedkey", Step: "m." + activity,
 			Params: params, Inputs: inputs, Dataset: f.dataset}
 		v, err := f.env.ExecuteActivity(activity, in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out NodeOutput
+		var out api.NodeOutput
 		if err := v.Get(&out); err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +358,7 @@ func TestNodeMemoCoversItsInputs(t *testing.T) {
 		t.Fatal("the first checkout did not run")
 	}
 	grade := func() (map[string]any, bool) {
-		out, ran := node("grade", grading, map[string]NodeOutput{"checkout": co, "patch": {Ref: gold}})
+		out, ran := node("grade", grading, map[string]api.NodeOutput{"checkout": co, "patch": {Ref: gold}})
 		return out.Row, ran
 	}
 	if row, _ := grade(); row["resolved"] != true {
@@ -376,17 +377,17 @@ func TestNodeMemoCoversItsInputs(t *testing.T) {
 	if _, ran := node("checkout", nil, nil); !ran {
 		t.Error("a checkout of an edited row was taken from its memo")
 	}
-	ctx1, ran := node("no_source", nil, map[string]NodeOutput{"checkout": co})
+	ctx1, ran := node("no_source", nil, map[string]api.NodeOutput{"checkout": co})
 	if !ran {
 		t.Error("a context of an edited row was taken from its memo")
 	}
-	if _, ran := node("no_source", nil, map[string]NodeOutput{"checkout": co}); ran {
+	if _, ran := node("no_source", nil, map[string]api.NodeOutput{"checkout": co}); ran {
 		t.Error("an unchanged context ran again")
 	}
 	// Another upstream output under the same node key (a checkout redone into another snapshot) is another input.
 	other := co
 	other.Ref = ctx1.Ref
-	if _, ran := node("no_source", nil, map[string]NodeOutput{"checkout": other}); !ran {
+	if _, ran := node("no_source", nil, map[string]api.NodeOutput{"checkout": other}); !ran {
 		t.Error("a node whose input's output changed was taken from its memo")
 	}
 	// A new version of what the grader computes is in the grade step's key too.
@@ -427,12 +428,12 @@ func TestRecordIntoAFolderStops(t *testing.T) {
 		if err := os.MkdirAll(path, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		_, rerr := f.env.ExecuteActivity(RecordName, RecordInput{Run: "t", Rows: []results.Row{
+		_, rerr := f.env.ExecuteActivity(api.RecordName, api.RecordInput{Run: "t", Rows: []results.Row{
 			{results.FieldInstance: inst, results.FieldMethod: "m", results.FieldModel: "offline"}}})
-		_, serr := f.env.ExecuteActivity(SummarizeName, SummarizeInput{Run: "t", Title: "t"})
-		errs := map[string]error{SummarizeName: serr}
+		_, serr := f.env.ExecuteActivity(api.SummarizeName, api.SummarizeInput{Run: "t", Title: "t"})
+		errs := map[string]error{api.SummarizeName: serr}
 		if name == "results.jsonl" {
-			errs[RecordName] = rerr
+			errs[api.RecordName] = rerr
 		} else if rerr != nil {
 			t.Errorf("record with summary.md a folder: %v", rerr)
 		}
@@ -451,13 +452,13 @@ func TestRecordIntoAFolderStops(t *testing.T) {
 }
 
 // node2 runs one node activity with a NodeInput the caller built.
-func (f *fixture) node2(activity string, in NodeInput) (NodeOutput, error) {
+func (f *fixture) node2(activity string, in api.NodeInput) (api.NodeOutput, error) {
 	f.t.Helper()
 	v, err := f.env.ExecuteActivity(activity, in)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
-	var out NodeOutput
+	var out api.NodeOutput
 	if err := v.Get(&out); err != nil {
 		f.t.Fatal(err)
 	}

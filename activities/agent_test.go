@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/steps"
@@ -48,18 +49,18 @@ func compileAgentSpec(t *testing.T, spec string) *specs.Plan {
 }
 
 // runPlanUngraded runs every node but grade on one instance, in plan order.
-func (f *fixture) runPlanUngraded(plan *specs.Plan, instance string) map[string]NodeOutput {
+func (f *fixture) runPlanUngraded(plan *specs.Plan, instance string) map[string]api.NodeOutput {
 	f.t.Helper()
-	outs := map[string]NodeOutput{}
+	outs := map[string]api.NodeOutput{}
 	for _, n := range plan.Nodes {
 		if n.Activity == "grade" {
 			continue
 		}
-		inputs := map[string]NodeOutput{}
+		inputs := map[string]api.NodeOutput{}
 		for name, k := range n.Inputs {
 			inputs[name] = outs[k]
 		}
-		in := NodeInput{Run: "t", Instance: f.refs[instance], Node: n.Key, Step: n.Steps[0], Params: n.Params,
+		in := api.NodeInput{Run: "t", Instance: f.refs[instance], Node: n.Key, Step: n.Steps[0], Params: n.Params,
 			Inputs: inputs, Dataset: f.dataset}
 		outs[n.Key] = f.must(f.node2(n.Activity, in))
 	}
@@ -67,7 +68,7 @@ func (f *fixture) runPlanUngraded(plan *specs.Plan, instance string) map[string]
 }
 
 // stepOut returns the output of a method's step.
-func stepOut(t *testing.T, plan *specs.Plan, outs map[string]NodeOutput, method, step string) NodeOutput {
+func stepOut(t *testing.T, plan *specs.Plan, outs map[string]api.NodeOutput, method, step string) api.NodeOutput {
 	t.Helper()
 	for _, arm := range plan.Arms {
 		if arm.Method != method {
@@ -80,7 +81,7 @@ func stepOut(t *testing.T, plan *specs.Plan, outs map[string]NodeOutput, method,
 		}
 	}
 	t.Fatalf("no step %s.%s", method, step)
-	return NodeOutput{}
+	return api.NodeOutput{}
 }
 
 // TestAgentOfflineOnDemo runs the agent method with the offline stand-in on every demo instance: it searches
@@ -167,8 +168,8 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 	}
 	attempts := filepath.Join(runDir, runfolder.AttemptsFile)
 	before, _, _ := runlog.Read[runlog.Attempt](attempts)
-	inputs := map[string]NodeOutput{"checkout": outs[agentNode.Inputs["checkout"]]}
-	again := f.must(f.node2("agent", NodeInput{Run: "t", Instance: f.refs[id], Node: agentNode.Key,
+	inputs := map[string]api.NodeOutput{"checkout": outs[agentNode.Inputs["checkout"]]}
+	again := f.must(f.node2("agent", api.NodeInput{Run: "t", Instance: f.refs[id], Node: agentNode.Key,
 		Step: agentNode.Steps[0], Params: agentNode.Params, Inputs: inputs, Dataset: f.dataset}))
 	after, _, _ := runlog.Read[runlog.Attempt](attempts)
 	if again.Ref != first.Ref {
@@ -176,7 +177,7 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 	}
 	withTrajectory := 0
 	for _, a := range before {
-		if a.Activity == AgentToolTurnName && a.Inputs["trajectory"] != "" {
+		if a.Activity == api.AgentToolTurnName && a.Inputs["trajectory"] != "" {
 			withTrajectory++
 		}
 	}

@@ -31,14 +31,14 @@ func TestAnthropicModelCall(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", key)
 	f := newFixture(t)
 	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]NodeOutput{"checkout": co}))
-	in := map[string]NodeOutput{"checkout": co, "inventory": inv}
+	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	in := map[string]api.NodeOutput{"checkout": co, "inventory": inv}
 	model := map[string]any{"name": "claude", "provider": "anthropic", "id": "claude-fake-1", "max_tokens": 2000,
 		"temperature": 0.0, "price": map[string]any{"input": 3.0, "output": 15.0, "cached_input": 0.3, "cache_write": 3.75}}
 	// A long fixed instruction makes the shared prefix worth caching.
 	prompt := map[string]any{"system": strings.Repeat("Rank the files to edit for the issue below. ", 300),
 		"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
-	localize := func(sample int) (NodeOutput, error) {
+	localize := func(sample int) (api.NodeOutput, error) {
 		return f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample}, in)
 	}
 

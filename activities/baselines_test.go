@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/steps"
 	"ctxlab/specs"
 	"ctxlab/workflows"
@@ -16,7 +17,7 @@ import (
 // baselineFixture is the demo instance with its checkout and the oracle context (the budget anchor).
 type baselineFixture struct {
 	*fixture
-	co, oracle NodeOutput
+	co, oracle api.NodeOutput
 	anchor     float64 // the oracle context's tokens
 }
 
@@ -25,14 +26,14 @@ var tok = map[string]any{"tokenizer": "o200k_base"}
 func newBaselineFixture(t *testing.T) *baselineFixture {
 	f := newFixture(t)
 	co := f.must(f.node("checkout", inst, nil, nil))
-	oracle := f.must(f.node("oracle_files", inst, tok, map[string]NodeOutput{"checkout": co}))
+	oracle := f.must(f.node("oracle_files", inst, tok, map[string]api.NodeOutput{"checkout": co}))
 	b := &baselineFixture{fixture: f, co: co, oracle: oracle}
 	b.anchor = b.measure(oracle)["context_tokens"].(float64)
 	return b
 }
 
-func (b *baselineFixture) measure(ctx NodeOutput) map[string]any {
-	return b.must(b.node("measure", inst, tok, map[string]NodeOutput{"checkout": b.co, "context": ctx})).Row
+func (b *baselineFixture) measure(ctx api.NodeOutput) map[string]any {
+	return b.must(b.node("measure", inst, tok, map[string]api.NodeOutput{"checkout": b.co, "context": ctx})).Row
 }
 
 func params(kv ...any) map[string]any {
@@ -50,7 +51,7 @@ func TestRetrieveFitsTheAnchorBudget(t *testing.T) {
 	for _, unit := range []string{"definition", "function", "window", "file", "swebench_file"} {
 		for _, m := range []float64{0.5, 1, 2} {
 			out := b.must(b.node("retrieve", inst, params("unit", unit, "multiplier", m),
-				map[string]NodeOutput{"checkout": b.co, "budget": b.oracle}))
+				map[string]api.NodeOutput{"checkout": b.co, "budget": b.oracle}))
 			got := b.measure(out)["context_tokens"].(float64)
 			target := math.Round(b.anchor * m)
 			if out.Row["budget_reached"] != true || !within(got, target, 0.02) || out.Row["budget_tokens"] != target {
@@ -63,7 +64,7 @@ func TestRetrieveFitsTheAnchorBudget(t *testing.T) {
 	}
 	// Without a budget input the fixed max_tokens is the budget, and no budget fields are recorded.
 	out := b.must(b.node("retrieve", inst, params("unit", "function", "max_tokens", 500),
-		map[string]NodeOutput{"checkout": b.co}))
+		map[string]api.NodeOutput{"checkout": b.co}))
 	if got := b.measure(out)["context_tokens"].(float64); !within(got, 500, 0.02) || out.Row["budget_tokens"] != nil {
 		t.Errorf("max_tokens 500: %v tokens, row %v", got, out.Row)
 	}
@@ -71,7 +72,7 @@ func TestRetrieveFitsTheAnchorBudget(t *testing.T) {
 
 func TestRetrieveFallsIntoTheTemplateTrap(t *testing.T) {
 	b := newBaselineFixture(t)
-	out := b.must(b.node("retrieve", inst, params("unit", "window"), map[string]NodeOutput{"checkout": b.co,
+	out := b.must(b.node("retrieve", inst, params("unit", "window"), map[string]api.NodeOutput{"checkout": b.co,
 		"budget": b.oracle}))
 	if out.Row["template_shown"] != true {
 		t.Errorf("BM25 over windows did not rank the issue template: %v", out.Row)
@@ -81,7 +82,7 @@ func TestRetrieveFallsIntoTheTemplateTrap(t *testing.T) {
 func TestWholeFilesUnreachableBudgetIsRecorded(t *testing.T) {
 	b := newBaselineFixture(t)
 	out := b.must(b.node("retrieve", inst, params("unit", "file", "partial", false, "multiplier", 0.3),
-		map[string]NodeOutput{"checkout": b.co, "budget": b.oracle}))
+		map[string]api.NodeOutput{"checkout": b.co, "budget": b.oracle}))
 	why, _ := out.Row["budget_error"].(string)
 	if out.Row["budget_reached"] != false || !strings.Contains(why, "no knob value gives") {
 		t.Errorf("whole files at 0.3x: want an unreachable budget on the row, got %v", out.Row)
@@ -92,7 +93,7 @@ func TestRetrieveBadParams(t *testing.T) {
 	b := newBaselineFixture(t)
 	for _, p := range []map[string]any{params("unit", "paragraph"), params("unit", "file", "scorer", "magic"),
 		params("unit", "file", "b", 3.0), params("unit", "file", "scorer", "dense")} {
-		_, err := b.node("retrieve", inst, p, map[string]NodeOutput{"checkout": b.co})
+		_, err := b.node("retrieve", inst, p, map[string]api.NodeOutput{"checkout": b.co})
 		if !nonRetryable(err) || !strings.Contains(err.Error(), "m.retrieve") {
 			t.Errorf("%v: want a non-retryable error naming the step, got %v", p, err)
 		}
@@ -128,13 +129,13 @@ func TestRetrieveDense(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", "k")
 	out := b.must(b.node("retrieve", inst, params("unit", "file", "scorer", "dense", "embedding_model", "m"),
-		map[string]NodeOutput{"checkout": b.co, "budget": b.oracle}))
+		map[string]api.NodeOutput{"checkout": b.co, "budget": b.oracle}))
 	if out.Row["budget_reached"] != true || out.Row["embedding_tokens"].(float64) < 30 {
 		t.Errorf("dense: %v", out.Row)
 	}
 	// A second method over the same files embeds nothing again.
 	out = b.must(b.node("retrieve", inst, params("unit", "file", "scorer", "dense", "embedding_model", "m",
-		"multiplier", 2), map[string]NodeOutput{"checkout": b.co, "budget": b.oracle}))
+		"multiplier", 2), map[string]api.NodeOutput{"checkout": b.co, "budget": b.oracle}))
 	if out.Row["embedding_tokens"] != 0.0 || out.Row["embeddings_cached"].(float64) < 30 {
 		t.Errorf("dense, second time: %v", out.Row)
 	}
@@ -143,9 +144,9 @@ func TestRetrieveDense(t *testing.T) {
 func TestCompressFitsTheBudget(t *testing.T) {
 	b := newBaselineFixture(t)
 	src := b.must(b.node("retrieve", inst, params("unit", "swebench_file", "max_tokens", 8000),
-		map[string]NodeOutput{"checkout": b.co}))
+		map[string]api.NodeOutput{"checkout": b.co}))
 	out := b.must(b.node("compress", inst, params("compressor", "fake"),
-		map[string]NodeOutput{"context": src, "budget": b.oracle}))
+		map[string]api.NodeOutput{"context": src, "budget": b.oracle}))
 	got := b.measure(out)
 	if out.Row["budget_reached"] != true || !within(got["context_tokens"].(float64), b.anchor, 0.02) {
 		t.Errorf("fake compressor: %v tokens for %v: %v", got["context_tokens"], b.anchor, out.Row)
@@ -155,12 +156,12 @@ func TestCompressFitsTheBudget(t *testing.T) {
 	}
 	// A fixed rate without a budget; a rate out of range; a compressor without a server.
 	if _, err := b.node("compress", inst, params("compressor", "fake", "rate", 0.0),
-		map[string]NodeOutput{"context": src}); !nonRetryable(err) {
+		map[string]api.NodeOutput{"context": src}); !nonRetryable(err) {
 		t.Errorf("rate 0: %v", err)
 	}
 	t.Setenv(steps.CompressEndpointEnv, "")
 	if _, err := b.node("compress", inst, params("compressor", "llmlingua2", "rate", 0.5),
-		map[string]NodeOutput{"context": src}); !nonRetryable(err) || !strings.Contains(err.Error(), steps.CompressEndpointEnv) {
+		map[string]api.NodeOutput{"context": src}); !nonRetryable(err) || !strings.Contains(err.Error(), steps.CompressEndpointEnv) {
 		t.Errorf("no server: %v", err)
 	}
 }
@@ -170,12 +171,12 @@ func TestCorruptionLowersEpsilonAndApplyRate(t *testing.T) {
 	patchParams := libraryPatchParams(t)
 	patchParams["format"] = "diff"
 	patchParams["model"] = map[string]any{"name": "offline", "provider": "offline"}
-	patchOf := func(c NodeOutput) map[string]any {
-		p := b.must(b.node("patch", inst, patchParams, map[string]NodeOutput{"checkout": b.co, "context": c}))
-		return b.must(b.node("measure", inst, tok, map[string]NodeOutput{"checkout": b.co, "context": c, "patch": p})).Row
+	patchOf := func(c api.NodeOutput) map[string]any {
+		p := b.must(b.node("patch", inst, patchParams, map[string]api.NodeOutput{"checkout": b.co, "context": c}))
+		return b.must(b.node("measure", inst, tok, map[string]api.NodeOutput{"checkout": b.co, "context": c, "patch": p})).Row
 	}
 	clean := patchOf(b.oracle)
-	in := map[string]NodeOutput{"checkout": b.co, "context": b.oracle}
+	in := map[string]api.NodeOutput{"checkout": b.co, "context": b.oracle}
 	toks := b.must(b.node("corrupt", inst, params("mode", "tokens", "rate", 0.2, "seed", 1), in))
 	// multiplier 1 is the default: another node, the same corruption.
 	again := b.must(b.node("corrupt", inst, params("mode", "tokens", "rate", 0.2, "seed", 1, "multiplier", 1), in))
@@ -199,17 +200,17 @@ func TestCorruptionLowersEpsilonAndApplyRate(t *testing.T) {
 func TestPairings(t *testing.T) {
 	b := newBaselineFixture(t)
 	other := b.must(b.node("compress", inst, params("compressor", "fake", "rate", 0.5),
-		map[string]NodeOutput{"context": b.must(b.node("retrieve", inst, params("unit", "function"),
-			map[string]NodeOutput{"checkout": b.co}))}))
+		map[string]api.NodeOutput{"context": b.must(b.node("retrieve", inst, params("unit", "function"),
+			map[string]api.NodeOutput{"checkout": b.co}))}))
 	otherM := b.measure(other)
 	sf := b.must(b.node("corrupt", inst, params("mode", "same_files_other_text", "seed", 2),
-		map[string]NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
+		map[string]api.NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
 	// The row of a method that pairs its context with a compressed one: the pairing replaces the context, so the
 	// row keeps none of the compression's fields.
 	plan := specs.Plan{Format: specs.PlanFormatBorrowed, Nodes: []specs.Node{{Key: "other", Activity: "compress"},
 		{Key: "sf", Activity: "corrupt"}}}
 	arm := specs.Arm{Method: "paired", Steps: []specs.ArmStep{{ID: "other", Key: "other"}, {ID: "context", Key: "sf"}}}
-	row, _ := workflows.ArmRow(inst, plan, arm, map[string]NodeOutput{"other": other, "sf": sf})
+	row, _ := workflows.ArmRow(inst, plan, arm, map[string]api.NodeOutput{"other": other, "sf": sf})
 	if v, set := row["compress_rate"]; !set || v != nil || row["corrupt_lines_changed"] == nil {
 		t.Errorf("a pairing must reset the context fields its other side set: %v", row)
 	}
@@ -218,7 +219,7 @@ func TestPairings(t *testing.T) {
 		t.Errorf("same files, other text: %v; other: %v", m, otherM)
 	}
 	st := b.must(b.node("corrupt", inst, params("mode", "same_text_other_files"),
-		map[string]NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
+		map[string]api.NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
 	m = b.measure(st)
 	if m["epsilon"] != 1.0 || !within(m["context_tokens"].(float64), b.anchor, 0.02) || st.Row["budget_reached"] != true {
 		t.Errorf("same text, other files: %v %v", m, st.Row)

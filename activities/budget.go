@@ -112,7 +112,7 @@ func (b *budgets) localLocked(run string) *limiter.Local {
 
 // budget is what the step of a node's attempt admits its paid calls through: the run's purse, for this attempt
 // (a later attempt of the activity releases what this one held).
-func (a *Activities) budget(ctx context.Context, in NodeInput) steps.Budget {
+func (a *Activities) budget(ctx context.Context, in api.NodeInput) steps.Budget {
 	var at limiter.Attempt
 	if activity.IsActivity(ctx) {
 		info := activity.GetInfo(ctx)

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/api"
-	"ctxlab/activities/llm"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/respcache"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runfolder"
@@ -28,7 +28,7 @@ import (
 type paidFixture struct {
 	*fixture
 	srv *fakeopenai.Server
-	in  map[string]NodeOutput
+	in  map[string]api.NodeOutput
 }
 
 func newPaidFixture(t *testing.T) paidFixture {
@@ -40,13 +40,13 @@ func newPaidFixture(t *testing.T) paidFixture {
 	t.Setenv("OPENAI_API_KEY", key)
 	f := newFixture(t)
 	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]NodeOutput{"checkout": co}))
-	return paidFixture{fixture: f, srv: srv, in: map[string]NodeOutput{"checkout": co, "inventory": inv}}
+	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	return paidFixture{fixture: f, srv: srv, in: map[string]api.NodeOutput{"checkout": co, "inventory": inv}}
 }
 
 // localize runs a localize node; label names the model, which changes only the node's key (a new spec's node,
 // its model renamed, asking the same question: the response cache's key leaves labels out).
-func (p paidFixture) localize(sample int, label string) (NodeOutput, error) {
+func (p paidFixture) localize(sample int, label string) (api.NodeOutput, error) {
 	model := map[string]any{"name": "gpt-" + label, "provider": "openai", "id": "gpt-4o-mini",
 		"price": map[string]any{"input": 2.0, "output": 10.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
@@ -214,7 +214,7 @@ func TestLongRetryAfterIsAProviderWait(t *testing.T) {
 		t.Fatalf("want a non-retryable %s error, got %v", api.ErrProviderWait, err)
 	}
 	var w api.ProviderWait
-	if err := app.Details(&w); err != nil || w.Wait != time.Hour || w.Kind != string(llm.KindRateLimit) {
+	if err := app.Details(&w); err != nil || w.Wait != time.Hour || w.Kind != string(errkind.RateLimit) {
 		t.Errorf("details %+v (%v), want an hour's rate_limit", w, err)
 	}
 	if d := time.Since(started); d > 30*time.Second {
@@ -228,7 +228,7 @@ func TestLongRetryAfterIsAProviderWait(t *testing.T) {
 	for _, c := range p.calls(t) {
 		if c.Error != "" {
 			failed++
-			if c.CostUSD != 0 || c.Error != string(llm.KindRateLimit) {
+			if c.CostUSD != 0 || c.Error != string(errkind.RateLimit) {
 				t.Errorf("failed call recorded as %+v", c)
 			}
 		}
@@ -282,7 +282,7 @@ func TestEditedRowRerunsNodeButPaysOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+		p.refs[inst] = api.InstanceRef{ID: inst, Ref: ref}
 	}
 	edit(func(r *swebench.Instance) { r.TestPatch += "\n" })
 	again := p.must(p.localize(0, "a"))

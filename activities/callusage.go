@@ -9,9 +9,6 @@ import (
 	"ctxlab/activities/steps"
 )
 
-// ErrCallUsage is api.ErrCallUsage, the type of the cause that carries a failed node's model calls' usage.
-const ErrCallUsage = api.ErrCallUsage
-
 // earlierAttemptsSpent is the Spent an earlier attempt of this activity left in its heartbeat details (nil: none).
 func earlierAttemptsSpent(ctx context.Context) map[string]float64 {
 	if !activity.IsActivity(ctx) || !activity.HasHeartbeatDetails(ctx) {

@@ -18,7 +18,7 @@ import (
 func usageCause(t *testing.T, err error) api.CallUsage {
 	t.Helper()
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		if app, ok := e.(*temporal.ApplicationError); ok && app.Type() == ErrCallUsage {
+		if app, ok := e.(*temporal.ApplicationError); ok && app.Type() == api.ErrCallUsage {
 			var u api.CallUsage
 			if err := app.Details(&u); err != nil {
 				t.Fatal(err)
@@ -90,14 +90,14 @@ func TestFailedAgentTurnCountsTheTrajectory(t *testing.T) {
 		return 0
 	})
 	plan := compileAgentSpec(t, paidAgentSpec)
-	outs := map[string]NodeOutput{}
+	outs := map[string]api.NodeOutput{}
 	var agentErr error
 	for _, n := range plan.Nodes {
-		inputs := map[string]NodeOutput{}
+		inputs := map[string]api.NodeOutput{}
 		for name, k := range n.Inputs {
 			inputs[name] = outs[k]
 		}
-		in := NodeInput{Run: "t", Instance: p.refs[inst], Node: n.Key, Step: n.Steps[0], Params: n.Params,
+		in := api.NodeInput{Run: "t", Instance: p.refs[inst], Node: n.Key, Step: n.Steps[0], Params: n.Params,
 			Inputs: inputs, Dataset: p.dataset}
 		if n.Activity == "agent" {
 			_, agentErr = p.node2(n.Activity, in)

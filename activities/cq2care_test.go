@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 
+	"ctxlab/activities/api"
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
 )
@@ -43,21 +44,21 @@ func libraryPatchParams(t *testing.T) map[string]any {
 
 // runPlan runs every node of the plan on one instance in plan order, as the Issue workflow does, and returns the
 // outputs by node key.
-func (f *fixture) runPlan(plan *specs.Plan, instance string) map[string]NodeOutput {
+func (f *fixture) runPlan(plan *specs.Plan, instance string) map[string]api.NodeOutput {
 	f.t.Helper()
-	outs := map[string]NodeOutput{}
+	outs := map[string]api.NodeOutput{}
 	for _, n := range plan.Nodes {
-		inputs := map[string]NodeOutput{}
+		inputs := map[string]api.NodeOutput{}
 		for name, k := range n.Inputs {
 			inputs[name] = outs[k]
 		}
-		in := NodeInput{Run: "t", Instance: f.refs[instance], Node: n.Key, Step: n.Steps[0], Params: n.Params,
+		in := api.NodeInput{Run: "t", Instance: f.refs[instance], Node: n.Key, Step: n.Steps[0], Params: n.Params,
 			Inputs: inputs, Dataset: f.dataset}
 		v, err := f.env.ExecuteActivity(n.Activity, in)
 		if err != nil {
 			f.t.Fatalf("%s on %s: %v", n.Steps[0], instance, err)
 		}
-		var out NodeOutput
+		var out api.NodeOutput
 		if err := v.Get(&out); err != nil {
 			f.t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func (f *fixture) runPlan(plan *specs.Plan, instance string) map[string]NodeOutp
 
 // armRow merges an arm's row fragments the way the Issue workflow does: model calls, tokens and cost add up, other
 // fields take the last step's value.
-func armRow(arm specs.Arm, outs map[string]NodeOutput) map[string]any {
+func armRow(arm specs.Arm, outs map[string]api.NodeOutput) map[string]any {
 	row := map[string]any{}
 	seen := map[string]bool{}
 	for _, s := range arm.Steps {
@@ -182,8 +183,8 @@ func TestPatchSearchReplaceFormat(t *testing.T) {
 	}
 	for id := range f.rows {
 		co := f.must(f.node("checkout", id, nil, nil))
-		ctx := f.must(f.node("oracle_files", id, nil, map[string]NodeOutput{"checkout": co}))
-		in := map[string]NodeOutput{"checkout": co, "context": ctx}
+		ctx := f.must(f.node("oracle_files", id, nil, map[string]api.NodeOutput{"checkout": co}))
+		in := map[string]api.NodeOutput{"checkout": co, "context": ctx}
 		p := f.must(f.node("patch", id, map[string]any{"format": "search_replace", "prompt": prompt,
 			"model": e.Models[0], "tokenizer": "o200k_base"}, in))
 		if p.Row["patch_parse_error"] != nil || p.Row["model_calls"] != 1.0 {

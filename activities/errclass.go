@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/steps"
 )
@@ -56,7 +57,7 @@ func activityError(err error) error {
 	}
 	var cause error
 	if se.Usage != nil {
-		cause = temporal.NewApplicationErrorWithOptions("the step's model calls' usage", ErrCallUsage,
+		cause = temporal.NewApplicationErrorWithOptions("the step's model calls' usage", api.ErrCallUsage,
 			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{*se.Usage}})
 	}
 	return temporal.NewApplicationErrorWithOptions(err.Error(), se.Type,

@@ -131,16 +131,16 @@ func TestCheckoutFailuresAreTheMachines(t *testing.T) {
 func TestGradeFailuresOfTheMachine(t *testing.T) {
 	f := newFixture(t)
 	store := mustStore(t, f.a)
-	put := func(text string) NodeOutput {
+	put := func(text string) api.NodeOutput {
 		ref, err := store.Put(context.Background(), []byte(text))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return NodeOutput{Ref: ref}
+		return api.NodeOutput{Ref: ref}
 	}
-	grade := func(id string, co NodeOutput, patch string, settings map[string]any) (NodeOutput, error) {
+	grade := func(id string, co api.NodeOutput, patch string, settings map[string]any) (api.NodeOutput, error) {
 		settings["executor"] = "local"
-		return f.node("grade", id, map[string]any{"grading": settings}, map[string]NodeOutput{"checkout": co,
+		return f.node("grade", id, map[string]any{"grading": settings}, map[string]api.NodeOutput{"checkout": co,
 			"patch": put(patch)})
 	}
 
@@ -211,7 +211,7 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = grade(goInst, NodeOutput{Ref: ref}, f.rows[goInst].Patch, map[string]any{})
+		_, err = grade(goInst, api.NodeOutput{Ref: ref}, f.rows[goInst].Patch, map[string]any{})
 		wantStepKind(t, err, errkind.SymlinkRefused, goInst, "zz-escape")
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctxlab/activities/api"
 	"ctxlab/grading"
 	"ctxlab/grading/executor"
 	"ctxlab/patch/diff"
@@ -29,7 +30,7 @@ func TestGradeBuildFailedIsItsOwnOutcome(t *testing.T) {
 	broken := row.Patch + diff.Unified(path.Join(testDir, "zz_broken.go"), nil, []byte("package zzbroken\n"))
 	co := f.must(f.node("checkout", inst, nil, nil))
 	params := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
-	r := f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(broken)})).Row
+	r := f.must(f.node("grade", inst, params, map[string]api.NodeOutput{"checkout": co, "patch": f.putPatch(broken)})).Row
 	msg, _ := r["grade_build_error"].(string)
 	if r["grade_status"] != grading.StatusBuildFailed || r["resolved"] != false || !strings.Contains(msg, "zzbroken") {
 		t.Errorf("row: %v", r)
@@ -50,10 +51,10 @@ func TestGradeNameMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+	f.refs[inst] = api.InstanceRef{ID: inst, Ref: ref}
 	co := f.must(f.node("checkout", inst, nil, nil))
 	params := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
-	r := f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(row.Patch)})).Row
+	r := f.must(f.node("grade", inst, params, map[string]api.NodeOutput{"checkout": co, "patch": f.putPatch(row.Patch)})).Row
 	note, _ := r["grade_note"].(string)
 	if r["grade_status"] != grading.StatusNameMismatch || !strings.Contains(note, "names do not match") {
 		t.Errorf("row: %v", r)

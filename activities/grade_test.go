@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/activities/api"
 	"ctxlab/grading"
 	"ctxlab/jsonnet"
 	"ctxlab/patch/diff"
@@ -17,13 +18,13 @@ import (
 	"ctxlab/store/cas"
 )
 
-func (f *fixture) putPatch(text string) NodeOutput {
+func (f *fixture) putPatch(text string) api.NodeOutput {
 	f.t.Helper()
 	ref, err := mustStore(f.t, f.a).Put(context.Background(), []byte(text))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return NodeOutput{Ref: ref}
+	return api.NodeOutput{Ref: ref}
 }
 
 // Every demo instance: the gold patch resolves it, the empty patch does not, and the rows record how the patch
@@ -54,12 +55,12 @@ func TestGradeGoldResolvesEveryDemoInstanceEmptyNone(t *testing.T) {
 	for _, id := range ids {
 		co := f.must(f.node("checkout", id, nil, nil))
 		gold := f.putPatch(f.rows[id].Patch)
-		r := f.must(f.node("grade", id, params, map[string]NodeOutput{"checkout": co, "patch": gold})).Row
+		r := f.must(f.node("grade", id, params, map[string]api.NodeOutput{"checkout": co, "patch": gold})).Row
 		if r["resolved"] != true || r["grade_status"] != grading.StatusResolved || r["patch_apply"] != string(diff.Applied) ||
 			r["patch_ref"] != string(gold.Ref) {
 			t.Errorf("%s gold: %v", id, r)
 		}
-		r = f.must(f.node("grade", id, params, map[string]NodeOutput{"checkout": co, "patch": f.putPatch("")})).Row
+		r = f.must(f.node("grade", id, params, map[string]api.NodeOutput{"checkout": co, "patch": f.putPatch("")})).Row
 		if r["resolved"] != false || r["grade_status"] != grading.StatusEmptyPatch || r["patch_apply"] != string(diff.Empty) {
 			t.Errorf("%s empty: %v", id, r)
 		}
@@ -74,7 +75,7 @@ func TestGradeRecordsRefusalsAndFuzz(t *testing.T) {
 	params := map[string]any{"grading": map[string]any{"timeout": "5m"}}
 	grade := func(p string) map[string]any {
 		t.Helper()
-		return f.must(f.node("grade", inst, params, map[string]NodeOutput{"checkout": co, "patch": f.putPatch(p)})).Row
+		return f.must(f.node("grade", inst, params, map[string]api.NodeOutput{"checkout": co, "patch": f.putPatch(p)})).Row
 	}
 	for name, c := range map[string]struct {
 		patch, status, apply string
@@ -160,13 +161,13 @@ func TestNoCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.refs[inst] = InstanceRef{ID: inst, Ref: ref}
+	f.refs[inst] = api.InstanceRef{ID: inst, Ref: ref}
 	co := f.must(f.node("checkout", inst, nil, nil))
 	gold := f.putPatch(row.Patch)
 	// The flaky test keeps its state outside its worktree, which only an unconfined run may write.
 	r := f.must(f.node("grade", inst, map[string]any{"grading": map[string]any{"timeout": "5m", "reruns": 2,
 		"isolation": "none"}},
-		map[string]NodeOutput{"checkout": co, "patch": gold})).Row
+		map[string]api.NodeOutput{"checkout": co, "patch": gold})).Row
 	runs, _ := r["grade_runs"].([]any)
 	if len(runs) != 3 || runs[0] != grading.StatusUnresolved || runs[1] != grading.StatusResolved || runs[2] != grading.StatusResolved {
 		t.Fatalf("runs = %v (row %v)", r["grade_runs"], r)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/activities/api"
 	"ctxlab/grading/executor"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -45,13 +46,13 @@ func TestGradeDedupe(t *testing.T) {
 	runs := countRuns(f.a, 0)
 	co := f.must(f.node("checkout", inst, nil, nil))
 	gold := f.putPatch(f.rows[inst].Patch)
-	patchOf := func(method string, p NodeOutput) NodeOutput {
-		return NodeOutput{Ref: p.Ref, Row: map[string]any{"method": method}}
+	patchOf := func(method string, p api.NodeOutput) api.NodeOutput {
+		return api.NodeOutput{Ref: p.Ref, Row: map[string]any{"method": method}}
 	}
 	settings := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
-	grade := func(settings map[string]any, patch NodeOutput) map[string]any {
+	grade := func(settings map[string]any, patch api.NodeOutput) map[string]any {
 		t.Helper()
-		return f.must(f.node("grade", inst, settings, map[string]NodeOutput{"checkout": co, "patch": patch})).Row
+		return f.must(f.node("grade", inst, settings, map[string]api.NodeOutput{"checkout": co, "patch": patch})).Row
 	}
 
 	a := grade(settings, patchOf("a", gold))
@@ -106,9 +107,9 @@ func TestGradeDedupeConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := f.a.Grade(context.Background(), NodeInput{Run: "t", Instance: f.refs[inst],
+			out, err := f.a.Grade(context.Background(), api.NodeInput{Run: "t", Instance: f.refs[inst],
 				Node: "grade-" + method, Step: method + ".grade", Params: settings, Dataset: f.dataset,
-				Inputs: map[string]NodeOutput{"checkout": co, "patch": {Ref: gold.Ref, Row: map[string]any{"method": method}}}})
+				Inputs: map[string]api.NodeOutput{"checkout": co, "patch": {Ref: gold.Ref, Row: map[string]any{"method": method}}}})
 			rows[i], errs[i] = out.Row, err
 		}()
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
@@ -47,11 +48,11 @@ const unversioned = "d0ac04cb6f273158cdc45e297d72bb6dc03f319342f2121fdfcac55a80a
 // TestMemoKeysUnchanged: every kind's node memo key is what it was before code versions were declared with the
 // kinds, byte for byte; only grade and measure have a version in theirs.
 func TestMemoKeysUnchanged(t *testing.T) {
-	in := NodeInput{Run: "r", Instance: InstanceRef{ID: "acme__x-1", Ref: cas.Ref("sha256:0123")},
+	in := api.NodeInput{Run: "r", Instance: api.InstanceRef{ID: "acme__x-1", Ref: cas.Ref("sha256:0123")},
 		Node: "n0", Step: "m.s", Params: map[string]any{"unit": "file", "rate": 0.5},
-		Inputs:  map[string]NodeOutput{"checkout": {Ref: "sha256:abc", Row: map[string]any{"repo_files": 3.0}}},
+		Inputs:  map[string]api.NodeOutput{"checkout": {Ref: "sha256:abc", Row: map[string]any{"repo_files": 3.0}}},
 		Dataset: specs.Dataset{Repos: "{dataset_dir}/repos/{repo}"}}
-	names := append(specs.ActivityNames(), AgentModelTurnName, AgentToolTurnName, AgentFinishName)
+	names := append(specs.ActivityNames(), api.AgentModelTurnName, api.AgentToolTurnName, api.AgentFinishName)
 	got := map[string]string{}
 	for _, name := range names {
 		key, err := memoKey(name, in)
@@ -88,7 +89,7 @@ func TestLoadPlanRefusesUndeclaredKinds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = a.LoadPlan(context.Background(), LoadPlanInput{Run: "r", Plan: ref})
+		_, err = a.LoadPlan(context.Background(), api.LoadPlanInput{Run: "r", Plan: ref})
 		return err
 	}
 	if err := load(specs.Plan{Nodes: []specs.Node{{Key: "checkout", Activity: "checkout"}}}); err != nil {

@@ -30,7 +30,7 @@ const heartbeatEvery = 2 * time.Second
 // checkParams refuses a node with a param its activity's params struct does not declare, or a value it cannot hold,
 // as specs.Validate does at compile time. It runs for every activity, those that read no params included, so a plan
 // built without the spec compiler cannot pass a param that silently means nothing.
-func checkParams(activity string, in NodeInput) error {
+func checkParams(activity string, in api.NodeInput) error {
 	problems, err := specs.CheckParams(activity, in.Params)
 	if err != nil {
 		return steps.Permanent(api.ErrBadInput, fmt.Sprintf("%s: parameters: %v", in.Step, err))
@@ -46,17 +46,17 @@ func checkParams(activity string, in NodeInput) error {
 }
 
 // nodeBody is what a node activity runs: one attempt of a step on env's node.
-type nodeBody func(ctx context.Context, env steps.Env, att *steps.Attempt) (NodeOutput, error)
+type nodeBody func(ctx context.Context, env steps.Env, att *steps.Attempt) (api.NodeOutput, error)
 
 // node runs body as the activity name with memoization, attempt logging, heartbeats and panic capture, and gives its
 // failure the type, message and retryability Temporal records (activityError).
-func (a *Activities) node(ctx context.Context, in NodeInput, name string, body nodeBody) (NodeOutput, error) {
+func (a *Activities) node(ctx context.Context, in api.NodeInput, name string, body nodeBody) (api.NodeOutput, error) {
 	out, err := a.attempt(ctx, in, name, body)
 	return out, activityError(err)
 }
 
 // attempt is node's work, its failures as steps.Error values.
-func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, body nodeBody) (out NodeOutput, err error) {
+func (a *Activities) attempt(ctx context.Context, in api.NodeInput, name string, body nodeBody) (out api.NodeOutput, err error) {
 	store, err := a.Store(in.Run)
 	if err != nil {
 		return out, err
@@ -131,13 +131,13 @@ func (a *Activities) attempt(ctx context.Context, in NodeInput, name string, bod
 // writeMemo stores a node's output under its memo key and returns the output the memo holds: when another attempt
 // of the node (a worker taken for dead that went on) stored one under the same key first, that one, so the memo and
 // the workflow's history agree whichever attempt Temporal records. A memo of other inputs is replaced.
-func (a *Activities) writeMemo(ctx context.Context, objs objects.Store, memo, key string, in NodeInput,
-	out NodeOutput) NodeOutput {
+func (a *Activities) writeMemo(ctx context.Context, objs objects.Store, memo, key string, in api.NodeInput,
+	out api.NodeOutput) api.NodeOutput {
 	b, err := runfolder.EncodeMemo(key, out)
 	if err == nil {
 		var existing []byte
 		if existing, err = objs.Create(ctx, memo, b, false); err == nil && existing != nil {
-			var first NodeOutput
+			var first api.NodeOutput
 			if k, ok := runfolder.DecodeMemo(existing, &first); ok && k == key {
 				return first
 			}
@@ -151,7 +151,7 @@ func (a *Activities) writeMemo(ctx context.Context, objs objects.Store, memo, ke
 }
 
 // logAttemptEnd records how an attempt that started ended: done with its output, or failed with its error.
-func (a *Activities) logAttemptEnd(run string, rec runlog.Attempt, att *steps.Attempt, started time.Time, out NodeOutput, err error) {
+func (a *Activities) logAttemptEnd(run string, rec runlog.Attempt, att *steps.Attempt, started time.Time, out api.NodeOutput, err error) {
 	rec.DurationMS = time.Since(started).Milliseconds()
 	rec.Usage = att.Usage
 	rec.Reused = att.Reused
@@ -189,7 +189,7 @@ func scrubError(err error) error {
 }
 
 // attemptRefs stores the node's parameters and collects its inputs' references, so an audit can open them.
-func (a *Activities) attemptRefs(ctx context.Context, store cas.Store, in NodeInput) (cas.Ref, map[string]cas.Ref) {
+func (a *Activities) attemptRefs(ctx context.Context, store cas.Store, in api.NodeInput) (cas.Ref, map[string]cas.Ref) {
 	var params cas.Ref
 	if len(in.Params) > 0 {
 		params, _ = cas.PutJSON(ctx, store, in.Params)
@@ -224,15 +224,15 @@ const nodeMemoVersion = "ctxlab-node-v1"
 // answered from the response cache, a grade of the same patch under the same test patch from the grade memo. The
 // step label, the run's name and the debug settings are not inputs. A kind that declares a version of what it
 // computes (specs.Kind.CodeVersion) has it in the key too.
-func memoKey(activity string, in NodeInput) (string, error) {
+func memoKey(activity string, in api.NodeInput) (string, error) {
 	b, err := json.Marshal(struct {
-		Version  string                `json:"v"`
-		Code     string                `json:"code,omitempty"`
-		Node     string                `json:"node"`
-		Instance cas.Ref               `json:"instance"`
-		Params   map[string]any        `json:"params,omitempty"`
-		Inputs   map[string]NodeOutput `json:"inputs,omitempty"`
-		Repos    string                `json:"repos,omitempty"`
+		Version  string                    `json:"v"`
+		Code     string                    `json:"code,omitempty"`
+		Node     string                    `json:"node"`
+		Instance cas.Ref                   `json:"instance"`
+		Params   map[string]any            `json:"params,omitempty"`
+		Inputs   map[string]api.NodeOutput `json:"inputs,omitempty"`
+		Repos    string                    `json:"repos,omitempty"`
 	}{nodeMemoVersion, specs.Catalog[activity].CodeVersion, in.Node, in.Instance.Ref, in.Params, in.Inputs, in.Dataset.Repos})
 	if err != nil {
 		return "", fmt.Errorf("memo key: %w", err)
@@ -245,11 +245,11 @@ func memoKey(activity string, in NodeInput) (string, error) {
 // their memos (in the run's objects objs) now: those memoized under exactly the inputs the plan gives them (this
 // row's content, the memoized outputs of their inputs), by node key. A node whose input has no such output is left
 // out.
-func MemoizedOutputs(ctx context.Context, objs objects.Store, plan specs.Plan, inst InstanceRef,
-	dataset specs.Dataset) map[string]NodeOutput {
-	outputs := map[string]NodeOutput{}
+func MemoizedOutputs(ctx context.Context, objs objects.Store, plan specs.Plan, inst api.InstanceRef,
+	dataset specs.Dataset) map[string]api.NodeOutput {
+	outputs := map[string]api.NodeOutput{}
 	for _, n := range plan.Nodes { // inputs come first
-		in := NodeInput{Instance: inst, Node: n.Key, Params: n.Params, Inputs: map[string]NodeOutput{},
+		in := api.NodeInput{Instance: inst, Node: n.Key, Params: n.Params, Inputs: map[string]api.NodeOutput{},
 			Dataset: dataset}
 		whole := true
 		for name, from := range n.Inputs {
@@ -274,8 +274,8 @@ func MemoizedOutputs(ctx context.Context, objs objects.Store, plan specs.Plan, i
 // ReadNodeMemo returns the output a node last memoized on an instance (in the run's objects objs), whatever its
 // inputs were (an audit or report reads it beside the rows of the same sweep); false when the node has not succeeded
 // there (or its memo does not decode). A node itself reuses a memo only under its own key.
-func ReadNodeMemo(ctx context.Context, objs objects.Store, instance, node string) (NodeOutput, bool) {
-	var out NodeOutput
+func ReadNodeMemo(ctx context.Context, objs objects.Store, instance, node string) (api.NodeOutput, bool) {
+	var out api.NodeOutput
 	b, err := objs.Get(ctx, runfolder.NodeMemoKey(instance, node))
 	if err != nil {
 		return out, false
@@ -285,14 +285,14 @@ func ReadNodeMemo(ctx context.Context, objs objects.Store, instance, node string
 }
 
 // readMemo returns the memo under the objects' key memo when it was made from the inputs key names.
-func readMemo(ctx context.Context, objs objects.Store, memo, key string) (NodeOutput, bool) {
-	var out NodeOutput
+func readMemo(ctx context.Context, objs objects.Store, memo, key string) (api.NodeOutput, bool) {
+	var out api.NodeOutput
 	b, err := objs.Get(ctx, memo)
 	if err != nil {
 		return out, false
 	}
 	if k, ok := runfolder.DecodeMemo(b, &out); !ok || k != key {
-		return NodeOutput{}, false
+		return api.NodeOutput{}, false
 	}
 	return out, true
 }

@@ -27,7 +27,7 @@ func TestEveryKindHasAStep(t *testing.T) {
 		}
 	}
 	for _, name := range steps.Kinds() {
-		if _, ok := fns[name].(func(context.Context, NodeInput) (NodeOutput, error)); !ok {
+		if _, ok := fns[name].(func(context.Context, api.NodeInput) (api.NodeOutput, error)); !ok {
 			t.Errorf("step %s: no node activity among the worker's functions (%T)", name, fns[name])
 		}
 	}
@@ -53,13 +53,13 @@ func TestEveryActivityRefusesUnknownParams(t *testing.T) {
 		if _, node := specs.Catalog[name]; !node {
 			continue // bookkeeping activities take no step params
 		}
-		call, ok := fn.(func(context.Context, NodeInput) (NodeOutput, error))
+		call, ok := fn.(func(context.Context, api.NodeInput) (api.NodeOutput, error))
 		if !ok {
 			t.Errorf("%s: function %T is not a node activity", name, fn)
 			continue
 		}
 		step := "m." + name
-		in := NodeInput{Run: "params", Instance: InstanceRef{ID: "acme__x-1"}, Node: "n-" + name, Step: step,
+		in := api.NodeInput{Run: "params", Instance: api.InstanceRef{ID: "acme__x-1"}, Node: "n-" + name, Step: step,
 			Params: map[string]any{"variant": 3}}
 		_, err := call(context.Background(), in)
 		var app *temporal.ApplicationError

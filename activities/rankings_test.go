@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/rankings"
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
@@ -100,8 +101,8 @@ func TestRetrieveStepsShareOneIndexPerUnit(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		for _, n := range retrieves {
-			in := NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key + "-" + name, Step: n.Steps[0],
-				Params: n.Params, Inputs: map[string]NodeOutput{}, Dataset: f.dataset}
+			in := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key + "-" + name, Step: n.Steps[0],
+				Params: n.Params, Inputs: map[string]api.NodeOutput{}, Dataset: f.dataset}
 			for input, k := range n.Inputs {
 				in.Inputs[input] = outs[k]
 			}
@@ -213,13 +214,13 @@ const rankerChildEnv = "CTXLAB_ACTIVITIES_TEST_RANKER"
 type rankerJob struct {
 	Runs, Start string
 	Kinds       []string
-	Inputs      []NodeInput
+	Inputs      []api.NodeInput
 }
 
 // rankerResult is what a worker process did: its memo's counts, each step's output, and the errors.
 type rankerResult struct {
 	Stats   rankings.Stats
-	Outputs map[string]NodeOutput
+	Outputs map[string]api.NodeOutput
 	Errors  []string
 }
 
@@ -239,7 +240,7 @@ func rankerChild(jobText string) int {
 			return 2
 		}
 	}
-	res := rankerResult{Outputs: map[string]NodeOutput{}}
+	res := rankerResult{Outputs: map[string]api.NodeOutput{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, in := range job.Inputs {
@@ -293,8 +294,8 @@ func TestRankingsRaceAcrossProcesses(t *testing.T) {
 		for p := range children {
 			job := rankerJob{Runs: f.a.Runs, Start: start}
 			for _, n := range retrieves {
-				in := NodeInput{Run: "t", Instance: f.refs[inst], Node: fmt.Sprintf("%s-r%dp%d", n.Key, round, p),
-					Step: n.Steps[0], Params: n.Params, Inputs: map[string]NodeOutput{}, Dataset: f.dataset}
+				in := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: fmt.Sprintf("%s-r%dp%d", n.Key, round, p),
+					Step: n.Steps[0], Params: n.Params, Inputs: map[string]api.NodeOutput{}, Dataset: f.dataset}
 				for input, k := range n.Inputs {
 					in.Inputs[input] = outs[k]
 				}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/steps"
 	"ctxlab/patch/diff"
@@ -58,7 +59,7 @@ func TestSnapshotReadErrorFailsAttempt(t *testing.T) {
 	flaky := &flakyStore{Store: store, blob: entry.Blob, fails: 1}
 	f.useStore(flaky)
 
-	inputs := map[string]NodeOutput{"checkout": co, "files": {Ref: selRef}}
+	inputs := map[string]api.NodeOutput{"checkout": co, "files": {Ref: selRef}}
 	_, err = f.node("assemble", inst, nil, inputs)
 	if err == nil {
 		t.Fatal("assemble succeeded although reading " + gold[0] + " failed")
@@ -86,7 +87,7 @@ func TestPatchCheckReadErrorFailsAttempt(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	co := f.must(f.node("checkout", inst, nil, nil))
-	none := f.must(f.node("no_source", inst, nil, map[string]NodeOutput{"checkout": co}))
+	none := f.must(f.node("no_source", inst, nil, map[string]api.NodeOutput{"checkout": co}))
 	store := mustStore(t, f.a)
 	m := f.manifest(co)
 	gold, err := diff.ChangedFiles(f.rows[inst].Patch)
@@ -100,7 +101,7 @@ func TestPatchCheckReadErrorFailsAttempt(t *testing.T) {
 	}
 	f.useStore(&flakyStore{Store: store, blob: entry.Blob, fails: 1})
 
-	inputs := map[string]NodeOutput{"checkout": co, "context": none, "patch": {Ref: patchRef}}
+	inputs := map[string]api.NodeOutput{"checkout": co, "context": none, "patch": {Ref: patchRef}}
 	tok := map[string]any{"tokenizer": "o200k_base"}
 	if out, err := f.node("measure", inst, tok, inputs); err == nil || nonRetryable(err) {
 		t.Fatalf("measure = %v, %v; want a retryable failure", out.Row, err)

@@ -3,6 +3,7 @@ package activities
 import (
 	"fmt"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/steps"
 	"ctxlab/specs"
 )
@@ -15,7 +16,7 @@ const ErrUndeclaredField = "UndeclaredRowField"
 // checkRowFields fails a node whose output row sets a field its activity does not own. Failing, rather than
 // dropping the field, makes a forgotten declaration show on the first run of the step instead of a column that is
 // silently missing from every row.
-func checkRowFields(activity string, in NodeInput, out NodeOutput) error {
+func checkRowFields(activity string, in api.NodeInput, out api.NodeOutput) error {
 	if err := specs.CheckRow(activity, in.Step, out.Row); err != nil {
 		return steps.Permanent(ErrUndeclaredField, fmt.Sprintf("instance %s: %v", in.Instance.ID, err))
 	}

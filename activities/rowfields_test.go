@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/steps"
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
@@ -55,9 +56,9 @@ func TestNodeRefusesUndeclaredRowFields(t *testing.T) {
 		{map[string]any{"repo_files": 2.5}, `"repo_files" holds float64`},
 		{map[string]any{"resolved": true}, `"resolved" is not declared by activity checkout`},
 	} {
-		in := NodeInput{Run: "t", Instance: f.refs[inst], Node: "rowcheck-" + strconv.Itoa(i), Step: "m.checkout"}
-		_, err := f.a.node(context.Background(), in, "checkout", func(context.Context, steps.Env, *steps.Attempt) (NodeOutput, error) {
-			return NodeOutput{Row: tc.row}, nil
+		in := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: "rowcheck-" + strconv.Itoa(i), Step: "m.checkout"}
+		_, err := f.a.node(context.Background(), in, "checkout", func(context.Context, steps.Env, *steps.Attempt) (api.NodeOutput, error) {
+			return api.NodeOutput{Row: tc.row}, nil
 		})
 		if tc.want == "" {
 			if err != nil {

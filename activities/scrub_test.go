@@ -44,8 +44,8 @@ func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt"}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
 	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]NodeOutput{"checkout": co}))
-	in := map[string]NodeOutput{"checkout": co, "inventory": inv}
+	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	in := map[string]api.NodeOutput{"checkout": co, "inventory": inv}
 	out := f.must(f.node("localize", inst, map[string]any{"model": model, "prompt": prompt}, in))
 	if out.Row["model_calls"] != 1.0 {
 		t.Fatalf("localize row %v", out.Row)

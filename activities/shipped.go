@@ -20,7 +20,7 @@ import (
 // itself when the run ships no folders (one machine, or a disk the workers share), else, for a path inside a shipped
 // folder, the same place in that folder's archive, unpacked once into this machine's run folder. A path the starter
 // did not ship stays as it is (a folder every worker has, such as a mirror mounted on each).
-func (a *Activities) shippedPath(ctx context.Context, in NodeInput, store cas.Store, path string) (string, error) {
+func (a *Activities) shippedPath(ctx context.Context, in api.NodeInput, store cas.Store, path string) (string, error) {
 	if in.Shipped == "" {
 		return path, nil
 	}

@@ -36,8 +36,8 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 	t.Setenv(specs.OpenAI.Env.Key, "")
 	f := newFixture(t)
 	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]NodeOutput{"checkout": co}))
-	in := map[string]NodeOutput{"checkout": co, "inventory": inv}
+	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	in := map[string]api.NodeOutput{"checkout": co, "inventory": inv}
 
 	// Priced so that one call's worst case is a few cents: an $0.08 cap fits about a dozen answers, and half a dozen worst cases at once.
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt", "max_tokens": 200,
@@ -74,7 +74,7 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 			defer wg.Done()
 			w := workers[i%len(workers)]
 			params := map[string]any{"model": model, "prompt": prompt, "sample": i}
-			ni := NodeInput{Run: "t", Instance: f.refs[inst], Node: fmt.Sprintf("localize-%d", i), Step: "m.localize",
+			ni := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: fmt.Sprintf("localize-%d", i), Step: "m.localize",
 				Params: params, Inputs: in, Dataset: f.dataset}
 			_, err := w.runKind(context.Background(), specs.Localize.Name, ni)
 			mu.Lock()

@@ -8,32 +8,16 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/dataset/swebench"
+	"ctxlab/internal/regularfile"
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
 
-// Names of the sweep's bookkeeping activities (see package api). They are not DAG steps, so specs cannot name them.
-const (
-	LoadDatasetName = api.LoadDatasetName
-	LoadPlanName    = api.LoadPlanName
-	RecordName      = api.RecordName
-	SummarizeName   = api.SummarizeName
-	StoreRowsName   = api.StoreRowsName
-)
-
-// The bookkeeping activities' inputs live in package api, beside the workflows' other types.
-type (
-	LoadDatasetInput = api.LoadDatasetInput
-	LoadPlanInput    = api.LoadPlanInput
-	RecordInput      = api.RecordInput
-	SummarizeInput   = api.SummarizeInput
-)
-
 // LoadDataset reads and validates the dataset, stores each row in the content store and returns references in
 // dataset order (filtered by the spec's instances and limit).
-func (a *Activities) LoadDataset(ctx context.Context, in LoadDatasetInput) ([]InstanceRef, error) {
+func (a *Activities) LoadDataset(ctx context.Context, in api.LoadDatasetInput) ([]api.InstanceRef, error) {
 	defer a.heartbeat(ctx)()
 	store, err := a.Store(in.Run)
 	if err != nil {
@@ -47,13 +31,13 @@ func (a *Activities) LoadDataset(ctx context.Context, in LoadDatasetInput) ([]In
 	if err != nil {
 		return nil, permanentError(api.ErrBadInput, err)
 	}
-	refs := make([]InstanceRef, 0, len(rows))
+	refs := make([]api.InstanceRef, 0, len(rows))
 	for _, r := range rows {
 		ref, err := cas.PutJSON(ctx, store, r)
 		if err != nil {
 			return nil, err
 		}
-		refs = append(refs, InstanceRef{ID: r.InstanceID, Ref: ref})
+		refs = append(refs, api.InstanceRef{ID: r.InstanceID, Ref: ref})
 	}
 	return refs, nil
 }
@@ -84,7 +68,7 @@ func Select(rows []swebench.Instance, d specs.Dataset) ([]swebench.Instance, err
 // LoadPlan reads the compiled plan, so that each Issue workflow's history holds it once instead of every child's
 // start event in the Sweep's history. A node of a kind this build does not declare fails it, naming the node: the
 // Issue workflow would have no queue to send it to.
-func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan, error) {
+func (a *Activities) LoadPlan(ctx context.Context, in api.LoadPlanInput) (specs.Plan, error) {
 	defer a.heartbeat(ctx)()
 	var p specs.Plan
 	store, err := a.Store(in.Run)
@@ -107,16 +91,16 @@ func (a *Activities) LoadPlan(ctx context.Context, in LoadPlanInput) (specs.Plan
 // (a folder in place of results.jsonl): not retried, so the sweep stops naming the path instead of retrying forever.
 const ErrRunFolder = "RunFolder"
 
-// runFolderErr makes err permanent when it is a run-folder path that is not a file (runfolder.ErrNotAFile).
+// runFolderErr makes err permanent when it is a run-folder path that is not a file (regularfile.ErrNotAFile: retrying cannot help).
 func runFolderErr(err error) error {
-	if errors.Is(err, runfolder.ErrNotAFile) {
+	if errors.Is(err, regularfile.ErrNotAFile) {
 		return permanentError(ErrRunFolder, err)
 	}
 	return err
 }
 
 // Record appends rows to the run's results.jsonl, once per (instance, method, model) however often it is retried.
-func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
+func (a *Activities) Record(ctx context.Context, in api.RecordInput) (int, error) {
 	defer a.heartbeat(ctx)()
 	// Every row with an error says its kind and whose failure it is, so no reader has to derive them.
 	for _, r := range in.Rows {
@@ -128,7 +112,7 @@ func (a *Activities) Record(ctx context.Context, in RecordInput) (int, error) {
 
 // StoreRows stores an issue's rows in the run's content store and returns their reference: the starter that watches
 // the sweep reads them from there and writes results.jsonl, wherever this worker runs.
-func (a *Activities) StoreRows(ctx context.Context, in RecordInput) (cas.Ref, error) {
+func (a *Activities) StoreRows(ctx context.Context, in api.RecordInput) (cas.Ref, error) {
 	defer a.heartbeat(ctx)()
 	store, err := a.Store(in.Run)
 	if err != nil {
@@ -143,7 +127,7 @@ func (a *Activities) StoreRows(ctx context.Context, in RecordInput) (cas.Ref, er
 
 // Summarize writes summary.md from results.jsonl and returns its text (for sweeps from before the starter wrote
 // it: see WriteSummary).
-func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (string, error) {
+func (a *Activities) Summarize(ctx context.Context, in api.SummarizeInput) (string, error) {
 	defer a.heartbeat(ctx)()
 	md, err := WriteSummary(a.RunDir(in.Run), in.Title, in.Order)
 	return md, runFolderErr(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/repo"
 	"ctxlab/activities/steps"
 	"ctxlab/internal/offlinetask"
@@ -55,9 +56,9 @@ func TestToolTurnsShareSnapshotText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := f.a.AgentToolTurn(ctx, AgentTurnInput{Turn: turn, State: state, Node: NodeInput{Run: "t",
+		out, err := f.a.AgentToolTurn(ctx, api.AgentTurnInput{Turn: turn, State: state, Node: api.NodeInput{Run: "t",
 			Instance: f.refs[inst], Node: node, Step: node + ".agent", Dataset: f.dataset,
-			Inputs: map[string]NodeOutput{"checkout": co}}})
+			Inputs: map[string]api.NodeOutput{"checkout": co}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ctxlab/activities/api"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
 	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
@@ -30,16 +31,16 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt", "price": map[string]any{"input": 1000.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
 	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]NodeOutput{"checkout": co}))
-	in := map[string]NodeOutput{"checkout": co, "inventory": inv}
+	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	in := map[string]api.NodeOutput{"checkout": co, "inventory": inv}
 	localize := func(sample int) error {
 		_, err := f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample}, in)
 		return err
 	}
 
-	wantStepKind(t, localize(0), llm.KindBadResponse, "impossible usage", "prompt_tokens")
+	wantStepKind(t, localize(0), errkind.BadResponse, "impossible usage", "prompt_tokens")
 	fake.Fail(1, fakeopenai.QuotaIn200)
-	wantStepKind(t, localize(1), llm.KindQuota, "exceeded your current quota")
+	wantStepKind(t, localize(1), errkind.Quota, "exceeded your current quota")
 	if fake.Calls() != 3 {
 		t.Errorf("%d calls; want the bad usage asked twice (then given up) and the quota error once", fake.Calls())
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctxlab/internal/regularfile"
 	"ctxlab/runfolder"
 )
 
@@ -165,7 +166,7 @@ func TestNoResultsFileThroughALink(t *testing.T) {
 
 func wantLinkRefused(t *testing.T, what string, err error) {
 	t.Helper()
-	if !errors.Is(err, runfolder.ErrNotAFile) || !strings.Contains(err.Error(), "symbolic link") {
+	if !errors.Is(err, regularfile.ErrNotAFile) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("%s through a link: %v, want it refused as a symbolic link", what, err)
 	}
 }

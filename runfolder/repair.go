@@ -161,17 +161,13 @@ func ReplaceFile(path string, b []byte) error {
 	return nil
 }
 
-// ErrNotAFile is the error of a run-folder path that holds something other than a regular file (a symbolic link, a
-// folder, a socket, a device): retrying cannot help, and the sweep stops naming it.
-var ErrNotAFile = regularfile.ErrNotAFile
-
 // RegularOrAbsent returns nil when path is a regular file or does not exist, else an error naming it and what it is
-// instead (a symbolic link is not followed), which wraps ErrNotAFile.
+// instead (a symbolic link is not followed), which wraps regularfile.ErrNotAFile.
 func RegularOrAbsent(path string) error { return regularfile.CheckOrAbsent(path) }
 
 // OpenFile opens a file of a run folder as os.OpenFile does, refusing a symbolic link at path (never followed: a
 // received run folder may link its files anywhere) and anything else that is not a regular file, with an error
-// wrapping ErrNotAFile. Every run-folder file is opened through it or ReadFile; WriteAtomic and ReplaceFile rename
+// wrapping regularfile.ErrNotAFile. Every run-folder file is opened through it or ReadFile; WriteAtomic and ReplaceFile rename
 // a new file over the path, which replaces a link rather than writing through it.
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return regularfile.Open(path, flag, perm)

@@ -1,4 +1,4 @@
-// Package workers starts ctxlab's Temporal workers: one for workflows and one per kind of activity queue (llm,
+// Package wiring starts ctxlab's Temporal workers: one for workflows and one per kind of activity queue (llm,
 // cpu, grade), so a cluster can run each kind where it fits. The starter runs all of them in-process; the
 // standalone worker runs the ones it is told to.
 package wiring

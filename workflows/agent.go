@@ -11,37 +11,14 @@ import (
 // AgentName is the registered type name of the Agent child workflow.
 const AgentName = "Agent"
 
-// agentActivity is the catalog activity of the nodes the Issue workflow runs as the Agent child workflow.
-var agentActivity = specs.Agent.Name
-
 // AgentWorkflowID is the ID of the Agent child workflow that runs the agent node of the Issue workflow issueID.
 func AgentWorkflowID(issueID, node string) string { return issueID + "/agent/" + node }
-
-// Names of the agent's turn activities (activities/agent.go registers them under these).
-const (
-	agentModelTurn = "agent_model_turn"
-	agentToolTurn  = "agent_tool_turn"
-	agentFinish    = "agent_finish"
-)
 
 // AgentInput is one agent node of an issue: the node's own input, as the Issue workflow would pass its activity.
 type AgentInput struct {
 	Node    api.NodeInput `json:"node"`
 	Queues  Queues        `json:"queues"`
 	Retries int           `json:"retries"`
-}
-
-// agentTurnInput is what each turn activity receives (activities.AgentTurnInput on the wire).
-type agentTurnInput struct {
-	Node  api.NodeInput `json:"node"`
-	Turn  int           `json:"turn"`
-	State cas.Ref       `json:"state,omitempty"`
-}
-
-// agentTurnOutput is what a turn activity returns (activities.AgentTurnOutput on the wire).
-type agentTurnOutput struct {
-	State cas.Ref `json:"state"`
-	Done  bool    `json:"done,omitempty"`
 }
 
 // Agent runs one agent node's trajectory turn by turn: a model call on the llm queue, then the tool call it asked
@@ -63,23 +40,23 @@ func Agent(ctx workflow.Context, in AgentInput) (api.NodeOutput, error) {
 	maxTurns := agentMaxTurns(in.Node.Params)
 	var state cas.Ref
 	for turn := 0; turn < maxTurns; turn++ {
-		var out agentTurnOutput
-		if err := workflow.ExecuteActivity(llmCtx, agentModelTurn,
-			agentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
+		var out api.AgentTurnOutput
+		if err := workflow.ExecuteActivity(llmCtx, api.AgentModelTurnName,
+			api.AgentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
 			return api.NodeOutput{}, err
 		}
 		state = out.State
 		if out.Done {
 			break
 		}
-		if err := workflow.ExecuteActivity(cpuCtx, agentToolTurn,
-			agentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
+		if err := workflow.ExecuteActivity(cpuCtx, api.AgentToolTurnName,
+			api.AgentTurnInput{Node: in.Node, Turn: turn, State: state}).Get(ctx, &out); err != nil {
 			return api.NodeOutput{}, err
 		}
 		state = out.State
 	}
 	var out api.NodeOutput
-	if err := workflow.ExecuteActivity(cpuCtx, agentFinish, agentTurnInput{Node: in.Node, State: state}).
+	if err := workflow.ExecuteActivity(cpuCtx, api.AgentFinishName, api.AgentTurnInput{Node: in.Node, State: state}).
 		Get(ctx, &out); err != nil {
 		return out, err
 	}

@@ -113,15 +113,15 @@ func TestAgentWorkflowTurnsAreActivities(t *testing.T) {
 		t.Fatalf("%d turns but activities %v", turns, seq)
 	}
 	for i, st := range seq[:len(seq)-1] {
-		want := started{agentModelTurn, DefaultQueues.LLM}
+		want := started{api.AgentModelTurnName, DefaultQueues.LLM}
 		if i%2 == 1 {
-			want = started{agentToolTurn, DefaultQueues.CPU}
+			want = started{api.AgentToolTurnName, DefaultQueues.CPU}
 		}
 		if st != want {
 			t.Errorf("activity %d: %v, want %v", i, st, want)
 		}
 	}
-	if last := seq[len(seq)-1]; last != (started{agentFinish, DefaultQueues.CPU}) {
+	if last := seq[len(seq)-1]; last != (started{api.AgentFinishName, DefaultQueues.CPU}) {
 		t.Errorf("last activity %v, want the finish on cpu", last)
 	}
 
@@ -138,24 +138,14 @@ func TestAgentWorkflowTurnsAreActivities(t *testing.T) {
 	}
 }
 
-// TestAgentTurnInputMatchesActivities: the workflow's copy of the turn input decodes as the activities' type.
-func TestAgentTurnInputMatchesActivities(t *testing.T) {
-	w := agentTurnInput{Node: api.NodeInput{Node: "n", Step: "m.agent"}, Turn: 3, State: "sha256:x"}
-	b, _ := json.Marshal(w)
-	var a activities.AgentTurnInput
-	if err := json.Unmarshal(b, &a); err != nil || a.Turn != 3 || a.State != w.State || a.Node.Step != "m.agent" {
-		t.Errorf("decoded %+v (%v)", a, err)
-	}
-	b, _ = json.Marshal(activities.AgentTurnOutput{State: "sha256:y", Done: true})
-	var out agentTurnOutput
-	if err := json.Unmarshal(b, &out); err != nil || out.State != "sha256:y" || !out.Done {
-		t.Errorf("turn output decoded %+v (%v)", out, err)
-	}
+// TestActivitiesRegisterTheAgentTurns: every turn activity the Agent workflow starts is registered by the
+// activities under that name.
+func TestActivitiesRegisterTheAgentTurns(t *testing.T) {
 	names := map[string]bool{}
 	for n := range activities.New(t.TempDir(), zerolog.Nop()).AgentTurnFunctions() {
 		names[n] = true
 	}
-	for _, n := range []string{agentModelTurn, agentToolTurn, agentFinish} {
+	for _, n := range []string{api.AgentModelTurnName, api.AgentToolTurnName, api.AgentFinishName} {
 		if !names[n] {
 			t.Errorf("activities register no %s", n)
 		}

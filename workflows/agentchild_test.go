@@ -57,30 +57,30 @@ type fakeTurns struct {
 
 func (f *fakeTurns) register(env *testsuite.TestWorkflowEnvironment) {
 	f.model = map[int]int{}
-	env.RegisterActivityWithOptions(func(_ context.Context, in agentTurnInput) (agentTurnOutput, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.AgentTurnInput) (api.AgentTurnOutput, error) {
 		f.mu.Lock()
 		f.model[in.Turn]++
 		call := f.model[in.Turn]
 		f.mu.Unlock()
 		if f.modelErr != nil {
 			if err := f.modelErr(in.Turn, call); err != nil {
-				return agentTurnOutput{}, err
+				return api.AgentTurnOutput{}, err
 			}
 		}
-		return agentTurnOutput{State: cas.Ref(fmt.Sprintf("m%d", in.Turn)), Done: in.Turn == 1}, nil
-	}, activity.RegisterOptions{Name: agentModelTurn})
-	env.RegisterActivityWithOptions(func(_ context.Context, in agentTurnInput) (agentTurnOutput, error) {
+		return api.AgentTurnOutput{State: cas.Ref(fmt.Sprintf("m%d", in.Turn)), Done: in.Turn == 1}, nil
+	}, activity.RegisterOptions{Name: api.AgentModelTurnName})
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.AgentTurnInput) (api.AgentTurnOutput, error) {
 		f.mu.Lock()
 		f.tools++
 		f.mu.Unlock()
-		return agentTurnOutput{State: cas.Ref(fmt.Sprintf("t%d", in.Turn))}, nil
-	}, activity.RegisterOptions{Name: agentToolTurn})
-	env.RegisterActivityWithOptions(func(_ context.Context, in agentTurnInput) (api.NodeOutput, error) {
+		return api.AgentTurnOutput{State: cas.Ref(fmt.Sprintf("t%d", in.Turn))}, nil
+	}, activity.RegisterOptions{Name: api.AgentToolTurnName})
+	env.RegisterActivityWithOptions(func(_ context.Context, in api.AgentTurnInput) (api.NodeOutput, error) {
 		f.mu.Lock()
 		f.finishes++
 		f.mu.Unlock()
 		return api.NodeOutput{Ref: in.State, Row: map[string]any{"agent_turns": 2}}, nil
-	}, activity.RegisterOptions{Name: agentFinish})
+	}, activity.RegisterOptions{Name: api.AgentFinishName})
 }
 
 // agentIssue is the outcome of an Issue run with the agent method.
@@ -102,7 +102,7 @@ func runAgentIssue(t *testing.T, f *fakeTurns, setup func(*testsuite.TestWorkflo
 	}
 	out := agentIssue{rows: map[string]results.Row{}, nodes: &fakeNodes{calls: map[string]int{}}}
 	for _, n := range plan.Nodes {
-		if n.Activity == agentActivity {
+		if n.Activity == specs.Agent.Name {
 			out.agentKey = n.Key
 		}
 	}
@@ -157,8 +157,8 @@ func TestIssueRunsAgentAsChildWorkflow(t *testing.T) {
 		t.Errorf("child %s %s on %s, want %s %s on %s", c.WorkflowType.Name, c.WorkflowExecution.ID, c.TaskQueueName,
 			AgentName, want, DefaultQueues.Workflow)
 	}
-	if got.nodes.calls[agentActivity] != 0 {
-		t.Errorf("the agent activity ran %d times", got.nodes.calls[agentActivity])
+	if got.nodes.calls[specs.Agent.Name] != 0 {
+		t.Errorf("the agent activity ran %d times", got.nodes.calls[specs.Agent.Name])
 	}
 	if f.model[0] != 1 || f.model[1] != 1 || f.tools != 1 || f.finishes != 1 {
 		t.Errorf("model turns %v, tool turns %d, finishes %d; want 2 model turns, 1 tool turn, 1 finish", f.model,
@@ -177,9 +177,9 @@ func TestIssueRunsOldAgentAsActivity(t *testing.T) {
 	got := runAgentIssue(t, f, func(env *testsuite.TestWorkflowEnvironment) {
 		env.OnGetVersion(agentChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	})
-	if len(got.children) != 0 || got.nodes.calls[agentActivity] != 1 || len(f.model) != 0 {
+	if len(got.children) != 0 || got.nodes.calls[specs.Agent.Name] != 1 || len(f.model) != 0 {
 		t.Errorf("%d children, agent activity ran %d times, model turns %v; want the activity alone",
-			len(got.children), got.nodes.calls[agentActivity], f.model)
+			len(got.children), got.nodes.calls[specs.Agent.Name], f.model)
 	}
 	if row := got.rows["ag"]; row[results.FieldError] != nil || row["agent_ran"] != true {
 		t.Errorf("agent row %v", row)
@@ -227,8 +227,8 @@ func TestAgentTurnFailureFailsRows(t *testing.T) {
 	if want := "step agent: " + msg; row[results.FieldError] != want {
 		t.Errorf("agent row's error %q, want %q", row[results.FieldError], want)
 	}
-	if row[ErrorKindField] != "context_length" || got.res.FailedSteps != 1 {
-		t.Errorf("error kind %v, %d failed steps", row[ErrorKindField], got.res.FailedSteps)
+	if row[results.FieldErrorKind] != "context_length" || got.res.FailedSteps != 1 {
+		t.Errorf("error kind %v, %d failed steps", row[results.FieldErrorKind], got.res.FailedSteps)
 	}
 	if f.model[1] != 1 || len(got.children) != 1 || f.finishes != 0 || got.nodes.calls["agent_patch"] != 0 {
 		t.Errorf("turn 1 asked %d times in %d children, %d finishes, agent_patch ran %d times", f.model[1],

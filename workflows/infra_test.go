@@ -138,8 +138,8 @@ func TestIssueModelFailuresStayFinal(t *testing.T) {
 		}
 	}
 	for _, r := range rows {
-		if r[results.FieldError] == nil || r[ErrorKindField] != "context_length" {
-			t.Errorf("row %v: error %v, kind %v", r.Key(), r[results.FieldError], r[ErrorKindField])
+		if r[results.FieldError] == nil || r[results.FieldErrorKind] != "context_length" {
+			t.Errorf("row %v: error %v, kind %v", r.Key(), r[results.FieldError], r[results.FieldErrorKind])
 		}
 	}
 	rows, _, _ = runIssueWithPatch(t, IssueInput{Run: "t", Instance: api.InstanceRef{ID: "i-1"},
@@ -147,8 +147,8 @@ func TestIssueModelFailuresStayFinal(t *testing.T) {
 		return &wrapped{"patch", temporal.NewApplicationError("model call failed (server, HTTP 500)", "server")}
 	})
 	for _, r := range rows {
-		if r[results.FieldError] == nil || r[ErrorKindField] != "server" {
-			t.Errorf("row %v: error %v, kind %v", r.Key(), r[results.FieldError], r[ErrorKindField])
+		if r[results.FieldError] == nil || r[results.FieldErrorKind] != "server" {
+			t.Errorf("row %v: error %v, kind %v", r.Key(), r[results.FieldError], r[results.FieldErrorKind])
 		}
 	}
 }
@@ -228,8 +228,8 @@ func TestGradeTimeoutIsNotWaitedOn(t *testing.T) {
 		t.Errorf("grade ran %d times, want its 2 attempts for each of 2 nodes", grades)
 	}
 	for _, r := range rows {
-		if r[ErrorKindField] != "step_timeout" {
-			t.Errorf("row %v: kind %v, want step_timeout", r.Key(), r[ErrorKindField])
+		if r[results.FieldErrorKind] != "step_timeout" {
+			t.Errorf("row %v: kind %v, want step_timeout", r.Key(), r[results.FieldErrorKind])
 		}
 	}
 	if k := failureKind(temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), true); k != "timeout" {

@@ -286,7 +286,7 @@ func (s *issueState) newRun(n specs.Node) nodeRun {
 		activity:  n.Activity,
 		input:     nin,
 		modelNode: queue == specs.QueueLLM,
-		agent:     s.agentVersion >= 1 && n.Activity == agentActivity,
+		agent:     s.agentVersion >= 1 && n.Activity == specs.Agent.Name,
 	}
 	r.local = !r.agent && s.runsLocal() && specs.RunsLocally(n)
 	switch {
@@ -490,7 +490,7 @@ func (s *issueState) buildRows() []results.Row {
 			if s.rootFailure[st.Key] && row[results.FieldError] == nil {
 				row[results.FieldError] = fmt.Sprintf("step %s: %s", st.ID, s.failures[st.Key])
 				if k := s.failureKinds[st.Key]; s.infraVersion >= 1 && k != "" {
-					row[ErrorKindField] = k
+					row[results.FieldErrorKind] = k
 				}
 			}
 		})
@@ -593,12 +593,6 @@ const (
 	// results.jsonl of the run folder of whichever cpu worker ran it, a file no other machine sees.
 	rowsChange = "rows-to-starter"
 )
-
-// ErrorKindField is the row field that names the kind of a failed row's error (an errkind.Kind such as rate_limit,
-// auth, context_length, missing_runner, "lost_worker" or "step_timeout"; see failureKind); errkind.ClassOf says whose
-// failure it is. The workflow leaves it out when the failure has no known kind; the record step fills it in
-// (results.WithErrorClass).
-const ErrorKindField = results.FieldErrorKind
 
 // maxInfraRounds bounds how often a node waits for the endpoint before its rows record the failure (a re-run of
 // the finished sweep retries them): with backoff from a minute to 30, about 2 hours of server errors; with an

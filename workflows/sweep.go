@@ -72,9 +72,9 @@ type Progress struct {
 }
 
 // issueWorkflowID is the ID of the Issue workflow of an instance: issue/RUN/ID, or, for an id Temporal cannot carry
-// (bytes outside printable ASCII, which its gRPC headers refuse, or longer than safename.MaxWorkflowPart; such a
-// sweep used to hang at its first child), issue~/RUN/ followed by a printable prefix of the id and its digest. The
-// other first segment keeps the two forms apart. The row keeps the original id.
+// (bytes outside printable ASCII, which its gRPC headers refuse, or longer than safename.MaxWorkflowPart: the child
+// would never start and the sweep would wait on it forever), issue~/RUN/ followed by a printable prefix of the id and
+// its digest. The other first segment keeps the two forms apart. The row keeps the original id.
 func issueWorkflowID(run, instance string) string {
 	part, plain := safename.WorkflowPart(instance)
 	if plain {
@@ -88,7 +88,7 @@ func verbatimIssueID(run, instance string) string { return fmt.Sprintf("issue/%s
 
 // safeIDChange: a Sweep names the Issue of an id that safename.WorkflowPart does not keep as it is by its digested
 // form (issueWorkflowID). Only a sweep that meets such an id takes the version, so histories of plain ids replay
-// without its marker; before it, such an id went into the workflow id as it was.
+// without its marker; a history without the marker names every Issue verbatim (verbatimIssueID).
 const safeIDChange = "digested-issue-ids"
 
 // childIssueID is the id this sweep gives the Issue of an instance (see safeIDChange).

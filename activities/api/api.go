@@ -1,7 +1,7 @@
 // Package api is the contract between the workflows and the activities: the names of the sweep's bookkeeping
-// activities, the inputs and outputs every activity exchanges with the workflows, and the error types the workflows
-// act on. It holds types only, so the workflows depend on it rather than on the activities' implementation (and its
-// model clients, sandboxes and stores); package activities re-exports each name, so its callers do not change.
+// activities and of the agent's turns, the inputs and outputs every activity exchanges with the workflows, and the
+// error types the workflows act on. It holds types only, so the workflows depend on it rather than on the
+// activities' implementation (and its model clients, sandboxes and stores); both sides name its declarations.
 package api
 
 import (
@@ -63,6 +63,30 @@ type Hello struct {
 	// the spend cap and provider limits its paid calls will be held to; BudgetError says why it learned none.
 	Budget      *limiter.Limits `json:"budget,omitempty"`
 	BudgetError string          `json:"budget_error,omitempty"`
+}
+
+// Names of the agent's turn activities: the Agent child workflow, which the Issue workflow starts for each agent
+// node, runs them one by one. The agent node activity runs the same functions in a loop for the Issue workflows
+// started before the child workflow existed (workflows' agentChange), which replay it.
+const (
+	AgentModelTurnName = "agent_model_turn" // llm queue: one model call
+	AgentToolTurnName  = "agent_tool_turn"  // cpu queue: one tool call
+	AgentFinishName    = "agent_finish"     // cpu queue: the trajectory's row fields
+)
+
+// AgentTurnInput is one turn of an agent trajectory: the agent node's own input, the turn's number and the
+// trajectory so far (a reference into the content store; empty before the first turn).
+type AgentTurnInput struct {
+	Node  NodeInput `json:"node"`
+	Turn  int       `json:"turn"`
+	State cas.Ref   `json:"state,omitempty"`
+}
+
+// AgentTurnOutput is what a turn activity returns: the trajectory after the turn, and whether it has ended. Turns
+// add no row fields: the agent's row comes from the finish activity (AgentFinishName).
+type AgentTurnOutput struct {
+	State cas.Ref `json:"state"`
+	Done  bool    `json:"done,omitempty"`
 }
 
 // InstanceRef points at one dataset row stored in the run's content store.

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
 )
@@ -112,7 +113,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Stats,
 			return nil, st, c.ep.Classify(ctx, ctx, hres, err, 0)
 		}
 		if len(resp.Data) != n {
-			return nil, st, &llm.Error{Kind: llm.KindBadResponse,
+			return nil, st, &llm.Error{Kind: errkind.BadResponse,
 				Msg: fmt.Sprintf("asked for %d embeddings, got %d", n, len(resp.Data))}
 		}
 		size := 0
@@ -147,7 +148,7 @@ func batchVectors(data []openai.Embedding, dims int) ([][]float32, error) {
 	vecs := make([][]float32, len(data))
 	for _, d := range data {
 		if d.Index < 0 || int(d.Index) >= len(data) || vecs[d.Index] != nil {
-			return nil, &llm.Error{Kind: llm.KindBadResponse,
+			return nil, &llm.Error{Kind: errkind.BadResponse,
 				Msg: fmt.Sprintf("an embedding of index %d, for %d inputs (or an input's second)", d.Index, len(data))}
 		}
 		v, err := llm.EmbeddingOf(d.Embedding, dims)

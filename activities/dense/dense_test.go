@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
 )
 
@@ -116,7 +117,7 @@ func TestErrorsNeverCarryTheKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
 	// No key for OpenAI's own endpoint: an authentication error naming the variable, before any call.
-	if _, err := NewFromEnv("m", memCache{}); llm.KindOf(err) != llm.KindAuth || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+	if _, err := NewFromEnv("m", memCache{}); llm.KindOf(err) != errkind.Auth || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Errorf("no endpoint: %v", err)
 	}
 }
@@ -151,7 +152,7 @@ func TestEmbeddingNumbersAreChecked(t *testing.T) {
 			texts := []string{"cached", "ab", "cd"}
 			vecs, st, err := c.Embed(context.Background(), texts)
 			var e *llm.Error
-			if !errors.As(err, &e) || e.Kind != llm.KindBadResponse {
+			if !errors.As(err, &e) || e.Kind != errkind.BadResponse {
 				t.Fatalf("answer %s: vectors %v, %+v, error %v; want the endpoint's bad_response", answer, vecs, st, err)
 			}
 			for _, text := range texts[1:] {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"ctxlab/activities/api/errkind"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func answerTooLarge(err error, hres *http.Response) *Error {
 	if !errors.Is(err, errAnswerTooLarge) {
 		return nil
 	}
-	return &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: fmt.Sprintf(
+	return &Error{Kind: errkind.BadResponse, Status: statusOf(hres), Msg: fmt.Sprintf(
 		"the endpoint's answer is larger than ctxlab's cap of %d MiB on an answer: refused at the HTTP read, before "+
 			"decoding (set the model's max_tokens so that the endpoint stops sooner)", maxAnswerBytes>>20)}
 }

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/specs"
 	"fmt"
 	"io"
@@ -47,7 +48,7 @@ func TestAnswerSizeIsCapped(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			_, err := newProvider(t, WithAttempts(1)).Complete(context.Background(), localizeRequest())
 			runtime.ReadMemStats(&after)
-			e := wantKind(t, err, KindBadResponse, http.StatusOK)
+			e := wantKind(t, err, errkind.BadResponse, http.StatusOK)
 			if !strings.Contains(e.Msg, "MiB") || !strings.Contains(e.Msg, "cap") {
 				t.Errorf("the error does not say the answer was over ctxlab's cap: %v", err)
 			}

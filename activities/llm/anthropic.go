@@ -12,6 +12,7 @@ import (
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3/option"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/tokens"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/specs"
@@ -87,14 +88,14 @@ func (p *anthropicMessages) params(req Request) (anthropic.MessageNewParams, *Er
 	params := anthropic.MessageNewParams{Model: anthropic.Model(p.model.ID),
 		MaxTokens: int64(AnthropicMaxTokens(p.model.MaxTokens))}
 	if len(req.Messages) == 0 {
-		return params, &Error{Kind: KindBadRequest, Msg: "the request has no messages"}
+		return params, &Error{Kind: errkind.BadRequest, Msg: "the request has no messages"}
 	}
 	system, sizes, err := p.turns(req, &params)
 	if err != nil {
 		return params, err
 	}
 	if len(params.Messages) == 0 {
-		return params, &Error{Kind: KindBadRequest, Msg: "the request has only system messages: Anthropic needs a user message"}
+		return params, &Error{Kind: errkind.BadRequest, Msg: "the request has only system messages: Anthropic needs a user message"}
 	}
 	prefix := 0
 	if len(system) > 0 {
@@ -128,7 +129,7 @@ func (p *anthropicMessages) turns(req Request, params *anthropic.MessageNewParam
 		switch {
 		case m.Role == "system" || m.Role == "developer":
 			if len(params.Messages) > 0 {
-				return nil, nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf(
+				return nil, nil, &Error{Kind: errkind.BadRequest, Msg: fmt.Sprintf(
 					"message %d is a %s message after the conversation began: Anthropic takes one system prompt", i+1, m.Role)}
 			}
 			system = append(system, m.Content)
@@ -143,7 +144,7 @@ func (p *anthropicMessages) turns(req Request, params *anthropic.MessageNewParam
 		case m.Role == "user":
 			params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Content)))
 		default:
-			return nil, nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("message %d has role %q (want system, developer, user or assistant)", i+1, m.Role)}
+			return nil, nil, &Error{Kind: errkind.BadRequest, Msg: fmt.Sprintf("message %d has role %q (want system, developer, user or assistant)", i+1, m.Role)}
 		}
 		sizes = append(sizes, p.estimate(m.Content))
 	}
@@ -234,10 +235,10 @@ func (p *anthropicMessages) send(task string, params anthropic.MessageNewParams)
 				return capAnswer(r, option.MiddlewareNext(next))
 			})}
 		if task != "" {
-			ropts = append(ropts, aoption.WithHeader(TaskHeader, task))
+			ropts = append(ropts, aoption.WithHeader(offlinetask.TaskHeader, task))
 		}
 		if p.model.Temperature != nil {
-			// The SDK's v2 params no longer carry the (deprecated) sampling parameters; the API still reads them.
+			// The SDK's params do not carry the deprecated sampling parameters; the API still reads them.
 			ropts = append(ropts, aoption.WithJSONSet("temperature", *p.model.Temperature))
 		}
 		res, err := p.messages.New(actx, params, ropts...)
@@ -298,10 +299,10 @@ func checkAnthropic(ctx context.Context, m specs.Model, timeout time.Duration) M
 	}
 	le := ep.Classify(ctx, ctx, hres, err, timeout)
 	switch {
-	case le.Kind == KindAuth:
+	case le.Kind == errkind.Auth:
 		return ModelCheck{Host: ep.Host, Problem: fmt.Sprintf("the endpoint at %s refuses the key (HTTP %d)", ep.Host,
 			le.Status), Fix: "export the right key in " + specs.Anthropic.Env.Key}
-	case le.Kind == KindModelNotFound || le.Status == http.StatusNotFound:
+	case le.Kind == errkind.ModelNotFound || le.Status == http.StatusNotFound:
 		return ModelCheck{Host: ep.Host, Problem: fmt.Sprintf("the endpoint at %s does not serve model id %q", ep.Host,
 			m.ID), Fix: "set the model's id to one it serves"}
 	}
@@ -331,7 +332,7 @@ func AnthropicCounter(ctx context.Context, id string) (tokens.Counter, error) {
 			return 0, e
 		}
 		if res.InputTokens < 0 || res.InputTokens > maxUsageTokens {
-			return 0, &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("count_tokens: %d input tokens", res.InputTokens)}
+			return 0, &Error{Kind: errkind.BadResponse, Msg: fmt.Sprintf("count_tokens: %d input tokens", res.InputTokens)}
 		}
 		return int(res.InputTokens), nil
 	}

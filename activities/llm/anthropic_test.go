@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/tokens"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/specs"
@@ -45,7 +46,7 @@ func TestAnthropicAnswersAndPricesCacheReadsAndWrites(t *testing.T) {
 	p := serveAnthropic(t, fake)
 	// A system prompt well past the cache's minimum: marked, written on the first call, read on the second.
 	system := strings.Repeat("Shared instructions and the issue's inventory. ", 400)
-	req := Request{Task: TaskPatch, Messages: []Message{{Role: "system", Content: system},
+	req := Request{Task: specs.Patch.Task, Messages: []Message{{Role: "system", Content: system},
 		{Role: "user", Content: "fix the bug"}}}
 	first, err := p.Complete(context.Background(), req)
 	if err != nil {
@@ -110,17 +111,17 @@ func TestAnthropicFailureKinds(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		fail     fakeanthropic.Failure
-		kind     Kind
+		kind     errkind.Kind
 		requests int // how many the provider made (4 attempts)
 	}{
-		{"prompt too long", fakeanthropic.PromptTooLong, KindContextLength, 1},
-		{"unauthorized", fakeanthropic.Unauthorized, KindAuth, 1},
-		{"permission", fakeanthropic.Permission, KindAuth, 1},
-		{"model not found", fakeanthropic.NotFound, KindModelNotFound, 1},
-		{"billing", fakeanthropic.Billing, KindQuota, 1},
-		{"overloaded every time", fakeanthropic.Overloaded, KindServer, 4},
-		{"server error every time", fakeanthropic.ServerError, KindServer, 4},
-		{"rate limited every time", fakeanthropic.RateLimit, KindRateLimit, 4},
+		{"prompt too long", fakeanthropic.PromptTooLong, errkind.ContextLength, 1},
+		{"unauthorized", fakeanthropic.Unauthorized, errkind.Auth, 1},
+		{"permission", fakeanthropic.Permission, errkind.Auth, 1},
+		{"model not found", fakeanthropic.NotFound, errkind.ModelNotFound, 1},
+		{"billing", fakeanthropic.Billing, errkind.Quota, 1},
+		{"overloaded every time", fakeanthropic.Overloaded, errkind.Server, 4},
+		{"server error every time", fakeanthropic.ServerError, errkind.Server, 4},
+		{"rate limited every time", fakeanthropic.RateLimit, errkind.RateLimit, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := &fakeanthropic.Server{RetryAfter: 5 * time.Millisecond}
@@ -139,7 +140,7 @@ func TestAnthropicFailureKinds(t *testing.T) {
 			if strings.Contains(err.Error(), anthropicTestKey) {
 				t.Fatalf("the key is in the error: %v", err)
 			}
-			if tc.kind == KindAuth && !strings.Contains(err.Error(), specs.Anthropic.Env.Key) {
+			if tc.kind == errkind.Auth && !strings.Contains(err.Error(), specs.Anthropic.Env.Key) {
 				t.Fatalf("an auth error does not name %s: %v", specs.Anthropic.Env.Key, err)
 			}
 		})
@@ -169,7 +170,7 @@ func TestAnthropicRetryAfterLongerThanTheCallWaits(t *testing.T) {
 	fake.Fail(fakeanthropic.RateLimit)
 	_, err := p.Complete(context.Background(), Request{Messages: []Message{{Role: "user", Content: "hi"}}})
 	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindRateLimit || e.RetryAfter != 30*time.Second || len(fake.Requests()) != 1 {
+	if !errors.As(err, &e) || e.Kind != errkind.RateLimit || e.RetryAfter != 30*time.Second || len(fake.Requests()) != 1 {
 		t.Fatalf("err %v (%+v), %d requests", err, e, len(fake.Requests()))
 	}
 }
@@ -178,13 +179,13 @@ func TestAnthropicMissingKey(t *testing.T) {
 	t.Setenv(specs.Anthropic.Env.Key, "")
 	t.Setenv(specs.Anthropic.Env.BaseURL, "")
 	_, err := New(anthropicModel())
-	if KindOf(err) != KindAuth || !strings.Contains(err.Error(), specs.Anthropic.Env.Key) {
+	if KindOf(err) != errkind.Auth || !strings.Contains(err.Error(), specs.Anthropic.Env.Key) {
 		t.Fatalf("err %v", err)
 	}
 	t.Setenv(specs.Anthropic.Env.Key, anthropicTestKey)
 	m := anthropicModel()
 	m.ID = ""
-	if _, err := New(m); KindOf(err) != KindBadRequest {
+	if _, err := New(m); KindOf(err) != errkind.BadRequest {
 		t.Fatalf("a model without an id: %v", err)
 	}
 }

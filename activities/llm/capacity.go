@@ -10,7 +10,7 @@ import (
 // model's training context), but all of them together only what `llama-server -c N` gave the cache, which the server
 // does not report. `llama-server -c 4096` serving stories260K has 4 slots of 2048 tokens sharing 4096. When the
 // requests in flight together fill the cache, the server fails every one of them with HTTP 500 "Context size has
-// been exceeded." (KindContextCapacity), although each fits its slot, and would succeed alone.
+// been exceeded." (errkind.ContextCapacity), although each fits its slot, and would succeed alone.
 //
 // A sharedContext gates one process's calls to one endpoint so that this cannot repeat: each call reserves what it
 // may use (its prompt, counted by the server, and the max_tokens it sends) while it is in flight. Until the server
@@ -84,7 +84,7 @@ func (g *sharedContext) signal() {
 	g.wake = make(chan struct{})
 }
 
-// exceeded records that the server failed the call of r with KindContextCapacity, and reports whether asking again
+// exceeded records that the server failed the call of r with errkind.ContextCapacity, and reports whether asking again
 // is sure to be admitted with fewer tokens beside it than when it failed: the limit is now below the tokens reserved
 // together at the time (halfway down to slot, never below slot, the context a single call may use, which the cache holds). False when the
 // call's failure cannot be the gated calls' doing (it was alone, or the reservations already fitted a slot): then

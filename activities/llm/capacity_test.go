@@ -101,7 +101,7 @@ func TestSharedContextFullIsAskedAgain(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = p.Complete(ctx, Request{Task: TaskPatch, Context: w.Tokens, ContextSource: w.Source,
+			_, errs[i] = p.Complete(ctx, Request{Task: specs.Patch.Task, Context: w.Tokens, ContextSource: w.Source,
 				Messages: []Message{{Role: "user", Content: words(497)}}})
 		}()
 	}
@@ -134,13 +134,13 @@ func TestSharedContextAloneIsTheServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Complete(context.Background(), Request{Task: TaskPatch, Context: w.Tokens, ContextSource: w.Source,
+	_, err = p.Complete(context.Background(), Request{Task: specs.Patch.Task, Context: w.Tokens, ContextSource: w.Source,
 		Messages: []Message{{Role: "user", Content: words(497)}}})
-	e := wantKind(t, err, KindContextCapacity, http.StatusInternalServerError)
+	e := wantKind(t, err, errkind.ContextCapacity, http.StatusInternalServerError)
 	if srv.failed != 4 || !strings.Contains(e.Msg, "gave up after 4 attempts") || !strings.Contains(e.Msg, "-c") {
 		t.Errorf("%d calls failed; message %q", srv.failed, e.Msg)
 	}
-	if KindContextCapacity.Waited() || errkind.ClassOf(string(KindContextCapacity)) != errkind.Endpoint {
+	if errkind.ContextCapacity.Waited() || errkind.ClassOf(string(errkind.ContextCapacity)) != errkind.Endpoint {
 		t.Error("context_capacity is waited on, or not the endpoint's")
 	}
 }

@@ -15,12 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/specs"
 )
-
-// TaskHeader carries Request.Task with every call. Endpoints ignore it; the test servers (testkit/fakeopenai,
-// testkit/fakeanthropic) count calls per task with it.
-const TaskHeader = "X-Ctxlab-Task"
 
 // Endpoint is the endpoint a provider's calls go to, as the environment names it (the declaration's Env).
 type Endpoint struct {
@@ -40,14 +37,14 @@ func EndpointFromEnv() (Endpoint, error) { return ReadEndpoint(specs.OpenAI) }
 func EndpointOf(m specs.Model) (Endpoint, error) {
 	p, ok := specs.ProviderOf(m)
 	if !ok || p.Env.BaseURL == "" {
-		return Endpoint{}, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("model %s: provider %q calls no endpoint",
+		return Endpoint{}, &Error{Kind: errkind.BadRequest, Msg: fmt.Sprintf("model %s: provider %q calls no endpoint",
 			m.Name, m.Provider)}
 	}
 	return ReadEndpoint(p)
 }
 
 // ReadEndpoint reads the base URL (default the declaration's) and the key of provider p from the variables its
-// declaration names. A missing key is a KindAuth error unless p lets a server on a loopback host run without one.
+// declaration names. A missing key is an errkind.Auth error unless p lets a server on a loopback host run without one.
 func ReadEndpoint(p specs.Provider) (Endpoint, error) {
 	v := p.Env
 	base := strings.TrimSpace(os.Getenv(v.BaseURL))
@@ -57,7 +54,7 @@ func ReadEndpoint(p specs.Provider) (Endpoint, error) {
 		u, err := url.Parse(base)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			// The value is not repeated: a malformed URL may carry credentials.
-			return Endpoint{}, &Error{Kind: KindBadRequest, Msg: v.BaseURL + " is not an http(s) URL such as " + v.Example}
+			return Endpoint{}, &Error{Kind: errkind.BadRequest, Msg: v.BaseURL + " is not an http(s) URL such as " + v.Example}
 		}
 		host = u.Hostname()
 	} else {
@@ -68,7 +65,7 @@ func ReadEndpoint(p specs.Provider) (Endpoint, error) {
 		if v.KeylessLoopback {
 			msg += " (only servers on localhost may run without a key)"
 		}
-		return Endpoint{}, &Error{Kind: KindAuth, Msg: msg}
+		return Endpoint{}, &Error{Kind: errkind.Auth, Msg: msg}
 	}
 	impl, _ := implementationOf(p.Name)
 	return Endpoint{Base: base, Host: host, key: key, keyEnv: v.Key, wire: impl.Implementation}, nil
@@ -92,7 +89,7 @@ type Reply struct {
 }
 
 // Exchange makes one attempt through a provider's SDK (send, which records the HTTP response in hres and sends the
-// call's task in TaskHeader) and reads what came back as the provider's declaration says: its error shapes, its
+// call's task in offlinetask.TaskHeader) and reads what came back as the provider's declaration says: its error shapes, its
 // usage reader. It returns the answer priced with price, or the failure and the wait the endpoint asked for (0:
 // none). An answer is scrubbed too: an endpoint may echo the key in it, and answers are cached and stored.
 func (e Endpoint) Exchange(ctx context.Context, timeout time.Duration, price specs.Price,
@@ -114,13 +111,13 @@ func (e Endpoint) Exchange(ctx context.Context, timeout time.Duration, price spe
 		if st, kind, em, ok := e.bodyError(statusOf(hres), rep.Body); ok {
 			return Response{}, &Error{Kind: kind, Status: st, Msg: e.Scrub(rep.Missing + ": " + em), Paid: paid}, 0
 		}
-		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: e.Scrub(rep.Missing), Paid: paid}, 0
+		return Response{}, &Error{Kind: errkind.BadResponse, Status: statusOf(hres), Msg: e.Scrub(rep.Missing), Paid: paid}, 0
 	}
 	// Usage is money: counts that cannot be real make the answer a broken one (retried), never a negative or
 	// absurd cost.
 	u, uerr := e.usage(rep.Body)
 	if uerr != nil {
-		return Response{}, &Error{Kind: KindBadResponse, Status: statusOf(hres), Msg: e.Scrub(
+		return Response{}, &Error{Kind: errkind.BadResponse, Status: statusOf(hres), Msg: e.Scrub(
 			"the endpoint reported impossible usage: " + uerr.Error())}, 0
 	}
 	return Response{Text: e.ScrubText(rep.Text), Usage: u, CostUSD: Cost(u, price), Model: e.ScrubText(rep.Model)}, nil, 0
@@ -157,13 +154,13 @@ func statusOf(r *http.Response) int {
 func (e Endpoint) Classify(ctx, actx context.Context, hres *http.Response, err error, timeout time.Duration) *Error {
 	switch {
 	case ctx.Err() != nil:
-		return &Error{Kind: KindTimeout, Msg: "the call was cancelled", Err: ctx.Err()}
+		return &Error{Kind: errkind.Timeout, Msg: "the call was cancelled", Err: ctx.Err()}
 	case actx.Err() != nil:
-		return &Error{Kind: KindTimeout, Msg: fmt.Sprintf("no answer within %s", timeout), Err: context.DeadlineExceeded}
+		return &Error{Kind: errkind.Timeout, Msg: fmt.Sprintf("no answer within %s", timeout), Err: context.DeadlineExceeded}
 	case hres == nil:
-		return &Error{Kind: KindTimeout, Msg: e.Scrub("connection failed: " + err.Error())}
+		return &Error{Kind: errkind.Timeout, Msg: e.Scrub("connection failed: " + err.Error())}
 	case hres.StatusCode < 400:
-		return &Error{Kind: KindBadResponse, Status: hres.StatusCode, Msg: e.Scrub("the response body does not parse: " + err.Error())}
+		return &Error{Kind: errkind.BadResponse, Status: hres.StatusCode, Msg: e.Scrub("the response body does not parse: " + err.Error())}
 	}
 	var body []byte
 	if hres.Body != nil {
@@ -178,7 +175,7 @@ func (e Endpoint) Classify(ctx, actx context.Context, hres *http.Response, err e
 	}
 	ce := &Error{Kind: shape.Kind(status, code, typ, msg), Status: status, Msg: e.Scrub(msg), typ: typ,
 		fromBody: fromBody}
-	if ce.Kind == KindAuth {
+	if ce.Kind == errkind.Auth {
 		ce.Msg += fmt.Sprintf(" (check %s)", cmp.Or(e.keyEnv, specs.OpenAI.Env.Key))
 	}
 	return ce

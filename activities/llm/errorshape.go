@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"ctxlab/activities/api/errkind"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -49,33 +50,33 @@ func errorFields(body []byte) (code, typ, msg string) {
 
 // kindOf classifies a failed call from its HTTP status (that of the response, or for an error inside a 200 body the
 // status the body names) and its error's code, type and message.
-func kindOf(status int, code, typ, msg string) Kind {
+func kindOf(status int, code, typ, msg string) errkind.Kind {
 	low := strings.ToLower(msg)
 	switch {
 	case isQuota(status, code, typ, low):
-		return KindQuota
+		return errkind.Quota
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || typ == "authentication_error" ||
 		code == "invalid_api_key":
-		return KindAuth
+		return errkind.Auth
 	case status == http.StatusTooManyRequests || typ == "rate_limit_error":
-		return KindRateLimit
+		return errkind.RateLimit
 	case isSharedContextFull(status, low):
-		return KindContextCapacity
+		return errkind.ContextCapacity
 	case isContextLength(code, msg) || status == http.StatusRequestEntityTooLarge:
 		if promptFitsAlone(low) {
-			return KindContextWindow
+			return errkind.ContextWindow
 		}
-		return KindContextLength
+		return errkind.ContextLength
 	case isModelNotFound(status, code, typ, low):
-		return KindModelNotFound
+		return errkind.ModelNotFound
 	case status == http.StatusRequestTimeout:
-		return KindTimeout
+		return errkind.Timeout
 	case status >= 500:
-		return KindServer
+		return errkind.Server
 	case status >= 400:
-		return KindBadRequest
+		return errkind.BadRequest
 	}
-	return KindBadResponse
+	return errkind.BadResponse
 }
 
 // isQuota: the account is out of credit. OpenAI says insufficient_quota (with 429, or inside a 200 body),
@@ -145,7 +146,7 @@ var (
 
 // promptFitsAlone reports whether a context-length message says the prompt fits the model's context on its own and
 // only the answer budget (the spec's max_tokens) pushed the request over: the spec asks more of the model's context
-// than it has (KindContextWindow), not a prompt too long for the model.
+// than it has (errkind.ContextWindow), not a prompt too long for the model.
 func promptFitsAlone(low string) bool {
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	if m := vllmParts.FindStringSubmatch(low); m != nil {
@@ -203,7 +204,7 @@ func deterministic(status int, typ, msg string, fromBody bool) bool {
 // bodyError reads an error object inside a body that should have been a completion ({"error": {...}} with a 200):
 // its status (the body's numeric code when it is an HTTP error status, else status), kind and message; ok is false
 // when the body holds none.
-func (e Endpoint) bodyError(status int, body []byte) (st int, kind Kind, msg string, ok bool) {
+func (e Endpoint) bodyError(status int, body []byte) (st int, kind errkind.Kind, msg string, ok bool) {
 	var top struct {
 		Error json.RawMessage `json:"error"`
 	}
@@ -217,8 +218,8 @@ func (e Endpoint) bodyError(status int, body []byte) (st int, kind Kind, msg str
 		st = n
 	}
 	kind = shape.Kind(st, code, typ, msg)
-	if kind == KindBadRequest && st < 400 {
-		kind = KindBadResponse // an error of no known kind inside a 200: retried, as a broken answer is
+	if kind == errkind.BadRequest && st < 400 {
+		kind = errkind.BadResponse // an error of no known kind inside a 200: retried, as a broken answer is
 	}
 	return st, kind, msg, true
 }

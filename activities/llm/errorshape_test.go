@@ -20,98 +20,98 @@ type serverShape struct {
 	server, what string
 	status       int
 	body         string
-	want         Kind
+	want         errkind.Kind
 }
 
 var serverShapes = []serverShape{
 	// llama.cpp (llama-server)
 	{"llama.cpp", "prompt longer than the context (-c)", 400,
 		`{"error":{"code":400,"message":"request (8633 tokens) exceeds the available context size (2048 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":8633,"n_ctx":2048}}`,
-		KindContextLength},
+		errkind.ContextLength},
 	// The slots' shared KV cache (kv_unified) filled by the requests in flight together: every one of them gets
 	// this, and each succeeds alone (a slot's own context running out is a 200 with finish_reason "length").
 	{"llama.cpp", "shared context filled by concurrent requests", 500,
-		`{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}`, KindContextCapacity},
+		`{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}`, errkind.ContextCapacity},
 	{"llama.cpp", "model still loading", 503,
-		`{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`, KindServer},
+		`{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`, errkind.Server},
 	{"llama.cpp", "--api-key set, wrong key", 401,
-		`{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}`, KindAuth},
+		`{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}`, errkind.Auth},
 	{"llama.cpp", "wrong path under the base URL", 404,
-		`{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`, KindBadRequest},
+		`{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`, errkind.BadRequest},
 	// vLLM
 	{"vLLM", "prompt longer than max_model_len", 400,
 		`{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 6000 tokens (5000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`,
-		KindContextLength},
+		errkind.ContextLength},
 	{"vLLM", "the spec's max_tokens does not fit beside a prompt that does", 400,
 		`{"object":"error","message":"This model's maximum context length is 6048 tokens. However, you requested 6616 tokens (568 in the messages, 6048 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}`,
-		KindContextWindow},
+		errkind.ContextWindow},
 	{"vLLM", "model id it does not serve", 404,
 		`{"object":"error","message":"The model ` + "`gpt-4o`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}`,
-		KindModelNotFound},
+		errkind.ModelNotFound},
 	// SGLang
 	{"SGLang", "prompt longer than the context", 400,
 		`{"object":"error","message":"The input (61709 tokens) is longer than the model's context length (40960 tokens).","type":"BadRequestError","param":null,"code":400}`,
-		KindContextLength},
+		errkind.ContextLength},
 	// Ollama
 	{"Ollama", "model not pulled", 404,
 		`{"error":{"message":"model \"llama3\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`,
-		KindModelNotFound},
+		errkind.ModelNotFound},
 	{"Ollama", "input longer than num_ctx", 400, `{"error":"the input length exceeds the context length"}`,
-		KindContextLength},
+		errkind.ContextLength},
 	// LiteLLM proxy
 	{"LiteLLM proxy", "ContextWindowExceededError", 400,
 		`{"error":{"message":"litellm.BadRequestError: litellm.ContextWindowExceededError: AnthropicError - {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 209303 tokens > 200000 maximum\"}}\nReceived Model Group=anthropic/claude-3-5-sonnet-20241022\nAvailable Model Group Fallbacks=None","type":null,"param":null,"code":"400"}}`,
-		KindContextLength},
+		errkind.ContextLength},
 	{"LiteLLM proxy", "max_tokens beside a prompt that fits", 400,
 		`{"error":{"message":"litellm.BadRequestError: AnthropicException - b'{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"input length and ` + "`max_tokens`" + ` exceed context limit: 179413 + 32768 > 200000, decrease input length or ` + "`max_tokens`" + ` and try again\"}}'. Received Model Group=anthropic/claude-sonnet-4-20250514\nAvailable Model Group Fallbacks=None","type":null,"param":null,"code":"400"}}`,
-		KindContextWindow},
+		errkind.ContextWindow},
 	{"LiteLLM proxy", "model name it does not route", 400,
 		`{"error":{"message":"Invalid model name passed in model=gpt-9. Call ` + "`/v1/models`" + ` to view available models for your key.","type":"invalid_request_error","param":"model","code":"400"}}`,
-		KindModelNotFound},
+		errkind.ModelNotFound},
 	// OpenRouter
 	{"OpenRouter", "out of credit", 402,
 		`{"error":{"message":"Insufficient credits. Add more using https://openrouter.ai/settings/credits","code":402,"metadata":{"limit_source":"openrouter_credits"}}}`,
-		KindQuota},
+		errkind.Quota},
 	{"OpenRouter", "max_tokens beside a prompt that fits", 400,
 		`{"error":{"message":"This endpoint's maximum context length is 131072 tokens. However, you requested about 141607 tokens (10535 of text input, 131072 in the output). Please reduce the length of either one, or use the \"middle-out\" transform to compress your prompt automatically.","code":400,"metadata":{"provider_name":"Chutes"}}}`,
-		KindContextWindow},
+		errkind.ContextWindow},
 	{"OpenRouter", "prompt longer than the context", 400,
 		`{"error":{"message":"This endpoint's maximum context length is 65536 tokens. However, you requested about 92208 tokens (70833 of text input, 21375 in the output). Please reduce the length of either one, or use the \"middle-out\" transform to compress your prompt automatically.","code":400,"metadata":{"provider_name":null}}}`,
-		KindContextLength},
+		errkind.ContextLength},
 	// Anthropic's OpenAI-compatible endpoint (its errors keep Anthropic's shape)
 	{"Anthropic", "prompt too long", 400,
 		`{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 209303 tokens > 200000 maximum"}}`,
-		KindContextLength},
+		errkind.ContextLength},
 	{"Anthropic", "overloaded", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
-		KindServer},
+		errkind.Server},
 	{"Anthropic", "unknown model", 404, `{"type":"error","error":{"type":"not_found_error","message":"model: claude-9"}}`,
-		KindModelNotFound},
+		errkind.ModelNotFound},
 	{"Anthropic", "bad key", 401,
-		`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, KindAuth},
+		`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, errkind.Auth},
 	{"Anthropic", "no credit", 400,
 		`{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}`,
-		KindQuota},
+		errkind.Quota},
 	// OpenAI
 	{"OpenAI", "unknown model", 404,
 		`{"error":{"message":"The model ` + "`gpt-9`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`,
-		KindModelNotFound},
+		errkind.ModelNotFound},
 	{"OpenAI", "out of quota", 429,
 		`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
-		KindQuota},
+		errkind.Quota},
 	{"OpenAI", "prompt too long", 400,
 		`{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 202868 tokens (202767 in the messages, 101 in the functions). Please reduce the length of the messages or functions.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
-		KindContextLength},
+		errkind.ContextLength},
 	{"OpenAI", "an unsupported parameter", 400,
 		`{"error":{"message":"Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is supported.","type":"invalid_request_error","param":"temperature","code":"unsupported_value"}}`,
-		KindBadRequest},
+		errkind.BadRequest},
 	// Errors inside a 200 body (issue 28, item 12): classified as the error they are, not as a broken answer.
 	{"OpenAI", "insufficient_quota inside a 200 body", 200,
 		`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
-		KindQuota},
+		errkind.Quota},
 	{"OpenRouter", "a rate limit inside a 200 body", 200,
-		`{"error":{"message":"Rate limit exceeded: free-models-per-day.","code":429,"metadata":{}}}`, KindRateLimit},
+		`{"error":{"message":"Rate limit exceeded: free-models-per-day.","code":429,"metadata":{}}}`, errkind.RateLimit},
 	{"a proxy", "an error of no known kind inside a 200 body", 200, `{"error":{"message":"upstream said no"}}`,
-		KindBadResponse},
+		errkind.BadResponse},
 }
 
 // replay serves one status and body for every request and counts the requests.
@@ -170,17 +170,17 @@ func TestDeterministicServerErrorBecomesFinal(t *testing.T) {
 		what   string
 		status int
 		body   string
-		want   Kind
+		want   errkind.Kind
 	}{
 		{"llama.cpp: a template it cannot render", 500,
 			`{"error":{"code":500,"message":"Unable to generate parser for this template. Automatic parser generation failed: unexpected token","type":"server_error"}}`,
-			KindRepeatedError},
+			errkind.RepeatedError},
 		{"OpenAI: its outage text", 500,
 			`{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`,
-			KindServer},
-		{"llama.cpp: loading", 503, `{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`, KindServer},
-		{"nginx: a gateway page", 500, `<html><head><title>500 Internal Server Error</title></head></html>`, KindServer},
-		{"Anthropic: overloaded", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, KindServer},
+			errkind.Server},
+		{"llama.cpp: loading", 503, `{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`, errkind.Server},
+		{"nginx: a gateway page", 500, `<html><head><title>500 Internal Server Error</title></head></html>`, errkind.Server},
+		{"Anthropic: overloaded", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, errkind.Server},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			calls := replay(t, c.status, c.body)
@@ -189,7 +189,7 @@ func TestDeterministicServerErrorBecomesFinal(t *testing.T) {
 			if calls.Load() != 4 {
 				t.Errorf("%d requests, want the 4 attempts before concluding", calls.Load())
 			}
-			if c.want == KindRepeatedError && (e.Kind.Retryable() || e.Kind.Waited() ||
+			if c.want == errkind.RepeatedError && (e.Kind.Retryable() || e.Kind.Waited() ||
 				!strings.Contains(e.Msg, "4 times in a row")) {
 				t.Errorf("a repeated error must be final for the sweep and say why: %v", e)
 			}
@@ -198,7 +198,7 @@ func TestDeterministicServerErrorBecomesFinal(t *testing.T) {
 	// With fewer attempts than minRepeats nothing is concluded.
 	replay(t, 500, `{"error":{"code":500,"message":"Unable to generate parser for this template.","type":"server_error"}}`)
 	_, err := newProvider(t, WithAttempts(2)).Complete(context.Background(), localizeRequest())
-	wantKind(t, err, KindServer, 500)
+	wantKind(t, err, errkind.Server, 500)
 }
 
 // TestImpossibleUsageIsNoMoney: negative, fractional, non-numeric or absurd token counts make the answer a broken one
@@ -225,7 +225,7 @@ func TestImpossibleUsageIsNoMoney(t *testing.T) {
 			t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
 			t.Setenv(specs.OpenAI.Env.Key, testKey)
 			_, err := newProvider(t, WithAttempts(2)).Complete(context.Background(), localizeRequest())
-			e := wantKind(t, err, KindBadResponse, 200)
+			e := wantKind(t, err, errkind.BadResponse, 200)
 			if !strings.Contains(e.Msg, "usage.") {
 				t.Errorf("the error does not say which count: %v", e)
 			}

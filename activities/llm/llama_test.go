@@ -52,7 +52,7 @@ func TestLlamaSharedContext(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			text := strings.Repeat(fmt.Sprintf("Lily %d saw a big red ball in the park. ", i), 110)
-			resps[i], errs[i] = p.Complete(ctx, Request{Task: TaskPatch, Context: w.Tokens, ContextSource: w.Source,
+			resps[i], errs[i] = p.Complete(ctx, Request{Task: specs.Patch.Task, Context: w.Tokens, ContextSource: w.Source,
 				Messages: []Message{{Role: "user", Content: text}}})
 		}()
 	}

@@ -17,14 +17,6 @@ import (
 	"ctxlab/specs"
 )
 
-// Tasks a request can be for, as their kinds declare them (specs.Kind.Task). A language model reads the prompt; the
-// offline stand-in answers by task.
-var (
-	TaskLocalize = specs.Localize.Task // a ranked list of the files to edit
-	TaskEvidence = specs.Evidence.Task // a plan of searches over the repository
-	TaskPatch    = specs.Patch.Task    // an edit, as a unified diff or search/replace blocks
-)
-
 // Message is one chat message.
 type Message struct {
 	Role    string `json:"role"` // system, user or assistant
@@ -33,6 +25,8 @@ type Message struct {
 
 // Request is one model call.
 type Request struct {
+	// Task is what the request is for, as its kind declares it (specs.Kind.Task, e.g. specs.Localize.Task): a
+	// language model reads the prompt; the offline stand-in answers by task.
 	Task     string    `json:"task"`
 	Messages []Message `json:"messages"`
 	// Sample numbers independent samples of the same prompt (0, 1, 2, ...): it seeds the offline stand-in, and a
@@ -79,43 +73,10 @@ type Provider interface {
 	Complete(ctx context.Context, req Request) (Response, error)
 }
 
-// The failure vocabulary lives in package errkind, below both the activities and the workflows (which act on a
-// failure's kind without importing the model clients); these names keep callers of package llm unchanged.
-type (
-	// Kind classifies a failed call.
-	Kind = errkind.Kind
-	// Class says whose failure a kind of error is.
-	Class = errkind.Class
-)
-
-// Kinds of failure; see package errkind.
-const (
-	KindRateLimit       = errkind.RateLimit
-	KindServer          = errkind.Server
-	KindTimeout         = errkind.Timeout
-	KindContextLength   = errkind.ContextLength
-	KindAuth            = errkind.Auth
-	KindQuota           = errkind.Quota
-	KindBadRequest      = errkind.BadRequest
-	KindBadResponse     = errkind.BadResponse
-	KindModelNotFound   = errkind.ModelNotFound
-	KindContextWindow   = errkind.ContextWindow
-	KindRepeatedError   = errkind.RepeatedError
-	KindContextCapacity = errkind.ContextCapacity
-	KindLostWorker      = errkind.LostWorker
-)
-
-// Classes of failure; see package errkind.
-const (
-	ClassModel         = errkind.Model
-	ClassEndpoint      = errkind.Endpoint
-	ClassConfiguration = errkind.Configuration
-	ClassEnvironment   = errkind.Environment
-)
-
-// Error is a failed call. Its message never contains the API key.
+// Error is a failed call, of a kind from package errkind (below both the activities and the workflows, which act on
+// a failure's kind without importing the model clients). Its message never contains the API key.
 type Error struct {
-	Kind   Kind
+	Kind   errkind.Kind
 	Status int // HTTP status, 0 when there was none
 	Msg    string
 	Err    error
@@ -140,13 +101,13 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// KindOf returns the kind of a failed call; errors that are not *Error are KindBadResponse.
-func KindOf(err error) Kind {
+// KindOf returns the kind of a failed call; errors that are not *Error are errkind.BadResponse.
+func KindOf(err error) errkind.Kind {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
 	}
-	return KindBadResponse
+	return errkind.BadResponse
 }
 
 // Add returns the sum of two usages.

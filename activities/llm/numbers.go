@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"ctxlab/activities/api/errkind"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,7 +11,7 @@ import (
 // money, a context window decides what is sent, an embedding ranks files. Every number an endpoint reports is read
 // through this file, which refuses what no real server sends: a value of the wrong type, out of range, or
 // inconsistent with the length of the text it counts. A refused number is the endpoint's broken answer
-// (KindBadResponse: retried, then failed as the endpoint's), never a count.
+// (errkind.BadResponse: retried, then failed as the endpoint's), never a count.
 
 // maxUsageTokens bounds the token counts a call may report: no model reads or writes ten million tokens in one
 // call, so a count above it is a broken answer, never money.
@@ -145,7 +146,7 @@ func tokenBounds(size int) (lo, hi int) {
 func textTokens(what string, n, size int) *Error {
 	lo, hi := tokenBounds(size)
 	if n < lo || n > hi {
-		return &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("%s: %d tokens in a text of %d bytes; a real tokenizer "+
+		return &Error{Kind: errkind.BadResponse, Msg: fmt.Sprintf("%s: %d tokens in a text of %d bytes; a real tokenizer "+
 			"counts from %d to %d", what, n, size, lo, hi)}
 	}
 	return nil
@@ -175,7 +176,7 @@ func renderedTokens(n int, msgs []Message) bool {
 // framingTokens checks count_tokens' count of a one-character message: its framing and the character.
 func framingTokens(n int) *Error {
 	if n < 1 || n > maxFramingTokens+1 {
-		return &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("count_tokens: %d tokens for a one-character message; "+
+		return &Error{Kind: errkind.BadResponse, Msg: fmt.Sprintf("count_tokens: %d tokens for a one-character message; "+
 			"a message's framing is at most %d", n, maxFramingTokens)}
 	}
 	return nil
@@ -206,7 +207,7 @@ func CheckUsage(u Usage) error {
 // reasoning tokens count beside it, unseen. An answer that fails is no money (usage that cannot be real).
 func checkUsage(u Usage, req Request, answer string) *Error {
 	if err := CheckUsage(u); err != nil {
-		return &Error{Kind: KindBadResponse, Msg: "the endpoint reported impossible usage: " + err.Error()}
+		return &Error{Kind: errkind.BadResponse, Msg: "the endpoint reported impossible usage: " + err.Error()}
 	}
 	sent := 0
 	for _, m := range req.Messages {
@@ -214,11 +215,11 @@ func checkUsage(u Usage, req Request, answer string) *Error {
 	}
 	lo, _ := tokenBounds(sent)
 	if u.PromptTokens < lo {
-		return &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("the endpoint reported impossible usage: %d prompt "+
+		return &Error{Kind: errkind.BadResponse, Msg: fmt.Sprintf("the endpoint reported impossible usage: %d prompt "+
 			"tokens for %d bytes of messages (at least %d)", u.PromptTokens, sent, lo)}
 	}
 	if lo, _ := tokenBounds(len(answer)); u.CompletionTokens < lo {
-		return &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("the endpoint reported impossible usage: %d "+
+		return &Error{Kind: errkind.BadResponse, Msg: fmt.Sprintf("the endpoint reported impossible usage: %d "+
 			"completion tokens for an answer of %d bytes (at least %d)", u.CompletionTokens, len(answer), lo)}
 	}
 	return nil
@@ -238,14 +239,14 @@ func windowOf(tokens, slots int, source string) Window {
 // float32 numbers.
 func EmbeddingOf(values []float64, dims int) ([]float32, error) {
 	if len(values) == 0 || len(values) > maxEmbeddingDims || (dims > 0 && len(values) != dims) {
-		return nil, &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("an embedding of %d dimensions (the model's "+
+		return nil, &Error{Kind: errkind.BadResponse, Msg: fmt.Sprintf("an embedding of %d dimensions (the model's "+
 			"other vectors: %d; at most %d)", len(values), dims, maxEmbeddingDims)}
 	}
 	v := make([]float32, len(values))
 	for k, x := range values {
 		v[k] = float32(x)
 		if math.IsNaN(float64(v[k])) || math.IsInf(float64(v[k]), 0) {
-			return nil, &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("an embedding's value %g is not a float32", x)}
+			return nil, &Error{Kind: errkind.BadResponse, Msg: fmt.Sprintf("an embedding's value %g is not a float32", x)}
 		}
 	}
 	return v, nil
@@ -257,7 +258,7 @@ func CheckEmbeddingTokens(n int64, size, count int) error {
 	lo, _ := tokenBounds(size)
 	hi := size + count*countSlack
 	if n < int64(lo) || n > int64(hi) {
-		return &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("the embeddings' usage: %d prompt tokens for %d "+
+		return &Error{Kind: errkind.BadResponse, Msg: fmt.Sprintf("the embeddings' usage: %d prompt tokens for %d "+
 			"inputs of %d bytes; a real tokenizer counts from %d to %d", n, count, size, lo, hi)}
 	}
 	return nil

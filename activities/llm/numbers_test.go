@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/tokens"
 	"ctxlab/specs"
 )
@@ -46,7 +47,7 @@ func TestEndpointTokenCountsAreChecked(t *testing.T) {
 			if err == nil {
 				t.Fatalf("the answer %s counted %d tokens in a text of %d bytes, want it refused", c.body, n, len(c.text))
 			}
-			if KindOf(err) != KindBadResponse || !strings.Contains(err.Error(), "/tokenize") {
+			if KindOf(err) != errkind.BadResponse || !strings.Contains(err.Error(), "/tokenize") {
 				t.Errorf("error %v (kind %s), want a bad_response naming /tokenize", err, KindOf(err))
 			}
 		})
@@ -97,7 +98,7 @@ func TestAnthropicCountIsChecked(t *testing.T) {
 			t.Setenv(specs.Anthropic.Env.BaseURL, ts.URL)
 			t.Setenv(specs.Anthropic.Env.Key, anthropicTestKey)
 			n, err := tokens.Count("anthropic:"+strings.ReplaceAll(name, " ", "-"), longText)
-			if err == nil || KindOf(err) != KindBadResponse || !strings.Contains(err.Error(), "count_tokens") {
+			if err == nil || KindOf(err) != errkind.BadResponse || !strings.Contains(err.Error(), "count_tokens") {
 				t.Errorf("count %d, error %v (kind %s): want a bad_response naming count_tokens", n, err, KindOf(err))
 			}
 		})
@@ -122,12 +123,12 @@ func TestUsageIsConsistentWithTheText(t *testing.T) {
 			t.Cleanup(ts.Close)
 			t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
 			t.Setenv(specs.OpenAI.Env.Key, testKey)
-			req := Request{Task: TaskPatch, Messages: []Message{{Role: "user", Content: longText}}}
+			req := Request{Task: specs.Patch.Task, Messages: []Message{{Role: "user", Content: longText}}}
 			resp, err := newProvider(t, WithAttempts(2)).Complete(context.Background(), req)
 			if err == nil {
 				t.Fatalf("usage %s taken: %+v, $%g", usage, resp.Usage, resp.CostUSD)
 			}
-			e := wantKind(t, err, KindBadResponse, 200)
+			e := wantKind(t, err, errkind.BadResponse, 200)
 			if !strings.Contains(e.Msg, "usage") || e.Paid != (Usage{}) || calls.Load() != 2 {
 				t.Errorf("error %v (paid %+v) after %d calls: want the usage named, no money, a retry", e, e.Paid,
 					calls.Load())
@@ -184,7 +185,7 @@ func TestServerPromptCountIsChecked(t *testing.T) {
 	defer ts.Close()
 	t.Setenv(specs.OpenAI.Env.BaseURL, ts.URL+"/v1")
 	t.Setenv(specs.OpenAI.Env.Key, testKey)
-	req := Request{Task: TaskPatch, Messages: []Message{{Role: "user", Content: "fix the bug"}},
+	req := Request{Task: specs.Patch.Task, Messages: []Message{{Role: "user", Content: "fix the bug"}},
 		Context: 4096, ContextSource: "llama.cpp /props"}
 	if _, err := newProvider(t, WithAttempts(1)).Complete(context.Background(), req); err != nil ||
 		completions.Load() != 1 {

@@ -14,12 +14,14 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"ctxlab/activities/api/errkind"
+	"ctxlab/internal/offlinetask"
 	"ctxlab/specs"
 )
 
 // The openai provider (specs.OpenAI): chat completions against the endpoint OPENAI_BASE_URL names (default OpenAI's
 // API) with the key in OPENAI_API_KEY. The model ID, temperature, max tokens and seed come from the spec's model;
-// the price table turns usage into cost. An unset or empty key is KindAuth naming the variable, unless the endpoint
+// the price table turns usage into cost. An unset or empty key is errkind.Auth naming the variable, unless the endpoint
 // is on a loopback host (localhost, 127.0.0.0/8, ::1): local servers (llama.cpp, vLLM, Ollama) commonly need no key,
 // and then no Authorization header is sent. The client's own retries are off: the retry loop tries 429, 5xx,
 // timeouts, broken connections and malformed bodies again. Its context window (window.go), the shared context of a
@@ -86,7 +88,7 @@ func (p *openAIClient) params(ctx context.Context, req Request) (params openai.C
 	reserve int, perr *Error) {
 	params = openai.ChatCompletionNewParams{Model: p.model.ID}
 	if len(req.Messages) == 0 {
-		return params, 0, &Error{Kind: KindBadRequest, Msg: "the request has no messages"}
+		return params, 0, &Error{Kind: errkind.BadRequest, Msg: "the request has no messages"}
 	}
 	messages := req.Messages
 	if len(req.Tools) > 0 { // native tool calling: the plain-text tool protocol translated (tools.go)
@@ -107,7 +109,7 @@ func (p *openAIClient) params(ctx context.Context, req Request) (params openai.C
 		case "assistant":
 			params.Messages = append(params.Messages, openai.AssistantMessage(m.Content))
 		default:
-			return params, 0, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("message %d has role %q (want system, developer, user or assistant)", i+1, m.Role)}
+			return params, 0, &Error{Kind: errkind.BadRequest, Msg: fmt.Sprintf("message %d has role %q (want system, developer, user or assistant)", i+1, m.Role)}
 		}
 	}
 	if p.model.Temperature != nil {
@@ -135,7 +137,7 @@ func (p *openAIClient) send(task string, params openai.ChatCompletionNewParams) 
 	return func(actx context.Context, hres **http.Response) (Reply, error) {
 		ropts := []option.RequestOption{option.WithResponseInto(hres), option.WithMiddleware(capAnswer)}
 		if task != "" {
-			ropts = append(ropts, option.WithHeader(TaskHeader, task))
+			ropts = append(ropts, option.WithHeader(offlinetask.TaskHeader, task))
 		}
 		res, err := p.chat.New(actx, params, ropts...)
 		switch {
@@ -166,7 +168,7 @@ func checkOpenAI(ctx context.Context, m specs.Model, timeout time.Duration) Mode
 		case le.Status == http.StatusNotFound:
 			return ModelCheck{Host: ep.Host, Note: fmt.Sprintf("the endpoint at %s has no /v1/models: the model id is "+
 				"not checked", ep.Host)}
-		case le.Kind == KindAuth:
+		case le.Kind == errkind.Auth:
 			return ModelCheck{Host: ep.Host, Problem: fmt.Sprintf("the endpoint at %s refuses the key (HTTP %d)",
 				ep.Host, le.Status), Fix: "export the right key in " + specs.OpenAI.Env.Key}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
 )
@@ -45,13 +46,13 @@ func newProvider(t *testing.T, opts ...Option) Provider {
 }
 
 func localizeRequest() Request {
-	return Request{Task: TaskLocalize, Messages: []Message{
+	return Request{Task: specs.Localize.Task, Messages: []Message{
 		{Role: "system", Content: "You rank files."},
 		{Role: "user", Content: "<issue>The parser drops quoted paths</issue>\nRank these files:\nparse/parser.go\nmain.go"},
 	}}
 }
 
-func wantKind(t *testing.T, err error, kind Kind, status int) *Error {
+func wantKind(t *testing.T, err error, kind errkind.Kind, status int) *Error {
 	t.Helper()
 	var e *Error
 	if !errors.As(err, &e) {
@@ -81,8 +82,8 @@ func TestOpenAISuccess(t *testing.T) {
 	if math.Abs(resp.CostUSD-0.0045) > 1e-12 {
 		t.Errorf("cost %v, want 0.0045", resp.CostUSD)
 	}
-	if fake.Calls() != 1 || fake.CallsFor(TaskLocalize) != 1 {
-		t.Errorf("calls %d, localize calls %d", fake.Calls(), fake.CallsFor(TaskLocalize))
+	if fake.Calls() != 1 || fake.CallsFor(specs.Localize.Task) != 1 {
+		t.Errorf("calls %d, localize calls %d", fake.Calls(), fake.CallsFor(specs.Localize.Task))
 	}
 	if !fake.LastAuthorizedWith(testKey) {
 		t.Error("the server did not see the key from OPENAI_API_KEY")
@@ -141,7 +142,7 @@ func TestOpenAIRetryAfterLongerThanMaxDelayStops(t *testing.T) {
 	fake := fakeopenai.New(fakeopenai.WithFailures(5, fakeopenai.RateLimit), fakeopenai.WithRetryAfter(30*time.Second))
 	serve(t, fake)
 	_, err := newProvider(t, WithMaxDelay(100*time.Millisecond)).Complete(context.Background(), localizeRequest())
-	e := wantKind(t, err, KindRateLimit, 429)
+	e := wantKind(t, err, errkind.RateLimit, 429)
 	if fake.Calls() != 1 || !strings.Contains(e.Msg, "asked to wait") {
 		t.Errorf("calls %d, msg %q", fake.Calls(), e.Msg)
 	}
@@ -155,7 +156,7 @@ func TestOpenAIRepeatedServerErrors(t *testing.T) {
 	fake := fakeopenai.New(fakeopenai.WithFailures(10, fakeopenai.ServerError))
 	serve(t, fake)
 	_, err := newProvider(t, WithAttempts(3)).Complete(context.Background(), localizeRequest())
-	e := wantKind(t, err, KindServer, 500)
+	e := wantKind(t, err, errkind.Server, 500)
 	if !e.Kind.Retryable() {
 		t.Error("a server error should stay retryable for the activity's own retry policy")
 	}
@@ -171,7 +172,7 @@ func TestOpenAIBadGatewayHTML(t *testing.T) {
 	fake := fakeopenai.New(fakeopenai.WithFailures(10, fakeopenai.BadGateway))
 	serve(t, fake)
 	_, err := newProvider(t, WithAttempts(2)).Complete(context.Background(), localizeRequest())
-	e := wantKind(t, err, KindServer, 502)
+	e := wantKind(t, err, errkind.Server, 502)
 	if fake.Calls() != 2 || !strings.Contains(e.Msg, "Bad Gateway") {
 		t.Errorf("calls %d, msg %q", fake.Calls(), e.Msg)
 	}
@@ -181,7 +182,7 @@ func TestOpenAIMalformedBody(t *testing.T) {
 	fake := fakeopenai.New(fakeopenai.WithFailures(10, fakeopenai.Malformed))
 	serve(t, fake)
 	_, err := newProvider(t, WithAttempts(2)).Complete(context.Background(), localizeRequest())
-	wantKind(t, err, KindBadResponse, 200)
+	wantKind(t, err, errkind.BadResponse, 200)
 	if fake.Calls() != 2 {
 		t.Errorf("%d requests, want 2", fake.Calls())
 	}
@@ -198,7 +199,7 @@ func TestOpenAIContextLength(t *testing.T) {
 	fake := fakeopenai.New(fakeopenai.WithFailures(10, fakeopenai.ContextLength))
 	serve(t, fake)
 	_, err := newProvider(t).Complete(context.Background(), localizeRequest())
-	e := wantKind(t, err, KindContextLength, 400)
+	e := wantKind(t, err, errkind.ContextLength, 400)
 	if e.Kind.Retryable() || fake.Calls() != 1 {
 		t.Errorf("context length: retryable %v, %d requests (want 1)", e.Kind.Retryable(), fake.Calls())
 	}
@@ -212,7 +213,7 @@ func TestOpenAIAuthErrors(t *testing.T) {
 	fake := fakeopenai.New(fakeopenai.WithKey("sk-the-right-one"))
 	serve(t, fake)
 	_, err := newProvider(t).Complete(context.Background(), localizeRequest())
-	e := wantKind(t, err, KindAuth, 401)
+	e := wantKind(t, err, errkind.Auth, 401)
 	if fake.Calls() != 1 || e.Kind.Retryable() {
 		t.Errorf("auth: %d requests, retryable %v", fake.Calls(), e.Kind.Retryable())
 	}
@@ -223,7 +224,7 @@ func TestOpenAIAuthErrors(t *testing.T) {
 	fake2 := fakeopenai.New(fakeopenai.WithFailures(1, fakeopenai.Quota))
 	serve(t, fake2)
 	_, err = newProvider(t).Complete(context.Background(), localizeRequest())
-	wantKind(t, err, KindQuota, 429)
+	wantKind(t, err, errkind.Quota, 429)
 	if fake2.Calls() != 1 {
 		t.Errorf("quota: %d requests, want 1", fake2.Calls())
 	}
@@ -259,7 +260,7 @@ func TestOpenAIKeyNeverLeaks(t *testing.T) {
 	closed.Close()
 	t.Setenv(specs.OpenAI.Env.BaseURL, closed.URL+"/v1")
 	_, err = newProvider(t, WithAttempts(2), WithLogger(log)).Complete(context.Background(), localizeRequest())
-	wantKind(t, err, KindTimeout, 0)
+	wantKind(t, err, errkind.Timeout, 0)
 	texts = append(texts, err.Error())
 
 	if !strings.Contains(logs.String(), "retrying") {
@@ -280,14 +281,14 @@ func TestOpenAIMissingKey(t *testing.T) {
 	t.Setenv(specs.OpenAI.Env.Key, "")
 	t.Setenv(specs.OpenAI.Env.BaseURL, "")
 	_, err := New(testModel())
-	e := wantKind(t, err, KindAuth, 0)
+	e := wantKind(t, err, errkind.Auth, 0)
 	if !strings.Contains(e.Msg, specs.OpenAI.Env.Key) {
 		t.Errorf("message %q does not name %s", e.Msg, specs.OpenAI.Env.Key)
 	}
 
 	t.Setenv(specs.OpenAI.Env.BaseURL, "https://llm.example.com/v1")
 	_, err = New(testModel())
-	wantKind(t, err, KindAuth, 0)
+	wantKind(t, err, errkind.Auth, 0)
 
 	// A server on localhost runs without a key, and gets no Authorization header.
 	fake := fakeopenai.New()
@@ -310,7 +311,7 @@ func TestOpenAIBadConfig(t *testing.T) {
 	t.Setenv(specs.OpenAI.Env.Key, testKey)
 	t.Setenv(specs.OpenAI.Env.BaseURL, "ftp://user:pw-secret@host/v1")
 	_, err := New(testModel())
-	e := wantKind(t, err, KindBadRequest, 0)
+	e := wantKind(t, err, errkind.BadRequest, 0)
 	if strings.Contains(e.Msg, "pw-secret") || !strings.Contains(e.Msg, specs.OpenAI.Env.BaseURL) {
 		t.Errorf("message %q", e.Msg)
 	}
@@ -318,12 +319,12 @@ func TestOpenAIBadConfig(t *testing.T) {
 	m := testModel()
 	m.ID = ""
 	_, err = New(m)
-	wantKind(t, err, KindBadRequest, 0)
+	wantKind(t, err, errkind.BadRequest, 0)
 
 	fake := fakeopenai.New()
 	serve(t, fake)
 	_, err = newProvider(t).Complete(context.Background(), Request{Messages: []Message{{Role: "robot", Content: "x"}}})
-	wantKind(t, err, KindBadRequest, 0)
+	wantKind(t, err, errkind.BadRequest, 0)
 	if fake.Calls() != 0 {
 		t.Error("a request with a bad role was sent")
 	}
@@ -347,7 +348,7 @@ func TestOpenAICallTimeout(t *testing.T) {
 	fake2 := fakeopenai.New(fakeopenai.WithFailures(10, fakeopenai.Hang))
 	serve(t, fake2)
 	_, err = newProvider(t, WithCallTimeout(50*time.Millisecond), WithAttempts(2)).Complete(context.Background(), localizeRequest())
-	e := wantKind(t, err, KindTimeout, 0)
+	e := wantKind(t, err, errkind.Timeout, 0)
 	if !errors.Is(e, context.DeadlineExceeded) || fake2.Calls() != 2 {
 		t.Errorf("timeout error %v, calls %d", e, fake2.Calls())
 	}
@@ -457,7 +458,7 @@ func TestOpenAIEchoedKeyScrubbed(t *testing.T) {
 	serve(t, fake)
 	p := newProvider(t)
 	_, err := p.Complete(context.Background(), localizeRequest())
-	wantKind(t, err, KindBadRequest, 400)
+	wantKind(t, err, errkind.BadRequest, 400)
 	resp, err2 := p.Complete(context.Background(), localizeRequest())
 	if err2 != nil {
 		t.Fatal(err2)

@@ -44,7 +44,7 @@ type Implementation struct {
 // which kind of failure a status with those is.
 type ErrorShape struct {
 	Fields func(body []byte) (code, typ, msg string)
-	Kind   func(status int, code, typ, msg string) Kind
+	Kind   func(status int, code, typ, msg string) errkind.Kind
 }
 
 // Client is a provider's side of a call: it checks a request and builds what is sent, once (Prepare).
@@ -174,10 +174,10 @@ func WithAttempts(n int) Option { return func(c *Config) { c.Attempts = max(n, 1
 func WithBaseDelay(d time.Duration) Option { return func(c *Config) { c.BaseDelay = d } }
 
 // WithMaxDelay caps one wait between attempts (default 60s). A Retry-After longer than this ends the retries: the
-// call fails with KindRateLimit and the activity's own retry policy comes back later.
+// call fails with errkind.RateLimit and the activity's own retry policy comes back later.
 func WithMaxDelay(d time.Duration) Option { return func(c *Config) { c.MaxDelay = d } }
 
-// WithCallTimeout bounds one HTTP attempt (default 5 minutes). An attempt that runs out fails with KindTimeout and
+// WithCallTimeout bounds one HTTP attempt (default 5 minutes). An attempt that runs out fails with errkind.Timeout and
 // is retried.
 func WithCallTimeout(d time.Duration) Option { return func(c *Config) { c.CallTimeout = d } }
 
@@ -193,7 +193,7 @@ func WithLogger(l zerolog.Logger) Option { return func(c *Config) { c.Log = l } 
 
 // New returns the provider of model m: its declared implementation's client behind the retry loop. Defaults: 4
 // attempts, 1 s to 1 min backoff, 5 min per attempt, o200k_base estimates. A model whose provider needs an id and
-// has none is refused (KindBadRequest), as is a provider this build does not implement (unsupported).
+// has none is refused (errkind.BadRequest), as is a provider this build does not implement (unsupported).
 func New(m specs.Model, opts ...Option) (Provider, error) {
 	impl, ok := implementationOf(m.Provider)
 	if !ok {
@@ -209,7 +209,7 @@ func New(m specs.Model, opts ...Option) (Provider, error) {
 		cfg.HTTPClient = &http.Client{}
 	}
 	if impl.decl.NeedsID && strings.TrimSpace(m.ID) == "" {
-		return nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("model %q has no id: set the model's id in the spec", m.Name)}
+		return nil, &Error{Kind: errkind.BadRequest, Msg: fmt.Sprintf("model %q has no id: set the model's id in the spec", m.Name)}
 	}
 	client, err := impl.New(m, cfg)
 	if err != nil {

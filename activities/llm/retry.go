@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/specs"
 )
 
@@ -37,7 +38,7 @@ type slotGate struct {
 const maxCrowded = 32
 
 // minRepeats is how many attempts in a row must fail with the same server error before it counts as deterministic
-// (KindRepeatedError); with fewer attempts a call never concludes that.
+// (errkind.RepeatedError); with fewer attempts a call never concludes that.
 const minRepeats = 3
 
 // run makes the call's attempts with once until one answers or the failure is final.
@@ -103,7 +104,7 @@ func (r retryLoop) next(ctx context.Context, cerr *Error, attempt, repeats int, 
 	}
 	if attempt >= r.cfg.Attempts {
 		switch {
-		case r.slots != nil && cerr.Kind == KindContextCapacity:
+		case r.slots != nil && cerr.Kind == errkind.ContextCapacity:
 			cerr.Msg += fmt.Sprintf(" (gave up after %d attempts: the server's slots share one context, and it "+
 				"was full though this call's %d tokens fit a slot's %d and no more of ctxlab's calls were in "+
 				"flight beside it than fit a slot: another client may be using the server; start it with a "+
@@ -111,7 +112,7 @@ func (r retryLoop) next(ctx context.Context, cerr *Error, attempt, repeats int, 
 		case attempt >= minRepeats && repeats == attempt-1 && deterministic(cerr.Status, cerr.typ, cerr.Msg, cerr.fromBody):
 			// Not an outage: the server fails this request the same way every time. Waiting for it to heal would
 			// wait hours for nothing; the row fails now (a re-run tries again).
-			cerr.Kind = KindRepeatedError
+			cerr.Kind = errkind.RepeatedError
 			cerr.Msg += fmt.Sprintf(" (the same error for the same request %d times in a row: not an outage)", attempt)
 		default:
 			cerr.Msg += fmt.Sprintf(" (gave up after %d attempts)", attempt)
@@ -169,7 +170,7 @@ func (g *slotGate) acquire(ctx context.Context) (*reservation, *Error) {
 	}
 	hold, err := g.shared.acquire(ctx, g.reserve)
 	if err != nil {
-		return nil, &Error{Kind: KindTimeout, Msg: "the call was cancelled while it waited for room in the " +
+		return nil, &Error{Kind: errkind.Timeout, Msg: "the call was cancelled while it waited for room in the " +
 			"server's shared context", Err: err}
 	}
 	return hold, nil
@@ -182,7 +183,7 @@ func (g *slotGate) release(hold *reservation, cerr *Error, mayAgain bool) bool {
 	if hold == nil {
 		return false
 	}
-	again := cerr != nil && cerr.Kind == KindContextCapacity && mayAgain && g.shared.exceeded(hold, g.slot)
+	again := cerr != nil && cerr.Kind == errkind.ContextCapacity && mayAgain && g.shared.exceeded(hold, g.slot)
 	g.shared.release(hold)
 	return again
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/tokens"
 	"ctxlab/specs"
 )
@@ -51,17 +52,17 @@ func EndpointCounter(ctx context.Context, id string) (tokens.Counter, error) {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return 0, &Error{Kind: KindServer, Msg: ScrubSecrets("POST /tokenize: " + err.Error())}
+			return 0, &Error{Kind: errkind.Server, Msg: ScrubSecrets("POST /tokenize: " + err.Error())}
 		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		if err != nil {
-			return 0, &Error{Kind: KindServer, Msg: "POST /tokenize: reading the answer: " + err.Error()}
+			return 0, &Error{Kind: errkind.Server, Msg: "POST /tokenize: reading the answer: " + err.Error()}
 		}
 		if resp.StatusCode != http.StatusOK {
-			kind := KindBadRequest
+			kind := errkind.BadRequest
 			if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-				kind = KindServer
+				kind = errkind.Server
 			}
 			return 0, &Error{Kind: kind, Status: resp.StatusCode, Msg: ScrubSecrets(fmt.Sprintf(
 				"POST /tokenize: the server does not tokenize for model %s (its own tokenizer is asked for by "+
@@ -83,13 +84,13 @@ func tokenizeAnswer(b []byte, size int) (int, error) {
 	err := json.Unmarshal(b, &out)
 	counted := out.Count != nil && string(out.Count) != "null"
 	if err != nil || (out.Tokens == nil && !counted) {
-		return 0, &Error{Kind: KindBadResponse, Msg: "POST /tokenize: an answer with neither tokens nor count: " +
+		return 0, &Error{Kind: errkind.BadResponse, Msg: "POST /tokenize: an answer with neither tokens nor count: " +
 			ScrubSecrets(snippet(b))}
 	}
 	n := len(out.Tokens)
 	if counted { // any whole number here: textTokens holds it to the text's bounds
 		if n, err = tokenCount("count", out.Count, math.MaxInt); err != nil {
-			return 0, &Error{Kind: KindBadResponse, Msg: "POST /tokenize: " + err.Error()}
+			return 0, &Error{Kind: errkind.BadResponse, Msg: "POST /tokenize: " + err.Error()}
 		}
 	}
 	if e := textTokens("POST /tokenize", n, size); e != nil {

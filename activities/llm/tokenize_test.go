@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/tokens"
 	"ctxlab/specs"
 )
@@ -64,7 +65,7 @@ func TestEndpointTokenizer(t *testing.T) {
 
 	t.Setenv(specs.OpenAI.Env.BaseURL, srv.URL+"/none/v1")
 	_, err := tokens.Count("endpoint:m1", "x y")
-	if KindOf(err) != KindBadRequest || !strings.Contains(err.Error(), "does not tokenize for model m1") {
+	if KindOf(err) != errkind.BadRequest || !strings.Contains(err.Error(), "does not tokenize for model m1") {
 		t.Errorf("a server without /tokenize: %v (kind %s)", err, KindOf(err))
 	}
 	t.Setenv(specs.OpenAI.Env.BaseURL, srv.URL+"/down/v1")

@@ -8,6 +8,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/internal/offlinetask"
 )
 
@@ -59,7 +60,7 @@ func toolMessages(req Request) ([]openai.ChatCompletionMessageParamUnion, []open
 		case m.Role == "user":
 			msgs = append(msgs, openai.UserMessage(m.Content))
 		default:
-			return nil, nil, &Error{Kind: KindBadRequest, Msg: fmt.Sprintf("message %d has role %q", i+1, m.Role)}
+			return nil, nil, &Error{Kind: errkind.BadRequest, Msg: fmt.Sprintf("message %d has role %q", i+1, m.Role)}
 		}
 	}
 	tools := make([]openai.ChatCompletionToolUnionParam, 0, len(req.Tools))

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/tokens"
 	"ctxlab/specs"
 )
@@ -275,7 +276,7 @@ func (p *openAIClient) fitMaxTokens(ctx context.Context, req Request) (maxTokens
 	left := req.Context - n
 	switch {
 	case exact && left <= 0:
-		return 0, 0, &Error{Kind: KindContextLength, Msg: fmt.Sprintf("the prompt is %d tokens (counted by the "+
+		return 0, 0, &Error{Kind: errkind.ContextLength, Msg: fmt.Sprintf("the prompt is %d tokens (counted by the "+
 			"server), the model's context %d tokens (%s): it cannot fit", n, req.Context, req.ContextSource)}
 	case left > 0 && (limit == 0 || left < limit):
 		limit = left

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/specs"
 	"encoding/json"
 	"fmt"
@@ -90,7 +91,7 @@ func TestMaxTokensFitTheContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := Request{Task: TaskPatch, Messages: []Message{{Role: "user", Content: words(c.words)}},
+		req := Request{Task: specs.Patch.Task, Messages: []Message{{Role: "user", Content: words(c.words)}},
 			Context: w.Tokens, ContextSource: w.Source}
 		if _, err := p.Complete(context.Background(), req); err != nil {
 			t.Fatalf("%d words, max_tokens %d: %v", c.words, c.specMax, err)
@@ -102,9 +103,9 @@ func TestMaxTokensFitTheContext(t *testing.T) {
 	}
 	before := len(srv.sent)
 	p, _ := New(testModel())
-	_, err := p.Complete(context.Background(), Request{Task: TaskPatch,
+	_, err := p.Complete(context.Background(), Request{Task: specs.Patch.Task,
 		Messages: []Message{{Role: "user", Content: words(1021)}}, Context: w.Tokens, ContextSource: w.Source})
-	e := wantKind(t, err, KindContextLength, 0)
+	e := wantKind(t, err, errkind.ContextLength, 0)
 	if len(srv.sent) != before || !strings.Contains(e.Msg, "1024 tokens") || !strings.Contains(e.Msg, "context") {
 		t.Errorf("a prompt past the context: %d calls made, message %q", len(srv.sent)-before, e.Msg)
 	}

@@ -13,7 +13,7 @@ func TestKeyCoversWhatShapesTheAnswer(t *testing.T) {
 	temp, seed := 0.7, int64(1)
 	m := specs.Model{Name: "gpt", Provider: "openai", ID: "gpt-4o-mini", Temperature: &temp, MaxTokens: 100, Seed: &seed,
 		Price: specs.Price{Input: 1, Output: 2}}
-	req := llm.Request{Task: llm.TaskPatch, Sample: 0, Messages: []llm.Message{{Role: "user", Content: "fix it"}}}
+	req := llm.Request{Task: specs.Patch.Task, Sample: 0, Messages: []llm.Message{{Role: "user", Content: "fix it"}}}
 	base := For(m, "http://a/v1", req).Key()
 
 	same := m
@@ -80,7 +80,7 @@ func TestKeyCoversTheMaxTokensSent(t *testing.T) {
 	at := func(maxTokens, window int, endpoint string) string {
 		mm := m
 		mm.MaxTokens = maxTokens
-		return For(mm, endpoint, llm.Request{Task: llm.TaskPatch, Context: window,
+		return For(mm, endpoint, llm.Request{Task: specs.Patch.Task, Context: window,
 			Messages: []llm.Message{{Role: "user", Content: "fix it"}}}).Key()
 	}
 	local := "http://127.0.0.1:8090/v1"
@@ -93,7 +93,7 @@ func TestKeyCoversTheMaxTokensSent(t *testing.T) {
 	if at(0, 0, local) == at(0, 1024, local) || at(100, 0, local) == at(200, 0, local) {
 		t.Error("another window or cap kept the key")
 	}
-	remote := For(m, "https://api.openai.com/v1/", llm.Request{Task: llm.TaskPatch,
+	remote := For(m, "https://api.openai.com/v1/", llm.Request{Task: specs.Patch.Task,
 		Messages: []llm.Message{{Role: "user", Content: "fix it"}}})
 	if remote.MaxTokens != 0 || remote.ContextWindow != 0 {
 		t.Errorf("a remote endpoint that reports no context got cap %d, window %d", remote.MaxTokens, remote.ContextWindow)
@@ -122,7 +122,7 @@ func TestWindowRecord(t *testing.T) {
 // with none and one with the default share a key; the provider and the endpoint are part of it, so the same id and
 // messages asked of Anthropic's API and of an OpenAI-compatible gateway are two answers.
 func TestAnthropicKey(t *testing.T) {
-	req := llm.Request{Task: llm.TaskPatch, Messages: []llm.Message{{Role: "user", Content: "fix it"}}}
+	req := llm.Request{Task: specs.Patch.Task, Messages: []llm.Message{{Role: "user", Content: "fix it"}}}
 	m := specs.Model{Provider: "anthropic", ID: "claude-sonnet-4-5"}
 	base := For(m, "https://api.anthropic.com/", req)
 	if base.MaxTokens != llm.DefaultMaxTokens {

@@ -6,30 +6,13 @@ import (
 	"fmt"
 
 	"ctxlab/activities/agent"
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 )
-
-// AgentParams are declared in specs beside the catalog, which checks every step's params against them.
-type AgentParams = specs.AgentParams
-
-// AgentTurnInput is one turn of an agent trajectory: the agent node's own input, the turn's number and the
-// trajectory so far (a reference into the content store; empty before the first turn).
-type AgentTurnInput struct {
-	Node  NodeInput `json:"node"`
-	Turn  int       `json:"turn"`
-	State cas.Ref   `json:"state,omitempty"`
-}
-
-// AgentTurnOutput is what a turn activity returns: the trajectory after the turn, and whether it has ended. Turns
-// add no row fields: the agent's row comes from AgentFinish.
-type AgentTurnOutput struct {
-	State cas.Ref `json:"state"`
-	Done  bool    `json:"done,omitempty"`
-}
 
 // AgentTrajectory is an agent's conversation and what it saw, as the content store keeps it after each turn.
 type AgentTrajectory struct {
@@ -80,9 +63,9 @@ func init() {
 // AgentTurns runs an agent's turns, each as a node of its own with its memo and attempt log, as package activities'
 // turn activities do: agentStep runs a trajectory through them.
 type AgentTurns interface {
-	AgentModelTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error)
-	AgentToolTurn(ctx context.Context, in AgentTurnInput) (AgentTurnOutput, error)
-	AgentFinish(ctx context.Context, in AgentTurnInput) (NodeOutput, error)
+	AgentModelTurn(ctx context.Context, in api.AgentTurnInput) (api.AgentTurnOutput, error)
+	AgentToolTurn(ctx context.Context, in api.AgentTurnInput) (api.AgentTurnOutput, error)
+	AgentFinish(ctx context.Context, in api.AgentTurnInput) (api.NodeOutput, error)
 }
 
 // agentStep is the agent node run as one activity: its turns in a loop, each memoized on its own (a retried or resumed
@@ -90,42 +73,42 @@ type AgentTurns interface {
 // trajectory; agent_context and agent_patch read it. Today's Issue workflow runs the node as the Agent child
 // workflow instead, each turn its own activity; this stays registered for Issue workflows started before, which
 // replay through it.
-func agentStep(ctx context.Context, j *job, p AgentParams) (NodeOutput, error) {
+func agentStep(ctx context.Context, j *job, p specs.AgentParams) (api.NodeOutput, error) {
 	turns := j.env.Turns
 	if turns == nil {
-		return NodeOutput{}, permanentf(ErrUnsupported, "%s: the agent node runs as one activity only in a worker "+
+		return api.NodeOutput{}, permanentf(api.ErrUnsupported, "%s: the agent node runs as one activity only in a worker "+
 			"(its turns are activities)", j.in.Step)
 	}
 	var state cas.Ref
 	for turn := 0; turn < p.MaxTurns; turn++ {
-		out, err := turns.AgentModelTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state})
+		out, err := turns.AgentModelTurn(ctx, api.AgentTurnInput{Node: j.in, Turn: turn, State: state})
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		state = out.State
 		if out.Done {
 			break
 		}
-		if out, err = turns.AgentToolTurn(ctx, AgentTurnInput{Node: j.in, Turn: turn, State: state}); err != nil {
-			return NodeOutput{}, err
+		if out, err = turns.AgentToolTurn(ctx, api.AgentTurnInput{Node: j.in, Turn: turn, State: state}); err != nil {
+			return api.NodeOutput{}, err
 		}
 		state = out.State
 	}
-	return turns.AgentFinish(ctx, AgentTurnInput{Node: j.in, State: state})
+	return turns.AgentFinish(ctx, api.AgentTurnInput{Node: j.in, State: state})
 }
 
 // agentParams decodes the agent's params, checking them against their declarations (edit_format, tool_calling,
 // max_turns).
-func (j *job) agentParams() (AgentParams, error) {
+func (j *job) agentParams() (specs.AgentParams, error) {
 	p, err := specs.Agent.Decode(j.in.Params)
 	if err != nil {
-		return p, permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
+		return p, permanentf(api.ErrBadInput, "%s: parameters: %v", j.in.Step, err)
 	}
 	return p, nil
 }
 
 // toolsHelp is the prompt's .Tools: the plain-text protocol, or a short list when tools are offered natively.
-func toolsHelp(p AgentParams) string {
+func toolsHelp(p specs.AgentParams) string {
 	if p.ToolCalling == specs.ToolsNative {
 		return agent.ToolsHelpNative
 	}
@@ -143,7 +126,7 @@ func (j *job) loadTrajectory(ctx context.Context, ref cas.Ref) (AgentTrajectory,
 
 // startTrajectory renders the prompt and sets the tool output budget: the step's, or multiplier times the tokens
 // of the budget input's context.
-func (j *job) startTrajectory(ctx context.Context, p AgentParams, issue string) (AgentTrajectory, error) {
+func (j *job) startTrajectory(ctx context.Context, p specs.AgentParams, issue string) (AgentTrajectory, error) {
 	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct {
 		Issue, Tools, Format string
 		MaxTurns             int
@@ -172,7 +155,7 @@ func (j *job) startTrajectory(ctx context.Context, p AgentParams, issue string) 
 
 // turnTrajectory is the trajectory a model turn continues (a new one before the first turn). What its turns used
 // counts in the node's rows if this turn fails it.
-func (j *job) turnTrajectory(ctx context.Context, p AgentParams, issue string, state cas.Ref) (AgentTrajectory, error) {
+func (j *job) turnTrajectory(ctx context.Context, p specs.AgentParams, issue string, state cas.Ref) (AgentTrajectory, error) {
 	if state == "" {
 		return j.startTrajectory(ctx, p, issue)
 	}
@@ -186,19 +169,19 @@ func (j *job) turnTrajectory(ctx context.Context, p AgentParams, issue string, s
 // AgentModelTurn asks the model for one turn of the trajectory in.State (a new one on turn 0) as one attempt on
 // env's node (the turn's): a tool call, or the final edit. Its output is the trajectory with the answer (and the
 // call's usage) added.
-func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput) (NodeOutput, error) {
-	return attempt(ctx, env, att, func(ctx context.Context, j *job) (NodeOutput, error) {
+func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in api.AgentTurnInput) (api.NodeOutput, error) {
+	return attempt(ctx, env, att, func(ctx context.Context, j *job) (api.NodeOutput, error) {
 		p, err := j.agentParams()
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		inst, err := j.instance(ctx)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		t, err := j.turnTrajectory(ctx, p, inst.ProblemStatement, in.State)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		turnsLeft := p.MaxTurns - in.Turn
 		off := &agent.OfflineInput{Issue: inst.ProblemStatement, Gold: inst.Patch, Format: string(p.EditFormat),
@@ -211,13 +194,13 @@ func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInpu
 			}
 			m, err := j.snapshot(ctx)
 			if err != nil {
-				return NodeOutput{}, err
+				return api.NodeOutput{}, err
 			}
 			off.Seen = agent.SeenFromRanges(t.Seen).Context(inst.ProblemStatement, j.reader(ctx, m))
 		}
 		turn := AgentTurn{N: in.Turn}
 		if turn.Request, err = cas.PutJSON(ctx, j.store, t.Messages); err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		req := llm.Request{Task: specs.Agent.Task, Messages: t.Messages, Sample: p.Sample, Offline: off}
 		if p.ToolCalling == specs.ToolsNative {
@@ -225,7 +208,7 @@ func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInpu
 		}
 		resp, callRow, err := j.callModel(ctx, p.ModelParams, req)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		turn.ModelServed, _ = specs.ModelServed.Get(callRow)
 		for _, k := range splitFields {
@@ -237,7 +220,7 @@ func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInpu
 			}
 		}
 		if turn.Answer, err = j.store.Put(ctx, []byte(resp.Text)); err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		turn.PromptTokens, turn.CompletionTokens, turn.CostUSD = resp.Usage.PromptTokens, resp.Usage.CompletionTokens, resp.CostUSD
 		t.Messages = append(t.Messages, llm.Message{Role: "assistant", Content: resp.Text})
@@ -255,9 +238,9 @@ func AgentModelTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInpu
 		t.Turns = append(t.Turns, turn)
 		ref, err := cas.PutJSON(ctx, j.store, t)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
-		return NodeOutput{Ref: ref}, nil
+		return api.NodeOutput{Ref: ref}, nil
 	})
 }
 
@@ -288,23 +271,23 @@ func (j *job) agentSnapshot(ctx context.Context, m repo.Manifest) (agent.Snapsho
 // AgentToolTurn runs the tool call of the trajectory's last turn (in.State) as one attempt on env's node (the
 // turn's), and shows its result to the agent, cut to the budget's rest. A bad call (unknown tool, path outside the
 // repository, bad regex) is shown as an error; it never fails the step.
-func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput) (NodeOutput, error) {
-	return attempt(ctx, env, att, func(ctx context.Context, j *job) (NodeOutput, error) {
+func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in api.AgentTurnInput) (api.NodeOutput, error) {
+	return attempt(ctx, env, att, func(ctx context.Context, j *job) (api.NodeOutput, error) {
 		p, err := j.agentParams()
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		m, err := j.snapshot(ctx)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		t, err := j.loadTrajectory(ctx, in.State)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		j.calls.answeredBefore(t.usageRow()) // the node's rows count its turns if this tool call fails it
 		if len(t.Turns) == 0 || t.Done {
-			return NodeOutput{}, permanentf(ErrBadInput, "%s: no tool call to run", j.in.Step)
+			return api.NodeOutput{}, permanentf(api.ErrBadInput, "%s: no tool call to run", j.in.Step)
 		}
 		turn := &t.Turns[len(t.Turns)-1]
 		budget := agent.Budget{Tokenizer: modelTokenizer(p.ModelParams), Limit: t.Budget, Used: t.ToolTokens}
@@ -318,7 +301,7 @@ func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput
 			tool = turn.Call.Tool
 			snap, err := j.agentSnapshot(ctx, m)
 			if err != nil {
-				return NodeOutput{}, err
+				return api.NodeOutput{}, err
 			}
 			res, terr := snap.Run(*turn.Call, agent.Limits{MaxHits: p.MaxHits, MaxLines: p.MaxLines})
 			if terr != nil {
@@ -327,7 +310,7 @@ func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput
 			}
 			shown, err := budget.Show(res)
 			if err != nil {
-				return NodeOutput{}, permanent(ErrBadInput, err)
+				return api.NodeOutput{}, permanent(api.ErrBadInput, err)
 			}
 			seen := agent.SeenFromRanges(t.Seen)
 			seen.Add(shown.Lines)
@@ -336,7 +319,7 @@ func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput
 			t.ToolTokens = budget.Used
 		}
 		if err := j.readFailure(); err != nil {
-			return NodeOutput{}, err // a store read failed: the result would miss a file
+			return api.NodeOutput{}, err // a store read failed: the result would miss a file
 		}
 		turn.Result = text
 		left := p.MaxTurns - in.Turn - 1
@@ -347,20 +330,20 @@ func AgentToolTurn(ctx context.Context, env Env, att *Attempt, in AgentTurnInput
 		t.Messages = append(t.Messages, llm.Message{Role: "user", Content: msg})
 		ref, err := cas.PutJSON(ctx, j.store, t)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
-		return NodeOutput{Ref: ref}, nil
+		return api.NodeOutput{Ref: ref}, nil
 	})
 }
 
 // AgentFinish is the agent node's output: the trajectory in.State and its row fields (turns, tool calls by kind,
 // tokens of tool output seen and of prompts paid, and the model calls' usage, which the Issue workflow sums over a
 // row). It reads the trajectory from store.
-func AgentFinish(ctx context.Context, store cas.Store, in AgentTurnInput) (NodeOutput, error) {
+func AgentFinish(ctx context.Context, store cas.Store, in api.AgentTurnInput) (api.NodeOutput, error) {
 	j := &job{in: in.Node, store: store}
 	t, err := j.loadTrajectory(ctx, in.State)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	row := t.usageRow()
 	specs.AgentTurns.Set(row, len(t.Turns))
@@ -399,7 +382,7 @@ func AgentFinish(ctx context.Context, store cas.Store, in AgentTurnInput) (NodeO
 	prompt, _ := specs.PromptTokens.Get(row)
 	completion, _ := specs.CompletionTokens.Get(row)
 	specs.AgentTokensPaid.Set(row, prompt+completion)
-	return NodeOutput{Ref: in.State, Row: row}, nil
+	return api.NodeOutput{Ref: in.State, Row: row}, nil
 }
 
 // usageRow is the usage of the trajectory's model calls as the agent node's row counts it: calls, tokens and cost,
@@ -438,43 +421,43 @@ func (j *job) agentInput(ctx context.Context) (AgentTrajectory, error) {
 
 // agentContextStep is the union of every repository line the agent saw, as a context: measure reads it like any
 // method's, so the agent gets context_tokens, rho, epsilon and gold_line_share.
-func agentContextStep(ctx context.Context, j *job, _ specs.AgentContextParams) (NodeOutput, error) {
+func agentContextStep(ctx context.Context, j *job, _ specs.AgentContextParams) (api.NodeOutput, error) {
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	t, err := j.agentInput(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	c := agent.SeenFromRanges(t.Seen).Context(inst.ProblemStatement, j.reader(ctx, m))
 	if err := j.readFailure(); err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	return j.putContext(ctx, c)
 }
 
 // agentPatchStep reads the agent's final answer as a patch, with the patch step's parsers and its row fields
 // (patch_parse_error, patch_recounted). A trajectory that ended without an answer is an empty patch.
-func agentPatchStep(ctx context.Context, j *job, _ specs.AgentPatchParams) (NodeOutput, error) {
+func agentPatchStep(ctx context.Context, j *job, _ specs.AgentPatchParams) (api.NodeOutput, error) {
 	_, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	t, err := j.agentInput(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	row := map[string]any{}
 	patch := recordPatch(row, t.Final, t.EditFormat, j.reader(ctx, m))
 	if err := j.readFailure(); err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	ref, err := j.store.Put(ctx, []byte(patch))
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
-	return NodeOutput{Ref: ref, Row: row}, nil
+	return api.NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // splitFields are the usage row fields that split a call's usage by price (usageRow).

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/tokens"
 	"ctxlab/specs"
@@ -12,29 +13,26 @@ func init() {
 	registerStep(specs.Assemble, assembleStep)
 }
 
-// AssembleParams are declared in specs beside the catalog, which checks every step's params against them.
-type AssembleParams = specs.AssembleParams
-
 // assembleStep is CQ2-CARE's context (step 4): the selected files (input files) whole, each cut at FileCap tokens, then
 // the evidence snippets (optional input evidence), each cut at SnippetCap; a block that would push the total past
 // TotalCap is skipped. Defaults: 60K, 12K, 80K.
-func assembleStep(ctx context.Context, j *job, p AssembleParams) (NodeOutput, error) {
+func assembleStep(ctx context.Context, j *job, p specs.AssembleParams) (api.NodeOutput, error) {
 	if p.FileCap <= 0 || p.SnippetCap <= 0 || p.TotalCap <= 0 {
-		return NodeOutput{}, permanentf(ErrBadInput, "%s: caps must be positive (file %d, snippet %d, total %d)",
+		return api.NodeOutput{}, permanentf(api.ErrBadInput, "%s: caps must be positive (file %d, snippet %d, total %d)",
 			j.in.Step, p.FileCap, p.SnippetCap, p.TotalCap)
 	}
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	var sel Selection
 	if err := j.loadJSON(ctx, "files", &sel); err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	var ev EvidenceResult
 	if _, ok := j.in.Inputs["evidence"]; ok {
 		if err := j.loadJSON(ctx, "evidence", &ev); err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 	}
 	read := j.reader(ctx, m)
@@ -50,11 +48,11 @@ func assembleStep(ctx context.Context, j *job, p AssembleParams) (NodeOutput, er
 	}
 	c, st, err := AssembleBlocks(inst.ProblemStatement, blocks, nFiles, p)
 	if err != nil {
-		return NodeOutput{}, permanent(ErrBadInput, err)
+		return api.NodeOutput{}, permanent(api.ErrBadInput, err)
 	}
 	out, err := j.putContext(ctx, c)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	specs.AssembledTokens.Set(out.Row, st.Tokens)
 	specs.BlocksCut.Set(out.Row, st.Cut)
@@ -70,7 +68,7 @@ type AssembleStats struct {
 // AssembleBlocks applies the caps: the first nFiles blocks are files (cut at FileCap), the rest snippets (cut at
 // SnippetCap); a block whose tokens would push the total past TotalCap is skipped, and later, smaller ones may still
 // fit. A block counts the tokens of its text as rendered (with its header).
-func AssembleBlocks(issue string, blocks []contexts.Block, nFiles int, p AssembleParams) (contexts.Context, AssembleStats, error) {
+func AssembleBlocks(issue string, blocks []contexts.Block, nFiles int, p specs.AssembleParams) (contexts.Context, AssembleStats, error) {
 	c := contexts.Context{Issue: issue}
 	var st AssembleStats
 	for i, b := range blocks {

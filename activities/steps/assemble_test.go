@@ -9,6 +9,7 @@ import (
 	"ctxlab/activities/llm"
 	"ctxlab/activities/search"
 	"ctxlab/activities/tokens"
+	"ctxlab/specs"
 )
 
 func lines(n int, f string) string {
@@ -29,7 +30,7 @@ func TestAssembleCaps(t *testing.T) {
 		{Path: "c.go", Kind: contexts.KindSnippet, Start: 1, Text: lines(300, "another long snippet line %d")},
 		{Path: "d.go", Kind: contexts.KindSnippet, Start: 1, Text: "func small() {}\n"},
 	}
-	p := AssembleParams{Tokenizer: tokens.O200kBase, FileCap: 1000, SnippetCap: 500, TotalCap: 1700}
+	p := specs.AssembleParams{Tokenizer: tokens.O200kBase, FileCap: 1000, SnippetCap: 500, TotalCap: 1700}
 	c, st, err := AssembleBlocks("issue", blocks, 1, p)
 	if err != nil {
 		t.Fatal(err)

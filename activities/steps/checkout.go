@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/repo"
 	"ctxlab/runfolder"
@@ -16,32 +17,32 @@ func init() { registerStep(specs.Checkout, checkoutStep) }
 // checkoutStep opens (or clones once into the run folder) the instance's repository (a local one of the starter's
 // machine from the store, when the starter shipped it) and snapshots it at base_commit
 // into the content store. Its output is the snapshot's manifest.
-func checkoutStep(ctx context.Context, j *job, _ specs.CheckoutParams) (NodeOutput, error) {
+func checkoutStep(ctx context.Context, j *job, _ specs.CheckoutParams) (api.NodeOutput, error) {
 	inst, err := j.instance(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	src, err := repo.SourceFor(j.in.Dataset.Repos, inst, filepath.Dir(j.in.Dataset.File))
 	if err != nil {
-		return NodeOutput{}, kindErrorf(errkind.BadInput, "%v", err)
+		return api.NodeOutput{}, kindErrorf(errkind.BadInput, "%v", err)
 	}
 	local, err := j.env.localPath(ctx, src)
 	if err != nil {
-		return NodeOutput{}, kindErrorf(errkind.RepoUnavailable, "instance %s: repository %s: %v", inst.InstanceID, src,
+		return api.NodeOutput{}, kindErrorf(errkind.RepoUnavailable, "instance %s: repository %s: %v", inst.InstanceID, src,
 			err)
 	}
 	r, err := repo.Open(ctx, local, runfolder.Repos(j.env.RunDir))
 	if err != nil {
-		return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: repository %s: %v", inst.InstanceID, src, err)
+		return api.NodeOutput{}, kindErrorf(repoKind(err), "instance %s: repository %s: %v", inst.InstanceID, src, err)
 	}
 	m, ref, err := repo.Snapshot(ctx, r, inst.BaseCommit, j.store)
 	if err != nil {
-		return NodeOutput{}, kindErrorf(repoKind(err), "instance %s: %s at %s: %v", inst.InstanceID, src,
+		return api.NodeOutput{}, kindErrorf(repoKind(err), "instance %s: %s at %s: %v", inst.InstanceID, src,
 			inst.BaseCommit, err)
 	}
 	row := map[string]any{}
 	specs.RepoFiles.Set(row, len(m.Files))
-	return NodeOutput{Ref: ref, Row: row}, nil
+	return api.NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // snapshot loads the manifest a checkout input points at.

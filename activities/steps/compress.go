@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/budget"
 	"ctxlab/activities/compress"
 	"ctxlab/activities/contexts"
@@ -22,20 +23,17 @@ const DefaultRateMin = 0.05
 
 func init() { registerStep(specs.Compress, compressStep) }
 
-// CompressParams are declared in specs beside the catalog, which checks every step's params against them.
-type CompressParams = specs.CompressParams
-
 // compressStep compresses every block of the input context at one rate (each block on its own, so the result
 // still says which file each line came from). With a budget input, the rate is fitted so the context lands within
 // the tolerance of multiplier x the anchor's tokens.
-func compressStep(ctx context.Context, j *job, p CompressParams) (NodeOutput, error) {
+func compressStep(ctx context.Context, j *job, p specs.CompressParams) (api.NodeOutput, error) {
 	src, err := j.loadContext(ctx, "context")
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	call, err := compressorFor(p)
 	if err != nil {
-		return NodeOutput{}, permanentf(ErrUnsupported, "%s: %v", j.in.Step, err)
+		return api.NodeOutput{}, permanentf(api.ErrUnsupported, "%s: %v", j.in.Step, err)
 	}
 	bc := &blockCompressor{src: src, call: call, compressor: string(p.Compressor), query: src.Issue,
 		cache: map[[2]any]string{}}
@@ -44,30 +42,30 @@ func compressStep(ctx context.Context, j *job, p CompressParams) (NodeOutput, er
 	}
 	target, anchor, fitted, err := j.budgetTarget(ctx, p.Tokenizer, p.FitParams)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	rate := p.Rate
 	var res budget.Result
 	if fitted {
 		srcTokens, err := countTokens(p.Tokenizer, src.Render())
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		if res, err = fitRate(ctx, bc, p, target, srcTokens); err != nil {
-			return NodeOutput{}, compressFailure(j.in.Step, err)
+			return api.NodeOutput{}, compressFailure(j.in.Step, err)
 		}
 		rate = res.Knob
 	} else if !(rate > 0 && rate <= 1) {
-		return NodeOutput{}, permanentf(ErrBadInput, "%s: rate %v must be in (0, 1] (or give the step a budget)",
+		return api.NodeOutput{}, permanentf(api.ErrBadInput, "%s: rate %v must be in (0, 1] (or give the step a budget)",
 			j.in.Step, rate)
 	}
 	c, err := bc.at(ctx, rate)
 	if err != nil {
-		return NodeOutput{}, compressFailure(j.in.Step, err)
+		return api.NodeOutput{}, compressFailure(j.in.Step, err)
 	}
 	out, err := j.putContext(ctx, c)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	specs.CompressRate.Set(out.Row, rate)
 	specs.CompressorCalls.Set(out.Row, bc.calls)
@@ -125,7 +123,7 @@ func (bc *blockCompressor) at(ctx context.Context, rate float64) (contexts.Conte
 
 // fitRate fits the rate whose compressed context lands on target tokens, from rate_min to 1, starting at the rate
 // that the source's tokens suggest.
-func fitRate(ctx context.Context, bc *blockCompressor, p CompressParams, target, srcTokens int) (budget.Result, error) {
+func fitRate(ctx context.Context, bc *blockCompressor, p specs.CompressParams, target, srcTokens int) (budget.Result, error) {
 	lo := p.RateMin
 	if lo <= 0 {
 		lo = DefaultRateMin
@@ -147,7 +145,7 @@ func fitRate(ctx context.Context, bc *blockCompressor, p CompressParams, target,
 type compressFunc func(context.Context, compress.Request) (compress.Response, error)
 
 // compressorFor returns the stand-in for "fake" or endpoint "builtin", else a client of the endpoint.
-func compressorFor(p CompressParams) (compressFunc, error) {
+func compressorFor(p specs.CompressParams) (compressFunc, error) {
 	if p.Compressor == "" {
 		return nil, errors.New("no compressor named")
 	}
@@ -176,5 +174,5 @@ func compressFailure(step string, err error) error {
 	case errors.As(err, &ce) && ce.Retryable, errors.Is(err, context.Canceled):
 		return fmt.Errorf("%s: %w", step, err)
 	}
-	return permanentf(ErrBadInput, "%s: %v", step, err)
+	return permanentf(api.ErrBadInput, "%s: %v", step, err)
 }

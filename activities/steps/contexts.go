@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/contexts"
 	"ctxlab/patch/diff"
 	"ctxlab/specs"
@@ -16,27 +17,27 @@ func init() {
 }
 
 // noSourceStep is the lower bound: the issue text and no repository text.
-func noSourceStep(ctx context.Context, j *job, _ specs.NoSourceParams) (NodeOutput, error) {
+func noSourceStep(ctx context.Context, j *job, _ specs.NoSourceParams) (api.NodeOutput, error) {
 	inst, err := j.instance(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	return j.putContext(ctx, contexts.Context{Issue: inst.ProblemStatement})
 }
 
 // oracleFilesStep is the upper bound: every file the gold patch edits, whole and verbatim.
-func oracleFilesStep(ctx context.Context, j *job, _ specs.OracleFilesParams) (NodeOutput, error) {
+func oracleFilesStep(ctx context.Context, j *job, _ specs.OracleFilesParams) (api.NodeOutput, error) {
 	inst, err := j.instance(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	gold, err := diff.ChangedFiles(inst.Patch)
 	if err != nil {
-		return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
+		return api.NodeOutput{}, permanentf(api.ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
 	}
 	m, err := j.snapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	c := contexts.Context{Issue: inst.ProblemStatement}
 	for _, p := range gold {
@@ -45,21 +46,21 @@ func oracleFilesStep(ctx context.Context, j *job, _ specs.OracleFilesParams) (No
 		}
 		text, err := m.Read(ctx, j.store, p)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		c.Blocks = append(c.Blocks, contexts.Block{Path: p, Kind: contexts.KindFile, Start: 1, Text: string(text)})
 	}
 	return j.putContext(ctx, c)
 }
 
-func (j *job) putContext(ctx context.Context, c contexts.Context) (NodeOutput, error) {
+func (j *job) putContext(ctx context.Context, c contexts.Context) (api.NodeOutput, error) {
 	ref, err := cas.PutJSON(ctx, j.store, c)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	row := map[string]any{}
 	specs.FilesShown.Set(row, len(c.Files()))
-	return NodeOutput{Ref: ref, Row: row}, nil
+	return api.NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // loadContext reads the context a named input points at.

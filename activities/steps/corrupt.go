@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/corrupt"
@@ -12,25 +13,22 @@ import (
 
 func init() { registerStep(specs.Corrupt, corruptStep) }
 
-// CorruptParams are declared in specs beside the catalog, which checks every step's params against them.
-type CorruptParams = specs.CorruptParams
-
 // corruptStep makes a controlled variant of the input context (see package corrupt): tokens or whole lines deleted
 // at a seeded rate, or one of the two pairings with the context named other.
-func corruptStep(ctx context.Context, j *job, p CorruptParams) (NodeOutput, error) {
+func corruptStep(ctx context.Context, j *job, p specs.CorruptParams) (api.NodeOutput, error) {
 	c, err := j.loadContext(ctx, "context")
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	// The pairings read a second context, other, and the repository.
 	var other contexts.Context
 	var m repo.Manifest
 	if p.Mode == specs.CorruptSameFilesOtherText || p.Mode == specs.CorruptSameTextOtherFiles {
 		if other, err = j.loadContext(ctx, "other"); err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		if m, err = j.snapshot(ctx); err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 	}
 	row := map[string]any{}
@@ -43,14 +41,14 @@ func corruptStep(ctx context.Context, j *job, p CorruptParams) (NodeOutput, erro
 	case specs.CorruptSameTextOtherFiles:
 		out, err = sameTextOtherFiles(ctx, j, m, c, other, p, row)
 	default: // Decode checked it against specs.CorruptMode's values
-		err = permanentf(ErrBadInput, "%s: undeclared mode %q", j.in.Step, p.Mode)
+		err = permanentf(api.ErrBadInput, "%s: undeclared mode %q", j.in.Step, p.Mode)
 	}
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	res, err := j.putContext(ctx, out)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	for k, v := range row {
 		res.Row[k] = v
@@ -60,10 +58,10 @@ func corruptStep(ctx context.Context, j *job, p CorruptParams) (NodeOutput, erro
 }
 
 // deleteFrom deletes tokens or lines of c at the seeded rate.
-func deleteFrom(j *job, c contexts.Context, p CorruptParams, row map[string]any) (contexts.Context, error) {
+func deleteFrom(j *job, c contexts.Context, p specs.CorruptParams, row map[string]any) (contexts.Context, error) {
 	out, st, err := corrupt.Apply(c, corrupt.Options{Mode: string(p.Mode), Rate: p.Rate, Seed: p.Seed})
 	if err != nil {
-		return out, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
+		return out, permanentf(api.ErrBadInput, "%s: %v", j.in.Step, err)
 	}
 	if p.Mode == specs.CorruptTokens {
 		specs.CorruptTokensDeleted.Set(row, st.TokensDeleted)
@@ -74,7 +72,7 @@ func deleteFrom(j *job, c contexts.Context, p CorruptParams, row map[string]any)
 }
 
 // sameFilesOtherText keeps c's files and lines and changes its lines to make its verbatim rate other's.
-func sameFilesOtherText(ctx context.Context, j *job, m repo.Manifest, c, other contexts.Context, p CorruptParams,
+func sameFilesOtherText(ctx context.Context, j *job, m repo.Manifest, c, other contexts.Context, p specs.CorruptParams,
 	row map[string]any) (contexts.Context, error) {
 	eps, err := j.epsilonOf(ctx, m, other)
 	if err != nil {
@@ -82,7 +80,7 @@ func sameFilesOtherText(ctx context.Context, j *job, m repo.Manifest, c, other c
 	}
 	out, st, err := corrupt.SameFilesOtherText(c, eps, p.Seed)
 	if err != nil {
-		return out, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
+		return out, permanentf(api.ErrBadInput, "%s: %v", j.in.Step, err)
 	}
 	specs.CorruptTargetEpsilon.Set(row, eps)
 	specs.CorruptLinesChanged.Set(row, st.LinesDeleted)
@@ -90,7 +88,7 @@ func sameFilesOtherText(ctx context.Context, j *job, m repo.Manifest, c, other c
 }
 
 // sameTextOtherFiles shows other's files, whole and verbatim in other's order, fitted to c's tokens.
-func sameTextOtherFiles(ctx context.Context, j *job, m repo.Manifest, c, other contexts.Context, p CorruptParams,
+func sameTextOtherFiles(ctx context.Context, j *job, m repo.Manifest, c, other contexts.Context, p specs.CorruptParams,
 	row map[string]any) (contexts.Context, error) {
 	var files []chunk.Chunk
 	lines := map[string]int{}

@@ -50,13 +50,6 @@ func kindErrorf(k errkind.Kind, format string, args ...any) error {
 	return &Error{Type: string(k), Message: fmt.Sprintf(format, args...), Retryable: k.Retryable()}
 }
 
-// Error types of failures that retrying cannot fix; the Issue workflow records them on the row. See package api.
-const (
-	ErrBadInput    = api.ErrBadInput
-	ErrRepo        = api.ErrRepo
-	ErrUnsupported = api.ErrUnsupported
-)
-
 // ErrnoKind is the kind of a system error in err's chain: a full disk or quota, a refused permission.
 func ErrnoKind(err error) (errkind.Kind, bool) {
 	var no syscall.Errno

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/search"
@@ -16,9 +17,6 @@ import (
 func init() {
 	registerStep(specs.Evidence, evidenceStep)
 }
-
-// EvidenceParams are declared in specs beside the catalog, which checks every step's params against them.
-type EvidenceParams = specs.EvidenceParams
 
 // EvidenceSnippet is one snippet of E, with the search that found it.
 type EvidenceSnippet struct {
@@ -43,14 +41,14 @@ type EvidenceResult struct {
 //
 // Prompt fields: .Issue, .Files (the selected files, each under a [path] header), .Paths (their paths, one per
 // line), .MaxSearches, .MaxStrings.
-func evidenceStep(ctx context.Context, j *job, p EvidenceParams) (NodeOutput, error) {
+func evidenceStep(ctx context.Context, j *job, p specs.EvidenceParams) (api.NodeOutput, error) {
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	var sel Selection
 	if err := j.loadJSON(ctx, "files", &sel); err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	read := j.reader(ctx, m)
 	var shown strings.Builder
@@ -61,7 +59,7 @@ func evidenceStep(ctx context.Context, j *job, p EvidenceParams) (NodeOutput, er
 		}
 		cut, _, err := tokens.Truncate(modelTokenizer(p.ModelParams), text, p.FileCap)
 		if err != nil {
-			return NodeOutput{}, permanent(ErrBadInput, err)
+			return api.NodeOutput{}, permanent(api.ErrBadInput, err)
 		}
 		shown.WriteString("[" + f + "]\n" + cut)
 		if !strings.HasSuffix(cut, "\n") {
@@ -74,14 +72,14 @@ func evidenceStep(ctx context.Context, j *job, p EvidenceParams) (NodeOutput, er
 		MaxSearches, MaxStrings int
 	}{inst.ProblemStatement, shown.String(), strings.Join(sel.Files, "\n"), p.MaxSearches, p.MaxStrings})
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	req := llm.Request{Task: specs.Evidence.Task, Messages: msgs, Sample: p.Sample,
 		Offline: &offline.EvidenceInput{Issue: inst.ProblemStatement, Files: sel.Files, Read: read,
 			MaxSearches: p.MaxSearches, MaxStrings: p.MaxStrings}}
 	resp, row, err := j.callModel(ctx, p.ModelParams, req)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	res := EvidenceResult{Answer: resp.Text}
 	plan, perr := llm.ParseSearchPlan(resp.Text, p.MaxSearches, p.MaxStrings)
@@ -102,7 +100,7 @@ func evidenceStep(ctx context.Context, j *job, p EvidenceParams) (NodeOutput, er
 	res.Snippets = CollectEvidence(files, sel.Files, res.Plan, p.NewFiles, p.MaxFiles, p.Window)
 	ref, err := cas.PutJSON(ctx, j.store, res)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	covered := map[string]bool{}
 	for _, s := range res.Snippets {
@@ -113,7 +111,7 @@ func evidenceStep(ctx context.Context, j *job, p EvidenceParams) (NodeOutput, er
 	if res.PlanError != "" {
 		specs.EvidencePlanError.Set(row, res.PlanError)
 	}
-	return NodeOutput{Ref: ref, Row: row}, nil
+	return api.NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // CollectEvidence runs a plan's searches in order over files. Files in shown (the selected files) and files an

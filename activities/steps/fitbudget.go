@@ -4,23 +4,21 @@ import (
 	"context"
 	"strings"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/budget"
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/contexts"
 	"ctxlab/specs"
 )
 
-// FitParams are declared in specs beside the catalog, which checks every step's params against them.
-type FitParams = specs.FitParams
-
 // budgetTarget returns the token target of a fitted step: multiplier x the anchor context's tokens. ok is false
 // when the step has no budget input (it then uses its own fixed knob).
-func (j *job) budgetTarget(ctx context.Context, tokenizer string, p FitParams) (target, anchor int, ok bool, err error) {
+func (j *job) budgetTarget(ctx context.Context, tokenizer string, p specs.FitParams) (target, anchor int, ok bool, err error) {
 	if _, has := j.in.Inputs["budget"]; !has {
 		return 0, 0, false, nil
 	}
 	if p.Multiplier < 0 {
-		return 0, 0, false, permanentf(ErrBadInput, "%s: budget multiplier %v is negative", j.in.Step, p.Multiplier)
+		return 0, 0, false, permanentf(api.ErrBadInput, "%s: budget multiplier %v is negative", j.in.Step, p.Multiplier)
 	}
 	c, err := j.loadContext(ctx, "budget")
 	if err != nil {
@@ -38,7 +36,7 @@ func (j *job) budgetTarget(ctx context.Context, tokenizer string, p FitParams) (
 }
 
 // fitRow is what a fitted step adds to its rows. An unreachable budget is recorded, never fatal.
-func fitRow(p FitParams, target, anchor int, r budget.Result) map[string]any {
+func fitRow(p specs.FitParams, target, anchor int, r budget.Result) map[string]any {
 	m := p.Multiplier
 	if m == 0 {
 		m = 1
@@ -136,7 +134,7 @@ func (r *ranked) guess(target int) float64 {
 }
 
 // fit shows as much ranked text as fits target tokens (±tolerance), returning the context, chunks shown and the fit.
-func (r *ranked) fit(tokenizer string, target int, p FitParams) (contexts.Context, int, budget.Result, error) {
+func (r *ranked) fit(tokenizer string, target int, p specs.FitParams) (contexts.Context, int, budget.Result, error) {
 	var best contexts.Context
 	res, err := budget.Fit(budget.Problem{Target: target, Tolerance: p.Tolerance, MaxEvals: p.MaxEvals,
 		Knob: budget.Knob{Lo: 0, Hi: float64(r.max()), Integer: true, Guess: r.guess(target)}},

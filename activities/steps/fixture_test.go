@@ -59,12 +59,12 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // run runs one attempt of a kind's step on a node input the caller built.
-func (f *fixture) run(kind string, in NodeInput) (NodeOutput, error) {
+func (f *fixture) run(kind string, in api.NodeInput) (api.NodeOutput, error) {
 	env := Env{Node: in, Store: f.store, RunDir: f.runDir, Log: zerolog.Nop()}
 	return Run(context.Background(), kind, env, &Attempt{})
 }
 
-func (f *fixture) must(out NodeOutput, err error) NodeOutput {
+func (f *fixture) must(out api.NodeOutput, err error) api.NodeOutput {
 	f.t.Helper()
 	if err != nil {
 		f.t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctxlab/activities/api"
 	"ctxlab/specs"
 )
 
@@ -14,7 +15,7 @@ import (
 // the separators and the other entries kept.
 func TestGoProxyFoldersAreThisMachines(t *testing.T) {
 	shipped := map[string]string{filepath.Join("data", "goproxy"): "/scratch/shipped/abc"}
-	j := &job{in: NodeInput{Dataset: specs.Dataset{File: filepath.Join("data", "instances.jsonl")}},
+	j := &job{in: api.NodeInput{Dataset: specs.Dataset{File: filepath.Join("data", "instances.jsonl")}},
 		env: Env{Shipped: func(_ context.Context, p string) (string, error) {
 			if local, ok := shipped[p]; ok {
 				return local, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/repo"
 	"ctxlab/grading"
 	"ctxlab/grading/executor"
@@ -22,48 +23,45 @@ import (
 
 func init() { registerStep(specs.Grade, gradeStep) }
 
-// GradeParams are declared in specs beside the catalog, which checks every step's params against them.
-type GradeParams = specs.GradeParams
-
 // gradeStep grades the node's patch with grading.Grade: a fresh worktree at base_commit (materialized from the
 // checkout's snapshot) with the model patch and the test patch applied, FAIL_TO_PASS and PASS_TO_PASS run by the
 // spec's executor, resolved decided from the per-test results, never from the exit code. Its output is the test
 // log; its row fields say how the patch applied and how every run went.
-func gradeStep(ctx context.Context, j *job, p GradeParams) (NodeOutput, error) {
+func gradeStep(ctx context.Context, j *job, p specs.GradeParams) (api.NodeOutput, error) {
 	exec, err := j.newExecutor(p.Grading.Executor)
 	if err != nil {
-		return NodeOutput{}, permanent(ErrUnsupported, err)
+		return api.NodeOutput{}, permanent(api.ErrUnsupported, err)
 	}
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	pin, err := j.input("patch")
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	patch, err := j.store.Get(ctx, pin.Ref)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	cleanStaleOnce(j.env.Log)
 	if p.Grading.GoProxy, err = j.goProxy(ctx, p.Grading.GoProxy); err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	if p.Grading.PythonWheels, err = j.pythonWheels(ctx, p.Grading.PythonWheels); err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	req := grading.Request{Instance: inst, Patch: string(patch), PatchRef: pin.Ref,
 		Grading: p.Grading, Materialize: func(ctx context.Context, dir string) error {
 			return repo.Materialize(ctx, j.store, m, dir)
 		}, Heartbeat: j.env.Heartbeat}
 	// Byte-identical patches of the instance under the same settings are graded once (gradememo.go).
-	out, err := j.gradeOnce(ctx, p, req, func() (NodeOutput, error) {
+	out, err := j.gradeOnce(ctx, p, req, func() (api.NodeOutput, error) {
 		graded, err := grading.Grade(ctx, exec, j.store, req)
-		return NodeOutput{Ref: graded.Log, Row: graded.Row}, err
+		return api.NodeOutput{Ref: graded.Log, Row: graded.Row}, err
 	})
 	if errors.Is(err, executor.ErrTestPatch) {
-		return out, permanent(ErrBadInput, err)
+		return out, permanent(api.ErrBadInput, err)
 	}
 	// Named once: some executor errors name the instance already, others do not.
 	if err != nil && !strings.HasPrefix(err.Error(), "instance "+inst.InstanceID+":") {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"time"
 
+	"ctxlab/activities/api"
 	"ctxlab/dataset/swebench"
 	"ctxlab/grading"
 	"ctxlab/grading/executor"
@@ -36,7 +37,7 @@ type gradeMemoKey struct {
 	Instance swebench.Instance `json:"instance"`
 	Checkout cas.Ref           `json:"checkout"`
 	PatchSHA string            `json:"patch_sha256"`
-	Params   GradeParams       `json:"params"`
+	Params   specs.GradeParams `json:"params"`
 }
 
 // digest is the key's hex SHA-256 (struct fields marshal in declaration order: a stable encoding).
@@ -51,8 +52,8 @@ func (k gradeMemoKey) digest() (string, error) {
 
 // gradeMemoEntry is a stored grade.
 type gradeMemoEntry struct {
-	Output  NodeOutput `json:"output"`
-	Created time.Time  `json:"created"`
+	Output  api.NodeOutput `json:"output"`
+	Created time.Time      `json:"created"`
 }
 
 // gradeMemo keeps the run's grades by key: grades/xx/KEY.json of the run's objects (the run folder on one machine,
@@ -65,10 +66,10 @@ func gradeMemoOf(objs objects.Store) gradeMemo {
 		Durable: true}}
 }
 
-func (m gradeMemo) get(ctx context.Context, key string) (NodeOutput, bool) {
+func (m gradeMemo) get(ctx context.Context, key string) (api.NodeOutput, bool) {
 	var e gradeMemoEntry
 	if !m.Get(ctx, key, &e) || e.Created.IsZero() {
-		return NodeOutput{}, false
+		return api.NodeOutput{}, false
 	}
 	return e.Output, true
 }
@@ -81,20 +82,20 @@ func (m gradeMemo) get(ctx context.Context, key string) (NodeOutput, bool) {
 // A reused grade carries this request's patch_ref; every other row field is the stored grade's. Whether it was
 // reused depends on which method got there first, so it is not on the row: the attempt log's "reused" field and
 // the worker log say it.
-func (j *job) gradeOnce(ctx context.Context, p GradeParams, r grading.Request,
-	grade func() (NodeOutput, error)) (NodeOutput, error) {
+func (j *job) gradeOnce(ctx context.Context, p specs.GradeParams, r grading.Request,
+	grade func() (api.NodeOutput, error)) (api.NodeOutput, error) {
 	co, err := j.input("checkout")
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	sum := sha256.Sum256([]byte(r.Patch))
 	key, err := gradeMemoKey{Version: specs.Grade.CodeVersion, Instance: r.Instance, Checkout: co.Ref,
 		PatchSHA: hex.EncodeToString(sum[:]), Params: p}.digest()
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	memo := gradeMemoOf(j.env.objects())
-	reuse := func(out NodeOutput) NodeOutput {
+	reuse := func(out api.NodeOutput) api.NodeOutput {
 		*j.reused = key
 		j.env.Log.Debug().Str("instance", r.Instance.InstanceID).Str("node", j.in.Node).Str("grade_key", key).
 			Msg("patch already graded; reusing its grade")
@@ -112,7 +113,7 @@ func (j *job) gradeOnce(ctx context.Context, p GradeParams, r grading.Request,
 	}
 	unlock, err := memo.Lock(ctx, key)
 	if err != nil {
-		return NodeOutput{}, fmt.Errorf("instance %s: waiting for the grade of an equal patch: %w", r.Instance.InstanceID, err)
+		return api.NodeOutput{}, fmt.Errorf("instance %s: waiting for the grade of an equal patch: %w", r.Instance.InstanceID, err)
 	}
 	defer unlock()
 	if out, ok := memo.get(ctx, key); ok {

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/inventory"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
@@ -12,28 +13,25 @@ func init() {
 	registerStep(specs.Inventory, inventoryStep)
 }
 
-// InventoryParams are declared in specs beside the catalog, which checks every step's params against them.
-type InventoryParams = specs.InventoryParams
-
 // inventoryStep is CQ2-CARE's step 1 (no model): the repository's paths ranked by the words they share with the
 // issue, the best kept within tau tokens, listed alphabetically. Its output is an inventory.Inventory.
-func inventoryStep(ctx context.Context, j *job, p InventoryParams) (NodeOutput, error) {
+func inventoryStep(ctx context.Context, j *job, p specs.InventoryParams) (api.NodeOutput, error) {
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	inv, err := inventory.Select(m.Paths(), inst.ProblemStatement, p.Tokenizer, p.Ratio, p.Cap)
 	if err != nil {
-		return NodeOutput{}, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
+		return api.NodeOutput{}, permanentf(api.ErrBadInput, "%s: %v", j.in.Step, err)
 	}
 	ref, err := cas.PutJSON(ctx, j.store, inv)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	row := map[string]any{}
 	specs.InventoryPaths.Set(row, len(inv.Paths))
 	specs.InventoryTokens.Set(row, inv.Tokens)
-	return NodeOutput{Ref: ref, Row: row}, nil
+	return api.NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // loadInventory reads the inventory a named input points at.

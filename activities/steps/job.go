@@ -30,19 +30,11 @@ import (
 	"ctxlab/store/objects"
 )
 
-// The types a step exchanges with the workflows live in package api.
-type (
-	// NodeInput is what every DAG node receives.
-	NodeInput = api.NodeInput
-	// NodeOutput is what every DAG node returns.
-	NodeOutput = api.NodeOutput
-)
-
 // Env is what a step may use. The activity that runs the step makes it for each attempt; a step reaches the run
 // and the world through it alone.
 type Env struct {
 	// Node is the node's input: its instance, params, inputs, dataset and labels.
-	Node NodeInput
+	Node api.NodeInput
 	// Store is the run's content store; Objects its keyed objects (grade memos, rankings, the response cache,
 	// embeddings), shared by every worker of the run; RunDir the run's folder on this machine (repository clones,
 	// limits, the calls ledger).
@@ -117,7 +109,7 @@ type Attempt struct {
 type job struct {
 	env Env
 	// in and store are env.Node and env.Store, by the names the steps use.
-	in    NodeInput
+	in    api.NodeInput
 	store cas.Store
 	inst  *swebench.Instance
 	// usage and reused are the Attempt's.
@@ -130,10 +122,10 @@ type job struct {
 }
 
 // step is a kind's step: what its activity does, with the node's params decoded by the kind.
-type step[P any] func(ctx context.Context, j *job, p P) (NodeOutput, error)
+type step[P any] func(ctx context.Context, j *job, p P) (api.NodeOutput, error)
 
 // stepsByKind maps each declared kind's name to its step (registerStep).
-var stepsByKind = map[string]func(context.Context, *job) (NodeOutput, error){}
+var stepsByKind = map[string]func(context.Context, *job) (api.NodeOutput, error){}
 
 // registerStep makes a step the step of its kind (a specs declaration): Run decodes the node's params by the kind,
 // from its defaults, strictly, and runs it. Each step's file calls it in its init.
@@ -144,10 +136,10 @@ func registerStep[P any](k specs.Kind[P], run step[P]) {
 	if _, dup := stepsByKind[k.Name]; dup {
 		panic("steps: " + k.Name + " registered twice")
 	}
-	stepsByKind[k.Name] = func(ctx context.Context, j *job) (NodeOutput, error) {
+	stepsByKind[k.Name] = func(ctx context.Context, j *job) (api.NodeOutput, error) {
 		p, err := k.Decode(j.in.Params)
 		if err != nil {
-			return NodeOutput{}, permanentf(ErrBadInput, "%s: parameters: %v", j.in.Step, err)
+			return api.NodeOutput{}, permanentf(api.ErrBadInput, "%s: parameters: %v", j.in.Step, err)
 		}
 		return run(ctx, j, p)
 	}
@@ -157,10 +149,10 @@ func registerStep[P any](k specs.Kind[P], run step[P]) {
 func Kinds() []string { return slices.Sorted(maps.Keys(stepsByKind)) }
 
 // Run runs one attempt of a kind's step on env's node, recording its model usage and reuse in att.
-func Run(ctx context.Context, kind string, env Env, att *Attempt) (NodeOutput, error) {
+func Run(ctx context.Context, kind string, env Env, att *Attempt) (api.NodeOutput, error) {
 	run, ok := stepsByKind[kind]
 	if !ok {
-		return NodeOutput{}, permanentf(ErrUnsupported, "%s: kind %q has no step", env.Node.Step, kind)
+		return api.NodeOutput{}, permanentf(api.ErrUnsupported, "%s: kind %q has no step", env.Node.Step, kind)
 	}
 	return attempt(ctx, env, att, run)
 }
@@ -168,7 +160,7 @@ func Run(ctx context.Context, kind string, env Env, att *Attempt) (NodeOutput, e
 // attempt runs body as one attempt on env's node. A read error a reader swallowed fails it once body returns
 // (retryable: the output would lack a file the store failed to read).
 func attempt(ctx context.Context, env Env, att *Attempt,
-	body func(context.Context, *job) (NodeOutput, error)) (NodeOutput, error) {
+	body func(context.Context, *job) (api.NodeOutput, error)) (api.NodeOutput, error) {
 	j := &job{env: env, in: env.Node, store: env.Store, usage: &att.Usage, reused: &att.Reused,
 		calls: &att.Calls}
 	out, err := body(ctx, j)
@@ -219,10 +211,10 @@ func (j *job) instanceAndSnapshot(ctx context.Context) (swebench.Instance, repo.
 }
 
 // input returns a named input's output.
-func (j *job) input(name string) (NodeOutput, error) {
+func (j *job) input(name string) (api.NodeOutput, error) {
 	out, ok := j.in.Inputs[name]
 	if !ok {
-		return out, permanentf(ErrBadInput, "%s: missing input %q", j.in.Step, name)
+		return out, permanentf(api.ErrBadInput, "%s: missing input %q", j.in.Step, name)
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"sort"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/inventory"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
@@ -22,9 +23,6 @@ func init() {
 	registerStep(specs.Trim, trimStep)
 }
 
-// LocalizeParams are declared in specs beside the catalog, which checks every step's params against them.
-type LocalizeParams = specs.LocalizeParams
-
 // Ranking is one localization sample: the model's answer and the repository paths parsed from it, in rank order.
 type Ranking struct {
 	Sample int    `json:"sample"`
@@ -39,28 +37,28 @@ type Ranking struct {
 // sample again. Paths the repository does not hold are dropped; an answer with none counts as empty.
 //
 // Prompt fields: .Issue, .Inventory (one path per line), .MaxFiles.
-func localizeStep(ctx context.Context, j *job, p LocalizeParams) (NodeOutput, error) {
+func localizeStep(ctx context.Context, j *job, p specs.LocalizeParams) (api.NodeOutput, error) {
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	inv, err := j.loadInventory(ctx, "inventory")
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct {
 		Issue, Inventory string
 		MaxFiles         int
 	}{inst.ProblemStatement, inv.Text(), p.MaxFiles})
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	req := llm.Request{Task: specs.Localize.Task, Messages: msgs, Sample: p.Sample,
 		Offline: &offline.LocalizeInput{Issue: inst.ProblemStatement, Paths: inv.Paths,
 			Read: j.reader(ctx, m), TopK: p.MaxFiles}}
 	resp, row, err := j.callModel(ctx, p.ModelParams, req)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	rk := Ranking{Sample: p.Sample, Answer: resp.Text}
 	rk.Paths = llm.ParseRankedPaths(resp.Text, func(path string) bool { _, ok := m.Lookup(path); return ok })
@@ -71,9 +69,9 @@ func localizeStep(ctx context.Context, j *job, p LocalizeParams) (NodeOutput, er
 	}
 	ref, err := cas.PutJSON(ctx, j.store, rk)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
-	return NodeOutput{Ref: ref, Row: row}, nil
+	return api.NodeOutput{Ref: ref, Row: row}, nil
 }
 
 func appendNew(list []string, s string) []string {
@@ -96,11 +94,11 @@ type Selection struct {
 // tests and docs excluded, ordered by the sum of their reciprocal ranks in L1 and L2. When that is empty, F is L0
 // (without tests and docs, unless that leaves nothing) and the row's fallback field says so. The row also gets F's
 // size and its precision, recall and F1 against the files the gold patch edits.
-func intersectStep(ctx context.Context, j *job, _ specs.IntersectParams) (NodeOutput, error) {
+func intersectStep(ctx context.Context, j *job, _ specs.IntersectParams) (api.NodeOutput, error) {
 	var l [3]Ranking
 	for i := range l {
 		if err := j.loadJSON(ctx, fmt.Sprintf("l%d", i), &l[i]); err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 	}
 	sel := Selection{Files: IntersectRanked(l[1].Paths, l[2].Paths)}
@@ -110,21 +108,18 @@ func intersectStep(ctx context.Context, j *job, _ specs.IntersectParams) (NodeOu
 	return j.putSelection(ctx, sel, nil)
 }
 
-// TrimParams are declared in specs beside the catalog, which checks every step's params against them.
-type TrimParams = specs.TrimParams
-
 // trimStep is the single-sample ablation: one localization sample (input sample), tests and docs excluded, cut to the
 // number of files of another selection (input like, typically the intersection), or to params.count.
-func trimStep(ctx context.Context, j *job, p TrimParams) (NodeOutput, error) {
+func trimStep(ctx context.Context, j *job, p specs.TrimParams) (api.NodeOutput, error) {
 	var rk Ranking
 	if err := j.loadJSON(ctx, "sample", &rk); err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	n := p.Count
 	if n <= 0 {
 		var like Selection
 		if err := j.loadJSON(ctx, "like", &like); err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		n = max(1, len(like.Files))
 	}
@@ -214,21 +209,21 @@ func ScoreFiles(selected, gold []string) LocScores {
 }
 
 // putSelection stores a selection with its row fields; untrimmed, when given, is scored as loc_f1_untrimmed.
-func (j *job) putSelection(ctx context.Context, sel Selection, untrimmed []string) (NodeOutput, error) {
+func (j *job) putSelection(ctx context.Context, sel Selection, untrimmed []string) (api.NodeOutput, error) {
 	inst, err := j.instance(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	gold, err := diff.ChangedFiles(inst.Patch)
 	if err != nil {
-		return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
+		return api.NodeOutput{}, permanentf(api.ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
 	}
 	if sel.Files == nil {
 		sel.Files = []string{}
 	}
 	ref, err := cas.PutJSON(ctx, j.store, sel)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	s := ScoreFiles(sel.Files, gold)
 	row := map[string]any{}
@@ -240,7 +235,7 @@ func (j *job) putSelection(ctx context.Context, sel Selection, untrimmed []strin
 	if untrimmed != nil {
 		specs.LocF1Untrimmed.Set(row, ScoreFiles(untrimmed, gold).F1)
 	}
-	return NodeOutput{Ref: ref, Row: row}, nil
+	return api.NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // loadJSON decodes what a named input points at.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/repo"
@@ -17,35 +18,32 @@ import (
 
 func init() { registerStep(specs.Measure, measureStep) }
 
-// MeasureParams are declared in specs beside the catalog, which checks every step's params against them.
-type MeasureParams = specs.MeasureParams
-
 // measureStep computes the offline metrics of a context (rho, epsilon, share of lines in gold files, the line-level
 // truth, tokens) and whether the patch, if any, applies strictly at base_commit.
-func measureStep(ctx context.Context, j *job, p MeasureParams) (NodeOutput, error) {
+func measureStep(ctx context.Context, j *job, p specs.MeasureParams) (api.NodeOutput, error) {
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	c, err := j.loadContext(ctx, "context")
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	gold, err := diff.ChangedFiles(inst.Patch)
 	if err != nil {
-		return NodeOutput{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
+		return api.NodeOutput{}, permanentf(api.ErrBadInput, "instance %s: gold patch: %v", inst.InstanceID, err)
 	}
 	met, err := j.measureContext(ctx, m, c, gold)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	truth, err := j.measureTruth(ctx, m, c, inst.Patch)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	tokens, err := countTokens(p.Tokenizer, c.Render())
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	row := map[string]any{}
 	specs.Tokenizer.Set(row, p.Tokenizer)
@@ -59,7 +57,7 @@ func measureStep(ctx context.Context, j *job, p MeasureParams) (NodeOutput, erro
 	if pin, ok := j.in.Inputs["patch"]; ok {
 		text, err := j.store.Get(ctx, pin.Ref)
 		if err != nil {
-			return NodeOutput{}, err
+			return api.NodeOutput{}, err
 		}
 		applied, empty, why := applies(ctx, j, m, string(text))
 		specs.PatchApplied.Set(row, applied)
@@ -68,7 +66,7 @@ func measureStep(ctx context.Context, j *job, p MeasureParams) (NodeOutput, erro
 			specs.PatchApplyError.Set(row, why)
 		}
 	}
-	return NodeOutput{Row: row}, nil
+	return api.NodeOutput{Row: row}, nil
 }
 
 // applies tries the patch strictly, in memory, on the snapshot.
@@ -106,7 +104,7 @@ func countTokens(tokenizer, text string) (int, error) {
 		if errors.As(err, &le) && le.Kind.Retryable() {
 			return 0, &Error{Type: string(le.Kind), Message: llm.ScrubSecrets(err.Error()), Retryable: true}
 		}
-		return 0, permanent(ErrBadInput, err)
+		return 0, permanent(api.ErrBadInput, err)
 	}
 	return n, nil
 }
@@ -137,7 +135,7 @@ func (j *job) measureTruth(ctx context.Context, m repo.Manifest, c contexts.Cont
 	read := j.reader(ctx, m)
 	gold, err := contexts.GoldOf(patch, read)
 	if err != nil {
-		return contexts.Truth{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", j.in.Instance.ID, err)
+		return contexts.Truth{}, permanentf(api.ErrBadInput, "instance %s: gold patch: %v", j.in.Instance.ID, err)
 	}
 	t := contexts.MeasureTruth(c, gold, read)
 	return t, j.readFailure()

@@ -36,13 +36,10 @@ func standIn(m specs.Model) bool {
 	return p.StandIn
 }
 
-// Prompt is declared in specs with the params that hold it (specs/kind_core.go).
-type Prompt = specs.Prompt
-
 // renderPrompt fills the prompt's templates with data.
-func renderPrompt(p Prompt, step string, data any) ([]llm.Message, error) {
+func renderPrompt(p specs.Prompt, step string, data any) ([]llm.Message, error) {
 	if p.User == "" {
-		return nil, permanentf(ErrBadInput, "%s: params.prompt.user is empty (ctxlab.libsonnet's steps set it)", step)
+		return nil, permanentf(api.ErrBadInput, "%s: params.prompt.user is empty (ctxlab.libsonnet's steps set it)", step)
 	}
 	var msgs []llm.Message
 	for _, part := range []struct{ role, text string }{{"system", p.System}, {"user", p.User}} {
@@ -51,11 +48,11 @@ func renderPrompt(p Prompt, step string, data any) ([]llm.Message, error) {
 		}
 		t, err := template.New(part.role).Option("missingkey=error").Parse(part.text)
 		if err != nil {
-			return nil, permanentf(ErrBadInput, "%s: %s prompt: %v", step, part.role, err)
+			return nil, permanentf(api.ErrBadInput, "%s: %s prompt: %v", step, part.role, err)
 		}
 		var b bytes.Buffer
 		if err := t.Execute(&b, data); err != nil {
-			return nil, permanentf(ErrBadInput, "%s: %s prompt: %v", step, part.role, err)
+			return nil, permanentf(api.ErrBadInput, "%s: %s prompt: %v", step, part.role, err)
 		}
 		msgs = append(msgs, llm.Message{Role: part.role, Content: b.String()})
 	}
@@ -73,7 +70,7 @@ func renderPrompt(p Prompt, step string, data any) ([]llm.Message, error) {
 // its original usage, so rows do not depend on whether a call was cached. A miss checks the run's spend cap, waits
 // for the provider's limits, calls, and stores the answer before returning it. Every call is appended to the run's
 // calls.jsonl, the ledger spend is counted from.
-func (j *job) callModel(ctx context.Context, mp modelParams, req llm.Request) (llm.Response, map[string]any, error) {
+func (j *job) callModel(ctx context.Context, mp specs.ModelParams, req llm.Request) (llm.Response, map[string]any, error) {
 	m := sampleModel(mp.Model, req.Sample, mp.Temperature)
 	provider := func() (llm.Provider, error) {
 		p, err := j.newProvider(m, modelTokenizer(mp))
@@ -224,7 +221,7 @@ func (j *job) callFree(ctx context.Context, m specs.Model, provider func() (llm.
 // admitCall lets a paid call go under the run's budget: its spend cap and its provider's limits. The call's worst
 // case is set aside against the cap before it is sent and held until settle, which the caller calls with what the
 // call cost, so calls in flight at once on every worker cannot together pass the cap.
-func (j *job) admitCall(ctx context.Context, m specs.Model, mp modelParams, req llm.Request) (
+func (j *job) admitCall(ctx context.Context, m specs.Model, mp specs.ModelParams, req llm.Request) (
 	settle func(costUSD float64, sent bool), err error) {
 	if j.env.Models.Budget == nil {
 		return nil, fmt.Errorf("%s: no budget to let a paid call go (a step's model calls run in a worker)", j.in.Step)
@@ -234,7 +231,7 @@ func (j *job) admitCall(ctx context.Context, m specs.Model, mp modelParams, req 
 	})
 	var ce *limiter.CapError
 	if errors.As(err, &ce) {
-		return nil, permanentf(ErrSpendLimit,
+		return nil, permanentf(api.ErrSpendLimit,
 			"%s: spend cap reached: $%.4f spent of limits.spend_usd $%.4f, and this call may cost up to $%.4f; "+
 				"raise it and run again to continue", j.in.Step, ce.Spent, ce.Cap, ce.Need)
 	}
@@ -335,13 +332,6 @@ func sampleModel(m specs.Model, sample int, temperature *float64) specs.Model {
 	return m
 }
 
-// ErrProviderWait is the type of the error a model call fails with when the endpoint asked to wait longer than an
-// activity should sleep; its Error's Wait is a ProviderWait (see package api).
-const ErrProviderWait = api.ErrProviderWait
-
-// ProviderWait is the detail of an ErrProviderWait error.
-type ProviderWait = api.ProviderWait
-
 // modelError maps a provider failure to a step error whose type is the failure's kind: retryable kinds are retried,
 // a long Retry-After becomes ErrProviderWait, the others are non-retryable.
 func modelError(step string, m specs.Model, err error) error {
@@ -352,15 +342,12 @@ func modelError(step string, m specs.Model, err error) error {
 	msg := llm.ScrubSecrets(fmt.Sprintf("%s: model %s: %v", step, m.Name, err))
 	var le *llm.Error
 	if errors.As(err, &le) && le.RetryAfter > 0 && kind.Waited() {
-		return &Error{Type: ErrProviderWait, Message: msg, Wait: &ProviderWait{Kind: string(kind), Wait: le.RetryAfter}}
+		return &Error{Type: api.ErrProviderWait, Message: msg, Wait: &api.ProviderWait{Kind: string(kind), Wait: le.RetryAfter}}
 	}
 	return &Error{Type: string(kind), Message: msg, Retryable: kind.Retryable()}
 }
 
-// modelParams are declared in specs beside the catalog, which checks every step's params against them.
-type modelParams = specs.ModelParams
-
-func modelTokenizer(p modelParams) string {
+func modelTokenizer(p specs.ModelParams) string {
 	if p.Tokenizer == "" {
 		return "o200k_base"
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
@@ -29,9 +31,9 @@ import (
 // error records.
 func TestModelFailuresMapToStepErrors(t *testing.T) {
 	m := specs.Model{Name: "gpt", Provider: "openai", ID: "gpt"}
-	for kind, retryable := range map[llm.Kind]bool{llm.KindRateLimit: true, llm.KindServer: true,
-		llm.KindTimeout: true, llm.KindBadResponse: true, llm.KindContextLength: false, llm.KindAuth: false,
-		llm.KindQuota: false, llm.KindBadRequest: false} {
+	for kind, retryable := range map[errkind.Kind]bool{errkind.RateLimit: true, errkind.Server: true,
+		errkind.Timeout: true, errkind.BadResponse: true, errkind.ContextLength: false, errkind.Auth: false,
+		errkind.Quota: false, errkind.BadRequest: false} {
 		err := modelError("m.patch", m, &llm.Error{Kind: kind, Status: 400, Msg: "nope"})
 		var se *Error
 		if !errors.As(err, &se) || se.Type != string(kind) || se.Retryable != retryable || se.Wait != nil {
@@ -47,7 +49,7 @@ func TestModelFailuresMapToStepErrors(t *testing.T) {
 // resolve to the same prompt, resumed together after a restart) pay for one call; the second waits for the answer.
 func TestSameRequestAtOnceIsPaidOnce(t *testing.T) {
 	const key = "sk-cache-test-0123456789"
-	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithDelay(llm.TaskPatch, 300*time.Millisecond))
+	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithDelay(specs.Patch.Task, 300*time.Millisecond))
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
@@ -57,14 +59,14 @@ func TestSameRequestAtOnceIsPaidOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mp := modelParams{Model: specs.Model{Name: "gpt", Provider: "openai", ID: "gpt-4o-mini"}}
-	req := llm.Request{Task: llm.TaskPatch, Messages: []llm.Message{{Role: "user", Content: "fix the bug"}}}
+	mp := specs.ModelParams{Model: specs.Model{Name: "gpt", Provider: "openai", ID: "gpt-4o-mini"}}
+	req := llm.Request{Task: specs.Patch.Task, Messages: []llm.Message{{Role: "user", Content: "fix the bug"}}}
 	var wg sync.WaitGroup
 	atts := make([]Attempt, 4)
 	jobs := make([]*job, len(atts))
 	for i := range jobs {
 		jobs[i] = &job{env: Env{RunDir: runDir, Log: zerolog.Nop(), Models: Models{Budget: localBudget(limiter.Limits{})}}, store: store, usage: &atts[i].Usage,
-			in: NodeInput{Run: "t", Node: fmt.Sprintf("patch-%d", i), Step: "m.patch"}}
+			in: api.NodeInput{Run: "t", Node: fmt.Sprintf("patch-%d", i), Step: "m.patch"}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/specs"
@@ -11,33 +12,30 @@ import (
 
 func init() { registerStep(specs.Patch, patchStep) }
 
-// PatchParams are declared in specs beside the catalog, which checks every step's params against them.
-type PatchParams = specs.PatchParams
-
 // patchStep asks the step's model for a patch from the context (single turn). Its output is the patch as a unified diff,
 // possibly empty: an answer that holds no usable edit is an empty patch, and the row's patch_parse_error says why.
 //
 // Prompt fields: .Issue, .Context (the context's files and snippets under [path] headers), .Format (the prompt's
 // instructions for the edit format, from prompt.formats).
-func patchStep(ctx context.Context, j *job, p PatchParams) (NodeOutput, error) {
+func patchStep(ctx context.Context, j *job, p specs.PatchParams) (api.NodeOutput, error) {
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	c, err := j.loadContext(ctx, "context")
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	msgs, err := renderPrompt(p.Prompt, j.in.Step, struct{ Issue, Context, Format string }{
 		inst.ProblemStatement, c.Render(), p.Prompt.Formats[string(p.Format)]})
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	req := llm.Request{Task: specs.Patch.Task, Messages: msgs, Sample: p.Sample,
 		Offline: &offline.PatchInput{Gold: inst.Patch, Context: c, Format: string(p.Format)}}
 	resp, row, err := j.callModel(ctx, p.ModelParams, req)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	patch := recordPatch(row, resp.Text, p.Format, j.reader(ctx, m))
 	if standIn(p.Model) {
@@ -48,9 +46,9 @@ func patchStep(ctx context.Context, j *job, p PatchParams) (NodeOutput, error) {
 	}
 	ref, err := j.store.Put(ctx, []byte(patch))
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
-	return NodeOutput{Ref: ref, Row: row}, nil
+	return api.NodeOutput{Ref: ref, Row: row}, nil
 }
 
 // recordPatch turns a model's answer into the step's patch and records on the row how it was read:

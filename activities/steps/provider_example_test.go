@@ -19,8 +19,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api"
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
+	"ctxlab/internal/offlinetask"
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -85,7 +88,7 @@ func (c ollamaClient) Prepare(_ context.Context, req llm.Request) (llm.Attempt, 
 	body, err := json.Marshal(map[string]any{"model": c.model.ID, "messages": req.Messages, "stream": false,
 		"options": options})
 	if err != nil {
-		return llm.Attempt{}, &llm.Error{Kind: llm.KindBadRequest, Msg: err.Error()}
+		return llm.Attempt{}, &llm.Error{Kind: errkind.BadRequest, Msg: err.Error()}
 	}
 	return llm.Attempt{Send: func(ctx context.Context) (llm.Response, *llm.Error, time.Duration) {
 		return c.ep.Exchange(ctx, c.cfg.CallTimeout, c.model.Price, c.send(req.Task, body))
@@ -101,7 +104,7 @@ func (c ollamaClient) send(task string, body []byte) func(context.Context, **htt
 			return llm.Reply{}, err
 		}
 		hr.Header.Set("Content-Type", "application/json")
-		hr.Header.Set(llm.TaskHeader, task)
+		hr.Header.Set(offlinetask.TaskHeader, task)
 		res, err := c.cfg.HTTPClient.Do(hr)
 		if err != nil {
 			return llm.Reply{}, err
@@ -259,10 +262,10 @@ func TestProviderExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := &job{env: Env{RunDir: runDir, Log: zerolog.Nop(), Models: Models{Budget: localBudget(limiter.Limits{})}}, store: store, usage: &runlog.Usage{},
-		in: NodeInput{Run: "t", Node: "patch", Step: "m.patch"}}
-	mp := modelParams{Model: specs.Model{Name: "llama3", Provider: Ollama.Name, ID: "llama3:8b", MaxTokens: 256,
+		in: api.NodeInput{Run: "t", Node: "patch", Step: "m.patch"}}
+	mp := specs.ModelParams{Model: specs.Model{Name: "llama3", Provider: Ollama.Name, ID: "llama3:8b", MaxTokens: 256,
 		Price: specs.Price{Input: 1, Output: 2}}}
-	req := llm.Request{Task: llm.TaskPatch, Messages: []llm.Message{{Role: "user", Content: "fix the parser"}}}
+	req := llm.Request{Task: specs.Patch.Task, Messages: []llm.Message{{Role: "user", Content: "fix the parser"}}}
 	resp, row, err := j.callModel(context.Background(), mp, req)
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +289,7 @@ func TestProviderExample(t *testing.T) {
 	mp.Model.ID = "mistral"
 	_, _, err = j.callModel(context.Background(), mp, req)
 	var se *Error
-	if !errors.As(err, &se) || se.Type != string(llm.KindModelNotFound) || se.Retryable {
+	if !errors.As(err, &se) || se.Type != string(errkind.ModelNotFound) || se.Retryable {
 		t.Fatalf("a model the server lacks: %v", err)
 	}
 	impl, _ := llm.Implemented(Ollama.Name)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/respcache"
@@ -29,7 +30,7 @@ func replayJob(t *testing.T, runDir string) *job {
 		t.Fatal(err)
 	}
 	return &job{env: Env{RunDir: runDir, Log: zerolog.Nop(), Models: Models{Budget: localBudget(limiter.Limits{})}}, store: store, usage: &runlog.Usage{},
-		in: NodeInput{Run: "t", Node: "patch", Step: "m.patch"}}
+		in: api.NodeInput{Run: "t", Node: "patch", Step: "m.patch"}}
 }
 
 // recordedCache is the response cache of the run in runDir.
@@ -47,10 +48,10 @@ func TestReplayServesTheRecordedAnswers(t *testing.T) {
 	t.Setenv(specs.OpenAI.Env.BaseURL, hs.URL+"/v1")
 	t.Setenv(specs.OpenAI.Env.Key, "")
 	temp, seed := 0.7, int64(3)
-	mp := modelParams{Model: specs.Model{Name: "gpt", Provider: specs.OpenAI.Name, ID: "gpt-4o-mini",
+	mp := specs.ModelParams{Model: specs.Model{Name: "gpt", Provider: specs.OpenAI.Name, ID: "gpt-4o-mini",
 		Temperature: &temp, Seed: &seed, Price: specs.Price{Input: 2, Output: 10}}}
 	ask := func(text string, sample int) llm.Request {
-		return llm.Request{Task: llm.TaskPatch, Sample: sample,
+		return llm.Request{Task: specs.Patch.Task, Sample: sample,
 			Messages: []llm.Message{{Role: "system", Content: "You fix bugs."}, {Role: "user", Content: text}}}
 	}
 	asked := []llm.Request{ask("fix the parser", 0), ask("fix the parser", 1), ask("fix the writer", 0)}

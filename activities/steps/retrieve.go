@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/dense"
 	"ctxlab/activities/rankings"
@@ -18,21 +19,18 @@ const DefaultRetrieveTokens = 13800
 
 func init() { registerStep(specs.Retrieve, retrieveStep) }
 
-// RetrieveParams are declared in specs beside the catalog, which checks every step's params against them.
-type RetrieveParams = specs.RetrieveParams
-
 // retrieveStep ranks the repository's chunks against the issue text (BM25 or dense embeddings) and shows them in rank
 // order up to the budget: multiplier x the anchor's context tokens when the step has a budget input, max_tokens
 // otherwise.
-func retrieveStep(ctx context.Context, j *job, p RetrieveParams) (NodeOutput, error) {
+func retrieveStep(ctx context.Context, j *job, p specs.RetrieveParams) (api.NodeOutput, error) {
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	row := map[string]any{}
 	chunked, order, err := j.rankChunks(ctx, inst.ProblemStatement, m, p, row)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	sorted := make([]chunk.Chunk, len(order))
 	for i, k := range order {
@@ -41,7 +39,7 @@ func retrieveStep(ctx context.Context, j *job, p RetrieveParams) (NodeOutput, er
 	r := newRanked(inst.ProblemStatement, sorted, chunked.FileLines, p.Partial == nil || *p.Partial)
 	target, anchor, fitted, err := j.budgetTarget(ctx, p.Tokenizer, p.FitParams)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	if !fitted {
 		target = p.MaxTokens
@@ -51,11 +49,11 @@ func retrieveStep(ctx context.Context, j *job, p RetrieveParams) (NodeOutput, er
 	}
 	c, shown, res, err := r.fit(p.Tokenizer, target, p.FitParams)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	out, err := j.putContext(ctx, c)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	for k, v := range row {
 		out.Row[k] = v
@@ -73,11 +71,11 @@ func retrieveStep(ctx context.Context, j *job, p RetrieveParams) (NodeOutput, er
 // rankChunks cuts the snapshot into the step's unit and orders the chunks against the query: by BM25 through the
 // worker's ranking memo, so that every step of the run asking for the same ranking (whatever its method, model or
 // budget) shares one, or by dense embeddings (whose cache shares the vectors). row takes the dense scorer's fields.
-func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p RetrieveParams,
+func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p specs.RetrieveParams,
 	row map[string]any) (*rankings.Chunked, []int, error) {
 	unit, err := rankings.ChunkUnit(p.Unit)
 	if err != nil {
-		return nil, nil, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
+		return nil, nil, permanentf(api.ErrBadInput, "%s: %v", j.in.Step, err)
 	}
 	co, err := j.input("checkout")
 	if err != nil {
@@ -99,7 +97,7 @@ func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p R
 	case "", specs.ScorerBM25:
 		r, err := rankings.RankerOf(p)
 		if err != nil {
-			return nil, nil, permanentf(ErrBadInput, "%s: %v", j.in.Step, err)
+			return nil, nil, permanentf(api.ErrBadInput, "%s: %v", j.in.Step, err)
 		}
 		order, err = memo.Rank(ctx, objects.Keyed{S: j.env.objects(), Prefix: runfolder.RankingsKey,
 			Locks: runfolder.RankingLocksKey}, rankings.KeyOf(co.Ref, r, query),
@@ -116,7 +114,7 @@ func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p R
 			return nil, nil, err
 		}
 	default: // Decode checked it against specs.Scorer's values
-		return nil, nil, permanentf(ErrBadInput, "%s: undeclared scorer %q", j.in.Step, p.Scorer)
+		return nil, nil, permanentf(api.ErrBadInput, "%s: undeclared scorer %q", j.in.Step, p.Scorer)
 	}
 	return chunked, order, nil
 }
@@ -124,7 +122,7 @@ func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p R
 // denseRank embeds the query and the documents and orders documents by cosine similarity.
 func (j *job) denseRank(ctx context.Context, model, query string, docs []string, row map[string]any) ([]int, error) {
 	if model == "" {
-		return nil, permanentf(ErrBadInput, "%s: dense retrieval needs embedding_model", j.in.Step)
+		return nil, permanentf(api.ErrBadInput, "%s: dense retrieval needs embedding_model", j.in.Step)
 	}
 	cl, err := dense.NewFromEnv(model, embeddingCache{ctx: ctx,
 		dir: objects.Keyed{S: j.env.objects(), Prefix: runfolder.EmbeddingsKey, Durable: true}})

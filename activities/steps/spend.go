@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
@@ -25,10 +24,6 @@ type Budget interface {
 func LimitsOf(e *specs.Experiment) limiter.Limits {
 	return limiter.Limits{SpendUSD: e.Limits.SpendUSD, Providers: e.Limits.Providers}
 }
-
-// ErrSpendLimit is the type of the error a model call fails with when the run has spent its cap. The Issue
-// workflow does not fail the node: it waits and tries again, so the sweep continues once the cap is raised.
-const ErrSpendLimit = api.ErrSpendLimit
 
 // unknownAnswerTokens is the answer a reservation assumes when nothing caps it: no max_tokens in the spec, and a
 // remote endpoint that does not say how large its context is (the endpoint's own output limit applies, which

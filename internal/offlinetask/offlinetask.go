@@ -1,7 +1,7 @@
 // Package offlinetask is the one extension point through which ctxlab's two model stand-ins answer a model task:
 // the offline provider (activities/llm/offline), which reads the structured input an activity attaches to its
 // request, and the fake OpenAI endpoint (testkit/fakeopenai), which sees only the prompt over HTTP. A task is keyed
-// by the name an activity puts in llm.Request.Task (sent to endpoints as the X-Ctxlab-Task header). Registering a
+// by the name an activity puts in llm.Request.Task (sent to endpoints in TaskHeader). Registering a
 // task here is all either stand-in needs to answer it.
 //
 // The package sits in the bottom layer (it imports nothing of ctxlab) because the fake endpoint may import nothing
@@ -15,6 +15,11 @@ import (
 	"strings"
 	"sync"
 )
+
+// TaskHeader is the HTTP header in which the openai and anthropic providers send every call's task
+// (llm.Request.Task). Endpoints ignore it; the test servers (testkit/fakeopenai, testkit/fakeanthropic) answer and
+// count calls by it.
+const TaskHeader = "X-Ctxlab-Task"
 
 // Call is one request as an input answerer sees it.
 type Call struct {

@@ -21,7 +21,7 @@ type BudgetFit struct {
 	N int
 	// MeanError is the mean relative error (context_tokens - budget_tokens) / budget_tokens; MeanAbsError the mean
 	// of its absolute value; WorstError the error of largest absolute value, with its sign (under: negative).
-	MeanError, MeanAbsError, WorstError Value
+	MeanError, MeanAbsError, WorstError results.Value
 	// Outside counts the rows more than the tolerance (±2%) off, by reason (Reasons).
 	Outside int
 	Reasons map[string]int
@@ -116,7 +116,7 @@ func (r *Report) budgetFitTable() Table {
 		if tok == "" {
 			tok = missing
 		}
-		pct := func(v Value) Value {
+		pct := func(v results.Value) results.Value {
 			if v.OK {
 				v.V *= 100
 			}

@@ -14,7 +14,7 @@ type Disagreement struct {
 	// ResolvedBy is the method that resolved the issue (A or B of its Pair).
 	ResolvedBy string
 	// A and B are each side's values of PairColumns, in their order.
-	A, B []Value
+	A, B []results.Value
 }
 
 // PairColumns are the fields each side of a disagreement shows (specs.PairsTable).

@@ -66,10 +66,7 @@ func init() {
 	}
 }
 
-// Value is a statistic that may be missing: OK is false when no row carried the field (shown as "–", never 0).
-type Value = results.Value
-
-func some(v float64) Value { return Value{V: v, OK: true} }
+func some(v float64) results.Value { return results.Value{V: v, OK: true} }
 
 // MethodColumns are the columns the declared row fields add to the per-method table (specs.MethodsTable), after
 // its own: MethodStats.Stats holds their values in this order.
@@ -87,9 +84,9 @@ type MethodStats struct {
 	CI          stats.Interval
 	// Stats are the values of MethodColumns (the share of rows whose patch applied, the context metrics' means,
 	// the cost per issue ...), in their order.
-	Stats []Value
+	Stats []results.Value
 	// Multiplier is the budget multiplier (OK when the rows or the name carry one); Base the method it scales.
-	Multiplier Value
+	Multiplier results.Value
 	Base       string
 	// Clean counts the rows without an error: resolved and not; Errored the rows with one, by the class of their
 	// error_kind (errkind.ClassOf: whose failure it is).
@@ -302,30 +299,30 @@ func graded(r results.Row) (resolved, ok bool) { return r.Bool(specs.Resolved.Na
 
 // Stat returns the method's statistic of field f of the kind stat (its MethodColumns column); missing when the
 // table has no such column.
-func (m MethodStats) Stat(f specs.AnyField, stat specs.Stat) Value {
+func (m MethodStats) Stat(f specs.AnyField, stat specs.Stat) results.Value {
 	for i, c := range MethodColumns {
 		if c.Field.Name == f.Declaration().Name && c.Stat == stat && i < len(m.Stats) {
 			return m.Stats[i]
 		}
 	}
-	return Value{}
+	return results.Value{}
 }
 
 // columnStat is a column's statistic over rows: results.StatOf's, and the median, which results leaves to this
 // package (it does not link results/stats).
-func columnStat(c specs.FieldColumn, rows []results.Row) Value {
+func columnStat(c specs.FieldColumn, rows []results.Row) results.Value {
 	if c.Stat != specs.Median {
 		return results.StatOf(c, rows)
 	}
 	if xs := results.Carried(rows, c.Field); len(xs) > 0 {
 		return some(stats.Median(xs))
 	}
-	return Value{}
+	return results.Value{}
 }
 
-func mean(xs []float64) Value {
+func mean(xs []float64) results.Value {
 	if len(xs) == 0 {
-		return Value{}
+		return results.Value{}
 	}
 	s := 0.0
 	for _, x := range xs {

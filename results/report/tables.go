@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ctxlab/activities/api/errkind"
+	"ctxlab/results"
 )
 
 // cell is one table cell: how Markdown and LaTeX show it, and what CSV stores (full precision; empty when missing).
@@ -32,7 +33,7 @@ func num(v float64, format string) cell {
 	return cell{fmt.Sprintf(format, v), strconv.FormatFloat(v, 'g', 8, 64)}
 }
 func integer(n int) cell { s := strconv.Itoa(n); return cell{s, s} }
-func opt(v Value, format string) cell {
+func opt(v results.Value, format string) cell {
 	if !v.OK {
 		return cell{missing, ""}
 	}

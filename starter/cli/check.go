@@ -29,6 +29,7 @@ import (
 	"ctxlab/grading"
 	"ctxlab/grading/executor"
 	"ctxlab/internal/cluster"
+	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/bucket"
@@ -57,11 +58,11 @@ type checkOptions struct {
 	cluster  cluster.Options
 	store    string
 	noWorker bool
-	specFlags
+	jsonnet.Flags
 }
 
 func (o *checkOptions) define(fs *pflag.FlagSet) {
-	o.specFlags.Register(fs)
+	o.Flags.Register(fs)
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment (the demo's "+
 		"dataset is generated into it, and repositories cloned by an earlier run are read from it)")
 	defineCluster(fs, &o.cluster, "", "default")
@@ -86,7 +87,7 @@ const checkTimeout = 3 * time.Minute
 func checkSpec(o checkOptions, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
-	e, err := compileSpec(o.spec, o.specFlags)
+	e, err := compileSpec(o.spec, o.Flags)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
 	"ctxlab/specs"
@@ -33,12 +34,12 @@ func (r *checkReport) checkTokenizers(ctx context.Context, e *specs.Experiment) 
 		switch {
 		case err == nil:
 			r.checked = append(r.checked, fmt.Sprintf("tokenizer %s counts (%d tokens in a probe)", name, n))
-		case llm.KindOf(err) == llm.KindBadRequest:
+		case llm.KindOf(err) == errkind.BadRequest:
 			// The subject is named as rows name a tokenizer.
 			r.fail(specs.Tokenizer.Name, name, fmt.Sprintf("the server at %s does not tokenize (%s)", endpointHost(scheme),
 				errorMessage(err)), "serve the model with llama.cpp or vLLM (they serve POST /tokenize), or count "+
 				"its budgets in an encoding: tokenizer: 'o200k_base' on the model (or the experiment)")
-		case llm.KindOf(err) == llm.KindBadResponse:
+		case llm.KindOf(err) == errkind.BadResponse:
 			// Its counts would be budgets and spend reservations: one no real tokenizer gives is no count at all.
 			r.fail(specs.Tokenizer.Name, name, fmt.Sprintf("the server at %s counts what no tokenizer counts (%s)",
 				endpointHost(scheme), errorMessage(err)), "fix or replace the server's tokenizer, or count its "+

@@ -12,12 +12,8 @@ import (
 	"ctxlab/specs"
 )
 
-// specFlags are the flags every command that reads a spec takes (the jsonnet tool's variables, top-level arguments
-// and library folders), declared once in package jsonnet and shared with the worker's --spec.
-type specFlags = jsonnet.Flags
-
 // compileSpec evaluates and validates a spec.
-func compileSpec(path string, sf specFlags) (*specs.Experiment, error) {
+func compileSpec(path string, sf jsonnet.Flags) (*specs.Experiment, error) {
 	return jsonnet.Compile(path, sf.Options())
 }
 
@@ -36,11 +32,11 @@ type compileOptions struct {
 	spec string
 	// lib prints the embedded library instead of compiling a spec.
 	lib bool
-	specFlags
+	jsonnet.Flags
 }
 
 func (o *compileOptions) define(fs *pflag.FlagSet) {
-	o.specFlags.Register(fs)
+	o.Flags.Register(fs)
 	fs.BoolVar(&o.lib, "lib", false, "print the embedded "+jsonnet.LibraryName+" (every helper, documented) "+
 		"instead of compiling a spec")
 }
@@ -131,7 +127,7 @@ func compile(o compileOptions, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, jsonnet.Library())
 		return exitOK
 	}
-	e, err := compileSpec(o.spec, o.specFlags)
+	e, err := compileSpec(o.spec, o.Flags)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage

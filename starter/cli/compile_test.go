@@ -15,7 +15,7 @@ import (
 func TestParseSpecFlags(t *testing.T) {
 	args := []string{"s.jsonnet", "-J", "lib1", "--jpath", "lib2", "--ext-str", "a=1", "--ext-str-file", "b=b.txt",
 		"--ext-code", "c=1 + 1", "--tla-str", "d=x", "--tla-code", "e={ k: 1 }"}
-	check := func(cmd string, sf specFlags) {
+	check := func(cmd string, sf jsonnet.Flags) {
 		t.Helper()
 		if !slices.Equal(sf.JPath, []string{"lib1", "lib2"}) || sf.ExtStr["a"] != "1" || sf.ExtStrFile["b"] != "b.txt" ||
 			sf.ExtCode["c"] != "1 + 1" || sf.TLAStr["d"] != "x" || sf.TLACode["e"] != "{ k: 1 }" {
@@ -27,12 +27,12 @@ func TestParseSpecFlags(t *testing.T) {
 	if err != nil || ro.spec != "s.jsonnet" || ro.runs != "out" {
 		t.Fatalf("run: %v %+v", err, ro)
 	}
-	check("run", ro.specFlags)
+	check("run", ro.Flags)
 	co, err := parseCompile(args, &stderr)
 	if err != nil || co.spec != "s.jsonnet" {
 		t.Fatalf("compile: %v %+v", err, co)
 	}
-	check("compile", co.specFlags)
+	check("compile", co.Flags)
 	for _, bad := range []string{"--ext-code", "--ext-str-file", "--tla-code"} {
 		if _, err := parseCompile([]string{bad, "novalue", "s.jsonnet"}, &stderr); err == nil {
 			t.Errorf("%s without = accepted", bad)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/llm"
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -30,7 +29,7 @@ func TestFailedStepRowCountsItsPaidCalls(t *testing.T) {
 	var mu sync.Mutex
 	modes := map[string]fakeopenai.Failure{} // by patch prompt: the first issue's final, the second's retried
 	srv.SetFailWhen(func(r fakeopenai.ChatRequest) fakeopenai.Failure {
-		if r.Task() != llm.TaskPatch {
+		if r.Task() != specs.Patch.Task {
 			return 0
 		}
 		mu.Lock()

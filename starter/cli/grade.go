@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/activities/api/errkind"
 	"ctxlab/dataset/swebench"
 	"ctxlab/grading"
@@ -220,7 +221,7 @@ func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (in
 	if err := grading.WriteHarnessOutput(ctx, store, runDir, run, instances, preds, done); err != nil {
 		return 0, starterFailed(exitFail, fmt.Errorf("writing the SWE-bench harness's logs and run report: %w", err))
 	}
-	summary, err := acts.Summarize(ctx, activities.SummarizeInput{Run: o.name, Title: "ctxlab grade: " + o.name})
+	summary, err := acts.Summarize(ctx, api.SummarizeInput{Run: o.name, Title: "ctxlab grade: " + o.name})
 	if err != nil {
 		return 0, starterFailed(exitFail, err)
 	}
@@ -476,7 +477,7 @@ func (g grader) grade(ctx context.Context, inst swebench.Instance, p predictions
 		plan = &specs.Plan{Arms: []specs.Arm{{Method: method, Model: model}}}
 	}
 	arm := plan.Arms[0]
-	var outputs map[string]activities.NodeOutput
+	var outputs map[string]api.NodeOutput
 	var failedKey string
 	if err == nil {
 		outputs, failedKey, err = g.runArm(ctx, inst, p.ModelPatch, *plan)
@@ -522,7 +523,7 @@ func errorKind(err error) string {
 // and returns their outputs by node key; on a failure it stops and returns the failed node's key ("" before any
 // node ran) with the error.
 func (g grader) runArm(ctx context.Context, inst swebench.Instance, patch string, plan specs.Plan) (
-	map[string]activities.NodeOutput, string, error) {
+	map[string]api.NodeOutput, string, error) {
 	instRef, err := cas.PutJSON(ctx, g.store, inst)
 	if err != nil {
 		return nil, "", err
@@ -531,17 +532,17 @@ func (g grader) runArm(ctx context.Context, inst swebench.Instance, patch string
 	if err != nil {
 		return nil, "", err
 	}
-	outputs := map[string]activities.NodeOutput{specs.PatchKey([]byte(patch)): {Ref: patchRef}}
+	outputs := map[string]api.NodeOutput{specs.PatchKey([]byte(patch)): {Ref: patchRef}}
 	nodes := map[string]specs.Node{}
 	for _, n := range plan.Nodes {
 		nodes[n.Key] = n
 	}
-	run := map[string]func(context.Context, activities.NodeInput) (activities.NodeOutput, error){
+	run := map[string]func(context.Context, api.NodeInput) (api.NodeOutput, error){
 		specs.Checkout.Name: g.acts.Checkout, specs.Grade.Name: g.acts.Grade}
 	for _, st := range plan.Arms[0].Steps {
 		n := nodes[st.Key]
-		in := activities.NodeInput{Run: g.run, Instance: activities.InstanceRef{ID: inst.InstanceID, Ref: instRef},
-			Node: n.Key, Step: "grade." + st.ID, Params: n.Params, Inputs: map[string]activities.NodeOutput{},
+		in := api.NodeInput{Run: g.run, Instance: api.InstanceRef{ID: inst.InstanceID, Ref: instRef},
+			Node: n.Key, Step: "grade." + st.ID, Params: n.Params, Inputs: map[string]api.NodeOutput{},
 			Dataset: g.dataset}
 		for name, key := range n.Inputs {
 			in.Inputs[name] = outputs[key]

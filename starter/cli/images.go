@@ -20,6 +20,7 @@ import (
 	"ctxlab/grading/executor"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/images"
+	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
@@ -41,7 +42,7 @@ type imagesBuildOptions struct {
 	// runs/NAME/dataset, as starter run makes it) and its grading settings, which flags given explicitly override.
 	spec, runs string
 	set        map[string]bool
-	specFlags
+	jsonnet.Flags
 	// only is --instances, split into instances by complete.
 	only string
 }
@@ -51,7 +52,7 @@ func (o *imagesBuildOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.spec, "spec", "", "experiment `SPEC` whose instances get images, named and built as its grading "+
 		"block says (namespace, goproxy, docker) from its dataset (a generated one is made in the run folder)")
 	fs.StringVar(&o.runs, "runs", "runs", "folder of the run folders (with --spec: where a generated dataset is made)")
-	o.specFlags.Register(fs)
+	o.Flags.Register(fs)
 	fs.StringVar(&o.base, "base", "", "base `IMAGE` (default: ctxlab's offline base image of the repository's language, built from a debootstrap folder)")
 	fs.StringVar(&o.namespace, "namespace", "", "image namespace, as grading.namespace / starter grade --namespace name it (default swebench)")
 	fs.StringVar(&o.repos, "repos", specs.DefaultRepos, "each instance's repository: a folder or git URL `TEMPLATE` ({repo}, {owner}, {name}, {dataset_dir})")
@@ -159,7 +160,7 @@ func imageInstances(ctx context.Context, o *imagesBuildOptions) ([]swebench.Inst
 // fromSpec reads the instances of o.spec the way starter run selects them (making a generated dataset in the run
 // folder) and fills in the options the command line left to the spec: dataset, repos, namespace, goproxy, docker.
 func fromSpec(ctx context.Context, o *imagesBuildOptions) ([]swebench.Instance, error) {
-	e, err := compileSpec(o.spec, o.specFlags)
+	e, err := compileSpec(o.spec, o.Flags)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +275,7 @@ func (o *imagesPullOptions) define(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dataset, "dataset", "", "SWE-bench-format dataset `FILE` whose instances' images are pulled")
 	fs.StringVar(&o.spec, "spec", "", "experiment `SPEC` whose instances' images are pulled, named as its grading block says")
 	fs.StringVar(&o.runs, "runs", "runs", "folder of the run folders (with --spec: where a generated dataset is made)")
-	o.specFlags.Register(fs)
+	o.Flags.Register(fs)
 	fs.StringVar(&o.namespace, "namespace", "", "image namespace, as grading.namespace / starter grade --namespace name it (default swebench)")
 	fs.StringVar(&o.docker, "docker", "docker", "docker `PROGRAM`")
 	fs.StringVar(&o.only, "instances", "", "comma-separated instance `IDS` to pull (default: all)")

@@ -26,7 +26,6 @@ import (
 	"ctxlab/store/cas"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/llamaserver"
-	"ctxlab/workflows"
 )
 
 // The llama tests run the demo against real llama.cpp servers (testkit/llamaserver: Debian's llama-server with the
@@ -243,7 +242,7 @@ func planOf(t *testing.T, spec string) *specs.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := compileSpec(o.spec, o.specFlags)
+	e, err := compileSpec(o.spec, o.Flags)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +393,7 @@ func checkRowErrors(t *testing.T, rows map[results.Key]results.Row) map[string]i
 		if r[results.FieldError] == nil {
 			continue
 		}
-		kind := r.String(workflows.ErrorKindField)
+		kind := r.String(results.FieldErrorKind)
 		kinds[kind]++
 		msg := fmt.Sprint(r[results.FieldError])
 		if errkind.Kind(kind).Retryable() {
@@ -442,7 +441,7 @@ func TestLlamaDemoSweep(t *testing.T) {
 	for k, r := range rows {
 		if k.Method == "no_source" && r[results.FieldError] != nil {
 			t.Errorf("%v: %v (kind %s), though its prompt fits the context", k, r[results.FieldError],
-				r.String(workflows.ErrorKindField))
+				r.String(results.FieldErrorKind))
 		}
 	}
 	checkRowsUsage(t, rows, plan, callUsage(t, dir, rec))

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/dataset/swebench"
 	"ctxlab/results"
 	"ctxlab/runfolder"
@@ -84,7 +85,7 @@ func repairResults(ctx context.Context, runDir string, objs objects.Store, plan 
 	var restored []results.Row
 	for _, inst := range instances {
 		id := inst.InstanceID
-		var outputs map[string]activities.NodeOutput
+		var outputs map[string]api.NodeOutput
 		for _, arm := range plan.Arms {
 			if have[results.Key{Instance: id, Method: arm.Method, Model: arm.Model}] {
 				continue
@@ -95,7 +96,7 @@ func repairResults(ctx context.Context, runDir string, objs objects.Store, plan 
 					return rep, err
 				}
 				outputs = activities.MemoizedOutputs(ctx, objs, *plan,
-					activities.InstanceRef{ID: id, Ref: cas.RefOf(b)}, dataset)
+					api.InstanceRef{ID: id, Ref: cas.RefOf(b)}, dataset)
 			}
 			if row, ok := workflows.ArmRow(id, *plan, arm, outputs); ok {
 				restored = append(restored, row)
@@ -170,7 +171,7 @@ func repairAtStart(ctx context.Context, c client.Client, acts *activities.Activi
 	}
 	if rep.changed() {
 		in := sweepInput(&specs.Experiment{Name: name}, plan, "", 0)
-		if _, err := acts.Summarize(ctx, activities.SummarizeInput{Run: name, Title: in.Title, Order: in.Order}); err != nil {
+		if _, err := acts.Summarize(ctx, api.SummarizeInput{Run: name, Title: in.Title, Order: in.Order}); err != nil {
 			log.Warn().Err(err).Msg("could not write summary.md again")
 		}
 	}
@@ -282,8 +283,8 @@ func recordedRows(ctx context.Context, c client.Client, id string, planRef cas.R
 			}
 		}
 		if sch := ev.GetActivityTaskScheduledEventAttributes(); sch != nil &&
-			sch.GetActivityType().GetName() == activities.RecordName {
-			var rec activities.RecordInput
+			sch.GetActivityType().GetName() == api.RecordName {
+			var rec api.RecordInput
 			if err := dc.FromPayloads(sch.GetInput(), &rec); err != nil {
 				return nil, fmt.Errorf("history of %s: the rows it recorded: %w", id, err)
 			}

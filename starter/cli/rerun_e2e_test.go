@@ -11,7 +11,6 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/testkit/fakeopenai"
-	"ctxlab/workflows"
 )
 
 // TestRerunRetriesInfrastructureFailures: a finished sweep whose row failed because the endpoint was rate limited
@@ -64,7 +63,7 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 	rows := readRows(t, filepath.Join(dir, "results.jsonl"))
 	kinds := map[string]int{}
 	for _, r := range rows {
-		kinds[r.String(workflows.ErrorKindField)]++
+		kinds[r.String(results.FieldErrorKind)]++
 	}
 	if len(rows) != 2 || kinds["rate_limit"] != 1 || kinds["context_length"] != 1 {
 		t.Fatalf("first run's rows by error kind: %v", kinds)
@@ -99,7 +98,7 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 		switch {
 		case r[results.FieldError] == nil:
 			fixed++
-		case r.String(workflows.ErrorKindField) == "context_length":
+		case r.String(results.FieldErrorKind) == "context_length":
 			final++
 		}
 	}

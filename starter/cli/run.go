@@ -18,7 +18,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/internal/cluster"
+	"ctxlab/jsonnet"
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
@@ -44,7 +46,7 @@ type runOptions struct {
 	maxHistory int
 	// infraWaits overrides how often a node waits for the endpoint before its rows fail (-1: never; for tests).
 	infraWaits int
-	specFlags
+	jsonnet.Flags
 
 	// allowErrors exits 0 when the sweep finished although some rows have errors.
 	allowErrors bool
@@ -85,7 +87,7 @@ var runCommand = commandDef[runOptions, *runOptions]{
 func init() { commands = append(commands, runCommand.command()) }
 
 func (o *runOptions) define(fs *pflag.FlagSet) {
-	o.specFlags.Register(fs)
+	o.Flags.Register(fs)
 	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
 	defineCluster(fs, &o.cluster, "", "default")
 	fs.Lookup("address").Usage = "use the Temporal server at `HOST:PORT` instead of an embedded one"
@@ -282,7 +284,7 @@ func startOrAttach(ctx context.Context, c client.Client, id string, in workflows
 				}
 				in.Retry = again
 				// Only the issues with rows to retry run again (the sweep filters what it loads itself).
-				in.Instances = slices.DeleteFunc(slices.Clone(in.Instances), func(i activities.InstanceRef) bool {
+				in.Instances = slices.DeleteFunc(slices.Clone(in.Instances), func(i api.InstanceRef) bool {
 					return len(again[i.ID]) == 0
 				})
 				how = fmt.Sprintf("the sweep had finished with %d row(s) to retry: %s (kept in %s); running them "+

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"ctxlab/activities"
 	"ctxlab/activities/api"
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
@@ -24,14 +23,14 @@ import (
 
 // instanceRefs stores each dataset row in the run's content store and returns their references, in dataset order,
 // for the sweep's input: workers read rows by content address, never the dataset file of the starter's machine.
-func instanceRefs(ctx context.Context, store cas.Store, rows []swebench.Instance) ([]activities.InstanceRef, error) {
-	refs := make([]activities.InstanceRef, 0, len(rows))
+func instanceRefs(ctx context.Context, store cas.Store, rows []swebench.Instance) ([]api.InstanceRef, error) {
+	refs := make([]api.InstanceRef, 0, len(rows))
 	for _, r := range rows {
 		ref, err := cas.PutJSON(ctx, store, r)
 		if err != nil {
 			return nil, fmt.Errorf("storing dataset row %s: %w", r.InstanceID, err)
 		}
-		refs = append(refs, activities.InstanceRef{ID: r.InstanceID, Ref: ref})
+		refs = append(refs, api.InstanceRef{ID: r.InstanceID, Ref: ref})
 	}
 	return refs, nil
 }

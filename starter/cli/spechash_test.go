@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctxlab/jsonnet"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 	"ctxlab/workflows"
@@ -41,7 +42,7 @@ ctxlab.experiment({
 // hashOfSpec compiles the spec and hashes the sweep it starts, as starter run does.
 func hashOfSpec(t *testing.T, path string, prepare func(*specs.Experiment)) (string, *specs.Experiment) {
 	t.Helper()
-	e, err := compileSpec(path, specFlags{})
+	e, err := compileSpec(path, jsonnet.Flags{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/activities/llm"
 	"ctxlab/results"
+	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -39,7 +39,7 @@ func TestRaisedCapContinuesOnFirstRerun(t *testing.T) {
 		t.Fatalf("capped run: exit %d, want %d\n%s", code, exitPaused, stderr)
 	}
 	// Exactly one call paid: the other five localization samples (two of one issue, three of the other) wait.
-	if n, all := srv.CallsFor(llm.TaskLocalize), srv.Calls(); n != 1 || all != 1 {
+	if n, all := srv.CallsFor(specs.Localize.Task), srv.Calls(); n != 1 || all != 1 {
 		t.Fatalf("%d localization calls (%d in all) before the cap stopped the sweep, want the first sample's alone",
 			n, all)
 	}

@@ -119,7 +119,7 @@ func (r *sweepRound) close() {
 
 // openLog compiles the spec and opens the run's log (console and ctxlab.log).
 func (r *sweepRound) openLog() error {
-	e, err := compileSpec(r.o.spec, r.o.specFlags)
+	e, err := compileSpec(r.o.spec, r.o.Flags)
 	if err != nil {
 		return exitWith(exitUsage, err.Error())
 	}

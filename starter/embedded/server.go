@@ -65,8 +65,8 @@ const (
 	// JournalWALFull syncs the write-ahead log at every commit (synchronous=FULL): a power loss loses nothing
 	// committed.
 	JournalWALFull Journal = "wal-full"
-	// JournalRollback is SQLite's default rollback journal, synced at every commit: what ctxlab ran before (its
-	// WAL setting was passed under a name SQLite ignores). Kept to measure against.
+	// JournalRollback is SQLite's default rollback journal, synced at every commit: the baseline the orchestration
+	// benchmark (testkit/orchbench) measures the WAL modes against.
 	JournalRollback Journal = "rollback"
 )
 

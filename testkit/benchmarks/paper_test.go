@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"ctxlab/activities"
+	"ctxlab/activities/api"
 	"ctxlab/activities/bm25"
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/rankings"
@@ -173,21 +174,21 @@ func runIssue(b *testing.B, e *specs.Experiment, plan *specs.Plan) (map[string]*
 	runs := b.TempDir()
 	tokens.SetCacheSize(tokens.DefaultCacheEntries) // token counts afresh, as a new worker's
 	a := activities.New(runs, zerolog.Nop())
-	refs, err := a.LoadDataset(ctx, activities.LoadDatasetInput{Run: e.Name, Dataset: e.Dataset})
+	refs, err := a.LoadDataset(ctx, api.LoadDatasetInput{Run: e.Name, Dataset: e.Dataset})
 	if err != nil || len(refs) != 1 {
 		b.Fatalf("dataset: %v, %d instances", err, len(refs))
 	}
 	fns := a.Functions()
-	outs := map[string]activities.NodeOutput{}
+	outs := map[string]api.NodeOutput{}
 	costs := map[string]*kindCost{}
 	for _, n := range plan.Nodes {
-		in := activities.NodeInput{Run: e.Name, Instance: refs[0], Node: n.Key, Step: n.Steps[0], Params: n.Params,
-			Inputs: map[string]activities.NodeOutput{}, Dataset: e.Dataset}
+		in := api.NodeInput{Run: e.Name, Instance: refs[0], Node: n.Key, Step: n.Steps[0], Params: n.Params,
+			Inputs: map[string]api.NodeOutput{}, Dataset: e.Dataset}
 		for name, k := range n.Inputs {
 			in.Inputs[name] = outs[k]
 		}
 		start, cpu := time.Now(), cpuTime()
-		out, err := fns[n.Activity].(func(context.Context, activities.NodeInput) (activities.NodeOutput, error))(ctx, in)
+		out, err := fns[n.Activity].(func(context.Context, api.NodeInput) (api.NodeOutput, error))(ctx, in)
 		wall, used := time.Since(start), cpuTime()-cpu
 		if err != nil {
 			b.Fatalf("%s: %v", n.Steps[0], err)

@@ -23,9 +23,6 @@ import (
 	_ "ctxlab/testkit/fakeopenai"
 )
 
-// TaskHeader is the header ctxlab names the task of a call in (llm.TaskHeader).
-const TaskHeader = "X-Ctxlab-Task"
-
 // Failure is a way an injected call fails.
 type Failure int
 
@@ -305,7 +302,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, key string) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens: Field required")
 		return
 	}
-	req.TaskName = r.Header.Get(TaskHeader)
+	req.TaskName = r.Header.Get(offlinetask.TaskHeader)
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	var fail Failure

@@ -58,7 +58,7 @@ func TestAgentNativeToolCalls(t *testing.T) {
 	srv := httptest.NewServer(New())
 	defer srv.Close()
 	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("k"),
-		option.WithHeader(TaskHeader, specs.Agent.Task))
+		option.WithHeader(offlinetask.TaskHeader, specs.Agent.Task))
 	var toolParams []openai.ChatCompletionToolUnionParam
 	for _, name := range offlinetask.AgentTools {
 		toolParams = append(toolParams, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{

@@ -18,10 +18,6 @@ import (
 	"ctxlab/internal/offlinetask"
 )
 
-// TaskHeader is the header ctxlab's openai provider names the task of a call in (llm.TaskHeader); without it the
-// task is guessed from the prompt.
-const TaskHeader = "X-Ctxlab-Task"
-
 // Failure is a way an injected call fails.
 type Failure int
 
@@ -417,7 +413,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	req.TaskName = r.Header.Get(TaskHeader)
+	req.TaskName = r.Header.Get(offlinetask.TaskHeader)
 	task, fail, delay := s.admit(req)
 	defer s.leave(task)
 	holdFor(r, delay)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"ctxlab/internal/offlinetask"
 )
 
 func chatReq(task string, prompt string) ChatRequest {
@@ -95,7 +97,7 @@ func post(t *testing.T, url, auth, task, body string) *http.Response {
 		req.Header.Set("Authorization", auth)
 	}
 	if task != "" {
-		req.Header.Set(TaskHeader, task)
+		req.Header.Set(offlinetask.TaskHeader, task)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -266,7 +268,7 @@ func TestDelayAndInFlight(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set(TaskHeader, "patch")
+		req.Header.Set(offlinetask.TaskHeader, "patch")
 		res, err := http.DefaultClient.Do(req)
 		if err == nil {
 			res.Body.Close()

@@ -221,7 +221,7 @@ type outcome struct {
 func (o outcome) perSecond() float64 { return float64(o.activities) / o.wall.Seconds() }
 
 // nodeFunc is the signature every DAG node activity has.
-type nodeFunc = func(context.Context, activities.NodeInput) (activities.NodeOutput, error)
+type nodeFunc = func(context.Context, api.NodeInput) (api.NodeOutput, error)
 
 // runPlain runs the sweep's DAGs as goroutines calling the activity methods directly: the same issue concurrency,
 // the same per-kind slots as the workers, nodes started as soon as their inputs are done, rows recorded per issue.
@@ -234,7 +234,7 @@ func runPlain(t testing.TB, s sweep, runs string) outcome {
 	stopPeak := peak()
 	start := time.Now()
 	var count atomic.Int64
-	refs, err := a.LoadDataset(ctx, activities.LoadDatasetInput{Run: s.e.Name, Dataset: s.e.Dataset})
+	refs, err := a.LoadDataset(ctx, api.LoadDatasetInput{Run: s.e.Name, Dataset: s.e.Dataset})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func runPlain(t testing.TB, s sweep, runs string) outcome {
 		issueSem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-issueSem }()
-			outputs := map[string]activities.NodeOutput{}
+			outputs := map[string]api.NodeOutput{}
 			var mu sync.Mutex
 			done := map[string]chan struct{}{}
 			for _, n := range s.plan.Nodes {
@@ -261,8 +261,8 @@ func runPlain(t testing.TB, s sweep, runs string) outcome {
 			for _, n := range s.plan.Nodes {
 				nodes.Go(func() {
 					defer close(done[n.Key])
-					in := activities.NodeInput{Run: s.e.Name, Instance: ref, Node: n.Key, Step: n.Steps[0],
-						Params: n.Params, Inputs: map[string]activities.NodeOutput{}, Dataset: s.e.Dataset}
+					in := api.NodeInput{Run: s.e.Name, Instance: ref, Node: n.Key, Step: n.Steps[0],
+						Params: n.Params, Inputs: map[string]api.NodeOutput{}, Dataset: s.e.Dataset}
 					for _, name := range slices.Sorted(maps.Keys(n.Inputs)) {
 						<-done[n.Inputs[name]]
 						mu.Lock()
@@ -294,7 +294,7 @@ func runPlain(t testing.TB, s sweep, runs string) outcome {
 				}
 				rows = append(rows, row)
 			}
-			if _, err := a.Record(ctx, activities.RecordInput{Run: s.e.Name, Rows: rows}); err != nil {
+			if _, err := a.Record(ctx, api.RecordInput{Run: s.e.Name, Rows: rows}); err != nil {
 				t.Error(err)
 			}
 			count.Add(1)

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/internal/offlinetask"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/testkit/e2e"
@@ -139,7 +140,7 @@ func (tr *tracker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tr.fake.ServeHTTP(w, r)
 		return
 	}
-	req.TaskName = r.Header.Get(fakeopenai.TaskHeader)
+	req.TaskName = r.Header.Get(offlinetask.TaskHeader)
 	k := e2e.RequestKey(req)
 	tr.mu.Lock()
 	owner := socketOwner(r.RemoteAddr, tr.port, tr.owners)

@@ -1,7 +1,7 @@
 // Package errkind is the vocabulary of failure kinds that model calls, steps, rows and the workflows share: what
 // went wrong (Kind) and whose failure that is (Class). It imports nothing of ctxlab, so the workflows can act on a
-// failure's kind without importing the model clients of activities/llm, which produces the call kinds and
-// re-exports these names; the activities mark the step failures they raise with Mark.
+// failure's kind without importing the model clients of activities/llm, which produces the call kinds; the
+// activities mark the step failures they raise with Mark.
 package errkind
 
 import (

@@ -10,6 +10,7 @@ import (
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/llm"
 	"ctxlab/patch/diff"
+	"ctxlab/specs"
 )
 
 // TestOracleAnswerKeepsBlankContextTails sends a gold patch whose hunks end in blank context lines (the common case
@@ -60,7 +61,7 @@ func TestOracleAnswerKeepsBlankContextTails(t *testing.T) {
 	if res.Emitted != res.Total || res.Patch != gold.String() {
 		t.Fatalf("oracle emitted %d of %d hunks:\n%s", res.Emitted, res.Total, res.Patch)
 	}
-	resp, err := Provider{}.Complete(context.Background(), llm.Request{Task: llm.TaskPatch,
+	resp, err := Provider{}.Complete(context.Background(), llm.Request{Task: specs.Patch.Task,
 		Offline: &PatchInput{Gold: gold.String(), Context: c, Format: FormatDiff}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
 	"ctxlab/activities/tokens"
 	"ctxlab/internal/offlinetask"
@@ -41,13 +42,13 @@ func init() {
 
 // The built-in tasks' input answers. Their prompt answers (for the fake endpoint) are registered by fakeopenai.
 func init() {
-	offlinetask.Register(llm.TaskLocalize, offlinetask.Answerer{FromInput: Answer(func(in *LocalizeInput, c offlinetask.Call) (string, error) {
+	offlinetask.Register(specs.Localize.Task, offlinetask.Answerer{FromInput: Answer(func(in *LocalizeInput, c offlinetask.Call) (string, error) {
 		return Localize(*in, c.Sample), nil
 	})})
-	offlinetask.Register(llm.TaskEvidence, offlinetask.Answerer{FromInput: Answer(func(in *EvidenceInput, _ offlinetask.Call) (string, error) {
+	offlinetask.Register(specs.Evidence.Task, offlinetask.Answerer{FromInput: Answer(func(in *EvidenceInput, _ offlinetask.Call) (string, error) {
 		return PlanEvidence(*in), nil
 	})})
-	offlinetask.Register(llm.TaskPatch, offlinetask.Answerer{FromInput: Answer(func(in *PatchInput, _ offlinetask.Call) (string, error) {
+	offlinetask.Register(specs.Patch.Task, offlinetask.Answerer{FromInput: Answer(func(in *PatchInput, _ offlinetask.Call) (string, error) {
 		res, err := OraclePatch(in.Gold, in.Context)
 		if err != nil {
 			return "", err
@@ -78,7 +79,7 @@ func (p Provider) Prepare(_ context.Context, req llm.Request) (llm.Attempt, *llm
 		resp, err := p.Complete(ctx, req)
 		var le *llm.Error
 		if err != nil && !errors.As(err, &le) {
-			le = &llm.Error{Kind: llm.KindTimeout, Msg: "the call was cancelled", Err: err}
+			le = &llm.Error{Kind: errkind.Timeout, Msg: "the call was cancelled", Err: err}
 		}
 		return resp, le, 0
 	}}, nil
@@ -91,12 +92,12 @@ func (p Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	}
 	answerer, ok := offlinetask.Lookup(req.Task)
 	if !ok || answerer.FromInput == nil {
-		return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest,
+		return llm.Response{}, &llm.Error{Kind: errkind.BadRequest,
 			Msg: fmt.Sprintf("the offline stand-in cannot answer a %q request: no input answer is registered for it (offlinetask.Register)", req.Task)}
 	}
 	text, err := answerer.FromInput(offlinetask.Call{Task: req.Task, Input: req.Offline, Sample: req.Sample})
 	if err != nil {
-		return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest, Msg: err.Error(), Err: err}
+		return llm.Response{}, &llm.Error{Kind: errkind.BadRequest, Msg: err.Error(), Err: err}
 	}
 	tok := p.Tokenizer
 	if tok == "" {
@@ -109,11 +110,11 @@ func (p Provider) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	}
 	pt, err := tokens.Count(tok, prompt.String())
 	if err != nil {
-		return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest, Msg: err.Error(), Err: err}
+		return llm.Response{}, &llm.Error{Kind: errkind.BadRequest, Msg: err.Error(), Err: err}
 	}
 	ct, err := tokens.Count(tok, text)
 	if err != nil {
-		return llm.Response{}, &llm.Error{Kind: llm.KindBadRequest, Msg: err.Error(), Err: err}
+		return llm.Response{}, &llm.Error{Kind: errkind.BadRequest, Msg: err.Error(), Err: err}
 	}
 	return llm.Response{Text: text, Usage: llm.Usage{PromptTokens: pt, CompletionTokens: ct}, Model: Name}, nil
 }

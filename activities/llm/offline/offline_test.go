@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/llm"
 	"ctxlab/patch/diff"
+	"ctxlab/specs"
 )
 
 var repoFiles = map[string]string{
@@ -163,7 +165,7 @@ func TestPatchFormatsRoundTrip(t *testing.T) {
 
 func TestProviderAnswersByTask(t *testing.T) {
 	p := Provider{}
-	resp, err := p.Complete(context.Background(), llm.Request{Task: llm.TaskLocalize,
+	resp, err := p.Complete(context.Background(), llm.Request{Task: specs.Localize.Task,
 		Messages: []llm.Message{{Role: "user", Content: "Which files? " + issue}},
 		Offline:  &LocalizeInput{Issue: issue, Paths: paths(), Read: read}})
 	if err != nil {
@@ -172,8 +174,8 @@ func TestProviderAnswersByTask(t *testing.T) {
 	if resp.Usage.PromptTokens < 20 || resp.Usage.CompletionTokens < 5 || resp.CostUSD != 0 || resp.Model != Name {
 		t.Errorf("response %+v", resp)
 	}
-	_, err = p.Complete(context.Background(), llm.Request{Task: llm.TaskPatch})
-	if llm.KindOf(err) != llm.KindBadRequest {
+	_, err = p.Complete(context.Background(), llm.Request{Task: specs.Patch.Task})
+	if llm.KindOf(err) != errkind.BadRequest {
 		t.Errorf("request without offline input: %v", err)
 	}
 }
