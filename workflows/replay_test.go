@@ -28,7 +28,8 @@ import (
 // it holds safeIDChange's marker and that Issue's digested id. issue-failedusage-v6 holds failedUsageChange's marker
 // (a failed node's model calls count in its rows); its Sweep and Agent histories are v5's. The rows-v7 histories
 // hold rowsChange's marker (the Issue stores its rows and names them in its result) and starterSummaryChange's (the
-// Sweep lists the stored rows and leaves summary.md to the starter). budget-v1 is a Budget workflow's first run
+// Sweep lists the stored rows and leaves summary.md to the starter). sweep-summary-v8 holds starterSummaryChange's
+// version 2: the Sweep's result also carries the summary of its stored rows (SummarizeStored). budget-v1 is a Budget workflow's first run
 // (testkit/orchbench's TestSaveBudgetHistories): limits signalled, syncs granted, settled and paced, a holder's lease
 // lapsed on its timer, and its continue-as-new.
 func TestSavedHistoriesReplay(t *testing.T) {
@@ -55,7 +56,7 @@ func TestSavedHistoriesReplay(t *testing.T) {
 	}
 	for _, want := range []string{"issue-v1.json", "issue-v3.json", "issue-agentactivity-v3.json", "issue-v4.json",
 		"agent-v4.json", "sweep-v4.json", "sweep-safeids-v5.json", "issue-failedusage-v6.json",
-		"issue-rows-v7.json", "sweep-rows-v7.json", "budget-v1.json"} {
+		"issue-rows-v7.json", "sweep-rows-v7.json", "sweep-summary-v8.json", "budget-v1.json"} {
 		if !slices.Contains(files, filepath.Join("testdata", "histories", want)) {
 			t.Errorf("no saved history %s", want)
 		}
