@@ -224,17 +224,8 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 	if len(groups) == 0 {
 		return nil, nil
 	}
-	p := plot.New()
-	p.Title.Text = "Gold-file recall (rho) against verbatim rate (epsilon), per method"
-	p.Title.TextStyle.Font.Size = vg.Points(10)
-	p.X.Label.Text = "mean rho"
-	p.Y.Label.Text = "mean epsilon"
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -0.05, 1.05, -0.05, 1.05
-	p.Add(plotter.NewGrid())
-	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
-	legend.TextStyle.Font.Size = vg.Points(8)
-	legend.Padding = vg.Points(1.5)
+	p, legend := methodPlot("Gold-file recall (rho) against verbatim rate (epsilon), per method", "mean rho",
+		"mean epsilon", -0.05, 1.05)
 	keyStyle := legend.TextStyle
 	var coincide []string
 	for i, g := range groups {
@@ -406,17 +397,8 @@ func lineRecallResolve(r *report.Report, label func(string, string) string) (*fi
 	if len(groups) == 0 {
 		return nil, nil
 	}
-	p := plot.New()
-	p.Title.Text = "Resolve rate against line recall, per method"
-	p.Title.TextStyle.Font.Size = vg.Points(10)
-	p.X.Label.Text = "mean line recall (share of the gold patch's lines shown verbatim)"
-	p.Y.Label.Text = "resolved %"
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -0.05, 1.05, -3, 103
-	p.Add(plotter.NewGrid())
-	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
-	legend.TextStyle.Font.Size = vg.Points(8)
-	legend.Padding = vg.Points(1.5)
+	p, legend := methodPlot("Resolve rate against line recall, per method",
+		"mean line recall (share of the gold patch's lines shown verbatim)", "resolved %", -3, 103)
 	for i, g := range groups {
 		pts := points{XYs: plotter.XYs{{X: g.x, Y: g.y}},
 			YErrors: plotter.YErrors{{Low: g.y - g.ci.Lo, High: g.ci.Hi - g.y}}}
@@ -444,4 +426,20 @@ func lineRecallResolve(r *report.Report, label func(string, string) string) (*fi
 		caption += " Without line recall (no gold line in their rows): " + strings.Join(without, ", ") + "."
 	}
 	return keyedLayout(p, legend, groups, legend.TextStyle, caption), nil
+}
+
+// methodPlot is a plot of one marker per method against a mean in [0, 1] on x, from yMin to yMax on y, with a
+// grid, and the legend the markers' key goes in (top left, small type).
+func methodPlot(title, xLabel, yLabel string, yMin, yMax float64) (*plot.Plot, plot.Legend) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(10)
+	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -0.05, 1.05, yMin, yMax
+	p.Add(plotter.NewGrid())
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(8)
+	legend.Padding = vg.Points(1.5)
+	return p, legend
 }
