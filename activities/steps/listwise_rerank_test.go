@@ -2,10 +2,12 @@ package steps
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,6 +107,33 @@ func TestListwiseRerankParams(t *testing.T) {
 	if _, err := compileListwise(t, "ctxlab.models.offline", "{ window: 4, step: 5 }"); err == nil ||
 		!strings.Contains(err.Error(), "step 5 is larger than window 4") {
 		t.Errorf("a step larger than the window: %v", err)
+	}
+}
+
+// TestListwiseRerankOtherModel: a reranker named in the method reranks under every model of the experiment, while
+// the rest of the method runs under the model under test.
+func TestListwiseRerankOtherModel(t *testing.T) {
+	e, err := compileListwise(t, "ctxlab.models.openai('m')", "{}, model=ctxlab.models.offline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reranker, patcher []string
+	for _, n := range plan.Nodes {
+		m, _ := n.Params["model"].(map[string]any)
+		switch n.Activity {
+		case specs.ListwiseRerank.Name:
+			reranker = append(reranker, fmt.Sprint(m["name"]))
+		case specs.Patch.Name:
+			patcher = append(patcher, fmt.Sprint(m["name"]))
+		}
+	}
+	if !slices.Equal(reranker, []string{"offline"}) || !slices.Contains(patcher, "m") {
+		t.Errorf("reranked by %v, patched by %v: want the offline reranker once and the model under test's patches",
+			reranker, patcher)
 	}
 }
 
