@@ -14,7 +14,8 @@ import (
 
 // memoKeysBefore are the node memo keys of one fixed input under every activity name a node runs as, computed by
 // the adapter before the kinds declared their code versions (when it kept them by the literal names "grade" and
-// "measure"). A changed key runs finished nodes again, and pays for their model calls again.
+// "measure"; measure's since moved on with its code version). A changed key runs finished nodes again, and pays for
+// their model calls again.
 var memoKeysBefore = map[string]string{
 	"agent":            unversioned,
 	"agent_context":    unversioned,
@@ -31,12 +32,13 @@ var memoKeysBefore = map[string]string{
 	"intersect":        unversioned,
 	"inventory":        unversioned,
 	"localize":         unversioned,
-	"measure":          "52856b20172442bddf79389c34d0c9e0649931233f04b5562525488db351b0e5",
-	"no_source":        unversioned,
-	"oracle_files":     unversioned,
-	"patch":            unversioned,
-	"retrieve":         unversioned,
-	"trim":             unversioned,
+	// ctxlab-measure-v3 (the line-level truth): finished measures run again, which calls no model.
+	"measure":      "960e6078fd3b230086538819a1b2315f875df917c5f002e2b34df93ec76befb0",
+	"no_source":    unversioned,
+	"oracle_files": unversioned,
+	"patch":        unversioned,
+	"retrieve":     unversioned,
+	"trim":         unversioned,
 }
 
 // unversioned is the key of a kind without a code version: the key names the node, not its activity.

@@ -242,11 +242,11 @@ var (
 )
 
 // commandUnits are the texts a command may be written in: each inline code span, and each line of a code block
-// (with its backslash continuations).
+// (with its backslash continuations) other than Jsonnet and diffs.
 func commandUnits(p page) []string {
 	units := slices.Clone(p.spans)
 	for _, b := range p.blocks {
-		if b.lang == "jsonnet" {
+		if b.lang == "jsonnet" || b.lang == "diff" { // a diff's "-" lines are removed lines, not flags
 			continue
 		}
 		units = append(units, strings.Split(strings.ReplaceAll(b.text, "\\\n", " "), "\n")...)

@@ -74,6 +74,7 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 	rows[3][specs.Epsilon.Name] = nil
 	rows[2][specs.Epsilon.Name] = nil
 	rows[3][FieldError] = "step patch: boom"
+	rows[0][specs.LineRecall.Name], rows[1][specs.LineRecall.Name] = 0.5, 0.25
 	sums := Summarize(rows, []Key{{Method: "a", Model: "m"}, {Method: "b", Model: "m"}})
 	if len(sums) != 2 || sums[0].Method != "a" || sums[1].Method != "b" {
 		t.Fatalf("order = %+v", sums)
@@ -89,10 +90,10 @@ func TestSummarizeAndMarkdown(t *testing.T) {
 		t.Errorf("a = %+v", a)
 	}
 	md := Markdown("demo", sums)
-	if !strings.Contains(md, "| b | m | 2 | 50.0 | 50.0 | 0.750 | 1.000 | – | 200 | – | – | 0 |") {
+	if !strings.Contains(md, "| b | m | 2 | 50.0 | 50.0 | 0.750 | 1.000 | 0.375 | – | 200 | – | – | 0 |") {
 		t.Errorf("markdown row for b wrong:\n%s", md)
 	}
-	if !strings.Contains(md, "| a | m | 2 | 0.0 | 0.0 | 0.000 | – | – | 0 | – | – | 1 |") {
+	if !strings.Contains(md, "| a | m | 2 | 0.0 | 0.0 | 0.000 | – | – | – | 0 | – | – | 1 |") {
 		t.Errorf("markdown row for a wrong:\n%s", md)
 	}
 }

@@ -119,7 +119,7 @@ var (
 	PromptTokens     = IntField("prompt_tokens")
 	CompletionTokens = IntField("completion_tokens")
 	CostUSD          = FloatField("cost_usd").Shown(Presentation{Columns: []Column{
-		{Table: SummaryTable, Order: 8, Head: "mean cost $", Stat: Mean, Format: "%.4f",
+		{Table: SummaryTable, Order: 9, Head: "mean cost $", Stat: Mean, Format: "%.4f",
 			Legend: "cost: model calls priced with the spec's price table"},
 		{Table: MethodsTable, Order: 8, Head: "cost/issue $", Stat: Mean, Format: "%.3f"}}})
 	// Prompt tokens read from and written to the provider's prompt cache, and cost_usd split by price (input,
@@ -145,12 +145,12 @@ var (
 	// A file selection's (intersect, trim), scored against the gold files.
 	FilesSelected = IntField("files_selected").InContext()
 	Fallback      = BoolField("fallback").InContext().Shown(Presentation{Columns: []Column{
-		{Table: SummaryTable, Order: 7, Head: "fallback %", Stat: PctTrue, Format: "%.1f"},
+		{Table: SummaryTable, Order: 8, Head: "fallback %", Stat: PctTrue, Format: "%.1f"},
 		{Table: MethodsTable, Order: 9, Head: "fallback %", Stat: PctTrue, Format: "%.1f"}}})
 	LocPrecision = FloatField("loc_precision").InContext()
 	LocRecall    = FloatField("loc_recall").InContext()
 	LocF1        = FloatField("loc_f1").InContext().Shown(Presentation{Columns: []Column{
-		{Table: SummaryTable, Order: 5, Head: "mean loc F1", Stat: Mean, Format: "%.3f",
+		{Table: SummaryTable, Order: 6, Head: "mean loc F1", Stat: Mean, Format: "%.3f",
 			Legend: "loc F1: selected files against the gold files"},
 		{Table: MethodsTable, Order: 10, Head: "loc F1", Stat: Mean, Format: "%.3f"}}})
 	// Not reset by a replacing context (it never was): rows of retrievers and corruptions do not name it.

@@ -115,7 +115,7 @@ var (
 	ContextTokens = IntField("context_tokens").Required().Shown(Presentation{
 		Feature: &Feature{Order: 4, Name: "log_tokens", Log1p: true},
 		Columns: []Column{
-			{Table: SummaryTable, Order: 6, Head: "mean tokens", Stat: Mean, Format: "%.0f",
+			{Table: SummaryTable, Order: 7, Head: "mean tokens", Stat: Mean, Format: "%.0f",
 				Legend: "tokens: repository text in the context"},
 			{Table: MethodsTable, Order: 6, Head: "tokens mean", Stat: Mean, Format: "%.0f"},
 			{Table: MethodsTable, Order: 7, Head: "tokens median", Stat: Median, Format: "%.0f"},
@@ -141,6 +141,25 @@ var (
 	GoldLineShare = FloatField("gold_line_share").Shown(Presentation{Feature: &Feature{Order: 3}, Columns: []Column{
 		{Table: MethodsTable, Order: 4, Head: "gold-line share", Stat: Mean, Format: "%.3f"}}})
 	GoldFilesMissed = BoolField("gold_files_missed")
+	// Line-level context truth (docs/methods.md): recall and precision of the context against the gold patch's
+	// files (file recall is rho), the lines it deletes or replaces, and their enclosing functions or blocks.
+	FilePrecision = FloatField("file_precision").Shown(Presentation{Columns: []Column{
+		{Table: MethodsTable, Order: 15, Head: "file precision", Stat: Mean, Format: "%.3f"}}})
+	BlockRecall = FloatField("block_recall").Shown(Presentation{Columns: []Column{
+		{Table: MethodsTable, Order: 13, Head: "block recall", Stat: Mean, Format: "%.3f"}}})
+	BlockPrecision = FloatField("block_precision").Shown(Presentation{Columns: []Column{
+		{Table: MethodsTable, Order: 14, Head: "block precision", Stat: Mean, Format: "%.3f"}}})
+	LineRecall = FloatField("line_recall").Shown(Presentation{Feature: &Feature{Order: 5}, Columns: []Column{
+		{Table: SummaryTable, Order: 5, Head: "mean line recall", Stat: Mean, Format: "%.3f",
+			Legend: "line recall: share of the lines the gold patch changes shown verbatim"},
+		{Table: MethodsTable, Order: 11, Head: "line recall", Stat: Mean, Format: "%.3f"},
+		{Table: PairsTable, Order: 4, Head: "line recall", Format: "%.3f"},
+		{Table: RowTable, Order: 5, Head: "line recall", Format: "%.3f"}}})
+	LinePrecision = FloatField("line_precision").Shown(Presentation{Columns: []Column{
+		{Table: MethodsTable, Order: 12, Head: "line precision", Stat: Mean, Format: "%.3f"}}})
+	// GoldLines and GoldBlockLines are line and block recall's denominators.
+	GoldLines      = IntField("gold_lines")
+	GoldBlockLines = IntField("gold_block_lines")
 	// PatchApplied says whether the patch applies strictly (git apply).
 	PatchApplied = BoolField("patch_applied").Required().Shown(Presentation{Columns: []Column{
 		{Table: SummaryTable, Order: 2, Head: "applied %", Stat: PctOfRows, Format: "%.1f"},
@@ -152,11 +171,12 @@ var (
 
 var Measure = Declare(Kind[MeasureParams]{Name: "measure", Queue: QueueCPU, Cheap: true,
 	Inputs: []string{"checkout", "context"}, Optional: []string{"patch"}, UsesTokenizer: true,
-	// v2: a measure's row names the tokenizer that counted it, so a memo of v1 measures again (cheap).
-	CodeVersion: "ctxlab-measure-v2",
+	// v3: a measure's row carries the line-level truth, so a memo of v2 measures again (cheap).
+	CodeVersion: "ctxlab-measure-v3",
 	Fields: Rows(Tokenizer, ContextTokens, ContextLines, Rho, Epsilon, GoldLineShare, GoldFilesMissed,
+		FilePrecision, BlockRecall, BlockPrecision, LineRecall, LinePrecision, GoldLines, GoldBlockLines,
 		PatchApplied, PatchEmpty, PatchApplyError),
-	Summary: "rho, epsilon, context tokens and whether the patch applies"})
+	Summary: "rho, epsilon, line-level truth, context tokens and whether the patch applies"})
 
 // GradeParams are the grade step's parameters; Grading is filled in by the plan.
 type GradeParams struct {

@@ -20,8 +20,8 @@ func init() { registerStep(specs.Measure, measureStep) }
 // MeasureParams are declared in specs beside the catalog, which checks every step's params against them.
 type MeasureParams = specs.MeasureParams
 
-// measureStep computes the offline metrics of a context (rho, epsilon, share of lines in gold files, tokens) and
-// whether the patch, if any, applies strictly at base_commit.
+// measureStep computes the offline metrics of a context (rho, epsilon, share of lines in gold files, the line-level
+// truth, tokens) and whether the patch, if any, applies strictly at base_commit.
 func measureStep(ctx context.Context, j *job, p MeasureParams) (NodeOutput, error) {
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
@@ -39,6 +39,10 @@ func measureStep(ctx context.Context, j *job, p MeasureParams) (NodeOutput, erro
 	if err != nil {
 		return NodeOutput{}, err
 	}
+	truth, err := j.measureTruth(ctx, m, c, inst.Patch)
+	if err != nil {
+		return NodeOutput{}, err
+	}
 	tokens, err := countTokens(p.Tokenizer, c.Render())
 	if err != nil {
 		return NodeOutput{}, err
@@ -51,6 +55,7 @@ func measureStep(ctx context.Context, j *job, p MeasureParams) (NodeOutput, erro
 	specs.Epsilon.SetPtr(row, met.Epsilon)
 	specs.GoldLineShare.SetPtr(row, met.GoldLineShare)
 	specs.GoldFilesMissed.Set(row, met.GoldFilesMissed)
+	setTruth(row, truth)
 	if pin, ok := j.in.Inputs["patch"]; ok {
 		text, err := j.store.Get(ctx, pin.Ref)
 		if err != nil {
@@ -123,4 +128,28 @@ func (j *job) measureContext(ctx context.Context, m repo.Manifest, c contexts.Co
 		return string(b), true
 	})
 	return met, readErr
+}
+
+// measureTruth measures c's line-level truth against the instance's gold patch at the snapshot; a file the store
+// cannot give fails the measurement (retried), as for measureContext.
+func (j *job) measureTruth(ctx context.Context, m repo.Manifest, c contexts.Context, patch string) (contexts.Truth,
+	error) {
+	read := j.reader(ctx, m)
+	gold, err := contexts.GoldOf(patch, read)
+	if err != nil {
+		return contexts.Truth{}, permanentf(ErrBadInput, "instance %s: gold patch: %v", j.in.Instance.ID, err)
+	}
+	t := contexts.MeasureTruth(c, gold, read)
+	return t, j.readFailure()
+}
+
+// setTruth writes the line-level truth's row fields; a measure without a denominator is left out of the row.
+func setTruth(row map[string]any, t contexts.Truth) {
+	specs.FilePrecision.SetPtr(row, t.FilePrecision)
+	specs.BlockRecall.SetPtr(row, t.BlockRecall)
+	specs.BlockPrecision.SetPtr(row, t.BlockPrecision)
+	specs.LineRecall.SetPtr(row, t.LineRecall)
+	specs.LinePrecision.SetPtr(row, t.LinePrecision)
+	specs.GoldLines.Set(row, t.GoldLines)
+	specs.GoldBlockLines.Set(row, t.GoldBlockLines)
 }

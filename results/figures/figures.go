@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"ctxlab/results/report"
+	"ctxlab/results/stats"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 )
@@ -45,7 +46,8 @@ func Write(r *report.Report, dir string) ([]string, error) {
 	for _, f := range []struct {
 		name string
 		draw func(*report.Report, func(string, string) string) (*figure, error)
-	}{{"resolve_ci", resolveCI}, {"budget_resolve", budgetResolve}, {"rho_epsilon", rhoEpsilon}} {
+	}{{"resolve_ci", resolveCI}, {"budget_resolve", budgetResolve}, {"rho_epsilon", rhoEpsilon},
+		{"line_recall_resolve", lineRecallResolve}} {
 		fig, err := f.draw(r, label)
 		if err != nil {
 			return files, fmt.Errorf("figures: %s: %w", f.name, err)
@@ -215,7 +217,10 @@ func budgetResolve(r *report.Report, label func(string, string) string) (*figure
 // legend beside the plot lists every method under its number and marker, with its resolve rate. The caption
 // names the methods that coincide.
 func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, error) {
-	groups := meanGroups(r, label)
+	groups := meanGroups(r, label, func(m report.MethodStats) (x, y float64, ok bool) {
+		rho, eps := m.Stat(specs.Rho, specs.Mean), m.Stat(specs.Epsilon, specs.Mean)
+		return rho.V, eps.V, rho.OK && eps.OK
+	})
 	if len(groups) == 0 {
 		return nil, nil
 	}
@@ -233,7 +238,7 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 	keyStyle := legend.TextStyle
 	var coincide []string
 	for i, g := range groups {
-		dots, err := plotter.NewScatter(plotter.XYs{{X: g.rho, Y: g.eps}})
+		dots, err := plotter.NewScatter(plotter.XYs{{X: g.x, Y: g.y}})
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +251,7 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 		}
 		if len(g.names) > 1 {
 			coincide = append(coincide, fmt.Sprintf("%s coincide at rho %.3f, epsilon %.3f (key %d)",
-				strings.Join(g.names, ", "), g.rho, g.eps, i+1))
+				strings.Join(g.names, ", "), g.x, g.y, i+1))
 		}
 	}
 	caption := "Mean rho against mean epsilon per method. Each marker carries a number that keys the legend, " +
@@ -257,29 +262,31 @@ func rhoEpsilon(r *report.Report, label func(string, string) string) (*figure, e
 	} else {
 		caption += " No two methods coincide."
 	}
-	return rhoEpsilonLayout(p, legend, groups, keyStyle, caption), nil
+	return keyedLayout(p, legend, groups, keyStyle, caption), nil
 }
 
-// meanGroup is the methods sharing one (mean rho, mean epsilon) point, to three decimals.
+// meanGroup is the methods sharing one point (rho_epsilon: mean rho, mean epsilon), to three decimals.
 type meanGroup struct {
-	rho, eps float64
-	members  []string // labels with resolved %
-	names    []string
+	x, y    float64
+	members []string // labels with resolved %
+	names   []string
+	ci      stats.Interval // line_recall_resolve: the first member's resolve-rate interval
 }
 
-// meanGroups groups the methods that carry both means by their point, in the order of each point's first method.
-func meanGroups(r *report.Report, label func(string, string) string) []*meanGroup {
+// meanGroups groups the methods that have a point by their point, in the order of each point's first method.
+func meanGroups(r *report.Report, label func(string, string) string,
+	point func(report.MethodStats) (x, y float64, ok bool)) []*meanGroup {
 	var groups []*meanGroup
 	byMeans := map[string]*meanGroup{}
 	for _, m := range r.Methods {
-		rho, eps := m.Stat(specs.Rho, specs.Mean), m.Stat(specs.Epsilon, specs.Mean)
-		if !rho.OK || !eps.OK {
+		x, y, ok := point(m)
+		if !ok {
 			continue
 		}
-		k := fmt.Sprintf("%.3f %.3f", rho.V, eps.V)
+		k := fmt.Sprintf("%.3f %.3f", x, y)
 		g := byMeans[k]
 		if g == nil {
-			g = &meanGroup{rho: rho.V, eps: eps.V}
+			g = &meanGroup{x: x, y: y, ci: m.CI}
 			byMeans[k] = g
 			groups = append(groups, g)
 		}
@@ -290,12 +297,12 @@ func meanGroups(r *report.Report, label func(string, string) string) []*meanGrou
 	return groups
 }
 
-// keyRadius is the radius of rho_epsilon's markers, which its keys are placed around.
+// keyRadius is the radius of rho_epsilon's and line_recall_resolve's markers, which its keys are placed around.
 const keyRadius = 4
 
-// rhoEpsilonLayout places the plot and its legend on one page: the legend sits to the right of a square plot,
-// and each marker's key number is placed beside it.
-func rhoEpsilonLayout(p *plot.Plot, legend plot.Legend, groups []*meanGroup, keyStyle draw.TextStyle,
+// keyedLayout places the plot and its legend on one page: the legend sits to the right of a square plot, and each
+// marker's key number is placed beside it.
+func keyedLayout(p *plot.Plot, legend plot.Legend, groups []*meanGroup, keyStyle draw.TextStyle,
 	caption string) *figure {
 	// The page grows to hold the legend.
 	var legendW vg.Length
@@ -317,7 +324,7 @@ func rhoEpsilonLayout(p *plot.Plot, legend plot.Legend, groups []*meanGroup, key
 		markers := make([]vg.Point, len(groups))
 		keys := make([]string, len(groups))
 		for i, g := range groups {
-			markers[i] = vg.Point{X: xf(g.rho), Y: yf(g.eps)}
+			markers[i] = vg.Point{X: xf(g.x), Y: yf(g.y)}
 			keys[i] = strconv.Itoa(i + 1)
 		}
 		boxes := placeKeys(markers, keys, keyStyle, vg.Points(keyRadius), dc.Rectangle)
@@ -382,4 +389,59 @@ func placeKeys(markers []vg.Point, texts []string, sty text.Style, radius vg.Len
 
 func overlap(a, b vg.Rectangle) bool {
 	return a.Min.X < b.Max.X && b.Min.X < a.Max.X && a.Min.Y < b.Max.Y && b.Min.Y < a.Max.Y
+}
+
+// lineRecallResolve: each method's resolve rate (with its interval) against its mean line recall, keyed as
+// rho_epsilon is. Methods with equal line recall and resolve rate share one marker; methods without line recall
+// (no gold line in their rows) are left out and named in the caption.
+func lineRecallResolve(r *report.Report, label func(string, string) string) (*figure, error) {
+	var without []string
+	groups := meanGroups(r, label, func(m report.MethodStats) (x, y float64, ok bool) {
+		lr := m.Stat(specs.LineRecall, specs.Mean)
+		if !lr.OK {
+			without = append(without, label(m.Method, m.Model))
+		}
+		return lr.V, m.ResolvedPct, lr.OK
+	})
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	p := plot.New()
+	p.Title.Text = "Resolve rate against line recall, per method"
+	p.Title.TextStyle.Font.Size = vg.Points(10)
+	p.X.Label.Text = "mean line recall (share of the gold patch's lines shown verbatim)"
+	p.Y.Label.Text = "resolved %"
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -0.05, 1.05, -3, 103
+	p.Add(plotter.NewGrid())
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(8)
+	legend.Padding = vg.Points(1.5)
+	for i, g := range groups {
+		pts := points{XYs: plotter.XYs{{X: g.x, Y: g.y}},
+			YErrors: plotter.YErrors{{Low: g.y - g.ci.Lo, High: g.ci.Hi - g.y}}}
+		bars, err := plotter.NewYErrorBars(pts)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = plotutil.Color(i)
+		dots, err := plotter.NewScatter(pts.XYs)
+		if err != nil {
+			return nil, err
+		}
+		dots.GlyphStyle.Shape = plotutil.Shape(i)
+		dots.GlyphStyle.Color = plotutil.Color(i)
+		dots.GlyphStyle.Radius = vg.Points(keyRadius)
+		p.Add(bars, dots)
+		for _, m := range g.members {
+			legend.Add(fmt.Sprintf("%d  %s", i+1, m), dots)
+		}
+	}
+	caption := fmt.Sprintf("Resolve rate (with its %.0f%% bootstrap interval) against mean line recall per method. "+
+		"Each marker carries a number that keys the legend; methods with equal line recall (to three decimals) and "+
+		"resolve rate share one marker and number.", 100*r.Level)
+	if len(without) > 0 {
+		caption += " Without line recall (no gold line in their rows): " + strings.Join(without, ", ") + "."
+	}
+	return keyedLayout(p, legend, groups, legend.TextStyle, caption), nil
 }

@@ -132,3 +132,51 @@ func TestPlaceKeysNoOverlap(t *testing.T) {
 		}
 	}
 }
+
+// line_recall_resolve plots each method's resolve rate against its mean line recall; methods with equal points share
+// a marker, and methods whose rows carry no line recall are named in the caption.
+func TestLineRecallResolveFigure(t *testing.T) {
+	var rows []results.Row
+	add := func(method string, lineRecall []float64, res ...bool) {
+		for i, v := range res {
+			r := results.Row{results.FieldInstance: string(rune('a' + i)), results.FieldMethod: method,
+				results.FieldModel: "m", specs.Resolved.Name: v, specs.Rho.Name: 1.0, specs.Epsilon.Name: 1.0}
+			if lineRecall != nil {
+				r[specs.LineRecall.Name] = lineRecall[i]
+			}
+			rows = append(rows, r)
+		}
+	}
+	add("oracle", []float64{1, 1, 1, 1}, true, true, true, true)
+	add("bm25", []float64{0.5, 0.25, 0, 0.25}, true, false, false, false)
+	add("bm25_copy", []float64{0.25, 0.5, 0.25, 0}, false, true, false, false)
+	add("no_truth", nil, false, false, false, false)
+	r, err := report.Build(rows, nil, report.Options{Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Write(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "line_recall_resolve.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bm25 and bm25_copy: mean line recall 0.25, resolved 25%: one marker, key 2.
+	for _, m := range []string{"1  oracle  100%", "2  bm25  25%", "2  bm25_copy  25%", "mean line recall"} {
+		if !strings.Contains(string(svg), m) {
+			t.Errorf("line_recall_resolve.svg lacks %q", m)
+		}
+	}
+	if strings.Contains(string(svg), "no_truth") {
+		t.Error("a method without line recall is plotted")
+	}
+	caption := r.FigureCaptions["line_recall_resolve"]
+	if !strings.Contains(caption, "Without line recall (no gold line in their rows): no_truth.") {
+		t.Errorf("caption: %q", caption)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "line_recall_resolve.png")); err != nil {
+		t.Error(err)
+	}
+}

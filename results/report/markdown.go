@@ -81,7 +81,8 @@ func (s mdSections) section(title, name, after string) {
 // mdResultSections writes the per-method and failure tables and the paired comparisons.
 func (r *Report) mdResultSections(s mdSections) {
 	s.section("Per method", "methods", "n: issues with a row. resolved % and applied %: share of the n rows (a row with "+
-		"an error counts as neither). mean rho, mean epsilon, gold-line share, tokens, cost, loc F1: over the rows "+
+		"an error counts as neither). mean rho, mean epsilon, gold-line share, tokens, cost, loc F1, the line-level "+
+		"truth (line, block recall and precision, file precision): over the rows "+
 		"that carry the field. no gold shown %: rows with rho = 0 among rows with rho. fallback %: among rows that "+
 		"carry the field. – : no row carries the field.")
 	s.section("Failures per method", "failures", "resolved and unresolved: rows without an error. errored: rows "+
@@ -201,7 +202,11 @@ func (r *Report) mdFigures(b *strings.Builder) {
 func (r *Report) mdDefinitions(b *strings.Builder) {
 	fmt.Fprintf(b, "## Definitions\n\nrho: share of the gold patch's files shown in the context. epsilon: share of "+
 		"the context's lines found verbatim in the file they came from. gold-line share: share of context lines "+
-		"that lie in gold files. Intervals: %.0f%% percentile intervals from %d issue-level bootstrap resamples, "+
+		"that lie in gold files. line recall: share of the gold lines (the base lines the gold patch deletes or "+
+		"replaces; for a pure insertion, the nearest non-blank line on each side) shown verbatim at their place; "+
+		"line precision: share of the context's lines that are gold lines. block recall and precision: the same "+
+		"with the lines of the functions or blocks enclosing the gold lines. file precision: share of the files "+
+		"shown that the gold patch edits (file recall is rho). Intervals: %.0f%% percentile intervals from %d issue-level bootstrap resamples, "+
 		"seed %d (the same seed gives the same report).\n", 100*r.Level, r.Resamples, r.Seed)
 }
 

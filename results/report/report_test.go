@@ -122,7 +122,7 @@ func TestWriteFilesAndLaTeX(t *testing.T) {
 	}
 	csv, _ := os.ReadFile(filepath.Join(dir, "tables", "methods.csv"))
 	// Missing values are empty CSV cells, never 0.
-	if !strings.Contains(string(csv), "\nB,m,6,0,33.333333,0;66.666667,50,0.5,0.8,,0,100,100,,,\n") {
+	if !strings.Contains(string(csv), "\nB,m,6,0,33.333333,0;66.666667,50,0.5,0.8,,0,100,100,,,,,,,,\n") {
 		t.Errorf("methods.csv:\n%s", csv)
 	}
 }

@@ -39,6 +39,7 @@ func TestReportCommand(t *testing.T) {
 	runs := t.TempDir()
 	dir := filepath.Join(runs, "exp")
 	r := rand.New(rand.NewPCG(1, 2))
+	lr := rand.New(rand.NewPCG(3, 4))
 	store := results.Store{Path: filepath.Join(dir, "results.jsonl")}
 	var rows []results.Row
 	for i := range 80 {
@@ -52,6 +53,8 @@ func TestReportCommand(t *testing.T) {
 				results.FieldModel: "offline", specs.Rho.Name: rho, specs.Epsilon.Name: eps,
 				specs.ContextTokens.Name: 1000 + r.Float64()*500, specs.PatchApplied.Name: true,
 				results.FieldError: nil, specs.Resolved.Name: r.Float64() < rho*eps}
+			// Line recall from a stream of its own, so the other fields stay as they were drawn before it existed.
+			row[specs.LineRecall.Name] = min(1, max(0, rho*eps+0.3*(lr.Float64()-0.5)))
 			if m.name == "newbie" {
 				row[specs.Resolved.Name] = nil // measured, not graded yet
 			}
@@ -106,14 +109,15 @@ func TestReportCommand(t *testing.T) {
 	}
 	for _, f := range []string{"report.md", "tables/methods.csv", "tables/methods.tex", "tables/comparisons.csv",
 		"tables/predictions.csv", "tables/regression.tex", "figures/resolve_ci.png", "figures/resolve_ci.svg",
-		"figures/rho_epsilon.svg"} {
+		"figures/rho_epsilon.svg", "figures/line_recall_resolve.png", "figures/line_recall_resolve.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s not written", f)
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
 	for _, want := range []string{"# Report: exp", "Anchor: files (the spec's budget anchor)", "| offline | files | bm25 | 80 |",
-		"## Frozen predictions", "| newbie | offline |", "![resolve_ci](figures/resolve_ci.png)"} {
+		"## Frozen predictions", "| newbie | offline |", "![resolve_ci](figures/resolve_ci.png)",
+		"![line_recall_resolve](figures/line_recall_resolve.png)", "| line recall |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
