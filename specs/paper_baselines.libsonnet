@@ -18,6 +18,8 @@ function(ctxlab, anchor, offline_only=false, candidates=null)
     fit(m.bm25_window),
     fit(m.bm25_file),
     fit(m.bm25_swebench),
+    // SweRank's listwise reranker (the model under test) over BM25 retrieval of functions.
+    fit(m.swerank_bm25),
     // Whole files ranked by similarity, never cut (a budget between two file counts is recorded, not met).
     fit(m.whole_files_bm25),
     // The in-process stand-in compressor, fitted like a real one.
@@ -39,6 +41,8 @@ function(ctxlab, anchor, offline_only=false, candidates=null)
     fit(m.dense_function),
     fit(m.whole_files_dense),
     fit(m.swerank_retrieve),
+    // SweRank's full pipeline: its dense retrieval, then its listwise reranker.
+    fit(m.swerank),
     // Compressors, each with its rate fitted to the budget (CTXLAB_COMPRESS_URL names the compression server).
     fit(m.llmlingua2),
     fit(m.longllmlingua),

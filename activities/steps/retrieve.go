@@ -36,18 +36,32 @@ func retrieveStep(ctx context.Context, j *job, p specs.RetrieveParams) (api.Node
 	for i, k := range order {
 		sorted[i] = chunked.Chunks[k]
 	}
-	r := newRanked(inst.ProblemStatement, sorted, chunked.FileLines, p.Partial == nil || *p.Partial)
-	target, anchor, fitted, err := j.budgetTarget(ctx, p.Tokenizer, p.FitParams)
+	out, err := j.showRanked(ctx, inst.ProblemStatement, sorted, chunked.FileLines, p)
+	if err != nil {
+		return NodeOutput{}, err
+	}
+	for k, v := range row {
+		out.Row[k] = v
+	}
+	return out, nil
+}
+
+// showRanked shows chunks in the given order up to the budget, as a retrieve step with params rp shows its ranking:
+// multiplier x the anchor's context tokens with a budget input, rp's max_tokens otherwise.
+func (j *job) showRanked(ctx context.Context, issue string, sorted []chunk.Chunk, fileLines map[string]int,
+	rp specs.RetrieveParams) (NodeOutput, error) {
+	r := newRanked(issue, sorted, fileLines, rp.Partial == nil || *rp.Partial)
+	target, anchor, fitted, err := j.budgetTarget(ctx, rp.Tokenizer, rp.FitParams)
 	if err != nil {
 		return api.NodeOutput{}, err
 	}
 	if !fitted {
-		target = p.MaxTokens
+		target = rp.MaxTokens
 		if target <= 0 {
 			target = DefaultRetrieveTokens
 		}
 	}
-	c, shown, res, err := r.fit(p.Tokenizer, target, p.FitParams)
+	c, shown, res, err := r.fit(rp.Tokenizer, target, rp.FitParams)
 	if err != nil {
 		return api.NodeOutput{}, err
 	}
@@ -55,13 +69,10 @@ func retrieveStep(ctx context.Context, j *job, p specs.RetrieveParams) (api.Node
 	if err != nil {
 		return api.NodeOutput{}, err
 	}
-	for k, v := range row {
-		out.Row[k] = v
-	}
 	specs.ChunksShown.Set(out.Row, shown)
 	specs.TemplateShown.Set(out.Row, showsTemplate(c.Files()))
 	if fitted {
-		for k, v := range fitRow(p.FitParams, target, anchor, res) {
+		for k, v := range fitRow(rp.FitParams, target, anchor, res) {
 			out.Row[k] = v
 		}
 	}

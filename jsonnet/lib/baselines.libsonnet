@@ -39,7 +39,7 @@ function(ctxlab) {
   derive(name, base, context, steps=[])::
     ctxlab.method(name, context, lib.prefixed(base, 'base.') + steps),
 
-  local fittable = ['retrieve', 'compress'],
+  local fittable = ['retrieve', 'compress', 'listwise_rerank'],
   local mult(m) = std.strReplace(std.toString(m), '.', '_'),
 
   // fitted(method, anchor, multiplier, tolerance, name, source_factor) fits method's knob on every issue to
@@ -146,6 +146,43 @@ function(ctxlab) {
   // The embedding model of dense retrieval; any model the OPENAI_BASE_URL endpoint serves.
   embedding_model:: 'text-embedding-3-small',
 
+  // listwise_prompt is the listwise reranker's prompt, in SweRank's answer format. Fields: {{.Issue}}, {{.Count}},
+  // {{.Candidates}} (each {{.ID}}, {{.Path}}, {{.Start}}, {{.End}}, {{.Text}}); a candidate's line must start with
+  // its [ID], as the fake endpoint finds them so.
+  listwise_prompt:: {
+    system: 'You are a code ranking assistant. You rank code by how likely it is to need an edit that resolves an issue.',
+    user: |||
+      Here are {{.Count}} pieces of code from a repository, each marked with an identifier in brackets.
+      {{range .Candidates}}
+      [{{.ID}}] {{.Path}}, lines {{.Start}}-{{.End}}
+      ```
+      {{.Text}}
+      ```
+      {{end}}
+      This issue was reported against the repository:
+
+      <issue>
+      {{.Issue}}
+      </issue>
+
+      Rank the {{.Count}} pieces of code by how likely each is to need an edit that resolves the issue, most likely
+      first. Answer with every identifier, in the form [2] > [1] > [3], and nothing else.
+    |||,
+  },
+
+  // swerank(name, scorer, params, model) is SweRank's pipeline, retrieve then rerank, as one listwise_rerank step:
+  // functions ranked by scorer (dense: params.embedding_model), the top_k reranked by the model in windows of
+  // window moved up by step (SweRank's 100, 10 and 5 by default), shown in that order up to the budget. model, when
+  // given (a ctxlab.models.* value), reranks instead of the model under test.
+  swerank(name, scorer='dense', params={}, model=null)::
+    local p = ctxlab.param_defaults('listwise_rerank', ['unit', 'top_k', 'window', 'step'])
+              + { scorer: scorer, prompt: lib.listwise_prompt } + params
+              + (if model == null then {} else { model: model });
+    // The kind's declaration checks each knob; this, how they go together (other types and ranges are its errors).
+    assert !(std.isNumber(p.step) && std.isNumber(p.window) && p.window >= 2 && p.step > p.window)
+           : 'baselines.swerank %s: step %s is larger than window %s' % [name, p.step, p.window];
+    ctxlab.method(name, ctxlab.step('context', 'listwise_rerank', p, { checkout: 'checkout' })),
+
   methods: {
     // BM25 (SWE-bench's k1 = 0.9, b = 0.4, code-aware tokens) over PAPER.md's four chunk units.
     bm25_definition: lib.retriever('bm25_definition', 'definition'),
@@ -162,12 +199,15 @@ function(ctxlab) {
                                      { partial: false, embedding_model: lib.embedding_model }),
     // Dense retrieval over functions (CodeRankEmbed-style) through an OpenAI-compatible embeddings endpoint.
     dense_function: lib.retriever('dense_function', 'function', 'dense', { embedding_model: lib.embedding_model }),
-    // SweRank's retrieval stage: dense retrieval of functions with its embedding model, served by the endpoint.
-    // (SweRank's listwise LLM reranking stage is not implemented here.)
+    // SweRank's retrieval stage alone: dense retrieval of functions with its embedding model, served by the endpoint.
     swerank_retrieve: lib.retriever('swerank_retrieve',
                                     'function',
                                     'dense',
                                     { embedding_model: 'Salesforce/SweRankEmbed-Small' }),
+    // SweRank's whole pipeline: that retrieval, then the listwise reranker (the model under test) over its top 100.
+    swerank: lib.swerank('swerank', 'dense', { embedding_model: 'Salesforce/SweRankEmbed-Small' }),
+    // SweRank's reranker over BM25 retrieval of functions: the pipeline without an embeddings endpoint (the demo's).
+    swerank_bm25: lib.swerank('swerank_bm25', 'bm25'),
     // Compressors through the compression server (scripts/compress_server.py; CTXLAB_COMPRESS_URL).
     llmlingua2: lib.compressor('llmlingua2', 'llmlingua2'),
     longllmlingua: lib.compressor('longllmlingua', 'longllmlingua'),

@@ -101,8 +101,8 @@ exec "$@"`
 			out.String(), e2e.Tail(errb.String(), 8000))
 	}
 	rows := readRows(t, filepath.Join(runs, "demo", "results.jsonl"))
-	if len(rows) != 242 {
-		t.Errorf("%d rows, want the demo's 242", len(rows))
+	if len(rows) != 253 {
+		t.Errorf("%d rows, want the demo's 253", len(rows))
 	}
 	python := 0
 	for k, r := range rows {
@@ -116,8 +116,8 @@ exec "$@"`
 			}
 		}
 	}
-	if python != 22 {
-		t.Errorf("%d rows of the Python instance, want 22", python)
+	if python != 23 {
+		t.Errorf("%d rows of the Python instance, want 23", python)
 	}
 	t.Logf("hid %s", strings.Join(dirs, ", "))
 }
