@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/chunk"
 	"ctxlab/activities/listwise"
 	"ctxlab/activities/llm"
@@ -28,21 +29,21 @@ type Candidate struct {
 // recorded), so a retried step pays for no finished window again.
 //
 // Prompt fields: .Issue, .Count (the window's candidates), .Candidates (each .ID, .Path, .Start, .End, .Text).
-func listwiseRerankStep(ctx context.Context, j *job, p specs.ListwiseRerankParams) (NodeOutput, error) {
+func listwiseRerankStep(ctx context.Context, j *job, p specs.ListwiseRerankParams) (api.NodeOutput, error) {
 	if p.Step > p.Window {
-		return NodeOutput{}, permanentf(ErrBadInput, "%s: step %d is larger than window %d: candidates between "+
+		return api.NodeOutput{}, permanentf(api.ErrBadInput, "%s: step %d is larger than window %d: candidates between "+
 			"windows would never be ranked", j.in.Step, p.Step, p.Window)
 	}
 	inst, m, err := j.instanceAndSnapshot(ctx)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	rp := specs.RetrieveParams{Tokenizer: p.Tokenizer, Scorer: p.Scorer, Unit: p.Unit, K1: p.K1, B: p.B,
 		EmbeddingModel: p.EmbeddingModel, Partial: p.Partial, MaxTokens: p.MaxTokens, FitParams: p.FitParams}
 	row := map[string]any{}
 	chunked, order, err := j.rankChunks(ctx, inst.ProblemStatement, m, rp, row)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	top := min(p.TopK, len(order))
 	ask := func(ctx context.Context, window []int) (string, error) {
@@ -52,7 +53,7 @@ func listwiseRerankStep(ctx context.Context, j *job, p specs.ListwiseRerankParam
 	}
 	reranked, st, err := listwise.Rerank(ctx, order[:top], p.Window, p.Step, ask)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	sorted := make([]chunk.Chunk, 0, len(order))
 	for _, k := range append(reranked, order[top:]...) {
@@ -60,7 +61,7 @@ func listwiseRerankStep(ctx context.Context, j *job, p specs.ListwiseRerankParam
 	}
 	out, err := j.showRanked(ctx, inst.ProblemStatement, sorted, chunked.FileLines, rp)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	for k, v := range row {
 		out.Row[k] = v

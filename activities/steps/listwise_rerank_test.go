@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"ctxlab/activities/api"
 	"ctxlab/activities/contexts"
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/listwise"
@@ -40,7 +41,7 @@ ctxlab.experiment({
 
 // listwiseContexts compiles listwiseSpec and runs, on the demo instance inst, every node up to the two methods'
 // contexts, returning the listwise_rerank and retrieve nodes' outputs.
-func listwiseContexts(t *testing.T, f *fixture, model, params string) (rerank, retrieve NodeOutput) {
+func listwiseContexts(t *testing.T, f *fixture, model, params string) (rerank, retrieve api.NodeOutput) {
 	t.Helper()
 	e, err := compileListwise(t, model, params)
 	if err != nil {
@@ -50,17 +51,17 @@ func listwiseContexts(t *testing.T, f *fixture, model, params string) (rerank, r
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs := map[string]NodeOutput{}
+	outs := map[string]api.NodeOutput{}
 	for _, n := range plan.Nodes {
 		if n.Activity != specs.Checkout.Name && n.Activity != specs.ListwiseRerank.Name &&
 			n.Activity != specs.Retrieve.Name {
 			continue // the shared tail
 		}
-		inputs := map[string]NodeOutput{}
+		inputs := map[string]api.NodeOutput{}
 		for name, k := range n.Inputs {
 			inputs[name] = outs[k]
 		}
-		in := NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key, Step: n.Steps[0], Params: n.Params,
+		in := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key, Step: n.Steps[0], Params: n.Params,
 			Inputs: inputs, Dataset: f.dataset}
 		env := Env{Node: in, Store: f.store, RunDir: f.runDir, Log: zerolog.Nop(),
 			Models: Models{Budget: localBudget(limiter.Limits{})}}

@@ -38,7 +38,7 @@ func retrieveStep(ctx context.Context, j *job, p specs.RetrieveParams) (api.Node
 	}
 	out, err := j.showRanked(ctx, inst.ProblemStatement, sorted, chunked.FileLines, p)
 	if err != nil {
-		return NodeOutput{}, err
+		return api.NodeOutput{}, err
 	}
 	for k, v := range row {
 		out.Row[k] = v
@@ -49,7 +49,7 @@ func retrieveStep(ctx context.Context, j *job, p specs.RetrieveParams) (api.Node
 // showRanked shows chunks in the given order up to the budget, as a retrieve step with params rp shows its ranking:
 // multiplier x the anchor's context tokens with a budget input, rp's max_tokens otherwise.
 func (j *job) showRanked(ctx context.Context, issue string, sorted []chunk.Chunk, fileLines map[string]int,
-	rp specs.RetrieveParams) (NodeOutput, error) {
+	rp specs.RetrieveParams) (api.NodeOutput, error) {
 	r := newRanked(issue, sorted, fileLines, rp.Partial == nil || *rp.Partial)
 	target, anchor, fitted, err := j.budgetTarget(ctx, rp.Tokenizer, rp.FitParams)
 	if err != nil {
