@@ -17,6 +17,7 @@ import (
 	"ctxlab/internal/images"
 	"ctxlab/patch/diff"
 	"ctxlab/testkit/dockertest"
+	"ctxlab/testkit/filetree"
 )
 
 // These tests grade in a real Docker engine (testkit/dockertest: skipped by plain go test when none answers,
@@ -79,7 +80,7 @@ func engineGoInstance() swebench.Instance {
 func gitRepo(t *testing.T, files map[string]string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
-	writeFiles(t, dir, files)
+	filetree.Write(t, dir, files)
 	git := func(args ...string) string {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir

@@ -18,6 +18,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/grading/testlog"
 	"ctxlab/patch/diff"
+	"ctxlab/testkit/filetree"
 )
 
 // A small Python project with a real bug, its fix and its new test, as a SWE-bench row describes them.
@@ -44,19 +45,6 @@ func calcInstance() swebench.Instance {
 		FailToPass: []string{"tests/test_calc.py::test_add"},
 		// As in SWE-bench, the tests run are those of the files the test patch touches.
 		PassToPass: []string{"tests/test_calc.py::test_mul_zero"},
-	}
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
@@ -171,7 +159,7 @@ func TestCleanStale(t *testing.T) {
 	mine := filepath.Join(tmp, TempPrefix+strconv.Itoa(os.Getpid())+"-789")
 	other := filepath.Join(tmp, "someone-else")
 	for _, d := range []string{stale, live, mine, other} {
-		writeFiles(t, d, map[string]string{"f": "x"})
+		filetree.Write(t, d, map[string]string{"f": "x"})
 	}
 	n, err := CleanStale(tmp)
 	if err != nil || n != 1 {
@@ -216,7 +204,7 @@ func newFakeDocker(t *testing.T, rec replay, hang bool) fake {
 	for k, v := range calcBase {
 		testbed["testbed/"+k] = v
 	}
-	writeFiles(t, f.root, testbed)
+	filetree.Write(t, f.root, testbed)
 	return f
 }
 
@@ -257,7 +245,7 @@ func realLog(t *testing.T, in swebench.Instance, patch string) replay {
 	t.Helper()
 	py := python(t)
 	dir := t.TempDir()
-	writeFiles(t, dir, calcBase)
+	filetree.Write(t, dir, calcBase)
 	for _, p := range []string{in.TestPatch, patch} {
 		if _, err := diff.ApplyDir(dir, p); err != nil {
 			t.Fatal(err)
@@ -273,7 +261,7 @@ func realLog(t *testing.T, in swebench.Instance, patch string) replay {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFiles(t, helpers, map[string]string{e.Name(): string(b)})
+		filetree.Write(t, helpers, map[string]string{e.Name(): string(b)})
 	}
 	r, w, err := os.Pipe()
 	if err != nil {

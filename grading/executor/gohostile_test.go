@@ -14,6 +14,7 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/patch/diff"
+	"ctxlab/testkit/filetree"
 )
 
 // hostileGoInstance is a Go instance whose test asserts through a library of the module proxy (as tests assert
@@ -30,7 +31,7 @@ func hostileGoInstance(t *testing.T) (in swebench.Instance, files map[string]str
 		"m.go":   "package m\n\nfunc Answer() int { return 41 }\n",
 	}
 	dir := t.TempDir()
-	writeFiles(t, dir, files)
+	filetree.Write(t, dir, files)
 	tidy := exec.Command("go", "mod", "download", check)
 	tidy.Dir = dir
 	tidy.Env = append(os.Environ(), "GOPROXY="+proxy, "GOSUMDB=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local",
@@ -58,7 +59,7 @@ func goFileProxy(t *testing.T, modPath, version string, files map[string]string)
 	proxy := t.TempDir()
 	mod := "module " + modPath + "\n\ngo 1.21\n"
 	vdir := filepath.Join(proxy, filepath.FromSlash(modPath), "@v")
-	writeFiles(t, vdir, map[string]string{"list": version + "\n", version + ".mod": mod,
+	filetree.Write(t, vdir, map[string]string{"list": version + "\n", version + ".mod": mod,
 		version + ".info": `{"Version":"` + version + `","Time":"2024-01-01T00:00:00Z"}`})
 	zf, err := os.Create(filepath.Join(vdir, version+".zip"))
 	if err != nil {

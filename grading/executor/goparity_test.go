@@ -22,6 +22,7 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/grading/testlog"
+	"ctxlab/testkit/filetree"
 )
 
 // stdlibParity are the standard library packages whose code and tests import no internal/ or vendored package and
@@ -553,7 +554,7 @@ func applyGit(t *testing.T, dir, patch string) {
 // notePatch adds a note to the repository and changes no code: a grade of the base commit as it is.
 func notePatch(t *testing.T, repo string) string {
 	return gitPatch(t, repo, func(dir string) {
-		writeFiles(t, dir, map[string]string{".parity/NOTE": "no change to the code\n"})
+		filetree.Write(t, dir, map[string]string{".parity/NOTE": "no change to the code\n"})
 	})
 }
 
@@ -623,7 +624,7 @@ func TestGoParityModuleCache(t *testing.T) {
 		}
 		files["go.mod"] = string(gomod)
 		repo := t.TempDir()
-		writeFiles(t, repo, files)
+		filetree.Write(t, repo, files)
 		pinRequirements(t, repo)
 		repo, base := gitRepoOf(t, repo)
 		id := strings.ReplaceAll(path.Base(strings.TrimSuffix(m.path, "/v2")), ".", "_")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ctxlab/grading/testlog"
+	"ctxlab/testkit/filetree"
 )
 
 // proxyParity are the repository shapes of the proxy corpus (TestGoParityProxyModules), each made of public modules
@@ -109,7 +110,7 @@ func copyTree(t *testing.T, src, dst string) {
 		if err != nil {
 			return err
 		}
-		writeFiles(t, dst, map[string]string{filepath.ToSlash(rel): string(b)})
+		filetree.Write(t, dst, map[string]string{filepath.ToSlash(rel): string(b)})
 		return nil
 	})
 	if err != nil {
@@ -204,7 +205,7 @@ func parityYAML(t *testing.T) parityCount {
 					if err != nil {
 						t.Fatal(err)
 					}
-					writeFiles(t, dir, map[string]string{e.Name(): string(b)})
+					filetree.Write(t, dir, map[string]string{e.Name(): string(b)})
 				}
 			}
 		}

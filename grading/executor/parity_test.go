@@ -16,6 +16,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/grading/testlog"
 	"ctxlab/patch/diff"
+	"ctxlab/testkit/filetree"
 )
 
 // The Python parity corpus: CPython's own tests of a dozen standard library modules, from Debian's
@@ -120,7 +121,7 @@ func TestPythonParityCPythonSuite(t *testing.T) {
 		}
 		testFiles = append(testFiles, "cpython/test_"+m+".py")
 	}
-	writeFiles(t, repoDir, files)
+	filetree.Write(t, repoDir, files)
 	git := func(dir string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command("git", append([]string{"-c", "user.name=ctxlab", "-c", "user.email=ctxlab@example.com"}, args...)...)

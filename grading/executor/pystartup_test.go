@@ -10,6 +10,7 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/patch/diff"
+	"ctxlab/testkit/filetree"
 )
 
 // Start-up files a patch can add to forge a Python grade (issue 39, defect 1): whatever Python imports when the
@@ -61,7 +62,7 @@ func startupRuns(t *testing.T, py string, base map[string]string, v startupVecto
 	dir := t.TempDir()
 	files := maps.Clone(base)
 	maps.Copy(files, v.files)
-	writeFiles(t, dir, files)
+	filetree.Write(t, dir, files)
 	probe := "import os; print(os.environ.get('PYTEST_ADDOPTS'))"
 	if v.unittest {
 		probe = "import unittest; print(unittest.TestCase.run.__module__)"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ctxlab/grading/sandbox"
+	"ctxlab/testkit/filetree"
 )
 
 // run starts argv in box and returns its output and error.
@@ -314,7 +315,7 @@ func TestOverlayOnOverlayfsTempRoot(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(merged, syscall.MNT_DETACH) })
 	cache := filepath.Join(t.TempDir(), "cache")
-	writeTree(t, cache, map[string]string{"00/warm": "warm entry\n"})
+	filetree.Write(t, cache, map[string]string{"00/warm": "warm entry\n"})
 	box, err := sandbox.New(worktree(t), sandbox.Options{Overlay: []string{cache}, TempRoot: merged})
 	if err != nil {
 		t.Fatal(err)
@@ -331,18 +332,5 @@ cat "$1/00/added"`, "sh", cache}, env)
 	}
 	if _, err := os.Stat(filepath.Join(cache, "00", "added")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the write reached the real folder: %v", err)
-	}
-}
-
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

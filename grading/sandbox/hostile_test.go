@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ctxlab/grading/sandbox"
+	"ctxlab/testkit/filetree"
 )
 
 // scratchTMPDIR makes a folder on the root file system, outside /tmp, /var/tmp, /dev/shm and the home (a cluster's
@@ -54,7 +55,7 @@ func TestGradesUnderScratchTMPDIRDoNotMeet(t *testing.T) {
 			t.Fatal(err)
 		}
 		secret := "gold-" + token()
-		writeTree(t, other, map[string]string{"gold.py": secret + "\n"})
+		filetree.Write(t, other, map[string]string{"gold.py": secret + "\n"})
 		boxFor(t, other, disable, sandbox.Options{}) // the other grade, under way: its worktree is the uid's
 		wt, err := os.MkdirTemp(scratch, "ctxlab-grade-2-")
 		if err != nil {
@@ -98,7 +99,7 @@ func TestHostFoldersUnseen(t *testing.T) {
 			t.Fatal(err)
 		}
 		gold := "gold-patch-" + tok
-		writeTree(t, runs, map[string]string{"demo/dataset/instances.jsonl": gold + "\n"})
+		filetree.Write(t, runs, map[string]string{"demo/dataset/instances.jsonl": gold + "\n"})
 		box := boxFor(t, worktree(t), disable, sandbox.Options{})
 		out, err := run(t, box, context.Background(), []string{"sh", "-c", `echo pwned > "$1"; cat "$2" 2>&1; true`, "sh",
 			lock, filepath.Join(runs, "demo", "dataset", "instances.jsonl")}, []string{"PATH=/usr/bin:/bin"})

@@ -2,9 +2,9 @@ package testlog
 
 import (
 	"bytes"
+	"ctxlab/testkit/filetree"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -24,19 +24,6 @@ func pythonWith(t *testing.T, module string) string {
 	}
 	t.Fatalf("no python3 with %s found (install python3-pytest; .ci/run does)", module)
 	return ""
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // run returns the combined output; the exit code is ignored on purpose (failing tests exit non-zero).
@@ -84,7 +71,7 @@ class TestGroup:
 func TestParsePytestOnRealRun(t *testing.T) {
 	py := pythonWith(t, "pytest")
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"tests/test_sample.py": pytestFile})
+	filetree.Write(t, dir, map[string]string{"tests/test_sample.py": pytestFile})
 	want := map[string]Status{
 		"tests/test_sample.py::test_pass":              StatusPass,
 		"tests/test_sample.py::test_fail":              StatusFail,
@@ -159,7 +146,7 @@ class TestCalc(unittest.TestCase):
 func TestParseUnittestOnRealRun(t *testing.T) {
 	py := pythonWith(t, "unittest")
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"pkg/__init__.py": "", "pkg/test_calc.py": unittestFile})
+	filetree.Write(t, dir, map[string]string{"pkg/__init__.py": "", "pkg/test_calc.py": unittestFile})
 	out := runPy(t, dir, py, "-m", "unittest", "-v", "pkg.test_calc")
 	rep, err := ParseUnittest(bytes.NewReader(out))
 	if err != nil {
@@ -213,7 +200,7 @@ func TestParseDispatch(t *testing.T) {
 func TestParsePytestReadsOnlyTheSummary(t *testing.T) {
 	py := pythonWith(t, "pytest")
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"tests/test_t.py": `import pytest
+	filetree.Write(t, dir, map[string]string{"tests/test_t.py": `import pytest
 
 def test_a():
     print("PASSED tests/test_t.py::test_gone")
@@ -255,7 +242,7 @@ def test_s():
 func TestParseUnittestNames(t *testing.T) {
 	py := pythonWith(t, "unittest")
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"pkg/__init__.py": "", "pkg/test_s.py": `import sys
+	filetree.Write(t, dir, map[string]string{"pkg/__init__.py": "", "pkg/test_s.py": `import sys
 import unittest
 
 

@@ -12,6 +12,7 @@ import (
 
 	"ctxlab/grading/sandbox"
 	"ctxlab/grading/testlog"
+	"ctxlab/testkit/filetree"
 )
 
 // kindsModule is a package with every kind of test go test runs, and two it does not: tests in the package and in
@@ -104,8 +105,8 @@ func Example_noOutput() {
 func TestEveryKindOfGoTest(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, kindsModule)
-	writeFiles(t, dir, map[string]string{"go.mod": "module example.com/kinds\n\ngo 1.21\n"})
+	filetree.Write(t, dir, kindsModule)
+	filetree.Write(t, dir, map[string]string{"go.mod": "module example.com/kinds\n\ngo 1.21\n"})
 	listed := []string{"TestDouble", "TestExternal", "ExampleDouble", "Example_unordered", "Example_empty",
 		"Example_wrong", "FuzzDouble", "FuzzDouble/seed#1", "FuzzDouble/corpus1", "Example_noOutput", "BenchmarkDouble",
 		"helperTest", "TestMain"}
@@ -195,7 +196,7 @@ func TestRecordStart(t *testing.T) {
 func TestBinaryRunsAsGoTestRunsIt(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	filetree.Write(t, dir, map[string]string{
 		"go.mod":                "module example.com/tool/cli/v2\n\ngo 1.21\n",
 		"cli_test.go":           argsTest,
 		"sub/cli/v3/v3_test.go": strings.Replace(argsTest, "package cli", "package v3", 1),
@@ -244,7 +245,7 @@ func TestTestsRunGoBuildInSandbox(t *testing.T) {
 		"dep.go": "package dep\n\nfunc Answer() int { return 42 }\n",
 	})
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	filetree.Write(t, dir, map[string]string{
 		"go.mod":         "module example.com/m\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n",
 		"cmd/app/app.go": "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/dep\"\n)\n\nfunc main() { fmt.Println(dep.Answer()) }\n",
 		"m_test.go": `package m
@@ -303,7 +304,7 @@ func fileProxy(t *testing.T, modPath, version string, files map[string]string) s
 	proxy := t.TempDir()
 	mod := "module " + modPath + "\n\ngo 1.21\n"
 	vdir := filepath.Join(proxy, filepath.FromSlash(modPath), "@v")
-	writeFiles(t, vdir, map[string]string{
+	filetree.Write(t, vdir, map[string]string{
 		"list":            version + "\n",
 		version + ".info": `{"Version":"` + version + `","Time":"2024-01-01T00:00:00Z"}`,
 		version + ".mod":  mod,

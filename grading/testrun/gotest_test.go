@@ -4,13 +4,13 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"ctxlab/grading/testlog"
+	"ctxlab/testkit/filetree"
 )
 
 func run(t *testing.T, o Options) Result {
@@ -156,19 +156,6 @@ func TestBuildFailureReported(t *testing.T) {
 	}
 }
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // cleanModCache removes a module cache the go command made read-only.
 func cleanModCache(t *testing.T, cache string) {
 	t.Cleanup(func() {
@@ -189,7 +176,7 @@ func TestModuleRequirementsDownloaded(t *testing.T) {
 	})
 	proxy := strings.TrimPrefix(proxyURL, "file://")
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	filetree.Write(t, dir, map[string]string{
 		"go.mod":    "module example.com/m\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n",
 		"m_test.go": "package m\n\nimport (\n\t\"testing\"\n\n\t\"example.com/dep\"\n)\n\nfunc TestUsesDep(t *testing.T) {\n\tif dep.Answer() != 42 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n",
 	})
@@ -234,7 +221,7 @@ func TestModuleWithoutGoSum(t *testing.T) {
 	cleanModCache(t, cache)
 	for i, want := range []string{"module requirements downloaded", "already downloaded"} {
 		dir := t.TempDir()
-		writeFiles(t, dir, files)
+		filetree.Write(t, dir, files)
 		res := run(t, Options{Dir: dir, Tests: []string{"TestUsesDep"}, GoProxy: proxyURL,
 			ExtraEnv: []string{"GOMODCACHE=" + cache}})
 		if v := testlog.Decide([]string{"TestUsesDep"}, nil, res.Report); !v.Resolved {

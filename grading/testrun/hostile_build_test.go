@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ctxlab/grading/sandbox"
+	"ctxlab/testkit/filetree"
 )
 
 // Building reads what the model wrote: cgo sources and their #include lines, files an assembler .incbin-s, Go
@@ -34,7 +35,7 @@ func TestBuildCannotReadRootOnlyFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	secretFile := filepath.Join(private, "secret.h")
-	writeFiles(t, private, map[string]string{
+	filetree.Write(t, private, map[string]string{
 		"secret.h": secret + " leaked;\n",
 		// go mod download reads the replacement's requirements and names them when it cannot find them.
 		"replaced/go.mod": "module example.com/x\n\nrequire " + secret + " v1.0.0\n",

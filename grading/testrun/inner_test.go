@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"ctxlab/grading/testlog"
+	"ctxlab/testkit/filetree"
 )
 
 // innerTests is a repository whose test TestOuter drives an inner runner (testing.RunTests, as testify's own suite
@@ -52,8 +53,8 @@ func TestInnerRunnerResultsCount(t *testing.T) {
 	t.Parallel()
 	for _, fixed := range []bool{true, false} {
 		dir := t.TempDir()
-		writeFiles(t, dir, innerTests)
-		writeFiles(t, dir, map[string]string{"fix.go": innerFix(fixed)})
+		filetree.Write(t, dir, innerTests)
+		filetree.Write(t, dir, map[string]string{"fix.go": innerFix(fixed)})
 		want := map[bool]string{true: "pass", false: "fail"}[fixed]
 		if ref := goTestJSON(t, dir, "./..."); ref[innerName] != want {
 			t.Fatalf("fixed %v: go test reports %s %q, want %s", fixed, innerName, ref[innerName], want)
@@ -106,8 +107,8 @@ func init() {
 	}
 	for name, forge := range forgeries {
 		dir := t.TempDir()
-		writeFiles(t, dir, innerTests)
-		writeFiles(t, dir, map[string]string{"fix.go": innerFix(false), "forge.go": forge})
+		filetree.Write(t, dir, innerTests)
+		filetree.Write(t, dir, map[string]string{"fix.go": innerFix(false), "forge.go": forge})
 		res := run(t, Options{Dir: dir, Tests: []string{innerName}})
 		if v := testlog.Decide([]string{innerName}, nil, res.Report); v.Resolved || len(v.Passed) > 0 {
 			t.Errorf("%s: forged inner results believed: %+v\n%s", name, v, res.Output)

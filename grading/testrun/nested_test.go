@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"ctxlab/grading/testlog"
+	"ctxlab/testkit/filetree"
 )
 
 // nestedRepo is a repository whose tests live in a module of a subfolder that replaces its parent with ../, as
@@ -41,7 +42,7 @@ func TestShared(t *testing.T) {}
 func TestNestedModuleTests(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, nestedRepo)
+	filetree.Write(t, dir, nestedRepo)
 	ref := goTestJSON(t, filepath.Join(dir, "sub"), "./...")
 	if ref["TestNested"] != "pass" || ref["TestShared"] != "pass" {
 		t.Fatalf("go test in the nested module: %v", ref)
@@ -71,7 +72,7 @@ func TestWorkspaceModules(t *testing.T) {
 	files := maps.Clone(nestedRepo)
 	files["sub/go.mod"] = "module example.com/root/sub\n\ngo 1.21\n\nrequire example.com/root v0.0.0\n"
 	files["go.work"] = "go 1.21\n\nuse (\n\t.\n\t./sub\n)\n"
-	writeFiles(t, dir, files)
+	filetree.Write(t, dir, files)
 	ref := exec.Command("go", "test", "-count=1", "-run", "^TestNested$", "./...")
 	ref.Dir, ref.Env = filepath.Join(dir, "sub"), append(os.Environ(), "GOFLAGS=", "GOPROXY=off", "GOTOOLCHAIN=local")
 	if out, err := ref.CombinedOutput(); err != nil {

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"bytes"
+	"ctxlab/testkit/filetree"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -203,7 +204,7 @@ func TestUnifiedRandomRoundTrip(t *testing.T) {
 	// git apply agrees on a sample of them, applied as one patch.
 	git := requireGit(t)
 	dir := t.TempDir()
-	writeTree(t, dir, olds)
+	filetree.Write(t, dir, olds)
 	pf := filepath.Join(t.TempDir(), "p.diff")
 	if err := os.WriteFile(pf, []byte(all.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -227,19 +228,6 @@ func requireGit(t *testing.T) string {
 		t.Skip("git binary not installed")
 	}
 	return git
-}
-
-func writeTree(t *testing.T, dir string, files map[string][]byte) {
-	t.Helper()
-	for p, data := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // TestGitApplyAcceptsUnified feeds every round-trip case, as one combined patch, to the real git apply and to
@@ -271,7 +259,7 @@ func TestGitApplyAcceptsUnified(t *testing.T) {
 	}
 	t.Run("git", func(t *testing.T) {
 		dir := t.TempDir()
-		writeTree(t, dir, start)
+		filetree.Write(t, dir, start)
 		pf := filepath.Join(t.TempDir(), "p.diff")
 		if err := os.WriteFile(pf, []byte(patch.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -286,7 +274,7 @@ func TestGitApplyAcceptsUnified(t *testing.T) {
 	})
 	t.Run("ApplyDir", func(t *testing.T) {
 		dir := t.TempDir()
-		writeTree(t, dir, start)
+		filetree.Write(t, dir, start)
 		res, err := ApplyDir(dir, patch.String())
 		if err != nil {
 			t.Fatal(err)
@@ -319,11 +307,11 @@ func TestGitDiffOutputApplies(t *testing.T) {
 		return string(out)
 	}
 	run("init", "-q")
-	writeTree(t, dir, map[string][]byte{"a.txt": base, "b.txt": []byte("keep\n")})
+	filetree.Write(t, dir, map[string][]byte{"a.txt": base, "b.txt": []byte("keep\n")})
 	run("add", ".")
 	run("commit", "-q", "-m", "base")
 	newA := edited(base, func(ls []string) []string { ls[3] = "four"; ls[30] = "thirty-one"; return ls })
-	writeTree(t, dir, map[string][]byte{"a.txt": newA, "c.txt": []byte("new")})
+	filetree.Write(t, dir, map[string][]byte{"a.txt": newA, "c.txt": []byte("new")})
 	if err := os.Remove(filepath.Join(dir, "b.txt")); err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +456,7 @@ func TestApplyDirRefusesEscapes(t *testing.T) {
 	// Layout: top/outside.txt and top/secret/ lie outside the worktree top/wt.
 	top := t.TempDir()
 	wt := filepath.Join(top, "wt")
-	writeTree(t, top, map[string][]byte{
+	filetree.Write(t, top, map[string][]byte{
 		"outside.txt":    []byte("outside\n"),
 		"secret/key":     []byte("key\n"),
 		"wt/ok.txt":      []byte("ok\n"),
@@ -536,7 +524,7 @@ func TestApplyDirRefusesEscapes(t *testing.T) {
 
 func TestApplyDirConflictChangesNothing(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string][]byte{"a.txt": base, "b.txt": base})
+	filetree.Write(t, dir, map[string][]byte{"a.txt": base, "b.txt": base})
 	wrongB := edited(base, func(ls []string) []string { ls[20] = "not what b has"; return ls })
 	patch := Unified("a.txt", base, edited(base, func(ls []string) []string { ls[0] = "A"; return ls })) +
 		Unified("new.txt", nil, []byte("new\n")) +
@@ -567,7 +555,7 @@ func TestApplyDirConflictChangesNothing(t *testing.T) {
 
 func TestApplyFileLevelConflicts(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string][]byte{"exists.txt": []byte("x\n"), "long.txt": []byte("a\nb\n")})
+	filetree.Write(t, dir, map[string][]byte{"exists.txt": []byte("x\n"), "long.txt": []byte("a\nb\n")})
 	cases := map[string]string{
 		"create existing":   Unified("exists.txt", nil, []byte("y\n")),
 		"modify missing":    Unified("missing.txt", []byte("x\n"), []byte("y\n")),
@@ -638,11 +626,11 @@ func TestBinaryPatches(t *testing.T) {
 	}
 	run("init", "-q")
 	old := []byte{0, 1, 2, 3, 0xff, 0xfe, 0}
-	writeTree(t, dir, map[string][]byte{"blob.bin": old})
+	filetree.Write(t, dir, map[string][]byte{"blob.bin": old})
 	run("add", ".")
 	run("commit", "-q", "-m", "base")
 	new := []byte{0, 1, 2, 4, 0xff, 0xfe, 0, 9}
-	writeTree(t, dir, map[string][]byte{"blob.bin": new})
+	filetree.Write(t, dir, map[string][]byte{"blob.bin": new})
 	patch = run("diff", "--binary")
 	out, err := ApplyFiles(func(string) ([]byte, bool) { return old, true }, patch)
 	if err != nil || !bytes.Equal(out["blob.bin"], new) {

@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"ctxlab/testkit/filetree"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -26,7 +27,7 @@ func external(t *testing.T, files map[string][]byte, patch string, tool ...strin
 		t.Skipf("%s not installed", tool[0])
 	}
 	dir := t.TempDir()
-	writeTree(t, dir, files)
+	filetree.Write(t, dir, files)
 	pf := filepath.Join(t.TempDir(), "p.diff")
 	if err := os.WriteFile(pf, []byte(patch), 0o644); err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func snapshotFiles(t *testing.T, dir string) map[string][]byte {
 func applyCopy(t *testing.T, files map[string][]byte, patch string) (Report, map[string][]byte, error) {
 	t.Helper()
 	dir := t.TempDir()
-	writeTree(t, dir, files)
+	filetree.Write(t, dir, files)
 	rep, err := Apply(dir, patch, Options{})
 	return rep, snapshotFiles(t, dir), err
 }
@@ -156,7 +157,7 @@ func TestApplyRejectsMissingFileAsWhole(t *testing.T) {
 
 func TestApplyOutcomesOfBadPatches(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string][]byte{"a.txt": []byte("a\n")})
+	filetree.Write(t, dir, map[string][]byte{"a.txt": []byte("a\n")})
 	for patch, want := range map[string]Outcome{
 		"":                                  Empty,
 		"  \n\n":                            Empty,
@@ -179,8 +180,8 @@ func TestApplyEscapeThroughSymlinkRefusedInEveryStage(t *testing.T) {
 	top := t.TempDir()
 	outside := filepath.Join(top, "outside")
 	wt := filepath.Join(top, "wt")
-	writeTree(t, outside, map[string][]byte{"key": base})
-	writeTree(t, wt, map[string][]byte{"ok.txt": []byte("ok\n")})
+	filetree.Write(t, outside, map[string][]byte{"key": base})
+	filetree.Write(t, wt, map[string][]byte{"ok.txt": []byte("ok\n")})
 	if err := os.Symlink(outside, filepath.Join(wt, "link")); err != nil {
 		t.Fatal(err)
 	}
