@@ -33,6 +33,9 @@ func NewRowMerger(plan specs.Plan) RowMerger {
 func (m RowMerger) ArmRow(instance string, arm specs.Arm, fragment func(key string) (map[string]any, bool),
 	onStep func(row Row, st specs.ArmStep)) (Row, bool) {
 	row := Row{FieldInstance: instance, FieldMethod: arm.Method, FieldModel: arm.Model}
+	if arm.Samples > 1 {
+		row[FieldSample] = arm.Sample
+	}
 	for _, f := range Required {
 		if _, set := row[f]; !set {
 			row[f] = nil

@@ -26,6 +26,9 @@ const (
 	FieldMethod   = "method"
 	FieldModel    = "model"
 	FieldError    = "error"
+	// FieldSample is the patch sample a row is of (0 to k-1), set only on the rows of a method that draws k > 1
+	// samples (specs.Method.Samples): the rows of a method of one sample have none.
+	FieldSample = "sample"
 )
 
 // Summed lists the fields that add up over a row's steps (each step's model calls, tokens and cost) instead of
@@ -45,13 +48,21 @@ func names(fields []specs.RowField) []string {
 	return out
 }
 
-// Key identifies a row: one per instance, method and model.
-type Key struct{ Instance, Method, Model string }
+// Key identifies a row: one per instance, method, model and patch sample (0 for a method of one sample, so that
+// its keys, and their JSON in workflow inputs, are what they were before samples).
+type Key struct {
+	Instance, Method, Model string
+	Sample                  int `json:",omitempty"`
+}
 
 // Key returns the row's identity.
 func (r Row) Key() Key {
-	return Key{r.String(FieldInstance), r.String(FieldMethod), r.String(FieldModel)}
+	sample, _ := r.Float(FieldSample)
+	return Key{r.String(FieldInstance), r.String(FieldMethod), r.String(FieldModel), int(sample)}
 }
+
+// ArmKey is the key of an arm's rows (Instance left empty).
+func ArmKey(arm specs.Arm) Key { return Key{Method: arm.Method, Model: arm.Model, Sample: arm.Sample} }
 
 // String returns a string field, or "".
 func (r Row) String(k string) string {

@@ -13,6 +13,9 @@ type MethodSummary struct {
 	Method, Model string
 	// N counts rows; Errors those whose error field is set.
 	N, Errors int
+	// Samples is the patch samples per issue of a method of samples (highest sample index + 1); 0 for a method of
+	// one sample.
+	Samples int
 	// Stats are the values of SummaryColumns, in their order.
 	Stats []Value
 }
@@ -65,6 +68,9 @@ func Summarize(rows []Row, order []Key) []MethodSummary {
 			if r.String(FieldError) != "" {
 				s.Errors++
 			}
+			if i, ok := r.Float(FieldSample); ok {
+				s.Samples = max(s.Samples, int(i)+1)
+			}
 		}
 		for _, c := range SummaryColumns {
 			s.Stats = append(s.Stats, StatOf(c, groups[k]))
@@ -95,5 +101,16 @@ func Markdown(title string, sums []MethodSummary) string {
 		fmt.Fprintf(&b, "%d |\n", s.Errors)
 	}
 	b.WriteString("\n" + strings.Join(legend, "; ") + ". Computed from results.jsonl.\n")
+	var sampled []string
+	for _, s := range sums {
+		if s.Samples > 0 {
+			sampled = append(sampled, fmt.Sprintf("%s (%d)", s.Method, s.Samples))
+		}
+	}
+	if len(sampled) > 0 {
+		fmt.Fprintf(&b, "\nMethods of k patch samples per issue (k): %s. Their n counts rows, k per issue, so their "+
+			"resolved %% is the per-issue mean resolve rate (pass@1); `starter report` gives pass@k, majority-of-k, "+
+			"any-of-k and flip rates.\n", strings.Join(sampled, ", "))
+	}
 	return b.String()
 }

@@ -24,7 +24,9 @@ type Experiment struct {
 	Limits    Limits   `json:"limits"`
 	// Anchor names the method whose context size sets each issue's token budget (empty: none).
 	Anchor string `json:"anchor,omitempty"`
-	Debug  Debug  `json:"debug,omitempty"`
+	// Samples is how many patch samples each method draws per context when the method sets none (0: one).
+	Samples int   `json:"samples,omitempty"`
+	Debug   Debug `json:"debug,omitempty"`
 }
 
 // Dataset says where the issues and their repositories come from.
@@ -100,6 +102,23 @@ func (p Price) MaxInput() float64 { return max(p.Input, p.CachedInputPrice(), p.
 type Method struct {
 	Name  string `json:"name"`
 	Steps []Step `json:"steps"`
+	// Samples is how many patch samples the method draws per context (0: the experiment's Samples). Each sample is
+	// its own arm, whose patch step (and what reads it) is its own node; the steps above the patch are shared.
+	Samples int `json:"samples,omitempty"`
+}
+
+// MaxSamples bounds samples: each one is a paid model call per issue.
+const MaxSamples = 100
+
+// SamplesOf is how many patch samples method m draws in experiment e: its own, the experiment's, or one.
+func SamplesOf(e *Experiment, m Method) int {
+	switch {
+	case m.Samples > 0:
+		return m.Samples
+	case e.Samples > 0:
+		return e.Samples
+	}
+	return 1
 }
 
 // Step is one node of a method's DAG.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 )
 
 // Plan is every (model, method) arm of an experiment merged into one DAG of nodes. Two steps with the same
@@ -39,6 +40,10 @@ type Arm struct {
 	Method string    `json:"method"`
 	Model  string    `json:"model"`
 	Steps  []ArmStep `json:"steps"`
+	// Samples is how many patch samples the method draws (SamplesOf), and Sample which one this arm is (0 to
+	// Samples-1); both are omitted for a method of one sample, whose rows carry no sample index.
+	Samples int `json:"samples,omitempty"`
+	Sample  int `json:"sample,omitempty"`
 }
 
 // ArmStep maps a method's step to its node.
@@ -75,12 +80,53 @@ func BuildPlan(e *Experiment) (*Plan, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := b.addArm(method.Name, m.Name, len(e.Models), order, in, nil); err != nil {
-				return nil, err
+			k := SamplesOf(e, method)
+			for sample := range k {
+				name := method.Name
+				if sample > 0 {
+					name += "#" + strconv.Itoa(sample)
+				}
+				if err := b.addArm(name, m.Name, len(e.Models), sampled(order, sample), in, nil); err != nil {
+					return nil, err
+				}
+				if k > 1 {
+					arm := &b.plan.Arms[len(b.plan.Arms)-1]
+					arm.Method, arm.Samples, arm.Sample = method.Name, k, sample
+				}
 			}
 		}
 	}
 	return b.plan, nil
+}
+
+// sampled is a method's steps as its patch sample number sample draws them: the patch step's sample param raised by
+// sample, so that its node (its memo, its response cache key and its seed) is the sample's own and every node that
+// reads the patch follows it, while the steps above the patch keep their nodes. Sample 0 is the steps as declared:
+// the first sample of k is the node a method of one sample has.
+func sampled(order []Step, sample int) []Step {
+	if sample == 0 {
+		return order
+	}
+	out := slices.Clone(order)
+	for i, s := range out {
+		if s.Activity != Patch.Name {
+			continue
+		}
+		params := maps.Clone(s.Params)
+		if params == nil {
+			params = map[string]any{}
+		}
+		base := 0.0
+		switch v := params["sample"].(type) {
+		case float64:
+			base = v
+		case int:
+			base = float64(v)
+		}
+		params["sample"] = base + float64(sample)
+		out[i].Params = params
+	}
+	return out
 }
 
 // GivenPatch is the step id the patch input of a grade plan's grade step names: the patch to grade, given rather

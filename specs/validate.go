@@ -156,6 +156,7 @@ func Validate(e *Experiment) []*ValidationError {
 	v.dataset(e.Dataset)
 	v.models(e)
 	methodSeen := v.methods(e.Methods)
+	v.samples(e)
 	v.grading(e.Grading)
 	v.limits(e.Limits)
 	if e.Anchor != "" && methodSeen[e.Anchor] == 0 {
@@ -295,6 +296,32 @@ func (v *problems) methods(methods []Method) map[string]int {
 		v.errs = append(v.errs, validateSteps(p, m)...)
 	}
 	return methodSeen
+}
+
+// samples checks the patch samples: 0 to MaxSamples, and a method of more than one sample has exactly one patch
+// step to draw them from.
+func (v *problems) samples(e *Experiment) {
+	if e.Samples < 0 || e.Samples > MaxSamples {
+		v.add("samples", "", "samples %d must be from 1 to %d (0: one)", e.Samples, MaxSamples)
+	}
+	for i, m := range e.Methods {
+		p := fmt.Sprintf("methods[%d].samples", i)
+		if m.Samples < 0 || m.Samples > MaxSamples {
+			v.add(p, m.Name, "method %q: samples %d must be from 1 to %d (0: the experiment's)", m.Name, m.Samples,
+				MaxSamples)
+			continue
+		}
+		patches := 0
+		for _, s := range m.Steps {
+			if s.Activity == Patch.Name {
+				patches++
+			}
+		}
+		if k := SamplesOf(e, m); k > 1 && patches != 1 {
+			v.add(p, m.Name, "method %q draws %d patch samples but has %d %s steps (samples need exactly one; "+
+				"set samples: 1 on the method to keep it to one)", m.Name, k, patches, Patch.Name)
+		}
+	}
 }
 
 // grading checks how patches are graded.

@@ -544,7 +544,7 @@ func onlyArms(plan specs.Plan, keep []results.Key) specs.Plan {
 	}
 	out := specs.Plan{Format: plan.Format}
 	for _, arm := range plan.Arms {
-		if slices.Contains(keep, results.Key{Method: arm.Method, Model: arm.Model}) {
+		if slices.Contains(keep, results.ArmKey(arm)) {
 			out.Arms = append(out.Arms, arm)
 			for _, s := range arm.Steps {
 				need(s.Key)

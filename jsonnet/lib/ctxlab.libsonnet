@@ -81,6 +81,9 @@ local catalog_defaults = std.native('ctxlab_defaults')();
            : 'ctxlab.method %s: context must be a step (ctxlab.step), got %s' % [name, std.type(context)];
     { name: name, steps: $.head + steps + [context] + $.tail(context.id, patch) },
 
+  // A method (or the experiment) may set samples: k, k patch samples per context, each its own arm and row (row
+  // field sample) sharing every node above the patch (docs/specs.md, "Repeated patch samples"):
+  //   ctxlab.methods.cq2care { samples: 5 }
   // override(method, id, fields) is method with its step id merged with fields, for variants and ablations:
   //   ctxlab.override(m, 'patch', { params+: { format: 'whole' } }) + { name: 'm_whole' }
   override(method, id, fields)::

@@ -297,6 +297,11 @@ func Export(ctx context.Context, runDir string) (ExportResult, error) {
 	for _, r := range rows {
 		pair := results.Key{Model: r.String(results.FieldModel), Method: r.String(results.FieldMethod)}
 		name := ModelName(pair.Model, pair.Method)
+		if sample, ok := r.Float(results.FieldSample); ok {
+			// Each patch sample is a set of predictions of its own: a harness grades one patch per instance.
+			pair.Sample = int(sample)
+			name = ModelName(pair.Model, pair.Method+"_sample"+strconv.Itoa(pair.Sample))
+		}
 		if other, ok := pairs[name]; ok && other != pair {
 			return res, fmt.Errorf("model %q under method %q and model %q under method %q share the prediction "+
 				"name %s: rename a model or a method", other.Model, other.Method, pair.Model, pair.Method, name)

@@ -22,6 +22,12 @@ func (r *Report) Markdown() string {
 	r.mdComparisonSections(s)
 	r.mdRegressionSections(s)
 	r.mdPredictionSection(s)
+	s.section("Repeated samples", "samples", "Methods that draw k patch samples per issue (samples: k in the spec). "+
+		"mean resolved %: each issue's share of resolved samples, averaged over issues (pass@1). pass@k: 1 − "+
+		"C(n−c, k)/C(n, k) per issue (n samples, c resolved), averaged over the issues with all k samples (pass@k "+
+		"issues); with every sample present it equals any %. majority %: issues a strict majority of their samples "+
+		"resolve (a tie does not). any %: issues at least one sample resolves. flip %: issues, among those with two "+
+		"samples or more, whose samples disagree; its interval resamples issues with all their samples.")
 	r.mdFigures(&b)
 	b.WriteString(r.costSplitMarkdown())
 	r.mdDefinitions(&b)

@@ -150,6 +150,8 @@ type Report struct {
 	BudgetFits  []BudgetFit
 	Regressions []Regression
 	Checks      []PredictionCheck
+	// Samples are the repeated-sample measures of the methods whose rows carry a sample index.
+	Samples []SampleStats
 	// Figures are paths relative to the report's folder, filled in by whoever draws them.
 	Figures []string
 	// FigureCaptions are captions by figure name (file stem), filled in with Figures.
@@ -224,6 +226,12 @@ func Build(rows []results.Row, bad []results.BadLine, o Options) (*Report, error
 	r.disagreements(rows, g, o.Pairs)
 	r.budget(g, boot)
 	r.BudgetFits = budgetFits(g)
+	if r.Samples = sampleStats(g, boot, o.Level); len(r.Samples) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%v draw several patch samples per issue: their n and resolved %% "+
+			"count every sample's row, so their resolve rate is the per-issue mean; their paired comparisons and "+
+			"disagreements pair one sample per issue, not the per-issue mean (see Repeated samples).",
+			sampledMethods(r.Samples)))
+	}
 	r.Regressions = regressions(g, o)
 	r.Checks = checkPredictions(g, o.Predictions)
 	return r, nil

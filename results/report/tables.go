@@ -87,6 +87,9 @@ func (r *Report) Tables() []Table {
 	if len(r.Checks) > 0 {
 		ts = append(ts, r.predictionTable())
 	}
+	if len(r.Samples) > 0 {
+		ts = append(ts, r.sampleTable())
+	}
 	return ts
 }
 

@@ -62,6 +62,8 @@ func Read(dir string) (Records, error) {
 type Arm struct {
 	Method string `json:"method"`
 	Model  string `json:"model"`
+	// Sample is the patch sample of a method of samples (0 otherwise): each sample is an arm of its own.
+	Sample int `json:"sample,omitempty"`
 }
 
 // Options say what the sweep is made of. Without them Compute takes the instances and arms the records name.
@@ -215,7 +217,7 @@ func Compute(r Records, o Options) Status {
 	rowErr := map[string]map[int]bool{}
 	for _, row := range r.Rows {
 		k := row.Key()
-		i, ok := armIndex[Arm{Method: k.Method, Model: k.Model}]
+		i, ok := armIndex[Arm{Method: k.Method, Model: k.Model, Sample: k.Sample}]
 		if !ok || !inSweep[k.Instance] {
 			st.OtherRows++
 			continue
@@ -355,7 +357,7 @@ func namedArms(rows []results.Row) []Arm {
 	var out []Arm
 	for _, row := range rows {
 		k := row.Key()
-		a := Arm{Method: k.Method, Model: k.Model}
+		a := Arm{Method: k.Method, Model: k.Model, Sample: k.Sample}
 		if !seen[a] {
 			seen[a] = true
 			out = append(out, a)

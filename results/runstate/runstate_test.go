@@ -86,9 +86,9 @@ func TestComputeKilledSweep(t *testing.T) {
 	}
 	now := at(3670)
 	st := Compute(r, Options{Instances: []string{"a", "b", "c", "d"},
-		Arms: []Arm{{"one", "m"}, {"two", "m"}}, Now: now})
-	want := []Method{{Arm{"one", "m"}, Counts{Done: 2, Running: 1, Pending: 1}},
-		{Arm{"two", "m"}, Counts{Done: 1, Failed: 1, Running: 1, Pending: 1}}}
+		Arms: []Arm{{Method: "one", Model: "m"}, {Method: "two", Model: "m"}}, Now: now})
+	want := []Method{{Arm{Method: "one", Model: "m"}, Counts{Done: 2, Running: 1, Pending: 1}},
+		{Arm{Method: "two", Model: "m"}, Counts{Done: 1, Failed: 1, Running: 1, Pending: 1}}}
 	for i, m := range st.Methods {
 		if m != want[i] {
 			t.Errorf("method %d: %+v, want %+v", i, m, want[i])
@@ -132,7 +132,7 @@ func TestComputeEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := Compute(r, Options{Instances: []string{"a"}, Arms: []Arm{{"one", "m"}}, Now: t0})
+	st := Compute(r, Options{Instances: []string{"a"}, Arms: []Arm{{Method: "one", Model: "m"}}, Now: t0})
 	if st.Issues.Pending != 1 || st.ETAS != nil || st.ProjectedUSD != nil || st.FirstAttempt != nil {
 		t.Errorf("empty run: %+v", st)
 	}
@@ -149,7 +149,7 @@ func TestFinishedSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Long after the end: the idle time after a finished sweep does not count as work.
-	st := Compute(r, Options{Instances: []string{"a"}, Arms: []Arm{{"one", "m"}}, Now: at(100)})
+	st := Compute(r, Options{Instances: []string{"a"}, Arms: []Arm{{Method: "one", Model: "m"}}, Now: at(100)})
 	if !st.Finished() || st.ActiveS != 4 || *st.ETAS != 0 || *st.ProjectedUSD != 0 {
 		t.Errorf("finished: %+v", st)
 	}

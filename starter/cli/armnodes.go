@@ -40,7 +40,7 @@ func armNodesOf(plan *specs.Plan) map[results.Key]armNodes {
 		if an.context == "" {
 			an.context = nodes[an.patch].Inputs["context"]
 		}
-		arms[results.Key{Method: a.Method, Model: a.Model}] = an
+		arms[results.ArmKey(a)] = an
 	}
 	return arms
 }

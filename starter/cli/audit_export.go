@@ -149,7 +149,7 @@ type rowRefs struct {
 // armRefs finds a row's objects through its arm's nodes (armNodesOf); a row of no known arm has its patch_ref only.
 func armRefs(ctx context.Context, objs objects.Store, arms map[results.Key]armNodes, row results.Row) rowRefs {
 	k := row.Key()
-	return arms[results.Key{Method: k.Method, Model: k.Model}].refs(ctx, objs, row)
+	return arms[results.Key{Method: k.Method, Model: k.Model, Sample: k.Sample}].refs(ctx, objs, row)
 }
 
 // refs finds a row's objects, each through the output its node memoized under nodes/; the patch is the one the row's

@@ -133,7 +133,7 @@ func missingRows(runDir string, plan *specs.Plan, instances []string) ([]results
 	var missing []results.Key
 	for _, id := range instances {
 		for _, arm := range plan.Arms {
-			if k := (results.Key{Instance: id, Method: arm.Method, Model: arm.Model}); !have[k] {
+			if k := (results.Key{Instance: id, Method: arm.Method, Model: arm.Model, Sample: arm.Sample}); !have[k] {
 				missing = append(missing, k)
 			}
 		}

@@ -87,7 +87,7 @@ func repairResults(ctx context.Context, runDir string, objs objects.Store, plan 
 		id := inst.InstanceID
 		var outputs map[string]api.NodeOutput
 		for _, arm := range plan.Arms {
-			if have[results.Key{Instance: id, Method: arm.Method, Model: arm.Model}] {
+			if have[results.Key{Instance: id, Method: arm.Method, Model: arm.Model, Sample: arm.Sample}] {
 				continue
 			}
 			if outputs == nil {
@@ -214,7 +214,7 @@ func restoreRecordedRows(ctx context.Context, c client.Client, acts *activities.
 	for _, id := range instances {
 		missing := map[results.Key]bool{}
 		for _, arm := range plan.Arms {
-			if k := (results.Key{Instance: id, Method: arm.Method, Model: arm.Model}); !have[k] {
+			if k := (results.Key{Instance: id, Method: arm.Method, Model: arm.Model, Sample: arm.Sample}); !have[k] {
 				missing[k] = true
 			}
 		}

@@ -388,7 +388,7 @@ func reportDetails(ctx context.Context, objs objects.Store, store cas.Store, e *
 	r := &detailReader{ctx: ctx, objs: objs, store: store}
 	for _, row := range rep.CountedRows() {
 		id := row.Key()
-		an, ok := arms[results.Key{Method: id.Method, Model: id.Model}]
+		an, ok := arms[results.Key{Method: id.Method, Model: id.Model, Sample: id.Sample}]
 		if !ok {
 			continue // a method of an earlier spec
 		}

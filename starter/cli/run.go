@@ -185,7 +185,7 @@ func takeRetriedRows(runDir string, plan *specs.Plan, sel retrySelection, only m
 		}
 		b = append(append(b, line...), '\n')
 		k := r.Key()
-		arm := results.Key{Method: k.Method, Model: k.Model}
+		arm := results.Key{Method: k.Method, Model: k.Model, Sample: k.Sample}
 		if !slices.Contains(retry[k.Instance], arm) {
 			retry[k.Instance] = append(retry[k.Instance], arm)
 		}
@@ -242,7 +242,7 @@ func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHisto
 		MaxHistory: maxHistory,
 	}
 	for _, arm := range plan.Arms {
-		in.Order = append(in.Order, results.Key{Method: arm.Method, Model: arm.Model})
+		in.Order = append(in.Order, results.ArmKey(arm))
 	}
 	return in
 }

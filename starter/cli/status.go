@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -135,7 +136,7 @@ func (sh sweepShape) arms() []runstate.Arm {
 	}
 	out := make([]runstate.Arm, len(sh.plan.Arms))
 	for i, a := range sh.plan.Arms {
-		out[i] = runstate.Arm{Method: a.Method, Model: a.Model}
+		out[i] = runstate.Arm{Method: a.Method, Model: a.Model, Sample: a.Sample}
 	}
 	return out
 }
@@ -268,7 +269,11 @@ func printStatus(w io.Writer, r statusReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  method\tmodel\tdone\tfailed\trunning\tpending")
 	for _, m := range st.Methods {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\n", m.Method, m.Model, m.Done, m.Failed, m.Running, m.Pending)
+		name := m.Method
+		if m.Sample > 0 { // a method's later patch samples, each an arm of its own
+			name += "#" + strconv.Itoa(m.Sample)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\n", name, m.Model, m.Done, m.Failed, m.Running, m.Pending)
 	}
 	_ = tw.Flush()
 	if st.OtherRows > 0 {
