@@ -28,13 +28,14 @@ type Pair struct {
 }
 
 // Disagree pairs the rows of methods a and b of one model by instance and returns the issues exactly one of them
-// resolves. Rows of other methods or models are ignored; the first row of a (instance, method, model) counts.
+// resolves. Rows of other methods or models are ignored; the first row of a (instance, method, model) counts, and of a
+// method of several patch samples its sample 0 (pairedSample).
 func Disagree(rows []results.Row, model, a, b string) Pair {
 	p := Pair{Model: model, A: a, B: b}
 	byA, byB := map[string]results.Row{}, map[string]results.Row{}
 	var order []string
 	for _, r := range rows {
-		if r.String(results.FieldModel) != model {
+		if r.String(results.FieldModel) != model || !pairedSample(r) {
 			continue
 		}
 		inst := r.String(results.FieldInstance)

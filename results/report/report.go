@@ -229,7 +229,7 @@ func Build(rows []results.Row, bad []results.BadLine, o Options) (*Report, error
 	if r.Samples = sampleStats(g, boot, o.Level); len(r.Samples) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%v draw several patch samples per issue: their n and resolved %% "+
 			"count every sample's row, so their resolve rate is the per-issue mean; their paired comparisons and "+
-			"disagreements pair one sample per issue, not the per-issue mean (see Repeated samples).",
+			"disagreements pair their sample 0 of each issue, not the per-issue mean (see Repeated samples).",
 			sampledMethods(r.Samples)))
 	}
 	r.Regressions = regressions(g, o)
@@ -443,6 +443,10 @@ func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap
 	return nil
 }
 
+// pairedSample reports whether a row is the one a paired comparison takes of its issue: a method of several patch
+// samples is paired by its sample 0 (the draw a method of one sample makes), once per issue.
+func pairedSample(r results.Row) bool { return r.Key().Sample == 0 }
+
 // notModelsError reports whether a row has an error that is not the model's own: the endpoint's, the
 // configuration's, the machine's (errkind.ClassOf of its error_kind).
 func notModelsError(r results.Row) bool {
@@ -470,7 +474,9 @@ func (r *Report) comparisons(g grouped, o Options, boot func(string) stats.Boots
 		}
 		byInst := map[string]results.Row{}
 		for _, row := range anchorRows {
-			byInst[row.String(results.FieldInstance)] = row
+			if pairedSample(row) {
+				byInst[row.String(results.FieldInstance)] = row
+			}
 		}
 		for _, k := range g.keys {
 			if k.Model != model || k.Method == r.Anchor {
@@ -480,7 +486,7 @@ func (r *Report) comparisons(g grouped, o Options, boot func(string) stats.Boots
 			var a, b []float64
 			for _, row := range g.rows_[k] {
 				ar, ok := byInst[row.String(results.FieldInstance)]
-				if !ok || drop != nil && (drop(ar) || drop(row)) {
+				if !ok || !pairedSample(row) || drop != nil && (drop(ar) || drop(row)) {
 					continue
 				}
 				ra, rb := resolved(ar), resolved(row)

@@ -70,3 +70,45 @@ func TestReportSamples(t *testing.T) {
 		t.Errorf("%d rows, %d duplicates", r.Rows, r.Duplicates)
 	}
 }
+
+// A method of several samples is paired with the anchor once per issue, by its sample 0, on either side of the
+// comparison: three samples of one issue are not three paired issues.
+func TestComparisonsPairSampleZeroOncePerIssue(t *testing.T) {
+	var rows []results.Row
+	add := func(inst, method string, sample int, ok bool) {
+		r := results.Row{results.FieldInstance: inst, results.FieldMethod: method, results.FieldModel: "m",
+			"resolved": ok, results.FieldError: nil}
+		if sample >= 0 {
+			r[results.FieldSample] = float64(sample)
+		}
+		rows = append(rows, r)
+	}
+	// Sample 0 resolves a and b; the later samples resolve only c, so a comparison on any other sample differs.
+	for _, inst := range []string{"a", "b", "c", "d"} {
+		add(inst, "single", -1, inst == "a")
+		for s := range 3 {
+			add(inst, "sampled", s, (s == 0) == (inst == "a" || inst == "b") && (s == 0 || inst == "c"))
+		}
+	}
+	for _, anchor := range []string{"single", "sampled"} {
+		r, err := Build(rows, nil, Options{Title: "t", Resamples: 200, Seed: 1, Anchor: anchor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Comparisons) != 1 {
+			t.Fatalf("anchor %s: comparisons %+v", anchor, r.Comparisons)
+		}
+		c := r.Comparisons[0]
+		sampledPct := c.MethodPct
+		if anchor == "sampled" {
+			sampledPct = c.AnchorPct
+		}
+		if c.Paired != 4 || sampledPct != 50 {
+			t.Errorf("anchor %s: %d paired, sampled at %.1f%%; want 4 issues and sample 0's 50%%", anchor, c.Paired,
+				sampledPct)
+		}
+	}
+	if d := Disagree(rows, "m", "single", "sampled"); len(d.OnlyA) != 0 || len(d.OnlyB) != 1 || d.OnlyB[0].Instance != "b" {
+		t.Errorf("disagreements %+v, want issue b only, sampled's (its sample 0)", d)
+	}
+}
