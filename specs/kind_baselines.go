@@ -25,6 +25,10 @@ type RetrieveParams struct {
 	B      *float64     `json:"b,omitempty" range:"[0,1]"` // bm25.DefaultB when unset
 	// EmbeddingModel names the model of the embeddings endpoint (dense).
 	EmbeddingModel string `json:"embedding_model,omitempty"`
+	// EmbeddingMaxTokens cuts each embedded text at this many cl100k_base tokens (whole lines); 0 is OpenAI's
+	// embedding models' limit (dense.MaxInputTokens). A server whose inputs are shorter (llama.cpp's physical batch)
+	// needs less.
+	EmbeddingMaxTokens int `json:"embedding_max_tokens,omitempty" range:"[0,)"`
 	// Partial lets the last chunk be cut at a line to meet the budget; false shows whole chunks only ("whole files
 	// ranked by similarity" with unit file), so a budget between two chunk counts is recorded as unreachable.
 	Partial *bool `json:"partial,omitempty"`

@@ -5,6 +5,7 @@
 package dense
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -49,6 +50,17 @@ type Client struct {
 	Model string
 	Cache Cache
 	Batch int
+	// MaxInput cuts each text at this many tokens; 0 is MaxInputTokens.
+	MaxInput int
+}
+
+// key is a text's cache key: under another cut than MaxInputTokens the vector is another's, so the cut is in the key
+// (and the keys of the default cut are as they always were).
+func (c *Client) key(text string) string {
+	if c.MaxInput == 0 || c.MaxInput == MaxInputTokens {
+		return Key(c.Model, text)
+	}
+	return Key(fmt.Sprintf("%s\x00cut at %d tokens", c.Model, c.MaxInput), text)
 }
 
 // NewFromEnv returns a client for the endpoint the environment names (llm.EndpointFromEnv: OPENAI_BASE_URL, default
@@ -74,7 +86,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Stats,
 	var todo []int
 	dims := 0 // the model's dimension, once a vector says it
 	for i, t := range texts {
-		if v, ok := c.Cache.Get(Key(c.Model, t)); ok {
+		if v, ok := c.Cache.Get(c.key(t)); ok {
 			if dims != 0 && len(v) != dims {
 				return nil, st, fmt.Errorf("embeddings cache: vectors of %d and %d dimensions for model %s",
 					dims, len(v), c.Model)
@@ -95,7 +107,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Stats,
 		todo = todo[n:]
 		inputs := make([]string, n)
 		for j, i := range part {
-			in, _, err := tokens.Truncate(tokens.Cl100kBase, texts[i], MaxInputTokens)
+			in, _, err := tokens.Truncate(tokens.Cl100kBase, texts[i], cmp.Or(c.MaxInput, MaxInputTokens))
 			if err != nil {
 				return nil, st, err
 			}
@@ -133,7 +145,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Stats,
 			i := part[j]
 			out[i] = v
 			st.Embedded++
-			if err := c.Cache.Put(Key(c.Model, texts[i]), v); err != nil {
+			if err := c.Cache.Put(c.key(texts[i]), v); err != nil {
 				return nil, st, fmt.Errorf("embeddings cache: %w", err)
 			}
 		}

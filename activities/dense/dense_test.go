@@ -1,11 +1,15 @@
 package dense
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,3 +174,60 @@ type memCache map[string][]float32
 func (c memCache) Get(key string) ([]float32, bool) { v, ok := c[key]; return v, ok }
 
 func (c memCache) Put(key string, v []float32) error { c[key] = v; return nil }
+
+// A cut shorter than MaxInputTokens sends shorter inputs, and its vectors are cached apart from the default cut's:
+// the same text under another cut is embedded again, not read from the other's vector.
+func TestMaxInputCutsAndKeysApart(t *testing.T) {
+	var inputs atomic.Int32
+	var longest atomic.Int32
+	srv := embedServer(t, &inputs, 0)
+	defer srv.Close()
+	measure := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct{ Input []string }
+		_ = json.Unmarshal(body, &req)
+		for _, in := range req.Input {
+			if n := int32(len(strings.Split(in, "\n"))); n > longest.Load() {
+				longest.Store(n)
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		httputil.NewSingleHostReverseProxy(mustURL(t, srv.URL)).ServeHTTP(w, r)
+	}))
+	defer measure.Close()
+	t.Setenv("OPENAI_BASE_URL", measure.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	cache := memCache{}
+	long := strings.Repeat("alpha beta gamma delta\n", 60) // about 300 tokens, 60 lines
+	cut, err := NewFromEnv("embed-small", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut.MaxInput = 20
+	if _, _, err := cut.Embed(context.Background(), []string{long}); err != nil {
+		t.Fatal(err)
+	}
+	if n := longest.Load(); n < 2 || n > 8 {
+		t.Errorf("cut at 20 tokens: the longest input sent has %d lines, want about 4", n)
+	}
+	full, _ := NewFromEnv("embed-small", cache)
+	_, st, err := full.Embed(context.Background(), []string{long})
+	if err != nil || st.Cached != 0 || st.Embedded != 1 {
+		t.Errorf("the default cut read the 20-token cut's vector: %+v %v", st, err)
+	}
+	if n := longest.Load(); n < 60 {
+		t.Errorf("the default cut sent %d lines of 60", n)
+	}
+	if _, st, _ := cut.Embed(context.Background(), []string{long}); st.Cached != 1 {
+		t.Errorf("the 20-token cut again: %+v, want its own vector from the cache", st)
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -71,6 +71,8 @@ func kindOf(status int, code, typ, msg string) errkind.Kind {
 		return errkind.ModelNotFound
 	case status == http.StatusRequestTimeout:
 		return errkind.Timeout
+	case isInputOverBatch(status, low):
+		return errkind.BadRequest
 	case status >= 500:
 		return errkind.Server
 	case status >= 400:
@@ -94,6 +96,15 @@ func isQuota(status int, code, typ, low string) bool {
 // took at once, not how long this one is: the endpoint's capacity, never the model's failure.
 func isSharedContextFull(status int, low string) bool {
 	return status == http.StatusInternalServerError && strings.Contains(low, "context size has been exceeded")
+}
+
+// isInputOverBatch: llama.cpp's 500 "input (N tokens) is too large to process. increase the physical batch size",
+// for an embeddings or rerank input longer than the server's physical batch (its -ub): the endpoint's setting, which
+// no retry changes, so the request's fault (the researcher's to fix, by the server's flag or shorter inputs), not an
+// outage to wait on.
+func isInputOverBatch(status int, low string) bool {
+	return status == http.StatusInternalServerError && strings.Contains(low, "too large to process") &&
+		strings.Contains(low, "batch size")
 }
 
 // contextLengthPhrases are how OpenAI and the common OpenAI-compatible servers say the prompt does not fit: OpenAI

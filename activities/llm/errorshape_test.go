@@ -32,6 +32,11 @@ var serverShapes = []serverShape{
 	// this, and each succeeds alone (a slot's own context running out is a 200 with finish_reason "length").
 	{"llama.cpp", "shared context filled by concurrent requests", 500,
 		`{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}`, errkind.ContextCapacity},
+	// An embeddings (or rerank) input longer than the server's physical batch (-ub, 2048 by default here): the
+	// endpoint's setting, which no retry changes (seen from Debian's llama-server with whole files as inputs).
+	{"llama.cpp", "embeddings input longer than the physical batch", 500,
+		`{"error":{"code":500,"message":"input (2969 tokens) is too large to process. increase the physical batch size (current batch size: 2048)","type":"server_error"}}`,
+		errkind.BadRequest},
 	{"llama.cpp", "model still loading", 503,
 		`{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`, errkind.Server},
 	{"llama.cpp", "--api-key set, wrong key", 401,

@@ -121,7 +121,7 @@ func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p s
 		for i, c := range chunked.Chunks {
 			docs[i] = rankings.Doc(p.Unit, c)
 		}
-		if order, err = j.denseRank(ctx, p.EmbeddingModel, query, docs, row); err != nil {
+		if order, err = j.denseRank(ctx, p.EmbeddingModel, p.EmbeddingMaxTokens, query, docs, row); err != nil {
 			return nil, nil, err
 		}
 	default: // Decode checked it against specs.Scorer's values
@@ -130,8 +130,10 @@ func (j *job) rankChunks(ctx context.Context, query string, m repo.Manifest, p s
 	return chunked, order, nil
 }
 
-// denseRank embeds the query and the documents and orders documents by cosine similarity.
-func (j *job) denseRank(ctx context.Context, model, query string, docs []string, row map[string]any) ([]int, error) {
+// denseRank embeds the query and the documents, each cut at maxInput tokens (0: dense.MaxInputTokens), and orders
+// documents by cosine similarity.
+func (j *job) denseRank(ctx context.Context, model string, maxInput int, query string, docs []string,
+	row map[string]any) ([]int, error) {
 	if model == "" {
 		return nil, permanentf(api.ErrBadInput, "%s: dense retrieval needs embedding_model", j.in.Step)
 	}
@@ -140,6 +142,7 @@ func (j *job) denseRank(ctx context.Context, model, query string, docs []string,
 	if err != nil {
 		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)
 	}
+	cl.MaxInput = maxInput
 	vecs, st, err := cl.Embed(ctx, append([]string{query}, docs...))
 	if err != nil {
 		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)

@@ -568,8 +568,8 @@ func TestLlamaDenseFunction(t *testing.T) {
 	// Three instances, dense retrieval of functions and SweRank's pipeline (its embedding model's name, then the
 	// listwise reranker on the chat server, in windows small enough for its 2048-token slots). The embeddings
 	// server reads every function of each repository (about 25,000 tokens an instance for each, seconds on a
-	// 2-core machine). whole_files_dense is not here: a whole file longer than the server's batch (2048 tokens)
-	// is refused with HTTP 500, "input (2969 tokens) is too large to process".
+	// 2-core machine). Whole files (whole_files_dense) embed on this server only when cut below its batch
+	// (embedding_max_tokens: 400 does), and then take this test past its 4 minutes on a loaded machine.
 	spec := libVariant(t, "{ name: 'llamadense', anchor:: null, dataset+: { limit: 3 }, "+
 		"methods: [ctxlab.methods.dense_function, "+
 		"ctxlab.baselines.swerank('swerank_small', 'dense', { embedding_model: 'Salesforce/SweRankEmbed-Small', "+
