@@ -32,6 +32,7 @@ var memoKeysBefore = map[string]string{
 	"grade":            "99f182459a0aac2898d223f3a08aa4b3414b958297763aa649b435464651cab3",
 	"intersect":        unversioned,
 	"inventory":        unversioned,
+	"listwise_rerank":  unversioned,
 	"localize":         unversioned,
 	// ctxlab-measure-v3 (the line-level truth): finished measures run again, which calls no model.
 	"measure":      "960e6078fd3b230086538819a1b2315f875df917c5f002e2b34df93ec76befb0",

@@ -55,7 +55,10 @@ shared=()
 while [ "$1" != -- ]; do shared+=("$1"); shift; done; shift
 private=()
 while [ "$1" != -- ]; do private+=("$1"); shift; done; shift
-stage=$(mktemp -d /run/ctxlab-machine.XXXXXX)
+# The stage is a tmpfs of this mount namespace only: a machine killed while it starts leaves nothing on the host.
+stage=/run/ctxlab-machines
+mkdir -p "$stage"
+mount -t tmpfs -o mode=0700 ctxlab-stage "$stage"
 for i in "${!shared[@]}"; do
   if [ -d "${shared[$i]}" ]; then mkdir "$stage/$i"; else touch "$stage/$i"; fi
   mount --bind "${shared[$i]}" "$stage/$i"
@@ -70,7 +73,7 @@ for i in "${!shared[@]}"; do
   mount --bind "$stage/$i" "$p"
   umount "$stage/$i"
 done
-rmdir "$stage/"* 2>/dev/null || true; rm -f "$stage/"* 2>/dev/null || true; rmdir "$stage"
+umount "$stage"
 hostname "$host"
 exec "$@"`
 
