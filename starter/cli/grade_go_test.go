@@ -15,6 +15,7 @@ import (
 	"ctxlab/patch/diff"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/testkit/filetree"
 )
 
 // greetBase is a repository whose command line is read the way cobra reads it: from os.Args[1:], unless the binary
@@ -251,15 +252,7 @@ func newFilesPatch(files map[string]string) string {
 // the commit.
 func commitRepo(t *testing.T, dir string, files map[string]string, proxy string) string {
 	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	filetree.Write(t, dir, files)
 	run := func(env []string, name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(name, args...)
