@@ -143,20 +143,9 @@ func TestHostUnixSocketsUnreachable(t *testing.T) {
 	if err := os.Chmod(path, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
 	modes(t, func(t *testing.T, disable bool) (bool, string) {
 		wt := worktree(t)
-		prog := filepath.Join(wt, "dial")
-		if err := os.WriteFile(prog, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		prog := copyTestBinary(t, wt, "dial")
 		box := boxFor(t, wt, disable, sandbox.Options{})
 		out, err := run(t, box, context.Background(), []string{prog},
 			[]string{helperEnv + "=dialunix", "SANDBOX_TEST_ADDRS=" + path + "," + abstract})

@@ -356,21 +356,9 @@ func TestCannotReachGraderNetwork(t *testing.T) {
 			c.Close()
 		}
 	}()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
 	modes(t, func(t *testing.T, disable bool) (bool, string) {
 		wt := worktree(t)
-		// The hostile program is this test binary, copied where the sandbox uid can run it.
-		prog := filepath.Join(wt, "dial")
-		if err := os.WriteFile(prog, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		prog := copyTestBinary(t, wt, "dial")
 		var out bytes.Buffer
 		g := startGrader(t, graderJob{Worktree: wt, Argv: []string{prog},
 			Env: []string{helperEnv + "=dial", "SANDBOX_TEST_ADDR=" + l.Addr().String()}, Disable: disable}, "unused", &out)
@@ -442,4 +430,23 @@ func TestNonDumpableHidesEnviron(t *testing.T) {
 			}
 		})
 	}
+}
+
+// copyTestBinary copies this test binary into dir as name, where the sandbox's uid can run it: the hostile program
+// the dialing tests run in the box. It returns the copy's path.
+func copyTestBinary(t *testing.T, dir, name string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, name)
+	if err := os.WriteFile(prog, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return prog
 }
