@@ -104,18 +104,7 @@ func TestSaveHistories(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	srv, err := embedded.Start(ctx, embedded.Options{DBFile: "temporal.db", LogFile: "temporal.log",
-		Namespace: "ctxlab-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "ctxlab-test",
-		Identity: "ctxlab-histories", Logger: logs.Temporal{L: zerolog.Nop()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := historyClient(t, ctx)
 	a := activities.New(runs, zerolog.Nop())
 	stop, err := wiring.Start(c, a, wiring.Options{Kinds: wiring.AllKinds})
 	if err != nil {
@@ -202,18 +191,7 @@ func TestSaveBudgetHistories(t *testing.T) {
 	t.Chdir(t.TempDir())
 	wd, _ := os.Getwd()
 	ctx := context.Background()
-	srv, err := embedded.Start(ctx, embedded.Options{DBFile: "temporal.db", LogFile: "temporal.log",
-		Namespace: "ctxlab-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "ctxlab-test",
-		Identity: "ctxlab-histories", Logger: logs.Temporal{L: zerolog.Nop()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := historyClient(t, ctx)
 	w := worker.New(c, workflows.DefaultQueues.Workflow, worker.Options{})
 	workflows.Register(w)
 	if err := w.Start(); err != nil {
@@ -268,4 +246,23 @@ func TestSaveBudgetHistories(t *testing.T) {
 			Settles: []limiter.Settle{{ID: fmt.Sprint("c", i-1), USD: 0.01, Sent: true}}}))
 	}
 	saveHistory(t, c, id, run.GetRunID(), filepath.Join(out, "budget-"+*historySuffix+".json"), wd)
+}
+
+// historyClient starts an embedded Temporal server in the working folder and returns a client of it with the fixed
+// identity the saved histories carry; both stop when the test ends.
+func historyClient(t *testing.T, ctx context.Context) client.Client {
+	t.Helper()
+	srv, err := embedded.Start(ctx, embedded.Options{DBFile: "temporal.db", LogFile: "temporal.log",
+		Namespace: "ctxlab-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: "ctxlab-test",
+		Identity: "ctxlab-histories", Logger: logs.Temporal{L: zerolog.Nop()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
