@@ -191,3 +191,47 @@ func TestSignTestIsMcNemarOnBinaryPairs(t *testing.T) {
 		t.Errorf("fractional means: %+v, p %v", pm, SignTest(pm.AHigher, pm.BHigher))
 	}
 }
+
+// TestPairedWorkedExample is docs/methods.md's example: a method of one sample against one of three on four issues,
+// per-issue differences +2/3, −1/3, −1/3, 0. The exact bootstrap distribution, by enumerating all 4^4 equally likely
+// resamples, has its 2.5% point at −1/3 (P(mean <= −1/3) = 16/256) and its 97.5% point at 5/12 (P(mean <= 1/3) =
+// 243/256 < 0.975 <= P(mean <= 5/12) = 251/256); 20,000 resamples land on both for any seed tried.
+func TestPairedWorkedExample(t *testing.T) {
+	issues := []PairedIssue{{SampleCounts{1, 1}, SampleCounts{3, 1}}, {SampleCounts{1, 0}, SampleCounts{3, 1}},
+		{SampleCounts{1, 0}, SampleCounts{3, 1}}, {SampleCounts{1, 0}, SampleCounts{3, 0}}}
+	d := make([]float64, len(issues))
+	for i, is := range issues {
+		d[i] = is.A.Mean() - is.B.Mean()
+	}
+	var means []float64
+	for code := range 256 {
+		s := 0.0
+		for j := 0; j < 4; j++ {
+			s += d[code>>(2*j)&3]
+		}
+		means = append(means, s/4)
+	}
+	slices.Sort(means)
+	exact := func(level float64) float64 { // smallest mean whose CDF reaches level
+		for i, m := range means {
+			if float64(i+1)/256 >= level {
+				return m
+			}
+		}
+		return means[len(means)-1]
+	}
+	lo, hi := exact(0.025), exact(0.975)
+	if math.Abs(lo+1.0/3) > 1e-12 || math.Abs(hi-5.0/12) > 1e-12 {
+		t.Fatalf("exact bootstrap quantiles [%v, %v], the docs say [-1/3, 5/12]", lo, hi)
+	}
+	for seed := range uint64(5) {
+		got := Bootstrap{Resamples: DefaultResamples, Seed: seed}.PairedPerIssueMeans(issues, 0.95)
+		if math.Abs(got.CI.Lo-lo) > 1e-12 || math.Abs(got.CI.Hi-hi) > 1e-12 || got.A != 0.25 ||
+			math.Abs(got.B-0.25) > 1e-12 || got.AHigher != 1 || got.BHigher != 2 {
+			t.Errorf("seed %d: %+v, want 25%% each, 1-2 signs, interval [%v, %v]", seed, got, lo, hi)
+		}
+	}
+	if p := SignTest(2, 1); math.Abs(p-0.5) > 1e-12 {
+		t.Errorf("sign test 2 of 3: %v, want 1/2", p)
+	}
+}
