@@ -346,8 +346,7 @@ func mean(xs []float64) results.Value {
 func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level float64) MethodStats {
 	m := MethodStats{Method: k.Method, Model: k.Model, N: len(rows), Errored: map[errkind.Class]int{},
 		Served: map[string]int{}}
-	outcome := make([]float64, len(rows))
-	for i, r := range rows {
+	for _, r := range rows {
 		switch {
 		case r.String(results.FieldError) != "":
 			m.Errors++
@@ -362,11 +361,17 @@ func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level 
 		}
 		if resolved(r) {
 			m.Resolved++
-			outcome[i] = 1
 		}
 	}
 	m.ResolvedPct = 100 * float64(m.Resolved) / float64(m.N)
-	ci := boot.MeanCI(outcome, level)
+	// The interval resamples issues, each with all its samples: a method of k samples has k rows per issue, which
+	// are not k independent issues. One sample per issue: its outcomes, in row order.
+	order, issues := issueSamples(rows, nil)
+	perIssue := make([]float64, len(order))
+	for i, inst := range order {
+		perIssue[i] = issues[inst].Mean()
+	}
+	ci := boot.MeanCI(perIssue, level)
 	m.CI = stats.Interval{Lo: 100 * ci.Lo, Hi: 100 * ci.Hi}
 	for _, c := range MethodColumns {
 		m.Stats = append(m.Stats, columnStat(c, rows))

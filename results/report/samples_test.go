@@ -166,8 +166,9 @@ func TestComparisonsOnPerIssueMeans(t *testing.T) {
 }
 
 // TestRepeatedSamplesCompareAsOne: an issue's samples stay together. The same outcomes repeated as 4 samples of
-// one method and 2 of the other give the comparisons (counts, rates, interval, p) and disagreements of the one-sample
-// data, and only the latter reads as a report of one sample: no per-issue-means text.
+// one method and 2 of the other give the comparisons (counts, rates, interval, p), the disagreements and each
+// method's resolve rate interval of the one-sample data, and only the latter reads as a report of one sample: no
+// per-issue-means text.
 func TestRepeatedSamplesCompareAsOne(t *testing.T) {
 	gen := rand.New(rand.NewPCG(3, 4))
 	var one, repeated []results.Row
@@ -201,6 +202,12 @@ func TestRepeatedSamplesCompareAsOne(t *testing.T) {
 	}
 	if w.DiffCI.Hi-w.DiffCI.Lo < 10 {
 		t.Fatalf("interval %+v too narrow to tell resampling issues from resampling sample rows", w.DiffCI)
+	}
+	for i := range want.Methods {
+		if wm, gm := want.Methods[i], got.Methods[i]; gm.ResolvedPct != wm.ResolvedPct || gm.CI != wm.CI {
+			t.Errorf("%s: repeated samples resolve %.1f%% %+v; one sample %.1f%% %+v", wm.Method, gm.ResolvedPct,
+				gm.CI, wm.ResolvedPct, wm.CI)
+		}
 	}
 	if !reflect.DeepEqual(want.Pairs, got.Pairs) {
 		t.Errorf("disagreements: repeated %+v, one sample %+v", got.Pairs, want.Pairs)
