@@ -105,8 +105,9 @@ type Comparison struct {
 	// DiffPts is AnchorPct - MethodPct, with its paired bootstrap interval.
 	DiffPts float64
 	DiffCI  stats.Interval
-	// PerIssueMeans is set when either method draws several patch samples: each side of an issue is then its
-	// per-issue mean (resolved share of its samples), as it always is, but the counts below and P read differently.
+	// PerIssueMeans is set when either method draws several patch samples, so that the report says what the
+	// numbers are: each side of an issue its resolved share of its samples, the counts below the signs of the
+	// per-issue differences, P the sign test on them (with one sample each, these are McNemar's).
 	PerIssueMeans bool
 	// OnlyAnchor and OnlyMethod are the discordant pairs: the issues whose per-issue mean is higher for the anchor,
 	// and for the method (with one sample each, the issues only that side resolves).
