@@ -20,6 +20,7 @@ import (
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 	"ctxlab/store/objects"
+	"ctxlab/testkit/demorun"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -39,8 +40,8 @@ func newPaidFixture(t *testing.T) paidFixture {
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", key)
 	f := newFixture(t)
-	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	inv := f.Must(f.Node("inventory", demorun.Instance, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
 	return paidFixture{fixture: f, srv: srv, in: map[string]api.NodeOutput{"checkout": co, "inventory": inv}}
 }
 
@@ -50,12 +51,12 @@ func (p paidFixture) localize(sample int, label string) (api.NodeOutput, error) 
 	model := map[string]any{"name": "gpt-" + label, "provider": "openai", "id": "gpt-4o-mini",
 		"price": map[string]any{"input": 2.0, "output": 10.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
-	return p.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample}, p.in)
+	return p.Node("localize", demorun.Instance, map[string]any{"model": model, "prompt": prompt, "sample": sample}, p.in)
 }
 
 func (p paidFixture) calls(t *testing.T) []runlog.Call {
 	t.Helper()
-	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runfolder.CallsFile))
+	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(p.RunDir, runfolder.CallsFile))
 	if err != nil || bad != 0 {
 		t.Fatalf("calls.jsonl: %v (%d bad lines)", err, bad)
 	}
@@ -66,24 +67,24 @@ func (p paidFixture) calls(t *testing.T) []runlog.Call {
 // usage (rows do not depend on caching), another sample is a new call, and NoCache pays again.
 func TestResponseCache(t *testing.T) {
 	p := newPaidFixture(t)
-	first := p.must(p.localize(0, "a"))
+	first := p.Must(p.localize(0, "a"))
 	if got := p.srv.Calls(); got != 1 {
 		t.Fatalf("first call: the server saw %d calls", got)
 	}
-	again := p.must(p.localize(0, "b"))
+	again := p.Must(p.localize(0, "b"))
 	if got := p.srv.Calls(); got != 1 {
 		t.Errorf("the same request under another node paid again: %d calls", got)
 	}
 	if !reflect.DeepEqual(first, again) {
 		t.Errorf("a cached answer changed the node output:\n%v\n%v", first, again)
 	}
-	p.must(p.localize(1, "a"))
+	p.Must(p.localize(1, "a"))
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("another sample must be a new call: %d calls", got)
 	}
 	// Without the key a cached answer is still served; a new question fails (the server refuses it).
 	t.Setenv("OPENAI_API_KEY", "")
-	p.must(p.localize(0, "keyless"))
+	p.Must(p.localize(0, "keyless"))
 	if _, err := p.localize(2, "keyless"); err == nil {
 		t.Error("a call the cache cannot answer went through without the key")
 	}
@@ -92,7 +93,7 @@ func TestResponseCache(t *testing.T) {
 		t.Fatalf("%d calls; want the refused one only", got)
 	}
 	p.a.NoCache = true
-	p.must(p.localize(0, "c"))
+	p.Must(p.localize(0, "c"))
 	if got := p.srv.Calls(); got != 4 {
 		t.Errorf("NoCache must pay again: %d calls", got)
 	}
@@ -121,7 +122,7 @@ func TestResponseCache(t *testing.T) {
 		t.Errorf("keys: same request must share a key, another sample must not: %v", calls)
 	}
 
-	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(p.a.RunDir("t"), runfolder.AttemptsFile))
+	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(p.RunDir, runfolder.AttemptsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestResponseCache(t *testing.T) {
 // even with nothing spent; a cached answer is still served, and raising the cap lets calls through again.
 func TestSpendCap(t *testing.T) {
 	p := newPaidFixture(t)
-	runDir := p.a.RunDir("t")
+	runDir := p.RunDir
 	setCap := func(usd float64) {
 		t.Helper()
 		p.a.setSpendCap("t", usd)
@@ -166,7 +167,7 @@ func TestSpendCap(t *testing.T) {
 		t.Errorf("a call whose worst case passes the cap was sent: %d calls", got)
 	}
 	setCap(10)
-	p.must(p.localize(0, "a"))
+	p.Must(p.localize(0, "a"))
 	spent := p.a.settledBudget(t, "t", -1).SpentUSD
 	if spent <= 0 {
 		t.Fatalf("spent $%v after a paid call", spent)
@@ -180,9 +181,9 @@ func TestSpendCap(t *testing.T) {
 	if got := p.srv.Calls(); got != 1 {
 		t.Errorf("a call was made over the cap: %d calls", got)
 	}
-	p.must(p.localize(0, "b")) // cached: free, so the cap does not stop it
+	p.Must(p.localize(0, "b")) // cached: free, so the cap does not stop it
 	setCap(10)
-	p.must(p.localize(1, "a"))
+	p.Must(p.localize(1, "a"))
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("after raising the cap: %d calls, want 2", got)
 	}
@@ -220,7 +221,7 @@ func TestLongRetryAfterIsAProviderWait(t *testing.T) {
 	if d := time.Since(started); d > 30*time.Second {
 		t.Errorf("the activity slept %v on the endpoint's wait", d)
 	}
-	p.must(p.localize(0, "a"))
+	p.Must(p.localize(0, "a"))
 	if srv.Calls() != 2 {
 		t.Errorf("the server saw %d calls, want the refused one and the answered one", srv.Calls())
 	}
@@ -243,7 +244,7 @@ func TestLongRetryAfterIsAProviderWait(t *testing.T) {
 // leaves the row without it.
 func TestServedModelOnTheRow(t *testing.T) {
 	p := newPaidFixture(t)
-	own := p.must(p.localize(0, "a"))
+	own := p.Must(p.localize(0, "a"))
 	if v, ok := own.Row["model_served"]; ok {
 		t.Errorf("an answer of the spec's own model id sets model_served %v", v)
 	}
@@ -254,7 +255,7 @@ func TestServedModelOnTheRow(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", key)
 	for _, label := range []string{"paid", "cached"} {
-		out := p.must(p.localize(0, label))
+		out := p.Must(p.localize(0, label))
 		if got := out.Row["model_served"]; got != "gpt-4o-mini-2024-07-18" {
 			t.Errorf("%s answer: model_served %v, want the model the endpoint named", label, got)
 		}
@@ -272,31 +273,31 @@ func TestServedModelOnTheRow(t *testing.T) {
 // cache answers it: nothing is paid twice. An edit the prompt reads (the issue text) is a new, paid question.
 func TestEditedRowRerunsNodeButPaysOnce(t *testing.T) {
 	p := newPaidFixture(t)
-	first := p.must(p.localize(0, "a"))
+	first := p.Must(p.localize(0, "a"))
 	edit := func(change func(*swebench.Instance)) {
 		t.Helper()
-		row := p.rows[inst]
+		row := p.Rows[demorun.Instance]
 		change(&row)
-		p.rows[inst] = row
+		p.Rows[demorun.Instance] = row
 		ref, err := cas.PutJSON(context.Background(), mustStore(t, p.a), row)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.refs[inst] = api.InstanceRef{ID: inst, Ref: ref}
+		p.Refs[demorun.Instance] = api.InstanceRef{ID: demorun.Instance, Ref: ref}
 	}
 	edit(func(r *swebench.Instance) { r.TestPatch += "\n" })
-	again := p.must(p.localize(0, "a"))
+	again := p.Must(p.localize(0, "a"))
 	if got := p.srv.Calls(); got != 1 {
 		t.Errorf("an edit the prompt does not read paid again: %d calls", got)
 	}
 	if !reflect.DeepEqual(first, again) {
 		t.Errorf("the node's output changed:\n%v\n%v", first, again)
 	}
-	if runs := countEvents(t, p.a.RunDir("t"), "start"); runs != 4 { // checkout, inventory, localize twice
+	if runs := countEvents(t, p.RunDir, "start"); runs != 4 { // checkout, inventory, localize twice
 		t.Errorf("%d node runs, want the localize node run again for the edited row (4)", runs)
 	}
 	edit(func(r *swebench.Instance) { r.ProblemStatement += " It also fails on Sundays." })
-	p.must(p.localize(0, "a"))
+	p.Must(p.localize(0, "a"))
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("an edited issue text must be a new question: %d calls", got)
 	}
@@ -307,9 +308,9 @@ func TestEditedRowRerunsNodeButPaysOnce(t *testing.T) {
 // which would price the row below zero) is not served; the question is asked again and paid at its real usage.
 func TestCachedAnswerOfImpossibleUsageIsAskedAgain(t *testing.T) {
 	p := newPaidFixture(t)
-	first := p.must(p.localize(0, "a"))
+	first := p.Must(p.localize(0, "a"))
 	key := p.calls(t)[0].Key
-	cache := respcache.Open(objects.Dir{Root: p.a.RunDir("t")}, runfolder.CASDir)
+	cache := respcache.Open(objects.Dir{Root: p.RunDir}, runfolder.CASDir)
 	ctx := context.Background()
 	e, ok := cache.Get(ctx, key)
 	if !ok {
@@ -319,7 +320,7 @@ func TestCachedAnswerOfImpossibleUsageIsAskedAgain(t *testing.T) {
 	if err := cache.Put(ctx, key, respcache.Request{Provider: e.Provider, ModelID: e.ModelID}, e.Response, true); err != nil {
 		t.Fatal(err)
 	}
-	again := p.must(p.localize(0, "b"))
+	again := p.Must(p.localize(0, "b"))
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("the tampered answer was served: the server saw %d calls, want 2", got)
 	}

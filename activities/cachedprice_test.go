@@ -10,6 +10,7 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/testkit/demorun"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -24,7 +25,7 @@ func TestCachedInputPricedApart(t *testing.T) {
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt-4o-mini",
 		"price": map[string]any{"input": 2.0, "cached_input": 0.5, "output": 10.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
-	out := p.must(p.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": 0}, p.in))
+	out := p.Must(p.Node("localize", demorun.Instance, map[string]any{"model": model, "prompt": prompt, "sample": 0}, p.in))
 	near := func(name string, got any, want float64) {
 		t.Helper()
 		if f, ok := got.(float64); !ok || math.Abs(f-want) > 1e-12 {
@@ -36,7 +37,7 @@ func TestCachedInputPricedApart(t *testing.T) {
 	near("cost_cached_usd", out.Row["cost_cached_usd"], 0.0003)
 	near("cost_output_usd", out.Row["cost_output_usd"], 0.001)
 	near("cached_tokens", out.Row["cached_tokens"], 600) // JSON numbers: float64
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runfolder.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(p.RunDir, runfolder.CallsFile))
 	if err != nil || len(calls) != 1 {
 		t.Fatalf("calls.jsonl: %v, %d calls", err, len(calls))
 	}
@@ -57,10 +58,10 @@ func TestBilledFailureIsSpend(t *testing.T) {
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt-4o-mini",
 		"price": map[string]any{"input": 2.0, "output": 10.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
-	if _, err := p.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": 0}, p.in); err == nil {
+	if _, err := p.Node("localize", demorun.Instance, map[string]any{"model": model, "prompt": prompt, "sample": 0}, p.in); err == nil {
 		t.Fatal("a call answered with no choices twice succeeded")
 	}
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runfolder.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(p.RunDir, runfolder.CallsFile))
 	if err != nil || len(calls) != 1 {
 		t.Fatalf("calls.jsonl: %v, %d calls", err, len(calls))
 	}

@@ -13,7 +13,12 @@ import (
 	"ctxlab/testkit/demorun"
 )
 
-func TestMain(m *testing.M) { os.Exit(demorun.Main(m)) }
+func TestMain(m *testing.M) {
+	if job := os.Getenv(rankerChildEnv); job != "" {
+		os.Exit(rankerChild(job))
+	}
+	os.Exit(demorun.Main(m))
+}
 
 // newFixture is the demo's run folder (demorun) whose nodes run their kind's step directly, as package activities'
 // adapter does without Temporal (and without its memo, attempt log and checks), with a local budget and the Env
@@ -31,24 +36,20 @@ func newFixture(t *testing.T, opts ...func(*Env)) *demorun.Fixture {
 		if err != nil {
 			return out, err
 		}
-		return delivered(t, out), nil
+		return delivered(out)
 	}
 	return f
 }
 
 // delivered is a node's output as the workflow receives it, through JSON: a row's numbers are float64s, its lists
 // []any.
-func delivered(t *testing.T, out api.NodeOutput) api.NodeOutput {
-	t.Helper()
-	b, err := json.Marshal(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+func delivered(out api.NodeOutput) (api.NodeOutput, error) {
 	var back api.NodeOutput
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
+	b, err := json.Marshal(out)
+	if err == nil {
+		err = json.Unmarshal(b, &back)
 	}
-	return back
+	return back, err
 }
 
 // localBudget is a run's budget in this process, as a worker's purse over the budget workflow is: a ledger
