@@ -68,12 +68,8 @@ func TestCheckoutUnknownCommitNamesInstance(t *testing.T) {
 	f := newFixture(t)
 	row := f.Rows[demorun.Instance]
 	row.BaseCommit = strings.Repeat("0", 40)
-	ref, err := cas.PutJSON(context.Background(), mustStore(t, f.a), row)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Refs[demorun.Instance] = api.InstanceRef{ID: demorun.Instance, Ref: ref}
-	_, err = f.Node("checkout", demorun.Instance, nil, nil)
+	f.SetRow(row)
+	_, err := f.Node("checkout", demorun.Instance, nil, nil)
 	if !nonRetryable(err) || !strings.Contains(err.Error(), demorun.Instance) || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("err = %v; want a non-retryable error naming the instance and the missing commit", err)
 	}
@@ -138,11 +134,7 @@ func TestNodeMemoCoversItsInputs(t *testing.T) {
 		t.Helper()
 		row := f.Rows[demorun.Instance]
 		change(&row)
-		ref, err := cas.PutJSON(context.Background(), store, row)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Refs[demorun.Instance] = api.InstanceRef{ID: demorun.Instance, Ref: ref}
+		f.SetRow(row)
 	}
 	// node runs an activity under a fixed node key, as a plan's node keeps its key when the dataset changes, and
 	// reports whether the activity ran (rather than returning its memo).

@@ -118,7 +118,7 @@ func TestFailedAgentTurnCountsTheTrajectory(t *testing.T) {
 	}
 	var cost float64
 	var calls int
-	for _, c := range p.calls(t) {
+	for _, c := range p.Calls() {
 		if c.Paid() {
 			cost, calls = cost+c.CostUSD, calls+1
 		}
