@@ -7,6 +7,7 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
+	"ctxlab/specs"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -14,18 +15,17 @@ import (
 const PaidKey = "sk-cache-test-0123456789"
 
 // PayOpenAI points the openai provider at a new fake server (testkit/fakeopenai) that counts calls, for the rest
-// of the test, and checks out and inventories the demo instance: it returns the server and a localize node's
-// inputs.
+// of the test, and checks out and inventories the demo instance (with the inventory's default tokenizer): it returns
+// the server and a localize node's inputs.
 func (f *Fixture) PayOpenAI() (*fakeopenai.Server, map[string]api.NodeOutput) {
 	f.T.Helper()
 	srv := fakeopenai.New(fakeopenai.WithKey(PaidKey))
 	hs := httptest.NewServer(srv)
 	f.T.Cleanup(hs.Close)
-	f.T.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	f.T.Setenv("OPENAI_API_KEY", PaidKey)
+	f.T.Setenv(specs.OpenAI.Env.BaseURL, hs.URL+"/v1")
+	f.T.Setenv(specs.OpenAI.Env.Key, PaidKey)
 	co := f.Must(f.Node("checkout", Instance, nil, nil))
-	inv := f.Must(f.Node("inventory", Instance, map[string]any{"tokenizer": "o200k_base"},
-		map[string]api.NodeOutput{"checkout": co}))
+	inv := f.Must(f.Node("inventory", Instance, nil, map[string]api.NodeOutput{"checkout": co}))
 	return srv, map[string]api.NodeOutput{"checkout": co, "inventory": inv}
 }
 
@@ -34,7 +34,7 @@ func (f *Fixture) PayOpenAI() (*fakeopenai.Server, map[string]api.NodeOutput) {
 // response cache's key leaves labels out).
 func (f *Fixture) Localize(in map[string]api.NodeOutput, sample int, label string) (api.NodeOutput, error) {
 	f.T.Helper()
-	model := map[string]any{"name": "gpt-" + label, "provider": "openai", "id": "gpt-4o-mini",
+	model := map[string]any{"name": "gpt-" + label, "provider": specs.OpenAI.Name, "id": "gpt-4o-mini",
 		"price": map[string]any{"input": 2.0, "output": 10.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
 	return f.Node("localize", Instance, map[string]any{"model": model, "prompt": prompt, "sample": sample}, in)
