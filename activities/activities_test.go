@@ -41,7 +41,7 @@ func newFixture(t *testing.T) *fixture {
 		f.env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 	f.Exec = f.execute
-	// The dataset loaded through the adapter is the rows the fixture stored, in the dataset's order.
+	// The dataset loaded through the adapter holds the rows the fixture stored.
 	refs, err := f.a.LoadDataset(context.Background(), api.LoadDatasetInput{Run: demorun.Run, Dataset: f.Dataset})
 	if err != nil {
 		t.Fatal(err)
