@@ -48,25 +48,6 @@ func compileAgentSpec(t *testing.T, spec string) *specs.Plan {
 	return plan
 }
 
-// runPlanUngraded runs every node but grade on one instance, in plan order.
-func (f *fixture) runPlanUngraded(plan *specs.Plan, instance string) map[string]api.NodeOutput {
-	f.t.Helper()
-	outs := map[string]api.NodeOutput{}
-	for _, n := range plan.Nodes {
-		if n.Activity == "grade" {
-			continue
-		}
-		inputs := map[string]api.NodeOutput{}
-		for name, k := range n.Inputs {
-			inputs[name] = outs[k]
-		}
-		in := api.NodeInput{Run: "t", Instance: f.refs[instance], Node: n.Key, Step: n.Steps[0], Params: n.Params,
-			Inputs: inputs, Dataset: f.dataset}
-		outs[n.Key] = f.must(f.node2(n.Activity, in))
-	}
-	return outs
-}
-
 // stepOut returns the output of a method's step.
 func stepOut(t *testing.T, plan *specs.Plan, outs map[string]api.NodeOutput, method, step string) api.NodeOutput {
 	t.Helper()
@@ -92,8 +73,8 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 	plan := compileAgentSpec(t, agentSpec)
 	f := newFixture(t)
 	nonEmpty := 0
-	for id, inst := range f.rows {
-		outs := f.runPlanUngraded(plan, id)
+	for id, instance := range f.Rows {
+		outs := f.RunPlan(plan, id, specs.Grade.Name)
 		ag := stepOut(t, plan, outs, "agent", "agent")
 		row := ag.Row
 		turns := int(row["agent_turns"].(float64))
@@ -104,19 +85,19 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 			t.Errorf("%s: %v tool calls, %v model calls in %d turns", id, row["agent_tool_calls"], row["model_calls"], turns)
 		}
 		var traj steps.AgentTrajectory
-		mustLoad(t, f, ag.Ref, &traj)
-		if len(offline.Identifiers(inst.ProblemStatement)) > 0 && (len(traj.Turns) < 2 || traj.Turns[0].Call == nil ||
+		f.Load(ag.Ref, &traj)
+		if len(offline.Identifiers(instance.ProblemStatement)) > 0 && (len(traj.Turns) < 2 || traj.Turns[0].Call == nil ||
 			traj.Turns[0].Call.Tool != "search") {
 			t.Errorf("%s: the stand-in did not search first: %+v", id, traj.Turns)
 		}
 
 		var c contexts.Context
-		mustLoad(t, f, stepOut(t, plan, outs, "agent", "context").Ref, &c)
+		f.Load(stepOut(t, plan, outs, "agent", "context").Ref, &c)
 		measure := stepOut(t, plan, outs, "agent", "measure").Row
 		if eps, ok := measure["epsilon"].(float64); len(c.Blocks) > 0 && (!ok || eps != 1) {
 			t.Errorf("%s: epsilon %v: the agent's context is not verbatim repository text", id, measure["epsilon"])
 		}
-		want, err := offline.OraclePatch(inst.Patch, c)
+		want, err := offline.OraclePatch(instance.Patch, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +124,7 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 			t.Errorf("%s: %v tool output tokens over the budget %v", id, half["agent_tool_output_tokens"], half["agent_budget_tokens"])
 		}
 	}
-	t.Logf("the agent saw every line of the gold hunks on %d of %d instances", nonEmpty, len(f.rows))
+	t.Logf("the agent saw every line of the gold hunks on %d of %d instances", nonEmpty, len(f.Rows))
 	if nonEmpty == 0 {
 		t.Error("the agent saw enough for no instance's patch: the test checks nothing")
 	}
@@ -151,7 +132,7 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 	// A rerun of the node (its own memo lost, as when the worker died before Temporal recorded it) replays its
 	// turns from their memos: no turn starts again.
 	var id string
-	for id = range f.rows {
+	for id = range f.Rows {
 		break
 	}
 	var agentNode specs.Node
@@ -160,17 +141,17 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 			agentNode = n
 		}
 	}
-	outs := f.runPlanUngraded(plan, id)
+	outs := f.RunPlan(plan, id, specs.Grade.Name)
 	first := outs[agentNode.Key]
-	runDir := f.a.RunDir("t")
+	runDir := f.RunDir
 	if err := os.Remove(NodeMemoPath(runDir, id, agentNode.Key)); err != nil {
 		t.Fatal(err)
 	}
 	attempts := filepath.Join(runDir, runfolder.AttemptsFile)
 	before, _, _ := runlog.Read[runlog.Attempt](attempts)
 	inputs := map[string]api.NodeOutput{"checkout": outs[agentNode.Inputs["checkout"]]}
-	again := f.must(f.node2("agent", api.NodeInput{Run: "t", Instance: f.refs[id], Node: agentNode.Key,
-		Step: agentNode.Steps[0], Params: agentNode.Params, Inputs: inputs, Dataset: f.dataset}))
+	again := f.Must(f.Exec("agent", api.NodeInput{Run: "t", Instance: f.Refs[id], Node: agentNode.Key,
+		Step: agentNode.Steps[0], Params: agentNode.Params, Inputs: inputs, Dataset: f.Dataset}))
 	after, _, _ := runlog.Read[runlog.Attempt](attempts)
 	if again.Ref != first.Ref {
 		t.Errorf("rerun trajectory %s, want %s", again.Ref, first.Ref)
@@ -195,42 +176,5 @@ func TestAgentOfflineOnDemo(t *testing.T) {
 	}
 	if memos < 2 {
 		t.Errorf("rerun: %d turn memos read, want every turn's", memos)
-	}
-}
-
-// TestAgentAnchorOptionIsFitted: methods.agent({anchor, multiplier}) is baselines.fitted of the plain agent: the
-// same agent node, reading the anchor's context as its budget input.
-func TestAgentAnchorOptionIsFitted(t *testing.T) {
-	plan := compileAgentSpec(t, `local ctxlab = import 'ctxlab.libsonnet';
-ctxlab.experiment({ name: 'a', dataset: ctxlab.datasets.demo, models: [ctxlab.models.offline],
-  methods: [ctxlab.methods.cq2care,
-            ctxlab.methods.agent({ name: 'by_option', anchor: ctxlab.methods.cq2care, multiplier: 2 }),
-            ctxlab.baselines.fitted(ctxlab.methods.agent(), ctxlab.methods.cq2care, 2, name='by_fitted')] })`)
-	agentKey := map[string]string{}
-	for _, arm := range plan.Arms {
-		for _, s := range arm.Steps {
-			if s.ID == "agent" {
-				agentKey[arm.Method] = s.Key
-			}
-		}
-	}
-	if agentKey["by_option"] == "" || agentKey["by_option"] != agentKey["by_fitted"] {
-		t.Fatalf("agent nodes %v, want one node for both spellings", agentKey)
-	}
-	var cq2careContext string
-	for _, arm := range plan.Arms {
-		if arm.Method == "cq2care" {
-			for _, s := range arm.Steps {
-				if s.ID == "context" {
-					cq2careContext = s.Key
-				}
-			}
-		}
-	}
-	for _, n := range plan.Nodes {
-		if n.Key == agentKey["by_option"] && (n.Inputs["budget"] != cq2careContext || n.Params["multiplier"] != 2.0) {
-			t.Errorf("agent node inputs %v params multiplier %v; want cq2care's context %s and 2",
-				n.Inputs, n.Params["multiplier"], cq2careContext)
-		}
 	}
 }

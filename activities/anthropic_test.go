@@ -1,6 +1,8 @@
 package activities
 
 import (
+	"ctxlab/specs"
+	"ctxlab/testkit/demorun"
 	"errors"
 	"math"
 	"net/http/httptest"
@@ -30,8 +32,8 @@ func TestAnthropicModelCall(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", hs.URL)
 	t.Setenv("ANTHROPIC_API_KEY", key)
 	f := newFixture(t)
-	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	inv := f.Must(f.Node("inventory", demorun.Instance, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
 	in := map[string]api.NodeOutput{"checkout": co, "inventory": inv}
 	model := map[string]any{"name": "claude", "provider": "anthropic", "id": "claude-fake-1", "max_tokens": 2000,
 		"temperature": 0.0, "price": map[string]any{"input": 3.0, "output": 15.0, "cached_input": 0.3, "cache_write": 3.75}}
@@ -39,7 +41,7 @@ func TestAnthropicModelCall(t *testing.T) {
 	prompt := map[string]any{"system": strings.Repeat("Rank the files to edit for the issue below. ", 300),
 		"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
 	localize := func(sample int) (api.NodeOutput, error) {
-		return f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample}, in)
+		return f.Node("localize", demorun.Instance, map[string]any{"model": model, "prompt": prompt, "sample": sample}, in)
 	}
 
 	// The worst case: 2,000 answer tokens at $15 per million is $0.03 on its own, so a cap below it sends nothing.
@@ -50,7 +52,7 @@ func TestAnthropicModelCall(t *testing.T) {
 		t.Fatalf("under a cap below max_tokens' worth: %v, %d requests", err, len(fake.Requests()))
 	}
 	f.a.setSpendCap("t", 10)
-	first := f.must(localize(0))
+	first := f.Must(localize(0))
 	reqs := fake.Requests()
 	if len(reqs) != 1 || reqs[0].TaskName != "localize" || reqs[0].Breakpoints() == 0 || *reqs[0].MaxTokens != 2000 {
 		t.Fatalf("requests %+v", reqs)
@@ -60,7 +62,7 @@ func TestAnthropicModelCall(t *testing.T) {
 	if writes == 0 || cost <= 0 {
 		t.Fatalf("row %+v: want cache writes and a cost", first.Row)
 	}
-	second := f.must(localize(1)) // another sample: another call, which reads the prefix the first wrote
+	second := f.Must(localize(1)) // another sample: another call, which reads the prefix the first wrote
 	if n := len(fake.Requests()); n != 2 {
 		t.Fatalf("%d requests after a second sample", n)
 	}
@@ -71,14 +73,14 @@ func TestAnthropicModelCall(t *testing.T) {
 		t.Fatalf("the cached call cost $%v, not less than the first's $%v", c2, cost)
 	}
 	model["name"] = "claude-renamed" // another node (its key names the model), the same request
-	again := f.must(localize(0))
+	again := f.Must(localize(0))
 	if n := len(fake.Requests()); n != 2 {
 		t.Fatalf("the same request again was sent: %d requests", n)
 	}
 	if c, _ := again.Row["cost_usd"].(float64); math.Abs(c-cost) > 1e-12 {
 		t.Fatalf("the cached answer's row says $%v, the original $%v", c, cost)
 	}
-	calls, _, err := runlog.Read[runlog.Call](filepath.Join(f.a.RunDir("t"), runfolder.CallsFile))
+	calls, _, err := runlog.Read[runlog.Call](filepath.Join(f.RunDir, runfolder.CallsFile))
 	if err != nil || len(calls) != 3 {
 		t.Fatalf("calls.jsonl: %v, %d calls", err, len(calls))
 	}
@@ -91,7 +93,7 @@ func TestAnthropicModelCall(t *testing.T) {
 	if !fake.KeySeen(key) {
 		t.Fatal("the key was not sent")
 	}
-	err = filepath.Walk(f.a.RunDir("t"), func(path string, info os.FileInfo, err error) error {
+	err = filepath.Walk(f.RunDir, func(path string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() {
 			return err
 		}
@@ -140,7 +142,7 @@ ctxlab.experiment({
 })
 `)
 	f := newFixture(t)
-	outs := f.runPlanUngraded(plan, inst)
+	outs := f.RunPlan(plan, demorun.Instance, specs.Grade.Name)
 	row := stepOut(t, plan, outs, "agent", "agent").Row
 	if row["agent_turns"] != 3.0 || row["agent_tool_calls"] != 2.0 || row["model_calls"] != 3.0 || row["agent_stop"] != "answered" {
 		t.Fatalf("agent row %+v", row)

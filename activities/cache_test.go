@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"context"
 	"errors"
 	"net/http/httptest"
 	"path/filepath"
@@ -13,18 +12,15 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/api/errkind"
-	"ctxlab/activities/respcache"
 	"ctxlab/dataset/swebench"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
-	"ctxlab/specs"
-	"ctxlab/store/cas"
-	"ctxlab/store/objects"
+	"ctxlab/testkit/demorun"
 	"ctxlab/testkit/fakeopenai"
 )
 
-// paidFixture is the demo benchmark's first instance checked out and inventoried, with the openai provider
-// pointed at a fake server that counts calls.
+// paidFixture is the demo instance checked out and inventoried, with the openai provider pointed at a fake server
+// that counts calls (demorun's PayOpenAI); in is a localize node's inputs.
 type paidFixture struct {
 	*fixture
 	srv *fakeopenai.Server
@@ -32,72 +28,47 @@ type paidFixture struct {
 }
 
 func newPaidFixture(t *testing.T) paidFixture {
-	const key = "sk-cache-test-0123456789"
-	srv := fakeopenai.New(fakeopenai.WithKey(key))
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", key)
 	f := newFixture(t)
-	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
-	return paidFixture{fixture: f, srv: srv, in: map[string]api.NodeOutput{"checkout": co, "inventory": inv}}
-}
-
-// localize runs a localize node; label names the model, which changes only the node's key (a new spec's node,
-// its model renamed, asking the same question: the response cache's key leaves labels out).
-func (p paidFixture) localize(sample int, label string) (api.NodeOutput, error) {
-	model := map[string]any{"name": "gpt-" + label, "provider": "openai", "id": "gpt-4o-mini",
-		"price": map[string]any{"input": 2.0, "output": 10.0}}
-	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
-	return p.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample}, p.in)
-}
-
-func (p paidFixture) calls(t *testing.T) []runlog.Call {
-	t.Helper()
-	calls, bad, err := runlog.Read[runlog.Call](filepath.Join(p.a.RunDir("t"), runfolder.CallsFile))
-	if err != nil || bad != 0 {
-		t.Fatalf("calls.jsonl: %v (%d bad lines)", err, bad)
-	}
-	return calls
+	srv, in := f.PayOpenAI()
+	return paidFixture{fixture: f, srv: srv, in: in}
 }
 
 // TestResponseCache: a node that asks a question already answered is served from the cache with the original
 // usage (rows do not depend on caching), another sample is a new call, and NoCache pays again.
 func TestResponseCache(t *testing.T) {
 	p := newPaidFixture(t)
-	first := p.must(p.localize(0, "a"))
+	first := p.Must(p.Localize(p.in, 0, "a"))
 	if got := p.srv.Calls(); got != 1 {
 		t.Fatalf("first call: the server saw %d calls", got)
 	}
-	again := p.must(p.localize(0, "b"))
+	again := p.Must(p.Localize(p.in, 0, "b"))
 	if got := p.srv.Calls(); got != 1 {
 		t.Errorf("the same request under another node paid again: %d calls", got)
 	}
 	if !reflect.DeepEqual(first, again) {
 		t.Errorf("a cached answer changed the node output:\n%v\n%v", first, again)
 	}
-	p.must(p.localize(1, "a"))
+	p.Must(p.Localize(p.in, 1, "a"))
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("another sample must be a new call: %d calls", got)
 	}
 	// Without the key a cached answer is still served; a new question fails (the server refuses it).
 	t.Setenv("OPENAI_API_KEY", "")
-	p.must(p.localize(0, "keyless"))
-	if _, err := p.localize(2, "keyless"); err == nil {
+	p.Must(p.Localize(p.in, 0, "keyless"))
+	if _, err := p.Localize(p.in, 2, "keyless"); err == nil {
 		t.Error("a call the cache cannot answer went through without the key")
 	}
-	t.Setenv("OPENAI_API_KEY", "sk-cache-test-0123456789")
+	t.Setenv("OPENAI_API_KEY", demorun.PaidKey)
 	if got := p.srv.Calls(); got != 3 {
 		t.Fatalf("%d calls; want the refused one only", got)
 	}
 	p.a.NoCache = true
-	p.must(p.localize(0, "c"))
+	p.Must(p.Localize(p.in, 0, "c"))
 	if got := p.srv.Calls(); got != 4 {
 		t.Errorf("NoCache must pay again: %d calls", got)
 	}
 
-	calls := p.calls(t)
+	calls := p.Calls()
 	var paid, cached int
 	var spent float64
 	for _, c := range calls {
@@ -121,7 +92,7 @@ func TestResponseCache(t *testing.T) {
 		t.Errorf("keys: same request must share a key, another sample must not: %v", calls)
 	}
 
-	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(p.a.RunDir("t"), runfolder.AttemptsFile))
+	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(p.RunDir, runfolder.AttemptsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +118,7 @@ func TestResponseCache(t *testing.T) {
 // even with nothing spent; a cached answer is still served, and raising the cap lets calls through again.
 func TestSpendCap(t *testing.T) {
 	p := newPaidFixture(t)
-	runDir := p.a.RunDir("t")
+	runDir := p.RunDir
 	setCap := func(usd float64) {
 		t.Helper()
 		p.a.setSpendCap("t", usd)
@@ -160,13 +131,13 @@ func TestSpendCap(t *testing.T) {
 		}
 	}
 	setCap(1e-9)
-	_, err := p.localize(0, "a") // nothing spent, but the call may cost more than the whole cap
+	_, err := p.Localize(p.in, 0, "a") // nothing spent, but the call may cost more than the whole cap
 	wantCapped(err)
 	if got := p.srv.Calls(); got != 0 {
 		t.Errorf("a call whose worst case passes the cap was sent: %d calls", got)
 	}
 	setCap(10)
-	p.must(p.localize(0, "a"))
+	p.Must(p.Localize(p.in, 0, "a"))
 	spent := p.a.settledBudget(t, "t", -1).SpentUSD
 	if spent <= 0 {
 		t.Fatalf("spent $%v after a paid call", spent)
@@ -175,14 +146,14 @@ func TestSpendCap(t *testing.T) {
 	// purse holds is given back (idle for a second) or used up.
 	setCap(spent + 1e-4)
 	p.a.settledBudget(t, "t", spent)
-	_, err = p.localize(1, "a")
+	_, err = p.Localize(p.in, 1, "a")
 	wantCapped(err)
 	if got := p.srv.Calls(); got != 1 {
 		t.Errorf("a call was made over the cap: %d calls", got)
 	}
-	p.must(p.localize(0, "b")) // cached: free, so the cap does not stop it
+	p.Must(p.Localize(p.in, 0, "b")) // cached: free, so the cap does not stop it
 	setCap(10)
-	p.must(p.localize(1, "a"))
+	p.Must(p.Localize(p.in, 1, "a"))
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("after raising the cap: %d calls, want 2", got)
 	}
@@ -202,13 +173,13 @@ func TestSpendCap(t *testing.T) {
 // asked after the wait is paid once.
 func TestLongRetryAfterIsAProviderWait(t *testing.T) {
 	p := newPaidFixture(t)
-	srv := fakeopenai.New(fakeopenai.WithKey("sk-cache-test-0123456789"), fakeopenai.WithRetryAfter(time.Hour),
+	srv := fakeopenai.New(fakeopenai.WithKey(demorun.PaidKey), fakeopenai.WithRetryAfter(time.Hour),
 		fakeopenai.WithFailures(1, fakeopenai.RateLimit))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
 	started := time.Now()
-	_, err := p.localize(0, "a")
+	_, err := p.Localize(p.in, 0, "a")
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) || app.Type() != api.ErrProviderWait || !app.NonRetryable() {
 		t.Fatalf("want a non-retryable %s error, got %v", api.ErrProviderWait, err)
@@ -220,12 +191,12 @@ func TestLongRetryAfterIsAProviderWait(t *testing.T) {
 	if d := time.Since(started); d > 30*time.Second {
 		t.Errorf("the activity slept %v on the endpoint's wait", d)
 	}
-	p.must(p.localize(0, "a"))
+	p.Must(p.Localize(p.in, 0, "a"))
 	if srv.Calls() != 2 {
 		t.Errorf("the server saw %d calls, want the refused one and the answered one", srv.Calls())
 	}
 	var failed int
-	for _, c := range p.calls(t) {
+	for _, c := range p.Calls() {
 		if c.Error != "" {
 			failed++
 			if c.CostUSD != 0 || c.Error != string(errkind.RateLimit) {
@@ -238,92 +209,32 @@ func TestLongRetryAfterIsAProviderWait(t *testing.T) {
 	}
 }
 
-// TestServedModelOnTheRow: an endpoint that names another model than the spec's id as the one that answered puts
-// that name in the row's model_served, for a paid and for a cached answer alike; one that names the spec's id
-// leaves the row without it.
-func TestServedModelOnTheRow(t *testing.T) {
-	p := newPaidFixture(t)
-	own := p.must(p.localize(0, "a"))
-	if v, ok := own.Row["model_served"]; ok {
-		t.Errorf("an answer of the spec's own model id sets model_served %v", v)
-	}
-	const key = "sk-served-test-0123456789"
-	srv := fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithServedModel("gpt-4o-mini-2024-07-18"))
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
-	t.Setenv("OPENAI_API_KEY", key)
-	for _, label := range []string{"paid", "cached"} {
-		out := p.must(p.localize(0, label))
-		if got := out.Row["model_served"]; got != "gpt-4o-mini-2024-07-18" {
-			t.Errorf("%s answer: model_served %v, want the model the endpoint named", label, got)
-		}
-		if err := specs.CheckRow("localize", "localize", out.Row); err != nil {
-			t.Error(err)
-		}
-	}
-	if srv.Calls() != 1 {
-		t.Errorf("%d calls, want 1 (the second answer is cached)", srv.Calls())
-	}
-}
-
 // TestEditedRowRerunsNodeButPaysOnce: a dataset row edited where the prompt does not read it (its test patch) runs
 // the model node again, since its memo holds for the row it read, but the request is the same, so the response
 // cache answers it: nothing is paid twice. An edit the prompt reads (the issue text) is a new, paid question.
 func TestEditedRowRerunsNodeButPaysOnce(t *testing.T) {
 	p := newPaidFixture(t)
-	first := p.must(p.localize(0, "a"))
+	first := p.Must(p.Localize(p.in, 0, "a"))
 	edit := func(change func(*swebench.Instance)) {
 		t.Helper()
-		row := p.rows[inst]
+		row := p.Rows[demorun.Instance]
 		change(&row)
-		p.rows[inst] = row
-		ref, err := cas.PutJSON(context.Background(), mustStore(t, p.a), row)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.refs[inst] = api.InstanceRef{ID: inst, Ref: ref}
+		p.SetRow(row)
 	}
 	edit(func(r *swebench.Instance) { r.TestPatch += "\n" })
-	again := p.must(p.localize(0, "a"))
+	again := p.Must(p.Localize(p.in, 0, "a"))
 	if got := p.srv.Calls(); got != 1 {
 		t.Errorf("an edit the prompt does not read paid again: %d calls", got)
 	}
 	if !reflect.DeepEqual(first, again) {
 		t.Errorf("the node's output changed:\n%v\n%v", first, again)
 	}
-	if runs := countEvents(t, p.a.RunDir("t"), "start"); runs != 4 { // checkout, inventory, localize twice
+	if runs := countEvents(t, p.RunDir, "start"); runs != 4 { // checkout, inventory, localize twice
 		t.Errorf("%d node runs, want the localize node run again for the edited row (4)", runs)
 	}
 	edit(func(r *swebench.Instance) { r.ProblemStatement += " It also fails on Sundays." })
-	p.must(p.localize(0, "a"))
+	p.Must(p.Localize(p.in, 0, "a"))
 	if got := p.srv.Calls(); got != 2 {
 		t.Errorf("an edited issue text must be a new question: %d calls", got)
-	}
-}
-
-// TestCachedAnswerOfImpossibleUsageIsAskedAgain: a stored answer is held to what a call can report before it is
-// priced, as a fresh one is (a shared cache is anyone's to write): one whose usage is impossible (a negative count,
-// which would price the row below zero) is not served; the question is asked again and paid at its real usage.
-func TestCachedAnswerOfImpossibleUsageIsAskedAgain(t *testing.T) {
-	p := newPaidFixture(t)
-	first := p.must(p.localize(0, "a"))
-	key := p.calls(t)[0].Key
-	cache := respcache.Open(objects.Dir{Root: p.a.RunDir("t")}, runfolder.CASDir)
-	ctx := context.Background()
-	e, ok := cache.Get(ctx, key)
-	if !ok {
-		t.Fatal("the first answer was not cached")
-	}
-	e.Response.Usage.PromptTokens = -1_000_000_000
-	if err := cache.Put(ctx, key, respcache.Request{Provider: e.Provider, ModelID: e.ModelID}, e.Response, true); err != nil {
-		t.Fatal(err)
-	}
-	again := p.must(p.localize(0, "b"))
-	if got := p.srv.Calls(); got != 2 {
-		t.Errorf("the tampered answer was served: the server saw %d calls, want 2", got)
-	}
-	if got, want := again.Row["cost_usd"], first.Row["cost_usd"]; got != want {
-		t.Errorf("cost_usd %v after the tampered cache, want %v", got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"ctxlab/activities/api"
 	"ctxlab/activities/steps"
 	"ctxlab/specs"
+	"ctxlab/testkit/demorun"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -97,13 +98,13 @@ func TestFailedAgentTurnCountsTheTrajectory(t *testing.T) {
 		for name, k := range n.Inputs {
 			inputs[name] = outs[k]
 		}
-		in := api.NodeInput{Run: "t", Instance: p.refs[inst], Node: n.Key, Step: n.Steps[0], Params: n.Params,
-			Inputs: inputs, Dataset: p.dataset}
+		in := api.NodeInput{Run: "t", Instance: p.Refs[demorun.Instance], Node: n.Key, Step: n.Steps[0], Params: n.Params,
+			Inputs: inputs, Dataset: p.Dataset}
 		if n.Activity == "agent" {
-			_, agentErr = p.node2(n.Activity, in)
+			_, agentErr = p.Exec(n.Activity, in)
 			break
 		}
-		outs[n.Key] = p.must(p.node2(n.Activity, in))
+		outs[n.Key] = p.Must(p.Exec(n.Activity, in))
 	}
 	if agentErr == nil || turns != 3 {
 		t.Fatalf("the agent: %v after %d turns; want the third turn's failure", agentErr, turns)
@@ -117,7 +118,7 @@ func TestFailedAgentTurnCountsTheTrajectory(t *testing.T) {
 	}
 	var cost float64
 	var calls int
-	for _, c := range p.calls(t) {
+	for _, c := range p.Calls() {
 		if c.Paid() {
 			cost, calls = cost+c.CostUSD, calls+1
 		}

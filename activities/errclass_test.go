@@ -21,6 +21,7 @@ import (
 	"ctxlab/grading"
 	"ctxlab/patch/diff"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/demorun"
 )
 
 // typeOf is the type of an activity's failure and whether Temporal retries it.
@@ -54,13 +55,13 @@ func wantStepKind(t *testing.T, err error, want errkind.Kind, names ...string) {
 
 // instanceOf returns the id of the fixture's first instance of a demo repository.
 func (f *fixture) instanceOf(repoName string) string {
-	f.t.Helper()
-	for id, r := range f.rows {
+	f.T.Helper()
+	for id, r := range f.Rows {
 		if strings.HasSuffix(r.Repo, "/"+repoName) {
 			return id
 		}
 	}
-	f.t.Fatalf("no instance of repository %s in the demo", repoName)
+	f.T.Fatalf("no instance of repository %s in the demo", repoName)
 	return ""
 }
 
@@ -113,15 +114,15 @@ func (enospcStore) Put(context.Context, []byte) (cas.Ref, error) {
 func TestCheckoutFailuresAreTheMachines(t *testing.T) {
 	t.Run("no repository", func(t *testing.T) {
 		f := newFixture(t)
-		f.dataset.Repos = filepath.Join(t.TempDir(), "nowhere", "{repo}")
-		_, err := f.node("checkout", inst, nil, nil)
-		wantStepKind(t, err, errkind.RepoUnavailable, inst, "nowhere")
+		f.Dataset.Repos = filepath.Join(t.TempDir(), "nowhere", "{repo}")
+		_, err := f.Node("checkout", demorun.Instance, nil, nil)
+		wantStepKind(t, err, errkind.RepoUnavailable, demorun.Instance, "nowhere")
 	})
 	t.Run("disk full", func(t *testing.T) {
 		f := newFixture(t)
 		f.useStore(enospcStore{mustStore(t, f.a)})
-		_, err := f.node("checkout", inst, nil, nil)
-		wantStepKind(t, err, errkind.DiskFull, inst, "no space left on device")
+		_, err := f.Node("checkout", demorun.Instance, nil, nil)
+		wantStepKind(t, err, errkind.DiskFull, demorun.Instance, "no space left on device")
 	})
 }
 
@@ -140,20 +141,20 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 	}
 	grade := func(id string, co api.NodeOutput, patch string, settings map[string]any) (api.NodeOutput, error) {
 		settings["executor"] = "local"
-		return f.node("grade", id, map[string]any{"grading": settings}, map[string]api.NodeOutput{"checkout": co,
+		return f.Node("grade", id, map[string]any{"grading": settings}, map[string]api.NodeOutput{"checkout": co,
 			"patch": put(patch)})
 	}
 
 	py := f.instanceOf("tablefmt")
-	pyCo := f.must(f.node("checkout", py, nil, nil))
-	_, err := grade(py, pyCo, f.rows[py].Patch, map[string]any{"python": filepath.Join(t.TempDir(), "python3")})
+	pyCo := f.Must(f.Node("checkout", py, nil, nil))
+	_, err := grade(py, pyCo, f.Rows[py].Patch, map[string]any{"python": filepath.Join(t.TempDir(), "python3")})
 	wantStepKind(t, err, errkind.MissingRunner, py, "python3")
 
 	goInst := f.instanceOf("humanize")
-	goCo := f.must(f.node("checkout", goInst, nil, nil))
+	goCo := f.Must(f.Node("checkout", goInst, nil, nil))
 	t.Run("no go command", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
-		_, err := grade(goInst, goCo, f.rows[goInst].Patch, map[string]any{})
+		_, err := grade(goInst, goCo, f.Rows[goInst].Patch, map[string]any{})
 		wantStepKind(t, err, errkind.Toolchain, goInst, "Go toolchain")
 	})
 
@@ -166,7 +167,7 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 		t.Setenv("GOFLAGS", "-modcacherw")
 		t.Setenv("XDG_CACHE_HOME", reachableTempDir(t))
 		dep := f.instanceOf("relnotes")
-		co := f.must(f.node("checkout", dep, nil, nil))
+		co := f.Must(f.Node("checkout", dep, nil, nil))
 		// A proxy folder that is not there, and a proxy server that refuses connections (a port just closed), where
 		// go mod download itself fails: each leaves the offline build without relnotes' requirement.
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -176,7 +177,7 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 		refused := "http://" + l.Addr().String()
 		l.Close()
 		for _, url := range []string{refused, "file://" + filepath.Join(t.TempDir(), "no-proxy")} {
-			_, err := grade(dep, co, f.rows[dep].Patch, map[string]any{"goproxy": url})
+			_, err := grade(dep, co, f.Rows[dep].Patch, map[string]any{"goproxy": url})
 			wantStepKind(t, err, errkind.ModuleDownload, dep, "could not be downloaded")
 			if err == nil || !strings.Contains(err.Error(), "example.org/textwrap v1.3.0") {
 				t.Errorf("proxy %s: %v; want the missing module named", url, err)
@@ -185,7 +186,7 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 		proxy := map[string]any{"goproxy": "file://" + filepath.Join(t.TempDir(), "no-proxy")}
 
 		// The same failure under a patch that edits go.mod is the patch's doing: a graded row, build_failed.
-		entry, ok := f.manifest(co).Lookup("go.mod")
+		entry, ok := f.Manifest(co).Lookup("go.mod")
 		if !ok {
 			t.Fatal("no go.mod in the snapshot")
 		}
@@ -194,14 +195,14 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 			t.Fatal(err)
 		}
 		edit := diff.Unified("go.mod", goMod, append(append([]byte{}, goMod...), "// edited\n"...))
-		out, err := grade(dep, co, f.rows[dep].Patch+edit, map[string]any{"goproxy": proxy["goproxy"]})
+		out, err := grade(dep, co, f.Rows[dep].Patch+edit, map[string]any{"goproxy": proxy["goproxy"]})
 		if err != nil || out.Row["grade_status"] != grading.StatusBuildFailed {
 			t.Errorf("a patch editing go.mod: %v, %v; want the row's grade_status build_failed", out.Row, err)
 		}
 	})
 
 	t.Run("symlink out of the tree", func(t *testing.T) {
-		m := f.manifest(goCo)
+		m := f.Manifest(goCo)
 		target, err := store.Put(context.Background(), []byte("../../../../etc"))
 		if err != nil {
 			t.Fatal(err)
@@ -211,7 +212,7 @@ func TestGradeFailuresOfTheMachine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = grade(goInst, api.NodeOutput{Ref: ref}, f.rows[goInst].Patch, map[string]any{})
+		_, err = grade(goInst, api.NodeOutput{Ref: ref}, f.Rows[goInst].Patch, map[string]any{})
 		wantStepKind(t, err, errkind.SymlinkRefused, goInst, "zz-escape")
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"ctxlab/grading/executor"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
+	"ctxlab/testkit/demorun"
 )
 
 // countingExecutor runs the real executor and counts its runs; delay holds each run so graders overlap.
@@ -44,15 +45,15 @@ func countRuns(a *Activities, delay time.Duration) *atomic.Int32 {
 func TestGradeDedupe(t *testing.T) {
 	f := newFixture(t)
 	runs := countRuns(f.a, 0)
-	co := f.must(f.node("checkout", inst, nil, nil))
-	gold := f.putPatch(f.rows[inst].Patch)
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	gold := f.Put(f.Rows[demorun.Instance].Patch)
 	patchOf := func(method string, p api.NodeOutput) api.NodeOutput {
 		return api.NodeOutput{Ref: p.Ref, Row: map[string]any{"method": method}}
 	}
 	settings := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
 	grade := func(settings map[string]any, patch api.NodeOutput) map[string]any {
 		t.Helper()
-		return f.must(f.node("grade", inst, settings, map[string]api.NodeOutput{"checkout": co, "patch": patch})).Row
+		return f.Must(f.Node("grade", demorun.Instance, settings, map[string]api.NodeOutput{"checkout": co, "patch": patch})).Row
 	}
 
 	a := grade(settings, patchOf("a", gold))
@@ -71,13 +72,13 @@ func TestGradeDedupe(t *testing.T) {
 	if c := grade(other, patchOf("c", gold)); c["resolved"] != true || runs.Load() != 2 {
 		t.Errorf("other grading settings must grade again: %d runs, row %v", runs.Load(), c)
 	}
-	empty := f.putPatch("")
+	empty := f.Put("")
 	if d := grade(settings, patchOf("d", empty)); d["resolved"] != false || d["patch_ref"] != string(empty.Ref) ||
 		runs.Load() != 3 {
 		t.Errorf("another patch must grade again: %d runs, row %v", runs.Load(), d)
 	}
 
-	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(f.a.RunDir("t"), runfolder.AttemptsFile))
+	attempts, _, err := runlog.Read[runlog.Attempt](filepath.Join(f.RunDir, runfolder.AttemptsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +98,8 @@ func TestGradeDedupe(t *testing.T) {
 func TestGradeDedupeConcurrent(t *testing.T) {
 	f := newFixture(t)
 	runs := countRuns(f.a, 500*time.Millisecond)
-	co := f.must(f.node("checkout", inst, nil, nil))
-	gold := f.putPatch(f.rows[inst].Patch)
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	gold := f.Put(f.Rows[demorun.Instance].Patch)
 	settings := map[string]any{"grading": map[string]any{"timeout": "5m"}}
 	var wg sync.WaitGroup
 	rows := make([]map[string]any, 2)
@@ -107,8 +108,8 @@ func TestGradeDedupeConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := f.a.Grade(context.Background(), api.NodeInput{Run: "t", Instance: f.refs[inst],
-				Node: "grade-" + method, Step: method + ".grade", Params: settings, Dataset: f.dataset,
+			out, err := f.a.Grade(context.Background(), api.NodeInput{Run: "t", Instance: f.Refs[demorun.Instance],
+				Node: "grade-" + method, Step: method + ".grade", Params: settings, Dataset: f.Dataset,
 				Inputs: map[string]api.NodeOutput{"checkout": co, "patch": {Ref: gold.Ref, Row: map[string]any{"method": method}}}})
 			rows[i], errs[i] = out.Row, err
 		}()

@@ -11,8 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"ctxlab/activities/api"
-	"ctxlab/activities/llm/offline"
-	"ctxlab/activities/search"
 	"ctxlab/activities/steps"
 	"ctxlab/specs"
 )
@@ -30,17 +28,6 @@ func TestEveryKindHasAStep(t *testing.T) {
 		if _, ok := fns[name].(func(context.Context, api.NodeInput) (api.NodeOutput, error)); !ok {
 			t.Errorf("step %s: no node activity among the worker's functions (%T)", name, fns[name])
 		}
-	}
-}
-
-// TestDefaultsAgreeWithPackages: the params defaults kept in specs name the same values as the packages that use
-// them (specs cannot import those packages).
-func TestDefaultsAgreeWithPackages(t *testing.T) {
-	if specs.EvidenceDefaults.Window != search.DefaultWindow {
-		t.Errorf("evidence window default %d, search.DefaultWindow %d", specs.EvidenceDefaults.Window, search.DefaultWindow)
-	}
-	if specs.PatchDefaults.Format != offline.FormatDiff {
-		t.Errorf("patch format default %q, want %q", specs.PatchDefaults.Format, offline.FormatDiff)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"ctxlab/activities/steps"
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
+	"ctxlab/testkit/demorun"
 )
 
 // TestEveryActivityEmitsOnlyDeclaredFields runs the demo spec's whole plan (all its methods) on a demo instance with
@@ -32,7 +33,7 @@ func TestEveryActivityEmitsOnlyDeclaredFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs := f.runPlan(plan, inst) // fails on the first node the check refuses
+	outs := f.RunPlan(plan, demorun.Instance) // fails on the first node the check refuses
 	for _, n := range plan.Nodes {
 		// Checked again after Temporal's JSON round trip, as the workflow receives it.
 		if err := specs.CheckRow(n.Activity, n.Steps[0], outs[n.Key].Row); err != nil {
@@ -56,7 +57,7 @@ func TestNodeRefusesUndeclaredRowFields(t *testing.T) {
 		{map[string]any{"repo_files": 2.5}, `"repo_files" holds float64`},
 		{map[string]any{"resolved": true}, `"resolved" is not declared by activity checkout`},
 	} {
-		in := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: "rowcheck-" + strconv.Itoa(i), Step: "m.checkout"}
+		in := api.NodeInput{Run: "t", Instance: f.Refs[demorun.Instance], Node: "rowcheck-" + strconv.Itoa(i), Step: "m.checkout"}
 		_, err := f.a.node(context.Background(), in, "checkout", func(context.Context, steps.Env, *steps.Attempt) (api.NodeOutput, error) {
 			return api.NodeOutput{Row: tc.row}, nil
 		})
@@ -68,8 +69,8 @@ func TestNodeRefusesUndeclaredRowFields(t *testing.T) {
 		}
 		var app *temporal.ApplicationError
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "step m.checkout") ||
-			!strings.Contains(err.Error(), inst) {
-			t.Errorf("row %v: error %v, want one naming instance %s, step m.checkout and %s", tc.row, err, inst, tc.want)
+			!strings.Contains(err.Error(), demorun.Instance) {
+			t.Errorf("row %v: error %v, want one naming instance %s, step m.checkout and %s", tc.row, err, demorun.Instance, tc.want)
 		} else if !nonRetryable(err) || !asApp(err, &app) || app.Type() != ErrUndeclaredField {
 			t.Errorf("row %v: error %v is not a permanent %s", tc.row, err, ErrUndeclaredField)
 		}

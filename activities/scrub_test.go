@@ -13,6 +13,7 @@ import (
 	"ctxlab/activities/llm"
 	"ctxlab/activities/steps"
 	"ctxlab/specs"
+	"ctxlab/testkit/demorun"
 	"ctxlab/testkit/e2e"
 )
 
@@ -43,24 +44,24 @@ func TestModelAnswersScrubbedBeforeStorage(t *testing.T) {
 
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt"}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
-	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	inv := f.Must(f.Node("inventory", demorun.Instance, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
 	in := map[string]api.NodeOutput{"checkout": co, "inventory": inv}
-	out := f.must(f.node("localize", inst, map[string]any{"model": model, "prompt": prompt}, in))
+	out := f.Must(f.Node("localize", demorun.Instance, map[string]any{"model": model, "prompt": prompt}, in))
 	if out.Row["model_calls"] != 1.0 {
 		t.Fatalf("localize row %v", out.Row)
 	}
 	// Served again from the cache under another node: the model renamed.
 	renamed := map[string]any{"name": "gpt-again", "provider": "openai", "id": "gpt"}
-	f.must(f.node("localize", inst, map[string]any{"model": renamed, "prompt": prompt}, in))
+	f.Must(f.Node("localize", demorun.Instance, map[string]any{"model": renamed, "prompt": prompt}, in))
 	provider = leakyProvider{key: key, fail: true}
-	_, err := f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": 1}, in)
+	_, err := f.Node("localize", demorun.Instance, map[string]any{"model": model, "prompt": prompt, "sample": 1}, in)
 	if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), llm.Redacted) {
 		t.Errorf("the failure's text: %v (want it, with the key redacted)", err)
 	}
 
 	read, redacted := 0, 0
-	root := f.a.RunDir("t")
+	root := f.RunDir
 	e2e.EachFile(t, root, func(path string, b []byte) {
 		read++
 		if bytes.Contains(b, []byte(key)) {

@@ -19,6 +19,7 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/testkit/demorun"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -35,8 +36,8 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 	t.Setenv(specs.OpenAI.Env.BaseURL, hs.URL+"/v1")
 	t.Setenv(specs.OpenAI.Env.Key, "")
 	f := newFixture(t)
-	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	inv := f.Must(f.Node("inventory", demorun.Instance, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
 	in := map[string]api.NodeOutput{"checkout": co, "inventory": inv}
 
 	// Priced so that one call's worst case is a few cents: an $0.08 cap fits about a dozen answers, and half a dozen worst cases at once.
@@ -74,8 +75,8 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 			defer wg.Done()
 			w := workers[i%len(workers)]
 			params := map[string]any{"model": model, "prompt": prompt, "sample": i}
-			ni := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: fmt.Sprintf("localize-%d", i), Step: "m.localize",
-				Params: params, Inputs: in, Dataset: f.dataset}
+			ni := api.NodeInput{Run: "t", Instance: f.Refs[demorun.Instance], Node: fmt.Sprintf("localize-%d", i), Step: "m.localize",
+				Params: params, Inputs: in, Dataset: f.Dataset}
 			_, err := w.runKind(context.Background(), specs.Localize.Name, ni)
 			mu.Lock()
 			defer mu.Unlock()
@@ -94,7 +95,7 @@ func TestSpendCapHoldsUnderConcurrency(t *testing.T) {
 	if len(other) > 0 {
 		t.Fatalf("calls failed other than at the cap: %v", other)
 	}
-	ledger, _, err := runlog.Read[runlog.Call](filepath.Join(f.a.RunDir("t"), runfolder.CallsFile))
+	ledger, _, err := runlog.Read[runlog.Call](filepath.Join(f.RunDir, runfolder.CallsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"ctxlab/activities/steps"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/demorun"
 )
 
 // countingStore counts the reads of each blob.
@@ -35,9 +37,9 @@ func (s *countingStore) Get(ctx context.Context, ref cas.Ref) ([]byte, error) {
 func TestToolTurnsShareSnapshotText(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	co := f.must(f.node("checkout", inst, nil, nil))
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
 	store := mustStore(t, f.a)
-	m := f.manifest(co)
+	m := f.Manifest(co)
 	counting := &countingStore{Store: store, gets: map[cas.Ref]int{}}
 	f.a.FileCacheBytes = 0 // the default bound, whatever the environment says (no file has been read yet)
 	f.useStore(counting)
@@ -57,13 +59,13 @@ func TestToolTurnsShareSnapshotText(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, err := f.a.AgentToolTurn(ctx, api.AgentTurnInput{Turn: turn, State: state, Node: api.NodeInput{Run: "t",
-			Instance: f.refs[inst], Node: node, Step: node + ".agent", Dataset: f.dataset,
+			Instance: f.Refs[demorun.Instance], Node: node, Step: node + ".agent", Dataset: f.Dataset,
 			Inputs: map[string]api.NodeOutput{"checkout": co}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var after steps.AgentTrajectory
-		mustLoad(t, f, out.State, &after)
+		f.Load(out.State, &after)
 		return after.Turns[len(after.Turns)-1].Result
 	}
 
@@ -108,6 +110,32 @@ func TestFileCacheEnv(t *testing.T) {
 			t.Errorf("%s=%q: a cache of %d bytes, want none", FileCacheEnv, c.env, text.Max())
 		case c.want != 0 && (text == nil || text.Max() != c.want):
 			t.Errorf("%s=%q: cache %v, want a bound of %d bytes", FileCacheEnv, c.env, text, c.want)
+		}
+	}
+}
+
+// TestRankingsFollowTheTextCache: a worker's rankings memo keeps chunked snapshots beside its text cache only
+// (package steps' TestRetrieveStepsShareOneIndexPerUnit runs the steps over such a memo): with the cache, two
+// retrieve steps of one unit cut the snapshot once; without it (CTXLAB_FILE_CACHE_MB=0), each cuts it.
+func TestRankingsFollowTheTextCache(t *testing.T) {
+	f := newFixture(t)
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	for _, c := range []struct {
+		fileCache int64
+		chunkings int64
+	}{{0, 1}, {-1, 2}} {
+		a := New(f.a.Runs, zerolog.Nop())
+		a.FileCacheBytes = c.fileCache
+		for _, budget := range []int{300, 600} {
+			in := f.Input("retrieve", demorun.Instance, map[string]any{"tokenizer": "o200k_base", "unit": "function",
+				"max_tokens": budget}, map[string]api.NodeOutput{"checkout": co})
+			in.Node += fmt.Sprint("-", c.fileCache) // no node memo of the other worker's
+			if _, err := a.runKind(context.Background(), "retrieve", in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := a.rankings().Stats(); st.Chunkings != c.chunkings {
+			t.Errorf("file cache bound %d: %+v; want %d chunkings", c.fileCache, st, c.chunkings)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
 	"ctxlab/specs"
+	"ctxlab/testkit/demorun"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -30,11 +31,11 @@ func TestImpossibleUsageKeepsTheSpendCap(t *testing.T) {
 	f.a.setSpendCap("t", 1.1)
 	model := map[string]any{"name": "gpt", "provider": "openai", "id": "gpt", "price": map[string]any{"input": 1000.0}}
 	prompt := map[string]any{"user": "{{.Issue}}\n{{.Inventory}}\nat most {{.MaxFiles}}"}
-	co := f.must(f.node("checkout", inst, nil, nil))
-	inv := f.must(f.node("inventory", inst, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	inv := f.Must(f.Node("inventory", demorun.Instance, map[string]any{"tokenizer": "o200k_base"}, map[string]api.NodeOutput{"checkout": co}))
 	in := map[string]api.NodeOutput{"checkout": co, "inventory": inv}
 	localize := func(sample int) error {
-		_, err := f.node("localize", inst, map[string]any{"model": model, "prompt": prompt, "sample": sample}, in)
+		_, err := f.Node("localize", demorun.Instance, map[string]any{"model": model, "prompt": prompt, "sample": sample}, in)
 		return err
 	}
 

@@ -69,3 +69,48 @@ ctxlab.experiment({
 		t.Errorf("fitting a method without a knob: %v", err)
 	}
 }
+
+// TestAgentAnchorOptionIsFitted: methods.agent({anchor, multiplier}) is baselines.fitted of the plain agent: the
+// same agent node, reading the anchor's context as its budget input.
+func TestAgentAnchorOptionIsFitted(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"agent.jsonnet": `local ctxlab = import 'ctxlab.libsonnet';
+ctxlab.experiment({ name: 'a', dataset: ctxlab.datasets.demo, models: [ctxlab.models.offline],
+  methods: [ctxlab.methods.cq2care,
+            ctxlab.methods.agent({ name: 'by_option', anchor: ctxlab.methods.cq2care, multiplier: 2 }),
+            ctxlab.baselines.fitted(ctxlab.methods.agent(), ctxlab.methods.cq2care, 2, name='by_fitted')] })`})
+	e, err := Compile(filepath.Join(dir, "agent.jsonnet"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := specs.BuildPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentKey := map[string]string{}
+	for _, arm := range plan.Arms {
+		for _, s := range arm.Steps {
+			if s.ID == "agent" {
+				agentKey[arm.Method] = s.Key
+			}
+		}
+	}
+	if agentKey["by_option"] == "" || agentKey["by_option"] != agentKey["by_fitted"] {
+		t.Fatalf("agent nodes %v, want one node for both spellings", agentKey)
+	}
+	var cq2careContext string
+	for _, arm := range plan.Arms {
+		if arm.Method == "cq2care" {
+			for _, s := range arm.Steps {
+				if s.ID == "context" {
+					cq2careContext = s.Key
+				}
+			}
+		}
+	}
+	for _, n := range plan.Nodes {
+		if n.Key == agentKey["by_option"] && (n.Inputs["budget"] != cq2careContext || n.Params["multiplier"] != 2.0) {
+			t.Errorf("agent node inputs %v params multiplier %v; want cq2care's context %s and 2",
+				n.Inputs, n.Params["multiplier"], cq2careContext)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"ctxlab/activities/corrupt"
 	"ctxlab/activities/llm/offline"
 	"ctxlab/activities/rankings"
+	"ctxlab/activities/search"
 	"ctxlab/specs"
 )
 
@@ -38,5 +39,16 @@ func TestDeclaredValuesAreImplemented(t *testing.T) {
 		if _, err := offline.FormatPatch("", f); err != nil {
 			t.Errorf("edit format %s: %v", f, err)
 		}
+	}
+}
+
+// TestDefaultsAgreeWithPackages: the params defaults kept in specs name the same values as the packages that use
+// them (specs cannot import those packages).
+func TestDefaultsAgreeWithPackages(t *testing.T) {
+	if specs.EvidenceDefaults.Window != search.DefaultWindow {
+		t.Errorf("evidence window default %d, search.DefaultWindow %d", specs.EvidenceDefaults.Window, search.DefaultWindow)
+	}
+	if specs.PatchDefaults.Format != offline.FormatDiff {
+		t.Errorf("patch format default %q, want %q", specs.PatchDefaults.Format, offline.FormatDiff)
 	}
 }

@@ -2,82 +2,54 @@ package steps
 
 import (
 	"context"
-	"path/filepath"
+	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
-	"ctxlab/dataset/swebench"
-	"ctxlab/demobench"
-	"ctxlab/runfolder"
-	"ctxlab/specs"
-	"ctxlab/store/cas"
+	"ctxlab/testkit/demorun"
 )
 
-// inst is the demo instance the tests run on.
-const inst = "acme__humanize-1"
-
-// fixture is a run folder with the demo benchmark loaded into its content store; it runs steps as package
-// activities' adapter does, without Temporal (and without the adapter's memo, attempt log and checks).
-type fixture struct {
-	t       *testing.T
-	runDir  string
-	store   cas.Store
-	dataset specs.Dataset
-	refs    map[string]api.InstanceRef
-	rows    map[string]swebench.Instance
+func TestMain(m *testing.M) {
+	if job := os.Getenv(rankerChildEnv); job != "" {
+		os.Exit(rankerChild(job))
+	}
+	os.Exit(demorun.Main(m))
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture is the demo's run folder (demorun) whose nodes run their kind's step directly, as package activities'
+// adapter does without Temporal (and without its memo, attempt log and checks), with a local budget and the Env
+// changes opts make (a provider of the test's).
+func newFixture(t *testing.T, opts ...func(*Env)) *demorun.Fixture {
 	t.Helper()
-	root := t.TempDir()
-	res, err := demobench.Generate(filepath.Join(root, "dataset"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{t: t, runDir: filepath.Join(root, "runs", "t"),
-		dataset: specs.Dataset{File: res.File, Repos: "{dataset_dir}/repos/{repo}"},
-		refs:    map[string]api.InstanceRef{}, rows: map[string]swebench.Instance{}}
-	if f.store, err = cas.NewDir(runfolder.CAS(f.runDir)); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := swebench.ReadFile(res.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
-		ref, err := cas.PutJSON(context.Background(), f.store, r)
-		if err != nil {
-			t.Fatal(err)
+	f, _ := demorun.New(t)
+	f.Exec = func(kind string, in api.NodeInput) (api.NodeOutput, error) {
+		env := Env{Node: in, Store: f.Store, RunDir: f.RunDir, Log: zerolog.Nop(),
+			Models: Models{Budget: localBudget(limiter.Limits{})}}
+		for _, opt := range opts {
+			opt(&env)
 		}
-		f.refs[r.InstanceID] = api.InstanceRef{ID: r.InstanceID, Ref: ref}
-		f.rows[r.InstanceID] = r
+		out, err := Run(context.Background(), kind, env, &Attempt{})
+		if err != nil {
+			return out, err
+		}
+		return delivered(out)
 	}
 	return f
 }
 
-// run runs one attempt of a kind's step on a node input the caller built.
-func (f *fixture) run(kind string, in api.NodeInput) (api.NodeOutput, error) {
-	env := Env{Node: in, Store: f.store, RunDir: f.runDir, Log: zerolog.Nop()}
-	return Run(context.Background(), kind, env, &Attempt{})
-}
-
-func (f *fixture) must(out api.NodeOutput, err error) api.NodeOutput {
-	f.t.Helper()
-	if err != nil {
-		f.t.Fatal(err)
+// delivered is a node's output as the workflow receives it, through JSON: a row's numbers are float64s, its lists
+// []any.
+func delivered(out api.NodeOutput) (api.NodeOutput, error) {
+	var back api.NodeOutput
+	b, err := json.Marshal(out)
+	if err == nil {
+		err = json.Unmarshal(b, &back)
 	}
-	return out
-}
-
-// load decodes what ref points at in the run's store.
-func (f *fixture) load(ref cas.Ref, v any) {
-	f.t.Helper()
-	if err := cas.GetJSON(context.Background(), f.store, ref, v); err != nil {
-		f.t.Fatal(err)
-	}
+	return back, err
 }
 
 // localBudget is a run's budget in this process, as a worker's purse over the budget workflow is: a ledger

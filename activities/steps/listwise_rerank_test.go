@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -11,14 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"ctxlab/activities/api"
 	"ctxlab/activities/contexts"
-	"ctxlab/activities/limiter"
 	"ctxlab/activities/listwise"
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
+	"ctxlab/testkit/demorun"
 	"ctxlab/testkit/fakeopenai"
 	"ctxlab/testkit/llamaserver"
 )
@@ -39,9 +36,9 @@ ctxlab.experiment({
 })
 `
 
-// listwiseContexts compiles listwiseSpec and runs, on the demo instance inst, every node up to the two methods'
-// contexts, returning the listwise_rerank and retrieve nodes' outputs.
-func listwiseContexts(t *testing.T, f *fixture, model, params string) (rerank, retrieve api.NodeOutput) {
+// listwiseContexts compiles listwiseSpec and runs, on the demo instance demorun.Instance, every node up to the two
+// methods' contexts, returning the listwise_rerank and retrieve nodes' outputs.
+func listwiseContexts(t *testing.T, f *demorun.Fixture, model, params string) (rerank, retrieve api.NodeOutput) {
 	t.Helper()
 	e, err := compileListwise(t, model, params)
 	if err != nil {
@@ -61,11 +58,9 @@ func listwiseContexts(t *testing.T, f *fixture, model, params string) (rerank, r
 		for name, k := range n.Inputs {
 			inputs[name] = outs[k]
 		}
-		in := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key, Step: n.Steps[0], Params: n.Params,
-			Inputs: inputs, Dataset: f.dataset}
-		env := Env{Node: in, Store: f.store, RunDir: f.runDir, Log: zerolog.Nop(),
-			Models: Models{Budget: localBudget(limiter.Limits{})}}
-		out := f.must(Run(context.Background(), n.Activity, env, &Attempt{}))
+		in := api.NodeInput{Run: demorun.Run, Instance: f.Refs[demorun.Instance], Node: n.Key, Step: n.Steps[0],
+			Params: n.Params, Inputs: inputs, Dataset: f.Dataset}
+		out := f.Must(f.Exec(n.Activity, in))
 		outs[n.Key] = out
 		switch n.Activity {
 		case specs.ListwiseRerank.Name:
@@ -155,8 +150,8 @@ func TestListwiseRerankOffline(t *testing.T) {
 		t.Errorf("row %v: no chunk shown", rerank.Row)
 	}
 	var a, b contexts.Context
-	f.load(rerank.Ref, &a)
-	f.load(retrieve.Ref, &b)
+	f.Load(rerank.Ref, &a)
+	f.Load(retrieve.Ref, &b)
 	if len(a.Blocks) == 0 || reflect.DeepEqual(a, b) {
 		t.Errorf("the reranked context is empty or BM25's own (%d blocks): the stand-in moved nothing", len(a.Blocks))
 	}
@@ -183,8 +178,8 @@ func TestListwiseRerankEndpoint(t *testing.T) {
 			rerank.Row, srv.CallsFor(specs.ListwiseRerank.Task))
 	}
 	var a, b contexts.Context
-	f.load(rerank.Ref, &a)
-	f.load(retrieve.Ref, &b)
+	f.Load(rerank.Ref, &a)
+	f.Load(retrieve.Ref, &b)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("answers in the prompt's order changed the retrieval's context")
 	}
@@ -222,8 +217,8 @@ func TestLlamaListwiseRerank(t *testing.T) {
 		t.Errorf("row %v: want 3 windows, each a call the server answered with a story (unparsed)", rerank.Row)
 	}
 	var a, b contexts.Context
-	f.load(rerank.Ref, &a)
-	f.load(retrieve.Ref, &b)
+	f.Load(rerank.Ref, &a)
+	f.Load(retrieve.Ref, &b)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("unparsed answers changed the retrieval's context")
 	}

@@ -81,8 +81,8 @@ function(ctxlab) {
     },
   },
 
-  // Caps of step 4 in tokens (the paper's hand-set values), and the knobs of steps 1 and 3: the activities'
-  // defaults (specs/params.go), written into the spec.
+  // Caps of step 4 in tokens (the paper's hand-set values), and the knobs of steps 1 and 3: the kinds' declared
+  // defaults (specs/kind_cq2care.go), written into the spec.
   caps:: ctxlab.param_defaults('assemble', ['file_cap', 'snippet_cap', 'total_cap']),
   inventory_params:: ctxlab.param_defaults('inventory', ['ratio', 'cap']),
   evidence_params:: ctxlab.param_defaults('evidence', ['max_searches', 'max_strings', 'new_files', 'max_files']),

@@ -39,8 +39,8 @@ local catalog_defaults = std.native('ctxlab_defaults')();
     std.get(std.extVar('ctxlab_ext'), name, default),
 
   // param_defaults(activity, fields) is the named fields of the activity's default params, read from the compiled
-  // catalog (specs/params.go keeps them once). A library writes the knobs it means into the spec explicitly, so
-  // that a compiled spec says them, without a second copy of their values.
+  // catalog (each kind's Defaults in specs/kind_*.go keeps them once). A library writes the knobs it means into the
+  // spec explicitly, so that a compiled spec says them, without a second copy of their values.
   param_defaults(activity, fields)::
     assert std.objectHas(catalog_defaults, activity) : 'ctxlab.param_defaults: unknown activity ' + activity;
     local d = catalog_defaults[activity];

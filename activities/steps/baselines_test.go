@@ -1,4 +1,4 @@
-package activities
+package steps
 
 import (
 	"encoding/json"
@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"ctxlab/activities/api"
-	"ctxlab/activities/steps"
 	"ctxlab/specs"
+	"ctxlab/testkit/demorun"
 	"ctxlab/workflows"
 )
 
 // baselineFixture is the demo instance with its checkout and the oracle context (the budget anchor).
 type baselineFixture struct {
-	*fixture
+	*demorun.Fixture
 	co, oracle api.NodeOutput
 	anchor     float64 // the oracle context's tokens
 }
@@ -25,15 +25,15 @@ var tok = map[string]any{"tokenizer": "o200k_base"}
 
 func newBaselineFixture(t *testing.T) *baselineFixture {
 	f := newFixture(t)
-	co := f.must(f.node("checkout", inst, nil, nil))
-	oracle := f.must(f.node("oracle_files", inst, tok, map[string]api.NodeOutput{"checkout": co}))
-	b := &baselineFixture{fixture: f, co: co, oracle: oracle}
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	oracle := f.Must(f.Node("oracle_files", demorun.Instance, tok, map[string]api.NodeOutput{"checkout": co}))
+	b := &baselineFixture{Fixture: f, co: co, oracle: oracle}
 	b.anchor = b.measure(oracle)["context_tokens"].(float64)
 	return b
 }
 
 func (b *baselineFixture) measure(ctx api.NodeOutput) map[string]any {
-	return b.must(b.node("measure", inst, tok, map[string]api.NodeOutput{"checkout": b.co, "context": ctx})).Row
+	return b.Must(b.Node("measure", demorun.Instance, tok, map[string]api.NodeOutput{"checkout": b.co, "context": ctx})).Row
 }
 
 func params(kv ...any) map[string]any {
@@ -50,7 +50,7 @@ func TestRetrieveFitsTheAnchorBudget(t *testing.T) {
 	b := newBaselineFixture(t)
 	for _, unit := range []string{"definition", "function", "window", "file", "swebench_file"} {
 		for _, m := range []float64{0.5, 1, 2} {
-			out := b.must(b.node("retrieve", inst, params("unit", unit, "multiplier", m),
+			out := b.Must(b.Node("retrieve", demorun.Instance, params("unit", unit, "multiplier", m),
 				map[string]api.NodeOutput{"checkout": b.co, "budget": b.oracle}))
 			got := b.measure(out)["context_tokens"].(float64)
 			target := math.Round(b.anchor * m)
@@ -63,7 +63,7 @@ func TestRetrieveFitsTheAnchorBudget(t *testing.T) {
 		}
 	}
 	// Without a budget input the fixed max_tokens is the budget, and no budget fields are recorded.
-	out := b.must(b.node("retrieve", inst, params("unit", "function", "max_tokens", 500),
+	out := b.Must(b.Node("retrieve", demorun.Instance, params("unit", "function", "max_tokens", 500),
 		map[string]api.NodeOutput{"checkout": b.co}))
 	if got := b.measure(out)["context_tokens"].(float64); !within(got, 500, 0.02) || out.Row["budget_tokens"] != nil {
 		t.Errorf("max_tokens 500: %v tokens, row %v", got, out.Row)
@@ -72,7 +72,7 @@ func TestRetrieveFitsTheAnchorBudget(t *testing.T) {
 
 func TestRetrieveFallsIntoTheTemplateTrap(t *testing.T) {
 	b := newBaselineFixture(t)
-	out := b.must(b.node("retrieve", inst, params("unit", "window"), map[string]api.NodeOutput{"checkout": b.co,
+	out := b.Must(b.Node("retrieve", demorun.Instance, params("unit", "window"), map[string]api.NodeOutput{"checkout": b.co,
 		"budget": b.oracle}))
 	if out.Row["template_shown"] != true {
 		t.Errorf("BM25 over windows did not rank the issue template: %v", out.Row)
@@ -81,7 +81,7 @@ func TestRetrieveFallsIntoTheTemplateTrap(t *testing.T) {
 
 func TestWholeFilesUnreachableBudgetIsRecorded(t *testing.T) {
 	b := newBaselineFixture(t)
-	out := b.must(b.node("retrieve", inst, params("unit", "file", "partial", false, "multiplier", 0.3),
+	out := b.Must(b.Node("retrieve", demorun.Instance, params("unit", "file", "partial", false, "multiplier", 0.3),
 		map[string]api.NodeOutput{"checkout": b.co, "budget": b.oracle}))
 	why, _ := out.Row["budget_error"].(string)
 	if out.Row["budget_reached"] != false || !strings.Contains(why, "no knob value gives") {
@@ -93,8 +93,8 @@ func TestRetrieveBadParams(t *testing.T) {
 	b := newBaselineFixture(t)
 	for _, p := range []map[string]any{params("unit", "paragraph"), params("unit", "file", "scorer", "magic"),
 		params("unit", "file", "b", 3.0), params("unit", "file", "scorer", "dense")} {
-		_, err := b.node("retrieve", inst, p, map[string]api.NodeOutput{"checkout": b.co})
-		if !nonRetryable(err) || !strings.Contains(err.Error(), "m.retrieve") {
+		_, err := b.Node("retrieve", demorun.Instance, p, map[string]api.NodeOutput{"checkout": b.co})
+		if !isPermanent(err) || !strings.Contains(err.Error(), "m.retrieve") {
 			t.Errorf("%v: want a non-retryable error naming the step, got %v", p, err)
 		}
 	}
@@ -128,13 +128,13 @@ func TestRetrieveDense(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", "k")
-	out := b.must(b.node("retrieve", inst, params("unit", "file", "scorer", "dense", "embedding_model", "m"),
+	out := b.Must(b.Node("retrieve", demorun.Instance, params("unit", "file", "scorer", "dense", "embedding_model", "m"),
 		map[string]api.NodeOutput{"checkout": b.co, "budget": b.oracle}))
 	if out.Row["budget_reached"] != true || out.Row["embedding_tokens"].(float64) < 30 {
 		t.Errorf("dense: %v", out.Row)
 	}
 	// A second method over the same files embeds nothing again.
-	out = b.must(b.node("retrieve", inst, params("unit", "file", "scorer", "dense", "embedding_model", "m",
+	out = b.Must(b.Node("retrieve", demorun.Instance, params("unit", "file", "scorer", "dense", "embedding_model", "m",
 		"multiplier", 2), map[string]api.NodeOutput{"checkout": b.co, "budget": b.oracle}))
 	if out.Row["embedding_tokens"] != 0.0 || out.Row["embeddings_cached"].(float64) < 30 {
 		t.Errorf("dense, second time: %v", out.Row)
@@ -143,9 +143,9 @@ func TestRetrieveDense(t *testing.T) {
 
 func TestCompressFitsTheBudget(t *testing.T) {
 	b := newBaselineFixture(t)
-	src := b.must(b.node("retrieve", inst, params("unit", "swebench_file", "max_tokens", 8000),
+	src := b.Must(b.Node("retrieve", demorun.Instance, params("unit", "swebench_file", "max_tokens", 8000),
 		map[string]api.NodeOutput{"checkout": b.co}))
-	out := b.must(b.node("compress", inst, params("compressor", "fake"),
+	out := b.Must(b.Node("compress", demorun.Instance, params("compressor", "fake"),
 		map[string]api.NodeOutput{"context": src, "budget": b.oracle}))
 	got := b.measure(out)
 	if out.Row["budget_reached"] != true || !within(got["context_tokens"].(float64), b.anchor, 0.02) {
@@ -155,13 +155,13 @@ func TestCompressFitsTheBudget(t *testing.T) {
 		t.Errorf("compressed text is %.2f verbatim", eps)
 	}
 	// A fixed rate without a budget; a rate out of range; a compressor without a server.
-	if _, err := b.node("compress", inst, params("compressor", "fake", "rate", 0.0),
-		map[string]api.NodeOutput{"context": src}); !nonRetryable(err) {
+	if _, err := b.Node("compress", demorun.Instance, params("compressor", "fake", "rate", 0.0),
+		map[string]api.NodeOutput{"context": src}); !isPermanent(err) {
 		t.Errorf("rate 0: %v", err)
 	}
-	t.Setenv(steps.CompressEndpointEnv, "")
-	if _, err := b.node("compress", inst, params("compressor", "llmlingua2", "rate", 0.5),
-		map[string]api.NodeOutput{"context": src}); !nonRetryable(err) || !strings.Contains(err.Error(), steps.CompressEndpointEnv) {
+	t.Setenv(CompressEndpointEnv, "")
+	if _, err := b.Node("compress", demorun.Instance, params("compressor", "llmlingua2", "rate", 0.5),
+		map[string]api.NodeOutput{"context": src}); !isPermanent(err) || !strings.Contains(err.Error(), CompressEndpointEnv) {
 		t.Errorf("no server: %v", err)
 	}
 }
@@ -172,14 +172,14 @@ func TestCorruptionLowersEpsilonAndApplyRate(t *testing.T) {
 	patchParams["format"] = "diff"
 	patchParams["model"] = map[string]any{"name": "offline", "provider": "offline"}
 	patchOf := func(c api.NodeOutput) map[string]any {
-		p := b.must(b.node("patch", inst, patchParams, map[string]api.NodeOutput{"checkout": b.co, "context": c}))
-		return b.must(b.node("measure", inst, tok, map[string]api.NodeOutput{"checkout": b.co, "context": c, "patch": p})).Row
+		p := b.Must(b.Node("patch", demorun.Instance, patchParams, map[string]api.NodeOutput{"checkout": b.co, "context": c}))
+		return b.Must(b.Node("measure", demorun.Instance, tok, map[string]api.NodeOutput{"checkout": b.co, "context": c, "patch": p})).Row
 	}
 	clean := patchOf(b.oracle)
 	in := map[string]api.NodeOutput{"checkout": b.co, "context": b.oracle}
-	toks := b.must(b.node("corrupt", inst, params("mode", "tokens", "rate", 0.2, "seed", 1), in))
+	toks := b.Must(b.Node("corrupt", demorun.Instance, params("mode", "tokens", "rate", 0.2, "seed", 1), in))
 	// multiplier 1 is the default: another node, the same corruption.
-	again := b.must(b.node("corrupt", inst, params("mode", "tokens", "rate", 0.2, "seed", 1, "multiplier", 1), in))
+	again := b.Must(b.Node("corrupt", demorun.Instance, params("mode", "tokens", "rate", 0.2, "seed", 1, "multiplier", 1), in))
 	if toks.Ref != again.Ref {
 		t.Error("the same seed gave a different corruption")
 	}
@@ -188,29 +188,29 @@ func TestCorruptionLowersEpsilonAndApplyRate(t *testing.T) {
 		clean["patch_applied"] != true || bad["rho"] != clean["rho"] {
 		t.Errorf("20%% token deletion: clean %v, corrupted %v", clean, bad)
 	}
-	lines := patchOf(b.must(b.node("corrupt", inst, params("mode", "lines", "rate", 0.5, "seed", 1), in)))
+	lines := patchOf(b.Must(b.Node("corrupt", demorun.Instance, params("mode", "lines", "rate", 0.5, "seed", 1), in)))
 	if lines["epsilon"] != 1.0 || lines["patch_applied"] != false {
 		t.Errorf("50%% line deletion: %v", lines)
 	}
-	if _, err := b.node("corrupt", inst, params("mode", "shuffle"), in); !nonRetryable(err) {
+	if _, err := b.Node("corrupt", demorun.Instance, params("mode", "shuffle"), in); !isPermanent(err) {
 		t.Errorf("unknown mode: %v", err)
 	}
 }
 
 func TestPairings(t *testing.T) {
 	b := newBaselineFixture(t)
-	other := b.must(b.node("compress", inst, params("compressor", "fake", "rate", 0.5),
-		map[string]api.NodeOutput{"context": b.must(b.node("retrieve", inst, params("unit", "function"),
+	other := b.Must(b.Node("compress", demorun.Instance, params("compressor", "fake", "rate", 0.5),
+		map[string]api.NodeOutput{"context": b.Must(b.Node("retrieve", demorun.Instance, params("unit", "function"),
 			map[string]api.NodeOutput{"checkout": b.co}))}))
 	otherM := b.measure(other)
-	sf := b.must(b.node("corrupt", inst, params("mode", "same_files_other_text", "seed", 2),
+	sf := b.Must(b.Node("corrupt", demorun.Instance, params("mode", "same_files_other_text", "seed", 2),
 		map[string]api.NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
 	// The row of a method that pairs its context with a compressed one: the pairing replaces the context, so the
 	// row keeps none of the compression's fields.
 	plan := specs.Plan{Format: specs.PlanFormatBorrowed, Nodes: []specs.Node{{Key: "other", Activity: "compress"},
 		{Key: "sf", Activity: "corrupt"}}}
 	arm := specs.Arm{Method: "paired", Steps: []specs.ArmStep{{ID: "other", Key: "other"}, {ID: "context", Key: "sf"}}}
-	row, _ := workflows.ArmRow(inst, plan, arm, map[string]api.NodeOutput{"other": other, "sf": sf})
+	row, _ := workflows.ArmRow(demorun.Instance, plan, arm, map[string]api.NodeOutput{"other": other, "sf": sf})
 	if v, set := row["compress_rate"]; !set || v != nil || row["corrupt_lines_changed"] == nil {
 		t.Errorf("a pairing must reset the context fields its other side set: %v", row)
 	}
@@ -218,7 +218,7 @@ func TestPairings(t *testing.T) {
 	if m["rho"] != 1.0 || math.Abs(m["epsilon"].(float64)-otherM["epsilon"].(float64)) > 0.1 {
 		t.Errorf("same files, other text: %v; other: %v", m, otherM)
 	}
-	st := b.must(b.node("corrupt", inst, params("mode", "same_text_other_files"),
+	st := b.Must(b.Node("corrupt", demorun.Instance, params("mode", "same_text_other_files"),
 		map[string]api.NodeOutput{"checkout": b.co, "context": b.oracle, "other": other}))
 	m = b.measure(st)
 	if m["epsilon"] != 1.0 || !within(m["context_tokens"].(float64), b.anchor, 0.02) || st.Row["budget_reached"] != true {

@@ -1,4 +1,4 @@
-package activities
+package steps
 
 import (
 	"context"
@@ -15,17 +15,8 @@ import (
 	"ctxlab/jsonnet"
 	"ctxlab/patch/diff"
 	"ctxlab/specs"
-	"ctxlab/store/cas"
+	"ctxlab/testkit/demorun"
 )
-
-func (f *fixture) putPatch(text string) api.NodeOutput {
-	f.t.Helper()
-	ref, err := mustStore(f.t, f.a).Put(context.Background(), []byte(text))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return api.NodeOutput{Ref: ref}
-}
 
 // Every demo instance: the gold patch resolves it, the empty patch does not, and the rows record how the patch
 // applied and which patch it was.
@@ -33,7 +24,7 @@ func TestGradeGoldResolvesEveryDemoInstanceEmptyNone(t *testing.T) {
 	f := newFixture(t)
 	// The demo's grading options, read from specs/demo.jsonnet (its dataset's module proxy, Python tests by listed
 	// ids, run with the standard library's unittest), on the local executor.
-	e, err := jsonnet.Compile(filepath.Join("..", "specs", "demo.jsonnet"), jsonnet.Options{})
+	e, err := jsonnet.Compile(filepath.Join("..", "..", "specs", "demo.jsonnet"), jsonnet.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,20 +38,20 @@ func TestGradeGoldResolvesEveryDemoInstanceEmptyNone(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := map[string]any{"grading": options}
-	ids := make([]string, 0, len(f.rows))
-	for id := range f.rows {
+	ids := make([]string, 0, len(f.Rows))
+	for id := range f.Rows {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		co := f.must(f.node("checkout", id, nil, nil))
-		gold := f.putPatch(f.rows[id].Patch)
-		r := f.must(f.node("grade", id, params, map[string]api.NodeOutput{"checkout": co, "patch": gold})).Row
+		co := f.Must(f.Node("checkout", id, nil, nil))
+		gold := f.Put(f.Rows[id].Patch)
+		r := f.Must(f.Node("grade", id, params, map[string]api.NodeOutput{"checkout": co, "patch": gold})).Row
 		if r["resolved"] != true || r["grade_status"] != grading.StatusResolved || r["patch_apply"] != string(diff.Applied) ||
 			r["patch_ref"] != string(gold.Ref) {
 			t.Errorf("%s gold: %v", id, r)
 		}
-		r = f.must(f.node("grade", id, params, map[string]api.NodeOutput{"checkout": co, "patch": f.putPatch("")})).Row
+		r = f.Must(f.Node("grade", id, params, map[string]api.NodeOutput{"checkout": co, "patch": f.Put("")})).Row
 		if r["resolved"] != false || r["grade_status"] != grading.StatusEmptyPatch || r["patch_apply"] != string(diff.Empty) {
 			t.Errorf("%s empty: %v", id, r)
 		}
@@ -71,11 +62,11 @@ func TestGradeRecordsRefusalsAndFuzz(t *testing.T) {
 	f := newFixture(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	co := f.must(f.node("checkout", inst, nil, nil))
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
 	params := map[string]any{"grading": map[string]any{"timeout": "5m"}}
 	grade := func(p string) map[string]any {
 		t.Helper()
-		return f.must(f.node("grade", inst, params, map[string]api.NodeOutput{"checkout": co, "patch": f.putPatch(p)})).Row
+		return f.Must(f.Node("grade", demorun.Instance, params, map[string]api.NodeOutput{"checkout": co, "patch": f.Put(p)})).Row
 	}
 	for name, c := range map[string]struct {
 		patch, status, apply string
@@ -98,7 +89,7 @@ func TestGradeRecordsRefusalsAndFuzz(t *testing.T) {
 	}
 
 	// The gold patch against drifted context: applied with fuzz, and still resolved.
-	gold := f.rows[inst].Patch
+	gold := f.Rows[demorun.Instance].Patch
 	files, err := diff.Parse(gold)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +122,7 @@ func TestGradeRerunsRecordDisagreement(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", "should-not-leak")
 	state := t.TempDir()
 	f := newFixture(t)
-	row := f.rows[inst]
+	row := f.Rows[demorun.Instance]
 	row.TestPatch += diff.Unified("flaky/flaky_test.go", nil, []byte(`package flaky
 
 import (
@@ -157,15 +148,11 @@ func TestNoCredentials(t *testing.T) {
 }
 `))
 	row.FailToPass = append(row.FailToPass, "TestFlaky", "TestNoCredentials")
-	ref, err := cas.PutJSON(context.Background(), mustStore(t, f.a), row)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.refs[inst] = api.InstanceRef{ID: inst, Ref: ref}
-	co := f.must(f.node("checkout", inst, nil, nil))
-	gold := f.putPatch(row.Patch)
+	f.SetRow(row)
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	gold := f.Put(row.Patch)
 	// The flaky test keeps its state outside its worktree, which only an unconfined run may write.
-	r := f.must(f.node("grade", inst, map[string]any{"grading": map[string]any{"timeout": "5m", "reruns": 2,
+	r := f.Must(f.Node("grade", demorun.Instance, map[string]any{"grading": map[string]any{"timeout": "5m", "reruns": 2,
 		"isolation": "none"}},
 		map[string]api.NodeOutput{"checkout": co, "patch": gold})).Row
 	runs, _ := r["grade_runs"].([]any)
@@ -174,5 +161,69 @@ func TestNoCredentials(t *testing.T) {
 	}
 	if r["grade_flaky"] != true || r["resolved"] != true {
 		t.Errorf("row: %v", r)
+	}
+}
+
+func TestGradeOutcomes(t *testing.T) {
+	f := newFixture(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // graders' worktrees go here, so escapes are visible
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	store := f.Store
+	patch := func(text string) api.NodeOutput {
+		ref, err := store.Put(context.Background(), []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return api.NodeOutput{Ref: ref}
+	}
+	params := map[string]any{"grading": map[string]any{"executor": "local", "timeout": "5m"}}
+	grade := func(p api.NodeOutput, params map[string]any) map[string]any {
+		t.Helper()
+		return f.Must(f.Node("grade", demorun.Instance, params, map[string]api.NodeOutput{"checkout": co, "patch": p})).Row
+	}
+
+	if r := grade(patch(f.Rows[demorun.Instance].Patch), params); r["resolved"] != true || r["grade_status"] != grading.StatusResolved {
+		t.Errorf("gold patch: %v", r)
+	}
+	if r := grade(patch(""), params); r["resolved"] != false || r["grade_status"] != grading.StatusEmptyPatch {
+		t.Errorf("empty patch: %v", r)
+	}
+	escape := diff.Unified("../outside.txt", nil, []byte("pwned\n"))
+	if r := grade(patch(escape), params); r["resolved"] != false || r["grade_status"] != grading.StatusPatchFailed {
+		t.Errorf("escaping patch: %v", r)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "outside.txt")); err == nil {
+		t.Error("a patch wrote outside its worktree")
+	}
+	if r := grade(patch("this is not a diff\n"), params); r["resolved"] != false {
+		t.Errorf("garbage patch resolved: %v", r)
+	}
+	left, _ := os.ReadDir(tmp)
+	if len(left) != 0 {
+		t.Errorf("grading left %d entries in its temporary folder", len(left))
+	}
+}
+
+func TestGradeKillsHangingTests(t *testing.T) {
+	f := newFixture(t)
+	row := f.Rows[demorun.Instance]
+	row.TestPatch += diff.Unified("hang/hang_test.go", nil, []byte(
+		"package hang\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestHang(t *testing.T) { time.Sleep(time.Hour) }\n"))
+	row.FailToPass = append(row.FailToPass, "TestHang")
+	f.SetRow(row)
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	gold, _ := f.Store.Put(context.Background(), []byte(row.Patch))
+	start := time.Now()
+	out := f.Must(f.Node("grade", demorun.Instance, map[string]any{"grading": map[string]any{"timeout": "4s"}},
+		map[string]api.NodeOutput{"checkout": co, "patch": {Ref: gold}}))
+	if out.Row["grade_status"] != grading.StatusTimeout || out.Row["resolved"] != false {
+		t.Errorf("hanging tests: %v", out.Row)
+	}
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("grading took %s despite a 4s timeout", d)
+	}
+	if out.Ref == "" {
+		t.Error("no test log stored for a timed-out run")
 	}
 }

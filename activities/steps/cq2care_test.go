@@ -1,4 +1,4 @@
-package activities
+package steps
 
 import (
 	"maps"
@@ -15,7 +15,7 @@ import (
 // caps), so the test runs exactly what the demo runs.
 func cq2careMethods(t *testing.T) (*specs.Experiment, []specs.Method) {
 	t.Helper()
-	e, err := jsonnet.Compile(filepath.Join("..", "specs", "demo.jsonnet"), jsonnet.Options{})
+	e, err := jsonnet.Compile(filepath.Join("..", "..", "specs", "demo.jsonnet"), jsonnet.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,31 +40,6 @@ func libraryPatchParams(t *testing.T) map[string]any {
 	}
 	t.Fatal("the demo's first method has no patch step")
 	return nil
-}
-
-// runPlan runs every node of the plan on one instance in plan order, as the Issue workflow does, and returns the
-// outputs by node key.
-func (f *fixture) runPlan(plan *specs.Plan, instance string) map[string]api.NodeOutput {
-	f.t.Helper()
-	outs := map[string]api.NodeOutput{}
-	for _, n := range plan.Nodes {
-		inputs := map[string]api.NodeOutput{}
-		for name, k := range n.Inputs {
-			inputs[name] = outs[k]
-		}
-		in := api.NodeInput{Run: "t", Instance: f.refs[instance], Node: n.Key, Step: n.Steps[0], Params: n.Params,
-			Inputs: inputs, Dataset: f.dataset}
-		v, err := f.env.ExecuteActivity(n.Activity, in)
-		if err != nil {
-			f.t.Fatalf("%s on %s: %v", n.Steps[0], instance, err)
-		}
-		var out api.NodeOutput
-		if err := v.Get(&out); err != nil {
-			f.t.Fatal(err)
-		}
-		outs[n.Key] = out
-	}
-	return outs
 }
 
 // armRow merges an arm's row fragments the way the Issue workflow does: model calls, tokens and cost add up, other
@@ -116,14 +91,14 @@ func TestCQ2CareDAGOnDemo(t *testing.T) {
 		count["evidence"] != 2 || count["assemble"] != 3 || count["patch"] != 4 {
 		t.Errorf("plan nodes by activity %v", count)
 	}
-	ids := make([]string, 0, len(f.rows))
-	for id := range f.rows {
+	ids := make([]string, 0, len(f.Rows))
+	for id := range f.Rows {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	resolved := map[string]int{}
 	for _, id := range ids {
-		outs := f.runPlan(plan, id)
+		outs := f.RunPlan(plan, id)
 		for _, arm := range plan.Arms {
 			row := armRow(arm, outs)
 			t.Logf("%s %-24s resolved=%v rho=%v eps=%v f1=%.2f files=%v fallback=%v tokens=%v calls=%v",
@@ -181,17 +156,17 @@ func TestPatchSearchReplaceFormat(t *testing.T) {
 			prompt = s.Params["prompt"]
 		}
 	}
-	for id := range f.rows {
-		co := f.must(f.node("checkout", id, nil, nil))
-		ctx := f.must(f.node("oracle_files", id, nil, map[string]api.NodeOutput{"checkout": co}))
+	for id := range f.Rows {
+		co := f.Must(f.Node("checkout", id, nil, nil))
+		ctx := f.Must(f.Node("oracle_files", id, nil, map[string]api.NodeOutput{"checkout": co}))
 		in := map[string]api.NodeOutput{"checkout": co, "context": ctx}
-		p := f.must(f.node("patch", id, map[string]any{"format": "search_replace", "prompt": prompt,
+		p := f.Must(f.Node("patch", id, map[string]any{"format": "search_replace", "prompt": prompt,
 			"model": e.Models[0], "tokenizer": "o200k_base"}, in))
 		if p.Row["patch_parse_error"] != nil || p.Row["model_calls"] != 1.0 {
 			t.Errorf("%s: patch row %v", id, p.Row)
 		}
 		in["patch"] = p
-		m := f.must(f.node("measure", id, map[string]any{"tokenizer": "o200k_base"}, in))
+		m := f.Must(f.Node("measure", id, map[string]any{"tokenizer": "o200k_base"}, in))
 		if m.Row["patch_applied"] != true {
 			t.Errorf("%s: search/replace patch does not apply: %v", id, m.Row)
 		}

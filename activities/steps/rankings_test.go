@@ -1,4 +1,4 @@
-package activities
+package steps
 
 import (
 	"context"
@@ -19,16 +19,19 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/rankings"
+	"ctxlab/activities/repo"
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/store/cas"
+	"ctxlab/testkit/demorun"
 )
 
 // retrievePlan is the demo spec's plan cut to its retrieve nodes and the nodes they need (the anchor's CQ2-CARE
 // steps), in plan order: no patch, measure or grade.
 func retrievePlan(t *testing.T) (*specs.Plan, []specs.Node) {
 	t.Helper()
-	e, err := jsonnet.Compile(filepath.Join("..", "specs", "demo.jsonnet"), jsonnet.Options{})
+	e, err := jsonnet.Compile(filepath.Join("..", "..", "specs", "demo.jsonnet"), jsonnet.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +77,8 @@ func retrievePlan(t *testing.T) (*specs.Plan, []specs.Node) {
 // another key or chunk count, or not an order of the chunks are computed again; steps at once wait for one
 // computation; without a text cache nothing is kept. Every way, each step's output is the one it has computed alone.
 func TestRetrieveStepsShareOneIndexPerUnit(t *testing.T) {
-	f := newFixture(t)
+	w := newWorker(repo.DefaultTextCacheBytes)
+	f := newFixture(t, w.serve)
 	plan, retrieves := retrievePlan(t)
 	units := map[string]bool{}
 	for _, n := range retrieves {
@@ -84,30 +88,30 @@ func TestRetrieveStepsShareOneIndexPerUnit(t *testing.T) {
 		t.Fatalf("the demo has %d retrieve nodes over units %v; this test expects 10 over 5", len(retrieves),
 			slices.Sorted(maps.Keys(units)))
 	}
-	outs := f.runPlanUngraded(plan, inst)
-	if st := f.a.rankings().Stats(); st.Builds != int64(len(units)) || st.Chunkings != int64(len(units)-1) {
+	outs := f.RunPlan(plan, demorun.Instance, specs.Grade.Name)
+	if st := w.rank.Stats(); st.Builds != int64(len(units)) || st.Chunkings != int64(len(units)-1) {
 		t.Errorf("%d BM25 indexes built and %d snapshots chunked for %d retrieve steps over %d units; want one index "+
 			"per unit, one chunking per chunk unit", st.Builds, st.Chunkings, len(retrieves), len(units))
 	}
-	rankDir := runfolder.Rankings(f.a.RunDir("t"))
+	rankDir := runfolder.Rankings(f.RunDir)
 
 	// run runs the retrieve steps in a new worker process's activities (under new node keys, so that no node memo
 	// answers), all at once or one by one, and checks their outputs against the first run's.
-	run := func(name string, together bool, prepare func(), fileCache ...int64) *Activities {
+	run := func(name string, together bool, prepare func(), fileCache ...int64) *rankings.Memo {
 		t.Helper()
-		a := New(f.a.Runs, zerolog.Nop())
+		a := newWorker(repo.DefaultTextCacheBytes)
 		if len(fileCache) > 0 {
-			a.FileCacheBytes = fileCache[0]
+			a = newWorker(fileCache[0])
 		}
 		var wg sync.WaitGroup
 		for _, n := range retrieves {
-			in := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: n.Key + "-" + name, Step: n.Steps[0],
-				Params: n.Params, Inputs: map[string]api.NodeOutput{}, Dataset: f.dataset}
+			in := api.NodeInput{Run: "t", Instance: f.Refs[demorun.Instance], Node: n.Key + "-" + name, Step: n.Steps[0],
+				Params: n.Params, Inputs: map[string]api.NodeOutput{}, Dataset: f.Dataset}
 			for input, k := range n.Inputs {
 				in.Inputs[input] = outs[k]
 			}
 			step := func() {
-				out, err := a.runKind(context.Background(), n.Activity, in)
+				out, err := a.run(f.Store, f.RunDir, n.Activity, in)
 				if err != nil {
 					t.Errorf("%s: %s: %v", name, n.Key, err)
 				} else if got, want := mustJSON(t, out), mustJSON(t, outs[n.Key]); got != want {
@@ -124,32 +128,32 @@ func TestRetrieveStepsShareOneIndexPerUnit(t *testing.T) {
 			step()
 		}
 		wg.Wait()
-		return a
+		return a.rank
 	}
 	// Steps at once of one unit may take the ranking another is reading (Shared): each ranking is read at least once.
-	if st := run("stored", true, nil).rankings().Stats(); st.Builds != 0 || st.Stored+st.Shared != int64(len(retrieves)) ||
+	if st := run("stored", true, nil).Stats(); st.Builds != 0 || st.Stored+st.Shared != int64(len(retrieves)) ||
 		st.Stored < int64(len(units)) {
 		t.Errorf("a second process over the same run folder: %+v; want every step to read its ranking or share "+
 			"another's read, each unit's read at least once, none built", st)
 	}
 	corruptRankings(t, rankDir)
-	if st := run("hostile", false, nil).rankings().Stats(); st.Builds != int64(len(units)) || st.Stored != int64(len(retrieves)-len(units)) {
+	if st := run("hostile", false, nil).Stats(); st.Builds != int64(len(units)) || st.Stored != int64(len(retrieves)-len(units)) {
 		t.Errorf("over corrupted rankings: %+v; want every ranking built again, then read by the steps after", st)
 	}
 	if err := os.RemoveAll(rankDir); err != nil {
 		t.Fatal(err)
 	}
-	if st := run("together", true, nil).rankings().Stats(); st.Builds != int64(len(units)) ||
+	if st := run("together", true, nil).Stats(); st.Builds != int64(len(units)) ||
 		st.Builds+st.Stored+st.Shared != int64(len(retrieves)) {
 		t.Errorf("ten steps at once with no stored ranking: %+v; want one build per unit, the other steps reading "+
 			"or sharing it", st)
 	}
-	alone := run("alone", false, func() { os.RemoveAll(rankDir) }).rankings().Stats()
+	alone := run("alone", false, func() { os.RemoveAll(rankDir) }).Stats()
 	if alone.Builds != int64(len(retrieves)) {
 		t.Errorf("each step with no stored ranking: %+v; want a build each", alone)
 	}
 	// Without a text cache no chunks are kept either: each step cuts the snapshot, with the text it read.
-	if st := run("uncached", false, nil, -1).rankings().Stats(); st.Chunkings != int64(len(retrieves)) {
+	if st := run("uncached", false, nil, -1).Stats(); st.Chunkings != int64(len(retrieves)) {
 		t.Errorf("no text cache: %+v; want the snapshot cut by each step", st)
 	}
 }
@@ -208,13 +212,13 @@ func edit(t *testing.T, b []byte, change func(map[string]any)) []byte {
 }
 
 // rankerChildEnv makes the test binary a worker process that runs retrieve steps (rankerChild) instead of tests.
-const rankerChildEnv = "CTXLAB_ACTIVITIES_TEST_RANKER"
+const rankerChildEnv = "CTXLAB_STEPS_TEST_RANKER"
 
-// rankerJob is a worker process's part: the run folder's parent, the file whose appearance starts it, its steps.
+// rankerJob is a worker process's part: the run folder, the file whose appearance starts it, its steps.
 type rankerJob struct {
-	Runs, Start string
-	Kinds       []string
-	Inputs      []api.NodeInput
+	RunDir, Start string
+	Kinds         []string
+	Inputs        []api.NodeInput
 }
 
 // rankerResult is what a worker process did: its memo's counts, each step's output, and the errors.
@@ -231,7 +235,12 @@ func rankerChild(jobText string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	a := New(job.Runs, zerolog.Nop())
+	store, err := cas.NewDir(runfolder.CAS(job.RunDir))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	a := newWorker(repo.DefaultTextCacheBytes)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
 		if _, err := os.Stat(job.Start); err == nil {
 			break
@@ -245,7 +254,7 @@ func rankerChild(jobText string) int {
 	var wg sync.WaitGroup
 	for i, in := range job.Inputs {
 		wg.Go(func() {
-			out, err := a.runKind(context.Background(), job.Kinds[i], in)
+			out, err := a.run(store, job.RunDir, job.Kinds[i], in)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -256,7 +265,7 @@ func rankerChild(jobText string) int {
 		})
 	}
 	wg.Wait()
-	res.Stats = a.rankings().Stats()
+	res.Stats = a.rank.Stats()
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -269,14 +278,15 @@ func rankerChild(jobText string) int {
 // each unit's ranking and the other read it: across both, each unit's BM25 index is built once, every step's
 // output is the one a single process computes, and every stored ranking is whole.
 func TestRankingsRaceAcrossProcesses(t *testing.T) {
-	f := newFixture(t)
+	w := newWorker(repo.DefaultTextCacheBytes)
+	f := newFixture(t, w.serve)
 	plan, retrieves := retrievePlan(t)
 	units := map[string]bool{}
 	for _, n := range retrieves {
 		units[n.Params["unit"].(string)] = true
 	}
-	outs := f.runPlanUngraded(plan, inst)
-	rankDir := runfolder.Rankings(f.a.RunDir("t"))
+	outs := f.RunPlan(plan, demorun.Instance, specs.Grade.Name)
+	rankDir := runfolder.Rankings(f.RunDir)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -292,10 +302,10 @@ func TestRankingsRaceAcrossProcesses(t *testing.T) {
 		}
 		children := make([]*child, 2)
 		for p := range children {
-			job := rankerJob{Runs: f.a.Runs, Start: start}
+			job := rankerJob{RunDir: f.RunDir, Start: start}
 			for _, n := range retrieves {
-				in := api.NodeInput{Run: "t", Instance: f.refs[inst], Node: fmt.Sprintf("%s-r%dp%d", n.Key, round, p),
-					Step: n.Steps[0], Params: n.Params, Inputs: map[string]api.NodeOutput{}, Dataset: f.dataset}
+				in := api.NodeInput{Run: "t", Instance: f.Refs[demorun.Instance], Node: fmt.Sprintf("%s-r%dp%d", n.Key, round, p),
+					Step: n.Steps[0], Params: n.Params, Inputs: map[string]api.NodeOutput{}, Dataset: f.Dataset}
 				for input, k := range n.Inputs {
 					in.Inputs[input] = outs[k]
 				}
@@ -366,4 +376,38 @@ func TestRankingsRaceAcrossProcesses(t *testing.T) {
 			t.Errorf("round %d: %d stored rankings (%v); want one per unit, %d", round, stored, err, len(units))
 		}
 	}
+}
+
+// worker is what a worker process gives its steps (package activities' Activities.textCache and rankings): a text
+// cache of textBytes (none when negative) and a rankings memo bounded by a quarter of it (keeping no chunks without
+// a text cache).
+type worker struct {
+	text *repo.TextCache
+	rank *rankings.Memo
+}
+
+func newWorker(textBytes int64) worker {
+	var w worker
+	var bound int64
+	if textBytes >= 0 {
+		w.text = repo.NewTextCache(textBytes)
+		bound = w.text.Max() / 4
+	}
+	w.rank = rankings.NewMemo(bound, zerolog.Nop())
+	return w
+}
+
+// serve makes a step's Env use the worker's text cache and rankings memo.
+func (w worker) serve(e *Env) { e.Text, e.Rankings = w.text, w.rank }
+
+// run runs one attempt of a kind's step as the worker, over the run folder's store, and returns its output as the
+// workflow receives it.
+func (w worker) run(store cas.Store, runDir, kind string, in api.NodeInput) (api.NodeOutput, error) {
+	env := Env{Node: in, Store: store, RunDir: runDir, Log: zerolog.Nop()}
+	w.serve(&env)
+	out, err := Run(context.Background(), kind, env, &Attempt{})
+	if err != nil {
+		return out, err
+	}
+	return delivered(out)
 }

@@ -1,4 +1,4 @@
-package activities
+package steps
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/contexts"
-	"ctxlab/activities/steps"
 	"ctxlab/patch/diff"
 	"ctxlab/store/cas"
+	"ctxlab/testkit/demorun"
 )
 
 // flakyStore fails the first Get of one blob, as a network store does on a dropped connection.
@@ -41,10 +41,10 @@ func (s *flakyStore) Get(ctx context.Context, ref cas.Ref) ([]byte, error) {
 func TestSnapshotReadErrorFailsAttempt(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	co := f.must(f.node("checkout", inst, nil, nil))
-	store := mustStore(t, f.a)
-	m := f.manifest(co)
-	gold, err := diff.ChangedFiles(f.rows[inst].Patch)
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	store := f.Store
+	m := f.Manifest(co)
+	gold, err := diff.ChangedFiles(f.Rows[demorun.Instance].Patch)
 	if err != nil || len(gold) == 0 {
 		t.Fatalf("gold files %v, %v", gold, err)
 	}
@@ -52,22 +52,22 @@ func TestSnapshotReadErrorFailsAttempt(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s not in the snapshot", gold[0])
 	}
-	selRef, err := cas.PutJSON(ctx, store, steps.Selection{Files: gold})
+	selRef, err := cas.PutJSON(ctx, store, Selection{Files: gold})
 	if err != nil {
 		t.Fatal(err)
 	}
 	flaky := &flakyStore{Store: store, blob: entry.Blob, fails: 1}
-	f.useStore(flaky)
+	f.Store = flaky
 
 	inputs := map[string]api.NodeOutput{"checkout": co, "files": {Ref: selRef}}
-	_, err = f.node("assemble", inst, nil, inputs)
+	_, err = f.Node("assemble", demorun.Instance, nil, inputs)
 	if err == nil {
 		t.Fatal("assemble succeeded although reading " + gold[0] + " failed")
 	}
-	if nonRetryable(err) || !strings.Contains(err.Error(), "connection reset") || !strings.Contains(err.Error(), gold[0]) {
+	if isPermanent(err) || !strings.Contains(err.Error(), "connection reset") || !strings.Contains(err.Error(), gold[0]) {
 		t.Errorf("err = %v; want a retryable error naming %s and the cause", err, gold[0])
 	}
-	out := f.must(f.node("assemble", inst, nil, inputs)) // the retry
+	out := f.Must(f.Node("assemble", demorun.Instance, nil, inputs)) // the retry
 	var c contexts.Context
 	if err := cas.GetJSON(ctx, store, out.Ref, &c); err != nil {
 		t.Fatal(err)
@@ -86,27 +86,27 @@ func TestSnapshotReadErrorFailsAttempt(t *testing.T) {
 func TestPatchCheckReadErrorFailsAttempt(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	co := f.must(f.node("checkout", inst, nil, nil))
-	none := f.must(f.node("no_source", inst, nil, map[string]api.NodeOutput{"checkout": co}))
-	store := mustStore(t, f.a)
-	m := f.manifest(co)
-	gold, err := diff.ChangedFiles(f.rows[inst].Patch)
+	co := f.Must(f.Node("checkout", demorun.Instance, nil, nil))
+	none := f.Must(f.Node("no_source", demorun.Instance, nil, map[string]api.NodeOutput{"checkout": co}))
+	store := f.Store
+	m := f.Manifest(co)
+	gold, err := diff.ChangedFiles(f.Rows[demorun.Instance].Patch)
 	if err != nil || len(gold) == 0 {
 		t.Fatalf("gold files %v, %v", gold, err)
 	}
 	entry, _ := m.Lookup(gold[0])
-	patchRef, err := store.Put(ctx, []byte(f.rows[inst].Patch))
+	patchRef, err := store.Put(ctx, []byte(f.Rows[demorun.Instance].Patch))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.useStore(&flakyStore{Store: store, blob: entry.Blob, fails: 1})
+	f.Store = &flakyStore{Store: store, blob: entry.Blob, fails: 1}
 
 	inputs := map[string]api.NodeOutput{"checkout": co, "context": none, "patch": {Ref: patchRef}}
 	tok := map[string]any{"tokenizer": "o200k_base"}
-	if out, err := f.node("measure", inst, tok, inputs); err == nil || nonRetryable(err) {
+	if out, err := f.Node("measure", demorun.Instance, tok, inputs); err == nil || isPermanent(err) {
 		t.Fatalf("measure = %v, %v; want a retryable failure", out.Row, err)
 	}
-	out := f.must(f.node("measure", inst, tok, inputs))
+	out := f.Must(f.Node("measure", demorun.Instance, tok, inputs))
 	if out.Row["patch_applied"] != true {
 		t.Errorf("the gold patch should apply on the retry: %v", out.Row)
 	}
