@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"bytes"
@@ -33,8 +33,8 @@ const (
 	progressJSON                      // progress events as JSON lines (on stderr)
 )
 
-// progressEvent is one report of a sweep's progress; in --json mode each is one line on stderr.
-type progressEvent struct {
+// ProgressEvent is one report of a sweep's progress; in --json mode each is one line on stderr.
+type ProgressEvent struct {
 	Time  time.Time `json:"time"`
 	Event string    `json:"event"` // always "progress"
 	// IssuesDone counts finished issues, IssuesFailed those of them that failed without rows.
@@ -58,7 +58,7 @@ type progressEvent struct {
 }
 
 // same reports whether two events show the same progress (times aside).
-func (e progressEvent) same(o progressEvent) bool {
+func (e ProgressEvent) same(o ProgressEvent) bool {
 	e.Time, e.ElapsedS, e.ETAS = time.Time{}, 0, nil
 	o.Time, o.ElapsedS, o.ETAS = time.Time{}, 0, nil
 	return e == o
@@ -92,7 +92,7 @@ func newSampler(c client.Client, id, run, runDir string, arms int, collector *ro
 }
 
 // sample returns the current progress; ok is false while the sweep has not loaded its dataset or does not answer.
-func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
+func (s *sampler) sample(ctx context.Context) (ev ProgressEvent, ok bool) {
 	if s.collector != nil {
 		s.collector.poll(ctx)
 	}
@@ -120,7 +120,7 @@ func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
 	}
 	spent := s.spend.USD
 	if s.run != "" {
-		if b, err := readBudget(ctx, s.client, s.run); err == nil { // the workers' spend, wherever they run
+		if b, err := ReadBudget(ctx, s.client, s.run); err == nil { // the workers' spend, wherever they run
 			spent = b.SpentUSD
 		}
 	}
@@ -128,7 +128,7 @@ func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
 		s.haveFirst, s.startDone = true, p.Done
 	}
 	now := time.Now()
-	ev = progressEvent{Time: now.UTC(), Event: "progress", IssuesDone: p.Done, IssuesTotal: p.Total,
+	ev = ProgressEvent{Time: now.UTC(), Event: "progress", IssuesDone: p.Done, IssuesTotal: p.Total,
 		IssuesRunning: p.Running, IssuesFailed: len(p.Failed), IssuesPaused: p.Paused, Rows: len(s.rowErr),
 		RowsTotal: p.Total * s.arms, SpendUSD: spent, PaidCalls: s.spend.PaidCalls,
 		CacheHits: s.spend.CacheHits, FailedCalls: s.spend.FailedCalls, ElapsedS: now.Sub(s.start).Seconds()}
@@ -146,7 +146,7 @@ func (s *sampler) sample(ctx context.Context) (ev progressEvent, ok bool) {
 
 // display shows progress events.
 type display interface {
-	show(ev progressEvent)
+	show(ev ProgressEvent)
 	close()
 }
 
@@ -180,7 +180,7 @@ func watch(ctx context.Context, s *sampler, d display, guard *pauseGuard, done <
 	return stopped
 }
 
-func etaText(ev progressEvent) string {
+func etaText(ev ProgressEvent) string {
 	switch {
 	case ev.IssuesDone == ev.IssuesTotal:
 		return "done"
@@ -190,7 +190,7 @@ func etaText(ev progressEvent) string {
 	return runstate.FormatDuration(runstate.Seconds(*ev.ETAS))
 }
 
-func (ev progressEvent) line() string {
+func (ev ProgressEvent) line() string {
 	s := fmt.Sprintf("issues %d/%d done, %d running, %d failed", ev.IssuesDone, ev.IssuesTotal, ev.IssuesRunning,
 		ev.IssuesFailed)
 	if ev.IssuesPaused > 0 {
@@ -207,10 +207,10 @@ func (ev progressEvent) line() string {
 // lineDisplay prints a line whenever the progress changes: for logs and pipes.
 type lineDisplay struct {
 	w    io.Writer
-	last *progressEvent
+	last *ProgressEvent
 }
 
-func (d *lineDisplay) show(ev progressEvent) {
+func (d *lineDisplay) show(ev ProgressEvent) {
 	if d.last != nil && d.last.same(ev) {
 		return
 	}
@@ -223,10 +223,10 @@ func (d *lineDisplay) close() {}
 // jsonDisplay writes each changed progress event as a JSON line.
 type jsonDisplay struct {
 	w    io.Writer
-	last *progressEvent
+	last *ProgressEvent
 }
 
-func (d *jsonDisplay) show(ev progressEvent) {
+func (d *jsonDisplay) show(ev ProgressEvent) {
 	if d.last != nil && d.last.same(ev) {
 		return
 	}
@@ -249,7 +249,7 @@ type barDisplay struct {
 	opts    []mpb.ContainerOption
 
 	mu                 sync.Mutex
-	ev                 progressEvent
+	ev                 ProgressEvent
 	p                  *mpb.Progress
 	issues, rows, cost *mpb.Bar
 }
@@ -258,13 +258,13 @@ func newBarDisplay(w io.Writer, console *consoleSwitch, opts ...mpb.ContainerOpt
 	return &barDisplay{w: w, console: console, opts: opts}
 }
 
-func (d *barDisplay) current() progressEvent {
+func (d *barDisplay) current() ProgressEvent {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.ev
 }
 
-func (d *barDisplay) show(ev progressEvent) {
+func (d *barDisplay) show(ev ProgressEvent) {
 	d.mu.Lock()
 	d.ev = ev
 	d.mu.Unlock()
@@ -277,7 +277,7 @@ func (d *barDisplay) show(ev progressEvent) {
 	d.rows.SetCurrent(int64(ev.Rows))
 }
 
-func (d *barDisplay) start(ev progressEvent) {
+func (d *barDisplay) start(ev ProgressEvent) {
 	opts := append([]mpb.ContainerOption{mpb.WithOutput(d.w), mpb.WithRefreshRate(150 * time.Millisecond)},
 		d.opts...)
 	d.p = mpb.New(opts...)
@@ -403,11 +403,11 @@ func (j *jsonLines) Flush() {
 }
 
 // progressDisplay picks the display for a run's options and stderr; nil when nothing is shown.
-func progressDisplay(o runOptions, stderr io.Writer, console *consoleSwitch) display {
+func progressDisplay(o Options, stderr io.Writer, console *consoleSwitch) display {
 	switch {
-	case o.quiet:
+	case o.Quiet:
 		return quietDisplay{}
-	case o.json:
+	case o.JSON:
 		return &jsonDisplay{w: stderr}
 	case console.tty && termWidth(stderr) > 0:
 		return newBarDisplay(stderr, console)
@@ -432,11 +432,11 @@ func termWidth(w io.Writer) int {
 // quietDisplay shows nothing: --quiet still samples progress, to notice the spend cap.
 type quietDisplay struct{}
 
-func (quietDisplay) show(progressEvent) {}
+func (quietDisplay) show(ProgressEvent) {}
 func (quietDisplay) close()             {}
 
-// runSummary is a --json run's stdout: one object.
-type runSummary struct {
+// RunSummary is a --json run's stdout: one object.
+type RunSummary struct {
 	Run         string         `json:"run"`
 	Dir         string         `json:"dir"`
 	OK          bool           `json:"ok"`
@@ -459,7 +459,7 @@ type runSummary struct {
 
 // writeJSONSummary prints a --json run's result: the sweep's outcome with its rows and spend from the run folder.
 func writeJSONSummary(stdout io.Writer, runDir string, res workflows.SweepResult, runErr error) {
-	out := runSummary{Run: filepath.Base(runDir), Dir: runDir, OK: runErr == nil && len(res.Failed) == 0,
+	out := RunSummary{Run: filepath.Base(runDir), Dir: runDir, OK: runErr == nil && len(res.Failed) == 0,
 		Issues: res.Issues, Failed: res.Failed, Generations: res.Generations, Summary: res.Summary,
 		Results: runfolder.Rows(runDir), SummaryFile: runfolder.Summary(runDir)}
 	if out.Failed == nil {
@@ -472,7 +472,7 @@ func writeJSONSummary(stdout io.Writer, runDir string, res workflows.SweepResult
 	if rec, err := runstate.Read(runDir); err == nil {
 		st := runstate.Compute(rec, runstate.Options{Now: time.Now()})
 		out.Rows, out.Spend = len(rec.Rows), st.Spend
-		tally := tallyRowErrors(rec.Rows)
+		tally := TallyRowErrors(rec.Rows)
 		out.RowErrors, out.ErrorKinds, out.ErrorClasses = tally.Errors, tally.Kinds, tally.Classes
 	}
 	out.OK = out.OK && out.RowErrors == 0 // a sweep whose rows failed did not get its work done

@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/logs"
+	"ctxlab/jsonnet"
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
@@ -32,12 +33,12 @@ import (
 	"ctxlab/workflows"
 )
 
-// sweepRound is one round of starter run (see runSweep), in the steps of its methods below: open the run's log,
+// sweepRound is one round of starter run (see Run), in the steps of its methods below: open the run's log,
 // prepare the run folder and the plan, store the plan, connect (and start the UI and workers), start or attach to the
 // sweep, wait for it and say how it ended. The steps share what it holds; its cleanups run, last first, as the round
 // ends.
 type sweepRound struct {
-	o              runOptions
+	o              Options
 	ctx            context.Context
 	stdout, stderr io.Writer
 	console        *consoleSwitch
@@ -53,7 +54,7 @@ type sweepRound struct {
 	in         workflows.SweepInput
 	hash       string
 	acts       *activities.Activities
-	conn       *connection
+	conn       *Connection
 	collector  *rowCollector
 }
 
@@ -71,11 +72,23 @@ func exitWith(code int, lines ...string) *roundExit { return &roundExit{code: co
 // starterFailed is a roundExit of code that prints err after "starter: ".
 func starterFailed(code int, err error) *roundExit { return exitWith(code, "starter: "+err.Error()) }
 
-// runSweepRound runs one round of the sweep; again holds the rows to retry in a second round (see runSweep).
-func runSweepRound(o runOptions, stdout, stderr io.Writer) (code int, again map[results.Key]bool) {
+// exitCode is code, or the code of a roundExit err after printing its lines on stderr.
+func exitCode(code int, err error, stderr io.Writer) int {
+	var x *roundExit
+	if !errors.As(err, &x) {
+		return code
+	}
+	for _, line := range x.lines {
+		fmt.Fprintln(stderr, line)
+	}
+	return x.code
+}
+
+// runSweepRound runs one round of the sweep; again holds the rows to retry in a second round (see Run).
+func runSweepRound(o Options, stdout, stderr io.Writer) (code int, again map[results.Key]bool) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if o.json { // every stderr line is JSON, even the messages for people
+	if o.JSON { // every stderr line is JSON, even the messages for people
 		jl := &jsonLines{w: stderr}
 		defer jl.Flush()
 		stderr = jl
@@ -83,12 +96,8 @@ func runSweepRound(o runOptions, stdout, stderr io.Writer) (code int, again map[
 	r := &sweepRound{o: o, ctx: ctx, stdout: stdout, stderr: stderr}
 	defer r.close()
 	code, again, err := r.run()
-	var x *roundExit
-	if errors.As(err, &x) {
-		for _, line := range x.lines {
-			fmt.Fprintln(r.stderr, line)
-		}
-		return x.code, nil
+	if err != nil {
+		return exitCode(code, err, r.stderr), nil
 	}
 	return code, again
 }
@@ -119,23 +128,23 @@ func (r *sweepRound) close() {
 
 // openLog compiles the spec and opens the run's log (console and ctxlab.log).
 func (r *sweepRound) openLog() error {
-	e, err := compileSpec(r.o.spec, r.o.Flags)
+	e, err := jsonnet.Compile(r.o.Spec, r.o.Flags.Options())
 	if err != nil {
-		return exitWith(exitUsage, err.Error())
+		return exitWith(ExitUsage, err.Error())
 	}
-	r.e, r.runDir = e, filepath.Join(r.o.runs, e.Name)
+	r.e, r.runDir = e, filepath.Join(r.o.Runs, e.Name)
 	if err := checkStartSpace(r.runDir); err != nil {
-		return starterFailed(exitFail, err)
+		return starterFailed(ExitFail, err)
 	}
 	consoleLevel := zerolog.InfoLevel
-	if r.o.quiet {
+	if r.o.Quiet {
 		consoleLevel = zerolog.WarnLevel
 	}
 	r.console = &consoleSwitch{base: r.stderr, tty: logs.IsTerminal(r.stderr)}
 	log, closeLog, err := logs.New(logs.Options{Console: r.console, ConsoleLevel: consoleLevel,
-		ConsoleJSON: r.o.json, File: runfolder.Log(r.runDir)})
+		ConsoleJSON: r.o.JSON, File: runfolder.Log(r.runDir)})
 	if err != nil {
-		return starterFailed(exitFail, err)
+		return starterFailed(ExitFail, err)
 	}
 	r.log = log
 	r.deferred(func() { _ = closeLog() })
@@ -149,42 +158,36 @@ func (r *sweepRound) prepare() error {
 	// to its sweep one at a time: one of another spec sees the first's sweep before it writes anything.
 	unlockPrep, err := flock.Lock(r.ctx, runfolder.PrepareLockPath(r.runDir), 100*time.Millisecond)
 	if err != nil {
-		return starterFailed(exitFail, err)
+		return starterFailed(ExitFail, err)
 	}
 	r.unlockPrep = sync.OnceFunc(unlockPrep)
 	r.deferred(r.unlockPrep)
 	if err := checkRunFolder(r.runDir); err != nil {
-		return starterFailed(exitFail, err)
+		return starterFailed(ExitFail, err)
 	}
-	if r.instances, err = prepareDataset(r.e, r.runDir); err != nil {
+	if r.instances, err = PrepareDataset(r.e, r.runDir); err != nil {
 		if isDiskFull(err) { // the machine's failure, not the dataset's
-			return exitWith(exitFail, explainDiskFull(err, r.runDir).Error())
+			return exitWith(ExitFail, explainDiskFull(err, r.runDir).Error())
 		}
-		return exitWith(exitUsage, err.Error())
+		return exitWith(ExitUsage, err.Error())
 	}
 	if r.plan, err = specs.BuildPlan(r.e); err != nil {
-		return exitWith(exitUsage, fmt.Sprintf("%s: %v", r.o.spec, err))
+		return exitWith(ExitUsage, fmt.Sprintf("%s: %v", r.o.Spec, err))
 	}
-	// The repositories, graders and endpoints are this process's only when it works: with --no-worker they are
-	// the workers', on their machines and with their environment (their key, their base URL), which this one
-	// cannot judge.
-	parts := checkAll
-	if r.o.noWorker {
-		parts = checkParts{}
-	}
-	if !r.o.noCheck && !checkBeforeRun(r.ctx, r.e, r.plan, r.instances, r.runDir, parts, r.o.spec, r.stderr) {
-		return exitWith(exitUsage)
+	if !r.o.NoCheck && r.o.Check != nil &&
+		!r.o.Check(r.ctx, r.e, r.plan, r.instances, r.runDir, !r.o.NoWorker, r.o.Spec, r.stderr) {
+		return exitWith(ExitUsage)
 	}
 	return nil
 }
 
 // storePlan puts the plan in the run's content store and makes the sweep's input and spec hash.
 func (r *sweepRound) storePlan() error {
-	if err := bucket.Probe(r.ctx, r.o.store); err != nil {
-		return starterFailed(exitFail, err)
+	if err := bucket.Probe(r.ctx, r.o.Store); err != nil {
+		return starterFailed(ExitFail, err)
 	}
-	r.acts = activities.New(r.o.runs, r.log)
-	r.acts.StoreURL, r.acts.CacheDir, r.acts.NoCache = r.o.store, r.o.cache, r.o.noCache
+	r.acts = activities.New(r.o.Runs, r.log)
+	r.acts.StoreURL, r.acts.CacheDir, r.acts.NoCache = r.o.Store, r.o.Cache, r.o.NoCache
 	r.deferred(func() { // after the workers stopped (cleanups run last first)
 		if err := r.acts.Close(); err != nil {
 			r.log.Warn().Err(err).Msg("records of this process's workers not in the shared store")
@@ -192,28 +195,28 @@ func (r *sweepRound) storePlan() error {
 	})
 	store, err := r.acts.Store(r.e.Name)
 	if err != nil {
-		return starterFailed(exitFail, err)
+		return starterFailed(ExitFail, err)
 	}
 	if r.planRef, err = cas.PutJSON(r.ctx, store, r.plan); err != nil {
-		return starterFailed(exitFail, err)
+		return starterFailed(ExitFail, err)
 	}
-	r.in = sweepInput(r.e, r.plan, r.planRef, r.o.maxHistory)
-	r.in.InfraWaits = r.o.infraWaits
+	r.in = sweepInput(r.e, r.plan, r.planRef, r.o.MaxHistory)
+	r.in.InfraWaits = r.o.InfraWaits
 	if r.in.Instances, err = instanceRefs(r.ctx, store, r.instances); err != nil {
-		return starterFailed(exitFail, err)
+		return starterFailed(ExitFail, err)
 	}
-	if bucket.Shared(r.o.store) {
-		if err := writeRunMarker(r.ctx, r.o.store, r.e.Name, r.runDir); err != nil {
-			return starterFailed(exitFail, err)
+	if bucket.Shared(r.o.Store) {
+		if err := WriteRunMarker(r.ctx, r.o.Store, r.e.Name, r.runDir); err != nil {
+			return starterFailed(ExitFail, err)
 		}
 		if r.in.Shipped, err = shipFolders(r.ctx, store, r.e, r.instances, r.log); err != nil {
-			return starterFailed(exitFail, err)
+			return starterFailed(ExitFail, err)
 		}
 	}
 	if r.hash, err = specHash(r.in, r.plan); err != nil {
-		return starterFailed(exitFail, err)
+		return starterFailed(ExitFail, err)
 	}
-	r.log.Info().Str("spec", r.o.spec).Int("instances", len(r.instances)).Int("methods", len(r.plan.Arms)).
+	r.log.Info().Str("spec", r.o.Spec).Int("instances", len(r.instances)).Int("methods", len(r.plan.Arms)).
 		Int("nodes_per_issue", len(r.plan.Nodes)).Str("run", r.runDir).Msg("sweep")
 	return nil
 }
@@ -222,28 +225,28 @@ func (r *sweepRound) storePlan() error {
 // from another spec, sets the limits on the run's budget and starts the Web UI and, unless another process runs
 // them, the workers.
 func (r *sweepRound) connect() error {
-	conn, err := connectFresh(r.ctx, r.o.cluster, r.runDir, r.o.freshDB, r.log)
+	conn, err := connectFresh(r.ctx, r.o.Cluster, r.runDir, r.o.FreshDB, r.log)
 	if err != nil {
 		lines := []string{"starter: " + explainDiskFull(err, r.runDir).Error()}
-		if hint := damagedDBHint(err, r.o.spec); hint != "" {
+		if hint := damagedDBHint(err, r.o.Spec); hint != "" {
 			lines = append(lines, "starter: "+hint)
 		}
-		return exitWith(exitFail, lines...)
+		return exitWith(ExitFail, lines...)
 	}
 	r.conn = conn
-	r.deferred(conn.close)
-	if err := refuseOtherSpec(r.ctx, conn.client, "sweep/"+r.e.Name, r.hash); err != nil {
+	r.deferred(conn.Close)
+	if err := refuseOtherSpec(r.ctx, conn.Client, "sweep/"+r.e.Name, r.hash); err != nil {
 		return starterFailed(exitCodeOf(err), r.explainConflict(err))
 	}
-	if err := setBudget(r.ctx, conn.client, r.e.Name, r.runDir, r.in.Queues.Workflow, steps.LimitsOf(r.e)); err != nil {
-		return starterFailed(exitFail, err)
+	if err := SetBudget(r.ctx, conn.Client, r.e.Name, r.runDir, r.in.Queues.Workflow, steps.LimitsOf(r.e)); err != nil {
+		return starterFailed(ExitFail, err)
 	}
-	r.deferred(startRunUI(r.ctx, conn, r.o.cluster.Namespace, r.o.ui, r.stderr))
-	if !r.o.noWorker && (!conn.attached || conn.ownerIdle) {
-		stopWorkers, err := wiring.Start(conn.client, r.acts, wiring.Options{Kinds: wiring.AllKinds,
+	r.deferred(startRunUI(r.ctx, conn, r.o.Cluster.Namespace, r.o.UI, r.stderr))
+	if !r.o.NoWorker && (!conn.attached || conn.ownerIdle) {
+		stopWorkers, err := wiring.Start(conn.Client, r.acts, wiring.Options{Kinds: wiring.AllKinds,
 			Limits: r.e.Limits.Queues, Spec: r.e.Name})
 		if err != nil {
-			return starterFailed(exitFail, err)
+			return starterFailed(ExitFail, err)
 		}
 		r.deferred(stopWorkers)
 	}
@@ -256,32 +259,32 @@ func (r *sweepRound) connect() error {
 func (r *sweepRound) checkWorkers() error {
 	objs, err := r.acts.Objects(r.e.Name)
 	if err != nil {
-		return starterFailed(exitFail, err)
+		return starterFailed(ExitFail, err)
 	}
 	var budget *limiter.Limits // a run of offline models only pays for no call
 	if paysModels(r.e) {
 		lim := steps.LimitsOf(r.e)
 		budget = &lim
 	}
-	res, err := handshake(r.ctx, r.conn.client, objs, r.e.Name, r.in.Queues, r.e.Limits.Queues, budget)
+	res, err := Handshake(r.ctx, r.conn.Client, objs, r.e.Name, r.in.Queues, r.e.Limits.Queues, budget)
 	if err != nil {
 		r.log.Warn().Err(err).Msg("could not ask the workers what they serve")
 		return nil
 	}
-	for _, w := range res.silent {
+	for _, w := range res.Silent {
 		r.log.Warn().Str("worker", w).Msg("a worker Temporal saw polling the sweep's queues did not answer the " +
 			"handshake (gone since, or an older ctxlab)")
 	}
-	if len(res.problems) > 0 {
+	if len(res.Problems) > 0 {
 		lines := []string{fmt.Sprintf("starter: refusing to run the sweep: %d of the %d worker processes polling its "+
-			"queues differ from this starter:", res.differ, res.workers)}
-		for _, p := range res.problems {
+			"queues differ from this starter:", res.Differ, res.Workers)}
+		for _, p := range res.Problems {
 			lines = append(lines, "starter:   "+p)
 		}
-		return exitWith(exitUsage, lines...)
+		return exitWith(ExitUsage, lines...)
 	}
-	if res.workers > 0 {
-		r.log.Info().Int("workers", res.workers-len(res.silent)).Bool("budget_asked", res.budgetAsked).
+	if res.Workers > 0 {
+		r.log.Info().Int("workers", res.Workers-len(res.Silent)).Bool("budget_asked", res.BudgetAsked).
 			Msg("the workers share this starter's store, build and queue limits (and, asked, the run's budget)")
 	}
 	return nil
@@ -305,19 +308,19 @@ func (r *sweepRound) explainConflict(err error) error {
 func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 	repaired := false
 	repair := func() {
-		repairAtStart(r.ctx, r.conn.client, r.acts, r.e.Name, r.plan, r.planRef, r.e.Dataset, r.instances, r.log)
+		repairAtStart(r.ctx, r.conn.Client, r.acts, r.e.Name, r.plan, r.planRef, r.e.Dataset, r.instances, r.log)
 		repaired = true
 	}
-	run, how, err := startOrAttach(r.ctx, r.conn.client, "sweep/"+r.e.Name, r.in, r.hash, func(old string) error {
+	run, how, err := startOrAttach(r.ctx, r.conn.Client, "sweep/"+r.e.Name, r.in, r.hash, func(old string) error {
 		if recordedUnderFormerDefault(r.e, r.in, old) {
 			return &formerDefaultError{finished: old}
 		}
 		return archiveResults(r.runDir, old, r.log)
-	}, func() (map[string][]results.Key, rowErrorTally, error) {
+	}, func() (map[string][]results.Key, RowErrorTally, error) {
 		// The finished sweep's histories are about to be replaced by the retry's: a row lost from results.jsonl
 		// (a torn line) that only its Issue's history holds is taken back now, and so retried like any other.
 		repair()
-		return takeRetriedRows(r.runDir, r.plan, r.o.retrySel, r.o.retryOnly)
+		return takeRetriedRows(r.runDir, r.plan, r.o.Retry, r.o.retryOnly)
 	})
 	r.unlockPrep()
 	if err != nil {
@@ -326,12 +329,12 @@ func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 	r.log.Info().Str("workflow", run.GetID()).Msg(how)
 	store, err := r.acts.Store(r.e.Name)
 	if err != nil {
-		return nil, false, starterFailed(exitFail, err)
+		return nil, false, starterFailed(ExitFail, err)
 	}
-	r.collector = newRowCollector(r.conn.client, run.GetID(), store, r.runDir)
-	if bucket.Shared(r.o.store) {
+	r.collector = newRowCollector(r.conn.Client, run.GetID(), store, r.runDir)
+	if bucket.Shared(r.o.Store) {
 		if r.collector.records, err = r.acts.Objects(r.e.Name); err != nil {
-			return nil, false, starterFailed(exitFail, err)
+			return nil, false, starterFailed(ExitFail, err)
 		}
 	}
 	resumed = how == attachedHow && !r.conn.attached && r.o.retryOnly == nil
@@ -340,9 +343,9 @@ func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 	}
 	// Issues waiting at the spend cap check it again now: the cap may have been raised since they stopped; those
 	// waiting for the endpoint try it again now, saying what they waited for.
-	_ = r.conn.client.SignalWorkflow(r.ctx, run.GetID(), "", workflows.ResumeSignal, nil)
-	wakeWaitingIssues(r.ctx, r.conn.client, run.GetID(), r.log)
-	if err := writeSpecRecord(r.runDir, r.e); err != nil { // for starter report: method order, budget anchor
+	_ = r.conn.Client.SignalWorkflow(r.ctx, run.GetID(), "", workflows.ResumeSignal, nil)
+	wakeWaitingIssues(r.ctx, r.conn.Client, run.GetID(), r.log)
+	if err := WriteSpecRecord(r.runDir, r.e); err != nil { // for starter report: method order, budget anchor
 		r.log.Warn().Err(err).Msg("could not record the spec in the run folder")
 	}
 	return run, resumed, nil
@@ -356,7 +359,7 @@ type sweepEnd struct {
 	// every running issue waits for the spend cap (the progress sample that showed it).
 	ownerGone bool
 	diskFull  *error
-	paused    *progressEvent
+	paused    *ProgressEvent
 	// rowsErr is the failure to write the finished sweep's stored rows into results.jsonl.
 	rowsErr error
 }
@@ -378,7 +381,7 @@ func (r *sweepRound) wait(run client.WorkflowRun) sweepEnd {
 	if paysModels(r.e) {
 		budget = r.e.Name
 	}
-	watched := watch(r.ctx, newSampler(r.conn.client, run.GetID(), budget, r.runDir, len(r.plan.Arms), r.collector),
+	watched := watch(r.ctx, newSampler(r.conn.Client, run.GetID(), budget, r.runDir, len(r.plan.Arms), r.collector),
 		progressDisplay(r.o, r.stderr, r.console), guard, done)
 	var end sweepEnd
 	end.err = run.Get(getCtx, &end.res)
@@ -399,10 +402,10 @@ func (r *sweepRound) finish(end sweepEnd, resumed bool) (code int, again map[res
 		return code, nil
 	}
 	if end.err == nil && resumed && len(end.res.Failed) == 0 {
-		if failed := retriedRows(r.runDir, r.plan, r.o.retrySel); len(failed) > 0 {
+		if failed := retriedRows(r.runDir, r.plan, r.o.Retry); len(failed) > 0 {
 			r.log.Info().Int("rows", len(failed)).Msg("the resumed sweep finished; running again, once, the rows " +
 				"that failed by no fault of the model")
-			return exitOK, failed
+			return ExitOK, failed
 		}
 	}
 	return r.finished(end), nil
@@ -421,23 +424,23 @@ func (r *sweepRound) stopped(end sweepEnd) (code int, stopped bool) {
 		// finished sweep is then shown, a running one resumed with this process's workers.
 		r.log.Info().Msg("the starter that ran this sweep's server has stopped; carrying on with a server of this one")
 		r.o.tookOver = true
-		return runSweep(r.o, r.stdout, r.stderr), true
+		return Run(r.o, r.stdout, r.stderr), true
 	case end.diskFull != nil:
-		if r.o.json {
+		if r.o.JSON {
 			writeJSONSummary(r.stdout, r.runDir, end.res, *end.diskFull)
 		}
 		fmt.Fprintln(r.stderr, "starter: the sweep stops:", *end.diskFull)
-		return exitFail, true
+		return ExitFail, true
 	case end.paused != nil:
 		spend, paused := r.e.Limits.SpendUSD, end.paused.IssuesPaused
-		if r.o.json {
+		if r.o.JSON {
 			writeJSONSummary(r.stdout, r.runDir, end.res, fmt.Errorf("spend cap reached (limits.spend_usd $%g): %d "+
 				"issue(s) wait for it", spend, paused))
 		}
 		fmt.Fprintf(r.stderr, "starter: spend cap reached (limits.spend_usd $%g): %d issue(s) wait for it; the sweep "+
 			"is saved in %s: raise limits.spend_usd in %s and run again to continue\n",
-			spend, paused, r.runDir, r.o.spec)
-		return exitPaused, true
+			spend, paused, r.runDir, r.o.Spec)
+		return ExitPaused, true
 	}
 	return 0, false
 }
@@ -450,7 +453,7 @@ func (r *sweepRound) overCap() (int, bool) {
 	flushCtx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
 	_ = r.acts.FlushBudgets(flushCtx)
 	cancel()
-	return overCapExit(r.ctx, r.conn.client, r.e.Name, r.stderr)
+	return overCapExit(r.ctx, r.conn.Client, r.e.Name, r.stderr)
 }
 
 // finished says how the sweep ended (or that it was interrupted or failed) and returns the exit code. The summary
@@ -466,7 +469,7 @@ func (r *sweepRound) finished(end sweepEnd) int {
 		}
 		end.res.Summary = summary
 	}
-	if r.o.json {
+	if r.o.JSON {
 		jsonErr := end.err
 		if jsonErr == nil {
 			jsonErr = lost
@@ -476,27 +479,27 @@ func (r *sweepRound) finished(end sweepEnd) int {
 	if end.err != nil {
 		if r.ctx.Err() != nil {
 			fmt.Fprintln(r.stderr, "starter: interrupted; the sweep is saved in", r.runDir, "and continues when run again")
-			return exitFail
+			return ExitFail
 		}
 		fmt.Fprintln(r.stderr, "starter: sweep failed:", end.err)
-		return exitFail
+		return ExitFail
 	}
 	res := end.res
 	r.log.Info().Int("issues", res.Issues).Int("failed", len(res.Failed)).Int("generations", res.Generations).
 		Msg("sweep finished")
-	if !r.o.json {
+	if !r.o.JSON {
 		fmt.Fprint(r.stdout, res.Summary)
 		fmt.Fprintf(r.stdout, "\nresults: %s\nsummary: %s\n", runfolder.Rows(r.runDir), runfolder.Summary(r.runDir))
 	}
 	if len(res.Failed) > 0 {
 		fmt.Fprintf(r.stderr, "starter: %d issue(s) failed without rows: %v (see %s)\n", len(res.Failed), res.Failed,
 			runfolder.Log(r.runDir))
-		return exitFail
+		return ExitFail
 	}
 	overCode, over := r.overCap()
 	if lost != nil {
 		fmt.Fprintln(r.stderr, "starter:", lost)
-		return exitFail
+		return ExitFail
 	}
 	if over {
 		return overCode
