@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"ctxlab/starter/sweepclient"
 	"fmt"
 	"io"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
+
+	"ctxlab/starter/sweepclient"
 )
 
 func init() { commands = append(commands, uiCommand.command()) }

@@ -1,9 +1,6 @@
 package sweepclient
 
 import (
-	"ctxlab/results"
-	"ctxlab/runfolder"
-	"ctxlab/specs"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"ctxlab/results"
+	"ctxlab/runfolder"
+	"ctxlab/specs"
 )
 
 // rowErrorsExit is a finished sweep's exit code: ExitRowErrors when some of its rows have an error (unless

@@ -1,16 +1,17 @@
 package sweepclient
 
 import (
-	"ctxlab/activities"
-	"ctxlab/dataset/swebench"
-	"ctxlab/results/runstate"
-	"ctxlab/runfolder"
-	"ctxlab/specs"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"ctxlab/activities"
+	"ctxlab/dataset/swebench"
+	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
+	"ctxlab/specs"
 )
 
 // runFolder returns runs/NAME, or an error naming the folder when there is none.

@@ -2,21 +2,21 @@ package sweepclient
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
 	"ctxlab/activities/api"
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/store/cas"
 	"ctxlab/workflows"
-	"errors"
-	"fmt"
-	"slices"
-
-	enumspb "go.temporal.io/api/enums/v1"
-
-	"github.com/rs/zerolog"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 )
 
 func sweepInput(e *specs.Experiment, plan *specs.Plan, planRef cas.Ref, maxHistory int) workflows.SweepInput {

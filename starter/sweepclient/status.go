@@ -2,12 +2,6 @@ package sweepclient
 
 import (
 	"context"
-	"ctxlab/activities/api"
-	"ctxlab/activities/api/errkind"
-	"ctxlab/activities/limiter"
-	"ctxlab/internal/cluster"
-	"ctxlab/results/runstate"
-	"ctxlab/runfolder"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +14,13 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"ctxlab/activities/api"
+	"ctxlab/activities/api/errkind"
+	"ctxlab/activities/limiter"
+	"ctxlab/internal/cluster"
+	"ctxlab/results/runstate"
+	"ctxlab/runfolder"
 )
 
 // StatusOptions are what starter status was asked: the run Name under Runs, as JSON or text, the shared Store its
