@@ -73,8 +73,8 @@ func twoIssueRun(t *testing.T) (runs, dir string) {
 func TestLocateResults(t *testing.T) {
 	runs, dir := twoIssueRun(t)
 	for _, tc := range []struct{ name, file, dir string }{
-		{"two", runfolder.Rows(dir), dir},             // a run under runs
-		{dir, runfolder.Rows(dir), dir},               // a folder holding results.jsonl
+		{"two", runfolder.Rows(dir), dir},               // a run under runs
+		{dir, runfolder.Rows(dir), dir},                 // a folder holding results.jsonl
 		{runfolder.Rows(dir), runfolder.Rows(dir), dir}, // the file itself
 	} {
 		file, got, err := LocateResults(tc.name, runs)
