@@ -1,6 +1,6 @@
 // Package cli implements the starter's subcommands on cobra. Each command has its own file with an options struct
-// (its flags, declared on the cobra command's flag set, and its arguments) and a run function that does the work,
-// so tests can drive either part.
+// (its flags, declared on the cobra command's flag set, and its arguments) and a run function over the libraries
+// that do the work (starter/sweepclient for run, status, audit, report and ui), so tests can drive either part.
 package cli
 
 import (
