@@ -27,7 +27,9 @@ const (
 	ExitRowErrors = 4
 )
 
-// Options are what starter run was asked to do.
+// Options are what starter run was asked to do: the Spec to run into a folder under Runs, the Cluster to run it on
+// (no address: the run folder's embedded server; its namespace is required either way), the content Store and the
+// response Cache (empty: the run folder's).
 type Options struct {
 	Spec    string
 	Runs    string
