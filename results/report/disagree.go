@@ -4,16 +4,20 @@ import (
 	"slices"
 
 	"ctxlab/results"
+	"ctxlab/results/stats"
 	"ctxlab/specs"
 )
 
 // Disagreement is one issue that exactly one of two methods resolves: one discordant pair of their McNemar test,
-// with each side's context metrics.
+// with each side's context metrics. Of a method of several patch samples, it is an issue whose per-issue means
+// differ: one sign of the comparison's sign test.
 type Disagreement struct {
 	Instance string
-	// ResolvedBy is the method that resolved the issue (A or B of its Pair).
+	// ResolvedBy is the method that resolved the issue (A or B of its Pair): of methods of samples, the one whose
+	// per-issue mean is higher.
 	ResolvedBy string
-	// A and B are each side's values of PairColumns, in their order.
+	// A and B are each side's values of PairColumns, in their order: of a method of samples, those of its first
+	// row of the issue (every sample shares the context they measure).
 	A, B []results.Value
 }
 
@@ -21,47 +25,57 @@ type Disagreement struct {
 var PairColumns = specs.Columns(specs.PairsTable)
 
 // Pair lists the issues behind the discordant counts of methods A and B under one model: OnlyA are the issues
-// only A resolves, OnlyB those only B resolves, each sorted by instance.
+// only A resolves (A's per-issue mean is higher), OnlyB those only B resolves, each sorted by instance.
 type Pair struct {
 	Model, A, B  string
 	OnlyA, OnlyB []Disagreement
 }
 
-// Disagree pairs the rows of methods a and b of one model by instance and returns the issues exactly one of them
-// resolves. Rows of other methods or models are ignored; the first row of a (instance, method, model) counts, and of a
-// method of several patch samples its sample 0 (pairedSample).
+// issueSide is one method's rows of an issue: its first row, and its samples.
+type issueSide struct {
+	first   results.Row
+	samples stats.SampleCounts
+}
+
+// Disagree pairs the rows of methods a and b of one model by instance and returns the issues where their per-issue
+// means differ: with one sample each, the issues exactly one of them resolves. Rows of other methods or models are
+// ignored, and so is a repeat of a (instance, method, model, sample) row after its first.
 func Disagree(rows []results.Row, model, a, b string) Pair {
 	p := Pair{Model: model, A: a, B: b}
-	byA, byB := map[string]results.Row{}, map[string]results.Row{}
+	sides := map[string]map[string]*issueSide{a: {}, b: {}}
+	seen := map[results.Key]bool{}
 	var order []string
 	for _, r := range rows {
-		if r.String(results.FieldModel) != model || !pairedSample(r) {
+		method := r.String(results.FieldMethod)
+		if r.String(results.FieldModel) != model || (method != a && method != b) || seen[r.Key()] {
 			continue
 		}
+		seen[r.Key()] = true
 		inst := r.String(results.FieldInstance)
-		switch r.String(results.FieldMethod) {
-		case a:
-			if _, ok := byA[inst]; !ok {
-				byA[inst] = r
+		side := sides[method][inst]
+		if side == nil {
+			side = &issueSide{first: r}
+			sides[method][inst] = side
+			if method == a {
 				order = append(order, inst)
 			}
-		case b:
-			if _, ok := byB[inst]; !ok {
-				byB[inst] = r
-			}
+		}
+		side.samples.N++
+		if resolved(r) {
+			side.samples.C++
 		}
 	}
 	slices.Sort(order)
 	for _, inst := range order {
-		ra, rb := byA[inst], byB[inst]
-		if rb == nil || resolved(ra) == resolved(rb) {
+		sa, sb := sides[a][inst], sides[b][inst]
+		if sb == nil || sa.samples.Mean() == sb.samples.Mean() {
 			continue
 		}
 		d := Disagreement{Instance: inst}
 		for _, c := range PairColumns {
-			d.A, d.B = append(d.A, ra.FieldValue(c.Field)), append(d.B, rb.FieldValue(c.Field))
+			d.A, d.B = append(d.A, sa.first.FieldValue(c.Field)), append(d.B, sb.first.FieldValue(c.Field))
 		}
-		if resolved(ra) {
+		if sa.samples.Mean() > sb.samples.Mean() {
 			d.ResolvedBy = a
 			p.OnlyA = append(p.OnlyA, d)
 		} else {

@@ -138,16 +138,17 @@ func (r *Report) htmlTables() []htmlTable {
 			"counts as neither). – : no row carries the field.",
 		"comparisons": fmt.Sprintf("Anchor: %s (%s). better: the side with more discordant wins, %s when the "+
 			"counts are equal (no direction is claimed). The test is one-sided exact McNemar; one-sided H1 is the "+
-			"alternative tested (A > B: A resolves more). p Holm: adjusted over all comparisons.", r.Anchor,
-			r.AnchorFrom, NoDifference),
+			"alternative tested (A > B: A resolves more). p Holm: adjusted over all comparisons.%s", r.Anchor,
+			r.AnchorFrom, NoDifference, r.perIssueMeansText()),
 		"disagreements": "The issues exactly one method of a pair resolves: the discordant pairs behind each " +
-			"McNemar count.",
+			"McNemar count." + r.perIssueMeansText(),
 		"failures": "resolved and unresolved: rows without an error; errored: rows with one, by whose failure it " +
 			"is (the class of the row's error_kind).",
 		"budget_fit": "Each fitted row's context tokens against its budget, in the tokenizer the rows name; " +
 			"error: (context − budget) / budget; outside: more than ±2% off, with the reason.",
 		"comparisons_clean": "The paired comparisons on the issues where neither row has an error that is not " +
-			"the model's: whether such failures moved a result. p Holm: adjusted over these comparisons.",
+			"the model's: whether such failures moved a result. p Holm: adjusted over these comparisons." +
+			r.perIssueMeansText(),
 	}
 	var tables []htmlTable
 	for _, t := range r.Tables() {

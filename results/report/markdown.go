@@ -106,8 +106,8 @@ func (r *Report) mdResultSections(s mdSections) {
 		"alternative tested (A > B: A resolves more); %s. p one-sided: exact McNemar, P(X ≥ wins of the H1 side) "+
 		"with X ~ Binomial(discordant, 1/2). p Holm: Holm's step-down adjustment over all comparisons of this report. "+
 		"sig: *** p < 0.001, ** p < 0.01, * p < 0.05 (Holm-adjusted); blank: not significant. diff pts: anchor − "+
-		"method on the paired issues, with its paired bootstrap interval.", mdText(r.Anchor), mdText(r.AnchorFrom),
-		NoDifference, mdText(alt)))
+		"method on the paired issues, with its paired bootstrap interval.%s", mdText(r.Anchor), mdText(r.AnchorFrom),
+		NoDifference, mdText(alt), mdText(r.perIssueMeansText())))
 }
 
 // mdComparisonSections writes the comparisons on clean issues, the disagreements and the two budget sections.
@@ -126,7 +126,8 @@ func (r *Report) mdComparisonSections(s mdSections) {
 	}
 	s.section("Disagreements", "disagreements", "One row per issue that exactly one method of a pair resolves, "+
 		"with both sides' rho, epsilon and context tokens: the discordant pairs behind each McNemar count ("+
-		strings.Join(counts, "; ")+"). Pairs where both methods agree on every issue have no rows.")
+		strings.Join(counts, "; ")+"). Pairs where both methods agree on every issue have no rows."+
+		mdText(r.perIssueMeansText()))
 	s.section("Budget sweep", "budget", "Methods that ran at two or more budgets: the multiplier is the row field "+
 		"budget_multiplier or a name METHOD@0.5x; variants named METHOD_x0_5 (as the fitted baselines are) and "+
 		"METHOD@0.5x belong to METHOD, which is 1x. A method at a single budget is no sweep and is left out.")

@@ -100,19 +100,24 @@ type MethodStats struct {
 type Comparison struct {
 	Model, Anchor, Method string
 	Paired                int
-	// AnchorPct and MethodPct are resolve rates on the paired issues.
+	// AnchorPct and MethodPct are resolve rates on the paired issues (means of per-issue means).
 	AnchorPct, MethodPct float64
 	// DiffPts is AnchorPct - MethodPct, with its paired bootstrap interval.
 	DiffPts float64
 	DiffCI  stats.Interval
-	// OnlyAnchor and OnlyMethod are the discordant pairs.
+	// PerIssueMeans is set when either method draws several patch samples, so that the report says what the
+	// numbers are: each side of an issue its resolved share of its samples, the counts below the signs of the
+	// per-issue differences, P the sign test on them (with one sample each, these are McNemar's).
+	PerIssueMeans bool
+	// OnlyAnchor and OnlyMethod are the discordant pairs: the issues whose per-issue mean is higher for the anchor,
+	// and for the method (with one sample each, the issues only that side resolves).
 	OnlyAnchor, OnlyMethod int
 	// Better is the side that resolved more of the discordant pairs (Anchor or Method); empty when they tie
 	// (OnlyAnchor == OnlyMethod): then no direction is claimed.
 	Better string
 	// Tested is the side the one-sided alternative hypothesis says is better: Better under AltObserved (empty on a
-	// tie, whose p is the same for either side), always the anchor under AltAnchor. P is the exact McNemar p of
-	// that alternative.
+	// tie, whose p is the same for either side), always the anchor under AltAnchor. P is the one-sided exact sign
+	// test of that alternative on the per-issue differences (stats.SignTest): exact McNemar with one sample each.
 	Tested string
 	P      float64
 	PHolm  float64
@@ -229,8 +234,8 @@ func Build(rows []results.Row, bad []results.BadLine, o Options) (*Report, error
 	if r.Samples = sampleStats(g, boot, o.Level); len(r.Samples) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%v draw several patch samples per issue: their n and resolved %% "+
 			"count every sample's row, so their resolve rate is the per-issue mean; their paired comparisons and "+
-			"disagreements pair their sample 0 of each issue, not the per-issue mean (see Repeated samples).",
-			sampledMethods(r.Samples)))
+			"disagreements pair per-issue means, with the exact sign test in place of McNemar's (see Paired "+
+			"comparisons and Repeated samples).", sampledMethods(r.Samples)))
 	}
 	r.Regressions = regressions(g, o)
 	r.Checks = checkPredictions(g, o.Predictions)
@@ -342,8 +347,7 @@ func mean(xs []float64) results.Value {
 func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level float64) MethodStats {
 	m := MethodStats{Method: k.Method, Model: k.Model, N: len(rows), Errored: map[errkind.Class]int{},
 		Served: map[string]int{}}
-	outcome := make([]float64, len(rows))
-	for i, r := range rows {
+	for _, r := range rows {
 		switch {
 		case r.String(results.FieldError) != "":
 			m.Errors++
@@ -358,11 +362,17 @@ func methodStats(k results.Key, rows []results.Row, boot stats.Bootstrap, level 
 		}
 		if resolved(r) {
 			m.Resolved++
-			outcome[i] = 1
 		}
 	}
 	m.ResolvedPct = 100 * float64(m.Resolved) / float64(m.N)
-	ci := boot.MeanCI(outcome, level)
+	// The interval resamples issues, each with all its samples: a method of k samples has k rows per issue, which
+	// are not k independent issues. One sample per issue: its outcomes, in row order.
+	order, issues := issueSamples(rows, nil)
+	perIssue := make([]float64, len(order))
+	for i, inst := range order {
+		perIssue[i] = issues[inst].Mean()
+	}
+	ci := boot.MeanCI(perIssue, level)
 	m.CI = stats.Interval{Lo: 100 * ci.Lo, Hi: 100 * ci.Hi}
 	for _, c := range MethodColumns {
 		m.Stats = append(m.Stats, columnStat(c, rows))
@@ -443,9 +453,34 @@ func (r *Report) compare(g grouped, o Options, boot func(string) stats.Bootstrap
 	return nil
 }
 
-// pairedSample reports whether a row is the one a paired comparison takes of its issue: a method of several patch
-// samples is paired by its sample 0 (the draw a method of one sample makes), once per issue.
-func pairedSample(r results.Row) bool { return r.Key().Sample == 0 }
+// hasSample reports whether a row is one of several patch samples (it carries a sample index).
+func hasSample(r results.Row) bool {
+	_, ok := r.Float(results.FieldSample)
+	return ok
+}
+
+// issueSamples counts one method's rows by issue, in the order the issues first appear, leaving out the rows drop
+// says (nil: none): each issue's patch samples, as the paired comparisons take them.
+func issueSamples(rows []results.Row, drop func(results.Row) bool) ([]string, map[string]stats.SampleCounts) {
+	var order []string
+	by := map[string]stats.SampleCounts{}
+	for _, row := range rows {
+		if drop != nil && drop(row) {
+			continue
+		}
+		inst := row.String(results.FieldInstance)
+		s, seen := by[inst]
+		if !seen {
+			order = append(order, inst)
+		}
+		s.N++
+		if resolved(row) {
+			s.C++
+		}
+		by[inst] = s
+	}
+	return order, by
+}
 
 // notModelsError reports whether a row has an error that is not the model's own: the endpoint's, the
 // configuration's, the machine's (errkind.ClassOf of its error_kind).
@@ -453,14 +488,18 @@ func notModelsError(r results.Row) bool {
 	return r.String(results.FieldError) != "" && results.ErrorClass(r) != errkind.Model
 }
 
-// errorClass is whose failure a row's error is.
-
-// comparisons pairs every method with the anchor, per model, on the issues both have, leaving out the issues where
-// either row is dropped (nil: none is), with Holm's adjustment over the comparisons made. Notes are added for the
-// comparisons of every issue (drop nil) only.
+// comparisons pairs every method with the anchor, per model, on the issues both have, leaving out the rows drop
+// says (nil: none) and so the issues where either side keeps no row, with Holm's adjustment over the comparisons
+// made. Each side of an issue is its per-issue mean over its samples: its one outcome for a method of one sample, so
+// that a comparison of two such methods is McNemar's. Notes are added for the comparisons of every issue (drop nil)
+// only.
 func (r *Report) comparisons(g grouped, o Options, boot func(string) stats.Bootstrap,
 	drop func(results.Row) bool) []Comparison {
 	var out []Comparison
+	sampled := map[results.Key]bool{}
+	for k, rows := range g.rows_ {
+		sampled[k] = slices.ContainsFunc(rows, hasSample)
+	}
 	note := func(s string) {
 		if drop == nil {
 			r.Notes = append(r.Notes, s)
@@ -472,43 +511,32 @@ func (r *Report) comparisons(g grouped, o Options, boot func(string) stats.Boots
 			note(fmt.Sprintf("model %s has no rows of the anchor %s: no comparisons for it.", model, r.Anchor))
 			continue
 		}
-		byInst := map[string]results.Row{}
-		for _, row := range anchorRows {
-			if pairedSample(row) {
-				byInst[row.String(results.FieldInstance)] = row
-			}
-		}
+		_, anchorIssues := issueSamples(anchorRows, drop)
 		for _, k := range g.keys {
 			if k.Model != model || k.Method == r.Anchor {
 				continue
 			}
-			c := Comparison{Model: model, Anchor: r.Anchor, Method: k.Method}
-			var a, b []float64
-			for _, row := range g.rows_[k] {
-				ar, ok := byInst[row.String(results.FieldInstance)]
-				if !ok || !pairedSample(row) || drop != nil && (drop(ar) || drop(row)) {
-					continue
-				}
-				ra, rb := resolved(ar), resolved(row)
-				a, b = append(a, b2f(ra)), append(b, b2f(rb))
-				switch {
-				case ra && !rb:
-					c.OnlyAnchor++
-				case rb && !ra:
-					c.OnlyMethod++
+			c := Comparison{Model: model, Anchor: r.Anchor, Method: k.Method,
+				PerIssueMeans: sampled[results.Key{Method: r.Anchor, Model: model}] || sampled[k]}
+			order, issues := issueSamples(g.rows_[k], drop)
+			var paired []stats.PairedIssue
+			for _, inst := range order {
+				if a, ok := anchorIssues[inst]; ok {
+					paired = append(paired, stats.PairedIssue{A: a, B: issues[inst]})
 				}
 			}
-			c.Paired = len(a)
+			c.Paired = len(paired)
 			if c.Paired == 0 {
 				c.P, c.PHolm = math.NaN(), math.NaN()
 				note(fmt.Sprintf("%s and the anchor share no issue: not compared.", label(k.Method, model, len(g.models))))
 				out = append(out, c)
 				continue
 			}
-			c.AnchorPct, c.MethodPct = 100*mean(a).V, 100*mean(b).V
+			pm := boot("pair\x00"+r.Anchor+"\x00"+k.Method+"\x00"+model).PairedPerIssueMeans(paired, o.Level)
+			c.AnchorPct, c.MethodPct = 100*pm.A, 100*pm.B
 			c.DiffPts = c.AnchorPct - c.MethodPct
-			iv := boot("pair\x00"+r.Anchor+"\x00"+k.Method+"\x00"+model).PairedDiffCI(a, b, o.Level)
-			c.DiffCI = stats.Interval{Lo: 100 * iv.Lo, Hi: 100 * iv.Hi}
+			c.DiffCI = stats.Interval{Lo: 100 * pm.CI.Lo, Hi: 100 * pm.CI.Hi}
+			c.OnlyAnchor, c.OnlyMethod = pm.AHigher, pm.BHigher
 			switch {
 			case c.OnlyAnchor > c.OnlyMethod:
 				c.Better = r.Anchor
@@ -517,12 +545,12 @@ func (r *Report) comparisons(g grouped, o Options, boot func(string) stats.Boots
 			}
 			switch {
 			case o.Alternative == AltAnchor || c.Better == r.Anchor:
-				c.Tested, c.P = r.Anchor, stats.McNemarExact(c.OnlyAnchor, c.OnlyMethod)
+				c.Tested, c.P = r.Anchor, stats.SignTest(c.OnlyAnchor, c.OnlyMethod)
 			case c.Better == k.Method:
-				c.Tested, c.P = k.Method, stats.McNemarExact(c.OnlyMethod, c.OnlyAnchor)
+				c.Tested, c.P = k.Method, stats.SignTest(c.OnlyMethod, c.OnlyAnchor)
 			default:
 				// A tie under the observed alternative points nowhere; p is the same for either side.
-				c.P = stats.McNemarExact(c.OnlyAnchor, c.OnlyMethod)
+				c.P = stats.SignTest(c.OnlyAnchor, c.OnlyMethod)
 			}
 			out = append(out, c)
 		}

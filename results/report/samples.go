@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"ctxlab/results"
 	"ctxlab/results/stats"
@@ -87,7 +88,7 @@ func (r *Report) sampleTable() Table {
 	return t
 }
 
-// sampledMethods names the methods of samples, for the note that their comparisons are left out.
+// sampledMethods names the methods of samples, for the notes that their comparisons pair per-issue means.
 func sampledMethods(ss []SampleStats) []string {
 	var out []string
 	for _, s := range ss {
@@ -96,4 +97,29 @@ func sampledMethods(ss []SampleStats) []string {
 		}
 	}
 	return out
+}
+
+// perIssueMeansText is what the comparison and disagreement texts add when some method draws several samples:
+// which comparisons pair per-issue means, and what their counts, test and interval are; "" when none does, so that
+// a report of methods of one sample reads as it always has.
+func (r *Report) perIssueMeansText() string {
+	if len(r.Samples) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" A comparison with a method of several patch samples (%s) pairs per-issue means: each "+
+		"side of an issue is its resolved share of its samples (methods of different k pair, an issue counts once). "+
+		"only anchor / only method then count the issues whose per-issue mean is higher on that side (a "+
+		"disagreement's resolved by is that side), p is the exact sign test on those signs (McNemar's exact test is "+
+		"its case of one sample each), and the diff's interval is the paired bootstrap that resamples issues with "+
+		"all their samples. On clean issues a sample whose row has an error that is not the model's is left out, "+
+		"and an issue stays while both sides keep a sample.", strings.Join(sampledMethods(r.Samples), ", "))
+}
+
+// testName is the test the comparison tables' captions name.
+func (r *Report) testName() string {
+	if len(r.Samples) == 0 {
+		return "one-sided exact McNemar"
+	}
+	return "one-sided exact McNemar (exact sign test on per-issue means for " +
+		strings.Join(sampledMethods(r.Samples), ", ") + ")"
 }

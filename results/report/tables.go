@@ -63,12 +63,13 @@ func (r *Report) Tables() []Table {
 	ts := []Table{r.methodTable(), r.failureTable()}
 	if len(r.Comparisons) > 0 {
 		ts = append(ts, comparisonTable("comparisons", fmt.Sprintf("Paired comparisons against the anchor %s: "+
-			"one-sided exact McNemar, Holm-adjusted over %d comparisons", r.Anchor, len(r.Comparisons)), r.Comparisons))
+			"%s, Holm-adjusted over %d comparisons", r.Anchor, r.testName(), len(r.Comparisons)), r.Comparisons))
 	}
 	if len(r.CleanComparisons) > 0 {
 		ts = append(ts, comparisonTable("comparisons_clean", fmt.Sprintf("Paired comparisons against the anchor "+
-			"%s on the issues where neither row has an error that is not the model's: one-sided exact McNemar, "+
-			"Holm-adjusted over these %d comparisons", r.Anchor, len(r.CleanComparisons)), r.CleanComparisons))
+			"%s on the issues where neither row has an error that is not the model's: %s, "+
+			"Holm-adjusted over these %d comparisons", r.Anchor, r.testName(), len(r.CleanComparisons)),
+			r.CleanComparisons))
 	}
 	if len(r.Pairs) > 0 {
 		if dt := r.disagreementTable(); len(dt.rows) > 0 {
