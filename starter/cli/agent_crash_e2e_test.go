@@ -15,6 +15,7 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 	"ctxlab/workflows"
@@ -181,7 +182,7 @@ func checkAgentAudit(t *testing.T, runs, run string, rows map[results.Key]result
 	t.Helper()
 	for k, row := range rows {
 		out, _ := mainOut(t, "audit", run, "--runs", runs, "--issue", k.Instance, "--method", k.Method, "--json")
-		var rep auditReport
+		var rep sweepclient.AuditReport
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatal(err)
 		}

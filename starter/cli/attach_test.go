@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"ctxlab/internal/cluster"
+	"ctxlab/starter/sweepclient"
 )
 
 // TestTwoStartersAtOnce starts two starters of one spec at the same moment. The one that loses the race for the run
@@ -79,12 +80,12 @@ func TestTwoStartersAtOnce(t *testing.T) {
 	}
 
 	// One sweep: the workflow id was started once.
-	conn, err := connect(ctx, cluster.Options{Namespace: "default"}, dir, zerolog.Nop())
+	conn, err := sweepclient.Connect(ctx, cluster.Options{Namespace: "default"}, dir, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.close()
-	resp, err := conn.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+	defer conn.Close()
+	resp, err := conn.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 		Namespace: "default", Query: "WorkflowId = 'sweep/twice'"})
 	if err != nil {
 		t.Fatal(err)
@@ -100,23 +101,23 @@ func TestLockOrWait(t *testing.T) {
 	dir := t.TempDir()
 	lockPath, sfPath := filepath.Join(dir, "starter.lock"), filepath.Join(dir, "server.json")
 	ctx := context.Background()
-	unlock, published, err := lockOrWait(ctx, lockPath, sfPath, time.Second, zerolog.Nop())
+	unlock, published, err := sweepclient.LockOrWait(ctx, lockPath, sfPath, time.Second, zerolog.Nop())
 	if err != nil || published != nil {
 		t.Fatalf("free lock: published %v, err %v", published, err)
 	}
-	if holder := lockHolder(lockPath); holder != os.Getpid() {
+	if holder := sweepclient.LockHolder(lockPath); holder != os.Getpid() {
 		t.Errorf("the lock file names pid %d, want this process's %d", holder, os.Getpid())
 	}
-	write := func(sf serverFile) {
+	write := func(sf sweepclient.ServerFile) {
 		b, _ := json.Marshal(sf)
 		if err := os.WriteFile(sfPath, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	// An earlier starter's server.json: another pid. The waiter must not dial it, and says why it gave up.
-	write(serverFile{PID: os.Getpid() + 1, Address: "127.0.0.1:1"})
-	if _, published, err := lockOrWait(ctx, lockPath, sfPath, 300*time.Millisecond, zerolog.Nop()); err == nil ||
+	// An earlier starter's server.json: another pid. The waiter must not sweepclient.Dial it, and says why it gave up.
+	write(sweepclient.ServerFile{PID: os.Getpid() + 1, Address: "127.0.0.1:1"})
+	if _, published, err := sweepclient.LockOrWait(ctx, lockPath, sfPath, 300*time.Millisecond, zerolog.Nop()); err == nil ||
 		!strings.Contains(err.Error(), "published no server") {
 		t.Errorf("stale server.json: published %v, err %v; want the wait to end with an error", published, err)
 	}
@@ -124,20 +125,20 @@ func TestLockOrWait(t *testing.T) {
 	// The holder publishes while the other waits: it attaches to that.
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		write(serverFile{PID: os.Getpid(), Address: "127.0.0.1:7233"})
+		write(sweepclient.ServerFile{PID: os.Getpid(), Address: "127.0.0.1:7233"})
 	}()
-	_, published, err = lockOrWait(ctx, lockPath, sfPath, 5*time.Second, zerolog.Nop())
+	_, published, err = sweepclient.LockOrWait(ctx, lockPath, sfPath, 5*time.Second, zerolog.Nop())
 	if err != nil || published == nil || published.Address != "127.0.0.1:7233" {
 		t.Errorf("published by the holder: got %+v, err %v", published, err)
 	}
 
 	// The holder exits before publishing: the waiter takes the lock and runs the server itself.
-	write(serverFile{PID: os.Getpid() + 1, Address: "127.0.0.1:1"})
+	write(sweepclient.ServerFile{PID: os.Getpid() + 1, Address: "127.0.0.1:1"})
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		unlock()
 	}()
-	unlock2, published, err := lockOrWait(ctx, lockPath, sfPath, 5*time.Second, zerolog.Nop())
+	unlock2, published, err := sweepclient.LockOrWait(ctx, lockPath, sfPath, 5*time.Second, zerolog.Nop())
 	if err != nil || published != nil {
 		t.Fatalf("after the holder left: published %+v, err %v; want the lock", published, err)
 	}

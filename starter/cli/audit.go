@@ -1,42 +1,19 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
 	"ctxlab/activities"
-	"ctxlab/results/runstate"
-	"ctxlab/runfolder"
-	"ctxlab/runlog"
-	"ctxlab/store/bucket"
-	"ctxlab/store/cas"
+	"ctxlab/starter/sweepclient"
 )
 
 func init() { commands = append(commands, auditCommand.command()) }
 
-type auditOptions struct {
-	name   string
-	runs   string
-	store  string
-	issue  string
-	method string
-	show   string
-	json   bool
-	// export is the folder --export writes the rows' files to.
-	export string
-}
+type auditOptions struct{ sweepclient.AuditOptions }
 
 var auditCommand = commandDef[auditOptions, *auditOptions]{
 	use:   "audit NAME",
@@ -44,326 +21,31 @@ var auditCommand = commandDef[auditOptions, *auditOptions]{
 	long: "Every attempt of every activity (node x issue) of runs/NAME, from the run folder's records.\n" +
 		"starter audit [NAME] --show REF prints a stored object; starter audit NAME --export DIR writes each row's\n" +
 		"context, patch and test log to DIR/MODEL/METHOD/INSTANCE/.",
-	run: runAudit,
+	run: func(o auditOptions, stdout, stderr io.Writer) int {
+		return sweepclient.Audit(o.AuditOptions, stdout, stderr)
+	},
 }
 
 func (o *auditOptions) define(fs *pflag.FlagSet) {
-	fs.StringVar(&o.runs, "runs", "runs", "folder that holds one output folder per experiment")
-	fs.StringVar(&o.store, "store", os.Getenv(activities.StoreEnv), "content store the run used: file:// or s3:// "+
+	fs.StringVar(&o.Runs, "runs", "runs", "folder that holds one output folder per experiment")
+	fs.StringVar(&o.Store, "store", os.Getenv(activities.StoreEnv), "content store the run used: file:// or s3:// "+
 		"`URL`, or a folder (default: the run folder's cas/; $"+activities.StoreEnv+")")
-	fs.StringVar(&o.issue, "issue", "", "show one instance `ID` only")
-	fs.StringVar(&o.method, "method", "", "show only the nodes `METHOD`'s steps use (or MODEL/METHOD)")
-	fs.StringVar(&o.show, "show", "", "print the stored object `REF` (pretty JSON when it is JSON); without NAME, "+
+	fs.StringVar(&o.Issue, "issue", "", "show one instance `ID` only")
+	fs.StringVar(&o.Method, "method", "", "show only the nodes `METHOD`'s steps use (or MODEL/METHOD)")
+	fs.StringVar(&o.Show, "show", "", "print the stored object `REF` (pretty JSON when it is JSON); without NAME, "+
 		"every run under --runs is searched")
-	fs.BoolVar(&o.json, "json", false, "print one JSON document")
-	fs.StringVar(&o.export, "export", "", "write each row's context.txt, patch.diff, test_output.txt and row.json "+
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON document")
+	fs.StringVar(&o.Export, "export", "", "write each row's context.txt, patch.diff, test_output.txt and row.json "+
 		"to `DIR`/MODEL/METHOD/INSTANCE/, as the SWE-bench harness lays out its logs")
 }
 
 func (o *auditOptions) complete(pos []string, _ *pflag.FlagSet) error {
 	switch {
 	case len(pos) == 1:
-		o.name = pos[0]
-	case len(pos) == 0 && o.show != "":
+		o.Name = pos[0]
+	case len(pos) == 0 && o.Show != "":
 	default:
 		return fmt.Errorf("audit: want one run name (or --show REF), got %d arguments", len(pos))
 	}
 	return nil
-}
-
-// auditReport is audit's JSON document.
-type auditReport struct {
-	Run        string              `json:"run"`
-	Dir        string              `json:"dir"`
-	Activities []runstate.Activity `json:"activities"`
-	Totals     auditTotals         `json:"totals"`
-	Note       string              `json:"note,omitempty"`
-}
-
-// auditTotals sum what the listed activities did.
-type auditTotals struct {
-	Activities int `json:"activities"`
-	// Tries counts attempts by outcome (done, fail, memo, unfinished).
-	Tries map[string]int `json:"tries"`
-	// Calls sums the ledger (calls.jsonl) over the listed activities.
-	Calls runstate.Spend `json:"calls"`
-}
-
-func runAudit(o auditOptions, stdout, stderr io.Writer) int {
-	if o.show != "" {
-		return showRef(o, stdout, stderr)
-	}
-	code, err := auditRun(o, stdout)
-	return exitCodeSaying(code, err, stderr)
-}
-
-// auditFailed is a roundExit of exitFail that prints err after "starter audit: ".
-func auditFailed(err error) *roundExit { return exitWith(exitFail, "starter audit: "+err.Error()) }
-
-// auditRun exports the run's rows (--export) or lists its activities' attempts and calls, as text or JSON.
-func auditRun(o auditOptions, stdout io.Writer) (int, error) {
-	dir, err := runFolder(o.runs, o.name)
-	if err != nil {
-		return 0, auditFailed(err)
-	}
-	if o.export != "" {
-		n, err := exportRun(context.Background(), o, dir, readShape(dir).plan)
-		if err != nil {
-			return 0, auditFailed(err)
-		}
-		printExport(stdout, o.export, n)
-		return exitOK, nil
-	}
-	if err := gatherRunRecords(o.store, o.name, dir); err != nil {
-		return 0, auditFailed(err)
-	}
-	rec, err := runstate.Read(dir)
-	if err != nil {
-		return 0, auditFailed(err)
-	}
-	sh := readShape(dir)
-	ao, err := auditSelection(o, sh)
-	if err != nil {
-		return 0, err
-	}
-	acts := runstate.Audit(rec, ao)
-	if o.issue != "" && len(acts) == 0 {
-		return 0, exitWith(exitFail, fmt.Sprintf("starter audit: issue %q has no records in %s", o.issue,
-			runfolder.Attempts(dir)))
-	}
-	rep := newAuditReport(o.name, dir, acts, sh.note)
-	if o.json {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return 0, auditFailed(err)
-		}
-		fmt.Fprintln(stdout, string(b))
-		return exitOK, nil
-	}
-	printAudit(stdout, rep)
-	return exitOK, nil
-}
-
-// auditSelection is what the audit lists: the plan's nodes of the run's instances, of the --issue and the --method
-// asked for.
-func auditSelection(o auditOptions, sh sweepShape) (runstate.AuditOptions, error) {
-	ao := runstate.AuditOptions{Instances: sh.instances, Instance: o.issue}
-	if sh.plan != nil {
-		for _, n := range sh.plan.Nodes {
-			ao.Nodes = append(ao.Nodes, runstate.Node{Key: n.Key, Activity: n.Activity, Steps: n.Steps})
-		}
-	}
-	if o.method == "" {
-		return ao, nil
-	}
-	if sh.plan == nil {
-		return ao, exitWith(exitFail, fmt.Sprintf("starter audit: --method needs the run's spec (%s)", sh.note))
-	}
-	ao.Keep = map[string]bool{}
-	var known []string
-	for _, arm := range sh.plan.Arms {
-		known = append(known, arm.Model+"/"+arm.Method)
-		if arm.Method != o.method && arm.Model+"/"+arm.Method != o.method {
-			continue
-		}
-		for _, s := range arm.Steps {
-			ao.Keep[s.Key] = true
-		}
-	}
-	if len(ao.Keep) == 0 {
-		return ao, exitWith(exitFail, fmt.Sprintf("starter audit: no method %q in the run's spec; it has %s",
-			o.method, strings.Join(known, ", ")))
-	}
-	return ao, nil
-}
-
-// newAuditReport is the audit of the listed activities with their totals.
-func newAuditReport(name, dir string, acts []runstate.Activity, note string) auditReport {
-	rep := auditReport{Run: name, Dir: dir, Activities: acts, Note: note,
-		Totals: auditTotals{Activities: len(acts), Tries: map[string]int{}}}
-	if rep.Activities == nil {
-		rep.Activities = []runstate.Activity{}
-	}
-	for _, a := range acts {
-		for _, t := range a.Tries {
-			rep.Totals.Tries[t.Event]++
-		}
-		rep.Totals.Calls.Merge(a.Calls)
-	}
-	return rep
-}
-
-const auditTime = "2006-01-02 15:04:05.000"
-
-// stepList names a node's steps for people: a node shared by a whole study's methods has dozens of labels, so the
-// first few stand for the rest (--json lists them all).
-func stepList(steps []string) string {
-	const shown = 4
-	if len(steps) <= shown {
-		return strings.Join(steps, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(steps[:shown], ", "), len(steps)-shown)
-}
-
-func printAudit(w io.Writer, r auditReport) {
-	fmt.Fprintf(w, "run %s (%s): %d activities\n", r.Run, r.Dir, len(r.Activities))
-	if r.Note != "" {
-		fmt.Fprintf(w, "note: %s\n", r.Note)
-	}
-	last := ""
-	for _, a := range r.Activities {
-		if a.Instance != last {
-			fmt.Fprintf(w, "\nissue %s\n", a.Instance)
-			last = a.Instance
-		}
-		fmt.Fprintf(w, "  %s  node %s  steps %s\n", a.Activity, a.Key, stepList(a.Steps))
-		if len(a.Tries) == 0 {
-			fmt.Fprintln(w, "    (no attempt: not reached, or skipped because an input failed)")
-		}
-		for _, t := range a.Tries {
-			printAuditTry(w, t)
-		}
-		printAuditCalls(w, a)
-	}
-	t := r.Totals
-	fmt.Fprintf(w, "\ntotal: %d activities; attempts %d done, %d failed, %d memo, %d unfinished; "+
-		"%d paid calls $%.4f, %d cache hits\n", t.Activities, t.Tries[runlog.EventDone], t.Tries[runlog.EventFail],
-		t.Tries[runlog.EventMemo], t.Tries[runstate.TryUnfinished], t.Calls.PaidCalls, t.Calls.USD, t.Calls.CacheHits)
-}
-
-// printAuditTry prints one attempt: its outcome, time, duration and usage, then its error and the objects it read
-// and wrote.
-func printAuditTry(w io.Writer, t runstate.Try) {
-	line := fmt.Sprintf("    #%d %-10s %s", t.Attempt, t.Event, t.Start.UTC().Format(auditTime))
-	if t.DurationMS > 0 || t.Event == runlog.EventDone || t.Event == runlog.EventFail {
-		line += "  " + (time.Duration(t.DurationMS) * time.Millisecond).String()
-	}
-	if t.ModelCalls+t.PaidCalls+t.CacheHits > 0 {
-		line += fmt.Sprintf("  calls %d (paid %d, cached %d) %d+%d tokens $%.4f", t.ModelCalls, t.PaidCalls,
-			t.CacheHits, t.PromptTokens, t.CompletionTokens, t.CostUSD)
-	}
-	fmt.Fprintln(w, line)
-	if t.Error != "" {
-		typ := ""
-		if t.ErrorType != "" {
-			typ = " [" + t.ErrorType + "]"
-		}
-		fmt.Fprintf(w, "       error%s: %s\n", typ, t.Error)
-	}
-	if t.Output != "" {
-		fmt.Fprintf(w, "       output %s\n", t.Output)
-	}
-	if t.Params != "" {
-		fmt.Fprintf(w, "       params %s\n", t.Params)
-	}
-	names := make([]string, 0, len(t.Inputs))
-	for n := range t.Inputs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "       input  %s %s\n", t.Inputs[n], n)
-	}
-}
-
-// printAuditCalls prints an activity's ledger total and each of its model calls.
-func printAuditCalls(w io.Writer, a runstate.Activity) {
-	if c := a.Calls; c.PaidCalls+c.CacheHits > 0 {
-		fmt.Fprintf(w, "    ledger: %d paid calls $%.4f (%d+%d tokens), %d cache hits, %d failed\n", c.PaidCalls,
-			c.USD, c.PromptTokens, c.CompletionTokens, c.CacheHits, c.FailedCalls)
-	}
-	for _, c := range a.CallList {
-		how := "paid"
-		if c.Cached {
-			how = "cached"
-		}
-		line := fmt.Sprintf("      call %s %s %s/%s %d+%d tokens $%.4f", c.Time.UTC().Format(auditTime), how,
-			c.Provider, c.Model, c.PromptTokens, c.CompletionTokens, c.CostUSD)
-		if c.Error != "" {
-			line += " error " + c.Error
-		}
-		fmt.Fprintln(w, line)
-		if c.Request != "" {
-			fmt.Fprintf(w, "         request  %s\n", c.Request)
-		}
-		if c.Response != "" {
-			fmt.Fprintf(w, "         response %s\n", c.Response)
-		}
-	}
-}
-
-// showRef prints a stored object: from NAME's store, or from the first run under --runs that holds it.
-func showRef(o auditOptions, stdout, stderr io.Writer) int {
-	ref := cas.Ref(strings.TrimSpace(o.show))
-	if !ref.Valid() {
-		fmt.Fprintf(stderr, "starter audit: --show %q is not a reference (want sha256: and 64 hex digits)\n", o.show)
-		return exitUsage
-	}
-	var names []string
-	if o.name != "" {
-		if _, err := runFolder(o.runs, o.name); err != nil {
-			fmt.Fprintln(stderr, "starter audit:", err)
-			return exitFail
-		}
-		names = []string{o.name}
-	} else {
-		entries, err := os.ReadDir(o.runs)
-		if err != nil {
-			fmt.Fprintln(stderr, "starter audit:", err)
-			return exitFail
-		}
-		for _, e := range entries {
-			if e.IsDir() {
-				names = append(names, e.Name())
-			}
-		}
-	}
-	ctx := context.Background()
-	for _, name := range names {
-		dir := filepath.Join(o.runs, name)
-		if o.store == "" {
-			// A folder without a store is not a run: do not create one in it.
-			if st, err := os.Stat(runfolder.CAS(dir)); err != nil || !st.IsDir() {
-				continue
-			}
-		}
-		store, err := bucket.Open(ctx, o.store, name, runfolder.CAS(dir))
-		if err != nil {
-			fmt.Fprintf(stderr, "starter audit: %s: %v\n", name, err)
-			continue
-		}
-		b, err := store.Get(ctx, ref)
-		if errors.Is(err, cas.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "starter audit: %s: %v\n", name, err)
-			return exitFail
-		}
-		printObject(stdout, b)
-		return exitOK
-	}
-	where := "any run under " + o.runs
-	if o.name != "" {
-		where = "run " + o.name
-	}
-	fmt.Fprintf(stderr, "starter audit: %s is not in the content store of %s\n", ref, where)
-	return exitFail
-}
-
-// printObject prints JSON indented, text as it is, and says what binary data is instead of printing it.
-func printObject(w io.Writer, b []byte) {
-	var buf bytes.Buffer
-	switch {
-	case json.Valid(b) && json.Indent(&buf, b, "", "  ") == nil:
-		buf.WriteByte('\n')
-		_, _ = w.Write(buf.Bytes())
-	case utf8.Valid(b):
-		_, _ = w.Write(b)
-		if len(b) > 0 && b[len(b)-1] != '\n' {
-			fmt.Fprintln(w)
-		}
-	default:
-		fmt.Fprintf(w, "(%d bytes of binary data)\n", len(b))
-	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/store/cas"
 )
 
@@ -63,7 +64,7 @@ func TestAuditExportKeepsHostileNamesInside(t *testing.T) {
 		if !strings.HasPrefix(path, runs+string(filepath.Separator)) && !strings.HasPrefix(path, out+string(filepath.Separator)) {
 			t.Errorf("a file outside the run and the export folder: %s", path)
 		}
-		if strings.HasPrefix(path, out) && d.Name() == exportRow {
+		if strings.HasPrefix(path, out) && d.Name() == sweepclient.ExportRow {
 			rowFiles = append(rowFiles, path)
 		}
 		return nil
@@ -81,7 +82,7 @@ func TestAuditExportKeepsHostileNamesInside(t *testing.T) {
 		}
 	}
 	// A plain name is kept as it is, and the hostile row's folder holds its patch and its row.
-	if _, err := os.Stat(filepath.Join(out, "offline", "plain", "ok__repo-1", exportRow)); err != nil {
+	if _, err := os.Stat(filepath.Join(out, "offline", "plain", "ok__repo-1", sweepclient.ExportRow)); err != nil {
 		t.Errorf("a plain name was changed: %v", err)
 	}
 	for _, p := range rowFiles {
@@ -96,7 +97,7 @@ func TestAuditExportKeepsHostileNamesInside(t *testing.T) {
 		if r.String(results.FieldMethod) != "../../../escape" {
 			continue
 		}
-		got, err := os.ReadFile(filepath.Join(filepath.Dir(p), exportPatch))
+		got, err := os.ReadFile(filepath.Join(filepath.Dir(p), sweepclient.ExportPatch))
 		if err != nil || string(got) != patch {
 			t.Errorf("the hostile row's patch.diff: %q, %v", got, err)
 		}
@@ -128,7 +129,7 @@ func TestAuditExportOfSweep(t *testing.T) {
 			return string(b)
 		}
 		var exported results.Row
-		if err := json.Unmarshal([]byte(read(exportRow)), &exported); err != nil || exported.Key() != k ||
+		if err := json.Unmarshal([]byte(read(sweepclient.ExportRow)), &exported); err != nil || exported.Key() != k ||
 			exported.String("grade_status") != r.String("grade_status") {
 			t.Errorf("%s row.json: %v (%v), want %v", folder, exported, err, r)
 		}
@@ -137,11 +138,11 @@ func TestAuditExportOfSweep(t *testing.T) {
 		if status == "empty_patch" {
 			wantLog = "no test ran for this row: grade_status empty_patch"
 		}
-		if log := read(exportTestOutput); status == "" || !strings.Contains(log, wantLog) {
+		if log := read(sweepclient.ExportTestOutput); status == "" || !strings.Contains(log, wantLog) {
 			t.Errorf("%s: test_output.txt does not hold the grade log of status %q:\n%.400s", folder, status, log)
 		}
-		patch := read(exportPatch)
-		context := read(exportContext)
+		patch := read(sweepclient.ExportPatch)
+		context := read(sweepclient.ExportContext)
 		if resolved, _ := r.Bool(specs.Resolved.Name); resolved && !strings.Contains(patch, "+++ b/") {
 			t.Errorf("%s: a resolved row's patch.diff holds no diff: %q", folder, patch)
 		}

@@ -32,6 +32,7 @@ import (
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/store/bucket"
 	"ctxlab/workflows"
 )
@@ -94,7 +95,7 @@ func checkSpec(o checkOptions, stdout, stderr io.Writer) int {
 	}
 	runDir := filepath.Join(o.runs, e.Name)
 	rep := &checkReport{}
-	instances, err := prepareDataset(e, runDir)
+	instances, err := sweepclient.PrepareDataset(e, runDir)
 	if err != nil {
 		rep.fail("dataset", "", strings.TrimPrefix(err.Error(), "dataset: "), "name an existing dataset file (the "+
 			"spec's dataset, or --ext-str dataset=FILE where the spec reads one)")
@@ -134,29 +135,29 @@ func (r *checkReport) checkWorkers(ctx context.Context, o checkOptions, e *specs
 	defer c.Close()
 	objs, err := bucket.OpenObjects(ctx, o.store, e.Name, runDir)
 	if err == nil && bucket.Shared(o.store) {
-		err = writeRunMarker(ctx, o.store, e.Name, runDir)
+		err = sweepclient.WriteRunMarker(ctx, o.store, e.Name, runDir)
 	}
-	var res handshakeResult
+	var res sweepclient.HandshakeResult
 	if err == nil {
 		// The run's budget is not asked: check sets no limits on it, and a running sweep's may differ.
-		res, err = handshake(ctx, c, objs, e.Name, workflows.DefaultQueues, e.Limits.Queues, nil)
+		res, err = sweepclient.Handshake(ctx, c, objs, e.Name, workflows.DefaultQueues, e.Limits.Queues, nil)
 	}
 	if err != nil {
 		r.fail("workers", o.cluster.Address, err.Error(), "check the Temporal server and the store")
 		return
 	}
-	r.checked = append(r.checked, fmt.Sprintf("%d worker process(es) at %s", res.workers, o.cluster.Address))
+	r.checked = append(r.checked, fmt.Sprintf("%d worker process(es) at %s", res.Workers, o.cluster.Address))
 	switch {
-	case res.workers == 0:
+	case res.Workers == 0:
 		r.note("no worker polls the sweep's queues at %s yet: start them before the sweep, or they are checked "+
 			"by each of their nodes", o.cluster.Address)
-	case len(res.problems) > 0:
-		for _, p := range res.problems {
+	case len(res.Problems) > 0:
+		for _, p := range res.Problems {
 			r.fail("workers", o.cluster.Address, p, "start the workers as the starter runs: the same --store, "+
 				"build and --spec")
 		}
 	}
-	for _, w := range res.silent {
+	for _, w := range res.Silent {
 		r.note("a worker Temporal saw polling at %s did not answer the handshake: %s", o.cluster.Address, w)
 	}
 }

@@ -1,6 +1,6 @@
 // Package cli implements the starter's subcommands on cobra. Each command has its own file with an options struct
-// (its flags, declared on the cobra command's flag set, and its arguments) and a run function that does the work,
-// so tests can drive either part.
+// (its flags, declared on the cobra command's flag set, and its arguments) and a run function over the libraries
+// that do the work (starter/sweepclient for run, status, audit, report and ui), so tests can drive either part.
 package cli
 
 import (
@@ -15,17 +15,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"ctxlab/internal/cliflags"
+	"ctxlab/starter/sweepclient"
 )
 
-// Exit codes.
+// The exit codes of the commands, which sweepclient declares with the sweep's.
 const (
-	exitOK    = 0
-	exitFail  = 1 // the work ran and failed
-	exitUsage = 2 // bad flags, a bad spec or dataset: nothing ran
-	// exitPaused: the sweep stopped at its spend cap (limits.spend_usd); raising it and running again continues.
-	exitPaused = 3
-	// exitRowErrors: the sweep finished, but some rows have an error (starter run --allow-errors exits 0 instead).
-	exitRowErrors = 4
+	exitOK    = sweepclient.ExitOK
+	exitFail  = sweepclient.ExitFail
+	exitUsage = sweepclient.ExitUsage
 )
 
 const usage = `usage: starter <command> [flags]
@@ -232,6 +229,20 @@ func hideTestOnly(fs *pflag.FlagSet) {
 		}
 	}
 }
+
+// roundExit ends a command before its work is done: it prints lines on stderr and exits with code.
+type roundExit struct {
+	code  int
+	lines []string
+}
+
+func (x *roundExit) Error() string { return fmt.Sprint(x.lines) }
+
+// exitWith is a roundExit of code that prints lines.
+func exitWith(code int, lines ...string) *roundExit { return &roundExit{code: code, lines: lines} }
+
+// starterFailed is a roundExit of code that prints err after "starter: ".
+func starterFailed(code int, err error) *roundExit { return exitWith(code, "starter: "+err.Error()) }
 
 func usageError(err error, stderr io.Writer) int {
 	if errors.Is(err, pflag.ErrHelp) {

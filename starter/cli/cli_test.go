@@ -16,7 +16,7 @@ func TestParseRunFlagsAnywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.spec != "s.jsonnet" || o.runs != "out" || o.cluster.Address != "h:1" || o.ExtStr["model"] != "openai" || o.TLAStr["n"] != "3" {
+	if o.Spec != "s.jsonnet" || o.Runs != "out" || o.Cluster.Address != "h:1" || o.ExtStr["model"] != "openai" || o.TLAStr["n"] != "3" {
 		t.Errorf("parsed %+v", o)
 	}
 	if _, err := parseRun([]string{"a.jsonnet", "b.jsonnet"}, &stderr); err == nil {

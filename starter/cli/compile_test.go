@@ -24,7 +24,7 @@ func TestParseSpecFlags(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	ro, err := parseRun(append([]string{"--runs", "out"}, args...), &stderr)
-	if err != nil || ro.spec != "s.jsonnet" || ro.runs != "out" {
+	if err != nil || ro.Spec != "s.jsonnet" || ro.Runs != "out" {
 		t.Fatalf("run: %v %+v", err, ro)
 	}
 	check("run", ro.Flags)

@@ -16,6 +16,7 @@ import (
 	"ctxlab/internal/images"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/dockertest"
 	"ctxlab/testkit/e2e"
 )
@@ -132,8 +133,8 @@ func TestDockerSweepMissingImageIsARowError(t *testing.T) {
 	}
 	start := time.Now()
 	stdout, stderr, code = runStarter(t, 5*time.Minute, "run", spec, "--runs", runs, "--quiet", "--no-check")
-	if code != exitRowErrors {
-		t.Fatalf("run: exit %d, want %d (rows with errors)\nstdout:\n%s\nstderr:\n%s", code, exitRowErrors, stdout, stderr)
+	if code != sweepclient.ExitRowErrors {
+		t.Fatalf("run: exit %d, want %d (rows with errors)\nstdout:\n%s\nstderr:\n%s", code, sweepclient.ExitRowErrors, stdout, stderr)
 	}
 	t.Logf("sweep with a missing image finished in %s", time.Since(start).Round(time.Second))
 	rows := readRows(t, filepath.Join(runs, "docker-missing", "results.jsonl"))

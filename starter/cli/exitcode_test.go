@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/fakeopenai"
 )
 
 // TestRunExitsNonZeroWhenRowsFail runs a sweep whose every model call is refused (a wrong API key: every row fails
-// with an auth error). The starter used to exit 0 with "ok": true; it must exit exitRowErrors, say how many rows
+// with an auth error). The starter used to exit 0 with "ok": true; it must exit sweepclient.ExitRowErrors, say how many rows
 // failed and of which kind, and report ok false. --allow-errors gives scripts their 0 back, still saying it.
 func TestRunExitsNonZeroWhenRowsFail(t *testing.T) {
 	t.Parallel()
@@ -27,14 +28,14 @@ func TestRunExitsNonZeroWhenRowsFail(t *testing.T) {
 	// key revoked in the middle of a sweep.
 	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai",
 		"--json", "--no-check")
-	if code != exitRowErrors {
-		t.Fatalf("exit %d with every row failed, want %d\nstdout:\n%s\nstderr:\n%s", code, exitRowErrors, stdout,
+	if code != sweepclient.ExitRowErrors {
+		t.Fatalf("exit %d with every row failed, want %d\nstdout:\n%s\nstderr:\n%s", code, sweepclient.ExitRowErrors, stdout,
 			stderr)
 	}
 	if srv.Calls() == 0 {
 		t.Fatal("no model call reached the endpoint: the rows failed for another reason than the one tested")
 	}
-	var sum runSummary
+	var sum sweepclient.RunSummary
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
 	}
@@ -81,7 +82,7 @@ func TestTallyRowErrors(t *testing.T) {
 	}
 	withKind := row("f", "step patch: whatever")
 	withKind[results.FieldErrorKind] = "rate_limit"
-	tally := tallyRowErrors([]results.Row{
+	tally := sweepclient.TallyRowErrors([]results.Row{
 		row("a", "step patch: m.patch: model gpt: model call failed (auth, HTTP 401): bad key"),
 		row("b", "step patch: m.patch: model gpt: model call failed (auth, HTTP 401): bad key"),
 		row("c", "step localize0: timed out (StartToClose)"),
@@ -99,7 +100,7 @@ func TestTallyRowErrors(t *testing.T) {
 	}
 	// A step's failure of no kind is the machine's, never the model's (before, "step context" was filed as the
 	// model's, final).
-	if got, want := tally.byClass(), "endpoint 2 (rate_limit 1, timeout 1; a re-run retries them), "+
+	if got, want := tally.ByClass(), "endpoint 2 (rate_limit 1, timeout 1; a re-run retries them), "+
 		"configuration 2 (auth 2; a re-run retries them), environment 1 (step context 1; a re-run retries them)"; got != want {
 		t.Errorf("by class %q, want %q", got, want)
 	}

@@ -14,7 +14,7 @@ func TestParseSingleDashLongFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.runs != "out" || !o.json || o.name != "n" {
+	if o.Runs != "out" || !o.JSON || o.Name != "n" {
 		t.Errorf("status -runs out n -json: parsed %+v", o)
 	}
 	r, err := parseRun([]string{"-ext-str", "-runs=x", "s.jsonnet", "-J", "-lib", "-Jlib2", "--jpath=lib3",
@@ -22,14 +22,14 @@ func TestParseSingleDashLongFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ExtStr["-runs"] != "x" || r.runs != "runs" {
-		t.Errorf("--ext-str -runs=x: ext %v, runs %q (a flag's value was read as a flag)", r.ExtStr, r.runs)
+	if r.ExtStr["-runs"] != "x" || r.Runs != "runs" {
+		t.Errorf("--ext-str -runs=x: ext %v, runs %q (a flag's value was read as a flag)", r.ExtStr, r.Runs)
 	}
 	if want := []string{"-lib", "lib2", "lib3"}; !slices.Equal(r.JPath, want) {
 		t.Errorf("jpath %q, want %q", r.JPath, want)
 	}
-	if r.spec != "s.jsonnet" || r.infraWaits != -1 {
-		t.Errorf("spec %q, infra-waits %d", r.spec, r.infraWaits)
+	if r.Spec != "s.jsonnet" || r.InfraWaits != -1 {
+		t.Errorf("spec %q, infra-waits %d", r.Spec, r.InfraWaits)
 	}
 	if _, err := parseStatus([]string{"-rns", "out", "n"}, &stderr); err == nil {
 		t.Error("an unknown single-dash flag was accepted")
@@ -140,8 +140,8 @@ func TestSwitchFlags(t *testing.T) {
 		want bool
 	}{{[]string{"n", "--json"}, true}, {[]string{"--json=false", "n"}, false}, {[]string{"n"}, false}} {
 		o, err := parseStatus(tc.args, &stderr)
-		if err != nil || o.json != tc.want || o.name != "n" {
-			t.Errorf("status %q: json %v, name %q, %v; want json %v", tc.args, o.json, o.name, err, tc.want)
+		if err != nil || o.JSON != tc.want || o.Name != "n" {
+			t.Errorf("status %q: json %v, name %q, %v; want json %v", tc.args, o.JSON, o.Name, err, tc.want)
 		}
 	}
 }

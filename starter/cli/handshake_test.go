@@ -16,6 +16,7 @@ import (
 	"ctxlab/internal/buildid"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/store/objects"
 	"ctxlab/wiring"
 	"ctxlab/workflows"
@@ -37,7 +38,7 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
-	c, err := dial(ctx, srv.HostPort(), "ctxlab-test", zerolog.Nop())
+	c, err := sweepclient.Dial(ctx, srv.HostPort(), "ctxlab-test", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +48,12 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 	objs := objects.Dir{Root: runDir}
 	q := workflows.DefaultQueues
 	set := limiter.Limits{SpendUSD: 0.5, Providers: map[string]specs.ProviderLimit{"openai": {InFlight: 4}}}
-	if err := setBudget(ctx, c, run, runDir, q.Workflow, set); err != nil {
+	if err := sweepclient.SetBudget(ctx, c, run, runDir, q.Workflow, set); err != nil {
 		t.Fatal(err)
 	}
-	shake := func(want limiter.Limits) handshakeResult {
+	shake := func(want limiter.Limits) sweepclient.HandshakeResult {
 		t.Helper()
-		res, err := handshake(ctx, c, objs, run, q, specs.QueueLimits{}, &want)
+		res, err := sweepclient.Handshake(ctx, c, objs, run, q, specs.QueueLimits{}, &want)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 	defer stopLLM()
 	waitForPollers(ctx, t, c, q, 1)
 	started := time.Now()
-	if res := shake(set); len(res.problems) > 0 || len(res.silent) > 0 {
+	if res := shake(set); len(res.Problems) > 0 || len(res.Silent) > 0 {
 		t.Errorf("an llm worker with no workflow worker to run the budget: %+v", res)
 	}
 	if d := time.Since(started); d > 10*time.Second {
@@ -80,16 +81,16 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 	}
 	defer stopWF()
 	waitForPollers(ctx, t, c, q, 2)
-	if res := shake(set); len(res.problems) > 0 || len(res.silent) > 0 || res.workers != 2 {
+	if res := shake(set); len(res.Problems) > 0 || len(res.Silent) > 0 || res.Workers != 2 {
 		t.Errorf("the workers learn the limits this starter set: %+v", res)
 	}
 	// Another starter of the run raised the cap since: the worker learns the budget's limits, not this starter's.
-	if err := setBudget(ctx, c, run, runDir, q.Workflow, limiter.Limits{SpendUSD: 2}); err != nil {
+	if err := sweepclient.SetBudget(ctx, c, run, runDir, q.Workflow, limiter.Limits{SpendUSD: 2}); err != nil {
 		t.Fatal(err)
 	}
 	res := shake(set)
-	if len(res.problems) != 1 || !strings.Contains(res.problems[0], "learned limits {SpendUSD:2") ||
-		!strings.Contains(res.problems[0], "queues llm") {
+	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0], "learned limits {SpendUSD:2") ||
+		!strings.Contains(res.Problems[0], "queues llm") {
 		t.Errorf("the budget's limits changed since this starter set them: %+v", res)
 	}
 }
@@ -98,7 +99,7 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 func waitForPollers(ctx context.Context, t *testing.T, c client.Client, q workflows.Queues, n int) {
 	t.Helper()
 	for {
-		ids, _, err := pollers(ctx, c, q)
+		ids, _, err := sweepclient.Pollers(ctx, c, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +132,7 @@ func TestHelloBudgetProblems(t *testing.T) {
 		{"silent", func(h api.Hello) api.Hello { return h }, "does not say which budget holds its paid calls"},
 		{"grade worker", func(h api.Hello) api.Hello { h.Kinds = []string{specs.QueueGrade}; return h }, ""},
 	} {
-		p := helloProblems(tc.h(base), "r", "", specs.QueueLimits{}, &want)
+		p := sweepclient.HelloProblems(tc.h(base), "r", "", specs.QueueLimits{}, &want)
 		switch {
 		case tc.want == "" && len(p) > 0:
 			t.Errorf("%s: %v", tc.name, p)
@@ -139,7 +140,7 @@ func TestHelloBudgetProblems(t *testing.T) {
 			t.Errorf("%s: %v, want one naming the worker and %q", tc.name, p, tc.want)
 		}
 	}
-	if p := helloProblems(base, "r", "", specs.QueueLimits{}, nil); len(p) > 0 {
+	if p := sweepclient.HelloProblems(base, "r", "", specs.QueueLimits{}, nil); len(p) > 0 {
 		t.Errorf("a worker not asked about the budget: %v", p)
 	}
 }

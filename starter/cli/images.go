@@ -23,6 +23,7 @@ import (
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/sweepclient"
 )
 
 // imagesBuildCommand is starter images build.
@@ -171,7 +172,7 @@ func fromSpec(ctx context.Context, o *imagesBuildOptions) ([]swebench.Instance, 
 		return nil, err
 	}
 	defer unlock()
-	rows, err := prepareDataset(e, runDir)
+	rows, err := sweepclient.PrepareDataset(e, runDir)
 	if err != nil {
 		return nil, err
 	}

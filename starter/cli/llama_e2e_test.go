@@ -23,6 +23,7 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/store/cas"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/llamaserver"
@@ -372,7 +373,7 @@ func llamaSweep(t *testing.T, rec *answerRecorder, timeout time.Duration, args .
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
-	if code != exitOK && code != exitRowErrors {
+	if code != exitOK && code != sweepclient.ExitRowErrors {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), e2e.Tail(errb.String(), 8000))
 	}
 	t.Logf("sweep finished in %s, exit %d; chat answers by status: %v", time.Since(start).Round(time.Second), code,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/machines"
 	"ctxlab/testkit/s3server"
@@ -68,7 +69,7 @@ func (d *deployment) machine(name, bin string, args ...string) *proc {
 func (d *deployment) startStarter(name string) {
 	d.starter = d.machine("starter", d.starterB, append([]string{"run", d.spec, "--runs", d.starterRuns,
 		"--no-worker", "--quiet", "--store", d.store}, d.flags...)...)
-	var sf serverFile
+	var sf sweepclient.ServerFile
 	for sf.Address == "" {
 		select {
 		case err := <-d.starter.done:

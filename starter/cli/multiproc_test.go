@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/e2e"
 )
 
@@ -112,7 +113,7 @@ func TestSweepAcrossProcesses(t *testing.T) {
 
 	server := startProc(t, "starter", starter(ctx, t, "run", spec, "--runs", runs, "--no-worker", "--quiet",
 		"--store", store))
-	var sf serverFile
+	var sf sweepclient.ServerFile
 	for sf.Address == "" {
 		select {
 		case err := <-server.done:
@@ -230,16 +231,16 @@ func TestParseRunClusterFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := o.cluster
+	c := o.Cluster
 	if c.Address != "t.example:7233" || c.Namespace != "ns" || c.CertFile != "c.pem" || c.KeyFile != "k.pem" ||
-		c.CAFile != "ca.pem" || c.ServerName != "t.example" || c.APIKeyEnv != "MY_KEY" || !o.noWorker {
+		c.CAFile != "ca.pem" || c.ServerName != "t.example" || c.APIKeyEnv != "MY_KEY" || !o.NoWorker {
 		t.Errorf("parsed %+v", o)
 	}
-	if o.store != "file:///from/env" {
-		t.Errorf("store %q, want CTXLAB_STORE's value", o.store)
+	if o.Store != "file:///from/env" {
+		t.Errorf("store %q, want CTXLAB_STORE's value", o.Store)
 	}
 	o, err = parseRun([]string{"s.jsonnet", "--store", "s3://b?region=x"}, &stderr)
-	if err != nil || o.store != "s3://b?region=x" || o.cluster.Address != "" || o.cluster.APIKeyEnv != "TEMPORAL_API_KEY" {
+	if err != nil || o.Store != "s3://b?region=x" || o.Cluster.Address != "" || o.Cluster.APIKeyEnv != "TEMPORAL_API_KEY" {
 		t.Errorf("parsed %+v, %v", o, err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"ctxlab/results/runstate"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/store/cas"
 	"ctxlab/testkit/fakeopenai"
 )
@@ -42,7 +43,7 @@ func mainOut(t *testing.T, args ...string) (string, string) {
 	return out.String(), errb.String()
 }
 
-// TestObserveSweep runs one small sweep in --json mode (half its rows fail, so it exits exitRowErrors), then checks that status, audit and the run's Temporal
+// TestObserveSweep runs one small sweep in --json mode (half its rows fail, so it exits sweepclient.ExitRowErrors), then checks that status, audit and the run's Temporal
 // history tell the same story as results.jsonl and attempts.jsonl.
 func TestObserveSweep(t *testing.T) {
 	t.Parallel()
@@ -50,13 +51,13 @@ func TestObserveSweep(t *testing.T) {
 	dir := filepath.Join(runs, "obs")
 	spec := demoVariant(t, brokenVariant)
 	stdout, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--json")
-	if code != exitRowErrors {
+	if code != sweepclient.ExitRowErrors {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 
 	// --json: stdout is one JSON object, every stderr line is JSON, and the progress events end on the full count.
 	dec := json.NewDecoder(strings.NewReader(stdout))
-	var sum runSummary
+	var sum sweepclient.RunSummary
 	if err := dec.Decode(&sum); err != nil {
 		t.Fatalf("stdout is not a JSON object: %v\n%s", err, stdout)
 	}
@@ -71,14 +72,14 @@ func TestObserveSweep(t *testing.T) {
 		!strings.Contains(sum.Summary, "broken") {
 		t.Errorf("summary %+v", sum)
 	}
-	var last progressEvent
+	var last sweepclient.ProgressEvent
 	progressLines := 0
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
 		if !json.Valid([]byte(line)) {
 			t.Errorf("stderr line is not JSON: %s", line)
 			continue
 		}
-		var ev progressEvent
+		var ev sweepclient.ProgressEvent
 		if json.Unmarshal([]byte(line), &ev) == nil && ev.Event == "progress" {
 			progressLines++
 			last = ev
@@ -101,7 +102,7 @@ func TestObserveSweep(t *testing.T) {
 		}
 	}
 	out, _ := mainOut(t, "status", "obs", "--runs", runs, "--json")
-	var st statusReport
+	var st sweepclient.StatusReport
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
@@ -126,12 +127,12 @@ func TestObserveSweep(t *testing.T) {
 
 	// audit: every plan node of every instance, done or memo unless the broken patch blocks it.
 	out, _ = mainOut(t, "audit", "obs", "--runs", runs, "--json")
-	var rep auditReport
+	var rep sweepclient.AuditReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("audit --json: %v", err)
 	}
-	sh := readShape(dir)
-	if sh.plan == nil || len(rep.Activities) != 2*len(sh.plan.Nodes) {
+	sh := sweepclient.ReadShape(dir)
+	if sh.Plan == nil || len(rep.Activities) != 2*len(sh.Plan.Nodes) {
 		t.Fatalf("audit lists %d activities; want 2 instances x plan nodes", len(rep.Activities))
 	}
 	var checkoutOut cas.Ref
@@ -160,12 +161,12 @@ func TestObserveSweep(t *testing.T) {
 		}
 	}
 	out, _ = mainOut(t, "audit", "obs", "--runs", runs, "--method", "broken", "--json")
-	var only auditReport
+	var only sweepclient.AuditReport
 	if err := json.Unmarshal([]byte(out), &only); err != nil {
 		t.Fatal(err)
 	}
 	armNodes := map[string]bool{}
-	for _, s := range sh.plan.Arms[0].Steps {
+	for _, s := range sh.Plan.Arms[0].Steps {
 		armNodes[s.Key] = true
 	}
 	if len(only.Activities) != 2*len(armNodes) {
@@ -207,17 +208,17 @@ func TestObserveSweep(t *testing.T) {
 	// done and memo attempts, and those that failed are audit's failed attempts.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn, err := connect(ctx, cluster.Options{Namespace: "default"}, dir, zerolog.Nop())
+	conn, err := sweepclient.Connect(ctx, cluster.Options{Namespace: "default"}, dir, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.close()
+	defer conn.Close()
 	nodeActivity := map[string]bool{}
-	for _, n := range sh.plan.Nodes {
+	for _, n := range sh.Plan.Nodes {
 		nodeActivity[n.Activity] = true
 	}
 	for _, inst := range []string{"acme__humanize-1", "acme__semver-1"} {
-		h := history(ctx, t, conn.client, "issue/obs/"+inst)
+		h := history(ctx, t, conn.Client, "issue/obs/"+inst)
 		typ := map[int64]string{}
 		attempt := map[int64]int32{}
 		var histDone, histFail []string
@@ -331,7 +332,7 @@ func TestObservePaidSweep(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	var sum runSummary
+	var sum sweepclient.RunSummary
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatalf("stdout: %v\n%s", err, stdout)
 	}
@@ -348,7 +349,7 @@ func TestObservePaidSweep(t *testing.T) {
 	}
 
 	out, _ := mainOut(t, "status", "paid", "--runs", runs, "--json")
-	var st statusReport
+	var st sweepclient.StatusReport
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestObservePaidSweep(t *testing.T) {
 			ledger)
 	}
 	out, _ = mainOut(t, "audit", "paid", "--runs", runs, "--json")
-	var rep auditReport
+	var rep sweepclient.AuditReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/results/report"
 	"ctxlab/runfolder"
+	"ctxlab/starter/sweepclient"
 )
 
 var predictCommand = commandDef[predictOptions, *predictOptions]{
@@ -61,12 +62,12 @@ func parsePredict(args []string, stderr io.Writer) (predictOptions, error) {
 }
 
 func runPredict(o predictOptions, stdout, stderr io.Writer) int {
-	file, dir, err := locateResults(o.name, o.runs)
+	file, dir, err := sweepclient.LocateResults(o.name, o.runs)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter predict:", err)
 		return exitUsage
 	}
-	repairRunFolder("predict", dir, file, stderr)
+	sweepclient.RepairRunFolder("predict", dir, file, stderr)
 	rows, bad, err := results.ReadFile(file)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter predict:", err)

@@ -13,6 +13,7 @@ import (
 
 	"ctxlab/results/predictions"
 	"ctxlab/runfolder"
+	"ctxlab/starter/sweepclient"
 )
 
 type predictionsOptions struct {
@@ -43,7 +44,7 @@ func (o *predictionsOptions) complete(pos []string, _ *pflag.FlagSet) error {
 
 func exportPredictions(o predictionsOptions, stdout, stderr io.Writer) int {
 	dir := filepath.Join(o.runs, o.name)
-	repairRunFolder("predictions", dir, runfolder.Rows(dir), stderr)
+	sweepclient.RepairRunFolder("predictions", dir, runfolder.Rows(dir), stderr)
 	res, err := predictions.Export(context.Background(), dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)

@@ -18,6 +18,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -89,7 +90,7 @@ func hourTimer(ctx context.Context, t *testing.T, dir string) time.Duration {
 	if err != nil {
 		return 0
 	}
-	var sf serverFile
+	var sf sweepclient.ServerFile
 	if json.Unmarshal(b, &sf) != nil {
 		return 0
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ctxlab/specs"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -50,9 +51,9 @@ func TestReplayEndToEnd(t *testing.T) {
 
 	_, stderr, code := runStarter(t, 10*time.Minute, append(replay, "--runs", t.TempDir(), "--ext-str",
 		"tokenizer=cl100k_base")...)
-	if code != exitRowErrors || !strings.Contains(stderr, "bad_input") {
+	if code != sweepclient.ExitRowErrors || !strings.Contains(stderr, "bad_input") {
 		t.Fatalf("a replay asking what the run never asked: exit %d, want %d naming bad_input\nstderr:\n%s", code,
-			exitRowErrors, stderr)
+			sweepclient.ExitRowErrors, stderr)
 	}
 	if srv.Calls() != asked {
 		t.Fatalf("a replay asking what the run never asked asked the server %d times", srv.Calls()-asked)

@@ -15,6 +15,7 @@ import (
 	"ctxlab/activities/contexts"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/store/cas"
 	"ctxlab/testkit/e2e"
 )
@@ -41,7 +42,7 @@ func htmlRunFolder(t *testing.T, runs string, instances, methods []string) {
 			{ID: "grade", Activity: "grade", Inputs: map[string]string{"checkout": "checkout", "patch": "patch"}},
 		}})
 	}
-	if err := writeSpecRecord(dir, e); err != nil {
+	if err := sweepclient.WriteSpecRecord(dir, e); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := specs.BuildPlan(e)
@@ -172,7 +173,7 @@ func TestParseReportPairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(o.pairs, ",") != "a,b,c,d" || o.store != "elsewhere" {
+	if strings.Join(o.Pairs, ",") != "a,b,c,d" || o.Store != "elsewhere" {
 		t.Errorf("parsed %+v", o)
 	}
 	if _, err := parseReport([]string{"demo", "--pair", "a,b,c"}, &stderr); err == nil {

@@ -12,6 +12,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/starter/sweepclient"
 )
 
 func TestParseReportAndPredict(t *testing.T) {
@@ -20,7 +21,7 @@ func TestParseReportAndPredict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.name != "demo" || strings.Join(o.fit, ",") != "a,b,c" || o.anchor != "x" || o.seed != 7 || o.resamples != 20000 {
+	if o.Name != "demo" || strings.Join(o.Fit, ",") != "a,b,c" || o.Anchor != "x" || o.Seed != 7 || o.Resamples != 20000 {
 		t.Errorf("parsed %+v", o)
 	}
 	for _, bad := range [][]string{{}, {"a", "b"}, {"a", "--alternative", "both"}, {"a", "--resamples", "5"}} {
@@ -66,7 +67,7 @@ func TestReportCommand(t *testing.T) {
 	}
 	e := &specs.Experiment{Name: "exp", Anchor: "files", Models: []specs.Model{{Name: "offline"}},
 		Methods: []specs.Method{{Name: "files"}, {Name: "bm25"}, {Name: "lingua"}, {Name: "newbie"}}}
-	if err := writeSpecRecord(dir, e); err != nil {
+	if err := sweepclient.WriteSpecRecord(dir, e); err != nil {
 		t.Fatal(err)
 	}
 

@@ -20,21 +20,22 @@ import (
 	"time"
 
 	"ctxlab/results"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/e2e"
 )
 
 func TestParseUIFlags(t *testing.T) {
 	o, err := parseRun([]string{"spec.jsonnet", "--ui"}, io.Discard)
-	if err != nil || !o.ui.wanted() || o.ui.port != 0 {
-		t.Errorf("run --ui: %+v, %v", o.ui, err)
+	if err != nil || !o.UI.Wanted() || o.UI.Port != 0 {
+		t.Errorf("run --ui: %+v, %v", o.UI, err)
 	}
 	o, err = parseRun([]string{"--ui-port", "8099", "spec.jsonnet"}, io.Discard)
-	if err != nil || !o.ui.wanted() || o.ui.port != 8099 {
-		t.Errorf("run --ui-port 8099 (implies --ui): %+v, %v", o.ui, err)
+	if err != nil || !o.UI.Wanted() || o.UI.Port != 8099 {
+		t.Errorf("run --ui-port 8099 (implies --ui): %+v, %v", o.UI, err)
 	}
 	o, err = parseRun([]string{"spec.jsonnet"}, io.Discard)
-	if err != nil || o.ui.wanted() {
-		t.Errorf("run without --ui: %+v, %v", o.ui, err)
+	if err != nil || o.UI.Wanted() {
+		t.Errorf("run without --ui: %+v, %v", o.UI, err)
 	}
 	u, err := parseUI([]string{"demo", "--runs", "out", "--ui-port", "9000"}, io.Discard)
 	if err != nil || u.name != "demo" || u.runs != "out" || u.port != 9000 || u.namespace != "default" {
@@ -58,7 +59,7 @@ func TestUIWithoutSweepFailsClearly(t *testing.T) {
 }
 
 func TestUIHintForOtherClusters(t *testing.T) {
-	h := externalUIHint("temporal.example.org:7233")
+	h := sweepclient.ExternalUIHint("temporal.example.org:7233")
 	if !strings.Contains(h, "http://temporal.example.org:8233") {
 		t.Errorf("hint: %s", h)
 	}
@@ -405,12 +406,12 @@ func TestWebUIGuardKeepsSweepWhole(t *testing.T) {
 		t.Fatalf("the sweep did not finish:\n%s", runErr.String())
 	}
 	dir := filepath.Join(runs, "uiguard")
-	sh := readShape(dir)
-	if len(sh.instances) < 5 || len(sh.arms()) != 2 {
-		t.Fatalf("the sweep's shape: %d instances, %d arms (%s)", len(sh.instances), len(sh.arms()), sh.note)
+	sh := sweepclient.ReadShape(dir)
+	if len(sh.Instances) < 5 || len(sh.Arms()) != 2 {
+		t.Fatalf("the sweep's shape: %d instances, %d arms (%s)", len(sh.Instances), len(sh.Arms()), sh.Note)
 	}
 	rows := readRows(t, filepath.Join(dir, "results.jsonl"))
-	if want := len(sh.instances) * len(sh.arms()); len(rows) != want {
+	if want := len(sh.Instances) * len(sh.Arms()); len(rows) != want {
 		t.Errorf("the sweep behind the UI wrote %d rows, want %d", len(rows), want)
 	}
 	for k, r := range rows {

@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"encoding/json"
@@ -42,7 +42,7 @@ ctxlab.experiment({
 // hashOfSpec compiles the spec and hashes the sweep it starts, as starter run does.
 func hashOfSpec(t *testing.T, path string, prepare func(*specs.Experiment)) (string, *specs.Experiment) {
 	t.Helper()
-	e, err := compileSpec(path, jsonnet.Flags{})
+	e, err := jsonnet.Compile(path, jsonnet.Flags{}.Options())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +108,8 @@ func TestSpecHashOfTheDemoInTwoRunsFolders(t *testing.T) {
 	var hashes []string
 	for range 2 {
 		runDir := filepath.Join(t.TempDir(), "runs", "demo")
-		h, _ := hashOfSpec(t, demoSpec(t), func(e *specs.Experiment) {
-			if _, err := prepareDataset(e, runDir); err != nil {
+		h, _ := hashOfSpec(t, filepath.Join("..", "..", "specs", "demo.jsonnet"), func(e *specs.Experiment) {
+			if _, err := PrepareDataset(e, runDir); err != nil {
 				t.Fatal(err)
 			}
 		})

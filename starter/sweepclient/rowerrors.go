@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"ctxlab/results"
 )
 
-// rowErrorTally counts a sweep's rows with an error, by kind of error and by whose failure it is
+// RowErrorTally counts a sweep's rows with an error, by kind of error and by whose failure it is
 // (results.ErrorKind, results.ErrorClass).
-type rowErrorTally struct {
+type RowErrorTally struct {
 	Rows    int
 	Errors  int
 	Kinds   map[string]int
@@ -21,13 +21,13 @@ type rowErrorTally struct {
 	ClassKinds map[errkind.Class]map[string]int
 }
 
-// tallyRowErrors counts the rows with an error, each (instance, method, model) once (its last row counts).
-func tallyRowErrors(rows []results.Row) rowErrorTally {
+// TallyRowErrors counts the rows with an error, each (instance, method, model) once (its last row counts).
+func TallyRowErrors(rows []results.Row) RowErrorTally {
 	last := map[results.Key]results.Row{}
 	for _, r := range rows {
 		last[r.Key()] = r
 	}
-	t := rowErrorTally{Rows: len(last), Kinds: map[string]int{}, Classes: map[errkind.Class]int{},
+	t := RowErrorTally{Rows: len(last), Kinds: map[string]int{}, Classes: map[errkind.Class]int{},
 		ClassKinds: map[errkind.Class]map[string]int{}}
 	for _, r := range last {
 		if r[results.FieldError] == nil {
@@ -38,7 +38,7 @@ func tallyRowErrors(rows []results.Row) rowErrorTally {
 	return t
 }
 
-func (t *rowErrorTally) add(r results.Row) {
+func (t *RowErrorTally) add(r results.Row) {
 	kind, class := results.ErrorKind(r), results.ErrorClass(r)
 	t.Errors++
 	t.Kinds[kind]++
@@ -49,9 +49,9 @@ func (t *rowErrorTally) add(r results.Row) {
 	t.ClassKinds[class][kind]++
 }
 
-// byClass says how many rows failed for each class of reason, with their kinds, and what a plain re-run does with
+// ByClass says how many rows failed for each class of reason, with their kinds, and what a plain re-run does with
 // them: "endpoint 2 (rate_limit 2; a re-run retries them), model 1 (context_length 1; final)".
-func (t rowErrorTally) byClass() string {
+func (t RowErrorTally) ByClass() string {
 	var parts []string
 	for _, c := range errkind.Classes() {
 		if t.Classes[c] == 0 {
@@ -62,29 +62,29 @@ func (t rowErrorTally) byClass() string {
 			what = "a re-run retries them"
 		}
 		parts = append(parts, fmt.Sprintf("%s %d (%s; %s)", c, t.Classes[c],
-			rowErrorTally{Kinds: t.ClassKinds[c]}.String(), what))
+			RowErrorTally{Kinds: t.ClassKinds[c]}.String(), what))
 	}
 	return strings.Join(parts, ", ")
 }
 
 // classes lists the classes and their kinds without saying what a re-run does: "environment 9 (missing_runner 9)".
-func (t rowErrorTally) classes() string {
+func (t RowErrorTally) classes() string {
 	var parts []string
 	for _, c := range errkind.Classes() {
 		if t.Classes[c] > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d (%s)", c, t.Classes[c], rowErrorTally{Kinds: t.ClassKinds[c]}))
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", c, t.Classes[c], RowErrorTally{Kinds: t.ClassKinds[c]}))
 		}
 	}
 	return strings.Join(parts, ", ")
 }
 
-// retrySelection is which failed rows a re-run of a finished sweep runs again: those a plain re-run retries (every
+// RetrySelection is which failed rows a re-run of a finished sweep runs again: those a plain re-run retries (every
 // class but the model's), and those of the kinds and classes --retry names.
-type retrySelection []string
+type RetrySelection []string
 
-// parseRetry checks --retry's values: each a kind (errkind.Kinds) or a class.
-func parseRetry(values []string) (retrySelection, error) {
-	var sel retrySelection
+// ParseRetry checks --retry's values: each a kind (errkind.Kinds) or a class.
+func ParseRetry(values []string) (RetrySelection, error) {
+	var sel RetrySelection
 	for _, v := range values {
 		for _, s := range strings.Split(v, ",") {
 			s = strings.TrimSpace(s)
@@ -112,7 +112,7 @@ func joinNames[T ~string](xs []T) string {
 
 // retries reports whether a re-run of a finished sweep runs a row again: it has an error that is not the model's,
 // or one --retry names.
-func (sel retrySelection) retries(r results.Row) bool {
+func (sel RetrySelection) retries(r results.Row) bool {
 	if r[results.FieldError] == nil {
 		return false
 	}
@@ -124,7 +124,7 @@ func (sel retrySelection) retries(r results.Row) bool {
 }
 
 // String lists the kinds, most frequent first: "auth 3, step patch 1".
-func (t rowErrorTally) String() string {
+func (t RowErrorTally) String() string {
 	kinds := slices.SortedFunc(maps.Keys(t.Kinds), func(a, b string) int {
 		if t.Kinds[a] != t.Kinds[b] {
 			return t.Kinds[b] - t.Kinds[a]

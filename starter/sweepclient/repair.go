@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -111,18 +111,18 @@ func repairResults(ctx context.Context, runDir string, objs objects.Store, plan 
 	return rep, nil
 }
 
-// repairRunFolder repairs the results of the run folder dir as its recorded spec describes it (the plan, and the
+// RepairRunFolder repairs the results of the run folder dir as its recorded spec describes it (the plan, and the
 // dataset's instances, or when the dataset is gone the instances its attempts name), and tells the user on stderr
 // what it changed. A results file outside a run folder, or one whose dataset is gone, only has its torn line cut.
-func repairRunFolder(cmd, dir, file string, stderr io.Writer) {
-	var sh sweepShape
+func RepairRunFolder(cmd, dir, file string, stderr io.Writer) {
+	var sh SweepShape
 	if file == runfolder.Rows(dir) {
-		sh = readShape(dir)
+		sh = ReadShape(dir)
 	}
 	var rep resultsRepair
 	var err error
-	if sh.plan != nil {
-		rep, err = repairResults(context.Background(), dir, objects.Dir{Root: dir}, sh.plan, sh.dataset, sh.rows)
+	if sh.Plan != nil {
+		rep, err = repairResults(context.Background(), dir, objects.Dir{Root: dir}, sh.Plan, sh.Dataset, sh.Rows)
 	} else {
 		rep.Repaired, err = results.Store{Path: file}.Repair()
 	}

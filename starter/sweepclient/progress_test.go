@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ func TestBarsKeepLogLinesWhole(t *testing.T) {
 	console := &consoleSwitch{base: &term, tty: true}
 	d := newBarDisplay(&term, console, mpb.WithAutoRefresh(), mpb.WithWidth(100))
 	eta := 30.0
-	ev := progressEvent{IssuesDone: 1, IssuesTotal: 4, IssuesRunning: 2, Rows: 2, RowsTotal: 8, SpendUSD: 0.25,
+	ev := ProgressEvent{IssuesDone: 1, IssuesTotal: 4, IssuesRunning: 2, Rows: 2, RowsTotal: 8, SpendUSD: 0.25,
 		PaidCalls: 3, CacheHits: 1, ElapsedS: 12, ETAS: &eta}
 	d.show(ev)
 	const logLine = "12:00:00 INF a log line while the bars run instance=acme__x-1\n"
@@ -65,7 +65,7 @@ func TestBarsKeepLogLinesWhole(t *testing.T) {
 func TestLineAndJSONDisplays(t *testing.T) {
 	var buf bytes.Buffer
 	d := &lineDisplay{w: &buf}
-	ev := progressEvent{Event: "progress", IssuesDone: 1, IssuesTotal: 2, Rows: 2, RowsTotal: 4, ElapsedS: 3}
+	ev := ProgressEvent{Event: "progress", IssuesDone: 1, IssuesTotal: 2, Rows: 2, RowsTotal: 4, ElapsedS: 3}
 	d.show(ev)
 	ev.ElapsedS = 4
 	d.show(ev) // same progress: no new line

@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -104,15 +104,15 @@ func memoSpecHash(info *workflowpb.WorkflowExecutionInfo) string {
 	return old
 }
 
-// exitCodeOf is the exit code of a starter that could not start or attach to its sweep: exitUsage for a spec that
-// conflicts with the running one (nothing ran), else exitFail.
+// exitCodeOf is the exit code of a starter that could not start or attach to its sweep: ExitUsage for a spec that
+// conflicts with the running one (nothing ran), else ExitFail.
 func exitCodeOf(err error) int {
 	var conflict *specConflictError
 	var former *formerDefaultError
 	if errors.As(err, &conflict) || errors.As(err, &former) {
-		return exitUsage
+		return ExitUsage
 	}
-	return exitFail
+	return ExitFail
 }
 
 // damagedDBHint says what to do about a run folder's damaged Temporal database ("" when err is another error): the

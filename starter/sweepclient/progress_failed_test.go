@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"strings"
@@ -15,7 +15,7 @@ func TestProgressLineCountsFailedCallsApart(t *testing.T) {
 	for _, c := range []runlog.Call{{Error: "rate_limit"}, {Error: "server"}, {CostUSD: 0.01}, {Cached: true}} {
 		sp.Add(c)
 	}
-	ev := progressEvent{IssuesTotal: 1, SpendUSD: sp.USD, PaidCalls: sp.PaidCalls, CacheHits: sp.CacheHits,
+	ev := ProgressEvent{IssuesTotal: 1, SpendUSD: sp.USD, PaidCalls: sp.PaidCalls, CacheHits: sp.CacheHits,
 		FailedCalls: sp.FailedCalls}
 	line := ev.line()
 	if !strings.Contains(line, "(1 paid calls, 1 cache hits, 2 failed calls)") {

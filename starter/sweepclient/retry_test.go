@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"path/filepath"
@@ -34,7 +34,7 @@ func TestRetrySelection(t *testing.T) {
 		row("old", "step grade: instance old: no python3 that can import pytest", ""), // written before kinds
 	}
 	plan := &specs.Plan{Arms: []specs.Arm{{Method: "m", Model: "x"}}}
-	take := func(sel retrySelection) []string {
+	take := func(sel RetrySelection) []string {
 		t.Helper()
 		dir := t.TempDir()
 		if _, err := (results.Store{Path: filepath.Join(dir, "results.jsonl")}).Append(rows); err != nil {
@@ -58,7 +58,7 @@ func TestRetrySelection(t *testing.T) {
 		t.Errorf("a plain re-run retries %v, want %v", got, want)
 	}
 	for _, v := range []string{"model", "context_length"} {
-		sel, err := parseRetry([]string{v})
+		sel, err := ParseRetry([]string{v})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestRetrySelection(t *testing.T) {
 			t.Errorf("--retry %s retries %v, want the model's row too", v, got)
 		}
 	}
-	if _, err := parseRetry([]string{"environment,bogus"}); err == nil || !strings.Contains(err.Error(), "bogus") ||
+	if _, err := ParseRetry([]string{"environment,bogus"}); err == nil || !strings.Contains(err.Error(), "bogus") ||
 		!strings.Contains(err.Error(), "missing_runner") {
 		t.Errorf("an unknown --retry name: %v", err)
 	}

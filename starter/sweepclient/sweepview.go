@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -142,8 +142,8 @@ func startedInput(ctx context.Context, c client.Client, id string) (workflows.Sw
 
 // shape returns the instances and arms whose rows status counts, and a note on what is missing: those the sweep's
 // input names, else the run folder's (sh).
-func (v *sweepView) shape(sh sweepShape) (instances []string, arms []runstate.Arm, note string) {
-	instances, arms, note = sh.instances, sh.arms(), sh.note
+func (v *sweepView) shape(sh SweepShape) (instances []string, arms []runstate.Arm, note string) {
+	instances, arms, note = sh.Instances, sh.Arms(), sh.Note
 	if v == nil {
 		return instances, arms, note
 	}

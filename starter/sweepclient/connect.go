@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 	"ctxlab/starter/embedded"
 )
 
-// connection is a Temporal client, and the embedded server behind it when this process runs one.
-type connection struct {
-	client client.Client
+// Connection is a Temporal client, and the embedded server behind it when this process runs one.
+type Connection struct {
+	Client client.Client
 	server *embedded.Server
 	// attached is true when another starter process owns the run's embedded server: this one only watches.
 	attached bool
@@ -36,14 +36,14 @@ type connection struct {
 	serverFile string
 }
 
-func (c *connection) close() {
-	if c.client != nil {
-		c.client.Close()
+func (c *Connection) Close() {
+	if c.Client != nil {
+		c.Client.Close()
 	}
 	if c.server != nil {
 		// Unpublished first, ports kept for the next start: a starter attached to this server sees it go (see
 		// watchOwner) and waits for the lock instead of attaching to a server that is stopping.
-		if sf, ok := readServerFile(c.serverFile); ok && sf.PID == os.Getpid() {
+		if sf, ok := ReadServerFile(c.serverFile); ok && sf.PID == os.Getpid() {
 			sf.Address = ""
 			_ = writeServerFile(c.serverFile, sf)
 		}
@@ -54,9 +54,9 @@ func (c *connection) close() {
 	}
 }
 
-// serverFile records the embedded server of a run folder, so a restart reuses its ports and a second starter can
+// ServerFile records the embedded server of a run folder, so a restart reuses its ports and a second starter can
 // attach to a running one.
-type serverFile struct {
+type ServerFile struct {
 	PID     int            `json:"pid"`
 	Address string         `json:"address"`
 	Ports   embedded.Ports `json:"ports"`
@@ -66,7 +66,7 @@ type serverFile struct {
 
 // connect dials --address, or starts the run's embedded server; when another starter already runs it, dials that
 // one instead.
-func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog.Logger) (*connection, error) {
+func Connect(ctx context.Context, co cluster.Options, runDir string, log zerolog.Logger) (*Connection, error) {
 	return connectFresh(ctx, co, runDir, false, log)
 }
 
@@ -74,7 +74,7 @@ func connect(ctx context.Context, co cluster.Options, runDir string, log zerolog
 // process is to start the server: for a database SQLite cannot read. The node memos, the response cache and
 // results.jsonl live outside it, so the sweep run again on a new database redoes no finished step.
 func connectFresh(ctx context.Context, co cluster.Options, runDir string, freshDB bool, log zerolog.Logger) (
-	*connection, error) {
+	*Connection, error) {
 	namespace := co.Namespace
 	if co.Address != "" {
 		c, err := cluster.Dial(ctx, co, log)
@@ -82,14 +82,14 @@ func connectFresh(ctx context.Context, co cluster.Options, runDir string, freshD
 			return nil, err
 		}
 		// A server of its own can be restarted under a running sweep: waiting for the sweep outlasts that.
-		return &connection{client: cluster.Patient(c, co.Address, log), address: co.Address}, nil
+		return &Connection{Client: cluster.Patient(c, co.Address, log), address: co.Address}, nil
 	}
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
 	}
 	lockPath := runfolder.StarterLockPath(runDir)
 	sfPath := runfolder.Server(runDir)
-	unlock, attachTo, err := lockOrWait(ctx, lockPath, sfPath, attachWait, log)
+	unlock, attachTo, err := LockOrWait(ctx, lockPath, sfPath, attachWait, log)
 	if err != nil {
 		return nil, err
 	}
@@ -99,11 +99,11 @@ func connectFresh(ctx context.Context, co cluster.Options, runDir string, freshD
 		if freshDB {
 			log.Warn().Msg("--fresh-db ignored: that starter's server has the database open")
 		}
-		c, err := dial(ctx, attachTo.Address, namespace, log)
+		c, err := Dial(ctx, attachTo.Address, namespace, log)
 		if err != nil {
 			return nil, err
 		}
-		return &connection{client: c, attached: true, ownerIdle: attachTo.Viewer, address: attachTo.Address}, nil
+		return &Connection{Client: c, attached: true, ownerIdle: attachTo.Viewer, address: attachTo.Address}, nil
 	}
 	return startOwnServer(ctx, runDir, namespace, freshDB, unlock, log)
 }
@@ -111,9 +111,9 @@ func connectFresh(ctx context.Context, co cluster.Options, runDir string, freshD
 // startOwnServer starts the run folder's embedded server (on a fresh database with freshDB), holding the run's
 // lock (unlock lets it go), publishes it in server.json and connects to it.
 func startOwnServer(ctx context.Context, runDir, namespace string, freshDB bool, unlock func(),
-	log zerolog.Logger) (*connection, error) {
+	log zerolog.Logger) (*Connection, error) {
 	sfPath := runfolder.Server(runDir)
-	var sf serverFile // the last server's ports, reused when free
+	var sf ServerFile // the last server's ports, reused when free
 	if b, err := runfolder.ReadFile(sfPath); err == nil {
 		_ = json.Unmarshal(b, &sf)
 	}
@@ -139,22 +139,22 @@ func startOwnServer(ctx context.Context, runDir, namespace string, freshDB bool,
 		unlock()
 		return nil, err
 	}
-	sf = serverFile{PID: os.Getpid(), Address: srv.HostPort(), Ports: srv.Ports()}
+	sf = ServerFile{PID: os.Getpid(), Address: srv.HostPort(), Ports: srv.Ports()}
 	if err := writeServerFile(sfPath, sf); err != nil {
 		log.Warn().Err(err).Msg("could not publish the server in server.json; other starters cannot attach")
 	}
-	c, err := dial(ctx, srv.HostPort(), namespace, log)
+	c, err := Dial(ctx, srv.HostPort(), namespace, log)
 	if err != nil {
 		_ = srv.Stop()
 		unlock()
 		return nil, err
 	}
-	return &connection{client: c, server: srv, unlock: unlock, address: srv.HostPort(), serverFile: sfPath}, nil
+	return &Connection{Client: c, server: srv, unlock: unlock, address: srv.HostPort(), serverFile: sfPath}, nil
 }
 
 // writeServerFile publishes a server by renaming a finished file into place, so a starter waiting to attach never
 // reads half of it.
-func writeServerFile(path string, sf serverFile) error {
+func writeServerFile(path string, sf ServerFile) error {
 	b, err := json.Marshal(sf)
 	if err != nil {
 		return err
@@ -162,8 +162,8 @@ func writeServerFile(path string, sf serverFile) error {
 	return runfolder.WriteAtomic(path, b)
 }
 
-// dial connects to an embedded server (this process's or another starter's): plain, on this machine.
-func dial(ctx context.Context, address, namespace string, log zerolog.Logger) (client.Client, error) {
+// Dial connects to an embedded server (this process's or another starter's): plain, on this machine.
+func Dial(ctx context.Context, address, namespace string, log zerolog.Logger) (client.Client, error) {
 	return cluster.Dial(ctx, cluster.Options{Address: address, Namespace: namespace}, log)
 }
 
@@ -171,12 +171,12 @@ func dial(ctx context.Context, address, namespace string, log zerolog.Logger) (c
 // Starting the embedded server takes seconds, more on a loaded machine.
 const attachWait = 3 * time.Minute
 
-// lockOrWait takes the run folder's lock and records this process's pid in it. When another process holds the lock,
+// LockOrWait takes the run folder's lock and records this process's pid in it. When another process holds the lock,
 // it waits (up to wait) until that process has published its server in server.json, and returns it to attach to;
 // should the holder exit meanwhile, the lock is taken after all. A server.json left by an earlier process does not
 // count: it must name the pid the lock holder recorded.
-func lockOrWait(ctx context.Context, lockPath, sfPath string, wait time.Duration,
-	log zerolog.Logger) (unlock func(), published *serverFile, err error) {
+func LockOrWait(ctx context.Context, lockPath, sfPath string, wait time.Duration,
+	log zerolog.Logger) (unlock func(), published *ServerFile, err error) {
 	deadline := time.Now().Add(wait)
 	said := false
 	for {
@@ -191,8 +191,8 @@ func lockOrWait(ctx context.Context, lockPath, sfPath string, wait time.Duration
 			}
 			return unlock, nil, nil
 		}
-		holder := lockHolder(lockPath)
-		if sf, ok := readServerFile(sfPath); ok && holder != 0 && sf.PID == holder && sf.Address != "" {
+		holder := LockHolder(lockPath)
+		if sf, ok := ReadServerFile(sfPath); ok && holder != 0 && sf.PID == holder && sf.Address != "" {
 			return nil, &sf, nil
 		}
 		if time.Now().After(deadline) {
@@ -210,7 +210,7 @@ func lockOrWait(ctx context.Context, lockPath, sfPath string, wait time.Duration
 	}
 }
 
-// recordHolder writes this process's pid into the lock file it holds, for lockHolder.
+// recordHolder writes this process's pid into the lock file it holds, for LockHolder.
 func recordHolder(lockPath string) error {
 	f, err := runfolder.OpenFile(lockPath, os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -223,8 +223,8 @@ func recordHolder(lockPath string) error {
 	return err
 }
 
-// lockHolder is the pid the lock's holder recorded in the lock file, 0 when it has not yet.
-func lockHolder(lockPath string) int {
+// LockHolder is the pid the lock's holder recorded in the lock file, 0 when it has not yet.
+func LockHolder(lockPath string) int {
 	b, err := runfolder.ReadFile(lockPath)
 	if err != nil {
 		return 0
@@ -244,7 +244,7 @@ func watchOwner(ctx context.Context, runDir, address string, gone func()) {
 		if err := flock.Sleep(ctx, 500*time.Millisecond); err != nil {
 			return
 		}
-		sf, ok := readServerFile(runfolder.Server(runDir))
+		sf, ok := ReadServerFile(runfolder.Server(runDir))
 		if !ok || !processAlive(sf.PID) || sf.Address != address {
 			gone()
 			return
@@ -261,8 +261,8 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func readServerFile(path string) (serverFile, bool) {
-	var sf serverFile
+func ReadServerFile(path string) (ServerFile, bool) {
+	var sf ServerFile
 	b, err := runfolder.ReadFile(path)
 	if err != nil || json.Unmarshal(b, &sf) != nil {
 		return sf, false

@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 	"ctxlab/specs"
 )
 
-// prepareDataset builds a generated dataset into the run folder if needed, then reads and validates every row, so a
+// PrepareDataset builds a generated dataset into the run folder if needed, then reads and validates every row, so a
 // broken dataset stops the run before anything is paid for.
-func prepareDataset(e *specs.Experiment, runDir string) ([]swebench.Instance, error) {
+func PrepareDataset(e *specs.Experiment, runDir string) ([]swebench.Instance, error) {
 	switch e.Dataset.Generate {
 	case "":
 	case "demo":

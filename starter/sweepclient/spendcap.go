@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -26,10 +26,10 @@ type pauseGuard struct {
 	stop func()
 	seen int
 	// hit is the sample that made it stop (nil until then); read after the watch has ended.
-	hit *progressEvent
+	hit *ProgressEvent
 }
 
-func (g *pauseGuard) observe(ev progressEvent) {
+func (g *pauseGuard) observe(ev ProgressEvent) {
 	if g.hit != nil {
 		return
 	}
@@ -45,11 +45,11 @@ func (g *pauseGuard) observe(ev progressEvent) {
 	}
 }
 
-// setBudget gives the run's budget workflow the spec's limits (the spend cap and provider limits every worker's
+// SetBudget gives the run's budget workflow the spec's limits (the spend cap and provider limits every worker's
 // paid calls ask), starting it when it does not run. A budget started for a run whose calls predate it (a run
 // folder of an earlier ctxlab, a database moved aside) starts from what the run folder's ledger says was spent.
 // A signal, not an update: it needs no worker to answer, so it is set before the workers start.
-func setBudget(ctx context.Context, c client.Client, run, runDir, queue string, l limiter.Limits) error {
+func SetBudget(ctx context.Context, c client.Client, run, runDir, queue string, l limiter.Limits) error {
 	var seed limiter.Ledger
 	calls, _, err := runlog.Read[runlog.Call](runfolder.Calls(runDir))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -79,9 +79,9 @@ func paysModels(e *specs.Experiment) bool {
 	})
 }
 
-// readBudget returns what the run's budget workflow holds: its limits, what the run's calls cost, what the calls
+// ReadBudget returns what the run's budget workflow holds: its limits, what the run's calls cost, what the calls
 // in flight reserve.
-func readBudget(ctx context.Context, c client.Client, run string) (limiter.Status, error) {
+func ReadBudget(ctx context.Context, c client.Client, run string) (limiter.Status, error) {
 	var st limiter.Status
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -92,15 +92,15 @@ func readBudget(ctx context.Context, c client.Client, run string) (limiter.Statu
 	return st, err
 }
 
-// overCapExit says so and returns exitFail when the run's budget says it spent past its cap (an endpoint billed
+// overCapExit says so and returns ExitFail when the run's budget says it spent past its cap (an endpoint billed
 // more than a call's worst case, or calls in flight when a worker died were billed): such a sweep never exits 0.
 func overCapExit(ctx context.Context, c client.Client, run string, stderr io.Writer) (int, bool) {
-	st, err := readBudget(ctx, c, run)
+	st, err := ReadBudget(ctx, c, run)
 	if err != nil || st.Limits.SpendUSD <= 0 || st.SpentUSD <= st.Limits.SpendUSD {
 		return 0, false
 	}
 	fmt.Fprintf(stderr, "starter: the run spent $%.4f, past its cap limits.spend_usd $%.4f (an endpoint billed more "+
 		"than a call's worst case, or calls in flight when their worker was lost were billed)\n", st.SpentUSD,
 		st.Limits.SpendUSD)
-	return exitFail, true
+	return ExitFail, true
 }

@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -24,18 +24,18 @@ import (
 	"ctxlab/workflows"
 )
 
-// handshakeResult is what the workers polling a sweep's queues answered: the reasons not to run the sweep on them,
+// HandshakeResult is what the workers polling a sweep's queues answered: the reasons not to run the sweep on them,
 // and the workers that did not answer.
-type handshakeResult struct {
-	workers  int
-	differ   int // workers with problems
-	problems []string
-	silent   []string
-	// budgetAsked says the llm workers were asked what the run's budget holds their paid calls to.
-	budgetAsked bool
+type HandshakeResult struct {
+	Workers  int
+	Differ   int // workers with problems
+	Problems []string
+	Silent   []string
+	// BudgetAsked says the llm workers were asked what the run's budget holds their paid calls to.
+	BudgetAsked bool
 }
 
-// handshake asks every worker process polling the queues (the pollers Temporal lists, each asked on its own queue,
+// Handshake asks every worker process polling the queues (the Pollers Temporal lists, each asked on its own queue,
 // workflows.HelloQueue) to read back an object this starter leaves in the run's objects, and for its version and
 // the limits it applies. A worker whose store is not the starter's, whose build differs or whose queue limits are
 // not the spec's would compute another sweep than the one asked for, or lose what it computed where the starter
@@ -44,17 +44,17 @@ type handshakeResult struct {
 // that workflow: one that cannot reach it, or learns other limits, would pay past the cap or wait for it forever.
 // It is asked only while a workflow worker polls, to run the budget. The Handshake workflow runs on a queue of
 // this process's own, so it needs no worker but the ones it asks.
-func handshake(ctx context.Context, c client.Client, objs objects.Store, run string, queues workflows.Queues,
-	limits specs.QueueLimits, budget *limiter.Limits) (handshakeResult, error) {
-	var res handshakeResult
-	ids, budgetRuns, err := pollers(ctx, c, queues)
+func Handshake(ctx context.Context, c client.Client, objs objects.Store, run string, queues workflows.Queues,
+	limits specs.QueueLimits, budget *limiter.Limits) (HandshakeResult, error) {
+	var res HandshakeResult
+	ids, budgetRuns, err := Pollers(ctx, c, queues)
 	if err != nil || len(ids) == 0 {
 		return res, err
 	}
 	if !budgetRuns {
 		budget = nil
 	}
-	res.workers, res.budgetAsked = len(ids), budget != nil
+	res.Workers, res.BudgetAsked = len(ids), budget != nil
 	nonce := randomHex()
 	key := path.Join(api.HandshakeKey, nonce)
 	if err := objs.Put(ctx, key, []byte(nonce)); err != nil {
@@ -87,20 +87,20 @@ func handshake(ctx context.Context, c client.Client, objs objects.Store, run str
 	}
 	for _, r := range replies {
 		if r.Error != "" {
-			res.silent = append(res.silent, fmt.Sprintf("%s (%s)", r.Worker, r.Error))
+			res.Silent = append(res.Silent, fmt.Sprintf("%s (%s)", r.Worker, r.Error))
 			continue
 		}
-		if p := helloProblems(r.Hello, run, objs.String(), limits, budget); len(p) > 0 {
-			res.differ++
-			res.problems = append(res.problems, p...)
+		if p := HelloProblems(r.Hello, run, objs.String(), limits, budget); len(p) > 0 {
+			res.Differ++
+			res.Problems = append(res.Problems, p...)
 		}
 	}
 	return res, nil
 }
 
-// helloProblems says what in a worker's answer differs from this starter's run (budget: the limits set on the run's
+// HelloProblems says what in a worker's answer differs from this starter's run (budget: the limits set on the run's
 // budget, nil when the workers were not asked; run names it).
-func helloProblems(h api.Hello, run, store string, limits specs.QueueLimits, budget *limiter.Limits) []string {
+func HelloProblems(h api.Hello, run, store string, limits specs.QueueLimits, budget *limiter.Limits) []string {
 	who := fmt.Sprintf("worker %s (host %s, queues %s)", h.Worker, h.Host, strings.Join(h.Kinds, ","))
 	var out []string
 	if !h.SeesRun {
@@ -145,9 +145,9 @@ func budgetProblems(who, run string, h api.Hello, want limiter.Limits) []string 
 	return nil
 }
 
-// pollers lists the identities of the worker processes Temporal saw polling the sweep's queues lately, sorted;
+// Pollers lists the identities of the worker processes Temporal saw polling the sweep's queues lately, sorted;
 // workflowPolled says one of them polls the workflow queue (so the run's budget workflow runs).
-func pollers(ctx context.Context, c client.Client, q workflows.Queues) (ids []string, workflowPolled bool, err error) {
+func Pollers(ctx context.Context, c client.Client, q workflows.Queues) (ids []string, workflowPolled bool, err error) {
 	for _, tq := range []struct {
 		name string
 		typ  enumspb.TaskQueueType

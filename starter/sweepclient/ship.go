@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -35,8 +35,8 @@ func instanceRefs(ctx context.Context, store cas.Store, rows []swebench.Instance
 	return refs, nil
 }
 
-// writeRunMarker writes the run's marker (runfolder.RunMarkerKey) to the shared store, where its workers check it.
-func writeRunMarker(ctx context.Context, setting, run, runDir string) error {
+// WriteRunMarker writes the run's marker (runfolder.RunMarkerKey) to the shared store, where its workers check it.
+func WriteRunMarker(ctx context.Context, setting, run, runDir string) error {
 	objs, err := bucket.OpenObjects(ctx, setting, run, runDir)
 	if err != nil {
 		return err

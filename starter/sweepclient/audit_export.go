@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -23,10 +23,10 @@ import (
 // The files of one exported row, as the SWE-bench harness keeps an instance's logs: one folder per model, method
 // and instance, so a researcher can ls, grep and open one failure in an editor.
 const (
-	exportContext    = "context.txt"
-	exportPatch      = "patch.diff"
-	exportTestOutput = "test_output.txt"
-	exportRow        = "row.json"
+	ExportContext    = "context.txt"
+	ExportPatch      = "patch.diff"
+	ExportTestOutput = "test_output.txt"
+	ExportRow        = "row.json"
 )
 
 // exportCounts says what an export wrote.
@@ -37,17 +37,17 @@ type exportCounts struct {
 // exportRun writes DIR/<model>/<method>/<instance>/{context.txt,patch.diff,test_output.txt,row.json} for every row
 // of the run that --issue and --method keep. A file whose object the run never stored (the step failed, or the row
 // was graded outside a sweep) is left out; row.json is always written.
-func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.Plan) (exportCounts, error) {
+func exportRun(ctx context.Context, o AuditOptions, runDir string, plan *specs.Plan) (exportCounts, error) {
 	var n exportCounts
 	rows, _, err := results.ReadFile(runfolder.Rows(runDir))
 	if err != nil {
 		return n, err
 	}
-	store, err := bucket.Open(ctx, o.store, o.name, runfolder.CAS(runDir))
+	store, err := bucket.Open(ctx, o.Store, o.Name, runfolder.CAS(runDir))
 	if err != nil {
 		return n, err
 	}
-	objs, err := bucket.OpenObjects(ctx, o.store, o.name, runDir)
+	objs, err := bucket.OpenObjects(ctx, o.Store, o.Name, runDir)
 	if err != nil {
 		return n, err
 	}
@@ -57,16 +57,16 @@ func exportRun(ctx context.Context, o auditOptions, runDir string, plan *specs.P
 	}
 	for _, row := range rows {
 		k := row.Key()
-		if o.issue != "" && k.Instance != o.issue {
+		if o.Issue != "" && k.Instance != o.Issue {
 			continue
 		}
-		if o.method != "" && k.Method != o.method && k.Model+"/"+k.Method != o.method {
+		if o.Method != "" && k.Method != o.Method && k.Model+"/"+k.Method != o.Method {
 			continue
 		}
 		// One folder name each, whatever the names hold ('/', '..', control characters, 10 KB; see safename.File).
-		folder := filepath.Join(o.export, safename.File(k.Model), safename.File(k.Method), safename.File(k.Instance))
-		if !isWithin(o.export, folder) { // safename keeps names inside; this says so again at the write
-			return n, fmt.Errorf("row %s/%s/%s would be written outside %s", k.Model, k.Method, k.Instance, o.export)
+		folder := filepath.Join(o.Export, safename.File(k.Model), safename.File(k.Method), safename.File(k.Instance))
+		if !isWithin(o.Export, folder) { // safename keeps names inside; this says so again at the write
+			return n, fmt.Errorf("row %s/%s/%s would be written outside %s", k.Model, k.Method, k.Instance, o.Export)
 		}
 		files, err := writeRowFolder(ctx, store, objs, arms, row, folder)
 		if err != nil {
@@ -102,10 +102,10 @@ func writeRowFolder(ctx context.Context, store cas.Store, objs objects.Store, ar
 		return os.WriteFile(filepath.Join(folder, name), b, 0o644)
 	}
 	refs := armRefs(ctx, objs, arms, row)
-	if err := write(exportPatch, refs.patch, nil); err != nil {
+	if err := write(ExportPatch, refs.patch, nil); err != nil {
 		return files, err
 	}
-	if err := write(exportTestOutput, refs.testOutput, nil); err != nil {
+	if err := write(ExportTestOutput, refs.testOutput, nil); err != nil {
 		return files, err
 	}
 	if status := row.String(specs.GradeStatus.Name); refs.testOutput == "" && status != "" {
@@ -114,12 +114,12 @@ func writeRowFolder(ctx context.Context, store cas.Store, objs objects.Store, ar
 		if reason := grading.Explanation(row); reason != "" {
 			note += " (" + reason + ")"
 		}
-		if err := os.WriteFile(filepath.Join(folder, exportTestOutput), []byte(note+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(folder, ExportTestOutput), []byte(note+"\n"), 0o644); err != nil {
 			return files, err
 		}
 		files++
 	}
-	err := write(exportContext, refs.context, func(b []byte) ([]byte, error) {
+	err := write(ExportContext, refs.context, func(b []byte) ([]byte, error) {
 		var c contexts.Context
 		if err := json.Unmarshal(b, &c); err != nil {
 			return nil, err
@@ -138,7 +138,7 @@ func writeRowJSON(folder string, row results.Row) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(folder, exportRow), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(folder, ExportRow), append(b, '\n'), 0o644)
 }
 
 // rowRefs are the stored objects behind a row: the context its patch step read, the patch, the test log.
@@ -182,5 +182,5 @@ func isWithin(dir, path string) bool {
 // printExport says where the export went.
 func printExport(w io.Writer, dir string, n exportCounts) {
 	fmt.Fprintf(w, "exported %d rows (%d files) to %s: MODEL/METHOD/INSTANCE/{%s,%s,%s,%s}\n", n.Rows, n.Files,
-		dir, exportContext, exportPatch, exportTestOutput, exportRow)
+		dir, ExportContext, ExportPatch, ExportTestOutput, ExportRow)
 }
