@@ -13,8 +13,10 @@ type ListwiseRerankParams struct {
 	K1             float64      `json:"k1,omitempty" range:"[0,)"`
 	B              *float64     `json:"b,omitempty" range:"[0,1]"`
 	EmbeddingModel string       `json:"embedding_model,omitempty"`
-	Partial        *bool        `json:"partial,omitempty"`
-	MaxTokens      int          `json:"max_tokens,omitempty" range:"[0,)"`
+	// EmbeddingMaxTokens is retrieve's: the cut of each embedded text, for an embeddings server of shorter inputs.
+	EmbeddingMaxTokens int   `json:"embedding_max_tokens,omitempty" range:"[0,)"`
+	Partial            *bool `json:"partial,omitempty"`
+	MaxTokens          int   `json:"max_tokens,omitempty" range:"[0,)"`
 	FitParams
 	// TopK is how many retrieved candidates the model reranks.
 	TopK int `json:"top_k" range:"[1,)"`

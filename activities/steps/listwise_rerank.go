@@ -39,7 +39,8 @@ func listwiseRerankStep(ctx context.Context, j *job, p specs.ListwiseRerankParam
 		return api.NodeOutput{}, err
 	}
 	rp := specs.RetrieveParams{Tokenizer: p.Tokenizer, Scorer: p.Scorer, Unit: p.Unit, K1: p.K1, B: p.B,
-		EmbeddingModel: p.EmbeddingModel, Partial: p.Partial, MaxTokens: p.MaxTokens, FitParams: p.FitParams}
+		EmbeddingModel: p.EmbeddingModel, EmbeddingMaxTokens: p.EmbeddingMaxTokens, Partial: p.Partial,
+		MaxTokens: p.MaxTokens, FitParams: p.FitParams}
 	row := map[string]any{}
 	chunked, order, err := j.rankChunks(ctx, inst.ProblemStatement, m, rp, row)
 	if err != nil {
