@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -17,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
+	"ctxlab/jsonnet"
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -238,11 +241,13 @@ var llamaArgs = []string{"--ext-str", "model=openai", "--ext-str", "openai_model
 // planOf compiles a spec as starter run does with llamaArgs.
 func planOf(t *testing.T, spec string) *specs.Plan {
 	t.Helper()
-	o, err := parseCompile(append([]string{spec}, llamaArgs...), io.Discard)
-	if err != nil {
+	var flags jsonnet.Flags
+	fs := pflag.NewFlagSet("compile", pflag.ContinueOnError)
+	flags.Register(fs)
+	if err := fs.Parse(llamaArgs); err != nil {
 		t.Fatal(err)
 	}
-	e, err := compileSpec(o.spec, o.Flags)
+	e, err := jsonnet.Compile(spec, flags.Options())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"ctxlab/activities/limiter"
 	"ctxlab/results"
@@ -29,12 +27,7 @@ func budgetOf(ctx context.Context, t *testing.T, dir, run string) limiter.Status
 	if !ok || sf.Address == "" {
 		t.Fatalf("no server published in %s", dir)
 	}
-	c, err := dial(ctx, sf.Address, "default", zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	st, err := readBudget(ctx, c, run)
+	st, err := readBudget(ctx, dialServer(ctx, t, sf.Address), run)
 	if err != nil {
 		t.Fatalf("the budget of %s: %v", run, err)
 	}
