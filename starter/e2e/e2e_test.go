@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	var err error
-	if sharedDir, err = os.MkdirTemp("", "ctxlab-cli-test"); err != nil {
+	if sharedDir, err = os.MkdirTemp("", "ctxlab-e2e-test"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

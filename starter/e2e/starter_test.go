@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"ctxlab/activities/api"
-	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/limiter"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
@@ -37,14 +36,13 @@ const (
 // What the starter prints with --json and what status and audit print with --json, as far as the tests read it.
 type (
 	runSummary struct {
-		OK           bool                  `json:"ok"`
-		Issues       int                   `json:"issues"`
-		Rows         int                   `json:"rows"`
-		RowErrors    int                   `json:"row_errors"`
-		ErrorKinds   map[string]int        `json:"error_kinds"`
-		ErrorClasses map[errkind.Class]int `json:"error_classes"`
-		Spend        runstate.Spend        `json:"spend"`
-		Summary      string                `json:"summary"`
+		OK         bool           `json:"ok"`
+		Issues     int            `json:"issues"`
+		Rows       int            `json:"rows"`
+		RowErrors  int            `json:"row_errors"`
+		ErrorKinds map[string]int `json:"error_kinds"`
+		Spend      runstate.Spend `json:"spend"`
+		Summary    string         `json:"summary"`
 	}
 	progressEvent struct {
 		Event       string `json:"event"`
@@ -55,12 +53,10 @@ type (
 	}
 	statusReport struct {
 		runstate.Status
-		Budget *limiter.Status `json:"budget,omitempty"`
 	}
 	auditReport struct {
 		Activities []runstate.Activity `json:"activities"`
 		Totals     struct {
-			Tries map[string]int `json:"tries"`
 			Calls runstate.Spend `json:"calls"`
 		} `json:"totals"`
 	}
