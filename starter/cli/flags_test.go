@@ -145,3 +145,26 @@ func TestSwitchFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRunClusterFlags(t *testing.T) {
+	t.Setenv("CTXLAB_STORE", "file:///from/env")
+	var stderr bytes.Buffer
+	o, err := parseRun([]string{"s.jsonnet", "--address", "t.example:7233", "--namespace", "ns", "--tls-cert", "c.pem",
+		"--tls-key", "k.pem", "--tls-ca", "ca.pem", "--tls-server-name", "t.example", "--api-key-env", "MY_KEY",
+		"--no-worker"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.Cluster
+	if c.Address != "t.example:7233" || c.Namespace != "ns" || c.CertFile != "c.pem" || c.KeyFile != "k.pem" ||
+		c.CAFile != "ca.pem" || c.ServerName != "t.example" || c.APIKeyEnv != "MY_KEY" || !o.NoWorker {
+		t.Errorf("parsed %+v", o)
+	}
+	if o.Store != "file:///from/env" {
+		t.Errorf("store %q, want CTXLAB_STORE's value", o.Store)
+	}
+	o, err = parseRun([]string{"s.jsonnet", "--store", "s3://b?region=x"}, &stderr)
+	if err != nil || o.Store != "s3://b?region=x" || o.Cluster.Address != "" || o.Cluster.APIKeyEnv != "TEMPORAL_API_KEY" {
+		t.Errorf("parsed %+v, %v", o, err)
+	}
+}

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"ctxlab/internal/images"
 	"ctxlab/results"
 	"ctxlab/specs"
-	"ctxlab/starter/sweepclient"
+	"ctxlab/starter/cli"
 	"ctxlab/testkit/dockertest"
 	"ctxlab/testkit/e2e"
 )
@@ -54,7 +54,7 @@ func TestDockerSweepGradesDemo(t *testing.T) {
 	// The images, from the spec alone: its dataset (generated into the run folder), namespace and goproxy.
 	start := time.Now()
 	var out, errb bytes.Buffer
-	if code := Main([]string{"images", "build", "--spec", spec, "--runs", runs}, &out, &errb); code != 0 {
+	if code := cli.Main([]string{"images", "build", "--spec", spec, "--runs", runs}, &out, &errb); code != 0 {
 		t.Fatalf("images build: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	t.Logf("images build in %s:\n%s", time.Since(start).Round(time.Second), out.String())
@@ -133,8 +133,8 @@ func TestDockerSweepMissingImageIsARowError(t *testing.T) {
 	}
 	start := time.Now()
 	stdout, stderr, code = runStarter(t, 5*time.Minute, "run", spec, "--runs", runs, "--quiet", "--no-check")
-	if code != sweepclient.ExitRowErrors {
-		t.Fatalf("run: exit %d, want %d (rows with errors)\nstdout:\n%s\nstderr:\n%s", code, sweepclient.ExitRowErrors, stdout, stderr)
+	if code != exitRowErrors {
+		t.Fatalf("run: exit %d, want %d (rows with errors)\nstdout:\n%s\nstderr:\n%s", code, exitRowErrors, stdout, stderr)
 	}
 	t.Logf("sweep with a missing image finished in %s", time.Since(start).Round(time.Second))
 	rows := readRows(t, filepath.Join(runs, "docker-missing", "results.jsonl"))
@@ -207,7 +207,7 @@ func TestImagesBuildRemovesContainersOfKilledBuilders(t *testing.T) {
 	}
 
 	var out, errb bytes.Buffer
-	if code := Main([]string{"images", "build", "--dataset", bench.File, "--namespace", namespace, "--instances", id,
+	if code := cli.Main([]string{"images", "build", "--dataset", bench.File, "--namespace", namespace, "--instances", id,
 		"--rebuild"}, &out, &errb); code != 0 {
 		t.Fatalf("next build: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}

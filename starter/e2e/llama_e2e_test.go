@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -17,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"ctxlab/activities/api/errkind"
 	"ctxlab/activities/llm"
+	"ctxlab/jsonnet"
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -239,11 +242,13 @@ var llamaArgs = []string{"--ext-str", "model=openai", "--ext-str", "openai_model
 // planOf compiles a spec as starter run does with llamaArgs.
 func planOf(t *testing.T, spec string) *specs.Plan {
 	t.Helper()
-	o, err := parseCompile(append([]string{spec}, llamaArgs...), io.Discard)
-	if err != nil {
+	var flags jsonnet.Flags
+	fs := pflag.NewFlagSet("compile", pflag.ContinueOnError)
+	flags.Register(fs)
+	if err := fs.Parse(llamaArgs); err != nil {
 		t.Fatal(err)
 	}
-	e, err := compileSpec(o.spec, o.Flags)
+	e, err := jsonnet.Compile(spec, flags.Options())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +572,7 @@ func TestLlamaDenseFunction(t *testing.T) {
 	// Three instances: the embeddings server reads every function of each repository (about 25,000 tokens an
 	// instance, seconds each on a 2-core machine). SweRank's reranking windows are not run here: beside the other
 	// real-server tests, which share the chat server, its windows fill the slots' shared context and wait
-	// (TestLlamaListwiseRerank runs them alone).
+	// (TestLlamaSweRankSweep runs them on servers of its own).
 	spec := libVariant(t, "{ name: 'llamadense', anchor:: null, dataset+: { limit: 3 }, "+
 		"methods: [ctxlab.methods.dense_function], "+llamaAnswers+" }")
 	runs := t.TempDir()

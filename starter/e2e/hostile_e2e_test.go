@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -110,6 +110,8 @@ func TestOtherSpecRefusedWhileSweepRuns(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, name))
 		return string(b)
 	}
+	// The starter records its spec after it submits the sweep, so the first attempt can come before it.
+	waitWhileRunning(ctx, t, exited, "it recorded its spec", func() bool { return read(runfolder.SpecFile) != "" })
 	specRecorded := read(runfolder.SpecFile)
 
 	out2, err2, code := runStarter(t, 5*time.Minute, "run", other, "--runs", runs)

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bufio"
@@ -27,7 +27,7 @@ const (
 	// goldenFigureFile is the README's figure: `starter report demo`'s resolve_ci.svg, committed.
 	goldenFigureFile = "../../docs/img/demo-resolve.svg"
 	// regenerate is the one command that rewrites both after an intended change (a new method, a new row field).
-	regenerate = "go test ./starter/cli/ -run TestDemoGolden -update"
+	regenerate = "go test ./starter/e2e/ -run TestDemoGolden -update"
 )
 
 // timingField reports whether a row field measures time (grade_seconds): it differs between two runs of the same

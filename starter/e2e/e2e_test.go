@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/starter/cli"
 	"ctxlab/testkit/e2e"
 )
 
@@ -33,10 +34,10 @@ var sharedDir string
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asStarter) == "1" {
-		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	var err error
-	if sharedDir, err = os.MkdirTemp("", "ctxlab-cli-test"); err != nil {
+	if sharedDir, err = os.MkdirTemp("", "ctxlab-e2e-test"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

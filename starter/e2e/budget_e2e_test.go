@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"context"
@@ -13,12 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"ctxlab/activities/limiter"
 	"ctxlab/results"
 	"ctxlab/runfolder"
-	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 )
@@ -26,16 +23,11 @@ import (
 // budgetOf queries the run's budget workflow on the server the run's starter published in its run folder dir.
 func budgetOf(ctx context.Context, t *testing.T, dir, run string) limiter.Status {
 	t.Helper()
-	sf, ok := sweepclient.ReadServerFile(filepath.Join(dir, runfolder.ServerFile))
+	sf, ok := readServerFile(filepath.Join(dir, runfolder.ServerFile))
 	if !ok || sf.Address == "" {
 		t.Fatalf("no server published in %s", dir)
 	}
-	c, err := sweepclient.Dial(ctx, sf.Address, "default", zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	st, err := sweepclient.ReadBudget(ctx, c, run)
+	st, err := readBudget(ctx, dialServer(ctx, t, sf.Address), run)
 	if err != nil {
 		t.Fatalf("the budget of %s: %v", run, err)
 	}
@@ -76,9 +68,9 @@ func TestSpendCapAcrossMachines(t *testing.T) {
 	if billed > 0.2+1e-9 {
 		t.Errorf("the endpoint billed $%.4f in %d calls under a $0.20 cap", billed, srv.Calls())
 	}
-	if code != sweepclient.ExitPaused || srv.Calls() == 0 {
+	if code != exitPaused || srv.Calls() == 0 {
 		t.Fatalf("capped sweep: exit %d after %d calls, want %d (paused at the cap) after some\n%s", code,
-			srv.Calls(), sweepclient.ExitPaused, d.starter.out.String())
+			srv.Calls(), exitPaused, d.starter.out.String())
 	}
 
 	// status shows the spend the budget counts over every machine's calls, on the server `starter ui` runs for
@@ -145,7 +137,7 @@ func statusWithViewer(ctx context.Context, t *testing.T, runs, name string) stri
 	t.Helper()
 	ui := startProc(t, "starter ui", starter(ctx, t, "ui", name, "--runs", runs))
 	for {
-		sf, ok := sweepclient.ReadServerFile(filepath.Join(runs, name, runfolder.ServerFile))
+		sf, ok := readServerFile(filepath.Join(runs, name, runfolder.ServerFile))
 		if ok && sf.Address != "" && sf.PID == ui.cmd.Process.Pid {
 			break
 		}

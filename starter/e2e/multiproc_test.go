@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/e2e"
 )
 
@@ -113,7 +112,7 @@ func TestSweepAcrossProcesses(t *testing.T) {
 
 	server := startProc(t, "starter", starter(ctx, t, "run", spec, "--runs", runs, "--no-worker", "--quiet",
 		"--store", store))
-	var sf sweepclient.ServerFile
+	var sf serverFile
 	for sf.Address == "" {
 		select {
 		case err := <-server.done:
@@ -219,28 +218,5 @@ func TestNoWorkerUnreachableFailsClearly(t *testing.T) {
 	out, err := workerCmd(ctx, buildWorker(t), "--address", "127.0.0.1:1", "--queues", "grade").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "worker: cannot reach Temporal at 127.0.0.1:1") {
 		t.Errorf("worker: %v\n%s", err, out)
-	}
-}
-
-func TestParseRunClusterFlags(t *testing.T) {
-	t.Setenv("CTXLAB_STORE", "file:///from/env")
-	var stderr bytes.Buffer
-	o, err := parseRun([]string{"s.jsonnet", "--address", "t.example:7233", "--namespace", "ns", "--tls-cert", "c.pem",
-		"--tls-key", "k.pem", "--tls-ca", "ca.pem", "--tls-server-name", "t.example", "--api-key-env", "MY_KEY",
-		"--no-worker"}, &stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := o.Cluster
-	if c.Address != "t.example:7233" || c.Namespace != "ns" || c.CertFile != "c.pem" || c.KeyFile != "k.pem" ||
-		c.CAFile != "ca.pem" || c.ServerName != "t.example" || c.APIKeyEnv != "MY_KEY" || !o.NoWorker {
-		t.Errorf("parsed %+v", o)
-	}
-	if o.Store != "file:///from/env" {
-		t.Errorf("store %q, want CTXLAB_STORE's value", o.Store)
-	}
-	o, err = parseRun([]string{"s.jsonnet", "--store", "s3://b?region=x"}, &stderr)
-	if err != nil || o.Store != "s3://b?region=x" || o.Cluster.Address != "" || o.Cluster.APIKeyEnv != "TEMPORAL_API_KEY" {
-		t.Errorf("parsed %+v, %v", o, err)
 	}
 }
