@@ -26,6 +26,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/checks"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 	"ctxlab/wiring"
@@ -168,9 +169,9 @@ func (r *sweepRound) prepare() error {
 	// The repositories, graders and endpoints are this process's only when it works: with --no-worker they are
 	// the workers', on their machines and with their environment (their key, their base URL), which this one
 	// cannot judge.
-	parts := checkAll
+	parts := checks.All
 	if r.o.noWorker {
-		parts = checkParts{}
+		parts = checks.Parts{}
 	}
 	if !r.o.noCheck && !checkBeforeRun(r.ctx, r.e, r.plan, r.instances, r.runDir, parts, r.o.spec, r.stderr) {
 		return exitWith(exitUsage)
