@@ -12,6 +12,7 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
+	"ctxlab/grading/batch"
 	"ctxlab/grading/executor"
 	"ctxlab/internal/images"
 	"ctxlab/results"
@@ -72,7 +73,7 @@ func TestGradeWritesHarnessOutput(t *testing.T) {
 	model := "org/model"
 	preds := []predictions.Prediction{
 		{InstanceID: insts[0].InstanceID, ModelNameOrPath: model, ModelPatch: insts[0].Patch},
-		{InstanceID: insts[1].InstanceID, ModelNameOrPath: model, ModelPatch: noFixPatch},
+		{InstanceID: insts[1].InstanceID, ModelNameOrPath: model, ModelPatch: batch.NoFixPatch},
 		{InstanceID: insts[2].InstanceID, ModelNameOrPath: model, ModelPatch: insts[2].Patch},
 	}
 	file := filepath.Join(root, "preds.jsonl")

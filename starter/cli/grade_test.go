@@ -11,6 +11,7 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
+	"ctxlab/grading/batch"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
 	"ctxlab/runlog"
@@ -32,10 +33,10 @@ func TestParseGradeFlags(t *testing.T) {
 		t.Errorf("parsed %+v", o)
 	}
 	if o, err := parseGrade([]string{"--dataset", "data/test-00000-of-00001.parquet", "--predictions", "gold"}, &stderr); err != nil ||
-		o.name != "grade-gold" || !isValidation(o.predictions) {
+		o.name != "grade-gold" || !batch.IsValidation(o.predictions) {
 		t.Errorf("gold: %+v %v", o, err)
 	}
-	if isValidation("./gold") {
+	if batch.IsValidation("./gold") {
 		t.Error("a file path ./gold is taken for the gold mode")
 	}
 	for _, bad := range [][]string{{"--dataset", "d"}, {"--predictions", "p"},
@@ -413,7 +414,7 @@ func TestGradeRunReusesGradesOfAnEarlierBuild(t *testing.T) {
 	var preds []predictions.Prediction
 	for _, in := range fewDemoInstances(t, bench) {
 		preds = append(preds, predictions.Prediction{InstanceID: in.InstanceID, ModelNameOrPath: "m", ModelPatch: in.Patch},
-			predictions.Prediction{InstanceID: in.InstanceID, ModelNameOrPath: "m__none", ModelPatch: noFixPatch})
+			predictions.Prediction{InstanceID: in.InstanceID, ModelNameOrPath: "m__none", ModelPatch: batch.NoFixPatch})
 	}
 	file := filepath.Join(root, "p.jsonl")
 	if err := predictions.WriteFile(file, preds); err != nil {
