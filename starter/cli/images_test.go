@@ -2,7 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"ctxlab/dataset/swebench"
+	"ctxlab/grading/executor"
 )
 
 func TestParseImagesBuildFlags(t *testing.T) {
@@ -29,5 +35,48 @@ func TestParseImagesBuildFlags(t *testing.T) {
 	}
 	if code := Main([]string{"images", "push"}, &stderr, &stderr); code != exitUsage {
 		t.Errorf("images push: exit %d", code)
+	}
+}
+
+// writeImagesDataset writes a dataset of the instances ids and returns its path.
+func writeImagesDataset(t *testing.T, ids ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(`{"instance_id": "` + id + `", "repo": "acme/x", "base_commit": ` +
+			`"0123456789abcdef0123456789abcdef01234567", "patch": "p", "test_patch": "t", "problem_statement": "s", ` +
+			`"FAIL_TO_PASS": ["TestA"], "PASS_TO_PASS": []}` + "\n")
+	}
+	p := filepath.Join(t.TempDir(), "d.jsonl")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestImagesPullWithoutEngine: starter images pull selects the instances --instances names (one not in the dataset
+// is a usage error) and, when the docker program cannot pull, exits 1 naming each instance's image; starter grade
+// --executor docker stops before grading when its images cannot be pulled.
+func TestImagesPullWithoutEngine(t *testing.T) {
+	ds := writeImagesDataset(t, "acme__x-1", "acme__x-2")
+	noDocker := filepath.Join(t.TempDir(), "docker")
+	code, stdout, stderr := runMain("images", "pull", "--dataset", ds, "--instances", "acme__x-9", "--docker", noDocker)
+	if code != exitUsage || !strings.Contains(stderr, "instance acme__x-9 is not in "+ds) {
+		t.Errorf("an unknown instance: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runMain("images", "pull", "--dataset", ds, "--instances", "acme__x-2", "--docker", noDocker,
+		"--namespace", "ns")
+	image := executor.ImageOf("ns", swebench.Instance{InstanceID: "acme__x-2", Repo: "acme/x"})
+	if code != exitFail || !strings.Contains(stderr, "1 of 1 image(s) could not be pulled") ||
+		!strings.Contains(stderr, "instance acme__x-2: docker pull "+image) || strings.Contains(stderr, "acme__x-1") {
+		t.Errorf("no docker program: exit %d, want %d naming %s alone\n%s%s", code, exitFail, image, stdout, stderr)
+	}
+
+	t.Setenv("PATH", t.TempDir()) // grade runs the docker on PATH
+	code, stdout, stderr = runMain("grade", "--dataset", ds, "--predictions", "gold", "--executor", "docker",
+		"--runs", t.TempDir())
+	if code != exitFail || !strings.Contains(stderr, "2 of 2 image(s) could not be pulled") ||
+		!strings.Contains(stderr, "starter: nothing graded") {
+		t.Errorf("grade without docker: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
