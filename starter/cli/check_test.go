@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -31,13 +30,6 @@ func checkEnv(t *testing.T, kv ...string) {
 		k, v, _ := strings.Cut(s, "=")
 		t.Setenv(k, v)
 	}
-}
-
-// runMain runs the starter in this process and returns its exit code, stdout and stderr.
-func runMain(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := Main(args, &out, &errb)
-	return code, out.String(), errb.String()
 }
 
 // TestCheckPaperWithNothing is issue 27's: `starter check specs/paper.jsonnet` on a machine with no endpoint, no key,
