@@ -17,6 +17,7 @@
 // grade.go runs the stages for one patch (Grade), again while a failing grade may be a flake. The package links
 // nothing of package activities or Temporal. The grade step (activities/steps/grade.go) calls Grade for every
 // grade node, a sweep's and `starter grade`'s (each prediction a grade plan, so that its row is built, memoized and
-// resumed as a sweep's is); `starter grade` calls the rest of the tree itself: the executors' settings, checks and
-// images, and the harness's report.
+// resumed as a sweep's is); `starter grade` calls the rest of the tree itself: grading/batch (a batch of
+// predictions: read, graded concurrently, their rows and the harness's report written), the executors' settings
+// and checks, and grading/imagebuild (the instance images).
 package grading

@@ -28,7 +28,7 @@ type Layer struct {
 
 // Stack lists the layers from the bottom up.
 var Stack = []Layer{
-	{"tools", []string{"internal/..."}},          // leaf tools: flock, jsonl, lru, logs, images, cluster, offlinetask
+	{"tools", []string{"internal/..."}},          // leaf tools: flock, jsonl, lru, logs, images, cluster, listing, offlinetask
 	{"run-folder layout", []string{"runfolder"}}, // the name of every file and folder of runs/NAME
 	// errkind is the failure vocabulary (no imports) that rows, the workflows and the model clients share.
 	{"spec model", []string{"specs", "activities/api/errkind"}},

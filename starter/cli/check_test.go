@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +13,6 @@ import (
 	"ctxlab/activities/compress"
 	"ctxlab/demobench"
 	"ctxlab/internal/cluster"
-	"ctxlab/testkit/dockertest"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeanthropic"
 	"ctxlab/testkit/fakeopenai"
@@ -32,13 +30,6 @@ func checkEnv(t *testing.T, kv ...string) {
 		k, v, _ := strings.Cut(s, "=")
 		t.Setenv(k, v)
 	}
-}
-
-// runMain runs the starter in this process and returns its exit code, stdout and stderr.
-func runMain(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := Main(args, &out, &errb)
-	return code, out.String(), errb.String()
 }
 
 // TestCheckPaperWithNothing is issue 27's: `starter check specs/paper.jsonnet` on a machine with no endpoint, no key,
@@ -199,35 +190,6 @@ func TestCheckGraders(t *testing.T) {
 		!strings.Contains(stderr, "instance acme__tablefmt-1: its python tests cannot run here") ||
 		!strings.Contains(stderr, "python3 is not on PATH") {
 		t.Errorf("no go, no python3: exit %d\n%s%s", code, stdout, stderr)
-	}
-}
-
-// TestCheckDockerGraders: the docker executor with no engine names the engine; with an engine and no images of the
-// namespace, every instance and the command that builds its image.
-func TestCheckDockerGraders(t *testing.T) {
-	checkEnv(t)
-	runs := t.TempDir()
-	spec := demoVariant(t, "{ name: 'chkdocker', grading+: { executor: 'docker', namespace: '"+
-		testNamespace("ctxlabchecknoimages")+"' } }")
-	engine, set := os.LookupEnv("DOCKER_HOST")
-	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
-	code, stdout, stderr := runMain("check", spec, "--runs", runs)
-	if code != exitUsage || !strings.Contains(stderr, "grading: no Docker engine answers") {
-		t.Errorf("no engine: exit %d\n%s%s", code, stdout, stderr)
-	}
-	if set {
-		os.Setenv("DOCKER_HOST", engine)
-	} else {
-		os.Unsetenv("DOCKER_HOST")
-	}
-	dockertest.Engine(t)
-	code, stdout, stderr = runMain("check", spec, "--runs", runs)
-	if code != exitUsage || !strings.Contains(stderr, "instances acme__humanize-1") ||
-		!strings.Contains(stderr, "is not on this machine") || !strings.Contains(stderr, "starter images build --spec") {
-		t.Errorf("no images: exit %d\n%s%s", code, stdout, stderr)
-	}
-	if n := strings.Count(stderr, "acme__"); n < 10 {
-		t.Errorf("%d instances named, want the 11 (10 listed and 1 counted):\n%s", n, stderr)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"ctxlab/activities/repo"
 	"ctxlab/dataset/swebench"
 	"ctxlab/grading/executor"
+	"ctxlab/grading/imagebuild"
 	"ctxlab/internal/flock"
 	"ctxlab/internal/images"
 	"ctxlab/jsonnet"
@@ -198,66 +198,6 @@ func containsInstance(rows []swebench.Instance, id string) bool {
 	return false
 }
 
-func buildInstanceImage(ctx context.Context, o imagesBuildOptions, b images.Builder, bases map[string]string,
-	in swebench.Instance, datasetDir, name string) error {
-	tmp, err := os.MkdirTemp("", "ctxlab-image-")
-	if err != nil {
-		return err
-	}
-	defer removeAllWritable(tmp)
-	src, err := repo.SourceFor(o.repos, in, datasetDir)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(tmp, "testbed")
-	if out, err := exec.CommandContext(ctx, "git", "clone", "-q", "--no-checkout", "--", src, dir).CombinedOutput(); err != nil {
-		return fmt.Errorf("git clone %s: %w: %s", src, err, out)
-	}
-	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "checkout", "-q", "--detach", in.BaseCommit).CombinedOutput(); err != nil {
-		return fmt.Errorf("git checkout %s in %s: %w: %s", in.BaseCommit, src, err, out)
-	}
-	lang := executor.LanguageOf(dir)
-	extra := map[string]string{}
-	if lang == executor.LangGo {
-		// The modules the repository requires, downloaded on this side into the image's module cache.
-		gopath := filepath.Join(tmp, "gopath")
-		cmd := exec.CommandContext(ctx, "go", "mod", "download", "all")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOMODCACHE="+filepath.Join(gopath, "pkg", "mod"), "GOFLAGS=-mod=mod",
-			"GOSUMDB=off", "GOTOOLCHAIN=local")
-		if o.goproxy != "" {
-			cmd.Env = append(cmd.Env, "GOPROXY="+strings.ReplaceAll(o.goproxy, "{dataset_dir}", datasetDir))
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go mod download in %s at %s: %w: %s", in.Repo, in.BaseCommit, err, out)
-		}
-		if _, err := os.Stat(gopath); err == nil {
-			extra[strings.TrimSuffix(images.GoModCache, "/pkg/mod")] = gopath
-		}
-	}
-	base := o.base
-	if base == "" {
-		if base = bases[lang]; base == "" {
-			if base, err = b.Base(ctx, lang); err != nil {
-				return err
-			}
-			bases[lang] = base
-		}
-	}
-	return b.Instance(ctx, base, dir, name, extra)
-}
-
-// removeAllWritable removes a folder holding a Go module cache, whose files and folders are read-only.
-func removeAllWritable(dir string) {
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o755)
-		}
-		return nil
-	})
-	_ = os.RemoveAll(dir)
-}
-
 // imagesPullCommand is starter images pull.
 var imagesPullCommand = commandDef[imagesPullOptions, *imagesPullOptions]{
 	use:   "pull --dataset FILE|--spec SPEC",
@@ -306,42 +246,20 @@ func pullImages(o imagesPullOptions, stdout, stderr io.Writer) int {
 		}
 	}
 	b := images.Builder{Docker: o.docker, Log: stderr}
-	if err := pullMissing(ctx, b, o.namespace, selected, o.concurrency, stdout); err != nil {
+	if err := imagebuild.PullMissing(ctx, b, o.namespace, selected, o.concurrency, stdout); err != nil {
 		fmt.Fprintf(stderr, "starter images pull: %v\n", err)
 		return exitFail
 	}
 	return exitOK
 }
 
-// pullMissing pulls the images of instances that the engine lacks (images.Builder.Pull), listing each pulled
-// one on stdout; the error names every image that could not be pulled and why.
-func pullMissing(ctx context.Context, b images.Builder, namespace string, instances []swebench.Instance,
-	concurrency int, stdout io.Writer) error {
-	byImage := map[string][]string{}
-	var names []string
-	for _, in := range instances {
-		img := executor.ImageOf(namespace, in)
-		if byImage[img] == nil {
-			names = append(names, img)
-		}
-		byImage[img] = append(byImage[img], in.InstanceID)
+// buildInstanceImage builds the image name of instance in, from its repository as --repos names it.
+func buildInstanceImage(ctx context.Context, o imagesBuildOptions, b images.Builder, bases map[string]string,
+	in swebench.Instance, datasetDir, name string) error {
+	src, err := repo.SourceFor(o.repos, in, datasetDir)
+	if err != nil {
+		return err
 	}
-	pulled, failed := b.Pull(ctx, names, concurrency)
-	for _, img := range pulled {
-		fmt.Fprintf(stdout, "%s\t%s\tpulled\n", strings.Join(byImage[img], ","), img)
-	}
-	if len(failed) == 0 {
-		return nil
-	}
-	lines := make([]string, len(failed))
-	for i, err := range failed {
-		var pe *images.PullError
-		if errors.As(err, &pe) {
-			lines[i] = fmt.Sprintf("  instance %s: %v", strings.Join(byImage[pe.Image], ","), err)
-		} else {
-			lines[i] = "  " + err.Error()
-		}
-	}
-	return fmt.Errorf("%d of %d image(s) could not be pulled (for a dataset that publishes no images, starter "+
-		"images build makes them):\n%s", len(failed), len(names), strings.Join(lines, "\n"))
+	goproxy := strings.ReplaceAll(o.goproxy, "{dataset_dir}", datasetDir)
+	return imagebuild.Build(ctx, b, in, src, name, goproxy, o.base, bases)
 }

@@ -2,18 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"os/exec"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"ctxlab/demobench"
+	"ctxlab/dataset/swebench"
 	"ctxlab/grading/executor"
-	"ctxlab/internal/images"
-	"ctxlab/results"
-	"ctxlab/results/predictions"
-	"ctxlab/specs"
-	"ctxlab/testkit/dockertest"
 )
 
 func TestParseImagesBuildFlags(t *testing.T) {
@@ -43,78 +38,45 @@ func TestParseImagesBuildFlags(t *testing.T) {
 	}
 }
 
-// Done when: `starter images build` + the docker executor grades the demo offline: gold patches resolve, empty ones
-// do not. A Python instance, a Go one and a Go one that requires a third-party module (from the dataset's module
-// proxy, so its image must carry the module) keep the test to a few minutes.
-func TestImagesBuildThenGradeDemoInDocker(t *testing.T) {
-	t.Parallel()
-	bin := dockertest.Engine(t)
-	dockertest.Base(t, bin, images.LangPython)
-	dockertest.Base(t, bin, images.LangGo)
-	root := t.TempDir()
-	bench, err := demobench.Generate(filepath.Join(root, "dataset"))
-	if err != nil {
+// writeImagesDataset writes a dataset of the instances ids and returns its path.
+func writeImagesDataset(t *testing.T, ids ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(`{"instance_id": "` + id + `", "repo": "acme/x", "base_commit": ` +
+			`"0123456789abcdef0123456789abcdef01234567", "patch": "p", "test_patch": "t", "problem_statement": "s", ` +
+			`"FAIL_TO_PASS": ["TestA"], "PASS_TO_PASS": []}` + "\n")
+	}
+	p := filepath.Join(t.TempDir(), "d.jsonl")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ids := []string{"acme__tablefmt-1", "acme__humanize-1", "acme__relnotes-1"}
-	namespace := testNamespace("ctxlabtestdemo")
-	for _, id := range ids {
-		name := executor.InstanceImage(namespace, id)
-		t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", name).Run() })
+	return p
+}
+
+// TestImagesPullWithoutEngine: starter images pull selects the instances --instances names (one not in the dataset
+// is a usage error) and, when the docker program cannot pull, exits 1 naming each instance's image; starter grade
+// --executor docker stops before grading when its images cannot be pulled.
+func TestImagesPullWithoutEngine(t *testing.T) {
+	ds := writeImagesDataset(t, "acme__x-1", "acme__x-2")
+	noDocker := filepath.Join(t.TempDir(), "docker")
+	code, stdout, stderr := runMain("images", "pull", "--dataset", ds, "--instances", "acme__x-9", "--docker", noDocker)
+	if code != exitUsage || !strings.Contains(stderr, "instance acme__x-9 is not in "+ds) {
+		t.Errorf("an unknown instance: exit %d\n%s%s", code, stdout, stderr)
 	}
-	var out, errb bytes.Buffer
-	if code := Main([]string{"images", "build", "--dataset", bench.File, "--namespace", namespace, "--rebuild",
-		"--goproxy", "file://{dataset_dir}/goproxy", "--instances", strings.Join(ids, ",")}, &out, &errb); code != 0 {
-		t.Fatalf("images build: exit %d\n%s\n%s", code, out.String(), errb.String())
-	}
-	t.Logf("images build:\n%s", out.String())
-	for _, id := range ids {
-		if !strings.Contains(out.String(), id+"\t"+executor.InstanceImage(namespace, id)+"\tbuilt") {
-			t.Errorf("no image built for %s", id)
-		}
+	code, stdout, stderr = runMain("images", "pull", "--dataset", ds, "--instances", "acme__x-2", "--docker", noDocker,
+		"--namespace", "ns")
+	image := executor.ImageOf("ns", swebench.Instance{InstanceID: "acme__x-2", Repo: "acme/x"})
+	if code != exitFail || !strings.Contains(stderr, "1 of 1 image(s) could not be pulled") ||
+		!strings.Contains(stderr, "instance acme__x-2: docker pull "+image) || strings.Contains(stderr, "acme__x-1") {
+		t.Errorf("no docker program: exit %d, want %d naming %s alone\n%s%s", code, exitFail, image, stdout, stderr)
 	}
 
-	var gold, empty []predictions.Prediction
-	for _, in := range bench.Instances {
-		for _, id := range ids {
-			if in.InstanceID == id {
-				gold = append(gold, predictions.Prediction{InstanceID: id, ModelNameOrPath: "gold", ModelPatch: in.Patch})
-				empty = append(empty, predictions.Prediction{InstanceID: id, ModelNameOrPath: "empty"})
-			}
-		}
-	}
-	runs := filepath.Join(root, "runs")
-	for _, c := range []struct {
-		name     string
-		preds    []predictions.Prediction
-		resolved int
-	}{{"gold", gold, len(ids)}, {"empty", empty, 0}} {
-		file := filepath.Join(root, c.name+".jsonl")
-		if err := predictions.WriteFile(file, c.preds); err != nil {
-			t.Fatal(err)
-		}
-		out.Reset()
-		errb.Reset()
-		code := Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
-			"--executor", "docker", "--namespace", namespace, "--tests", "listed", "--test-cmd", demoTestCmd}, &out,
-			&errb)
-		if code != 0 {
-			t.Fatalf("%s: exit %d\n%s", c.name, code, errb.String())
-		}
-		rows, bad, err := results.ReadFile(filepath.Join(runs, "grade-"+c.name, "results.jsonl"))
-		if err != nil || len(bad) > 0 || len(rows) != len(ids) {
-			t.Fatalf("%s: %d rows, %v, %v", c.name, len(rows), bad, err)
-		}
-		resolved := 0
-		for _, r := range rows {
-			if v, _ := r.Bool(specs.Resolved.Name); v {
-				resolved++
-			} else if c.name == "gold" {
-				t.Errorf("gold of %s not resolved: %v", r.String(results.FieldInstance), r)
-			}
-		}
-		if resolved != c.resolved {
-			t.Errorf("%s: %d of %d resolved in docker, want %d\n%s", c.name, resolved, len(rows), c.resolved, out.String())
-		}
+	t.Setenv("PATH", t.TempDir()) // grade runs the docker on PATH
+	code, stdout, stderr = runMain("grade", "--dataset", ds, "--predictions", "gold", "--executor", "docker",
+		"--runs", t.TempDir())
+	if code != exitFail || !strings.Contains(stderr, "2 of 2 image(s) could not be pulled") ||
+		!strings.Contains(stderr, "starter: nothing graded") {
+		t.Errorf("grade without docker: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

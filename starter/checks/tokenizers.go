@@ -1,4 +1,4 @@
-package cli
+package checks
 
 import (
 	"context"
@@ -19,7 +19,7 @@ const tokenizerProbe = "ctxlab checks that this tokenizer counts"
 // OpenAI's API is) would fail every step that fits or measures a context for that model's rows once the sweep has
 // begun; found here, it is a configuration problem before anything runs. An endpoint that does not answer, or
 // refuses the key, is the model check's to name. Encodings are compiled in and always count.
-func (r *checkReport) checkTokenizers(ctx context.Context, e *specs.Experiment) {
+func (r session) checkTokenizers(ctx context.Context, e *specs.Experiment) {
 	seen := map[string]bool{}
 	for _, m := range e.Models {
 		name := specs.ResolveTokenizer(e, m)
@@ -28,20 +28,20 @@ func (r *checkReport) checkTokenizers(ctx context.Context, e *specs.Experiment) 
 			continue
 		}
 		seen[name] = true
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		pctx, cancel := context.WithTimeout(ctx, r.ProbeTimeout)
 		n, err := probeTokenizer(pctx, scheme, id, name)
 		cancel()
 		switch {
 		case err == nil:
-			r.checked = append(r.checked, fmt.Sprintf("tokenizer %s counts (%d tokens in a probe)", name, n))
+			r.Checked = append(r.Checked, fmt.Sprintf("tokenizer %s counts (%d tokens in a probe)", name, n))
 		case llm.KindOf(err) == errkind.BadRequest:
 			// The subject is named as rows name a tokenizer.
-			r.fail(specs.Tokenizer.Name, name, fmt.Sprintf("the server at %s does not tokenize (%s)", endpointHost(scheme),
+			r.Fail(specs.Tokenizer.Name, name, fmt.Sprintf("the server at %s does not tokenize (%s)", endpointHost(scheme),
 				errorMessage(err)), "serve the model with llama.cpp or vLLM (they serve POST /tokenize), or count "+
 				"its budgets in an encoding: tokenizer: 'o200k_base' on the model (or the experiment)")
 		case llm.KindOf(err) == errkind.BadResponse:
 			// Its counts would be budgets and spend reservations: one no real tokenizer gives is no count at all.
-			r.fail(specs.Tokenizer.Name, name, fmt.Sprintf("the server at %s counts what no tokenizer counts (%s)",
+			r.Fail(specs.Tokenizer.Name, name, fmt.Sprintf("the server at %s counts what no tokenizer counts (%s)",
 				endpointHost(scheme), errorMessage(err)), "fix or replace the server's tokenizer, or count its "+
 				"budgets in an encoding: tokenizer: 'o200k_base' on the model (or the experiment)")
 		}

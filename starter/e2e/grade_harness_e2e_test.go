@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -12,11 +12,13 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
+	"ctxlab/grading/batch"
 	"ctxlab/grading/executor"
 	"ctxlab/internal/images"
 	"ctxlab/results"
 	"ctxlab/results/predictions"
 	"ctxlab/specs"
+	"ctxlab/starter/cli"
 	"ctxlab/testkit/dockertest"
 )
 
@@ -72,7 +74,7 @@ func TestGradeWritesHarnessOutput(t *testing.T) {
 	model := "org/model"
 	preds := []predictions.Prediction{
 		{InstanceID: insts[0].InstanceID, ModelNameOrPath: model, ModelPatch: insts[0].Patch},
-		{InstanceID: insts[1].InstanceID, ModelNameOrPath: model, ModelPatch: noFixPatch},
+		{InstanceID: insts[1].InstanceID, ModelNameOrPath: model, ModelPatch: batch.NoFixPatch},
 		{InstanceID: insts[2].InstanceID, ModelNameOrPath: model, ModelPatch: insts[2].Patch},
 	}
 	file := filepath.Join(root, "preds.jsonl")
@@ -81,9 +83,9 @@ func TestGradeWritesHarnessOutput(t *testing.T) {
 	}
 	runs := filepath.Join(root, "runs")
 	var out, errb bytes.Buffer
-	code := Main([]string{"grade", "--dataset", dataset, "--predictions", file, "--runs", runs, "--quiet", "--no-check",
-		"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", demoTestCmd}, &out, &errb)
-	if code != exitFail { // the missing repository's row errors
+	code := cli.Main([]string{"grade", "--dataset", dataset, "--predictions", file, "--runs", runs, "--quiet", "--no-check",
+		"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", gradeDemoTestCmd}, &out, &errb)
+	if code != gradeExitFail { // the missing repository's row errors
 		t.Fatalf("exit %d\n%s", code, errb.String())
 	}
 	runDir := filepath.Join(runs, "grade-preds")
@@ -172,11 +174,11 @@ func TestGradeDockerPullsFromRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := "acme__tablefmt-1"
-	namespace := reg + "/" + testNamespace("ctxlabtestpull")
+	namespace := reg + "/" + gradeTestNamespace("ctxlabtestpull")
 	image := executor.InstanceImage(namespace, id)
 	t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", image).Run() })
 	var out, errb bytes.Buffer
-	if code := Main([]string{"images", "build", "--dataset", bench.File, "--namespace", namespace, "--instances", id},
+	if code := cli.Main([]string{"images", "build", "--dataset", bench.File, "--namespace", namespace, "--instances", id},
 		&out, &errb); code != 0 {
 		t.Fatalf("images build: exit %d\n%s", code, errb.String())
 	}
@@ -201,9 +203,9 @@ func TestGradeDockerPullsFromRegistry(t *testing.T) {
 	grade := func(extra ...string) (int, string, string) {
 		var out, errb bytes.Buffer
 		args := append([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
-			"--executor", "docker", "--namespace", namespace, "--tests", "listed", "--test-cmd", demoTestCmd,
+			"--executor", "docker", "--namespace", namespace, "--tests", "listed", "--test-cmd", gradeDemoTestCmd,
 			"--ignore-unknown"}, extra...)
-		code := Main(args, &out, &errb)
+		code := cli.Main(args, &out, &errb)
 		return code, out.String(), errb.String()
 	}
 	if code, _, stderr := grade("--pull", "never"); code == 0 || !strings.Contains(stderr, image) {

@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"ctxlab/demobench"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/starter/cli"
 )
 
 // hfParquetRow is a SWE-bench row as the Hugging Face download lays it out: test lists as JSON-encoded strings.
@@ -29,9 +30,9 @@ type hfParquetRow struct {
 	Version          string `parquet:"version"`
 }
 
-// fewDemoInstances picks one Go and one Python instance of the demo: grading is the slow part, and two languages
+// gradeDemoInstances picks one Go and one Python instance of the demo: grading is the slow part, and two languages
 // cover both test runners.
-func fewDemoInstances(t *testing.T, bench *demobench.Result) []swebench.Instance {
+func gradeDemoInstances(t *testing.T, bench *demobench.Result) []swebench.Instance {
 	t.Helper()
 	var goInst, pyInst *swebench.Instance
 	for i, in := range bench.Instances {
@@ -112,7 +113,7 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	few := fewDemoInstances(t, bench)
+	few := gradeDemoInstances(t, bench)
 	parquetFile := filepath.Join(root, "hf", "data", "test-00000-of-00001.parquet")
 	writeHFParquet(t, parquetFile, few)
 	msbFile := filepath.Join(root, "msb", "go_and_python.jsonl")
@@ -125,10 +126,10 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 		t.Helper()
 		runs := filepath.Join(root, "runs")
 		var out, errb bytes.Buffer
-		code := Main([]string{"grade", "--dataset", dataset, "--predictions", mode, "--name", name, "--runs", runs,
+		code := cli.Main([]string{"grade", "--dataset", dataset, "--predictions", mode, "--name", name, "--runs", runs,
 			"--quiet", "--repos", filepath.Join(bench.DatasetDir, "repos", "{repo}"),
 			"--goproxy", "file://" + filepath.Join(bench.DatasetDir, "goproxy"), "--tests", "listed",
-			"--test-cmd", demoTestCmd}, &out, &errb)
+			"--test-cmd", gradeDemoTestCmd}, &out, &errb)
 		rows, bad, err := results.ReadFile(filepath.Join(runs, name, "results.jsonl"))
 		if err != nil || len(bad) > 0 {
 			t.Fatalf("%s: %v %v\n%s", name, bad, err, errb.String())
@@ -172,7 +173,7 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 	brokenFile := filepath.Join(root, "msb", "broken.jsonl")
 	writeMultiSWEBench(t, brokenFile, broken)
 	code, out, rows := grade(brokenFile, "gold", "broken-gold")
-	if code != exitFail || len(rows) != 1 {
+	if code != gradeExitFail || len(rows) != 1 {
 		t.Fatalf("broken gold: exit %d, %d rows\n%s", code, len(rows), out)
 	}
 	t.Logf("broken gold:\n%s", out)
@@ -192,7 +193,7 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 	passingFile := filepath.Join(root, "msb", "already_passing.jsonl")
 	writeMultiSWEBench(t, passingFile, passing)
 	code, out, rows = grade(passingFile, "empty", "passing-empty")
-	if code != exitFail || len(rows) != 1 || !strings.Contains(out, "validation: 1 of 1 empty patches resolve") ||
+	if code != gradeExitFail || len(rows) != 1 || !strings.Contains(out, "validation: 1 of 1 empty patches resolve") ||
 		!strings.Contains(out, "FAIL_TO_PASS tests pass without a fix:\n  "+rows[0].String(results.FieldInstance)+"\t") {
 		t.Errorf("empty that resolves: exit %d, %d rows\n%s", code, len(rows), out)
 	}

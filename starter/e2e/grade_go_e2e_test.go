@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"ctxlab/patch/diff"
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/starter/cli"
 	"ctxlab/testkit/filetree"
 )
 
@@ -213,7 +214,7 @@ func TestGradeGoRowsWithExamplesFuzzAndCommandLines(t *testing.T) {
 	for mode, want := range map[string]int{"gold": 2, "empty": 0} {
 		runs := filepath.Join(root, "runs")
 		var out, errb bytes.Buffer
-		code := Main([]string{"grade", "--dataset", dataset, "--predictions", mode, "--name", "go-" + mode, "--runs", runs,
+		code := cli.Main([]string{"grade", "--dataset", dataset, "--predictions", mode, "--name", "go-" + mode, "--runs", runs,
 			"--quiet", "--repos", filepath.Join(root, "repos", "{repo}"), "--goproxy", proxy}, &out, &errb)
 		got, bad, err := results.ReadFile(filepath.Join(runs, "go-"+mode, "results.jsonl"))
 		if err != nil || len(bad) > 0 || len(got) != 2 {
