@@ -18,6 +18,7 @@ import (
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
 	"ctxlab/starter/checks"
+	"ctxlab/starter/exitcode"
 	"ctxlab/starter/sweepclient"
 	"ctxlab/store/bucket"
 	"ctxlab/workflows"
@@ -74,14 +75,14 @@ func checkSpec(o checkOptions, stdout, stderr io.Writer) int {
 	e, err := compileSpec(o.spec, o.Flags)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	runDir := filepath.Join(o.runs, e.Name)
 	instances, datasetErr := sweepclient.PrepareDataset(e, runDir)
 	plan, err := specs.BuildPlan(e)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	parts := checks.All
 	if o.noWorker {
@@ -95,9 +96,9 @@ func checkSpec(o checkOptions, stdout, stderr io.Writer) int {
 	}
 	checkWorkers(ctx, rep, o, e, runDir)
 	if !rep.Print(stdout, stderr, o.spec, true) {
-		return exitUsage
+		return exitcode.Usage
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // checkWorkers probes the shared store and, with --address, makes starter run's handshake with the workers polling

@@ -13,6 +13,7 @@ import (
 	"ctxlab/activities/compress"
 	"ctxlab/demobench"
 	"ctxlab/internal/cluster"
+	"ctxlab/starter/exitcode"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeanthropic"
 	"ctxlab/testkit/fakeopenai"
@@ -41,8 +42,8 @@ func TestCheckPaperWithNothing(t *testing.T) {
 	paper := filepath.Join(e2e.RepoRoot(t), "specs", "paper.jsonnet")
 	code, stdout, stderr := runMain("check", paper, "--runs", t.TempDir())
 	took := time.Since(start)
-	if code != exitUsage {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+	if code != exitcode.Usage {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.Usage, stdout, stderr)
 	}
 	if took > 10*time.Second {
 		t.Errorf("the check took %s, want seconds", took)
@@ -92,27 +93,27 @@ func TestCheckEndpoint(t *testing.T) {
 
 	code, out := check(fakeopenai.New(fakeopenai.WithKey("sk-another-key"), fakeopenai.WithModels(0, "gpt-4o-mini")),
 		spec)
-	if code != exitUsage || !strings.Contains(out, "model gpt-4o-mini: the endpoint at 127.0.0.1 refuses the key") ||
+	if code != exitcode.Usage || !strings.Contains(out, "model gpt-4o-mini: the endpoint at 127.0.0.1 refuses the key") ||
 		!strings.Contains(out, "OPENAI_API_KEY") {
 		t.Errorf("a wrong key: exit %d\n%s", code, out)
 	}
 	code, out = check(fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithModels(0, "llama-3-8b", "qwen")), spec)
-	if code != exitUsage || !strings.Contains(out, `does not serve model id "gpt-4o-mini" (it serves llama-3-8b, qwen)`) {
+	if code != exitcode.Usage || !strings.Contains(out, `does not serve model id "gpt-4o-mini" (it serves llama-3-8b, qwen)`) {
 		t.Errorf("an id the endpoint does not serve: exit %d\n%s", code, out)
 	}
 	// A window of 200 tokens: no demo issue fits (each is 250 to 450 tokens).
 	code, out = check(fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithModels(200, "gpt-4o-mini")), noMaxTokens)
-	if code != exitUsage || !strings.Contains(out, "does not fit its 200-token context (vLLM's max_model_len") ||
+	if code != exitcode.Usage || !strings.Contains(out, "does not fit its 200-token context (vLLM's max_model_len") ||
 		!strings.Contains(out, "acme__humanize-1 (") {
 		t.Errorf("issues longer than the window: exit %d\n%s", code, out)
 	}
 	// The library's max_tokens (4096) in a 4096-token window leaves no room for any prompt.
 	code, out = check(fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithModels(4096, "gpt-4o-mini")), spec)
-	if code != exitUsage || !strings.Contains(out, "max_tokens 4096 leaves no room for a prompt in its 4096-token") {
+	if code != exitcode.Usage || !strings.Contains(out, "max_tokens 4096 leaves no room for a prompt in its 4096-token") {
 		t.Errorf("max_tokens as large as the window: exit %d\n%s", code, out)
 	}
 	code, out = check(fakeopenai.New(fakeopenai.WithKey(key), fakeopenai.WithModels(128000, "gpt-4o-mini")), spec)
-	if code != exitOK || !strings.Contains(out, "ready") ||
+	if code != exitcode.OK || !strings.Contains(out, "ready") ||
 		!strings.Contains(out, "embeddings of text-embedding-3-small") || !strings.Contains(out, "compressor llmlingua2") {
 		t.Errorf("a sound setup: exit %d\n%s", code, out)
 	}
@@ -124,7 +125,7 @@ func TestCheckEndpoint(t *testing.T) {
 	closed.Close()
 	checkEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1", "OPENAI_API_KEY="+key, "CTXLAB_COMPRESS_URL="+closed.URL)
 	code, stdout, stderr := runMain("check", spec, "--runs", runs, "--ext-str", "model=openai")
-	if code != exitUsage || !strings.Contains(stderr, "llmlingua2") ||
+	if code != exitcode.Usage || !strings.Contains(stderr, "llmlingua2") ||
 		!strings.Contains(stderr, "scripts/compress_server.py") {
 		t.Errorf("a compression server that does not answer: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -134,7 +135,7 @@ func TestCheckEndpoint(t *testing.T) {
 	checkEnv(t, "OPENAI_BASE_URL="+plain.URL+"/v1")
 	code, stdout, stderr = runMain("check", demoVariant(t, "{ name: 'chk2', dataset+: { limit: 1 }, "+referenceMethods+
 		" }"), "--runs", runs, "--ext-str", "model=openai")
-	if code != exitOK || !strings.Contains(stdout, "has no /v1/models: the model id is not checked") {
+	if code != exitcode.OK || !strings.Contains(stdout, "has no /v1/models: the model id is not checked") {
 		t.Errorf("no model list: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
@@ -163,8 +164,8 @@ func TestCheckAnthropic(t *testing.T) {
 		code int
 		want string
 	}{
-		{"claude-fake-1", exitOK, "model claude-fake-1 served by 127.0.0.1"},
-		{"claude-nope", exitUsage, `model claude-nope: the endpoint at 127.0.0.1 does not serve model id "claude-nope"`},
+		{"claude-fake-1", exitcode.OK, "model claude-fake-1 served by 127.0.0.1"},
+		{"claude-nope", exitcode.Usage, `model claude-nope: the endpoint at 127.0.0.1 does not serve model id "claude-nope"`},
 	} {
 		spec := libVariant(t, "{ name: 'chka', dataset+: { limit: 1 }, anchor:: null, methods: super.methods[0:2], "+
 			"models: [ctxlab.models.anthropic('"+tc.id+"')] }")
@@ -185,7 +186,7 @@ func TestCheckGraders(t *testing.T) {
 
 	t.Setenv("PATH", t.TempDir())
 	code, stdout, stderr := runMain("check", demo, "--runs", runs)
-	if code != exitUsage || !strings.Contains(stderr, "instances acme__humanize-1") ||
+	if code != exitcode.Usage || !strings.Contains(stderr, "instances acme__humanize-1") ||
 		!strings.Contains(stderr, "no go command on PATH") || !strings.Contains(stderr, "install Go") ||
 		!strings.Contains(stderr, "instance acme__tablefmt-1: its python tests cannot run here") ||
 		!strings.Contains(stderr, "python3 is not on PATH") {
@@ -203,7 +204,7 @@ func TestCheckBeforeRunAndGrade(t *testing.T) {
 	runs := t.TempDir()
 	spec := demoVariant(t, "{ name: 'chkrun', dataset+: { limit: 1 }, "+referenceMethods+" }")
 	code, stdout, stderr := runMain("run", spec, "--runs", runs, "--ext-str", "model=openai")
-	if code != exitUsage || !strings.Contains(stderr, `does not serve model id "gpt-4o-mini"`) {
+	if code != exitcode.Usage || !strings.Contains(stderr, `does not serve model id "gpt-4o-mini"`) {
 		t.Errorf("run: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(runs, "chkrun", "results.jsonl")); !os.IsNotExist(err) {
@@ -225,7 +226,7 @@ func TestCheckBeforeRunAndGrade(t *testing.T) {
 	code, stdout, stderr = runMain("run", spec, "--runs", runs, "--ext-str", "model=openai", "--no-worker",
 		"--address", address)
 	cluster.DialTimeout = oldDial
-	if code == exitUsage || strings.Contains(stderr, "does not serve model id") ||
+	if code == exitcode.Usage || strings.Contains(stderr, "does not serve model id") ||
 		!strings.Contains(stdout+stderr, "this starter runs no worker (--no-worker)") ||
 		!strings.Contains(stderr, "cannot reach Temporal at "+address) {
 		t.Errorf("run --no-worker: exit %d, want the check's note and the cluster's error\n%s%s", code, stdout, stderr)
@@ -238,7 +239,7 @@ func TestCheckBeforeRunAndGrade(t *testing.T) {
 	code, stdout, stderr = runMain("grade", "--dataset", bench.File, "--predictions", "gold", "--runs", runs,
 		"--tests", "listed", "--goproxy", "file://{dataset_dir}/goproxy",
 		"--test-cmd", `{"python": "python3 -m no_such_runner -v"}`)
-	if code != exitUsage || !strings.Contains(stderr, "instance acme__tablefmt-1") ||
+	if code != exitcode.Usage || !strings.Contains(stderr, "instance acme__tablefmt-1") ||
 		!strings.Contains(stderr, "cannot import no_such_runner") || strings.Contains(stderr, "acme__humanize-1") {
 		t.Errorf("grade: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -259,9 +260,9 @@ func TestCheckTokenizer(t *testing.T) {
 	defer hs.Close()
 	checkEnv(t, "OPENAI_BASE_URL="+hs.URL+"/v1")
 	code, stdout, stderr := runMain(args...)
-	if code != exitUsage || !strings.Contains(stderr, "tokenizer endpoint:gpt-4o-mini: the server at 127.0.0.1 "+
+	if code != exitcode.Usage || !strings.Contains(stderr, "tokenizer endpoint:gpt-4o-mini: the server at 127.0.0.1 "+
 		"does not tokenize") || !strings.Contains(stderr, "tokenizer: 'o200k_base'") {
-		t.Errorf("no /tokenize: exit %d, want %d naming the tokenizer and its fix\n%s%s", code, exitUsage, stdout, stderr)
+		t.Errorf("no /tokenize: exit %d, want %d naming the tokenizer and its fix\n%s%s", code, exitcode.Usage, stdout, stderr)
 	}
 
 	mux := http.NewServeMux()
@@ -273,7 +274,7 @@ func TestCheckTokenizer(t *testing.T) {
 	defer tokenizing.Close()
 	checkEnv(t, "OPENAI_BASE_URL="+tokenizing.URL+"/v1")
 	code, stdout, stderr = runMain(args...)
-	if code != exitOK || !strings.Contains(stdout, "tokenizer endpoint:gpt-4o-mini counts") {
+	if code != exitcode.OK || !strings.Contains(stdout, "tokenizer endpoint:gpt-4o-mini counts") {
 		t.Errorf("a server that tokenizes: exit %d\n%s%s", code, stdout, stderr)
 	}
 
@@ -288,9 +289,9 @@ func TestCheckTokenizer(t *testing.T) {
 	defer negative.Close()
 	checkEnv(t, "OPENAI_BASE_URL="+negative.URL+"/v1")
 	code, stdout, stderr = runMain(args...)
-	if code != exitUsage || !strings.Contains(stderr, "tokenizer endpoint:gpt-4o-mini: the server at 127.0.0.1 "+
+	if code != exitcode.Usage || !strings.Contains(stderr, "tokenizer endpoint:gpt-4o-mini: the server at 127.0.0.1 "+
 		"counts what no tokenizer counts") || !strings.Contains(stderr, "-1000000000") {
-		t.Errorf("a negative count: exit %d, want %d naming the tokenizer and its count\n%s%s", code, exitUsage,
+		t.Errorf("a negative count: exit %d, want %d naming the tokenizer and its count\n%s%s", code, exitcode.Usage,
 			stdout, stderr)
 	}
 }

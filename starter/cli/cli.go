@@ -15,14 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ctxlab/internal/cliflags"
-	"ctxlab/starter/sweepclient"
-)
-
-// The exit codes of the commands, which sweepclient declares with the sweep's.
-const (
-	exitOK    = sweepclient.ExitOK
-	exitFail  = sweepclient.ExitFail
-	exitUsage = sweepclient.ExitUsage
+	"ctxlab/starter/exitcode"
 )
 
 const usage = `usage: starter <command> [flags]
@@ -68,20 +61,20 @@ flags:
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return exitUsage
+		return exitcode.Usage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
-		return exitOK
+		return exitcode.OK
 	case "help":
 		if len(args) == 1 {
 			fmt.Fprint(stdout, usage)
-			return exitOK
+			return exitcode.OK
 		}
 		args = append(slices.Clone(args[1:]), "--help") // starter help COMMAND: starter COMMAND --help
 	}
-	code := exitOK
+	code := exitcode.OK
 	root := newRootCommand(stdout, stderr, &code)
 	root.InitDefaultCompletionCmd(args...)
 	isCompletionRequest := args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd
@@ -89,7 +82,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if !isCompletionRequest {
 		if err != nil || found == root {
 			fmt.Fprintf(stderr, "starter: unknown command %q\n\n%s", args[0], usage)
-			return exitUsage
+			return exitcode.Usage
 		}
 		found.InitDefaultHelpFlag()
 		args = cliflags.GoStyleArgs(found.Flags(), args)
@@ -97,7 +90,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	return code
 }
@@ -230,26 +223,12 @@ func hideTestOnly(fs *pflag.FlagSet) {
 	}
 }
 
-// roundExit ends a command before its work is done: it prints lines on stderr and exits with code.
-type roundExit struct {
-	code  int
-	lines []string
-}
-
-func (x *roundExit) Error() string { return fmt.Sprint(x.lines) }
-
-// exitWith is a roundExit of code that prints lines.
-func exitWith(code int, lines ...string) *roundExit { return &roundExit{code: code, lines: lines} }
-
-// starterFailed is a roundExit of code that prints err after "starter: ".
-func starterFailed(code int, err error) *roundExit { return exitWith(code, "starter: "+err.Error()) }
-
 func usageError(err error, stderr io.Writer) int {
 	if errors.Is(err, pflag.ErrHelp) {
-		return exitOK
+		return exitcode.OK
 	}
 	fmt.Fprintln(stderr, "starter:", err)
-	return exitUsage
+	return exitcode.Usage
 }
 
 // commaList is a comma-separated list flag; repeating the flag adds to it.

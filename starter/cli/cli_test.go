@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"ctxlab/starter/exitcode"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -91,8 +92,8 @@ ctxlab.experiment({
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := Main([]string{"run", tc.path, "--runs", filepath.Join(dir, "runs")}, &out, &errb)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d", code, exitUsage)
+			if code != exitcode.Usage {
+				t.Errorf("exit %d, want %d", code, exitcode.Usage)
 			}
 			msg := strings.TrimSpace(errb.String())
 			if !strings.Contains(msg, tc.want) {

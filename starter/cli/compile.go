@@ -10,6 +10,7 @@ import (
 	"ctxlab/activities/rankings"
 	"ctxlab/jsonnet"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 )
 
 // compileSpec evaluates and validates a spec.
@@ -125,17 +126,17 @@ func sharedRankings(plan *specs.Plan) []sharedRanking {
 func compile(o compileOptions, stdout, stderr io.Writer) int {
 	if o.lib {
 		fmt.Fprint(stdout, jsonnet.Library())
-		return exitOK
+		return exitcode.OK
 	}
 	e, err := compileSpec(o.spec, o.Flags)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	plan, err := specs.BuildPlan(e)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", o.spec, err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	out := compiled{Experiment: e, Nodes: plan.Nodes, Rankings: sharedRankings(plan)}
 	for _, arm := range plan.Arms {
@@ -157,7 +158,7 @@ func compile(o compileOptions, stdout, stderr io.Writer) int {
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(out); err != nil {
 		fmt.Fprintln(stderr, err)
-		return exitFail
+		return exitcode.Fail
 	}
-	return exitOK
+	return exitcode.OK
 }

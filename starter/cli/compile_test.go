@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ctxlab/jsonnet"
+	"ctxlab/starter/exitcode"
 )
 
 func TestParseSpecFlags(t *testing.T) {
@@ -97,12 +98,12 @@ ctxlab.experiment({
 	// Without a library folder the import fails, naming the spec's line: a spec error, exit 2.
 	t.Setenv("JSONNET_PATH", "")
 	_, code, errs := compileName(common...)
-	if code != exitUsage || !strings.Contains(errs, spec+":2:") || !strings.Contains(errs, "naming.libsonnet") {
+	if code != exitcode.Usage || !strings.Contains(errs, spec+":2:") || !strings.Contains(errs, "naming.libsonnet") {
 		t.Errorf("no library folder: exit %d, stderr %q", code, errs)
 	}
 	// An unreadable --ext-str-file is a spec error naming the variable and the file.
 	_, code, errs = compileName("--ext-str-file", "suffix="+filepath.Join(dir, "nope.txt"), "--ext-code", "n=3")
-	if code != exitUsage || !strings.Contains(errs, "ext-str-file suffix") || !strings.Contains(errs, "nope.txt") {
+	if code != exitcode.Usage || !strings.Contains(errs, "ext-str-file suffix") || !strings.Contains(errs, "nope.txt") {
 		t.Errorf("missing --ext-str-file: exit %d, stderr %q", code, errs)
 	}
 }
@@ -132,7 +133,7 @@ func TestCompileLib(t *testing.T) {
 	if out.String() != jsonnet.Library() || !strings.Contains(out.String(), "experiment(cfg)") {
 		t.Errorf("compile --lib printed %d bytes, not the embedded library", out.Len())
 	}
-	if code := Main([]string{"compile", "--lib", "s.jsonnet"}, &out, &errb); code != exitUsage {
+	if code := Main([]string{"compile", "--lib", "s.jsonnet"}, &out, &errb); code != exitcode.Usage {
 		t.Errorf("compile --lib with a spec: exit %d", code)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"ctxlab/starter/exitcode"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestParseSingleDashLongFlags(t *testing.T) {
 // Help writes flags as the README does (--name), and leaves out the flags that exist for tests only.
 func TestHelpListsDoubleDashFlagsWithoutTestOnes(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := Main([]string{"run", "-h"}, &out, &errb); code != exitOK {
+	if code := Main([]string{"run", "-h"}, &out, &errb); code != exitcode.OK {
 		t.Fatalf("run -h: exit %d", code)
 	}
 	help := out.String() + errb.String()
@@ -64,18 +65,18 @@ func TestMainExitCodes(t *testing.T) {
 		args []string
 		want int
 	}{
-		{nil, exitUsage},
-		{[]string{"-h"}, exitOK},
-		{[]string{"--help"}, exitOK},
-		{[]string{"frobnicate"}, exitUsage},
-		{[]string{"status", "--bogus", "n"}, exitUsage},
-		{[]string{"status"}, exitUsage},
-		{[]string{"status", "--help"}, exitOK},
-		{[]string{"images"}, exitUsage},
-		{[]string{"images", "build", "-h"}, exitOK},
-		{[]string{"help", "report"}, exitOK},
-		{[]string{"help", "nope"}, exitUsage},
-		{[]string{"completion", "bash"}, exitOK},
+		{nil, exitcode.Usage},
+		{[]string{"-h"}, exitcode.OK},
+		{[]string{"--help"}, exitcode.OK},
+		{[]string{"frobnicate"}, exitcode.Usage},
+		{[]string{"status", "--bogus", "n"}, exitcode.Usage},
+		{[]string{"status"}, exitcode.Usage},
+		{[]string{"status", "--help"}, exitcode.OK},
+		{[]string{"images"}, exitcode.Usage},
+		{[]string{"images", "build", "-h"}, exitcode.OK},
+		{[]string{"help", "report"}, exitcode.OK},
+		{[]string{"help", "nope"}, exitcode.Usage},
+		{[]string{"completion", "bash"}, exitcode.OK},
 	}
 	for _, tc := range cases {
 		var out, errb bytes.Buffer
@@ -91,13 +92,13 @@ func TestCompletion(t *testing.T) {
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		var out, errb bytes.Buffer
 		code := Main([]string{"completion", shell}, &out, &errb)
-		if code != exitOK || !strings.Contains(out.String(), "starter") {
+		if code != exitcode.OK || !strings.Contains(out.String(), "starter") {
 			t.Errorf("completion %s: exit %d, %d bytes, stderr %q", shell, code, out.Len(), errb.String())
 		}
 	}
 	complete := func(args ...string) []string {
 		var out, errb bytes.Buffer
-		if code := Main(append([]string{"__complete"}, args...), &out, &errb); code != exitOK {
+		if code := Main(append([]string{"__complete"}, args...), &out, &errb); code != exitcode.OK {
 			t.Fatalf("__complete %q: exit %d: %s", args, code, errb.String())
 		}
 		var words []string
@@ -127,7 +128,7 @@ func TestCompletion(t *testing.T) {
 func TestSwitchFlags(t *testing.T) {
 	for _, cmd := range [][]string{{"run"}, {"status"}, {"audit"}, {"grade"}, {"images", "build"}} {
 		var out, errb bytes.Buffer
-		if code := Main(append(slices.Clone(cmd), "--help"), &out, &errb); code != exitOK {
+		if code := Main(append(slices.Clone(cmd), "--help"), &out, &errb); code != exitcode.OK {
 			t.Fatalf("%v --help: exit %d", cmd, code)
 		}
 		if strings.Contains(out.String(), "[=true|false]") || !strings.Contains(out.String(), "\n  -h, --help ") {

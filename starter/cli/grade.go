@@ -27,6 +27,7 @@ import (
 	"ctxlab/internal/logs"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 )
 
 var gradeCommand = commandDef[gradeOptions, *gradeOptions]{
@@ -140,27 +141,15 @@ func gradePredictions(o gradeOptions, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	code, err := gradeRun(ctx, o, stdout, stderr)
-	return exitCodeSaying(code, err, stderr)
-}
-
-// exitCodeSaying is code, or the code of a roundExit err after printing its lines on stderr.
-func exitCodeSaying(code int, err error, stderr io.Writer) int {
-	var x *roundExit
-	if !errors.As(err, &x) {
-		return code
-	}
-	for _, line := range x.lines {
-		fmt.Fprintln(stderr, line)
-	}
-	return x.code
+	return exitcode.Saying(code, err, stderr)
 }
 
 // gradeRun reads the dataset and the predictions, checks this machine can grade them, grades them, replaces their
-// rows in the run folder and says how they graded; a roundExit says why it stopped early.
+// rows in the run folder and says how they graded; an exitcode.Exit says why it stopped early.
 func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (int, error) {
 	datasetFile, err := filepath.Abs(o.dataset)
 	if err != nil {
-		return 0, starterFailed(exitUsage, err)
+		return 0, exitcode.Failed(exitcode.Usage, err)
 	}
 	in, err := readGradeInputs(o, datasetFile, stderr)
 	if err != nil {
@@ -171,12 +160,12 @@ func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (in
 	if o.grading.Executor == "docker" && o.pull == pullMissingImages {
 		b := images.Builder{Docker: o.grading.Docker, Log: stderr}
 		if err := imagebuild.PullMissing(ctx, b, o.grading.Namespace, in.Graded(), o.pullConcurrency, stderr); err != nil {
-			return 0, exitWith(exitFail, "starter: "+err.Error()+"\nstarter: nothing graded")
+			return 0, exitcode.With(exitcode.Fail, "starter: "+err.Error()+"\nstarter: nothing graded")
 		}
 	}
 	if !o.noCheck && !checkGraders(ctx, dataset, o.grading, in.Graded(), runfolder.Repos(runDir), o.dataset,
 		stderr) {
-		return 0, exitWith(exitUsage)
+		return 0, exitcode.With(exitcode.Usage)
 	}
 	level := zerolog.InfoLevel
 	if o.quiet {
@@ -184,30 +173,30 @@ func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (in
 	}
 	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: level, File: runfolder.Log(runDir)})
 	if err != nil {
-		return 0, starterFailed(exitFail, err)
+		return 0, exitcode.Failed(exitcode.Fail, err)
 	}
 	defer closeLog()
 	acts := activities.New(o.runs, log)
 	store, err := acts.Store(o.name)
 	if err != nil {
-		return 0, starterFailed(exitFail, err)
+		return 0, exitcode.Failed(exitcode.Fail, err)
 	}
 	g := activities.PredictionGrader{Acts: acts, Store: store, Run: o.name, Grading: o.grading, Dataset: dataset}
 	log.Info().Int("predictions", len(in.Predictions)).Str("executor", o.grading.Executor).Str("run", runDir).
 		Msg("grading")
 	done := batch.GradeAll(ctx, in, g.Grade, o.concurrency, log)
 	if ctx.Err() != nil {
-		return 0, exitWith(exitFail, "starter: interrupted; graded instances are kept and skipped when run again")
+		return 0, exitcode.With(exitcode.Fail, "starter: interrupted; graded instances are kept and skipped when run again")
 	}
 	run := grading.HarnessRun{ID: o.name, Dataset: o.dataset, Predictions: o.predictions,
 		Executor: o.grading.Executor, Timeout: o.grading.Timeout.D()}
 	out, err := batch.Write(ctx, store, runDir, run, in, done)
 	if err != nil {
-		return 0, starterFailed(exitFail, err)
+		return 0, exitcode.Failed(exitcode.Fail, err)
 	}
 	summary, err := acts.Summarize(ctx, api.SummarizeInput{Run: o.name, Title: "ctxlab grade: " + o.name})
 	if err != nil {
-		return 0, starterFailed(exitFail, err)
+		return 0, exitcode.Failed(exitcode.Fail, err)
 	}
 	fmt.Fprint(stdout, summary)
 	return printGradeOutcome(o, runDir, out, stdout, stderr), nil
@@ -218,11 +207,11 @@ func gradeRun(ctx context.Context, o gradeOptions, stdout, stderr io.Writer) (in
 func readGradeInputs(o gradeOptions, datasetFile string, stderr io.Writer) (batch.Inputs, error) {
 	in, err := batch.Read(datasetFile, o.predictions)
 	if err != nil {
-		return in, exitWith(exitUsage, err.Error())
+		return in, exitcode.With(exitcode.Usage, err.Error())
 	}
 	if len(in.Unknown) > 0 {
 		if !o.ignoreUnknown {
-			return in, exitWith(exitUsage, fmt.Sprintf("%s: %d prediction(s) name instances that are not in "+
+			return in, exitcode.With(exitcode.Usage, fmt.Sprintf("%s: %d prediction(s) name instances that are not in "+
 				"%s: %s\nstarter: nothing graded; --ignore-unknown grades the %d other prediction(s)",
 				o.predictions, in.Ignored, o.dataset, listing.Some(in.Unknown, maxListed), len(in.Predictions)))
 		}
@@ -230,7 +219,7 @@ func readGradeInputs(o gradeOptions, datasetFile string, stderr io.Writer) (batc
 			in.Ignored, o.dataset, listing.Some(in.Unknown, maxListed))
 	}
 	if len(in.Predictions) == 0 {
-		return in, exitWith(exitUsage, fmt.Sprintf("starter: nothing to grade: no prediction in %s names an "+
+		return in, exitcode.With(exitcode.Usage, fmt.Sprintf("starter: nothing to grade: no prediction in %s names an "+
 			"instance of %s", o.predictions, o.dataset))
 	}
 	return in, nil

@@ -15,6 +15,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/results/predictions"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 )
 
 // demoTestCmd is the --test-cmd of the demo's grading (specs/demo.jsonnet's grading.test_cmd): its Python tests are
@@ -70,7 +71,7 @@ func TestGradeUnknownInstances(t *testing.T) {
 	runs := filepath.Join(root, "runs")
 	var out, errb bytes.Buffer
 	code := Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet"}, &out, &errb)
-	if code == exitOK {
+	if code == exitcode.OK {
 		t.Errorf("unknown instances: exit 0")
 	}
 	for _, id := range stray[:20] {
@@ -90,7 +91,7 @@ func TestGradeUnknownInstances(t *testing.T) {
 	errb.Reset()
 	code = Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
 		"--ignore-unknown"}, &out, &errb)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("--ignore-unknown: exit %d\n%s", code, errb.String())
 	}
 	if !strings.Contains(errb.String(), "ignored 25") {
@@ -108,7 +109,7 @@ func TestGradeUnknownInstances(t *testing.T) {
 	}
 	errb.Reset()
 	if code := Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
-		"--ignore-unknown"}, &out, &errb); code == exitOK || !strings.Contains(errb.String(), "nothing to grade") {
+		"--ignore-unknown"}, &out, &errb); code == exitcode.OK || !strings.Contains(errb.String(), "nothing to grade") {
 		t.Errorf("only unknown instances, ignored: exit %d\n%s", code, errb.String())
 	}
 }
@@ -146,8 +147,8 @@ func TestGradeErrorRowAndLogLine(t *testing.T) {
 	runs := filepath.Join(root, "runs")
 	var out, errb bytes.Buffer
 	code := Main([]string{"grade", "--dataset", dataset, "--predictions", file, "--runs", runs}, &out, &errb)
-	if code != exitFail {
-		t.Errorf("a failed row: exit %d, want %d\n%s", code, exitFail, errb.String())
+	if code != exitcode.Fail {
+		t.Errorf("a failed row: exit %d, want %d\n%s", code, exitcode.Fail, errb.String())
 	}
 	rows, bad, err := results.ReadFile(filepath.Join(runs, "grade-map", "results.jsonl"))
 	if err != nil || len(bad) > 0 || len(rows) != 2 {
@@ -239,8 +240,8 @@ func TestGradeExecutorErrorNamesItsInstanceOnce(t *testing.T) {
 	// Listed Python tests need a Python log parser: the local executor refuses any other.
 	code := Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
 		"--tests", "listed", "--log-parser", "tap"}, &out, &errb)
-	if code != exitFail {
-		t.Errorf("exit %d, want %d\n%s", code, exitFail, errb.String())
+	if code != exitcode.Fail {
+		t.Errorf("exit %d, want %d\n%s", code, exitcode.Fail, errb.String())
 	}
 	rows, _, err := results.ReadFile(filepath.Join(runs, "grade-py", "results.jsonl"))
 	if err != nil || len(rows) != 1 {

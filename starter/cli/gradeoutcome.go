@@ -10,20 +10,21 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 )
 
 // printGradeOutcome says, below the summary, how many rows were graded, where they are and, for gold or empty, how
-// the dataset validates; it returns the exit code (exitFail when a row errored or the dataset does not validate).
+// the dataset validates; it returns the exit code (exitcode.Fail when a row errored or the dataset does not validate).
 func printGradeOutcome(o gradeOptions, runDir string, out []results.Row, stdout, stderr io.Writer) int {
 	failed := printGradedAndErrored(stdout, out)
 	fmt.Fprintf(stdout, "\nresults: %s\nsummary: %s\n", runfolder.Rows(runDir), runfolder.Summary(runDir))
-	code := exitOK
+	code := exitcode.OK
 	if batch.IsValidation(o.predictions) && reportValidation(o.predictions, out, stdout) > 0 {
-		code = exitFail
+		code = exitcode.Fail
 	}
 	if failed > 0 {
 		fmt.Fprintf(stderr, "starter: %d instance(s) could not be graded (see the error field of their rows)\n", failed)
-		code = exitFail
+		code = exitcode.Fail
 	}
 	return code
 }

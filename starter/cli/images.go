@@ -23,6 +23,7 @@ import (
 	"ctxlab/jsonnet"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 	"ctxlab/starter/sweepclient"
 )
 
@@ -94,14 +95,14 @@ func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
 	rows, datasetDir, err := imageInstances(ctx, &o)
 	if err != nil {
 		fmt.Fprintf(stderr, "starter images build: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	// The build's temporary containers carry this process's labels; those of builders (and graders) killed before
 	// they could remove theirs are removed now.
 	removed, err := executor.RemoveStaleContainers(ctx, o.docker)
 	if err != nil {
 		fmt.Fprintf(stderr, "starter images build: %v\n", err)
-		return exitFail
+		return exitcode.Fail
 	}
 	for _, name := range removed {
 		fmt.Fprintf(stderr, "starter images build: removed container %s of a process that no longer runs\n", name)
@@ -128,9 +129,9 @@ func buildImages(o imagesBuildOptions, stdout, stderr io.Writer) int {
 	}
 	if failed > 0 {
 		fmt.Fprintf(stderr, "starter images build: %d image(s) failed\n", failed)
-		return exitFail
+		return exitcode.Fail
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // imageInstances reads the instances to build images of (of o.spec, or of o.dataset) and the dataset's folder
@@ -237,7 +238,7 @@ func pullImages(o imagesPullOptions, stdout, stderr io.Writer) int {
 	rows, _, err := imageInstances(ctx, &o.imagesBuildOptions)
 	if err != nil {
 		fmt.Fprintf(stderr, "starter images pull: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	var selected []swebench.Instance
 	for _, in := range rows {
@@ -248,9 +249,9 @@ func pullImages(o imagesPullOptions, stdout, stderr io.Writer) int {
 	b := images.Builder{Docker: o.docker, Log: stderr}
 	if err := imagebuild.PullMissing(ctx, b, o.namespace, selected, o.concurrency, stdout); err != nil {
 		fmt.Fprintf(stderr, "starter images pull: %v\n", err)
-		return exitFail
+		return exitcode.Fail
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // buildInstanceImage builds the image name of instance in, from its repository as --repos names it.

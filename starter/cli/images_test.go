@@ -9,6 +9,7 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/grading/executor"
+	"ctxlab/starter/exitcode"
 )
 
 func TestParseImagesBuildFlags(t *testing.T) {
@@ -33,7 +34,7 @@ func TestParseImagesBuildFlags(t *testing.T) {
 			t.Errorf("%v accepted", bad)
 		}
 	}
-	if code := Main([]string{"images", "push"}, &stderr, &stderr); code != exitUsage {
+	if code := Main([]string{"images", "push"}, &stderr, &stderr); code != exitcode.Usage {
 		t.Errorf("images push: exit %d", code)
 	}
 }
@@ -61,21 +62,21 @@ func TestImagesPullWithoutEngine(t *testing.T) {
 	ds := writeImagesDataset(t, "acme__x-1", "acme__x-2")
 	noDocker := filepath.Join(t.TempDir(), "docker")
 	code, stdout, stderr := runMain("images", "pull", "--dataset", ds, "--instances", "acme__x-9", "--docker", noDocker)
-	if code != exitUsage || !strings.Contains(stderr, "instance acme__x-9 is not in "+ds) {
+	if code != exitcode.Usage || !strings.Contains(stderr, "instance acme__x-9 is not in "+ds) {
 		t.Errorf("an unknown instance: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, stderr = runMain("images", "pull", "--dataset", ds, "--instances", "acme__x-2", "--docker", noDocker,
 		"--namespace", "ns")
 	image := executor.ImageOf("ns", swebench.Instance{InstanceID: "acme__x-2", Repo: "acme/x"})
-	if code != exitFail || !strings.Contains(stderr, "1 of 1 image(s) could not be pulled") ||
+	if code != exitcode.Fail || !strings.Contains(stderr, "1 of 1 image(s) could not be pulled") ||
 		!strings.Contains(stderr, "instance acme__x-2: docker pull "+image) || strings.Contains(stderr, "acme__x-1") {
-		t.Errorf("no docker program: exit %d, want %d naming %s alone\n%s%s", code, exitFail, image, stdout, stderr)
+		t.Errorf("no docker program: exit %d, want %d naming %s alone\n%s%s", code, exitcode.Fail, image, stdout, stderr)
 	}
 
 	t.Setenv("PATH", t.TempDir()) // grade runs the docker on PATH
 	code, stdout, stderr = runMain("grade", "--dataset", ds, "--predictions", "gold", "--executor", "docker",
 		"--runs", t.TempDir())
-	if code != exitFail || !strings.Contains(stderr, "2 of 2 image(s) could not be pulled") ||
+	if code != exitcode.Fail || !strings.Contains(stderr, "2 of 2 image(s) could not be pulled") ||
 		!strings.Contains(stderr, "starter: nothing graded") {
 		t.Errorf("grade without docker: exit %d\n%s%s", code, stdout, stderr)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctxlab/starter/exitcode"
 	"ctxlab/store/cas"
 )
 
@@ -17,7 +18,7 @@ func TestStatusAuditErrors(t *testing.T) {
 		t.Errorf("status of a missing run: exit %d, %s", code, errb.String())
 	}
 	errb.Reset()
-	if code := Main([]string{"audit", "--runs", runs, "--show", "sha256:abc"}, &out, &errb); code != exitUsage ||
+	if code := Main([]string{"audit", "--runs", runs, "--show", "sha256:abc"}, &out, &errb); code != exitcode.Usage ||
 		!strings.Contains(errb.String(), "not a reference") {
 		t.Errorf("audit --show of a bad ref: exit %d, %s", code, errb.String())
 	}

@@ -11,6 +11,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/results/report"
 	"ctxlab/runfolder"
+	"ctxlab/starter/exitcode"
 	"ctxlab/starter/sweepclient"
 )
 
@@ -65,13 +66,13 @@ func runPredict(o predictOptions, stdout, stderr io.Writer) int {
 	file, dir, err := sweepclient.LocateResults(o.name, o.runs)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter predict:", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	sweepclient.RepairRunFolder("predict", dir, file, stderr)
 	rows, bad, err := results.ReadFile(file)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter predict:", err)
-		return exitFail
+		return exitcode.Fail
 	}
 	for _, b := range bad {
 		fmt.Fprintf(stderr, "starter predict: %s line %d is not a row, skipped: %v\n", file, b.Line, b.Err)
@@ -80,7 +81,7 @@ func runPredict(o predictOptions, stdout, stderr io.Writer) int {
 		Features: o.features, Replicates: o.replicates, Seed: o.seed, Source: file, Now: time.Now()})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	out := runfolder.Predictions(dir)
 	if o.out != "" {
@@ -89,7 +90,7 @@ func runPredict(o predictOptions, stdout, stderr io.Writer) int {
 	path, err := p.Freeze(out)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter", err)
-		return exitFail
+		return exitcode.Fail
 	}
 	fmt.Fprintf(stdout, "%s (%s): predicted resolve %.1f%%, %.0f%% prediction interval [%.1f, %.1f] on %d issues\n",
 		p.Method, p.Model, p.PredictedPct, 100*p.Level, p.Interval.Lo, p.Interval.Hi, len(p.Issues))
@@ -106,5 +107,5 @@ func runPredict(o predictOptions, stdout, stderr io.Writer) int {
 			p.OutcomesSeen, p.Method)
 	}
 	fmt.Fprintf(stdout, "frozen: %s\n", path)
-	return exitOK
+	return exitcode.OK
 }

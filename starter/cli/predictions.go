@@ -13,6 +13,7 @@ import (
 
 	"ctxlab/results/predictions"
 	"ctxlab/runfolder"
+	"ctxlab/starter/exitcode"
 	"ctxlab/starter/sweepclient"
 )
 
@@ -48,7 +49,7 @@ func exportPredictions(o predictionsOptions, stdout, stderr io.Writer) int {
 	res, err := predictions.Export(context.Background(), dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
+		return exitcode.Fail
 	}
 	for _, path := range slices.Sorted(maps.Keys(res.Files)) {
 		fmt.Fprintf(stdout, "%s\t%d predictions\n", path, res.Files[path])
@@ -61,5 +62,5 @@ func exportPredictions(o predictionsOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "starter: %d instance id(s) are not org__repo-number, so the Multi-SWE-bench files leave them out: %s\n",
 			n, strings.Join(res.NotMultiSWEBench[:min(n, 10)], ", "))
 	}
-	return exitOK
+	return exitcode.OK
 }

@@ -12,6 +12,7 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 	"ctxlab/starter/sweepclient"
 )
 
@@ -136,7 +137,7 @@ func TestReportCommand(t *testing.T) {
 	if !strings.Contains(string(md), "Anchor: bm25 (--anchor)") {
 		t.Errorf("anchor flag ignored:\n%s", md)
 	}
-	if code := Main([]string{"report", "nothere", "--runs", runs}, &out, &errb); code != exitUsage ||
+	if code := Main([]string{"report", "nothere", "--runs", runs}, &out, &errb); code != exitcode.Usage ||
 		!strings.Contains(errb.String(), "no results at") {
 		t.Errorf("missing run: exit %d, %s", code, errb.String())
 	}

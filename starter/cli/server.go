@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ctxlab/starter/embedded"
+	"ctxlab/starter/exitcode"
 )
 
 // serverOptions are `starter server`'s flags.
@@ -70,14 +71,14 @@ func runServer(o serverOptions, stderr io.Writer) int {
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
-		return exitFail
+		return exitcode.Fail
 	}
 	fmt.Fprintf(stderr, "starter: Temporal server at %s (namespace %s, log %s); Ctrl-C stops it\n",
 		srv.HostPort(), srv.Namespace(), o.logFile)
 	<-ctx.Done()
 	if err := srv.Stop(); err != nil {
 		fmt.Fprintln(stderr, "starter: stopping the server:", err)
-		return exitFail
+		return exitcode.Fail
 	}
-	return exitOK
+	return exitcode.OK
 }

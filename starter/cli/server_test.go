@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"ctxlab/starter/exitcode"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,7 @@ func TestParseServer(t *testing.T) {
 	}
 	// A database URL the server cannot use fails before anything starts, without echoing the password.
 	var out bytes.Buffer
-	if code := Main([]string{"server", "--db", "mysql://u:hunter2@h/t", "--log", ""}, &out, &out); code != exitFail ||
+	if code := Main([]string{"server", "--db", "mysql://u:hunter2@h/t", "--log", ""}, &out, &out); code != exitcode.Fail ||
 		!strings.Contains(out.String(), "want postgres://") || strings.Contains(out.String(), "hunter2") {
 		t.Errorf("server on a mysql URL: exit %d\n%s", code, out.String())
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"ctxlab/starter/exitcode"
 	"ctxlab/starter/sweepclient"
 	"io"
 	"os"
@@ -36,7 +37,7 @@ func TestUIWithoutSweepFailsClearly(t *testing.T) {
 	runs := t.TempDir()
 	var stderr bytes.Buffer
 	code := Main([]string{"ui", "nosuch", "--runs", runs}, io.Discard, &stderr)
-	if code != exitUsage || !strings.Contains(stderr.String(), "no sweep named \"nosuch\"") {
+	if code != exitcode.Usage || !strings.Contains(stderr.String(), "no sweep named \"nosuch\"") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(runs, "nosuch")); err == nil {

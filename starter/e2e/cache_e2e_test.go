@@ -14,7 +14,6 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
-	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 )
@@ -67,8 +66,8 @@ func TestSpendCapCacheAndNewAblation(t *testing.T) {
 	// 1. A cap of six cents: the first call reserves its worst case, the others wait for it to settle, then none
 	// fits and the sweep waits.
 	_, stderr, code := run(spec("capped", "[super.methods[2]]", 0.06))
-	if code != sweepclient.ExitPaused || !strings.Contains(stderr, "spend cap reached") || !strings.Contains(stderr, "run again") {
-		t.Fatalf("exit %d, want %d with a message about the cap\nstderr:\n%s", code, sweepclient.ExitPaused, stderr)
+	if code != exitPaused || !strings.Contains(stderr, "spend cap reached") || !strings.Contains(stderr, "run again") {
+		t.Fatalf("exit %d, want %d with a message about the cap\nstderr:\n%s", code, exitPaused, stderr)
 	}
 	callsCapped := srv.Calls()
 	if callsCapped != 1 {

@@ -12,7 +12,6 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
-	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -49,8 +48,8 @@ func TestFailedStepRowCountsItsPaidCalls(t *testing.T) {
 		"models: [super.models[0] + { price: { input: 2.5, output: 10 } }], limits+: { retries: 2 } }")
 	_, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai",
 		"--infra-waits", "-1", "--quiet")
-	if code != sweepclient.ExitRowErrors {
-		t.Fatalf("exit %d, want %d (rows failed)\n%s", code, sweepclient.ExitRowErrors, stderr)
+	if code != exitRowErrors {
+		t.Fatalf("exit %d, want %d (rows failed)\n%s", code, exitRowErrors, stderr)
 	}
 	dir := filepath.Join(runs, "failedcost")
 	calls, _, err := runlog.Read[runlog.Call](runfolder.Calls(dir))

@@ -12,7 +12,6 @@ import (
 
 	"ctxlab/activities/api/errkind"
 	"ctxlab/results"
-	"ctxlab/starter/sweepclient"
 )
 
 // hidePythonScript runs a starter in a private mount namespace where every python3 the grader could find is hidden
@@ -69,8 +68,8 @@ func TestHiddenPythonIsTheEnvironmentsAndARerunFixesIt(t *testing.T) {
 		t.Fatalf("results.jsonl after the check refused: %v", err)
 	}
 	out, err = hidden("run", spec, "--runs", runs, "--no-check")
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != sweepclient.ExitRowErrors {
-		t.Fatalf("the sweep without python3 (--no-check): %v, want exit %d\n%s", err, sweepclient.ExitRowErrors,
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitRowErrors {
+		t.Fatalf("the sweep without python3 (--no-check): %v, want exit %d\n%s", err, exitRowErrors,
 			lastLines(string(out), 20))
 	}
 	rows := readRows(t, filepath.Join(dir, "results.jsonl"))

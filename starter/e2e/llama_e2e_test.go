@@ -26,7 +26,6 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
-	"ctxlab/starter/sweepclient"
 	"ctxlab/store/cas"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/llamaserver"
@@ -378,7 +377,7 @@ func llamaSweep(t *testing.T, rec *answerRecorder, timeout time.Duration, args .
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
-	if code != exitOK && code != sweepclient.ExitRowErrors {
+	if code != exitOK && code != exitRowErrors {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), e2e.Tail(errb.String(), 8000))
 	}
 	t.Logf("sweep finished in %s, exit %d; chat answers by status: %v", time.Since(start).Round(time.Second), code,

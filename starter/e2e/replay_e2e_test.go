@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"ctxlab/specs"
-	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -51,9 +50,9 @@ func TestReplayEndToEnd(t *testing.T) {
 
 	_, stderr, code := runStarter(t, 10*time.Minute, append(replay, "--runs", t.TempDir(), "--ext-str",
 		"tokenizer=cl100k_base")...)
-	if code != sweepclient.ExitRowErrors || !strings.Contains(stderr, "bad_input") {
+	if code != exitRowErrors || !strings.Contains(stderr, "bad_input") {
 		t.Fatalf("a replay asking what the run never asked: exit %d, want %d naming bad_input\nstderr:\n%s", code,
-			sweepclient.ExitRowErrors, stderr)
+			exitRowErrors, stderr)
 	}
 	if srv.Calls() != asked {
 		t.Fatalf("a replay asking what the run never asked asked the server %d times", srv.Calls()-asked)

@@ -10,7 +10,6 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/runfolder"
-	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -53,8 +52,8 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 
 	_, stderr, code := runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai",
 		"--infra-waits", "-1")
-	if code != sweepclient.ExitRowErrors {
-		t.Fatalf("first run: exit %d, want %d\n%s", code, sweepclient.ExitRowErrors, stderr)
+	if code != exitRowErrors {
+		t.Fatalf("first run: exit %d, want %d\n%s", code, exitRowErrors, stderr)
 	}
 	mu.Lock()
 	if len(fate) != 2 || sent[fakeopenai.RateLimit] != 1 || sent[fakeopenai.ContextLength] != 1 {
@@ -81,8 +80,8 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 	healed = true
 	mu.Unlock()
 	_, stderr, code = runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai")
-	if code != sweepclient.ExitRowErrors || !strings.Contains(stderr, "running them again") {
-		t.Fatalf("re-run: exit %d, want %d (the model's failure stays) after retrying\n%s", code, sweepclient.ExitRowErrors, stderr)
+	if code != exitRowErrors || !strings.Contains(stderr, "running them again") {
+		t.Fatalf("re-run: exit %d, want %d (the model's failure stays) after retrying\n%s", code, exitRowErrors, stderr)
 	}
 	mu.Lock()
 	if sent[fakeopenai.RateLimit] != 2 || sent[fakeopenai.ContextLength] != 1 {
@@ -113,8 +112,8 @@ func TestRerunRetriesInfrastructureFailures(t *testing.T) {
 	// --retry forces the model's failure to be asked again (a prompt fixed by a template edit, another server).
 	_, stderr, code = runStarter(t, 10*time.Minute, "run", spec, "--runs", runs, "--ext-str", "model=openai",
 		"--retry", "model")
-	if code != sweepclient.ExitRowErrors || !strings.Contains(stderr, "1 row(s) to retry: model 1 (context_length 1)") {
-		t.Fatalf("--retry model: exit %d, want %d saying it retries the model's row\n%s", code, sweepclient.ExitRowErrors, stderr)
+	if code != exitRowErrors || !strings.Contains(stderr, "1 row(s) to retry: model 1 (context_length 1)") {
+		t.Fatalf("--retry model: exit %d, want %d saying it retries the model's row\n%s", code, exitRowErrors, stderr)
 	}
 	mu.Lock()
 	if sent[fakeopenai.ContextLength] != 2 {

@@ -10,7 +10,6 @@ import (
 
 	"ctxlab/results"
 	"ctxlab/specs"
-	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/fakeopenai"
 )
 
@@ -36,8 +35,8 @@ func TestRaisedCapContinuesOnFirstRerun(t *testing.T) {
 	}
 	capped := spec("{ spend_usd: 0.06, queues+: { llm: { concurrency: 1 } } }")
 	_, stderr, code := runStarter(t, 10*time.Minute, "run", capped, "--runs", runs, "--ext-str", "model=openai")
-	if code != sweepclient.ExitPaused {
-		t.Fatalf("capped run: exit %d, want %d\n%s", code, sweepclient.ExitPaused, stderr)
+	if code != exitPaused {
+		t.Fatalf("capped run: exit %d, want %d\n%s", code, exitPaused, stderr)
 	}
 	// Exactly one call paid: the other five localization samples (two of one issue, three of the other) wait.
 	if n, all := srv.CallsFor(specs.Localize.Task), srv.Calls(); n != 1 || all != 1 {

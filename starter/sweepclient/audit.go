@@ -9,6 +9,7 @@ import (
 
 	"ctxlab/results/runstate"
 	"ctxlab/runfolder"
+	"ctxlab/starter/exitcode"
 )
 
 // AuditOptions are what starter audit was asked: the run Name under Runs, its Store, the Issue and the Method to
@@ -45,11 +46,13 @@ func Audit(o AuditOptions, stdout, stderr io.Writer) int {
 		return showRef(o, stdout, stderr)
 	}
 	code, err := auditRun(o, stdout)
-	return exitCode(code, err, stderr)
+	return exitcode.Saying(code, err, stderr)
 }
 
-// auditFailed is a roundExit of ExitFail that prints err after "starter audit: ".
-func auditFailed(err error) *roundExit { return exitWith(ExitFail, "starter audit: "+err.Error()) }
+// auditFailed is an exitcode.Exit of exitcode.Fail that prints err after "starter audit: ".
+func auditFailed(err error) *exitcode.Exit {
+	return exitcode.With(exitcode.Fail, "starter audit: "+err.Error())
+}
 
 // auditRun exports the run's rows (--export) or lists its activities' attempts and calls, as text or JSON.
 func auditRun(o AuditOptions, stdout io.Writer) (int, error) {
@@ -63,7 +66,7 @@ func auditRun(o AuditOptions, stdout io.Writer) (int, error) {
 			return 0, auditFailed(err)
 		}
 		printExport(stdout, o.Export, n)
-		return ExitOK, nil
+		return exitcode.OK, nil
 	}
 	if err := gatherRunRecords(o.Store, o.Name, dir); err != nil {
 		return 0, auditFailed(err)
@@ -79,7 +82,7 @@ func auditRun(o AuditOptions, stdout io.Writer) (int, error) {
 	}
 	acts := runstate.Audit(rec, ao)
 	if o.Issue != "" && len(acts) == 0 {
-		return 0, exitWith(ExitFail, fmt.Sprintf("starter audit: issue %q has no records in %s", o.Issue,
+		return 0, exitcode.With(exitcode.Fail, fmt.Sprintf("starter audit: issue %q has no records in %s", o.Issue,
 			runfolder.Attempts(dir)))
 	}
 	rep := newAuditReport(o.Name, dir, acts, sh.Note)
@@ -89,10 +92,10 @@ func auditRun(o AuditOptions, stdout io.Writer) (int, error) {
 			return 0, auditFailed(err)
 		}
 		fmt.Fprintln(stdout, string(b))
-		return ExitOK, nil
+		return exitcode.OK, nil
 	}
 	printAudit(stdout, rep)
-	return ExitOK, nil
+	return exitcode.OK, nil
 }
 
 // auditSelection is what the audit lists: the plan's nodes of the run's instances, of the --issue and the --method
@@ -108,7 +111,7 @@ func auditSelection(o AuditOptions, sh SweepShape) (runstate.AuditOptions, error
 		return ao, nil
 	}
 	if sh.Plan == nil {
-		return ao, exitWith(ExitFail, fmt.Sprintf("starter audit: --method needs the run's spec (%s)", sh.Note))
+		return ao, exitcode.With(exitcode.Fail, fmt.Sprintf("starter audit: --method needs the run's spec (%s)", sh.Note))
 	}
 	ao.Keep = map[string]bool{}
 	var known []string
@@ -122,7 +125,7 @@ func auditSelection(o AuditOptions, sh SweepShape) (runstate.AuditOptions, error
 		}
 	}
 	if len(ao.Keep) == 0 {
-		return ao, exitWith(ExitFail, fmt.Sprintf("starter audit: no method %q in the run's spec; it has %s",
+		return ao, exitcode.With(exitcode.Fail, fmt.Sprintf("starter audit: no method %q in the run's spec; it has %s",
 			o.Method, strings.Join(known, ", ")))
 	}
 	return ao, nil

@@ -2,6 +2,7 @@ package sweepclient
 
 import (
 	"bytes"
+	"ctxlab/starter/exitcode"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,7 +11,7 @@ import (
 func TestAuditSelectsAnIssue(t *testing.T) {
 	runs, _ := twoIssueRun(t)
 	var out, errb bytes.Buffer
-	if code := Audit(AuditOptions{Name: "two", Runs: runs, Issue: "i2", JSON: true}, &out, &errb); code != ExitOK {
+	if code := Audit(AuditOptions{Name: "two", Runs: runs, Issue: "i2", JSON: true}, &out, &errb); code != exitcode.OK {
 		t.Fatalf("audit --issue i2: exit %d\n%s", code, errb.String())
 	}
 	var rep AuditReport
@@ -21,7 +22,7 @@ func TestAuditSelectsAnIssue(t *testing.T) {
 		t.Errorf("audit --issue i2: %+v", rep)
 	}
 	out.Reset()
-	if code := Audit(AuditOptions{Name: "two", Runs: runs}, &out, &errb); code != ExitOK ||
+	if code := Audit(AuditOptions{Name: "two", Runs: runs}, &out, &errb); code != exitcode.OK ||
 		!strings.Contains(out.String(), "i1") || !strings.Contains(out.String(), "i2") {
 		t.Errorf("audit: exit %d\n%s%s", code, out.String(), errb.String())
 	}
@@ -34,12 +35,12 @@ func TestAuditRefusals(t *testing.T) {
 		code int
 		want string
 	}{
-		{AuditOptions{Name: "two", Runs: runs, Issue: "i9"}, ExitFail,
+		{AuditOptions{Name: "two", Runs: runs, Issue: "i9"}, exitcode.Fail,
 			`starter audit: issue "i9" has no records in ` + dir},
-		{AuditOptions{Name: "two", Runs: runs, Method: "m"}, ExitFail,
+		{AuditOptions{Name: "two", Runs: runs, Method: "m"}, exitcode.Fail,
 			"starter audit: --method needs the run's spec (no spec recorded"},
-		{AuditOptions{Name: "gone", Runs: runs}, ExitFail, "starter audit: no run folder"},
-		{AuditOptions{Runs: runs, Show: "sha256:nothex"}, ExitUsage, "is not a reference"},
+		{AuditOptions{Name: "gone", Runs: runs}, exitcode.Fail, "starter audit: no run folder"},
+		{AuditOptions{Runs: runs, Show: "sha256:nothex"}, exitcode.Usage, "is not a reference"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Audit(tc.o, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.want) {

@@ -17,6 +17,7 @@ import (
 	"ctxlab/results/runstate"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
+	"ctxlab/starter/exitcode"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 )
@@ -125,20 +126,20 @@ func showRef(o AuditOptions, stdout, stderr io.Writer) int {
 	ref := cas.Ref(strings.TrimSpace(o.Show))
 	if !ref.Valid() {
 		fmt.Fprintf(stderr, "starter audit: --show %q is not a reference (want sha256: and 64 hex digits)\n", o.Show)
-		return ExitUsage
+		return exitcode.Usage
 	}
 	var names []string
 	if o.Name != "" {
 		if _, err := runFolder(o.Runs, o.Name); err != nil {
 			fmt.Fprintln(stderr, "starter audit:", err)
-			return ExitFail
+			return exitcode.Fail
 		}
 		names = []string{o.Name}
 	} else {
 		entries, err := os.ReadDir(o.Runs)
 		if err != nil {
 			fmt.Fprintln(stderr, "starter audit:", err)
-			return ExitFail
+			return exitcode.Fail
 		}
 		for _, e := range entries {
 			if e.IsDir() {
@@ -166,17 +167,17 @@ func showRef(o AuditOptions, stdout, stderr io.Writer) int {
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "starter audit: %s: %v\n", name, err)
-			return ExitFail
+			return exitcode.Fail
 		}
 		printObject(stdout, b)
-		return ExitOK
+		return exitcode.OK
 	}
 	where := "any run under " + o.Runs
 	if o.Name != "" {
 		where = "run " + o.Name
 	}
 	fmt.Fprintf(stderr, "starter audit: %s is not in the content store of %s\n", ref, where)
-	return ExitFail
+	return exitcode.Fail
 }
 
 // printObject prints JSON indented, text as it is, and says what binary data is instead of printing it.

@@ -15,6 +15,7 @@ import (
 	"ctxlab/results/report"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 )
@@ -41,12 +42,12 @@ type ReportOptions struct {
 // Report writes the tables, statistics and figures of a run (or of a results.jsonl) and says where they are.
 func Report(o ReportOptions, stdout, stderr io.Writer) int {
 	code, err := reportRun(o, stdout, stderr)
-	return exitCode(code, err, stderr)
+	return exitcode.Saying(code, err, stderr)
 }
 
-// reportFailed is a roundExit of code that prints err after "starter report: ".
-func reportFailed(code int, err error) *roundExit {
-	return exitWith(code, "starter report: "+err.Error())
+// reportFailed is an exitcode.Exit of code that prints err after "starter report: ".
+func reportFailed(code int, err error) *exitcode.Exit {
+	return exitcode.With(code, "starter report: "+err.Error())
 }
 
 // reportRun reads the rows, builds the report with the recorded spec's order and anchor and the frozen predictions,
@@ -57,7 +58,7 @@ func reportRun(o ReportOptions, stdout, stderr io.Writer) (int, error) {
 		view, err := readSweep(ctx, o.Cluster, o.Store, o.Name, filepath.Join(o.Runs, o.Name))
 		cancel()
 		if err != nil {
-			return 0, reportFailed(ExitFail, err)
+			return 0, reportFailed(exitcode.Fail, err)
 		}
 		if view.State != "completed" {
 			fmt.Fprintf(stderr, "starter report: the sweep is %s: reporting the rows it has stored so far\n", view.State)
@@ -65,29 +66,29 @@ func reportRun(o ReportOptions, stdout, stderr io.Writer) (int, error) {
 	}
 	file, dir, err := LocateResults(o.Name, o.Runs)
 	if err != nil {
-		return 0, reportFailed(ExitUsage, err)
+		return 0, reportFailed(exitcode.Usage, err)
 	}
 	RepairRunFolder("report", dir, file, stderr)
 	rows, bad, err := results.ReadFile(file)
 	if err != nil {
-		return 0, reportFailed(ExitFail, err)
+		return 0, reportFailed(exitcode.Fail, err)
 	}
 	if len(rows) == 0 {
-		return 0, exitWith(ExitFail, fmt.Sprintf("starter report: %s holds no rows yet", file))
+		return 0, exitcode.With(exitcode.Fail, fmt.Sprintf("starter report: %s holds no rows yet", file))
 	}
 	e, err := readSpecRecord(dir)
 	if err != nil {
-		return 0, reportFailed(ExitFail, err)
+		return 0, reportFailed(exitcode.Fail, err)
 	}
 	opts := reportBuildOptions(o, file, dir, e)
 	preds, problems, err := loadReportPredictions(o, dir, stderr)
 	if err != nil {
-		return 0, reportFailed(ExitFail, err)
+		return 0, reportFailed(exitcode.Fail, err)
 	}
 	opts.Predictions = preds
 	rep, err := report.Build(rows, bad, opts)
 	if err != nil {
-		return 0, reportFailed(ExitUsage, err)
+		return 0, reportFailed(exitcode.Usage, err)
 	}
 	for _, p := range problems {
 		rep.Notes = append(rep.Notes, "prediction skipped: "+p)
@@ -101,7 +102,7 @@ func reportRun(o ReportOptions, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	printReport(rep, out, written, stdout)
-	return ExitOK, nil
+	return exitcode.OK, nil
 }
 
 // reportBuildOptions are the report's options from the flags and, when recorded, the spec (its title, the order of
@@ -155,7 +156,7 @@ func writeReportFiles(rep *report.Report, o ReportOptions, dir, out string, e *s
 	if !o.NoFigures {
 		figs, err := figures.Write(rep, runfolder.Figures(out))
 		if err != nil {
-			return nil, reportFailed(ExitFail, err)
+			return nil, reportFailed(exitcode.Fail, err)
 		}
 		for _, f := range figs {
 			rel, _ := filepath.Rel(out, f)
@@ -165,7 +166,7 @@ func writeReportFiles(rep *report.Report, o ReportOptions, dir, out string, e *s
 	}
 	files, err := rep.Write(out)
 	if err != nil {
-		return nil, reportFailed(ExitFail, err)
+		return nil, reportFailed(exitcode.Fail, err)
 	}
 	written = append(files, written...)
 	page, problems := writeReportHTML(rep, o, dir, out, e)
@@ -173,7 +174,7 @@ func writeReportFiles(rep *report.Report, o ReportOptions, dir, out string, e *s
 		fmt.Fprintln(stderr, "starter report: report.html:", p)
 	}
 	if page == "" {
-		return nil, exitWith(ExitFail)
+		return nil, exitcode.With(exitcode.Fail)
 	}
 	return append(written, page), nil
 }

@@ -10,6 +10,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 )
 
 // Report over a bare results.jsonl (no spec recorded): the anchor is the first method unless --anchor names one,
@@ -29,7 +30,7 @@ func TestReportOfResultsFile(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	o := ReportOptions{Name: runfolder.Rows(dir), Runs: runs, Out: out, Anchor: "b", Resamples: 100, Seed: 1,
 		NoFigures: true, Alternative: "observed"}
-	if code := Report(o, &stdout, &stderr); code != ExitOK {
+	if code := Report(o, &stdout, &stderr); code != exitcode.OK {
 		t.Fatalf("report: exit %d\n%s", code, stderr.String())
 	}
 	md, err := os.ReadFile(runfolder.Report(out))
@@ -44,7 +45,7 @@ func TestReportOfResultsFile(t *testing.T) {
 	}
 	stderr.Reset()
 	o.Name = "nothere"
-	if code := Report(o, &stdout, &stderr); code != ExitUsage ||
+	if code := Report(o, &stdout, &stderr); code != exitcode.Usage ||
 		!strings.Contains(stderr.String(), "starter report: no results at "+filepath.Join(runs, "nothere")) {
 		t.Errorf("report of no run: exit %d, %q", code, stderr.String())
 	}

@@ -12,30 +12,31 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 )
 
-// rowErrorsExit is a finished sweep's exit code: ExitRowErrors when some of its rows have an error (unless
+// rowErrorsExit is a finished sweep's exit code: exitcode.RowErrors when some of its rows have an error (unless
 // --allow-errors), saying how many and of which kinds.
 func rowErrorsExit(o Options, runDir string, stderr io.Writer) int {
 	rows, _, err := results.ReadFile(runfolder.Rows(runDir))
 	if errors.Is(err, os.ErrNotExist) { // a sweep of no issue writes no row
-		return ExitOK
+		return exitcode.OK
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "starter: reading the rows:", err)
-		return ExitFail
+		return exitcode.Fail
 	}
 	tally := TallyRowErrors(rows)
 	if tally.Errors == 0 {
-		return ExitOK
+		return exitcode.OK
 	}
 	fmt.Fprintf(stderr, "starter: %d of %d rows have errors (%s); see the error column of %s or starter status %s\n",
 		tally.Errors, tally.Rows, tally, runfolder.Rows(runDir), filepath.Base(runDir))
 	fmt.Fprintf(stderr, "starter: by cause: %s\n", tally.ByClass())
 	if o.AllowErrors {
-		return ExitOK
+		return exitcode.OK
 	}
-	return ExitRowErrors
+	return exitcode.RowErrors
 }
 
 // takeRetriedRows takes the rows of a finished sweep that a re-run retries (their error is not the model's, or is

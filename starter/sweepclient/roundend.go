@@ -12,6 +12,7 @@ import (
 	"ctxlab/activities"
 	"ctxlab/results"
 	"ctxlab/runfolder"
+	"ctxlab/starter/exitcode"
 	"ctxlab/workflows"
 )
 
@@ -69,7 +70,7 @@ func (r *sweepRound) finish(end sweepEnd, resumed bool) (code int, again map[res
 		if failed := retriedRows(r.runDir, r.plan, r.o.Retry); len(failed) > 0 {
 			r.log.Info().Int("rows", len(failed)).Msg("the resumed sweep finished; running again, once, the rows " +
 				"that failed by no fault of the model")
-			return ExitOK, failed
+			return exitcode.OK, failed
 		}
 	}
 	return r.finished(end), nil
@@ -94,7 +95,7 @@ func (r *sweepRound) stopped(end sweepEnd) (code int, stopped bool) {
 			writeJSONSummary(r.stdout, r.runDir, end.res, *end.diskFull)
 		}
 		fmt.Fprintln(r.stderr, "starter: the sweep stops:", *end.diskFull)
-		return ExitFail, true
+		return exitcode.Fail, true
 	case end.paused != nil:
 		spend, paused := r.e.Limits.SpendUSD, end.paused.IssuesPaused
 		if r.o.JSON {
@@ -104,7 +105,7 @@ func (r *sweepRound) stopped(end sweepEnd) (code int, stopped bool) {
 		fmt.Fprintf(r.stderr, "starter: spend cap reached (limits.spend_usd $%g): %d issue(s) wait for it; the sweep "+
 			"is saved in %s: raise limits.spend_usd in %s and run again to continue\n",
 			spend, paused, r.runDir, r.o.Spec)
-		return ExitPaused, true
+		return exitcode.Paused, true
 	}
 	return 0, false
 }
@@ -143,10 +144,10 @@ func (r *sweepRound) finished(end sweepEnd) int {
 	if end.err != nil {
 		if r.ctx.Err() != nil {
 			fmt.Fprintln(r.stderr, "starter: interrupted; the sweep is saved in", r.runDir, "and continues when run again")
-			return ExitFail
+			return exitcode.Fail
 		}
 		fmt.Fprintln(r.stderr, "starter: sweep failed:", end.err)
-		return ExitFail
+		return exitcode.Fail
 	}
 	res := end.res
 	r.log.Info().Int("issues", res.Issues).Int("failed", len(res.Failed)).Int("generations", res.Generations).
@@ -158,12 +159,12 @@ func (r *sweepRound) finished(end sweepEnd) int {
 	if len(res.Failed) > 0 {
 		fmt.Fprintf(r.stderr, "starter: %d issue(s) failed without rows: %v (see %s)\n", len(res.Failed), res.Failed,
 			runfolder.Log(r.runDir))
-		return ExitFail
+		return exitcode.Fail
 	}
 	overCode, over := r.overCap()
 	if lost != nil {
 		fmt.Fprintln(r.stderr, "starter:", lost)
-		return ExitFail
+		return exitcode.Fail
 	}
 	if over {
 		return overCode

@@ -9,6 +9,7 @@ import (
 	"ctxlab/activities/limiter"
 	"ctxlab/activities/steps"
 	"ctxlab/results"
+	"ctxlab/starter/exitcode"
 	"ctxlab/store/bucket"
 	"ctxlab/wiring"
 	"ctxlab/workflows"
@@ -24,22 +25,22 @@ func (r *sweepRound) connect() error {
 		if hint := damagedDBHint(err, r.o.Spec); hint != "" {
 			lines = append(lines, "starter: "+hint)
 		}
-		return exitWith(ExitFail, lines...)
+		return exitcode.With(exitcode.Fail, lines...)
 	}
 	r.conn = conn
 	r.deferred(conn.Close)
 	if err := refuseOtherSpec(r.ctx, conn.Client, "sweep/"+r.e.Name, r.hash); err != nil {
-		return starterFailed(exitCodeOf(err), r.explainConflict(err))
+		return exitcode.Failed(exitCodeOf(err), r.explainConflict(err))
 	}
 	if err := SetBudget(r.ctx, conn.Client, r.e.Name, r.runDir, r.in.Queues.Workflow, steps.LimitsOf(r.e)); err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	r.deferred(startRunUI(r.ctx, conn, r.o.Cluster.Namespace, r.o.UI, r.stderr))
 	if !r.o.NoWorker && (!conn.attached || conn.ownerIdle) {
 		stopWorkers, err := wiring.Start(conn.Client, r.acts, wiring.Options{Kinds: wiring.AllKinds,
 			Limits: r.e.Limits.Queues, Spec: r.e.Name})
 		if err != nil {
-			return starterFailed(ExitFail, err)
+			return exitcode.Failed(exitcode.Fail, err)
 		}
 		r.deferred(stopWorkers)
 	}
@@ -52,7 +53,7 @@ func (r *sweepRound) connect() error {
 func (r *sweepRound) checkWorkers() error {
 	objs, err := r.acts.Objects(r.e.Name)
 	if err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	var budget *limiter.Limits // a run of offline models only pays for no call
 	if paysModels(r.e) {
@@ -74,7 +75,7 @@ func (r *sweepRound) checkWorkers() error {
 		for _, p := range res.Problems {
 			lines = append(lines, "starter:   "+p)
 		}
-		return exitWith(ExitUsage, lines...)
+		return exitcode.With(exitcode.Usage, lines...)
 	}
 	if res.Workers > 0 {
 		r.log.Info().Int("workers", res.Workers-len(res.Silent)).Bool("budget_asked", res.BudgetAsked).
@@ -117,17 +118,17 @@ func (r *sweepRound) start() (run client.WorkflowRun, resumed bool, err error) {
 	})
 	r.unlockPrep()
 	if err != nil {
-		return nil, false, starterFailed(exitCodeOf(err), r.explainConflict(err))
+		return nil, false, exitcode.Failed(exitCodeOf(err), r.explainConflict(err))
 	}
 	r.log.Info().Str("workflow", run.GetID()).Msg(how)
 	store, err := r.acts.Store(r.e.Name)
 	if err != nil {
-		return nil, false, starterFailed(ExitFail, err)
+		return nil, false, exitcode.Failed(exitcode.Fail, err)
 	}
 	r.collector = newRowCollector(r.conn.Client, run.GetID(), store, r.runDir)
 	if bucket.Shared(r.o.Store) {
 		if r.collector.records, err = r.acts.Objects(r.e.Name); err != nil {
-			return nil, false, starterFailed(ExitFail, err)
+			return nil, false, exitcode.Failed(exitcode.Fail, err)
 		}
 	}
 	resumed = how == attachedHow && !r.conn.attached && r.o.retryOnly == nil

@@ -11,6 +11,7 @@ import (
 
 	"ctxlab/dataset/swebench"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 )
 
 // A spec that does not compile stops the round before anything runs: exit 2, the spec named, nothing checked.
@@ -27,7 +28,7 @@ func TestRunOfBadSpecIsUsage(t *testing.T) {
 		checked = true
 		return true
 	}}, &out, &errb)
-	if code != ExitUsage || !strings.Contains(errb.String(), "bad.jsonnet") || checked {
+	if code != exitcode.Usage || !strings.Contains(errb.String(), "bad.jsonnet") || checked {
 		t.Errorf("run of a spec that does not compile: exit %d, checked %v, stderr %q", code, checked, errb.String())
 	}
 }
@@ -47,7 +48,7 @@ func TestRunStopsWhenChecksFail(t *testing.T) {
 				io.WriteString(w, "check: a problem\n")
 				return false
 			}}, &out, &errb)
-		if code != ExitUsage || gotWorkers == noWorker || gotInstances == 0 ||
+		if code != exitcode.Usage || gotWorkers == noWorker || gotInstances == 0 ||
 			!strings.Contains(errb.String(), "check: a problem") {
 			t.Errorf("no-worker %v: exit %d, workers %v, %d instances, stderr %q", noWorker, code, gotWorkers,
 				gotInstances, errb.String())

@@ -16,6 +16,7 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
+	"ctxlab/starter/exitcode"
 )
 
 // checkRunFolder refuses a run folder where one of those paths holds something else (a folder where results.jsonl
@@ -104,15 +105,15 @@ func memoSpecHash(info *workflowpb.WorkflowExecutionInfo) string {
 	return old
 }
 
-// exitCodeOf is the exit code of a starter that could not start or attach to its sweep: ExitUsage for a spec that
-// conflicts with the running one (nothing ran), else ExitFail.
+// exitCodeOf is the exit code of a starter that could not start or attach to its sweep: exitcode.Usage for a spec that
+// conflicts with the running one (nothing ran), else exitcode.Fail.
 func exitCodeOf(err error) int {
 	var conflict *specConflictError
 	var former *formerDefaultError
 	if errors.As(err, &conflict) || errors.As(err, &former) {
-		return ExitUsage
+		return exitcode.Usage
 	}
-	return ExitFail
+	return exitcode.Fail
 }
 
 // damagedDBHint says what to do about a run folder's damaged Temporal database ("" when err is another error): the

@@ -17,6 +17,7 @@ import (
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 	"ctxlab/workflows"
 )
 
@@ -92,7 +93,7 @@ func ReadBudget(ctx context.Context, c client.Client, run string) (limiter.Statu
 	return st, err
 }
 
-// overCapExit says so and returns ExitFail when the run's budget says it spent past its cap (an endpoint billed
+// overCapExit says so and returns exitcode.Fail when the run's budget says it spent past its cap (an endpoint billed
 // more than a call's worst case, or calls in flight when a worker died were billed): such a sweep never exits 0.
 func overCapExit(ctx context.Context, c client.Client, run string, stderr io.Writer) (int, bool) {
 	st, err := ReadBudget(ctx, c, run)
@@ -102,5 +103,5 @@ func overCapExit(ctx context.Context, c client.Client, run string, stderr io.Wri
 	fmt.Fprintf(stderr, "starter: the run spent $%.4f, past its cap limits.spend_usd $%.4f (an endpoint billed more "+
 		"than a call's worst case, or calls in flight when their worker was lost were billed)\n", st.SpentUSD,
 		st.Limits.SpendUSD)
-	return ExitFail, true
+	return exitcode.Fail, true
 }

@@ -21,6 +21,7 @@ import (
 	"ctxlab/internal/cluster"
 	"ctxlab/results/runstate"
 	"ctxlab/runfolder"
+	"ctxlab/starter/exitcode"
 )
 
 // StatusOptions are what starter status was asked: the run Name under Runs, as JSON or text, the shared Store its
@@ -63,14 +64,14 @@ func Status(o StatusOptions, stdout, stderr io.Writer) int {
 		cancel()
 		if err != nil {
 			fmt.Fprintln(stderr, "starter status:", err)
-			return ExitFail
+			return exitcode.Fail
 		}
 		view = v
 	}
 	dir, err := runFolder(o.Runs, o.Name)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter status:", err)
-		return ExitFail
+		return exitcode.Fail
 	}
 	RepairRunFolder("status", dir, runfolder.Rows(dir), stderr)
 	if err := gatherRunRecords(o.Store, o.Name, dir); err != nil {
@@ -79,7 +80,7 @@ func Status(o StatusOptions, stdout, stderr io.Writer) int {
 	rec, err := runstate.Read(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter status:", err)
-		return ExitFail
+		return exitcode.Fail
 	}
 	instances, arms, note := view.shape(ReadShape(dir))
 	pid, published := liveStarter(dir)
@@ -99,13 +100,13 @@ func Status(o StatusOptions, stdout, stderr io.Writer) int {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
 			fmt.Fprintln(stderr, "starter status:", err)
-			return ExitFail
+			return exitcode.Fail
 		}
 		fmt.Fprintln(stdout, string(b))
-		return ExitOK
+		return exitcode.OK
 	}
 	printStatus(stdout, rep)
-	return ExitOK
+	return exitcode.OK
 }
 
 // endElapsedWhenFinished stops the clock of a finished sweep at its last attempt: the time since then is not the

@@ -2,6 +2,7 @@ package sweepclient
 
 import (
 	"bytes"
+	"ctxlab/starter/exitcode"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,7 +11,7 @@ import (
 func TestStatusOfFinishedRun(t *testing.T) {
 	runs, dir := twoIssueRun(t)
 	var out, errb bytes.Buffer
-	if code := Status(StatusOptions{Name: "two", Runs: runs}, &out, &errb); code != ExitOK {
+	if code := Status(StatusOptions{Name: "two", Runs: runs}, &out, &errb); code != exitcode.OK {
 		t.Fatalf("status: exit %d\n%s", code, errb.String())
 	}
 	for _, want := range []string{"run two (" + dir + "): 2 issues x 1 methods", "state:     finished",
@@ -21,7 +22,7 @@ func TestStatusOfFinishedRun(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := Status(StatusOptions{Name: "two", Runs: runs, JSON: true}, &out, &errb); code != ExitOK {
+	if code := Status(StatusOptions{Name: "two", Runs: runs, JSON: true}, &out, &errb); code != exitcode.OK {
 		t.Fatalf("status --json: exit %d\n%s", code, errb.String())
 	}
 	var rep struct {
@@ -37,7 +38,7 @@ func TestStatusOfFinishedRun(t *testing.T) {
 
 func TestStatusOfMissingRunFails(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := Status(StatusOptions{Name: "gone", Runs: t.TempDir()}, &out, &errb); code != ExitFail ||
+	if code := Status(StatusOptions{Name: "gone", Runs: t.TempDir()}, &out, &errb); code != exitcode.Fail ||
 		!strings.HasPrefix(errb.String(), "starter status: no run folder") {
 		t.Errorf("status of no run: exit %d, stderr %q", code, errb.String())
 	}

@@ -15,18 +15,6 @@ import (
 	"ctxlab/specs"
 )
 
-// The starter's exit codes.
-const (
-	ExitOK   = 0
-	ExitFail = 1 // the work ran and failed
-	// ExitUsage: bad flags, a bad spec or dataset: nothing ran.
-	ExitUsage = 2
-	// ExitPaused: the sweep stopped at its spend cap (limits.spend_usd); raising it and running again continues.
-	ExitPaused = 3
-	// ExitRowErrors: the sweep finished, but some rows have an error (starter run --allow-errors exits 0 instead).
-	ExitRowErrors = 4
-)
-
 // Options are what starter run was asked to do: the Spec to run into a folder under Runs, the Cluster to run it on
 // (no address: the run folder's embedded server; its namespace is required either way), the content Store and the
 // response Cache (empty: the run folder's).

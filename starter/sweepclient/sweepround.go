@@ -2,7 +2,6 @@ package sweepclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/runfolder"
 	"ctxlab/specs"
+	"ctxlab/starter/exitcode"
 	"ctxlab/store/bucket"
 	"ctxlab/store/cas"
 	"ctxlab/workflows"
@@ -52,32 +52,6 @@ type sweepRound struct {
 	collector  *rowCollector
 }
 
-// roundExit ends a round before its sweep ends: the round prints lines on stderr and exits with code.
-type roundExit struct {
-	code  int
-	lines []string
-}
-
-func (x *roundExit) Error() string { return fmt.Sprint(x.lines) }
-
-// exitWith is a roundExit of code that prints lines.
-func exitWith(code int, lines ...string) *roundExit { return &roundExit{code: code, lines: lines} }
-
-// starterFailed is a roundExit of code that prints err after "starter: ".
-func starterFailed(code int, err error) *roundExit { return exitWith(code, "starter: "+err.Error()) }
-
-// exitCode is code, or the code of a roundExit err after printing its lines on stderr.
-func exitCode(code int, err error, stderr io.Writer) int {
-	var x *roundExit
-	if !errors.As(err, &x) {
-		return code
-	}
-	for _, line := range x.lines {
-		fmt.Fprintln(stderr, line)
-	}
-	return x.code
-}
-
 // runSweepRound runs one round of the sweep; again holds the rows to retry in a second round (see Run).
 func runSweepRound(o Options, stdout, stderr io.Writer) (code int, again map[results.Key]bool) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -91,12 +65,12 @@ func runSweepRound(o Options, stdout, stderr io.Writer) (code int, again map[res
 	defer r.close()
 	code, again, err := r.run()
 	if err != nil {
-		return exitCode(code, err, r.stderr), nil
+		return exitcode.Saying(code, err, r.stderr), nil
 	}
 	return code, again
 }
 
-// run does the round's steps in order; a roundExit says why it stopped before the sweep ended.
+// run does the round's steps in order; an exitcode.Exit says why it stopped before the sweep ended.
 func (r *sweepRound) run() (int, map[results.Key]bool, error) {
 	for _, step := range []func() error{r.openLog, r.prepare, r.storePlan, r.connect} {
 		if err := step(); err != nil {
@@ -124,11 +98,11 @@ func (r *sweepRound) close() {
 func (r *sweepRound) openLog() error {
 	e, err := jsonnet.Compile(r.o.Spec, r.o.Flags.Options())
 	if err != nil {
-		return exitWith(ExitUsage, err.Error())
+		return exitcode.With(exitcode.Usage, err.Error())
 	}
 	r.e, r.runDir = e, filepath.Join(r.o.Runs, e.Name)
 	if err := checkStartSpace(r.runDir); err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	consoleLevel := zerolog.InfoLevel
 	if r.o.Quiet {
@@ -138,7 +112,7 @@ func (r *sweepRound) openLog() error {
 	log, closeLog, err := logs.New(logs.Options{Console: r.console, ConsoleLevel: consoleLevel,
 		ConsoleJSON: r.o.JSON, File: runfolder.Log(r.runDir)})
 	if err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	r.log = log
 	r.deferred(func() { _ = closeLog() })
@@ -152,25 +126,25 @@ func (r *sweepRound) prepare() error {
 	// to its sweep one at a time: one of another spec sees the first's sweep before it writes anything.
 	unlockPrep, err := flock.Lock(r.ctx, runfolder.PrepareLockPath(r.runDir), 100*time.Millisecond)
 	if err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	r.unlockPrep = sync.OnceFunc(unlockPrep)
 	r.deferred(r.unlockPrep)
 	if err := checkRunFolder(r.runDir); err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	if r.instances, err = PrepareDataset(r.e, r.runDir); err != nil {
 		if isDiskFull(err) { // the machine's failure, not the dataset's
-			return exitWith(ExitFail, explainDiskFull(err, r.runDir).Error())
+			return exitcode.With(exitcode.Fail, explainDiskFull(err, r.runDir).Error())
 		}
-		return exitWith(ExitUsage, err.Error())
+		return exitcode.With(exitcode.Usage, err.Error())
 	}
 	if r.plan, err = specs.BuildPlan(r.e); err != nil {
-		return exitWith(ExitUsage, fmt.Sprintf("%s: %v", r.o.Spec, err))
+		return exitcode.With(exitcode.Usage, fmt.Sprintf("%s: %v", r.o.Spec, err))
 	}
 	if !r.o.NoCheck && r.o.Check != nil &&
 		!r.o.Check(r.ctx, r.e, r.plan, r.instances, r.runDir, !r.o.NoWorker, r.o.Spec, r.stderr) {
-		return exitWith(ExitUsage)
+		return exitcode.With(exitcode.Usage)
 	}
 	return nil
 }
@@ -178,7 +152,7 @@ func (r *sweepRound) prepare() error {
 // storePlan puts the plan in the run's content store and makes the sweep's input and spec hash.
 func (r *sweepRound) storePlan() error {
 	if err := bucket.Probe(r.ctx, r.o.Store); err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	r.acts = activities.New(r.o.Runs, r.log)
 	r.acts.StoreURL, r.acts.CacheDir, r.acts.NoCache = r.o.Store, r.o.Cache, r.o.NoCache
@@ -189,26 +163,26 @@ func (r *sweepRound) storePlan() error {
 	})
 	store, err := r.acts.Store(r.e.Name)
 	if err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	if r.planRef, err = cas.PutJSON(r.ctx, store, r.plan); err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	r.in = sweepInput(r.e, r.plan, r.planRef, r.o.MaxHistory)
 	r.in.InfraWaits = r.o.InfraWaits
 	if r.in.Instances, err = instanceRefs(r.ctx, store, r.instances); err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	if bucket.Shared(r.o.Store) {
 		if err := WriteRunMarker(r.ctx, r.o.Store, r.e.Name, r.runDir); err != nil {
-			return starterFailed(ExitFail, err)
+			return exitcode.Failed(exitcode.Fail, err)
 		}
 		if r.in.Shipped, err = shipFolders(r.ctx, store, r.e, r.instances, r.log); err != nil {
-			return starterFailed(ExitFail, err)
+			return exitcode.Failed(exitcode.Fail, err)
 		}
 	}
 	if r.hash, err = specHash(r.in, r.plan); err != nil {
-		return starterFailed(ExitFail, err)
+		return exitcode.Failed(exitcode.Fail, err)
 	}
 	r.log.Info().Str("spec", r.o.Spec).Int("instances", len(r.instances)).Int("methods", len(r.plan.Arms)).
 		Int("nodes_per_issue", len(r.plan.Nodes)).Str("run", r.runDir).Msg("sweep")

@@ -16,6 +16,7 @@ import (
 	"ctxlab/internal/logs"
 	"ctxlab/runfolder"
 	"ctxlab/starter/embedded"
+	"ctxlab/starter/exitcode"
 )
 
 // UIOptions are `starter run`'s Web UI flags: On serves it, on Port of 127.0.0.1 (0: a free one; a non-zero port
@@ -70,18 +71,18 @@ func ServeUI(runDir, name, namespace string, port int, stderr io.Writer) int {
 	if _, err := os.Stat(runfolder.TemporalDBPath(runDir)); err != nil {
 		fmt.Fprintf(stderr, "starter ui: %s has no temporal.db: no sweep named %q ran there on the embedded server\n",
 			runDir, name)
-		return ExitUsage
+		return exitcode.Usage
 	}
 	log, closeLog, err := logs.New(logs.Options{Console: stderr, ConsoleLevel: zerolog.InfoLevel})
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
-		return ExitFail
+		return exitcode.Fail
 	}
 	defer closeLog()
 	conn, err := Connect(ctx, cluster.Options{Namespace: namespace}, runDir, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
-		return ExitFail
+		return exitcode.Fail
 	}
 	defer conn.Close()
 	if !conn.attached {
@@ -93,13 +94,13 @@ func ServeUI(runDir, name, namespace string, port int, stderr io.Writer) int {
 	ui, err := embedded.StartUI(ctx, conn.address, namespace, port)
 	if err != nil {
 		fmt.Fprintln(stderr, "starter:", err)
-		return ExitFail
+		return exitcode.Fail
 	}
 	defer ui.Stop()
 	printUI(stderr, ui)
 	fmt.Fprintln(stderr, "serving until Ctrl-C")
 	<-ctx.Done()
-	return ExitOK
+	return exitcode.OK
 }
 
 // markViewer records in server.json that this process runs no workers, so a `starter run` of the same sweep that
