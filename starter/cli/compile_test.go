@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,19 +135,6 @@ func TestCompileLib(t *testing.T) {
 	if code := Main([]string{"compile", "--lib", "s.jsonnet"}, &out, &errb); code != exitcode.Usage {
 		t.Errorf("compile --lib with a spec: exit %d", code)
 	}
-}
-
-// writeUnder writes text to dir/name, making its folders, and returns the path.
-func writeUnder(t *testing.T, dir, name, text string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // TestCompileShowsSharedRankings: compile lists each BM25 ranking once with every retrieve step that reads it; the

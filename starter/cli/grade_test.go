@@ -271,10 +271,3 @@ func fewDemoInstances(t *testing.T, bench *demobench.Result) []swebench.Instance
 	}
 	return []swebench.Instance{*goInst, *pyInst}
 }
-
-// runMain runs the starter in this process and returns its exit code, stdout and stderr.
-func runMain(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := Main(args, &out, &errb)
-	return code, out.String(), errb.String()
-}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"ctxlab/testkit/e2e"
@@ -25,10 +24,6 @@ func demoVariant(t *testing.T, overrides string) string {
 	return e2e.DemoVariant(t, filepath.Join(t.TempDir(), "variant.jsonnet"), overrides)
 }
 
-// testNamespace is an image namespace of this test process, so that two runs of the tests at once (two checkouts,
-// or CI beside a developer) neither share nor remove each other's images.
-func testNamespace(prefix string) string { return prefix + strconv.Itoa(os.Getpid()) }
-
 // mainOut runs a starter command in this process (status and audit need no server).
 func mainOut(t *testing.T, args ...string) (string, string) {
 	t.Helper()
@@ -37,4 +32,24 @@ func mainOut(t *testing.T, args ...string) (string, string) {
 		t.Fatalf("starter %v: exit %d\n%s", args, code, errb.String())
 	}
 	return out.String(), errb.String()
+}
+
+// runMain runs the starter in this process and returns its exit code, stdout and stderr.
+func runMain(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// writeUnder writes text to dir/name, making its folders, and returns the path.
+func writeUnder(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

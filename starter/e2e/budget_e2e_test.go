@@ -16,6 +16,7 @@ import (
 	"ctxlab/activities/limiter"
 	"ctxlab/results"
 	"ctxlab/runfolder"
+	"ctxlab/starter/sweepclient"
 	"ctxlab/testkit/e2e"
 	"ctxlab/testkit/fakeopenai"
 )
@@ -27,7 +28,7 @@ func budgetOf(ctx context.Context, t *testing.T, dir, run string) limiter.Status
 	if !ok || sf.Address == "" {
 		t.Fatalf("no server published in %s", dir)
 	}
-	st, err := readBudget(ctx, dialServer(ctx, t, sf.Address), run)
+	st, err := sweepclient.ReadBudget(ctx, dialServer(ctx, t, sf.Address), run)
 	if err != nil {
 		t.Fatalf("the budget of %s: %v", run, err)
 	}

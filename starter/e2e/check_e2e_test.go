@@ -12,14 +12,14 @@ import (
 // TestCheckDockerGraders: the docker executor with no engine names the engine; with an engine and no images of the
 // namespace, every instance and the command that builds its image.
 func TestCheckDockerGraders(t *testing.T) {
-	checkE2EEnv(t)
+	checkEnv(t)
 	runs := t.TempDir()
-	spec := gradeDemoVariant(t, "{ name: 'chkdocker', grading+: { executor: 'docker', namespace: '"+
-		gradeTestNamespace("ctxlabchecknoimages")+"' } }")
+	spec := demoVariant(t, "{ name: 'chkdocker', grading+: { executor: 'docker', namespace: '"+
+		testNamespace("ctxlabchecknoimages")+"' } }")
 	engine, set := os.LookupEnv("DOCKER_HOST")
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
-	code, stdout, stderr := gradeRunMain("check", spec, "--runs", runs)
-	if code != gradeExitUsage || !strings.Contains(stderr, "grading: no Docker engine answers") {
+	code, stdout, stderr := runMain("check", spec, "--runs", runs)
+	if code != exitUsage || !strings.Contains(stderr, "grading: no Docker engine answers") {
 		t.Errorf("no engine: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if set {
@@ -28,8 +28,8 @@ func TestCheckDockerGraders(t *testing.T) {
 		os.Unsetenv("DOCKER_HOST")
 	}
 	dockertest.Engine(t)
-	code, stdout, stderr = gradeRunMain("check", spec, "--runs", runs)
-	if code != gradeExitUsage || !strings.Contains(stderr, "instances acme__humanize-1") ||
+	code, stdout, stderr = runMain("check", spec, "--runs", runs)
+	if code != exitUsage || !strings.Contains(stderr, "instances acme__humanize-1") ||
 		!strings.Contains(stderr, "is not on this machine") || !strings.Contains(stderr, "starter images build --spec") {
 		t.Errorf("no images: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -38,9 +38,9 @@ func TestCheckDockerGraders(t *testing.T) {
 	}
 }
 
-// checkE2EEnv clears what the checks read from the environment (the endpoint, its key, the compression server) and
+// checkEnv clears what the checks read from the environment (the endpoint, its key, the compression server) and
 // sets kv over it. The checks run in-process, so these tests are not parallel.
-func checkE2EEnv(t *testing.T, kv ...string) {
+func checkEnv(t *testing.T, kv ...string) {
 	t.Helper()
 	for _, k := range []string{"OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
 		"CTXLAB_COMPRESS_URL"} {

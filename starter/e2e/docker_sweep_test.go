@@ -222,10 +222,6 @@ func TestImagesBuildRemovesContainersOfKilledBuilders(t *testing.T) {
 	}
 }
 
-// testNamespace is an image namespace of this test process, so that two runs of the tests at once (two checkouts,
-// or CI beside a developer) neither share nor remove each other's images.
-func testNamespace(prefix string) string { return prefix + strconv.Itoa(os.Getpid()) }
-
 // buildContainersOf lists the ctxlab-build-* containers labeled with a builder's pid.
 func buildContainersOf(t *testing.T, bin string, pid int) []string {
 	t.Helper()

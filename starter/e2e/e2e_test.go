@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"ctxlab/demobench"
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/starter/cli"
@@ -77,6 +78,14 @@ func demoSpec(t *testing.T) string { return filepath.Join(e2e.RepoRoot(t), "spec
 // referenceMethods keeps only the demo's two reference methods (no_source, oracle_files), which keeps a test quick,
 // and hides the demo's budget anchor (cq2care), which they leave out.
 const referenceMethods = "methods: super.methods[0:2], anchor:: null"
+
+// demoTestCmd is the --test-cmd of the demo's grading (specs/demo.jsonnet's grading.test_cmd): its Python
+// tests are unittest's.
+var demoTestCmd = `{"python": "` + demobench.PythonTestCmd + `"}`
+
+// testNamespace is an image namespace of this test process, so that two runs of the tests at once (two checkouts,
+// or CI beside a developer) neither share nor remove each other's images.
+func testNamespace(prefix string) string { return prefix + strconv.Itoa(os.Getpid()) }
 
 // demoVariant writes a spec that is the demo spec with overrides (a Jsonnet object) applied, and returns its path.
 func demoVariant(t *testing.T, overrides string) string {

@@ -30,25 +30,6 @@ type hfParquetRow struct {
 	Version          string `parquet:"version"`
 }
 
-// gradeDemoInstances picks one Go and one Python instance of the demo: grading is the slow part, and two languages
-// cover both test runners.
-func gradeDemoInstances(t *testing.T, bench *demobench.Result) []swebench.Instance {
-	t.Helper()
-	var goInst, pyInst *swebench.Instance
-	for i, in := range bench.Instances {
-		switch {
-		case goInst == nil && strings.Contains(in.TestPatch, "_test.go"):
-			goInst = &bench.Instances[i]
-		case pyInst == nil && strings.Contains(in.TestPatch, ".py"):
-			pyInst = &bench.Instances[i]
-		}
-	}
-	if goInst == nil || pyInst == nil {
-		t.Fatal("the demo has no Go or no Python instance")
-	}
-	return []swebench.Instance{*goInst, *pyInst}
-}
-
 func writeHFParquet(t *testing.T, path string, rows []swebench.Instance) {
 	t.Helper()
 	var out []hfParquetRow
@@ -113,7 +94,7 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	few := gradeDemoInstances(t, bench)
+	few := fewDemoInstances(t, bench)
 	parquetFile := filepath.Join(root, "hf", "data", "test-00000-of-00001.parquet")
 	writeHFParquet(t, parquetFile, few)
 	msbFile := filepath.Join(root, "msb", "go_and_python.jsonl")
@@ -129,7 +110,7 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 		code := cli.Main([]string{"grade", "--dataset", dataset, "--predictions", mode, "--name", name, "--runs", runs,
 			"--quiet", "--repos", filepath.Join(bench.DatasetDir, "repos", "{repo}"),
 			"--goproxy", "file://" + filepath.Join(bench.DatasetDir, "goproxy"), "--tests", "listed",
-			"--test-cmd", gradeDemoTestCmd}, &out, &errb)
+			"--test-cmd", demoTestCmd}, &out, &errb)
 		rows, bad, err := results.ReadFile(filepath.Join(runs, name, "results.jsonl"))
 		if err != nil || len(bad) > 0 {
 			t.Fatalf("%s: %v %v\n%s", name, bad, err, errb.String())
@@ -173,7 +154,7 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 	brokenFile := filepath.Join(root, "msb", "broken.jsonl")
 	writeMultiSWEBench(t, brokenFile, broken)
 	code, out, rows := grade(brokenFile, "gold", "broken-gold")
-	if code != gradeExitFail || len(rows) != 1 {
+	if code != exitFail || len(rows) != 1 {
 		t.Fatalf("broken gold: exit %d, %d rows\n%s", code, len(rows), out)
 	}
 	t.Logf("broken gold:\n%s", out)
@@ -193,7 +174,7 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 	passingFile := filepath.Join(root, "msb", "already_passing.jsonl")
 	writeMultiSWEBench(t, passingFile, passing)
 	code, out, rows = grade(passingFile, "empty", "passing-empty")
-	if code != gradeExitFail || len(rows) != 1 || !strings.Contains(out, "validation: 1 of 1 empty patches resolve") ||
+	if code != exitFail || len(rows) != 1 || !strings.Contains(out, "validation: 1 of 1 empty patches resolve") ||
 		!strings.Contains(out, "FAIL_TO_PASS tests pass without a fix:\n  "+rows[0].String(results.FieldInstance)+"\t") {
 		t.Errorf("empty that resolves: exit %d, %d rows\n%s", code, len(rows), out)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -17,7 +16,6 @@ import (
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/starter/cli"
-	e2ekit "ctxlab/testkit/e2e"
 )
 
 // Done when: `starter grade` with the demo's gold patches as predictions resolves every instance and with empty
@@ -48,7 +46,7 @@ func TestGradeGoldAndEmptyPredictions(t *testing.T) {
 		// The demo's grading options (specs/demo.jsonnet): its dataset's module proxy, Python tests by listed ids,
 		// with unittest.
 		code := cli.Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
-			"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", gradeDemoTestCmd}, &out, &errb)
+			"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", demoTestCmd}, &out, &errb)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s", c.name, code, errb.String())
 		}
@@ -109,7 +107,7 @@ func TestGradeGoldAndEmptyPredictions(t *testing.T) {
 		t.Fatal(err)
 	}
 	errb.Reset()
-	if code := cli.Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs}, &out, &errb); code != gradeExitUsage ||
+	if code := cli.Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs}, &out, &errb); code != exitUsage ||
 		!strings.Contains(errb.String(), "nobody__nothing-1") {
 		t.Errorf("stray prediction: exit %d: %s", code, errb.String())
 	}
@@ -125,7 +123,7 @@ func TestGradeCorrectedDatasetInSameRunFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := gradeDemoInstances(t, bench)[0] // the Go one: its tests are quick
+	inst := fewDemoInstances(t, bench)[0] // the Go one: its tests are quick
 	broken := inst
 	broken.TestPatch += inst.Patch // the gold fix inside the test patch
 	dataset := filepath.Join(bench.DatasetDir, "validate.jsonl")
@@ -152,14 +150,14 @@ func TestGradeCorrectedDatasetInSameRunFolder(t *testing.T) {
 		return code, out.String(), rows[0]
 	}
 	write(broken)
-	if code, out, row := validate(); code != gradeExitFail || row["resolved"] != true {
+	if code, out, row := validate(); code != exitFail || row["resolved"] != true {
 		t.Fatalf("a test patch that fixes the bug: exit %d, row %v; want exit %d and the empty patch resolved\n%s",
-			code, row, gradeExitFail, out)
+			code, row, exitFail, out)
 	}
 	write(inst)
 	code, out, row := validate()
-	if code != gradeExitOK || !strings.Contains(out, "the dataset is valid") {
-		t.Errorf("the corrected dataset: exit %d, want %d and a valid dataset\n%s", code, gradeExitOK, out)
+	if code != exitOK || !strings.Contains(out, "the dataset is valid") {
+		t.Errorf("the corrected dataset: exit %d, want %d and a valid dataset\n%s", code, exitOK, out)
 	}
 	if row["resolved"] != false || row["grade_status"] == "resolved" {
 		t.Errorf("results.jsonl keeps the first dataset's grade: %v", row)
@@ -179,7 +177,7 @@ func TestGradeRunReusesGradesOfAnEarlierBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	var preds []predictions.Prediction
-	for _, in := range gradeDemoInstances(t, bench) {
+	for _, in := range fewDemoInstances(t, bench) {
 		preds = append(preds, predictions.Prediction{InstanceID: in.InstanceID, ModelNameOrPath: "m", ModelPatch: in.Patch},
 			predictions.Prediction{InstanceID: in.InstanceID, ModelNameOrPath: "m__none", ModelPatch: batch.NoFixPatch})
 	}
@@ -193,8 +191,8 @@ func TestGradeRunReusesGradesOfAnEarlierBuild(t *testing.T) {
 		t.Helper()
 		var out, errb bytes.Buffer
 		if code := cli.Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
-			"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", gradeDemoTestCmd}, &out,
-			&errb); code != gradeExitOK {
+			"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", demoTestCmd}, &out,
+			&errb); code != exitOK {
 			t.Fatalf("exit %d\n%s", code, errb.String())
 		}
 		rows, bad, err := results.ReadFile(filepath.Join(runDir, "results.jsonl"))
@@ -241,36 +239,3 @@ func TestGradeRunReusesGradesOfAnEarlierBuild(t *testing.T) {
 		}
 	}
 }
-
-// The starter's exit codes, as docs/cli.md documents them.
-const (
-	gradeExitOK    = 0
-	gradeExitFail  = 1
-	gradeExitUsage = 2
-)
-
-// gradeRunMain runs the starter in this process and returns its exit code, stdout and stderr.
-func gradeRunMain(args ...string) (int, string, string) {
-	var out, errb bytes.Buffer
-	code := cli.Main(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-// gradeDemoTestCmd is the --test-cmd of the demo's grading (specs/demo.jsonnet's grading.test_cmd): its Python
-// tests are unittest's.
-var gradeDemoTestCmd = `{"python": "` + demobench.PythonTestCmd + `"}`
-
-// gradeDemoSpec is the demo spec's path.
-func gradeDemoSpec(t *testing.T) string {
-	return filepath.Join(e2ekit.RepoRoot(t), "specs", "demo.jsonnet")
-}
-
-// gradeDemoVariant writes a spec that is the demo spec with overrides (a Jsonnet object) applied, and returns its
-// path.
-func gradeDemoVariant(t *testing.T, overrides string) string {
-	t.Helper()
-	return e2ekit.DemoVariant(t, filepath.Join(t.TempDir(), "variant.jsonnet"), overrides)
-}
-
-// gradeTestNamespace is an image namespace of this test process's own.
-func gradeTestNamespace(prefix string) string { return prefix + strconv.Itoa(os.Getpid()) }

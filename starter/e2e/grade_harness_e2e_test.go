@@ -84,8 +84,8 @@ func TestGradeWritesHarnessOutput(t *testing.T) {
 	runs := filepath.Join(root, "runs")
 	var out, errb bytes.Buffer
 	code := cli.Main([]string{"grade", "--dataset", dataset, "--predictions", file, "--runs", runs, "--quiet", "--no-check",
-		"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", gradeDemoTestCmd}, &out, &errb)
-	if code != gradeExitFail { // the missing repository's row errors
+		"--goproxy", "file://{dataset_dir}/goproxy", "--tests", "listed", "--test-cmd", demoTestCmd}, &out, &errb)
+	if code != exitFail { // the missing repository's row errors
 		t.Fatalf("exit %d\n%s", code, errb.String())
 	}
 	runDir := filepath.Join(runs, "grade-preds")
@@ -174,7 +174,7 @@ func TestGradeDockerPullsFromRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := "acme__tablefmt-1"
-	namespace := reg + "/" + gradeTestNamespace("ctxlabtestpull")
+	namespace := reg + "/" + testNamespace("ctxlabtestpull")
 	image := executor.InstanceImage(namespace, id)
 	t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", image).Run() })
 	var out, errb bytes.Buffer
@@ -203,7 +203,7 @@ func TestGradeDockerPullsFromRegistry(t *testing.T) {
 	grade := func(extra ...string) (int, string, string) {
 		var out, errb bytes.Buffer
 		args := append([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
-			"--executor", "docker", "--namespace", namespace, "--tests", "listed", "--test-cmd", gradeDemoTestCmd,
+			"--executor", "docker", "--namespace", namespace, "--tests", "listed", "--test-cmd", demoTestCmd,
 			"--ignore-unknown"}, extra...)
 		code := cli.Main(args, &out, &errb)
 		return code, out.String(), errb.String()

@@ -31,7 +31,7 @@ func TestImagesBuildThenGradeDemoInDocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{"acme__tablefmt-1", "acme__humanize-1", "acme__relnotes-1"}
-	namespace := gradeTestNamespace("ctxlabtestdemo")
+	namespace := testNamespace("ctxlabtestdemo")
 	for _, id := range ids {
 		name := executor.InstanceImage(namespace, id)
 		t.Cleanup(func() { _ = exec.Command(bin, "image", "rm", "-f", name).Run() })
@@ -70,7 +70,7 @@ func TestImagesBuildThenGradeDemoInDocker(t *testing.T) {
 		out.Reset()
 		errb.Reset()
 		code := cli.Main([]string{"grade", "--dataset", bench.File, "--predictions", file, "--runs", runs, "--quiet",
-			"--executor", "docker", "--namespace", namespace, "--tests", "listed", "--test-cmd", gradeDemoTestCmd}, &out,
+			"--executor", "docker", "--namespace", namespace, "--tests", "listed", "--test-cmd", demoTestCmd}, &out,
 			&errb)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s", c.name, code, errb.String())

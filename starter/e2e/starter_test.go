@@ -7,13 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 
-	"ctxlab/activities/api"
-	"ctxlab/activities/limiter"
 	"ctxlab/dataset/swebench"
 	"ctxlab/demobench"
 	"ctxlab/internal/cluster"
@@ -99,18 +96,6 @@ func dialServer(ctx context.Context, t *testing.T, address string) client.Client
 	}
 	t.Cleanup(c.Close)
 	return c
-}
-
-// readBudget asks the run's budget workflow what it holds.
-func readBudget(ctx context.Context, c client.Client, run string) (limiter.Status, error) {
-	var st limiter.Status
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	v, err := c.QueryWorkflow(qctx, api.BudgetWorkflowID(run), "", api.BudgetQuery)
-	if err == nil {
-		err = v.Get(&st)
-	}
-	return st, err
 }
 
 // recordedPlan is the plan of the spec starter run recorded in the run folder dir.
