@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"ctxlab/activities/api/errkind"
+	"ctxlab/internal/listing"
 	"ctxlab/internal/offlinetask"
 	"ctxlab/specs"
 )
@@ -178,7 +178,7 @@ func checkOpenAI(ctx context.Context, m specs.Model, timeout time.Duration) Mode
 	id := cmp.Or(m.ID, m.Name)
 	if !list.serves(id) {
 		return ModelCheck{Host: ep.Host, Problem: fmt.Sprintf("the endpoint at %s does not serve model id %q (it "+
-			"serves %s)", ep.Host, id, someOf(list.ids(), 10)), Fix: "set the model's id to one it serves"}
+			"serves %s)", ep.Host, id, listing.Some(list.ids(), 10)), Fix: "set the model's id to one it serves"}
 	}
 	c := ModelCheck{Served: true, Host: ep.Host, Window: DiscoverWindow(ctx, id)}
 	if c.Window.LlamaCpp() {
@@ -219,14 +219,6 @@ func (l modelList) ids() []string {
 		out = append(out, e.ID)
 	}
 	return out
-}
-
-// someOf lists up to n names, saying how many more there are.
-func someOf(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s (and %d more)", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // errorText is an error's text without the "model call failed" frame of *Error.

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"ctxlab/internal/listing"
 	"ctxlab/results/runstate"
 	"ctxlab/runfolder"
 	"ctxlab/runlog"
@@ -24,15 +25,9 @@ import (
 
 const auditTime = "2006-01-02 15:04:05.000"
 
-// stepList names a node's steps for people: a node shared by a whole study's methods has dozens of labels, so the
-// first few stand for the rest (--json lists them all).
-func stepList(steps []string) string {
-	const shown = 4
-	if len(steps) <= shown {
-		return strings.Join(steps, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(steps[:shown], ", "), len(steps)-shown)
-}
+// stepsShown is how many of a node's steps the audit names for people: a node shared by a whole study's methods has
+// dozens of labels, so the first few stand for the rest (--json lists them all).
+const stepsShown = 4
 
 func printAudit(w io.Writer, r AuditReport) {
 	fmt.Fprintf(w, "run %s (%s): %d activities\n", r.Run, r.Dir, len(r.Activities))
@@ -45,7 +40,7 @@ func printAudit(w io.Writer, r AuditReport) {
 			fmt.Fprintf(w, "\nissue %s\n", a.Instance)
 			last = a.Instance
 		}
-		fmt.Fprintf(w, "  %s  node %s  steps %s\n", a.Activity, a.Key, stepList(a.Steps))
+		fmt.Fprintf(w, "  %s  node %s  steps %s\n", a.Activity, a.Key, listing.Some(a.Steps, stepsShown))
 		if len(a.Tries) == 0 {
 			fmt.Fprintln(w, "    (no attempt: not reached, or skipped because an input failed)")
 		}
