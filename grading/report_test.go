@@ -20,7 +20,7 @@ import (
 
 // Each kind of graded row lands in one list of the harness's run report, with 5.0's label where it has one, and
 // gets the instance folder the harness would write for it: a report.json only for a grade that ran the tests, no
-// folder at all for an empty patch. (starter/cli's TestGradeWritesHarnessOutput reads a real grade run's output
+// folder at all for an empty patch. (starter/e2e's TestGradeWritesHarnessOutput reads a real grade run's output
 // with the harness's own reading.)
 func TestWriteHarnessOutput(t *testing.T) {
 	row := func(fields map[string]any) results.Row { return results.Row(fields) }

@@ -60,5 +60,5 @@ func TestStartOnDamagedDatabase(t *testing.T) {
 		t.Errorf("the damaged database is still in place: %v", err)
 	}
 	// A new database is created in its place by the next process's Start (starter run --fresh-db; this process's
-	// SQLite driver keeps its handle on the moved file): TestDamagedDatabaseStartsOver in starter/cli.
+	// SQLite driver keeps its handle on the moved file): TestDamagedDatabaseStartsOver in starter/e2e.
 }
