@@ -81,3 +81,18 @@ func TestImagesPullWithoutEngine(t *testing.T) {
 		t.Errorf("grade without docker: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// TestImagesBuildWithoutEngine: starter images build names an instance --instances asks for that is not in the
+// dataset as a usage error before it touches the engine, and exits 1 naming the docker program it could not run.
+func TestImagesBuildWithoutEngine(t *testing.T) {
+	ds := writeImagesDataset(t, "acme__x-1")
+	noDocker := filepath.Join(t.TempDir(), "docker")
+	code, stdout, stderr := runMain("images", "build", "--dataset", ds, "--instances", "acme__x-9", "--docker", noDocker)
+	if code != exitcode.Usage || !strings.Contains(stderr, "acme__x-9") {
+		t.Errorf("an unknown instance: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runMain("images", "build", "--dataset", ds, "--docker", noDocker)
+	if code != exitcode.Fail || !strings.Contains(stderr, noDocker) || strings.Contains(stdout, "built") {
+		t.Errorf("no docker program: exit %d, want %d naming %s\n%s%s", code, exitcode.Fail, noDocker, stdout, stderr)
+	}
+}
