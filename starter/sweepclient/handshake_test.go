@@ -1,4 +1,4 @@
-package cli
+package sweepclient
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"ctxlab/internal/buildid"
 	"ctxlab/specs"
 	"ctxlab/starter/embedded"
-	"ctxlab/starter/sweepclient"
 	"ctxlab/store/objects"
 	"ctxlab/wiring"
 	"ctxlab/workflows"
@@ -38,7 +37,7 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
-	c, err := sweepclient.Dial(ctx, srv.HostPort(), "ctxlab-test", zerolog.Nop())
+	c, err := Dial(ctx, srv.HostPort(), "ctxlab-test", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +47,12 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 	objs := objects.Dir{Root: runDir}
 	q := workflows.DefaultQueues
 	set := limiter.Limits{SpendUSD: 0.5, Providers: map[string]specs.ProviderLimit{"openai": {InFlight: 4}}}
-	if err := sweepclient.SetBudget(ctx, c, run, runDir, q.Workflow, set); err != nil {
+	if err := SetBudget(ctx, c, run, runDir, q.Workflow, set); err != nil {
 		t.Fatal(err)
 	}
-	shake := func(want limiter.Limits) sweepclient.HandshakeResult {
+	shake := func(want limiter.Limits) HandshakeResult {
 		t.Helper()
-		res, err := sweepclient.Handshake(ctx, c, objs, run, q, specs.QueueLimits{}, &want)
+		res, err := Handshake(ctx, c, objs, run, q, specs.QueueLimits{}, &want)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +84,7 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 		t.Errorf("the workers learn the limits this starter set: %+v", res)
 	}
 	// Another starter of the run raised the cap since: the worker learns the budget's limits, not this starter's.
-	if err := sweepclient.SetBudget(ctx, c, run, runDir, q.Workflow, limiter.Limits{SpendUSD: 2}); err != nil {
+	if err := SetBudget(ctx, c, run, runDir, q.Workflow, limiter.Limits{SpendUSD: 2}); err != nil {
 		t.Fatal(err)
 	}
 	res := shake(set)
@@ -99,7 +98,7 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 func waitForPollers(ctx context.Context, t *testing.T, c client.Client, q workflows.Queues, n int) {
 	t.Helper()
 	for {
-		ids, _, err := sweepclient.Pollers(ctx, c, q)
+		ids, _, err := Pollers(ctx, c, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +131,7 @@ func TestHelloBudgetProblems(t *testing.T) {
 		{"silent", func(h api.Hello) api.Hello { return h }, "does not say which budget holds its paid calls"},
 		{"grade worker", func(h api.Hello) api.Hello { h.Kinds = []string{specs.QueueGrade}; return h }, ""},
 	} {
-		p := sweepclient.HelloProblems(tc.h(base), "r", "", specs.QueueLimits{}, &want)
+		p := HelloProblems(tc.h(base), "r", "", specs.QueueLimits{}, &want)
 		switch {
 		case tc.want == "" && len(p) > 0:
 			t.Errorf("%s: %v", tc.name, p)
@@ -140,7 +139,7 @@ func TestHelloBudgetProblems(t *testing.T) {
 			t.Errorf("%s: %v, want one naming the worker and %q", tc.name, p, tc.want)
 		}
 	}
-	if p := sweepclient.HelloProblems(base, "r", "", specs.QueueLimits{}, nil); len(p) > 0 {
+	if p := HelloProblems(base, "r", "", specs.QueueLimits{}, nil); len(p) > 0 {
 		t.Errorf("a worker not asked about the budget: %v", p)
 	}
 }

@@ -1,10 +1,9 @@
-package cli
+package sweepclient
 
 import (
 	"testing"
 
 	"ctxlab/results"
-	"ctxlab/starter/sweepclient"
 )
 
 // TestTallyRowErrors checks the kinds the exit message names, and that a row written again counts once (its last
@@ -20,7 +19,7 @@ func TestTallyRowErrors(t *testing.T) {
 	}
 	withKind := row("f", "step patch: whatever")
 	withKind[results.FieldErrorKind] = "rate_limit"
-	tally := sweepclient.TallyRowErrors([]results.Row{
+	tally := TallyRowErrors([]results.Row{
 		row("a", "step patch: m.patch: model gpt: model call failed (auth, HTTP 401): bad key"),
 		row("b", "step patch: m.patch: model gpt: model call failed (auth, HTTP 401): bad key"),
 		row("c", "step localize0: timed out (StartToClose)"),
