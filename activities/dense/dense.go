@@ -52,15 +52,22 @@ type Client struct {
 	Batch int
 	// MaxInput cuts each text at this many tokens; 0 is MaxInputTokens.
 	MaxInput int
+	// Shared says the cache is shared by runs that may name other endpoints (starter run --cache): its keys name
+	// the endpoint too, as the response cache's do.
+	Shared bool
 }
 
 // key is a text's cache key: under another cut than MaxInputTokens the vector is another's, so the cut is in the key
-// (and the keys of the default cut are as they always were).
+// (and the keys of the default cut are as they always were), and so is the endpoint in a shared cache.
 func (c *Client) key(text string) string {
-	if c.MaxInput == 0 || c.MaxInput == MaxInputTokens {
-		return Key(c.Model, text)
+	model := c.Model
+	if c.MaxInput != 0 && c.MaxInput != MaxInputTokens {
+		model = fmt.Sprintf("%s\x00cut at %d tokens", model, c.MaxInput)
 	}
-	return Key(fmt.Sprintf("%s\x00cut at %d tokens", c.Model, c.MaxInput), text)
+	if c.Shared {
+		model = fmt.Sprintf("%s\x00endpoint %s", model, c.ep.Base)
+	}
+	return Key(model, text)
 }
 
 // NewFromEnv returns a client for the endpoint the environment names (llm.EndpointFromEnv: OPENAI_BASE_URL, default

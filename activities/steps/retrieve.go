@@ -137,12 +137,17 @@ func (j *job) denseRank(ctx context.Context, model string, maxInput int, query s
 	if model == "" {
 		return nil, permanentf(api.ErrBadInput, "%s: dense retrieval needs embedding_model", j.in.Step)
 	}
-	cl, err := dense.NewFromEnv(model, embeddingCache{ctx: ctx,
-		dir: objects.Keyed{S: j.env.objects(), Prefix: runfolder.EmbeddingsKey, Durable: true}})
+	// The vectors are kept where the chat answers are: the shared cache when there is one (starter run --cache),
+	// so that another run folder pays for none of them again, else the run's objects.
+	vectors := objects.Keyed{S: j.env.objects(), Prefix: runfolder.EmbeddingsKey, Durable: true}
+	if c := j.env.Models.Cache; c != nil {
+		vectors = objects.Keyed{S: c, Prefix: "embeddings", Durable: true}
+	}
+	cl, err := dense.NewFromEnv(model, embeddingCache{ctx: ctx, dir: vectors})
 	if err != nil {
 		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)
 	}
-	cl.MaxInput = maxInput
+	cl.MaxInput, cl.Shared = maxInput, j.env.Models.Cache != nil
 	vecs, st, err := cl.Embed(ctx, append([]string{query}, docs...))
 	if err != nil {
 		return nil, modelError(j.in.Step, specs.Model{Name: model}, err)

@@ -12,6 +12,7 @@ import (
 	"ctxlab/dataset/swebench"
 	"ctxlab/internal/cluster"
 	"ctxlab/specs"
+	"ctxlab/starter/checks"
 	"ctxlab/starter/sweepclient"
 )
 
@@ -28,9 +29,9 @@ func runSweep(o runOptions, stdout, stderr io.Writer) int {
 		// The repositories, graders and endpoints are this process's only when it works: with --no-worker they are
 		// the workers', on their machines and with their environment (their key, their base URL), which this one
 		// cannot judge.
-		parts := checkAll
+		parts := checks.All
 		if !workers {
-			parts = checkParts{}
+			parts = checks.Parts{}
 		}
 		return checkBeforeRun(ctx, e, plan, instances, runDir, parts, spec, w)
 	}
