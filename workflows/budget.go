@@ -37,7 +37,9 @@ type BudgetInput struct {
 // Its commands must stay those of the saved histories (testdata/histories/budget-*.json): a change goes behind
 // workflow.GetVersion.
 func Budget(ctx workflow.Context, in BudgetInput) error {
-	b := &budgetState{ctx: ctx, in: in, ledger: in.Ledger, maxHistory: in.MaxHistory}
+	b := &budgetState{ctx: ctx, in: in, ledger: in.Ledger, maxHistory: in.MaxHistory,
+		limits:      workflow.GetSignalChannel(ctx, api.BudgetLimitsSignal),
+		limitsFirst: workflow.GetVersion(ctx, limitsFirstChange, workflow.DefaultVersion, 1) >= 1}
 	if b.maxHistory <= 0 {
 		b.maxHistory = DefaultBudgetHistory
 	}
@@ -50,14 +52,7 @@ func Budget(ctx workflow.Context, in BudgetInput) error {
 		workflow.UpdateHandlerOptions{Validator: b.validate}); err != nil {
 		return err
 	}
-	limits := workflow.GetSignalChannel(ctx, api.BudgetLimitsSignal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var l limiter.Limits
-			limits.Receive(ctx, &l)
-			b.ledger.SetLimits(l)
-		}
-	})
+	workflow.Go(ctx, b.receiveLimits)
 	for !b.tooLong() {
 		b.waitForExpiry()
 		b.ledger.Expire(workflow.Now(ctx))
@@ -68,13 +63,7 @@ func Budget(ctx workflow.Context, in BudgetInput) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
-	for {
-		var l limiter.Limits
-		if !limits.ReceiveAsync(&l) {
-			break
-		}
-		b.ledger.SetLimits(l)
-	}
+	b.takeLimits()
 	next := b.in
 	next.Ledger = b.ledger
 	return workflow.NewContinueAsNewError(ctx, Budget, next)
@@ -87,6 +76,42 @@ type budgetState struct {
 	ledger     limiter.Ledger
 	maxHistory int
 	moving     bool
+	// limits are the starter's limits signals; limitsFirst says a sync takes those signalled before it first.
+	limits      workflow.ReceiveChannel
+	limitsFirst bool
+}
+
+// limitsFirstChange: a sync is decided under every limit signalled before it. Before it, a coroutine blocked
+// receiving the signal held a new limit, and the SDK runs an update's handler before the other coroutines of its
+// workflow task: a sync that came with a raised cap in one task (the starter raised it while no workflow worker
+// ran the budget, as when it restarts the run's server) was capped at the cap it replaced, and the sweep paused
+// again at once.
+const limitsFirstChange = "limits-before-syncs"
+
+// receiveLimits applies the limits signals as they come. Under limitsFirstChange it waits without receiving, so a
+// signal stays in the channel, where a sync handled before this coroutine runs takes it (takeLimits).
+func (b *budgetState) receiveLimits(ctx workflow.Context) {
+	for {
+		if b.limitsFirst {
+			_ = workflow.Await(ctx, func() bool { return b.limits.Len() > 0 })
+			b.takeLimits()
+			continue
+		}
+		var l limiter.Limits
+		b.limits.Receive(ctx, &l)
+		b.ledger.SetLimits(l)
+	}
+}
+
+// takeLimits applies every limits signal received and not yet applied, in order.
+func (b *budgetState) takeLimits() {
+	for {
+		var l limiter.Limits
+		if !b.limits.ReceiveAsync(&l) {
+			return
+		}
+		b.ledger.SetLimits(l)
+	}
 }
 
 // tooLong reports whether the history is long enough to continue as new.
@@ -118,7 +143,7 @@ func (b *budgetState) validate(s limiter.Sync) error {
 	if b.moving {
 		return temporal.NewApplicationError("the budget continues as new", api.ErrBudgetMoving)
 	}
-	if b.ledger.Quiet(s) {
+	if b.limits.Len() == 0 && b.ledger.Quiet(s) { // limits not yet applied may let it through
 		return temporal.NewApplicationError("every call asking waits", api.ErrBudgetQuiet)
 	}
 	return nil
@@ -126,6 +151,9 @@ func (b *budgetState) validate(s limiter.Sync) error {
 
 // sync applies a holder's sync to the ledger, after releasing what lapsed leases held.
 func (b *budgetState) sync(ctx workflow.Context, s limiter.Sync) (limiter.Reply, error) {
+	if b.limitsFirst {
+		b.takeLimits()
+	}
 	now := workflow.Now(ctx)
 	b.ledger.Expire(now)
 	return b.ledger.Apply(s, now), nil

@@ -31,7 +31,8 @@ import (
 // Sweep lists the stored rows and leaves summary.md to the starter). sweep-summary-v8 holds starterSummaryChange's
 // version 2: the Sweep's result also carries the summary of its stored rows (SummarizeStored). budget-v1 is a Budget workflow's first run
 // (testkit/orchbench's TestSaveBudgetHistories): limits signalled, syncs granted, settled and paced, a holder's lease
-// lapsed on its timer, and its continue-as-new.
+// lapsed on its timer, and its continue-as-new. budget-v2 holds limitsFirstChange's marker, and the cap raised while no
+// worker ran the budget taken in one workflow task with a sync, which is granted under it.
 func TestSavedHistoriesReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	if err != nil || len(files) < 2 {
@@ -56,7 +57,8 @@ func TestSavedHistoriesReplay(t *testing.T) {
 	}
 	for _, want := range []string{"issue-v1.json", "issue-v3.json", "issue-agentactivity-v3.json", "issue-v4.json",
 		"agent-v4.json", "sweep-v4.json", "sweep-safeids-v5.json", "issue-failedusage-v6.json",
-		"issue-rows-v7.json", "sweep-rows-v7.json", "sweep-summary-v8.json", "budget-v1.json"} {
+		"issue-rows-v7.json", "sweep-rows-v7.json", "sweep-summary-v8.json", "budget-v1.json",
+		"budget-v2.json"} {
 		if !slices.Contains(files, filepath.Join("testdata", "histories", want)) {
 			t.Errorf("no saved history %s", want)
 		}

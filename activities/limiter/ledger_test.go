@@ -472,3 +472,28 @@ type failingTransport struct{}
 func (failingTransport) Sync(context.Context, Sync) (Reply, error) {
 	return Reply{}, errors.New("no budget workflow budget/x")
 }
+
+// TestCapRemovedWhileLearned: a cap removed (limits.spend_usd 0) while a purse still trusts the cap it learned
+// (within fresh) lets its next call go: the ledger grants the allowance it asks for with nothing set aside, and
+// the call must take the limits of that reply instead of asking again, under the cap it held, for as long as its
+// activity lives.
+func TestCapRemovedWhileLearned(t *testing.T) {
+	var local Local
+	local.SetLimits(Limits{SpendUSD: 1})
+	counted := &countingTransport{t: &local}
+	p := NewPurse(counted, "h")
+	if _, err := p.Learn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	local.SetLimits(Limits{})
+	ctx, cancel := context.WithTimeout(context.Background(), fresh/2)
+	defer cancel()
+	settle, err := p.Admit(ctx, Attempt{}, "openai", func() float64 { return 0.1 })
+	if err != nil {
+		t.Fatalf("a call after the cap was removed: %v after %d asks", err, counted.asks())
+	}
+	settle(0.05, true)
+	if n := counted.asks(); n > 1 {
+		t.Errorf("%d asks for one call with no cap", n)
+	}
+}

@@ -146,7 +146,11 @@ func (p *Purse) Admit(ctx context.Context, at Attempt, provider string, worst fu
 			return nil, &CapError{Spent: ans.Spent, Need: w, Cap: ans.Cap}
 		}
 		// Granted: the allowance grew; the call takes its worst case out of it (or asks again, when other calls
-		// took it first).
+		// took it first). Under the limits of the reply: a cap removed since the purse learned it sets nothing
+		// aside, and the call goes.
+		p.mu.Lock()
+		lim = p.limits
+		p.mu.Unlock()
 	}
 }
 

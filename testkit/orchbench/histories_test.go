@@ -175,8 +175,9 @@ func saveHistory(t *testing.T, c client.Client, id, runID, path, wd string) {
 
 // TestSaveBudgetHistories makes the saved history of a Budget workflow run that workflows' TestSavedHistoriesReplay
 // replays (budget-SUFFIX.json): the limits signalled, holders granted, one refused as quiet, settled, paced by a
-// provider's rps, an allowance granted, paid from and given back, a holder whose lease lapses on the workflow's
-// timer, and a continue-as-new past a small history bound.
+// provider's rps, an allowance granted, paid from and given back, the cap raised while no worker runs the budget
+// and a sync decided under it in the same workflow task, holders whose leases lapse on the workflow's timer, and a
+// continue-as-new past a small history bound.
 //
 //	go test ./testkit/orchbench/ -run TestSaveBudgetHistories -orch.history-suffix v1 \
 //	    -orch.save-histories "$PWD/workflows/testdata/histories"
@@ -197,7 +198,7 @@ func TestSaveBudgetHistories(t *testing.T) {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	defer func() { w.Stop() }() // the worker started last
 	id := api.BudgetWorkflowID("hist")
 	run, err := c.SignalWithStartWorkflow(ctx, id, api.BudgetLimitsSignal, limiter.Limits{SpendUSD: 1,
 		Providers: map[string]specs.ProviderLimit{"openai": {InFlight: 3, RPS: 20}}},
@@ -229,7 +230,25 @@ func TestSaveBudgetHistories(t *testing.T) {
 		Priced: true, ForPool: true, Need: 0.1, Extra: 0.3}}, InFlight: 1}))
 	t.Log(sync(limiter.Sync{Holder: "p", Seq: 2, Settles: []limiter.Settle{{ID: "p1", USD: 0.05, Sent: true,
 		Pool: true}}, Return: 0.1}))
-	time.Sleep(limiter.LeaseTTL + 5*time.Second) // b falls silent: its lease lapses on the workflow's timer
+	// The cap raised while no worker runs the budget, and a sync waiting beside it: one workflow task takes both,
+	// and the sync is decided under the raised cap (limitsFirstChange).
+	w.Stop()
+	if err := c.SignalWorkflow(ctx, id, "", api.BudgetLimitsSignal, limiter.Limits{SpendUSD: 2,
+		Providers: map[string]specs.ProviderLimit{"openai": {InFlight: 3, RPS: 20}}}); err != nil {
+		t.Fatal(err)
+	}
+	raised := make(chan string, 1)
+	go func() { raised <- sync(limiter.Sync{Holder: "d", Asks: ask("d1", 1)}) }()
+	time.Sleep(2 * time.Second) // the update reaches the server before the worker comes back
+	w = worker.New(c, workflows.DefaultQueues.Workflow, worker.Options{})
+	workflows.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-raised; !strings.Contains(got, limiter.VerdictGranted) {
+		t.Fatalf("a $1 call under the cap raised to $2 with it: %s", got)
+	}
+	time.Sleep(limiter.LeaseTTL + 5*time.Second) // b and d fall silent: their leases lapse on the workflow's timer
 	for i := 0; ; i++ {
 		desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 		if err != nil {
