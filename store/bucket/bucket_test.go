@@ -3,10 +3,13 @@ package bucket
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
@@ -221,5 +224,51 @@ func TestOpenObjectsSettings(t *testing.T) {
 	}
 	if _, err := OpenObjects(ctx, "file://host/x", "demo", ""); err == nil {
 		t.Error("a file:// URL naming another host was taken")
+	}
+}
+
+// TestCreateWhileTheWinnerIsInFlight: a conditional write refused (412) for a key whose object the server cannot
+// show yet, another writer's create still in flight (a real S3-compatible server, versitygw, showed this window
+// under load: TestObjectsOnARealS3Server's create races read "object not found" after the 412), waits for the
+// winner's object and returns it, rather than failing the node that stored the same memo at the same moment.
+func TestCreateWhileTheWinnerIsInFlight(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("ctxlab"); err != nil {
+		t.Fatal(err)
+	}
+	fake := gofakes3.New(backend).Server()
+	const object = "demo/late/k.json"
+	var gets atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/"+object) {
+			switch {
+			case r.Method == http.MethodPut && r.Header.Get("If-None-Match") == "*":
+				w.WriteHeader(http.StatusPreconditionFailed)
+				_, _ = io.WriteString(w, "<Error><Code>PreconditionFailed</Code><Message>exists</Message></Error>")
+				return
+			case r.Method == http.MethodGet && gets.Add(1) <= 2:
+				if gets.Load() == 2 { // the winner's write lands after this read
+					defer backend.PutObject("ctxlab", object, nil, strings.NewReader("winner"), 6, nil)
+				}
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, "<Error><Code>NoSuchKey</Code><Message>not yet</Message></Error>")
+				return
+			}
+		}
+		fake.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	s, err := OpenObjects(context.Background(), "s3://ctxlab?region=us-east-1&use_path_style=true&disable_https=true"+
+		"&endpoint="+srv.URL, "demo", "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	existing, err := s.Create(context.Background(), "late/k.json", []byte("loser"), false)
+	if err != nil || string(existing) != "winner" {
+		t.Errorf("Create returned %q, %v; want the winner's object once it lands", existing, err)
 	}
 }

@@ -66,7 +66,7 @@ func (o *Objects) Create(ctx context.Context, key string, data []byte, _ bool) (
 	}
 	err = o.b.WriteAll(ctx, k, data, &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true})
 	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
-		existing, rerr := o.Get(ctx, key)
+		existing, rerr := o.winner(ctx, key)
 		if rerr == nil && existing == nil {
 			existing = []byte{}
 		}
@@ -76,6 +76,27 @@ func (o *Objects) Create(ctx context.Context, key string, data []byte, _ bool) (
 		return nil, fmt.Errorf("%s: writing %s: %w", o.name, key, err)
 	}
 	return nil, nil
+}
+
+// winnerWait bounds the wait for the object of a create another writer won.
+const winnerWait = 10 * time.Second
+
+// winner reads the object a refused conditional write lost to. The refusal can come before the object is readable
+// (versitygw answers 412 while the winner's write is still in flight), so a missing object is read again, with a
+// growing pause, for up to winnerWait.
+func (o *Objects) winner(ctx context.Context, key string) ([]byte, error) {
+	deadline := time.Now().Add(winnerWait)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		b, err := o.Get(ctx, key)
+		if !errors.Is(err, objects.ErrNotFound) || time.Now().After(deadline) {
+			return b, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+	}
 }
 
 // Put writes the object.
