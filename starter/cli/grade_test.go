@@ -16,6 +16,7 @@ import (
 	"ctxlab/results/predictions"
 	"ctxlab/specs"
 	"ctxlab/starter/exitcode"
+	"ctxlab/testkit/e2e"
 )
 
 // demoTestCmd is the --test-cmd of the demo's grading (specs/demo.jsonnet's grading.test_cmd): its Python tests are
@@ -229,7 +230,7 @@ func TestGradeExecutorErrorNamesItsInstanceOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	py := fewDemoInstances(t, bench)[1]
+	py := e2e.FewDemoInstances(t, bench)[1]
 	file := filepath.Join(root, "py.jsonl")
 	if err := predictions.WriteFile(file, []predictions.Prediction{{InstanceID: py.InstanceID, ModelNameOrPath: "m",
 		ModelPatch: py.Patch}}); err != nil {
@@ -251,23 +252,4 @@ func TestGradeExecutorErrorNamesItsInstanceOnce(t *testing.T) {
 	if !strings.Contains(msg, "log parser") || strings.Count(msg, "instance "+py.InstanceID+":") != 1 {
 		t.Errorf("the error should name the instance once and say why: %s", msg)
 	}
-}
-
-// fewDemoInstances picks one Go and one Python instance of the demo: grading is the slow part, and two languages
-// cover both test runners.
-func fewDemoInstances(t *testing.T, bench *demobench.Result) []swebench.Instance {
-	t.Helper()
-	var goInst, pyInst *swebench.Instance
-	for i, in := range bench.Instances {
-		switch {
-		case goInst == nil && strings.Contains(in.TestPatch, "_test.go"):
-			goInst = &bench.Instances[i]
-		case pyInst == nil && strings.Contains(in.TestPatch, ".py"):
-			pyInst = &bench.Instances[i]
-		}
-	}
-	if goInst == nil || pyInst == nil {
-		t.Fatal("the demo has no Go or no Python instance")
-	}
-	return []swebench.Instance{*goInst, *pyInst}
 }

@@ -15,6 +15,7 @@ import (
 	"ctxlab/results"
 	"ctxlab/specs"
 	"ctxlab/starter/cli"
+	"ctxlab/testkit/e2e"
 )
 
 // hfParquetRow is a SWE-bench row as the Hugging Face download lays it out: test lists as JSON-encoded strings.
@@ -94,7 +95,7 @@ func TestGradeValidatesParquetAndMultiSWEBenchDatasets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	few := fewDemoInstances(t, bench)
+	few := e2e.FewDemoInstances(t, bench)
 	parquetFile := filepath.Join(root, "hf", "data", "test-00000-of-00001.parquet")
 	writeHFParquet(t, parquetFile, few)
 	msbFile := filepath.Join(root, "msb", "go_and_python.jsonl")

@@ -16,6 +16,7 @@ import (
 	"ctxlab/runlog"
 	"ctxlab/specs"
 	"ctxlab/starter/cli"
+	"ctxlab/testkit/e2e"
 )
 
 // Done when: `starter grade` with the demo's gold patches as predictions resolves every instance and with empty
@@ -123,7 +124,7 @@ func TestGradeCorrectedDatasetInSameRunFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := fewDemoInstances(t, bench)[0] // the Go one: its tests are quick
+	inst := e2e.FewDemoInstances(t, bench)[0] // the Go one: its tests are quick
 	broken := inst
 	broken.TestPatch += inst.Patch // the gold fix inside the test patch
 	dataset := filepath.Join(bench.DatasetDir, "validate.jsonl")
@@ -177,7 +178,7 @@ func TestGradeRunReusesGradesOfAnEarlierBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	var preds []predictions.Prediction
-	for _, in := range fewDemoInstances(t, bench) {
+	for _, in := range e2e.FewDemoInstances(t, bench) {
 		preds = append(preds, predictions.Prediction{InstanceID: in.InstanceID, ModelNameOrPath: "m", ModelPatch: in.Patch},
 			predictions.Prediction{InstanceID: in.InstanceID, ModelNameOrPath: "m__none", ModelPatch: batch.NoFixPatch})
 	}

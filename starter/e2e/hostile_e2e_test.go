@@ -16,6 +16,7 @@ import (
 	"ctxlab/demobench"
 	"ctxlab/results"
 	"ctxlab/runfolder"
+	"ctxlab/testkit/e2e"
 )
 
 // datasetSpec writes rows as a JSONL dataset beside a generated demo benchmark (whose repositories and module proxy
@@ -47,7 +48,7 @@ func TestEditedDatasetRunsNodesAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := fewDemoInstances(t, bench)
+	rows := e2e.FewDemoInstances(t, bench)
 	edited := append([]swebench.Instance{}, rows...)
 	edited[0].ProblemStatement += "\n\nSteps to reproduce: " + strings.Repeat("call it twice and compare. ", 40)
 	edited[0].FailToPass = append(append(swebench.TestList{}, edited[0].FailToPass...), "TestNotInTheTestPatch")
@@ -195,7 +196,7 @@ func TestHostileInstanceIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := fewDemoInstances(t, bench)[0]
+	base := e2e.FewDemoInstances(t, bench)[0]
 	ids := []string{"ünïcødé__repo-1 ✓", "new\nline", "nul\x00byte", strings.Repeat("long-", 2048), "a/b", "a_b", ".."}
 	rows := make([]swebench.Instance, len(ids))
 	for i, id := range ids {

@@ -11,8 +11,6 @@ import (
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 
-	"ctxlab/dataset/swebench"
-	"ctxlab/demobench"
 	"ctxlab/internal/cluster"
 	"ctxlab/results/runstate"
 	"ctxlab/runfolder"
@@ -145,22 +143,4 @@ func writeUnder(t *testing.T, dir, name, text string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// fewDemoInstances is one Go and one Python instance of the demo benchmark.
-func fewDemoInstances(t *testing.T, bench *demobench.Result) []swebench.Instance {
-	t.Helper()
-	var goInst, pyInst *swebench.Instance
-	for i, in := range bench.Instances {
-		switch {
-		case goInst == nil && strings.Contains(in.TestPatch, "_test.go"):
-			goInst = &bench.Instances[i]
-		case pyInst == nil && strings.Contains(in.TestPatch, ".py"):
-			pyInst = &bench.Instances[i]
-		}
-	}
-	if goInst == nil || pyInst == nil {
-		t.Fatal("the demo has no Go or no Python instance")
-	}
-	return []swebench.Instance{*goInst, *pyInst}
 }

@@ -31,17 +31,7 @@ func TestHandshakeAsksTheBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := embedded.Start(ctx, embedded.Options{DBFile: filepath.Join(dir, "temporal.db"),
-		LogFile: filepath.Join(dir, "temporal.log"), Namespace: "ctxlab-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	c, err := Dial(ctx, srv.HostPort(), "ctxlab-test", zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := embeddedClient(ctx, t, dir)
 	runs, run := filepath.Join(dir, "runs"), "paid"
 	runDir := filepath.Join(runs, run)
 	objs := objects.Dir{Root: runDir}
@@ -142,4 +132,22 @@ func TestHelloBudgetProblems(t *testing.T) {
 	if p := HelloProblems(base, "r", "", specs.QueueLimits{}, nil); len(p) > 0 {
 		t.Errorf("a worker not asked about the budget: %v", p)
 	}
+}
+
+// embeddedClient starts an embedded Temporal server over dir (namespace ctxlab-test) and dials it; both stop when
+// the test ends.
+func embeddedClient(ctx context.Context, t *testing.T, dir string) client.Client {
+	t.Helper()
+	srv, err := embedded.Start(ctx, embedded.Options{DBFile: filepath.Join(dir, "temporal.db"),
+		LogFile: filepath.Join(dir, "temporal.log"), Namespace: "ctxlab-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	c, err := Dial(ctx, srv.HostPort(), "ctxlab-test", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

@@ -6,14 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"ctxlab/activities/api"
 	"ctxlab/activities/limiter"
-	"ctxlab/starter/embedded"
 	"ctxlab/workflows"
 )
 
@@ -27,17 +25,7 @@ func TestRaisedCapReachesSyncsWaitingWithIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := embedded.Start(ctx, embedded.Options{DBFile: filepath.Join(dir, "temporal.db"),
-		LogFile: filepath.Join(dir, "temporal.log"), Namespace: "ctxlab-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	c, err := Dial(ctx, srv.HostPort(), "ctxlab-test", zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := embeddedClient(ctx, t, dir)
 	wc := c
 	if u, ok := c.(interface{ Unwrap() client.Client }); ok {
 		wc = u.Unwrap()
